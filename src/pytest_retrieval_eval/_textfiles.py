@@ -1,0 +1,36 @@
+"""Line reading shared by the TREC, BEIR and JSONL parsers: BOM, CRLF and blank lines handled once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from .errors import RetrievalEvalError
+
+
+def read_text(path: str | Path) -> str:
+    """Read UTF-8 (a leading BOM is dropped); undecodable bytes are an error naming the line."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RetrievalEvalError("file not found", path=path) from None
+    except IsADirectoryError:
+        raise RetrievalEvalError("expected a file, found a directory", path=path) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise RetrievalEvalError(
+            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+            path=path,
+            line=line,
+        ) from None
+
+
+def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, stripped_line)`` for non-blank lines, 1-based, CRLF-safe."""
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
+        line = line.strip()
+        if line:
+            yield number, line

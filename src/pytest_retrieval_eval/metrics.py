@@ -1,0 +1,140 @@
+"""Pure, vectorised retrieval measures with trec_eval semantics.
+
+Semantics (trec_eval with ``-c``):
+- a judged query is one present in the qrels; means are over judged queries, and a judged query
+  the run leaves out (or ranks nothing for) scores 0; queries only in the run are ignored;
+- grade >= 1 is relevant, grade 0 (or below) is not; nDCG gains are the grades themselves
+  (trec_eval's ``ndcg_cut``: linear gain, ``log2(rank + 1)`` discount);
+- a scored run is ordered by score descending, ties by doc id descending (see ``runs``);
+- ``map@k`` divides by all relevant documents, not by ``min(k, R)`` (trec_eval ``map_cut``);
+- ``precision@k`` divides by ``k`` even when fewer than ``k`` documents were retrieved.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .measures import Measure, parse_measures
+from .qrels import Qrels
+from .runs import Run
+
+
+def as_run(run: "Run | Mapping") -> Run:
+    """Accept a ``Run``, ``{qid: {doc: score}}`` or ``{qid: [doc, ...]}``."""
+    if isinstance(run, Run):
+        return run
+    first = next(iter(run.values()), None)
+    if isinstance(first, Mapping):
+        return Run.from_dict(run)
+    return Run.from_ranked(run)
+
+
+def as_qrels(qrels: "Qrels | Mapping") -> Qrels:
+    return qrels if isinstance(qrels, Qrels) else Qrels.from_dict(qrels)
+
+
+def evaluate(
+    qrels: "Qrels | Mapping[str, Mapping[str, int]]",
+    run: "Run | Mapping",
+    measures: "Iterable[str | Measure] | str | Measure",
+    *,
+    per_query: bool = False,
+) -> "dict[str, float] | dict[str, dict[str, float]]":
+    """Score ``run`` against ``qrels``.
+
+    Returns ``{measure name: mean}``, or with ``per_query=True`` ``{measure name: {qid: value}}``
+    over every judged query. With no judged query every mean is NaN: 0 of 0 is not a pass.
+    """
+    if isinstance(measures, (str, Measure)):
+        measures = [measures]
+    parsed = parse_measures(measures)
+    qrels = as_qrels(qrels)
+    run = as_run(run)
+    qids = list(qrels)
+    values = _per_query_arrays(qrels, run, qids, parsed)
+    if per_query:
+        return {m.name: dict(zip(qids, v.tolist())) for m, v in values.items()}
+    return {m.name: (float(v.mean()) if len(qids) else math.nan) for m, v in values.items()}
+
+
+def _depth(run: Run, qids: Sequence[str], measures: Sequence[Measure]) -> int:
+    """How many ranks the measures read: the largest cutoff, or the whole ranking when uncut."""
+    longest = max((len(run.get(q, ())) for q in qids), default=0)
+    ks = [m.k for m in measures]
+    if any(k is None for k in ks):
+        return max(1, longest)
+    return max(1, min(max(ks), longest))
+
+
+def _per_query_arrays(
+    qrels: Qrels, run: Run, qids: Sequence[str], measures: Sequence[Measure]
+) -> dict[Measure, np.ndarray]:
+    nq = len(qids)
+    depth = _depth(run, qids, measures)
+    grades = np.zeros((nq, depth), dtype=np.float64)
+    empty: tuple[str, ...] = ()
+    for i, qid in enumerate(qids):
+        judged = qrels[qid]
+        ranking = run.get(qid, empty)[:depth]
+        if judged and ranking:
+            row = [judged.get(d, 0) for d in ranking]
+            grades[i, : len(row)] = row
+    gains = np.clip(grades, 0, None)
+    rel = grades >= 1
+    num_rel = np.array([sum(1 for g in qrels[q].values() if g >= 1) for q in qids], dtype=np.float64)
+    positions = np.arange(1, depth + 1, dtype=np.float64)
+    discount = 1.0 / np.log2(positions + 1.0)
+
+    cache: dict[str, np.ndarray] = {}
+
+    def cum_rel() -> np.ndarray:
+        if "cum" not in cache:
+            cache["cum"] = np.cumsum(rel, axis=1, dtype=np.float64)
+        return cache["cum"]
+
+    def ideal(k: int | None) -> np.ndarray:
+        """Ideal DCG over the best ``k`` judged grades (all of them when uncut)."""
+        key = f"idcg{k}"
+        if key not in cache:
+            out = np.zeros(nq)
+            for i, qid in enumerate(qids):
+                best = sorted((g for g in qrels[qid].values() if g >= 1), reverse=True)
+                if k is not None:
+                    best = best[:k]
+                if best:
+                    out[i] = float(np.dot(best, 1.0 / np.log2(np.arange(2, len(best) + 2))))
+            cache[key] = out
+        return cache[key]
+
+    def safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+        out = np.zeros_like(num)
+        np.divide(num, den, out=out, where=den > 0)
+        return out
+
+    out: dict[Measure, np.ndarray] = {}
+    for m in measures:
+        k = depth if m.k is None else min(m.k, depth)
+        window = rel[:, :k]
+        if m.family == "hit":
+            v = window.any(axis=1).astype(np.float64)
+        elif m.family == "mrr":
+            has = window.any(axis=1)
+            first = window.argmax(axis=1).astype(np.float64)
+            v = np.where(has, 1.0 / (first + 1.0), 0.0)
+        elif m.family == "recall":
+            v = safe_div(window.sum(axis=1, dtype=np.float64), num_rel)
+        elif m.family == "precision":
+            v = window.sum(axis=1, dtype=np.float64) / float(m.k)
+        elif m.family == "ndcg":
+            dcg = (gains[:, :k] * discount[:k]).sum(axis=1)
+            v = safe_div(dcg, ideal(m.k))
+        elif m.family == "map":
+            precision_at = cum_rel()[:, :k] / positions[:k]
+            v = safe_div((precision_at * window).sum(axis=1), num_rel)
+        else:  # pragma: no cover - Measure validates families
+            raise AssertionError(m.family)
+        out[m] = v
+    return out

@@ -1,0 +1,102 @@
+"""The records that flow down the data path: documents, chunks, labeled queries, query results.
+
+Frozen dataclasses with no behaviour beyond identity and fingerprints, so every other module can
+depend on them without depending on each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per value: sorted keys, no whitespace, so hashes are stable across runs."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Doc:
+    """A source document. Metadata fields are what a metadata-only engine can see."""
+
+    doc_id: str
+    content: str
+    title: str = ""
+    description: str = ""
+    filename: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of the fields an engine or a question generator can read."""
+        return sha256_text(
+            canonical_json(
+                {
+                    "doc_id": self.doc_id,
+                    "title": self.title,
+                    "description": self.description,
+                    "filename": self.filename,
+                    "content": self.content,
+                }
+            )
+        )
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a document as stored in a search index; ``chunk_id`` is ``doc_id:index``."""
+
+    doc_id: str
+    index: int
+    text: str
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def chunk_id(self) -> str:
+        return f"{self.doc_id}:{self.index}"
+
+    @property
+    def fingerprint(self) -> str:
+        return sha256_text(self.text)
+
+
+@dataclass(frozen=True)
+class LabeledQuery:
+    """A question with its judged documents.
+
+    ``relevant`` maps doc ids to graded relevance (trec_eval convention: grade >= 1 is relevant,
+    0 is judged not relevant). A synthetic question has one gold document of grade 1; BEIR qrels
+    may give several, graded.
+    """
+
+    query_id: str
+    question: str
+    relevant: Mapping[str, int]
+    source: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def gold(self) -> tuple[str, ...]:
+        """The relevant doc ids, best grade first (ties by id)."""
+        return tuple(
+            d for d, g in sorted(self.relevant.items(), key=lambda kv: (-kv[1], kv[0])) if g >= 1
+        )
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """What one engine returned for one query: a ranking, or the error it raised (never hidden)."""
+
+    query_id: str
+    doc_ids: tuple[str, ...] = ()
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def errored(self) -> bool:
+        return self.error is not None

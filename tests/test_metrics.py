@@ -1,0 +1,214 @@
+"""``evaluate`` against an independent oracle (pytrec-eval-terrier, i.e. trec_eval's C code).
+
+pytrec_eval scores the queries that are in both the qrels and the run; trec_eval ``-c`` semantics
+(what ``evaluate`` implements) also count judged queries the run leaves out, as 0. The oracle
+helper adds those zeros itself so the comparison is of like with like.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import pytrec_eval
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_retrieval_eval import Qrels, Run, evaluate
+from pytest_retrieval_eval.runs import rank_by_score
+
+ALL_MEASURES = [
+    "hit@1", "hit@3", "hit@5", "hit@10",
+    "mrr", "mrr@3", "mrr@10",
+    "recall@1", "recall@5", "recall@100",
+    "precision@1", "precision@5", "precision@10",
+    "ndcg", "ndcg@1", "ndcg@5", "ndcg@10",
+    "map", "map@3", "map@10",
+]
+
+
+def _oracle_one(qrels: dict, run_scores: dict, measure: str) -> dict[str, float]:
+    """Per-query values from pytrec_eval for one of our measure names, -c semantics."""
+    family, _, k = measure.partition("@")
+    truncate = None
+    if family == "hit":
+        name, key = f"success.{k}", f"success_{k}"
+    elif family == "mrr":
+        name, key = "recip_rank", "recip_rank"
+        truncate = int(k) if k else None  # trec_eval has no recip_rank cutoff: cut the run
+    elif family == "recall":
+        name, key = f"recall.{k}", f"recall_{k}"
+    elif family == "precision":
+        name, key = f"P.{k}", f"P_{k}"
+    elif family == "ndcg":
+        name, key = (f"ndcg_cut.{k}", f"ndcg_cut_{k}") if k else ("ndcg", "ndcg")
+    elif family == "map":
+        name, key = (f"map_cut.{k}", f"map_cut_{k}") if k else ("map", "map")
+    else:
+        raise AssertionError(measure)
+    scores = run_scores
+    if truncate is not None:
+        scores = {
+            q: {d: docs[d] for d in rank_by_score(docs)[:truncate]} for q, docs in run_scores.items()
+        }
+    # pytrec_eval leaves out queries absent from the run: give them an empty ranking.
+    scores = {q: dict(scores.get(q, {})) for q in qrels}
+    result = pytrec_eval.RelevanceEvaluator(qrels, {name}).evaluate(scores)
+    return {q: result.get(q, {}).get(key, 0.0) for q in qrels}
+
+
+def assert_matches_oracle(qrels: dict, run_scores: dict, measures=ALL_MEASURES) -> None:
+    ours = evaluate(Qrels.from_dict(qrels), Run.from_dict(run_scores), measures, per_query=True)
+    means = evaluate(Qrels.from_dict(qrels), Run.from_dict(run_scores), measures)
+    for m in measures:
+        expected = _oracle_one(qrels, run_scores, m)
+        assert set(ours[m]) == set(qrels), m
+        for q in qrels:
+            assert ours[m][q] == pytest.approx(expected[q], abs=1e-9), (m, q, ours[m][q], expected[q])
+        exp_mean = sum(expected.values()) / len(expected)
+        assert means[m] == pytest.approx(exp_mean, abs=1e-9), m
+
+
+# --- random runs ---------------------------------------------------------------------------
+
+doc_ids = st.sampled_from([f"d{i}" for i in range(25)])
+
+
+@st.composite
+def qrels_and_run(draw):
+    n_queries = draw(st.integers(1, 8))
+    qrels, run = {}, {}
+    for q in range(n_queries):
+        qid = f"q{q}"
+        judged = draw(st.dictionaries(doc_ids, st.integers(0, 3), min_size=1, max_size=8))
+        qrels[qid] = judged
+        if draw(st.booleans()) or q == 0:
+            # coarse scores on purpose: many ties, some across cutoffs
+            run[qid] = draw(
+                st.dictionaries(doc_ids, st.integers(0, 4).map(float), min_size=0, max_size=20)
+            )
+    if draw(st.booleans()):
+        run["unjudged-query"] = {"d1": 1.0}
+    return qrels, run
+
+
+@settings(max_examples=300, deadline=None)
+@given(qrels_and_run())
+def test_random_runs_match_trec_eval(data):
+    qrels, run = data
+    assert_matches_oracle(qrels, run)
+
+
+def test_larger_random_run_with_graded_qrels_and_ties():
+    rng = random.Random(20261130)
+    qrels, run = {}, {}
+    for q in range(200):
+        docs = [f"doc{i}" for i in range(300)]
+        judged = rng.sample(docs, rng.randint(1, 30))
+        qrels[f"q{q}"] = {d: rng.choice([0, 1, 1, 2, 3]) for d in judged}
+        if rng.random() < 0.9:
+            retrieved = rng.sample(docs, rng.randint(0, 150))
+            run[f"q{q}"] = {d: float(rng.randint(0, 40)) / 4 for d in retrieved}
+    assert_matches_oracle(qrels, run, ALL_MEASURES + ["recall@1000", "precision@100", "hit@200"])
+
+
+# --- hand-made edge cases ------------------------------------------------------------------
+
+def test_ties_across_a_cutoff_follow_trec_eval_doc_id_descending():
+    # Three docs tie at 1.0; trec_eval orders them z, b, a -> the relevant 'a' lands at rank 3.
+    qrels = {"q": {"a": 1}}
+    run = {"q": {"a": 1.0, "b": 1.0, "z": 1.0}}
+    assert Run.from_dict(run)["q"] == ("z", "b", "a")
+    assert evaluate(qrels, run, ["hit@2", "hit@3", "mrr"]) == {"hit@2": 0.0, "hit@3": 1.0, "mrr": pytest.approx(1 / 3)}
+    assert_matches_oracle(qrels, run)
+
+
+def test_duplicates_in_a_ranking_keep_the_first_rank():
+    qrels = {"q": {"a": 1, "b": 1}}
+    ranked = Run.from_ranked({"q": ["x", "a", "x", "a", "b"]})
+    assert ranked["q"] == ("x", "a", "b")
+    got = evaluate(qrels, ranked, ["precision@3", "recall@3", "mrr", "map"])
+    assert got["precision@3"] == pytest.approx(2 / 3)
+    assert got["recall@3"] == 1.0
+    assert got["mrr"] == 0.5
+    # Same as trec_eval on the de-duplicated ranking.
+    assert_matches_oracle(qrels, {"q": {"x": 3.0, "a": 2.0, "b": 1.0}})
+
+
+def test_empty_rankings_and_missing_queries_score_zero_and_count_in_the_mean():
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 2}}
+    run = {"q1": {"a": 1.0}, "q2": {}}  # q2 empty (e.g. an errored query), q3 missing
+    got = evaluate(qrels, run, ["hit@1", "mrr", "ndcg@10"])
+    assert got == {"hit@1": pytest.approx(1 / 3), "mrr": pytest.approx(1 / 3), "ndcg@10": pytest.approx(1 / 3)}
+    assert_matches_oracle(qrels, run)
+
+
+def test_query_with_no_relevant_document_counts_as_zero():
+    qrels = {"q1": {"a": 1}, "q2": {"b": 0}}
+    run = {"q1": {"a": 1.0}, "q2": {"b": 1.0}}
+    assert evaluate(qrels, run, ["hit@1", "recall@5", "ndcg@5", "map"]) == {
+        "hit@1": 0.5, "recall@5": 0.5, "ndcg@5": 0.5, "map": 0.5,
+    }
+    assert_matches_oracle(qrels, run)
+
+
+def test_graded_ndcg_uses_linear_gain_like_trec_eval():
+    qrels = {"q": {"a": 3, "b": 1, "c": 0, "d": 2}}
+    run = {"q": {"b": 4.0, "c": 3.0, "a": 2.0, "e": 1.0}}
+    dcg = 1 / math.log2(2) + 0 + 3 / math.log2(4)
+    idcg = 3 / math.log2(2) + 2 / math.log2(3) + 1 / math.log2(4)
+    assert evaluate(qrels, run, "ndcg@4")["ndcg@4"] == pytest.approx(dcg / idcg)
+    assert_matches_oracle(qrels, run)
+
+
+def test_k_larger_than_the_ranking():
+    qrels = {"q": {"a": 1, "b": 1, "c": 1}}
+    run = {"q": {"a": 2.0, "x": 1.0}}
+    got = evaluate(qrels, run, ["precision@10", "recall@100", "map@50", "ndcg@1000", "hit@1000"])
+    assert got["precision@10"] == pytest.approx(0.1)
+    assert got["recall@100"] == pytest.approx(1 / 3)
+    assert got["map@50"] == pytest.approx(1 / 3)
+    assert_matches_oracle(qrels, run, ["precision@10", "recall@100", "map@50", "ndcg@1000", "hit@1000"])
+
+
+def test_map_at_k_divides_by_all_relevant_documents():
+    qrels = {"q": {"a": 1, "b": 1, "c": 1, "d": 1}}
+    run = {"q": {"a": 3.0, "x": 2.0, "b": 1.0}}
+    assert evaluate(qrels, run, "map@2")["map@2"] == pytest.approx((1 / 1) / 4)
+
+
+def test_mrr_at_k_ignores_hits_below_the_cutoff():
+    qrels = {"q": {"a": 1}}
+    run = Run.from_ranked({"q": ["x", "y", "a"]})
+    assert evaluate(qrels, run, ["mrr@2", "mrr@3"]) == {"mrr@2": 0.0, "mrr@3": pytest.approx(1 / 3)}
+
+
+def test_no_judged_queries_gives_nan_not_a_pass():
+    got = evaluate({}, {"q": {"a": 1.0}}, ["hit@5", "mrr"])
+    assert math.isnan(got["hit@5"]) and math.isnan(got["mrr"])
+    assert evaluate({}, {}, ["hit@5"], per_query=True) == {"hit@5": {}}
+
+
+def test_ranked_dict_and_scored_dict_are_both_accepted():
+    qrels = {"q": {"b": 1}}
+    assert evaluate(qrels, {"q": ["a", "b"]}, "mrr") == {"mrr": 0.5}
+    assert evaluate(qrels, {"q": {"a": 2.0, "b": 1.0}}, "mrr") == {"mrr": 0.5}
+
+
+def test_measure_spellings_share_one_identity():
+    qrels = {"q": {"a": 1}}
+    got = evaluate(qrels, {"q": ["a"]}, ["nDCG@10", "ndcg_cut_10", "P@5", "success@1", "RR"])
+    assert list(got) == ["ndcg@10", "precision@5", "hit@1", "mrr"]
+
+
+def test_ten_thousand_queries_by_one_hundred_docs_is_fast():
+    import time
+
+    rng = random.Random(7)
+    qrels = {f"q{i}": {f"d{rng.randrange(1000)}": rng.randint(1, 3) for _ in range(3)} for i in range(10_000)}
+    run = Run.from_ranked({q: [f"d{rng.randrange(1000)}" for _ in range(100)] for q in qrels})
+    start = time.perf_counter()
+    evaluate(qrels, run, ["hit@1", "hit@5", "hit@10", "mrr", "recall@100", "precision@10", "ndcg@10", "map"])
+    elapsed = time.perf_counter() - start
+    assert elapsed < 2.0, f"evaluate took {elapsed:.2f}s for 10,000 x 100"
