@@ -1,0 +1,160 @@
+"""pytest glue: options, the marker, fixtures and hooks. The work happens in the modules they call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from . import hookspecs, settings
+from .corpus import BeirFolder, Corpus, open_corpus
+from .engines.keyword import KeywordEngine
+from .errors import RetrievalEvalError
+from .evaluation import EvaluationResult, MeasureValue
+from .labeled import LabeledSet, load_questions_cache
+from .report import table
+from .session import Controller, RetrievalSession, role_for
+
+SESSION_NAME = "retrieval_session"
+_FLIP = {">=": "<=", "<=": ">=", ">": "<", "<": ">", "==": "==", "!=": "!="}
+
+
+def _session(config: pytest.Config) -> RetrievalSession:
+    return config.pluginmanager.get_plugin(SESSION_NAME)
+
+
+# --- options, hooks ------------------------------------------------------------------------
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    settings.addoptions(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "retrieval: a retrieval-quality evaluation (select with -m retrieval)")
+    config.pluginmanager.register(RetrievalSession(settings.build(config), config), SESSION_NAME)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # xdist registers its controller plugin during configure; by now the role is knowable.
+    _session(session.config).role = role_for(session.config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_retrieval_engines(registry, config) -> None:
+    """Built-in engines first, so they lead the parametrization and the table."""
+    registry.register("keyword", lambda request: KeywordEngine(request.getfixturevalue("retrieval_corpus")))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "retrieval_engine" in metafunc.fixturenames:
+        try:
+            names = _session(metafunc.config).selected_engines()
+        except RetrievalEvalError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        metafunc.parametrize("retrieval_engine", names, indirect=True, ids=names, scope="session")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    role = _session(node.config).role
+    if isinstance(role, Controller):
+        role.node_down(node, error)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session):
+    """The gate, after every test (and under xdist every worker) has finished."""
+    result = yield
+    outcome = _session(session.config).finish()
+    if outcome is not None and outcome.failed:
+        session.testsfailed += 1
+    return result
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    rs = _session(config)
+    outcome = rs.outcome
+    if outcome is None:
+        return
+    tr = terminalreporter
+    if rs.config.report or outcome.failed:
+        tr.write_sep("-", "retrieval evaluation")
+    if rs.config.report:
+        if outcome.rows:
+            for line in table.render(outcome.rows, [m.name for m in rs.config.table_measures]):
+                tr.write_line(line)
+        else:
+            tr.write_line("no retrieval evaluations were recorded in this run")
+    for note in outcome.gathered.notes:
+        tr.write_line(f"note: {note}", yellow=True)
+    if rs.config.thresholds and not outcome.rows and not outcome.gathered.missing_workers:
+        tr.write_line(f"retrieval gate: no evaluations recorded; {len(rs.config.thresholds)} threshold(s) not checked", yellow=True)
+    for failure in outcome.failures:
+        tr.write_line(f"FAIL retrieval gate: {failure}", red=True, bold=True)
+    if rs.config.thresholds and outcome.rows and not outcome.failed:
+        tr.write_line(f"retrieval gate: {len(rs.config.thresholds)} threshold(s) met", green=True)
+
+
+def pytest_assertrepr_compare(config: pytest.Config, op: str, left: object, right: object):
+    if isinstance(left, MeasureValue):
+        return left.explain(op, right)
+    if isinstance(right, MeasureValue):
+        return right.explain(_FLIP.get(op, op), left)
+    return None
+
+
+# --- fixtures ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def retrieval_session(pytestconfig: pytest.Config) -> RetrievalSession:
+    """The run's retrieval state: configuration, engines, every evaluation recorded so far."""
+    return _session(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def retrieval_corpus(retrieval_session: RetrievalSession) -> Corpus:
+    """The corpus from ``--retrieval-corpus`` / ``retrieval_corpus``: JSON documents or BEIR."""
+    path = retrieval_session.config.corpus
+    if path is None:
+        raise RetrievalEvalError("no corpus configured: set --retrieval-corpus PATH or the retrieval_corpus ini option")
+    return open_corpus(path).load()
+
+
+@pytest.fixture(scope="session")
+def labeled_queries(retrieval_session: RetrievalSession, retrieval_corpus: Corpus) -> LabeledSet:
+    """Labeled queries: the questions cache, or a BEIR folder's queries and qrels."""
+    cfg = retrieval_session.config
+    if cfg.questions is None and cfg.corpus is not None:
+        provider = open_corpus(cfg.corpus)
+        if isinstance(provider, BeirFolder):
+            return provider.labeled()
+    if cfg.questions is None:
+        raise RetrievalEvalError("no labeled queries configured: set --retrieval-questions PATH or the retrieval_questions ini option")
+    return load_questions_cache(cfg.questions, known_doc_ids=retrieval_corpus.doc_ids)
+
+
+@pytest.fixture(scope="session")
+def retrieval_engine(request: pytest.FixtureRequest, retrieval_session: RetrievalSession):
+    """Each registered engine in turn (test ids are engine names), built once per session."""
+    return retrieval_session.engine(request.param, request)
+
+
+@pytest.fixture(scope="session")
+def evaluate_retrieval(retrieval_session: RetrievalSession, labeled_queries: LabeledSet):
+    """``evaluate_retrieval(engine, labeled=None, name=None) -> EvaluationResult``, once per
+    session per engine and labeled set; every evaluation is recorded for the report and gate."""
+
+    def run(engine, labeled: LabeledSet | None = None, *, name: str | None = None) -> EvaluationResult:
+        return retrieval_session.evaluate(engine, labeled if labeled is not None else labeled_queries, name=name)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def retrieval_results(retrieval_engine, evaluate_retrieval) -> EvaluationResult:
+    """The current engine's evaluation on the labeled queries: ``assert retrieval_results.hit_at(5) >= 0.8``."""
+    return evaluate_retrieval(retrieval_engine)

@@ -1,0 +1,64 @@
+"""What an engine is to the plugin: a name and ``retrieve(query, k) -> [doc_id, ...]``."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+
+from ..errors import RetrievalEvalError
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Anything with a ``name`` and a ``retrieve`` method is an engine.
+
+    ``retrieve`` returns document ids, best first; the plugin keeps the first ``k`` and drops
+    repeats. An engine may also offer ``describe() -> dict`` (its configuration, for reports).
+    """
+
+    name: str
+
+    def retrieve(self, query: str, k: int) -> Sequence[str]: ...
+
+
+#: Builds an engine on first use; receives the session's fixture request so it can ask for
+#: fixtures (``request.getfixturevalue("retrieval_corpus")``).
+EngineFactory = Callable[[Any], Engine]
+
+
+def describe(engine: Engine) -> Mapping[str, Any]:
+    info = getattr(engine, "describe", None)
+    return dict(info()) if callable(info) else {"class": type(engine).__qualname__}
+
+
+class EngineRegistry:
+    """Engine names to factories, filled through the ``pytest_retrieval_engines`` hook."""
+
+    def __init__(self) -> None:
+        self._factories: dict[str, EngineFactory] = {}
+
+    def register(self, name: str, factory: EngineFactory) -> None:
+        if not isinstance(name, str) or not name or any(c.isspace() or c in ":,[]" for c in name):
+            raise RetrievalEvalError(f"engine name {name!r} must be non-empty, without spaces, ':', ',' or brackets")
+        if not callable(factory):
+            raise RetrievalEvalError(f"engine '{name}': factory must be callable")
+        if name in self._factories and self._factories[name] is not factory:
+            raise RetrievalEvalError(f"engine '{name}' is registered twice")
+        self._factories[name] = factory
+
+    def names(self) -> list[str]:
+        return list(self._factories)
+
+    def build(self, name: str, request: Any) -> Engine:
+        try:
+            factory = self._factories[name]
+        except KeyError:
+            raise RetrievalEvalError(
+                f"unknown engine '{name}'; registered engines: {', '.join(self._factories) or 'none'}"
+            ) from None
+        engine = factory(request)
+        if not isinstance(engine, Engine):
+            raise RetrievalEvalError(
+                f"engine '{name}': factory returned {type(engine).__name__}, which has no "
+                "'name' attribute and 'retrieve(query, k)' method"
+            )
+        return engine

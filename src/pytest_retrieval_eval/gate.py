@@ -1,0 +1,113 @@
+"""Threshold rules (``[ENGINE:]MEASURE>=VALUE``) and the check that turns a breach into a failure."""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from .errors import RetrievalEvalError
+from .measures import Measure
+
+_OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+_RULE = re.compile(
+    r"^\s*(?:(?P<engine>[^\s:<>=]+)\s*:\s*)?(?P<measure>[A-Za-z_][\w@.]*)\s*"
+    r"(?P<op>>=|<=|>|<)\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
+)
+
+#: Quantities a rule may name besides measures: the count of queries whose engine call failed.
+COUNTS = ("errors",)
+
+
+@dataclass(frozen=True)
+class Threshold:
+    measure: str  # canonical measure name, or one of COUNTS
+    op: str
+    value: float
+    engine: str | None = None
+    source: str = ""
+
+    @classmethod
+    def parse(cls, text: str, *, source: str = "") -> "Threshold":
+        m = _RULE.match(text or "")
+        where = f" (from {source})" if source else ""
+        if not m:
+            raise RetrievalEvalError(
+                f"threshold {text!r}{where} does not parse; expected [ENGINE:]MEASURE>=VALUE, "
+                "e.g. 'hit@5>=0.8', 'keyword:mrr>=0.5' or 'errors<=0'"
+            )
+        name = m["measure"].lower()
+        if name not in COUNTS:
+            try:
+                name = Measure.parse(m["measure"]).name
+            except RetrievalEvalError as exc:
+                raise RetrievalEvalError(f"threshold {text!r}{where}: {exc}") from None
+        return cls(name, m["op"], float(m["value"]), m["engine"], source)
+
+    def __str__(self) -> str:
+        value = f"{self.value:g}"
+        return f"{self.engine + ':' if self.engine else ''}{self.measure}{self.op}{value}"
+
+    def holds(self, value: float) -> bool:
+        return not math.isnan(value) and _OPS[self.op](value, self.value)
+
+
+def parse_thresholds(items: Iterable[tuple[str, str]]) -> list[Threshold]:
+    """``(text, source)`` pairs; blank lines and ``#`` comments (ini files) are skipped."""
+    out = []
+    for text, source in items:
+        text = text.strip()
+        if text and not text.startswith("#"):
+            out.append(Threshold.parse(text, source=source))
+    return out
+
+
+@dataclass(frozen=True)
+class Row:
+    """What the gate reads of one evaluation: the engine, its values, and the query counts."""
+
+    engine: str
+    labeled: str
+    values: Mapping[str, float]
+    n: int
+    errors: int
+
+
+@dataclass(frozen=True)
+class Breach:
+    threshold: Threshold
+    engine: str
+    value: float | None
+    detail: str = ""
+
+    def __str__(self) -> str:
+        t = self.threshold
+        if self.value is None:
+            return f"{t} ({t.source}): {self.detail}"
+        shown = "nan" if math.isnan(self.value) else f"{self.value:.4f}"
+        return f"{self.engine}: {t.measure} = {shown}, required {t.op} {t.value:g} (from {t.source}; {self.detail})"
+
+
+def check(thresholds: Sequence[Threshold], rows: Sequence[Row]) -> list[Breach]:
+    """Every rule against every evaluation of the engines it names; a rule naming an engine that
+    was never evaluated is a breach, never silently skipped."""
+    breaches = []
+    engines = {r.engine for r in rows}
+    for t in thresholds:
+        if t.engine is not None and t.engine not in engines:
+            breaches.append(Breach(t, t.engine, None, f"no evaluation of engine '{t.engine}' was recorded "
+                                   f"(evaluated: {', '.join(sorted(engines)) or 'none'})"))
+            continue
+        for row in rows:
+            if t.engine is not None and row.engine != t.engine:
+                continue
+            value = float(row.errors) if t.measure == "errors" else row.values[t.measure]
+            if not t.holds(value):
+                breaches.append(Breach(t, row.engine, value, f"n={row.n}"))
+    return breaches
+
+
+def measures_needed(thresholds: Iterable[Threshold]) -> list[str]:
+    return [t.measure for t in thresholds if t.measure not in COUNTS]

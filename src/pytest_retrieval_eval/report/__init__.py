@@ -1,0 +1,1 @@
+"""Renderings of a session's results: the terminal table (more formats come with reports)."""

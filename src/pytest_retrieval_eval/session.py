@@ -1,0 +1,191 @@
+"""The session's state: engines built, evaluations recorded, and how they reach the one process
+that reports and gates.
+
+Under pytest-xdist each process plays a role, and the role is a type (as in pytest-cov):
+- ``Standalone``: no xdist; it evaluates, reports and gates;
+- ``Worker``: evaluates and ships its per-query rows to the controller through ``workeroutput``;
+- ``Controller``: runs no test; merges the rows every worker shipped, then reports and gates.
+  A worker that goes down without shipping makes the gate fail, never pass.
+Per-query rows, not means, cross the process boundary, so the controller's numbers are exactly
+those of a run without xdist.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .engines.base import Engine, EngineRegistry
+from .errors import RetrievalEvalError
+from .evaluation import EvaluationResult, evaluate_engine, summarize
+from .gate import Breach, Row, check, measures_needed
+from .labeled import LabeledSet
+from .measures import parse_measures
+from .settings import RetrievalConfig
+
+WORKEROUTPUT_KEY = "pytest_retrieval_eval"
+
+
+@dataclass
+class Gathered:
+    """Everything the reporting process knows at the end of the run."""
+
+    results: list[EvaluationResult]
+    missing_workers: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def merge(records: list[tuple[str, list[dict[str, Any]]]]) -> Gathered:
+    """Records from several processes: one evaluation per (engine, labeled set). Two workers that
+    both evaluated an engine asked it the same questions; the first (by worker id) is kept, and a
+    disagreement between them is noted rather than averaged away."""
+    kept: dict[tuple[str, str], EvaluationResult] = {}
+    notes = []
+    for origin, recs in sorted(records, key=lambda r: r[0]):
+        for rec in recs:
+            result = EvaluationResult.from_record(rec)
+            other = kept.get(result.key)
+            if other is None:
+                kept[result.key] = result
+            elif [r.doc_ids for r in other.results] != [r.doc_ids for r in result.results]:
+                notes.append(f"engine '{result.engine}' ranked differently on {origin}; kept the first worker's run")
+    return Gathered(list(kept.values()), notes=notes)
+
+
+class Standalone:
+    """No xdist: this process evaluates, reports and gates."""
+
+    reports = True
+
+    def ship(self, config, records: list[dict[str, Any]]) -> None:
+        pass
+
+    def gather(self, records: list[dict[str, Any]]) -> Gathered:
+        return merge([("local", records)])
+
+
+class Worker(Standalone):
+    """An xdist worker: hands its rows to the controller and reports nothing itself."""
+
+    reports = False
+
+    def ship(self, config, records: list[dict[str, Any]]) -> None:
+        config.workeroutput[WORKEROUTPUT_KEY] = json.dumps(records)
+
+
+class Controller(Standalone):
+    """The xdist controller: gathers every worker's rows; runs no evaluation of its own."""
+
+    def __init__(self) -> None:
+        self.shipped: dict[str, list[dict[str, Any]]] = {}
+        self.missing: dict[str, str] = {}
+
+    def node_down(self, node: Any, error: Any) -> None:
+        wid = getattr(getattr(node, "gateway", None), "id", None) or str(node)
+        output = getattr(node, "workeroutput", None) or {}
+        if error is None and WORKEROUTPUT_KEY in output:
+            self.shipped[wid] = json.loads(output[WORKEROUTPUT_KEY])
+        else:
+            reason = f"crashed: {str(error).strip().splitlines()[-1]}" if error else "sent no retrieval results"
+            self.missing[wid] = reason
+
+    def gather(self, records: list[dict[str, Any]]) -> Gathered:
+        gathered = merge(list(self.shipped.items()))
+        gathered.missing_workers = [f"{wid} ({why})" for wid, why in sorted(self.missing.items())]
+        return gathered
+
+
+def role_for(config) -> Standalone:
+    if hasattr(config, "workerinput"):
+        return Worker()
+    if config.pluginmanager.hasplugin("dsession"):
+        return Controller()
+    return Standalone()
+
+
+@dataclass
+class Outcome:
+    rows: list[Row]
+    breaches: list[Breach]
+    gathered: Gathered
+
+    @property
+    def failures(self) -> list[str]:
+        """Why the gate fails: lost workers, empty labeled sets (0 of 0 is not a pass), breaches."""
+        out = [f"xdist worker {w}; its retrieval results are missing" for w in self.gathered.missing_workers]
+        out += [f"{r.engine}: labeled set {r.labeled} is empty; nothing was measured" for r in self.rows if r.n == 0]
+        return out + [str(b) for b in self.breaches]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failures)
+
+
+class RetrievalSession:
+    """Owned by the plugin manager for one pytest run (registered as ``retrieval_session``)."""
+
+    def __init__(self, config: RetrievalConfig, pytest_config: Any) -> None:
+        self.config = config
+        self.pytest_config = pytest_config
+        self.role: Standalone = Standalone()
+        self._registry: EngineRegistry | None = None
+        self._engines: dict[str, Engine] = {}
+        self._results: dict[tuple[str, str], EvaluationResult] = {}
+        self.outcome: Outcome | None = None
+
+    # --- engines -----------------------------------------------------------------------------
+    @property
+    def registry(self) -> EngineRegistry:
+        if self._registry is None:
+            registry = EngineRegistry()
+            self.pytest_config.hook.pytest_retrieval_engines(registry=registry, config=self.pytest_config)
+            self._registry = registry
+        return self._registry
+
+    def selected_engines(self) -> list[str]:
+        names = self.registry.names()
+        if not self.config.engines:
+            return names
+        unknown = [n for n in self.config.engines if n not in names]
+        if unknown:
+            raise RetrievalEvalError(
+                f"--retrieval-engine / retrieval_engines names unknown engine(s) {', '.join(unknown)}; "
+                f"registered: {', '.join(names) or 'none'}"
+            )
+        return list(self.config.engines)
+
+    def engine(self, name: str, request: Any) -> Engine:
+        if name not in self._engines:
+            self._engines[name] = self.registry.build(name, request)
+        return self._engines[name]
+
+    # --- evaluations -------------------------------------------------------------------------
+    def evaluate(self, engine: Engine, labeled: LabeledSet, *, name: str | None = None) -> EvaluationResult:
+        """Evaluate once per session per (engine name, labeled set); later calls reuse it."""
+        key = (name or engine.name, labeled.fingerprint)
+        if key not in self._results:
+            self._results[key] = evaluate_engine(engine, labeled, depth=self.config.depth, name=name)
+        return self._results[key]
+
+    @property
+    def results(self) -> list[EvaluationResult]:
+        return list(self._results.values())
+
+    # --- end of run --------------------------------------------------------------------------
+    def finish(self) -> Outcome | None:
+        """Ship or gather; in the reporting process, score every evaluation and apply the gate."""
+        records = [r.to_record() for r in self._results.values()]
+        self.role.ship(self.pytest_config, records)
+        if not self.role.reports:
+            return None
+        gathered = self.role.gather(records)
+        measures = [m.name for m in parse_measures(
+            [m.name for m in self.config.table_measures] + measures_needed(self.config.thresholds)
+        )]
+        rows = [
+            Row(r.engine, r.labeled.name, summarize(r, measures), r.n, r.n_errored) for r in gathered.results
+        ]
+        breaches = check(self.config.thresholds, rows) if rows else []
+        self.outcome = Outcome(rows, breaches, gathered)
+        return self.outcome

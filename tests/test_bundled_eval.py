@@ -1,0 +1,33 @@
+"""The bundled eval: every registered engine over the committed questions and corpus.
+
+Run it with ``pytest -m retrieval --retrieval-report``. The floors are set under the measured
+values (see the README) so that a real regression fails while the numbers themselves live in the
+report; a team would tighten them, or gate with ``--retrieval-threshold``.
+"""
+
+import pytest
+
+pytestmark = pytest.mark.retrieval
+
+#: engine -> measure -> floor. The keyword engine never reads a document's body, so questions
+#: whose answer lives only there are out of its reach: its floors are low on purpose.
+FLOORS = {
+    "keyword": {"hit@5": 0.25, "mrr": 0.15},
+}
+DEFAULT_FLOORS = {"hit@5": 0.5, "mrr": 0.3}
+
+
+def floor(engine: str, measure: str) -> float:
+    return FLOORS.get(engine, DEFAULT_FLOORS)[measure]
+
+
+def test_hit_at_5(retrieval_engine, retrieval_results):
+    assert retrieval_results.hit_at(5) >= floor(retrieval_engine.name, "hit@5")
+
+
+def test_mrr(retrieval_engine, retrieval_results):
+    assert retrieval_results.mrr() >= floor(retrieval_engine.name, "mrr")
+
+
+def test_no_engine_errors(retrieval_results):
+    assert retrieval_results.errors == {}

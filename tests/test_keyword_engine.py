@@ -1,0 +1,68 @@
+"""The keyword engine's rules, pinned with worked numbers."""
+
+import pytest
+
+from pytest_retrieval_eval import Doc
+from pytest_retrieval_eval.engines.keyword import KeywordEngine, field_score, normalize, tokenize
+
+
+def test_normalize_lowercases_turns_dash_and_underscore_runs_into_one_space_and_trims():
+    assert normalize("  Battery__Care--Guide.MD \t\n x ") == "battery care guide.md x"
+
+
+def test_tokenize_keeps_unique_terms_of_two_or_more_characters_in_order():
+    assert tokenize("A battery's care: battery, e-bike & x_y!") == ["battery", "care", "bike"]
+
+
+def test_field_score_worked_numbers():
+    # phrase match 8*w, plus per term w + 0.25*w*occurrences
+    assert field_score("battery care", "battery", ["battery"], 4.0) == 32 + 4 + 1
+    # 'care' occurs twice (non-overlapping substrings): 2 + 0.25*2*2 = 3; 'battery' once: 2.5
+    assert field_score("battery care and more care", "battery care", ["battery", "care"], 2.0) == 16 + 2.5 + 3
+    assert field_score("", "battery", ["battery"], 4.0) == 0
+    assert field_score("aaaa", "zz", ["aa"], 1.0) == 1 + 0.25 * 2  # 'aa' twice, not three times
+
+
+def test_whole_document_score_sums_title_description_filename():
+    doc = Doc("d1", content="ignored body", title="Battery care", description="", filename="battery-care.md")
+    engine = KeywordEngine([doc])
+    # title: 8*4 + (4 + 1) = 37; filename 'battery care.md': 8*3 + (3 + 0.75) = 27.75
+    assert engine.scores("Battery") == {"d1": pytest.approx(64.75)}
+
+
+def test_words_that_occur_only_in_the_body_score_zero():
+    docs = [
+        Doc("body-only", content="A rhythmic clicking from the crank", title="Appendix C",
+            description="Supplementary material.", filename="appendix_c.md"),
+        Doc("other", content="x", title="Clicking noises", description="", filename="noise.md"),
+    ]
+    engine = KeywordEngine(docs)
+    assert engine.scores("rhythmic crank")["body-only"] == 0
+    assert engine.retrieve("rhythmic crank", 10) == []
+    assert engine.retrieve("clicking", 10) == ["other"]
+
+
+def test_order_is_score_descending_then_doc_id_ascending_and_zero_scores_dropped():
+    docs = [
+        Doc("b", content="x", title="pause plan"),
+        Doc("a", content="x", title="pause plan"),
+        Doc("c", content="x", title="pause"),
+        Doc("z", content="x", title="unrelated"),
+    ]
+    assert KeywordEngine(docs).retrieve("pause plan", 10) == ["a", "b", "c"]
+    assert KeywordEngine(docs).retrieve("pause plan", 2) == ["a", "b"]
+
+
+def test_an_empty_query_keeps_every_document_at_score_zero_in_id_order():
+    docs = [Doc("b", content="x", title="t"), Doc("a", content="x", title="t")]
+    assert KeywordEngine(docs).retrieve("  -- ", 10) == ["a", "b"]
+
+
+def test_bundled_corpus_body_only_documents_are_invisible(tmp_path):
+    from conftest import CORPUS
+    from pytest_retrieval_eval.corpus import JsonFolder
+
+    engine = KeywordEngine(JsonFolder(CORPUS).load())
+    # 'CL24B', 'isopropyl', 'locker' live only in bodies
+    for query, doc in [("CL24B", "ops-bulletin-07"), ("isopropyl", "appendix-c"), ("lockers", "memo-2026-03")]:
+        assert doc not in engine.retrieve(query, 100)
