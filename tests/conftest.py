@@ -10,12 +10,14 @@ QUESTIONS = REPO / "questions.cache.json"
 
 @pytest.fixture
 def bundled_project(pytester):
-    """A pytester project wired to the repository's bundled corpus and questions."""
+    """A pytester project wired to the repository's bundled corpus and questions; only the
+    keyword engine unless a test asks for more (``--retrieval-engine`` overrides the ini)."""
     pytester.makeini(
         f"""
         [pytest]
         retrieval_corpus = {CORPUS}
         retrieval_questions = {QUESTIONS}
+        retrieval_engines = keyword
         """
     )
     return pytester

@@ -25,7 +25,7 @@ def table_lines(output: str) -> list[str]:
     start = next(i for i, line in enumerate(lines) if "retrieval evaluation" in line)
     out = []
     for line in lines[start + 1:]:
-        if line.startswith(("=", "FAIL", "retrieval gate")):
+        if line.startswith(("=", "FAIL", "retrieval gate")) or line.split()[0].endswith(":"):
             break
         out.append(line.rstrip())
     return out
@@ -120,6 +120,7 @@ def test_a_failed_assertion_explains_measure_value_sample_and_worst_misses(bundl
     ])
 
 
+ENGINES = ["--retrieval-engine", "keyword", "--retrieval-engine", "constant", "--retrieval-engine", "flaky"]
 CUSTOM_ENGINES = """
     import pytest
 
@@ -157,7 +158,7 @@ def test_engines_from_conftest_are_parametrized_evaluated_once_and_errors_counte
             assert Counting.calls == 2 * 61
         """
     )
-    result = bundled_project.runpytest("-m", "retrieval", "--retrieval-report", "-v")
+    result = bundled_project.runpytest("-m", "retrieval", "--retrieval-report", "-v", *ENGINES)
     result.stdout.fnmatch_lines(["*test_one[[]keyword[]] PASSED*", "*test_one[[]constant[]] PASSED*", "*test_one[[]flaky[]] PASSED*"])
     result.assert_outcomes(passed=10)
     rows = {line.split()[0]: line.split() for line in table_lines(result.stdout.str())[1:]}
@@ -174,7 +175,7 @@ def test_engine_selection_and_unknown_engine(bundled_project):
     result.assert_outcomes(passed=2)
     assert "[keyword]" not in result.stdout.str()
     result = bundled_project.runpytest("-m", "retrieval", "--retrieval-engine", "nope")
-    assert "unknown engine(s) nope; registered: keyword, constant, flaky" in result.stdout.str() + result.stderr.str()
+    assert "unknown engine(s) nope; registered: keyword, hybrid, constant, flaky" in result.stdout.str() + result.stderr.str()
     assert result.ret != 0
 
 
@@ -183,7 +184,7 @@ def test_empty_labeled_set_fails_the_gate(pytester, tmp_path):
 
     questions = tmp_path / "empty.json"
     questions.write_text(json.dumps({"format": "pytest-retrieval-eval/questions", "version": 1, "queries": []}))
-    pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {questions}\n")
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {questions}\nretrieval_engines = keyword\n")
     pytester.makepyfile(
         """
         def test_runs(retrieval_results):
@@ -200,7 +201,7 @@ def test_empty_labeled_set_fails_the_gate(pytester, tmp_path):
 def test_xdist_gives_the_same_table_and_exit_code(bundled_project):
     bundled_project.makeconftest(CUSTOM_ENGINES)
     bundled_project.makepyfile(BUNDLED_TESTS)
-    args = ["-m", "retrieval", "--retrieval-report", "--retrieval-threshold", "mrr>=0.999", "-p", "no:cacheprovider"]
+    args = ["-m", "retrieval", "--retrieval-report", "--retrieval-threshold", "mrr>=0.999", "-p", "no:cacheprovider", *ENGINES]
     serial = bundled_project.runpytest_subprocess(*args)
     parallel = bundled_project.runpytest_subprocess(*args, "-n", "2")
     assert serial.ret == parallel.ret == pytest.ExitCode.TESTS_FAILED

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ._secrets import redact
 from .engines.base import Engine, describe
 from .labeled import LabeledSet
 from .measures import Measure
@@ -24,6 +25,12 @@ DEFAULT_DEPTH = 100
 
 def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT_DEPTH, name: str | None = None) -> "EvaluationResult":
     results = []
+    prepare = getattr(engine, "prepare", None)
+    if callable(prepare):  # e.g. embed every question in one batch
+        try:
+            prepare([q.question for q in labeled.queries])
+        except Exception:
+            pass  # not fatal here: each query then fails (and is recorded) on its own
     for q in labeled.queries:
         start = time.perf_counter()
         try:
@@ -33,7 +40,7 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
             doc_ids = dedupe(ranked)[:depth]
             error = None
         except Exception as exc:  # recorded, counted as a miss, shown in the report
-            doc_ids, error = (), f"{type(exc).__name__}: {exc}"
+            doc_ids, error = (), redact(f"{type(exc).__name__}: {exc}")
         results.append(QueryResult(q.query_id, doc_ids, error, time.perf_counter() - start))
     return EvaluationResult(name or engine.name, labeled, tuple(results), dict(describe(engine)), depth)
 

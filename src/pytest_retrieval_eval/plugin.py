@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from . import hookspecs, settings
+from ._secrets import install_log_redaction
 from .corpus import BeirFolder, Corpus, open_corpus
 from .engines.keyword import KeywordEngine
 from .errors import RetrievalEvalError
@@ -34,6 +38,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Haystack looks up its telemetry host on every pipeline run and waits ~1 s at exit when it
+    # cannot reach it; a test run has no business sending telemetry. The user's choice wins.
+    os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+    install_log_redaction()
     config.addinivalue_line("markers", "retrieval: a retrieval-quality evaluation (select with -m retrieval)")
     config.pluginmanager.register(RetrievalSession(settings.build(config), config), SESSION_NAME)
 
@@ -47,6 +55,25 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_retrieval_engines(registry, config) -> None:
     """Built-in engines first, so they lead the parametrization and the table."""
     registry.register("keyword", lambda request: KeywordEngine(request.getfixturevalue("retrieval_corpus")))
+    missing = [m for m in ("haystack", "haystack_integrations.document_stores.pgvector", "psycopg")
+               if not _importable(m)]
+    if missing:
+        registry.unavailable("hybrid", f"needs {', '.join(missing)}: pip install 'pytest-retrieval-eval[hybrid]'")
+    else:
+        registry.register("hybrid", _hybrid_engine)
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _hybrid_engine(request: pytest.FixtureRequest):
+    from .engines.hybrid import HybridEngine
+
+    return HybridEngine(request.getfixturevalue("ingested_index"), _session(request.config).config.hybrid)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -87,8 +114,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         if outcome.rows:
             for line in table.render(outcome.rows, [m.name for m in rs.config.table_measures]):
                 tr.write_line(line)
+            for line in table.describe_engines(outcome.gathered.results):
+                tr.write_line(line)
         else:
             tr.write_line("no retrieval evaluations were recorded in this run")
+        for name, why in rs.registry.unavailable_engines().items():
+            tr.write_line(f"engine {name} not available: {why}", yellow=True)
     for note in outcome.gathered.notes:
         tr.write_line(f"note: {note}", yellow=True)
     if rs.config.thresholds and not outcome.rows and not outcome.gathered.missing_workers:
@@ -158,3 +189,36 @@ def evaluate_retrieval(retrieval_session: RetrievalSession, labeled_queries: Lab
 def retrieval_results(retrieval_engine, evaluate_retrieval) -> EvaluationResult:
     """The current engine's evaluation on the labeled queries: ``assert retrieval_results.hit_at(5) >= 0.8``."""
     return evaluate_retrieval(retrieval_engine)
+
+
+@pytest.fixture(scope="session")
+def pgvector_store(retrieval_session: RetrievalSession):
+    """A started PostgreSQL + pgvector store (``--retrieval-store``), stopped at session end,
+    Ctrl-C included. Each pytest-xdist worker gets its own server or schema."""
+    store = retrieval_session.open_store()
+    store.start()
+    try:
+        yield store
+    finally:
+        store.stop()
+
+
+@pytest.fixture(scope="session")
+def retrieval_embedder(retrieval_session: RetrievalSession):
+    """The configured embedder behind the on-disk embedding cache."""
+    return retrieval_session.embedder()
+
+
+@pytest.fixture(scope="session")
+def ingested_index(retrieval_session: RetrievalSession, retrieval_corpus: Corpus, pgvector_store, retrieval_embedder):
+    """The corpus run through the Haystack ingestion pipeline into ``pgvector_store``."""
+    from .ingest import ingest
+
+    return ingest(retrieval_corpus, pgvector_store, retrieval_embedder, retrieval_session.config.ingest,
+                  progress=retrieval_session.progress)
+
+
+@pytest.fixture(scope="session")
+def ingested_chunks(ingested_index):
+    """The chunks written to the store: ``doc_id``, ``index`` (id ``doc_id:index``), text, metadata."""
+    return ingested_index.chunks

@@ -13,7 +13,9 @@ those of a run without xdist.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .engines.base import Engine, EngineRegistry
@@ -147,6 +149,10 @@ class RetrievalSession:
         names = self.registry.names()
         if not self.config.engines:
             return names
+        unavailable = self.registry.unavailable_engines()
+        for name in self.config.engines:
+            if name in unavailable:
+                raise RetrievalEvalError(f"engine '{name}' is not available: {unavailable[name]}")
         unknown = [n for n in self.config.engines if n not in names]
         if unknown:
             raise RetrievalEvalError(
@@ -154,6 +160,41 @@ class RetrievalSession:
                 f"registered: {', '.join(names) or 'none'}"
             )
         return list(self.config.engines)
+
+    @property
+    def worker_id(self) -> str:
+        return os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+    def open_store(self):
+        from .store import open_store
+
+        return open_store(self.config.store, dsn=self.config.dsn, worker=self.worker_id)
+
+    def cache_dir(self) -> Path:
+        if self.config.cache_dir is not None:
+            return self.config.cache_dir
+        cache = getattr(self.pytest_config, "cache", None)
+        if cache is not None:
+            return Path(cache.mkdir("retrieval-eval"))
+        return Path.home() / ".cache" / "pytest-retrieval-eval"
+
+    def embedder(self):
+        from .embedders import Embedder, backend_for
+        from .embedding_cache import EmbeddingCache
+
+        return Embedder(backend_for(self.config.embedder), EmbeddingCache(self.cache_dir() / "embeddings.sqlite3"))
+
+    def progress(self, message: str) -> None:
+        """A progress line on the terminal, past output capture (long ingestions)."""
+        tr = self.pytest_config.pluginmanager.get_plugin("terminalreporter")
+        capman = self.pytest_config.pluginmanager.get_plugin("capturemanager")
+        if tr is None:
+            return
+        if capman is None:
+            tr.write_line(f"retrieval: {message}")
+            return
+        with capman.global_and_fixture_disabled():
+            tr.write_line(f"retrieval: {message}")
 
     def engine(self, name: str, request: Any) -> Engine:
         if name not in self._engines:

@@ -35,6 +35,15 @@ class EngineRegistry:
 
     def __init__(self) -> None:
         self._factories: dict[str, EngineFactory] = {}
+        self._unavailable: dict[str, str] = {}
+
+    def unavailable(self, name: str, reason: str) -> None:
+        """Declare an engine that cannot run here (a missing extra), and why: it is left out of
+        the parametrization, and asking for it by name says why instead of 'unknown engine'."""
+        self._unavailable[name] = reason
+
+    def unavailable_engines(self) -> dict[str, str]:
+        return dict(self._unavailable)
 
     def register(self, name: str, factory: EngineFactory) -> None:
         if not isinstance(name, str) or not name or any(c.isspace() or c in ":,[]" for c in name):

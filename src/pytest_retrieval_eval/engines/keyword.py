@@ -60,7 +60,7 @@ class KeywordEngine:
         ]
 
     def describe(self) -> dict:
-        return {"engine": "keyword", "fields": dict(WEIGHTS), "reads_body": False}
+        return {"engine": "keyword", "fields": "title 4, description 2, filename 3", "reads_body": False}
 
     def scores(self, query: str) -> dict[str, float]:
         phrase = normalize(query)

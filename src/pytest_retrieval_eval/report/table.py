@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+import textwrap
+from typing import Any, Iterable, Sequence
 
 from ..gate import Row
 
@@ -29,3 +30,16 @@ def render(rows: Sequence[Row], measures: Sequence[str]) -> list[str]:
         return "  ".join(parts).rstrip()
 
     return [line(header)] + [line(cells) for cells in body]
+
+
+def describe_engines(results: Iterable[Any], width: int = 80) -> list[str]:
+    """One wrapped paragraph per engine: the configuration that produced its row."""
+    seen: dict[str, dict] = {}
+    for r in results:
+        seen.setdefault(r.engine, dict(r.engine_info))
+    lines = []
+    for name in sorted(seen):
+        info = ", ".join(f"{k}={v}" for k, v in seen[name].items() if k != "engine")
+        lines += textwrap.wrap(info, width=width, initial_indent=f"{name}: ", subsequent_indent="    ",
+                               break_on_hyphens=False, break_long_words=False) or [f"{name}:"]
+    return lines

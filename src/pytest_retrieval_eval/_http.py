@@ -1,0 +1,58 @@
+"""JSON-over-HTTP with the retry rules every remote call here follows (rerank, generation).
+
+Retries 429, 5xx and timeouts with exponential backoff, honouring ``Retry-After``; fails at once
+on other 4xx. Error messages never contain the API key.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from typing import Any, Mapping
+
+from ._secrets import redact
+from .errors import RetrievalEvalError
+
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def post_json(client: Any, url: str, payload: Mapping[str, Any], *, api_key: str | None, retries: int = 3,
+              backoff: float = 0.5, max_wait: float = 30.0, sleep=time.sleep) -> Any:
+    """POST ``payload`` and return the decoded JSON answer; raise ``RetrievalEvalError``."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    secrets = [api_key] if api_key else []
+    for attempt in range(retries + 1):
+        wait = min(max_wait, backoff * (2 ** attempt))
+        try:
+            response = client.post(url, json=payload, headers=headers)
+        except httpx.TimeoutException as exc:
+            problem = f"timed out ({type(exc).__name__})"
+        except httpx.HTTPError as exc:
+            problem = f"{type(exc).__name__}: {redact(str(exc), secrets)}"
+        else:
+            if response.status_code < 400:
+                try:
+                    return response.json()
+                except ValueError:
+                    raise RetrievalEvalError(f"POST {url}: the answer is not JSON (HTTP {response.status_code})") from None
+            body = redact(response.text[:300], secrets)
+            problem = f"HTTP {response.status_code}: {body}"
+            if response.status_code not in RETRY_STATUS:
+                hint = " (check the API key variable)" if response.status_code in (401, 403) else ""
+                raise RetrievalEvalError(f"POST {url} failed: {problem}{hint}")
+            wait = min(max_wait, _retry_after(response.headers.get("retry-after")) or wait)
+        if attempt < retries:
+            sleep(wait)
+    raise RetrievalEvalError(f"POST {url} failed after {retries + 1} attempts: {problem}")

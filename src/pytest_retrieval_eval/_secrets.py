@@ -1,0 +1,73 @@
+"""Keep secrets (API keys, DSN passwords) out of everything the plugin prints, logs or writes."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import traceback
+from typing import Iterable
+
+_URI_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)(?P<tail>@)", re.I)
+_KV_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'|\S+)", re.I)
+MASK = "***"
+
+#: Environment variables that hold API keys for remote endpoints (first set wins).
+API_KEY_ENVS = ("RETRIEVAL_EVAL_API_KEY", "OPENROUTER_API_KEY")
+_registered: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret (a DSN password, say) so every redaction masks it from now on."""
+    if value and len(value) >= 4:
+        _registered.add(value)
+
+
+def active_secrets() -> list[str]:
+    return sorted({*_registered, *(os.environ[n] for n in API_KEY_ENVS if os.environ.get(n))}, key=len, reverse=True)
+
+
+def redact_dsn(text: str) -> str:
+    """Mask the password of every ``scheme://user:password@`` and ``password=...`` in ``text``."""
+    text = _URI_PASSWORD.sub(lambda m: m["head"] + MASK + m["tail"], text)
+    return _KV_PASSWORD.sub(lambda m: m["head"] + MASK, text)
+
+
+def redact(text: str, secrets: Iterable[str | None] | None = None) -> str:
+    """Mask the given secrets (default: every known one) and DSN passwords in ``text``."""
+    for secret in sorted((s for s in (active_secrets() if secrets is None else secrets) if s and len(s) >= 4),
+                         key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return redact_dsn(text)
+
+
+_installed = False
+
+
+def install_log_redaction() -> None:
+    """Mask secrets in every log record, tracebacks included: libraries log request errors
+    (Haystack logs failed embedding calls with the exception), and pytest shows captured logs."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args, **kwargs):
+        record = previous(*args, **kwargs)
+        secrets = active_secrets()
+        if not secrets:
+            return record
+        try:
+            message = record.getMessage()
+        except Exception:
+            return record
+        clean = redact(message, secrets)
+        if clean != message:
+            record.msg, record.args = clean, ()
+        if record.exc_info and record.exc_info[0] is not None:
+            record.exc_text = redact("".join(traceback.format_exception(*record.exc_info)).rstrip(), secrets)
+            record.exc_info = None
+        return record
+
+    logging.setLogRecordFactory(factory)

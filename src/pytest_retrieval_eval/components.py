@@ -1,0 +1,81 @@
+"""The plugin's own Haystack components (imported lazily: importing this imports Haystack).
+
+No ``from __future__ import annotations`` here: Haystack reads ``run()``'s annotations as types
+to check pipeline connections, and postponed (string) annotations fail that check.
+"""
+
+import dataclasses
+import os
+from typing import Optional
+
+import httpx
+from haystack import Document, component
+
+from ._http import post_json
+from ._secrets import API_KEY_ENVS
+from .embedders import Embedder, Progress, api_key_env
+from .errors import RetrievalEvalError
+
+
+@component
+class ChunkIdentity:
+    """Stable chunk ids ``doc_id:index`` and the metadata that retrieval filters on."""
+
+    def __init__(self, org_id: str, dataset: str) -> None:
+        self.org_id, self.dataset = org_id, dataset
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict:
+        out = []
+        for d in documents:
+            doc_id, index = d.meta["doc_id"], int(d.meta["split_id"])
+            chunk_id = f"{doc_id}:{index}"
+            if len(chunk_id) > 128:
+                raise RetrievalEvalError(f"chunk id {chunk_id[:40]}... is longer than the store's 128 characters", field="doc_id")
+            meta = {"doc_id": doc_id, "org_id": self.org_id, "dataset": self.dataset, "chunk_index": index,
+                    "title": d.meta.get("title", "")}
+            out.append(Document(id=chunk_id, content=d.content, meta=meta))
+        return {"documents": out}
+
+
+@component
+class CachedEmbedder:
+    """Embeds documents through the embedding cache: no model load when every text is cached."""
+
+    def __init__(self, embedder: Embedder, progress: Optional[Progress] = None) -> None:
+        self.embedder, self.progress = embedder, progress
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict:
+        vectors = self.embedder.embed([d.content or "" for d in documents], progress=self.progress)
+        return {"documents": [dataclasses.replace(d, embedding=v.tolist()) for d, v in zip(documents, vectors)]}
+
+
+@component
+class HttpReranker:
+    """Cohere-style ``POST {base}/rerank`` with ``model``, ``query``, ``documents``, ``top_n``."""
+
+    def __init__(self, model: str, url: str, *, timeout: float = 30.0, retries: int = 3) -> None:
+        self.model, self.url, self.retries = model, url.rstrip("/"), retries
+        env = api_key_env()
+        if env is None:
+            raise RetrievalEvalError(f"rerank over HTTP needs an API key: set {API_KEY_ENVS[0]} (or {API_KEY_ENVS[1]})")
+        self._env = env
+        self._client = httpx.Client(timeout=timeout)
+
+    @component.output_types(documents=list[Document])
+    def run(self, query: str, documents: list[Document], top_k: Optional[int] = None) -> dict:
+        if not documents:
+            return {"documents": []}
+        answer = post_json(
+            self._client, f"{self.url}/rerank",
+            {"model": self.model, "query": query, "documents": [d.content or "" for d in documents],
+             "top_n": top_k or len(documents)},
+            api_key=os.environ.get(self._env), retries=self.retries,
+        )
+        try:
+            ranked = sorted(answer["results"], key=lambda r: -float(r["relevance_score"]))
+            out = [dataclasses.replace(documents[int(r["index"])], score=float(r["relevance_score"])) for r in ranked]
+        except (KeyError, TypeError, ValueError, IndexError):
+            raise RetrievalEvalError(f"{self.url}/rerank answered without a valid 'results' list") from None
+        return {"documents": out[:top_k] if top_k else out}

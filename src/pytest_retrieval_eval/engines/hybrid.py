@@ -1,0 +1,101 @@
+"""The hybrid engine: pgvector keyword + vector retrieval, reciprocal-rank fusion, optional rerank.
+
+Built from the production Haystack components (``PgvectorKeywordRetriever``,
+``PgvectorEmbeddingRetriever``, ``DocumentJoiner``), called directly rather than through a
+``Pipeline``: a Pipeline deep-copies every input and output, embeddings included, which costs
+more than the retrieval itself at this scale. Results are normalised from chunks to documents:
+the first occurrence of each parent document, order kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+from ..errors import RetrievalEvalError
+from ..ingest import IngestedIndex
+
+
+@dataclass(frozen=True)
+class HybridConfig:
+    keyword_top_k: int = 50
+    vector_top_k: int = 50
+    fusion_top_k: int = 50
+    use_keyword: bool = True
+    use_vector: bool = True
+    rerank: str = "off"  # off | local:PATH | http:MODEL
+    rerank_top_k: int = 20
+
+    def __post_init__(self) -> None:
+        if not (self.use_keyword or self.use_vector):
+            raise RetrievalEvalError("hybrid engine: at least one of the keyword and vector retrievers must be on")
+        for name in ("keyword_top_k", "vector_top_k", "fusion_top_k", "rerank_top_k"):
+            if getattr(self, name) < 1:
+                raise RetrievalEvalError(f"hybrid engine: {name} must be >= 1")
+
+
+def chunks_to_docs(chunks: Sequence) -> list[str]:
+    """Parent doc ids in first-occurrence order."""
+    return list(dict.fromkeys(c.meta["doc_id"] for c in chunks))
+
+
+class HybridEngine:
+    def __init__(self, index: IngestedIndex, config: HybridConfig = HybridConfig(), *, name: str = "hybrid") -> None:
+        from haystack.components.joiners import DocumentJoiner
+        from haystack_integrations.components.retrievers.pgvector import (
+            PgvectorEmbeddingRetriever,
+            PgvectorKeywordRetriever,
+        )
+
+        from ..rerankers import make_reranker
+
+        self.name = name
+        self.index = index
+        self.config = config
+        store = index.document_store
+        self.keyword = PgvectorKeywordRetriever(document_store=store, top_k=config.keyword_top_k)
+        self.vector = PgvectorEmbeddingRetriever(document_store=store, top_k=config.vector_top_k)
+        self.joiner = DocumentJoiner(join_mode="reciprocal_rank_fusion", top_k=config.fusion_top_k)
+        self.reranker = make_reranker(config.rerank)
+        self._query_vectors: dict[str, list[float]] = {}
+        self.keyword_empty = 0
+        self.queries = 0
+
+    def describe(self) -> dict:
+        rerank = self.config.rerank if self.config.rerank != "off" else "off (no offline cross-encoder is available)"
+        return {
+            "engine": "hybrid",
+            **asdict(self.config),
+            "rerank": rerank,
+            "embedder": self.index.embedder.identity,
+            "store": self.index.store.backend,
+            "table": self.index.table,
+            "split": f"{self.index.config.split_length} words, {self.index.config.split_overlap} overlap",
+            "keyword_empty": f"{self.keyword_empty}/{self.queries}" if self.config.use_keyword else "n/a",
+        }
+
+    def prepare(self, queries: Sequence[str]) -> None:
+        """Embed every question in batches before the per-query loop (cached on disk too)."""
+        if self.config.use_vector:
+            vectors = self.index.embedder.embed(list(queries))
+            self._query_vectors.update((q, v.tolist()) for q, v in zip(queries, vectors))
+
+    def _vector_of(self, query: str) -> list[float]:
+        if query not in self._query_vectors:
+            self._query_vectors[query] = self.index.embedder.embed([query])[0].tolist()
+        return self._query_vectors[query]
+
+    def retrieve(self, query: str, k: int) -> list[str]:
+        filters = self.index.filters
+        lists = []
+        self.queries += 1
+        if self.config.use_keyword:
+            found = self.keyword.run(query=query, filters=filters)["documents"]
+            self.keyword_empty += not found
+            lists.append(found)
+        if self.config.use_vector:
+            lists.append(self.vector.run(query_embedding=self._vector_of(query), filters=filters)["documents"])
+        fused = self.joiner.run(documents=lists)["documents"]
+        if self.reranker is not None:
+            fused = self.reranker.run(query=query, documents=fused[: self.config.rerank_top_k])["documents"]
+        return chunks_to_docs(fused)[:k]

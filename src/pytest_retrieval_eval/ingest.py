@@ -1,0 +1,159 @@
+"""Ingestion: corpus -> Haystack pipeline (clean > split > embed > write) -> a pgvector table.
+
+The pipeline is made of real Haystack components; the embedding step is a small component that
+puts the embedding cache in front of the configured embedder. Rows are written without the
+HNSW index, which is then built once over the full table (faster than maintaining it row by
+row), and the table is vacuumed so the planner uses the keyword (GIN) index from the start.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .corpus import Corpus
+from .embedders import Embedder
+from .errors import RetrievalEvalError
+from .store.base import Store, check_identifier
+from .types import Chunk, canonical_json, sha256_text
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    """How documents become chunks. Word windows: sentence-boundary splitting needs NLTK's
+    punkt data, which is downloaded at run time and so unavailable offline."""
+
+    split_length: int = 400
+    split_overlap: int = 80
+    org_id: str = "eval"
+    language: str = "english"
+
+    def __post_init__(self) -> None:
+        if self.split_length < 1 or not 0 <= self.split_overlap < self.split_length:
+            raise RetrievalEvalError(
+                f"split settings need split_length >= 1 and 0 <= split_overlap < split_length "
+                f"(got {self.split_length} and {self.split_overlap})"
+            )
+
+
+@dataclass
+class IngestedIndex:
+    """The ingested corpus: chunks, the Haystack document store over their table, and costs."""
+
+    chunks: tuple[Chunk, ...]
+    store: Store
+    document_store: Any  # PgvectorDocumentStore (HNSW search strategy)
+    table: str
+    dataset: str
+    config: IngestConfig
+    embedder: Embedder
+    seconds: float
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def filters(self) -> dict:
+        """The org/dataset meta filter every retrieval applies, as production does."""
+        return {
+            "operator": "AND",
+            "conditions": [
+                {"field": "meta.org_id", "operator": "==", "value": self.config.org_id},
+                {"field": "meta.dataset", "operator": "==", "value": self.dataset},
+            ],
+        }
+
+
+def table_name(corpus: Corpus, config: IngestConfig, embedder: Embedder) -> str:
+    key = canonical_json([corpus.fingerprint, dataclasses.asdict(config), embedder.identity])
+    return check_identifier(f"chunks_{sha256_text(key)[:16]}", "table")
+
+
+def document_store(store: Store, table: str, dim: int, language: str, *, hnsw: bool):
+    from haystack.utils import Secret
+    from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+
+    return PgvectorDocumentStore(
+        connection_string=Secret.from_token(store.dsn),
+        schema_name=store.schema,
+        table_name=table,
+        embedding_dimension=dim,
+        vector_function="cosine_similarity",
+        language=language,
+        search_strategy="hnsw" if hnsw else "exact_nearest_neighbor",
+        # Index names are schema-wide: one pair per table, or a second table's store drops the
+        # first one's HNSW index.
+        keyword_index_name=f"{table}_kw",
+        hnsw_index_name=f"{table}_hnsw",
+        create_extension=False,
+    )
+
+
+def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfig = IngestConfig(),
+           progress: Callable[[str], None] | None = None) -> IngestedIndex:
+    from haystack import Document, Pipeline
+    from haystack.components.preprocessors import DocumentCleaner, DocumentSplitter
+    from haystack.components.writers import DocumentWriter
+    from haystack.document_stores.types import DuplicatePolicy
+
+    from .components import CachedEmbedder, ChunkIdentity
+
+    start = time.perf_counter()
+    table = table_name(corpus, config, embedder)
+    dataset = corpus.name
+
+    last_decile = [-1]
+
+    def embed_progress(done: int, total: int) -> None:
+        decile = done * 10 // total
+        if progress and total >= 200 and decile != last_decile[0]:
+            last_decile[0] = decile
+            progress(f"embedding chunks: {done}/{total}")
+
+    writer_store = document_store(store, table, embedder.dim, config.language, hnsw=False)
+    pipeline = Pipeline()
+    pipeline.add_component("cleaner", DocumentCleaner())
+    pipeline.add_component("splitter", DocumentSplitter(split_by="word", split_length=config.split_length,
+                                                        split_overlap=config.split_overlap))
+    pipeline.add_component("identity", ChunkIdentity(config.org_id, dataset))
+    pipeline.add_component("embedder", CachedEmbedder(embedder, embed_progress))
+    pipeline.add_component("writer", DocumentWriter(writer_store, policy=DuplicatePolicy.OVERWRITE))
+    pipeline.connect("cleaner.documents", "splitter.documents")
+    pipeline.connect("splitter.documents", "identity.documents")
+    pipeline.connect("identity.documents", "embedder.documents")
+    pipeline.connect("embedder.documents", "writer.documents")
+
+    sources = [
+        Document(id=d.doc_id, content="\n\n".join(p for p in (d.title, d.description, d.content) if p),
+                 meta={"doc_id": d.doc_id, "title": d.title})
+        for d in corpus.docs
+    ]
+    if progress and len(sources) >= 200:
+        progress(f"ingesting {len(sources)} documents into {store.backend} pgvector")
+    cached_before, computed_before = embedder.stats.cached, embedder.stats.computed
+    result = pipeline.run({"cleaner": {"documents": sources}}, include_outputs_from={"identity"})
+    written = result["writer"]["documents_written"]
+    chunks = tuple(
+        Chunk(d.meta["doc_id"], d.meta["chunk_index"], d.content or "", dict(d.meta))
+        for d in result["identity"]["documents"]
+    )
+    writer_store.close()
+
+    # Build the HNSW index once over the loaded table, then let the planner see real statistics.
+    search_store = document_store(store, table, embedder.dim, config.language, hnsw=True)
+    search_store.count_documents()  # creates the HNSW index on first connection
+    _vacuum(store, table)
+    return IngestedIndex(
+        chunks=chunks, store=store, document_store=search_store, table=table, dataset=dataset, config=config,
+        embedder=embedder, seconds=time.perf_counter() - start,
+        stats={"documents": len(sources), "chunks": len(chunks), "written": written,
+               "embedded": embedder.stats.computed - computed_before, "cached": embedder.stats.cached - cached_before},
+    )
+
+
+def _vacuum(store: Store, table: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(store.dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("VACUUM ANALYZE {}.{}").format(sql.Identifier(store.schema), sql.Identifier(table)))
