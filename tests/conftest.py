@@ -28,3 +28,25 @@ def write_docs(folder: Path, docs: list[dict]) -> Path:
     for d in docs:
         (folder / f"{d['doc_id']}.json").write_text(json.dumps(d), encoding="utf-8")
     return folder
+
+
+FAKE_KEY = "sk-test-SECRET-c0ffee-1234567890abcdef"
+
+
+@pytest.fixture
+def fake_api(monkeypatch):
+    """A local OpenAI-compatible server; the plugin's base URL and a recognisable fake key point
+    at it for the duration of the test."""
+    from fake_api import FakeApi
+
+    with FakeApi() as api:
+        monkeypatch.setenv("RETRIEVAL_EVAL_BASE_URL", api.url)
+        monkeypatch.setenv("RETRIEVAL_EVAL_API_KEY", FAKE_KEY)
+        monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+        yield api
+
+
+@pytest.fixture(scope="session")
+def shared_cache_dir(tmp_path_factory):
+    """One embedding cache for the whole test session, so the model loads at most once."""
+    return tmp_path_factory.mktemp("retrieval-cache")

@@ -13,6 +13,7 @@ pytestmark = pytest.mark.retrieval
 #: whose answer lives only there are out of its reach: its floors are low on purpose.
 FLOORS = {
     "keyword": {"hit@5": 0.25, "mrr": 0.15},
+    "hybrid": {"hit@5": 0.85, "mrr": 0.7},
 }
 DEFAULT_FLOORS = {"hit@5": 0.5, "mrr": 0.3}
 

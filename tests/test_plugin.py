@@ -230,3 +230,19 @@ def test_a_worker_that_dies_makes_the_gate_fail(bundled_project):
     result = bundled_project.runpytest_subprocess("-n", "2", "--retrieval-report", "-p", "no:cacheprovider")
     assert result.ret != 0
     result.stdout.fnmatch_lines(["FAIL retrieval gate: xdist worker gw* (crashed*); its retrieval results are missing"])
+
+
+def test_an_unavailable_engine_says_why_when_asked_for(bundled_project):
+    bundled_project.makeconftest(
+        """
+        def pytest_retrieval_engines(registry, config):
+            registry.unavailable("fancy", "needs the fancy extra: pip install 'x[fancy]'")
+        """
+    )
+    bundled_project.makepyfile(BUNDLED_TESTS)
+    result = bundled_project.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-engine", "keyword")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["engine fancy not available: needs the fancy extra*"])
+    result = bundled_project.runpytest("-m", "retrieval", "--retrieval-engine", "fancy")
+    assert result.ret != 0
+    assert "engine 'fancy' is not available: needs the fancy extra" in result.stdout.str() + result.stderr.str()

@@ -70,11 +70,12 @@ def _server_user() -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
-def _reachable_by_others(path: Path) -> bool:
-    for parent in [path, *path.parents]:
-        if not os.stat(parent).st_mode & 0o001:
-            return False
-    return bool(os.stat(path / "bin" / "postgres").st_mode & 0o001)
+def _traversable_by_others(path: Path) -> bool:
+    return all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents])
+
+
+def _reachable_by_others(install: Path) -> bool:
+    return _traversable_by_others(install) and bool(os.stat(install / "bin" / "postgres").st_mode & 0o001)
 
 
 def _atomic_dir(target: Path, build) -> Path:
@@ -202,6 +203,12 @@ class EmbeddedPostgres:
     def start(self) -> None:
         sweep_stale(self.tmp_root)
         user = _server_user()
+        if user is not None and not _traversable_by_others(self.tmp_root):
+            raise RetrievalEvalError(
+                f"the temp dir {self.tmp_root} is not reachable by the server user 'nobody' (PostgreSQL refuses to "
+                "run as root, and a parent folder lacks the x permission for others); set TMPDIR to a folder such "
+                "as /tmp"
+            )
         bindir = _usable_install(user) / "bin"
         template = _template(bindir, user)
         self.dir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=self.tmp_root))

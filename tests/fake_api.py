@@ -1,0 +1,101 @@
+"""A real local HTTP server that plays an OpenAI-compatible API from a script of responses.
+
+Tests reach it through the real clients (Haystack's OpenAI components, httpx): nothing is
+patched. Each path answers from its own queue of scripted responses; the last one repeats.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None  # dict -> JSON; callable(request_json) -> dict
+    headers: dict = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: dict
+    body: Any
+
+
+class FakeApi:
+    def __init__(self) -> None:
+        self.scripts: dict[str, list[Reply]] = {}
+        self.requests: list[Seen] = []
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw.decode(errors="replace")
+                api.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                queue = api.scripts.get(self.path) or [Reply(404, {"error": "no script"})]
+                reply = queue.pop(0) if len(queue) > 1 else queue[0]
+                if reply.delay:
+                    time.sleep(reply.delay)
+                payload = reply.body(body) if callable(reply.body) else reply.body
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def script(self, path: str, *replies: Reply) -> None:
+        self.scripts[f"/v1{path}"] = list(replies)
+
+    def hits(self, path: str) -> list[Seen]:
+        return [r for r in self.requests if r.path == f"/v1{path}"]
+
+    def __enter__(self) -> "FakeApi":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def embeddings_reply(dim: int = 8) -> Callable[[dict], dict]:
+    """An OpenAI ``/embeddings`` answer: a deterministic vector per input text."""
+
+    def answer(request: dict) -> dict:
+        texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
+        data = [
+            {"object": "embedding", "index": i, "embedding": [((len(t) + j) % 7) / 7.0 + 0.01 for j in range(dim)]}
+            for i, t in enumerate(texts)
+        ]
+        return {"object": "list", "data": data, "model": request.get("model"), "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+
+    return answer

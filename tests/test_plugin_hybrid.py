@@ -1,0 +1,155 @@
+"""The plugin with the real store and the hybrid engine, end to end in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS, QUESTIONS
+from fake_api import FakeApi, Reply, embeddings_reply
+
+pytestmark = pytest.mark.slow
+
+TESTS = """
+    import pytest
+
+    pytestmark = pytest.mark.retrieval
+
+    def test_hit_at_5(retrieval_results):
+        assert retrieval_results.hit_at(5) >= 0.2
+"""
+
+# Records, at the end of the inner session, whether the embedding model was ever imported.
+PROBE = """
+    import json, os, sys
+
+    def pytest_sessionfinish(session):
+        if os.environ.get("PYTEST_XDIST_WORKER") is None:
+            with open(os.environ["PROBE_FILE"], "w") as fh:
+                json.dump({"model_imported": "sentence_transformers" in sys.modules}, fh)
+"""
+
+
+@pytest.fixture
+def sandbox_tmp():
+    """TMPDIR for the inner run: every temp dir it makes lands here, so leftovers are visible."""
+    path = Path(tempfile.mkdtemp(prefix="retrieval-sandbox-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def leftovers(tmp: Path) -> tuple[list[str], list[str]]:
+    dirs = sorted(p.name for p in tmp.glob("pytest-retrieval-pg-*"))
+    ps = subprocess.run(["ps", "-ewwo", "pid,stat,args"], capture_output=True, text=True).stdout
+    procs = [l for l in ps.splitlines() if str(tmp) in l and "postgres" in l and " Z" not in l]
+    return dirs, procs
+
+
+def run_inner(pytester, tmp: Path, *args: str, env: dict | None = None, probe: Path | None = None):
+    environ = {**os.environ, "TMPDIR": str(tmp), **(env or {})}
+    if probe:
+        environ["PROBE_FILE"] = str(probe)
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=pytester.path, env=environ, capture_output=True, text=True, timeout=600)
+    return done, time.perf_counter() - start
+
+
+def rows(output: str) -> dict[str, list[str]]:
+    lines = output.splitlines()
+    start = next(i for i, l in enumerate(lines) if "retrieval evaluation" in l) + 2
+    out = {}
+    for line in lines[start:]:
+        cells = line.split()
+        if not cells or cells[0].endswith(":") or line.startswith(("=", "FAIL", "retrieval")):
+            break
+        out[cells[0]] = cells
+    return out
+
+
+def test_both_engines_a_clean_exit_and_a_warm_rerun_without_the_model(pytester, sandbox_tmp, tmp_path):
+    cache = tmp_path / "cache"
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\nretrieval_cache_dir = {cache}\n")
+    pytester.makeconftest(PROBE)
+    pytester.makepyfile(TESTS)
+    probe = tmp_path / "probe.json"
+    cold, cold_s = run_inner(pytester, sandbox_tmp, "-m", "retrieval", "--retrieval-report", probe=probe)
+    assert cold.returncode == 0, cold.stdout + cold.stderr
+    assert json.loads(probe.read_text())["model_imported"] is True
+    table = rows(cold.stdout)
+    assert set(table) == {"hybrid", "keyword"}
+    assert float(table["hybrid"][3]) >= float(table["keyword"][3]) + 0.3  # hit@5
+    assert leftovers(sandbox_tmp) == ([], [])
+
+    warm, warm_s = run_inner(pytester, sandbox_tmp, "-m", "retrieval", "--retrieval-report", probe=probe)
+    assert warm.returncode == 0, warm.stdout + warm.stderr
+    assert json.loads(probe.read_text())["model_imported"] is False  # every embedding came from the cache
+    assert rows(warm.stdout) == table
+    assert warm_s < cold_s
+    print(f"bundled eval wall time: cold {cold_s:.2f}s, warm {warm_s:.2f}s")
+    assert leftovers(sandbox_tmp) == ([], [])
+
+
+def test_xdist_workers_each_get_a_store_and_the_table_matches(pytester, sandbox_tmp, shared_cache_dir):
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
+                     f"retrieval_cache_dir = {shared_cache_dir}\n")
+    pytester.makepyfile(TESTS + """
+    def test_mrr(retrieval_results):
+        assert retrieval_results.mrr() >= 0.1
+
+    def test_no_errors(retrieval_results):
+        assert retrieval_results.n_errored == 0
+""")
+    serial, _ = run_inner(pytester, sandbox_tmp, "-m", "retrieval", "--retrieval-report")
+    parallel, _ = run_inner(pytester, sandbox_tmp, "-n", "2", "-m", "retrieval", "--retrieval-report")
+    assert serial.returncode == parallel.returncode == 0, parallel.stdout + parallel.stderr
+    assert "2 workers" in parallel.stdout
+    assert rows(serial.stdout) == rows(parallel.stdout) and set(rows(parallel.stdout)) == {"hybrid", "keyword"}
+    assert leftovers(sandbox_tmp) == ([], [])
+
+
+def test_sigint_during_ingestion_stops_the_server_and_keeps_the_cache(pytester, sandbox_tmp, tmp_path):
+    corpus = tmp_path / "big"
+    corpus.mkdir()
+    for i in range(320):
+        (corpus / f"d{i}.json").write_text(json.dumps({"doc_id": f"d{i}", "title": f"Doc {i}",
+                                                       "content": f"document number {i} about topic {i % 17}"}))
+    questions = {"format": "pytest-retrieval-eval/questions", "version": 1,
+                 "queries": [{"id": "q1", "question": "topic 3", "relevant": {"d3": 1}}]}
+    (tmp_path / "q.json").write_text(json.dumps(questions))
+    cache = tmp_path / "cache"
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {corpus}\nretrieval_questions = {tmp_path / 'q.json'}\n"
+                     f"retrieval_cache_dir = {cache}\nretrieval_embedder = openai:slow-embed\nretrieval_engines = hybrid\n")
+    pytester.makepyfile(TESTS)
+    with FakeApi() as api:
+        api.script("/embeddings", Reply(200, embeddings_reply(8), delay=0.4))
+        env = {**os.environ, "TMPDIR": str(sandbox_tmp), "RETRIEVAL_EVAL_BASE_URL": api.url,
+               "RETRIEVAL_EVAL_API_KEY": "sk-test-interrupt"}
+        proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "retrieval"],
+                                cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if "embedding chunks:" in line:
+                assert leftovers(sandbox_tmp)[0], "the server should be up mid-ingestion"
+                proc.send_signal(signal.SIGINT)
+                break
+        rest, _ = proc.communicate(timeout=120)
+    output = "".join(seen) + rest
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, output
+    assert "KeyboardInterrupt" in output
+    assert leftovers(sandbox_tmp) == ([], [])
+    from pytest_retrieval_eval.embedding_cache import EmbeddingCache
+
+    kept = EmbeddingCache(cache / "embeddings.sqlite3").count()
+    assert 64 <= kept < 321  # the batches embedded before Ctrl-C are kept, intact
