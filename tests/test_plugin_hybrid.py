@@ -153,3 +153,21 @@ def test_sigint_during_ingestion_stops_the_server_and_keeps_the_cache(pytester, 
 
     kept = EmbeddingCache(cache / "embeddings.sqlite3").count()
     assert 64 <= kept < 321  # the batches embedded before Ctrl-C are kept, intact
+
+
+def test_a_failing_ingestion_still_stops_the_server_and_hides_the_key(pytester, sandbox_tmp, tmp_path):
+    from conftest import FAKE_KEY
+
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
+                     f"retrieval_cache_dir = {tmp_path}\nretrieval_embedder = openai:m\nretrieval_engines = hybrid\n")
+    pytester.makepyfile(TESTS)
+    with FakeApi() as api:
+        api.script("/embeddings", Reply(401, {"error": {"message": f"Incorrect API key provided: {FAKE_KEY}"}}))
+        done, _ = run_inner(pytester, sandbox_tmp, "-m", "retrieval", "-rA", "--log-level=DEBUG",
+                            env={"RETRIEVAL_EVAL_BASE_URL": api.url, "RETRIEVAL_EVAL_API_KEY": FAKE_KEY})
+    output = done.stdout + done.stderr
+    assert done.returncode == pytest.ExitCode.TESTS_FAILED, output
+    assert "1 error" in output and "AuthenticationError" in output
+    assert FAKE_KEY not in output
+    assert "Incorrect API key provided: ***" in output  # the server did echo it: it was masked
+    assert leftovers(sandbox_tmp) == ([], [])
