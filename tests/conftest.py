@@ -4,6 +4,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config):
+    # Registered here rather than in pyproject.toml, so it holds whatever rootdir pytest picks.
+    config.addinivalue_line("markers", "slow: takes more than a few seconds (still runs in .ci/run)")
 CORPUS = REPO / "corpus"
 QUESTIONS = REPO / "questions.cache.json"
 

@@ -33,6 +33,9 @@ class FakeApi:
     def __init__(self) -> None:
         self.scripts: dict[str, list[Reply]] = {}
         self.requests: list[Seen] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        lock = threading.Lock()
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -46,13 +49,18 @@ class FakeApi:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw.decode(errors="replace")
-                api.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                queue = api.scripts.get(self.path) or [Reply(404, {"error": "no script"})]
-                reply = queue.pop(0) if len(queue) > 1 else queue[0]
+                with lock:
+                    api.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                    queue = api.scripts.get(self.path) or [Reply(404, {"error": "no script"})]
+                    reply = queue.pop(0) if len(queue) > 1 else queue[0]
+                    api.in_flight += 1
+                    api.max_in_flight = max(api.max_in_flight, api.in_flight)
                 if reply.delay:
                     time.sleep(reply.delay)
+                with lock:
+                    api.in_flight -= 1
                 payload = reply.body(body) if callable(reply.body) else reply.body
-                data = json.dumps(payload).encode()
+                data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
                 try:
                     self.send_response(reply.status)
                     self.send_header("content-type", "application/json")
@@ -97,5 +105,19 @@ def embeddings_reply(dim: int = 8) -> Callable[[dict], dict]:
             for i, t in enumerate(texts)
         ]
         return {"object": "list", "data": data, "model": request.get("model"), "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+
+    return answer
+
+
+def chat_reply(make_question: Callable[[str], str] | None = None) -> Callable[[dict], dict]:
+    """A chat-completions answer whose content is ``{"question": ...}`` about the passage."""
+
+    def answer(request: dict) -> dict:
+        passage = request["messages"][-1]["content"]
+        words = passage.split()
+        question = make_question(passage) if make_question else f"How does {words[3]} relate to {words[4]}?"
+        return {"id": "x", "object": "chat.completion", "model": request.get("model"),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": json.dumps({"question": question})},
+                             "finish_reason": "stop"}]}
 
     return answer

@@ -5,9 +5,13 @@ values (see the README) so that a real regression fails while the numbers themse
 report; a team would tighten them, or gate with ``--retrieval-threshold``.
 """
 
+from pathlib import Path
+
 import pytest
 
 pytestmark = pytest.mark.retrieval
+
+BUNDLED = Path(__file__).resolve().parents[1] / "corpus"
 
 #: engine -> measure -> floor. The keyword engine never reads a document's body, so questions
 #: whose answer lives only there are out of its reach: its floors are low on purpose.
@@ -18,16 +22,20 @@ FLOORS = {
 DEFAULT_FLOORS = {"hit@5": 0.5, "mrr": 0.3}
 
 
-def floor(engine: str, measure: str) -> float:
+def floor(corpus, engine: str, measure: str) -> float:
+    """Floors hold for the bundled corpus; pointed at another corpus (``--retrieval-corpus``)
+    these tests only check that the engines ran, and the report carries the numbers."""
+    if Path(corpus.source or "") != BUNDLED:
+        return 0.0
     return FLOORS.get(engine, DEFAULT_FLOORS)[measure]
 
 
-def test_hit_at_5(retrieval_engine, retrieval_results):
-    assert retrieval_results.hit_at(5) >= floor(retrieval_engine.name, "hit@5")
+def test_hit_at_5(retrieval_corpus, retrieval_engine, retrieval_results):
+    assert retrieval_results.hit_at(5) >= floor(retrieval_corpus, retrieval_engine.name, "hit@5")
 
 
-def test_mrr(retrieval_engine, retrieval_results):
-    assert retrieval_results.mrr() >= floor(retrieval_engine.name, "mrr")
+def test_mrr(retrieval_corpus, retrieval_engine, retrieval_results):
+    assert retrieval_results.mrr() >= floor(retrieval_corpus, retrieval_engine.name, "mrr")
 
 
 def test_no_engine_errors(retrieval_results):

@@ -10,9 +10,16 @@ from pytest_retrieval_eval.corpus import JsonFolder
 from pytest_retrieval_eval.labeled import LabeledSet, dump_questions_cache, load_questions_cache, write_questions_cache
 
 
-def test_committed_cache_covers_every_document_at_least_twice_and_is_honest_about_its_origin():
+def test_committed_cache_covers_every_document_twice_every_chunk_once_and_is_honest_about_its_origin():
+    from pytest_retrieval_eval.ingest import chunk_corpus
+
     corpus = JsonFolder(CORPUS).load()
     labeled = load_questions_cache(QUESTIONS, known_doc_ids=corpus.doc_ids)
+    chunks = {c.chunk_id: c for c in chunk_corpus(corpus)}
+    assert {q.source["chunk_id"] for q in labeled} == set(chunks)
+    for q in labeled:
+        assert q.source["chunk_sha256"] == chunks[q.source["chunk_id"]].fingerprint
+        assert q.source["by"] == "handwritten"
     per_doc = {d: 0 for d in corpus.doc_ids}
     for q in labeled:
         assert len(q.gold) == 1
@@ -26,10 +33,11 @@ def test_committed_cache_covers_every_document_at_least_twice_and_is_honest_abou
 def test_round_trip_is_byte_identical(tmp_path):
     labeled = load_questions_cache(QUESTIONS)
     raw = json.loads(QUESTIONS.read_text())
-    text = dump_questions_cache(labeled, generator=raw["generator"], corpus_fingerprint=raw["corpus_fingerprint"])
+    header = {k: raw[k] for k in ("generator", "corpus_fingerprint", "splitter")}
+    text = dump_questions_cache(labeled, **header)
     assert text == QUESTIONS.read_text()
     out = tmp_path / "sub" / "q.json"
-    write_questions_cache(out, labeled, generator=raw["generator"], corpus_fingerprint=raw["corpus_fingerprint"])
+    write_questions_cache(out, labeled, **header)
     assert out.read_text() == text
     assert [p.name for p in out.parent.iterdir()] == ["q.json"]  # no temp file left behind
 

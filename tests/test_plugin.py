@@ -44,7 +44,7 @@ def test_report_prints_a_keyword_row_with_hit_at_5_and_mrr(bundled_project):
     header, row = table_lines(result.stdout.str())[:2]
     assert header.split() == ["engine", "hit@1", "hit@3", "hit@5", "hit@10", "hit@20", "mrr", "n", "errored"]
     cells = row.split()
-    assert cells[0] == "keyword" and cells[-2:] == ["61", "0"]
+    assert cells[0] == "keyword" and cells[-2:] == ["63", "0"]
     assert all(re.fullmatch(r"\d\.\d{3}", c) for c in cells[1:7])
 
 
@@ -68,7 +68,7 @@ def test_a_breached_threshold_fails_the_run_and_names_the_breach(bundled_project
         source = "--retrieval-threshold"
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines([f"FAIL retrieval gate: keyword: mrr = 0.*, required >= 0.999 (from {source}; n=61)"])
+    result.stdout.fnmatch_lines([f"FAIL retrieval gate: keyword: mrr = 0.*, required >= 0.999 (from {source}; n=63)"])
     assert "hit@5" not in "\n".join(l for l in result.stdout.lines if l.startswith("FAIL"))
 
 
@@ -114,7 +114,7 @@ def test_a_failed_assertion_explains_measure_value_sample_and_worst_misses(bundl
     result = bundled_project.runpytest("-m", "retrieval")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
-        "E       AssertionError: assert keyword: hit@5 = 0.*, expected >= 0.99 (n=61 queries, 0 errored, labeled set questions.cache.json)",
+        "E       AssertionError: assert keyword: hit@5 = 0.*, expected >= 0.99 (n=63 queries, 0 errored, labeled set questions.cache.json)",
         "E         worst-scoring queries on hit@5:",
         "E           * (hit@5=0.000) '*' gold: * (not retrieved); top 3: *",
     ])
@@ -154,8 +154,8 @@ def test_engines_from_conftest_are_parametrized_evaluated_once_and_errors_counte
         def test_three(retrieval_results): retrieval_results.ndcg_at(10)
 
         def test_calls_are_not_repeated():
-            # two counting engines x 61 questions: each asked once, though three tests read the results
-            assert Counting.calls == 2 * 61
+            # two counting engines x 63 questions: each asked once, though three tests read the results
+            assert Counting.calls == 2 * 63
         """
     )
     result = bundled_project.runpytest("-m", "retrieval", "--retrieval-report", "-v", *ENGINES)

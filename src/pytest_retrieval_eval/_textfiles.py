@@ -34,3 +34,14 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         line = line.strip()
         if line:
             yield number, line
+
+
+def json_lines(path: str | Path) -> Iterator[tuple[int, object]]:
+    """Yield ``(line_number, value)`` for each non-blank line of a JSONL file."""
+    import json
+
+    for number, line in numbered_lines(path):
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RetrievalEvalError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=number) from None

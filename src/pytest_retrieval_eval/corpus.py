@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Protocol
 
-from ._textfiles import numbered_lines, read_text
+from ._textfiles import json_lines, read_text
 from .errors import RetrievalEvalError
 from .labeled import LabeledSet
 from .qrels import Qrels
@@ -120,11 +120,7 @@ class JsonFolder:
     @staticmethod
     def _read(file: Path) -> Iterator[tuple[Doc, int | None]]:
         if file.suffix == ".jsonl":
-            for number, line in numbered_lines(file):
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise RetrievalEvalError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=file, line=number) from None
+            for number, record in json_lines(file):
                 yield _doc_from_record(record, path=file, line=number, where="line"), number
             return
         text = read_text(file)
@@ -151,11 +147,7 @@ class BeirFolder:
         file = Path(self.path) / "corpus.jsonl"
         docs: list[Doc] = []
         seen: dict[str, int] = {}
-        for number, line in numbered_lines(file):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RetrievalEvalError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=file, line=number) from None
+        for number, record in json_lines(file):
             if not isinstance(record, dict):
                 raise RetrievalEvalError("expected a JSON object", path=file, line=number)
             doc_id = record.get("_id")
@@ -181,11 +173,7 @@ class BeirFolder:
         qrels = self.qrels()
         file = Path(self.path) / "queries.jsonl"
         texts: dict[str, str] = {}
-        for number, line in numbered_lines(file):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RetrievalEvalError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=file, line=number) from None
+        for number, record in json_lines(file):
             qid = record.get("_id") if isinstance(record, dict) else None
             text = record.get("text") if isinstance(record, dict) else None
             if not isinstance(qid, str) or not isinstance(text, str):

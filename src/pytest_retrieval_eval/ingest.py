@@ -89,19 +89,54 @@ def document_store(store: Store, table: str, dim: int, language: str, *, hnsw: b
     )
 
 
+def _sources(corpus: Corpus) -> list:
+    """One Haystack Document per source document: title and description lead the text."""
+    from haystack import Document
+
+    return [
+        Document(id=d.doc_id, content="\n\n".join(p for p in (d.title, d.description, d.content) if p),
+                 meta={"doc_id": d.doc_id, "title": d.title})
+        for d in corpus.docs
+    ]
+
+
+def _chunking_pipeline(config: IngestConfig, dataset: str):
+    """clean > split > identify: the part of ingestion that question generation shares, so a
+    question's source chunk id is the id the store holds."""
+    from haystack import Pipeline
+    from haystack.components.preprocessors import DocumentCleaner, DocumentSplitter
+
+    from .components import ChunkIdentity
+
+    pipeline = Pipeline()
+    pipeline.add_component("cleaner", DocumentCleaner())
+    pipeline.add_component("splitter", DocumentSplitter(split_by="word", split_length=config.split_length,
+                                                        split_overlap=config.split_overlap))
+    pipeline.add_component("identity", ChunkIdentity(config.org_id, dataset))
+    pipeline.connect("cleaner.documents", "splitter.documents")
+    pipeline.connect("splitter.documents", "identity.documents")
+    return pipeline
+
+
+def _chunks(documents) -> tuple[Chunk, ...]:
+    return tuple(Chunk(d.meta["doc_id"], d.meta["chunk_index"], d.content or "", dict(d.meta)) for d in documents)
+
+
+def chunk_corpus(corpus: Corpus, config: IngestConfig = IngestConfig()) -> tuple[Chunk, ...]:
+    """The chunks ingestion would write, without a store or an embedder."""
+    result = _chunking_pipeline(config, corpus.name).run({"cleaner": {"documents": _sources(corpus)}})
+    return _chunks(result["identity"]["documents"])
+
+
 def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfig = IngestConfig(),
            progress: Callable[[str], None] | None = None) -> IngestedIndex:
-    from haystack import Document, Pipeline
-    from haystack.components.preprocessors import DocumentCleaner, DocumentSplitter
     from haystack.components.writers import DocumentWriter
     from haystack.document_stores.types import DuplicatePolicy
 
-    from .components import CachedEmbedder, ChunkIdentity
+    from .components import CachedEmbedder
 
     start = time.perf_counter()
     table = table_name(corpus, config, embedder)
-    dataset = corpus.name
-
     last_decile = [-1]
 
     def embed_progress(done: int, total: int) -> None:
@@ -111,32 +146,19 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
             progress(f"embedding chunks: {done}/{total}")
 
     writer_store = document_store(store, table, embedder.dim, config.language, hnsw=False)
-    pipeline = Pipeline()
-    pipeline.add_component("cleaner", DocumentCleaner())
-    pipeline.add_component("splitter", DocumentSplitter(split_by="word", split_length=config.split_length,
-                                                        split_overlap=config.split_overlap))
-    pipeline.add_component("identity", ChunkIdentity(config.org_id, dataset))
+    pipeline = _chunking_pipeline(config, corpus.name)
     pipeline.add_component("embedder", CachedEmbedder(embedder, embed_progress))
     pipeline.add_component("writer", DocumentWriter(writer_store, policy=DuplicatePolicy.OVERWRITE))
-    pipeline.connect("cleaner.documents", "splitter.documents")
-    pipeline.connect("splitter.documents", "identity.documents")
     pipeline.connect("identity.documents", "embedder.documents")
     pipeline.connect("embedder.documents", "writer.documents")
 
-    sources = [
-        Document(id=d.doc_id, content="\n\n".join(p for p in (d.title, d.description, d.content) if p),
-                 meta={"doc_id": d.doc_id, "title": d.title})
-        for d in corpus.docs
-    ]
+    sources = _sources(corpus)
     if progress and len(sources) >= 200:
         progress(f"ingesting {len(sources)} documents into {store.backend} pgvector")
     cached_before, computed_before = embedder.stats.cached, embedder.stats.computed
     result = pipeline.run({"cleaner": {"documents": sources}}, include_outputs_from={"identity"})
     written = result["writer"]["documents_written"]
-    chunks = tuple(
-        Chunk(d.meta["doc_id"], d.meta["chunk_index"], d.content or "", dict(d.meta))
-        for d in result["identity"]["documents"]
-    )
+    chunks = _chunks(result["identity"]["documents"])
     writer_store.close()
 
     # Build the HNSW index once over the loaded table, then let the planner see real statistics.
@@ -144,7 +166,7 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
     search_store.count_documents()  # creates the HNSW index on first connection
     _vacuum(store, table)
     return IngestedIndex(
-        chunks=chunks, store=store, document_store=search_store, table=table, dataset=dataset, config=config,
+        chunks=chunks, store=store, document_store=search_store, table=table, dataset=corpus.name, config=config,
         embedder=embedder, seconds=time.perf_counter() - start,
         stats={"documents": len(sources), "chunks": len(chunks), "written": written,
                "embedded": embedder.stats.computed - computed_before, "cached": embedder.stats.cached - cached_before},

@@ -57,6 +57,12 @@ class LabeledSet:
         return iter(self.queries)
 
     @property
+    def multi_judged(self) -> bool:
+        """Judged like a qrels file (several documents or grades per query), not one gold each:
+        then nDCG@10 is the measure people compare, and the report adds it."""
+        return any(len(q.relevant) != 1 or set(q.relevant.values()) != {1} for q in self.queries)
+
+    @property
     def qrels(self) -> Qrels:
         return Qrels.from_dict({q.query_id: dict(q.relevant) for q in self.queries})
 

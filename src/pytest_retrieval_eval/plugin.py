@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from . import hookspecs, settings
 from ._secrets import install_log_redaction
-from .corpus import BeirFolder, Corpus, open_corpus
+from .corpus import Corpus
 from .engines.keyword import KeywordEngine
 from .errors import RetrievalEvalError
 from .evaluation import EvaluationResult, MeasureValue
-from .labeled import LabeledSet, load_questions_cache
-from .report import table
+from .labeled import LabeledSet
+from .report import terminal
 from .session import Controller, RetrievalSession, role_for
 
 SESSION_NAME = "retrieval_session"
@@ -104,30 +103,9 @@ def pytest_runtestloop(session: pytest.Session):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     rs = _session(config)
-    outcome = rs.outcome
-    if outcome is None:
-        return
-    tr = terminalreporter
-    if rs.config.report or outcome.failed:
-        tr.write_sep("-", "retrieval evaluation")
-    if rs.config.report:
-        if outcome.rows:
-            for line in table.render(outcome.rows, [m.name for m in rs.config.table_measures]):
-                tr.write_line(line)
-            for line in table.describe_engines(outcome.gathered.results):
-                tr.write_line(line)
-        else:
-            tr.write_line("no retrieval evaluations were recorded in this run")
-        for name, why in rs.registry.unavailable_engines().items():
-            tr.write_line(f"engine {name} not available: {why}", yellow=True)
-    for note in outcome.gathered.notes:
-        tr.write_line(f"note: {note}", yellow=True)
-    if rs.config.thresholds and not outcome.rows and not outcome.gathered.missing_workers:
-        tr.write_line(f"retrieval gate: no evaluations recorded; {len(rs.config.thresholds)} threshold(s) not checked", yellow=True)
-    for failure in outcome.failures:
-        tr.write_line(f"FAIL retrieval gate: {failure}", red=True, bold=True)
-    if rs.config.thresholds and outcome.rows and not outcome.failed:
-        tr.write_line(f"retrieval gate: {len(rs.config.thresholds)} threshold(s) met", green=True)
+    if rs.outcome is not None:
+        terminal.write_summary(terminalreporter, rs.outcome, report=rs.config.report,
+                               thresholds=len(rs.config.thresholds), unavailable=rs.registry.unavailable_engines())
 
 
 def pytest_assertrepr_compare(config: pytest.Config, op: str, left: object, right: object):
@@ -149,23 +127,20 @@ def retrieval_session(pytestconfig: pytest.Config) -> RetrievalSession:
 @pytest.fixture(scope="session")
 def retrieval_corpus(retrieval_session: RetrievalSession) -> Corpus:
     """The corpus from ``--retrieval-corpus`` / ``retrieval_corpus``: JSON documents or BEIR."""
-    path = retrieval_session.config.corpus
-    if path is None:
-        raise RetrievalEvalError("no corpus configured: set --retrieval-corpus PATH or the retrieval_corpus ini option")
-    return open_corpus(path).load()
+    try:
+        return retrieval_session.load_corpus()
+    except RetrievalEvalError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="session")
 def labeled_queries(retrieval_session: RetrievalSession, retrieval_corpus: Corpus) -> LabeledSet:
-    """Labeled queries: the questions cache, or a BEIR folder's queries and qrels."""
-    cfg = retrieval_session.config
-    if cfg.questions is None and cfg.corpus is not None:
-        provider = open_corpus(cfg.corpus)
-        if isinstance(provider, BeirFolder):
-            return provider.labeled()
-    if cfg.questions is None:
-        raise RetrievalEvalError("no labeled queries configured: set --retrieval-questions PATH or the retrieval_questions ini option")
-    return load_questions_cache(cfg.questions, known_doc_ids=retrieval_corpus.doc_ids)
+    """Labeled queries: a BEIR folder's queries and qrels, or the questions cache, checked for
+    staleness against the corpus (``--retrieval-stale``)."""
+    try:
+        return retrieval_session.load_labeled(retrieval_corpus)
+    except RetrievalEvalError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from .errors import RetrievalEvalError
 from .evaluation import EvaluationResult, evaluate_engine, summarize
 from .gate import Breach, Row, check, measures_needed
 from .labeled import LabeledSet
-from .measures import parse_measures
+from .measures import DEFAULT_TABLE_MEASURES, parse_measures
 from .settings import RetrievalConfig
 
 WORKEROUTPUT_KEY = "pytest_retrieval_eval"
@@ -53,6 +54,20 @@ def merge(records: list[tuple[str, list[dict[str, Any]]]]) -> Gathered:
             elif [r.doc_ids for r in other.results] != [r.doc_ids for r in result.results]:
                 notes.append(f"engine '{result.engine}' ranked differently on {origin}; kept the first worker's run")
     return Gathered(list(kept.values()), notes=notes)
+
+
+class StaleQuestionsWarning(UserWarning):
+    """The questions cache no longer matches the corpus (with --retrieval-stale=warn)."""
+
+
+def _shown(path: Path | None) -> str:
+    """A path as a user would type it: relative to the working directory when below it."""
+    if path is None:
+        return ""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 class Standalone:
@@ -111,6 +126,7 @@ class Outcome:
     rows: list[Row]
     breaches: list[Breach]
     gathered: Gathered
+    table_measures: list[str] = field(default_factory=list)
 
     @property
     def failures(self) -> list[str]:
@@ -196,6 +212,52 @@ class RetrievalSession:
         with capman.global_and_fixture_disabled():
             tr.write_line(f"retrieval: {message}")
 
+    # --- data ----------------------------------------------------------------------------------
+    def load_corpus(self):
+        from .corpus import open_corpus
+
+        if self.config.corpus is None:
+            raise RetrievalEvalError("no corpus configured: set --retrieval-corpus PATH or the retrieval_corpus ini option")
+        return open_corpus(self.config.corpus, split=self.config.split).load()
+
+    def load_labeled(self, corpus) -> LabeledSet:
+        """A BEIR folder brings its own judged queries (unless --retrieval-questions is given);
+        otherwise the questions cache, regenerated first when asked, then checked for staleness."""
+        from .corpus import BeirFolder, open_corpus
+        from .labeled import load_questions_cache
+        from .staleness import check, regenerate_command
+
+        cfg = self.config
+        if cfg.corpus is not None and not cfg.questions_explicit:
+            provider = open_corpus(cfg.corpus, split=cfg.split)
+            if isinstance(provider, BeirFolder):
+                return provider.labeled()
+        if cfg.questions is None:
+            raise RetrievalEvalError("no labeled queries configured: set --retrieval-questions PATH or the retrieval_questions ini option")
+        if cfg.regenerate:
+            self.regenerate(corpus)
+        labeled = load_questions_cache(cfg.questions)
+        stale = check(labeled, corpus)
+        if not stale:
+            return labeled
+        message = stale.describe(_shown(cfg.questions), _shown(cfg.corpus),
+                                 regenerate_command(_shown(cfg.corpus), _shown(cfg.questions)))
+        if cfg.stale == "error":
+            raise RetrievalEvalError(message)
+        warnings.warn(StaleQuestionsWarning(message), stacklevel=2)
+        dead = stale.dead_queries
+        return LabeledSet(tuple(q for q in labeled if q.query_id not in dead), name=labeled.name, provenance=labeled.provenance)
+
+    def regenerate(self, corpus) -> None:
+        from .generate import GeneratorConfig, generate_questions
+        from .ingest import chunk_corpus
+
+        report = generate_questions(corpus, chunk_corpus(corpus, self.config.ingest), self.config.questions,
+                                    config=GeneratorConfig(model=self.config.generator_model), split=self.config.ingest, progress=self.progress)
+        self.progress(f"{_shown(self.config.questions)}: {report.summary()}")
+        if report.failed:
+            raise RetrievalEvalError(f"question generation failed for {len(report.failed)} chunk(s): {report.summary()}")
+
     def engine(self, name: str, request: Any) -> Engine:
         if name not in self._engines:
             self._engines[name] = self.registry.build(name, request)
@@ -221,12 +283,14 @@ class RetrievalSession:
         if not self.role.reports:
             return None
         gathered = self.role.gather(records)
-        measures = [m.name for m in parse_measures(
-            [m.name for m in self.config.table_measures] + measures_needed(self.config.thresholds)
-        )]
-        rows = [
-            Row(r.engine, r.labeled.name, summarize(r, measures), r.n, r.n_errored) for r in gathered.results
-        ]
+        table_measures = [m.name for m in self.config.table_measures]
+        if self.config.table_measures == DEFAULT_TABLE_MEASURES and any(r.labeled.multi_judged for r in gathered.results):
+            table_measures.append("ndcg@10")
+        measures = [m.name for m in parse_measures(table_measures + measures_needed(self.config.thresholds))]
+        rows = sorted(
+            (Row(r.engine, r.labeled.name, summarize(r, measures), r.n, r.n_errored) for r in gathered.results),
+            key=lambda row: (row.engine, row.labeled),
+        )
         breaches = check(self.config.thresholds, rows) if rows else []
-        self.outcome = Outcome(rows, breaches, gathered)
+        self.outcome = Outcome(rows, breaches, gathered, table_measures)
         return self.outcome

@@ -31,6 +31,11 @@ class RetrievalConfig:
     cache_dir: Path | None = None  # None: pytest's cache dir, else ~/.cache/pytest-retrieval-eval
     ingest: IngestConfig = IngestConfig()
     hybrid: HybridConfig = HybridConfig()
+    questions_explicit: bool = False  # given on the command line (wins over a BEIR folder's qrels)
+    split: str = "test"  # BEIR qrels split
+    stale: str = "error"  # error | warn
+    regenerate: bool = False
+    generator_model: str = "openai/gpt-4o-mini"
 
 
 def addoptions(parser: pytest.Parser) -> None:
@@ -71,6 +76,20 @@ def addoptions(parser: pytest.Parser) -> None:
     group.addoption("--retrieval-rerank", default=None, metavar="SPEC",
                     help="hybrid engine reranker: off (default), local:PATH (a cross-encoder folder) or http:MODEL "
                          "(a Cohere-style /rerank endpoint) (ini: retrieval_rerank)")
+    group.addoption("--retrieval-split", default=None, metavar="NAME",
+                    help="BEIR qrels split to evaluate, qrels/NAME.tsv (default test; ini: retrieval_split)")
+    group.addoption("--retrieval-stale", default=None, choices=("error", "warn"),
+                    help="when the questions cache no longer matches the corpus: error (default) or warn and "
+                         "leave out questions about deleted documents (ini: retrieval_stale)")
+    group.addoption("--retrieval-regenerate", action="store_true", default=False,
+                    help="before evaluating, generate questions for chunks that lack a fresh one (calls the LLM; "
+                         "needs RETRIEVAL_EVAL_API_KEY or OPENROUTER_API_KEY)")
+    group.addoption("--retrieval-generator-model", default=None, metavar="MODEL",
+                    help="chat model for --retrieval-regenerate (default openai/gpt-4o-mini; env "
+                         "RETRIEVAL_EVAL_GENERATOR_MODEL; ini retrieval_generator_model)")
+    parser.addini("retrieval_generator_model", "chat model for question generation", default="")
+    parser.addini("retrieval_split", "BEIR qrels split", default="test")
+    parser.addini("retrieval_stale", "error | warn", default="error")
     parser.addini("retrieval_store", "embedded | dsn | testcontainers", default="")
     parser.addini("retrieval_dsn", "connection string for the dsn store", default="")
     parser.addini("retrieval_embedder", "minilm | sentence-transformers:PATH | openai:MODEL | hashing[:DIM]", default="")
@@ -146,6 +165,9 @@ def build(config: pytest.Config) -> RetrievalConfig:
     except RetrievalEvalError as exc:
         raise pytest.UsageError(str(exc)) from None
     report = opt.retrieval_report if opt.retrieval_report is not None else config.getini("retrieval_report")
+    stale = _setting(config, opt.retrieval_stale, None, "retrieval_stale", "error")
+    if stale not in ("error", "warn"):
+        raise pytest.UsageError(f"retrieval_stale must be error or warn, got {stale!r}")
     return RetrievalConfig(
         corpus=_path(config, opt.retrieval_corpus, "retrieval_corpus"),
         questions=_path(config, opt.retrieval_questions, "retrieval_questions"),
@@ -160,4 +182,10 @@ def build(config: pytest.Config) -> RetrievalConfig:
         cache_dir=cache_dir,
         ingest=ingest,
         hybrid=hybrid,
+        questions_explicit=bool(opt.retrieval_questions),
+        split=_setting(config, opt.retrieval_split, None, "retrieval_split", "test"),
+        stale=stale,
+        regenerate=bool(opt.retrieval_regenerate),
+        generator_model=_setting(config, opt.retrieval_generator_model, "RETRIEVAL_EVAL_GENERATOR_MODEL",
+                                 "retrieval_generator_model", "openai/gpt-4o-mini"),
     )

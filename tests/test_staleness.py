@@ -1,0 +1,103 @@
+"""Staleness of the questions cache against the corpus, BEIR folders as labeled sets, and
+regeneration from inside a session."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from conftest import CORPUS, QUESTIONS
+from fake_api import Reply, chat_reply
+from pytest_retrieval_eval.corpus import JsonFolder
+from pytest_retrieval_eval.labeled import load_questions_cache
+from pytest_retrieval_eval.staleness import check
+from test_corpus import make_beir
+
+TESTS = """
+    import pytest
+
+    pytestmark = pytest.mark.retrieval
+
+    def test_quality(retrieval_results):
+        assert retrieval_results.hit_at(20) >= 0.05
+"""
+
+
+@pytest.fixture
+def project(pytester, tmp_path):
+    """A project with its own copy of the bundled corpus and questions, keyword engine only."""
+    shutil.copytree(CORPUS, pytester.path / "corpus")
+    shutil.copy(QUESTIONS, pytester.path / "questions.cache.json")
+    pytester.makeini("[pytest]\nretrieval_corpus = corpus\nretrieval_questions = questions.cache.json\n"
+                     "retrieval_engines = keyword\n")
+    pytester.makepyfile(TESTS)
+    return pytester
+
+
+def edit(path, **fields):
+    doc = json.loads(path.read_text())
+    doc.update(fields)
+    path.write_text(json.dumps(doc))
+
+
+def test_check_names_changed_and_deleted_documents(tmp_path):
+    folder = tmp_path / "corpus"
+    shutil.copytree(CORPUS, folder)
+    labeled = load_questions_cache(QUESTIONS)
+    assert not check(labeled, JsonFolder(folder).load())
+    edit(folder / "battery-care.json", content="Completely different text about nothing.")
+    (folder / "lost-keys.json").unlink()
+    stale = check(labeled, JsonFolder(folder).load())
+    assert stale.changed == {"battery-care": ["battery-care.q1", "battery-care.q2"]}
+    assert stale.deleted == {"lost-keys": ["lost-keys.q1", "lost-keys.q2"]}
+    assert stale.dead_queries == {"lost-keys.q1", "lost-keys.q2"}
+
+
+def test_an_edited_document_fails_the_run_by_name_and_leaves_the_cache_alone(project):
+    edit(project.path / "corpus" / "battery-care.json", content="Charge it whenever you like; batteries are immortal.")
+    before = (project.path / "questions.cache.json").read_bytes()
+    result = project.runpytest("-m", "retrieval", "--retrieval-report")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    assert "questions.cache.json is stale against the corpus corpus:" in out
+    assert "changed: battery-care (2 questions: battery-care.q1, battery-care.q2)" in out
+    assert "Regenerate the questions of what changed: python -m pytest_retrieval_eval generate --corpus corpus --questions questions.cache.json" in out
+    assert (project.path / "questions.cache.json").read_bytes() == before
+
+
+def test_warn_mode_evaluates_and_leaves_out_questions_about_deleted_documents(project):
+    (project.path / "corpus" / "lost-keys.json").unlink()
+    edit(project.path / "corpus" / "battery-care.json", content="Charge it whenever you like.")
+    result = project.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-stale=warn", "-W", "default")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*StaleQuestionsWarning*", "keyword *61*0"])  # 63 minus the 2 dead ones
+
+
+def test_regenerate_in_session_fills_what_changed(project, fake_api):
+    fake_api.script("/chat/completions", Reply(200, chat_reply(lambda passage: "How should I look after the power pack?")))
+    edit(project.path / "corpus" / "battery-care.json", content="Store the pack half charged in a cool dry room.")
+    result = project.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-regenerate")
+    assert result.ret == 0, result.stdout.str()
+    assert len(fake_api.hits("/chat/completions")) == 1
+    labeled = load_questions_cache(project.path / "questions.cache.json")
+    assert labeled.by_id()["battery-care:0#1"].question == "How should I look after the power pack?"
+    assert "battery-care.q1" not in labeled.by_id() and len(labeled) == 62
+    assert "generated 1, kept 61, dropped 2 stale, failed 0" in result.stdout.str()
+
+
+def test_a_beir_folder_is_its_own_labeled_set(pytester, tmp_path):
+    beir = make_beir(tmp_path / "beir")
+    (beir / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq3\td2\t1\n")
+    # the ini names a questions cache (as this repo's does): a BEIR corpus brings its own queries
+    pytester.makeini(f"[pytest]\nretrieval_questions = {QUESTIONS}\nretrieval_engines = keyword\n")
+    pytester.makepyfile(TESTS.replace("hit_at(20) >= 0.05", "n >= 1"))
+    # --opt=PATH, not --opt PATH: pytest picks its rootdir before plugin options are known, and
+    # would take a separate PATH argument for a test path
+    result = pytester.runpytest("-m", "retrieval", "--retrieval-report", f"--retrieval-corpus={beir}")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["engine *hit@1*mrr*ndcg@10*n*errored", "keyword * 2 *0"])
+    result = pytester.runpytest("-m", "retrieval", "--retrieval-report", f"--retrieval-corpus={beir}",
+                                "--retrieval-split", "train")
+    result.stdout.fnmatch_lines(["keyword * 1 *0"])
