@@ -55,3 +55,23 @@ def fake_api(monkeypatch):
 def shared_cache_dir(tmp_path_factory):
     """One embedding cache for the whole test session, so the model loads at most once."""
     return tmp_path_factory.mktemp("retrieval-cache")
+
+
+def parse_table(output: str) -> dict[str, dict[str, float]]:
+    """The summary table of a run's output as {engine: {column: value}}, superscripts and
+    interval lines left out."""
+    import re
+
+    lines = output.splitlines()
+    start = next(i for i, l in enumerate(lines) if "retrieval evaluation" in l) + 1
+    header = lines[start].split()
+    table = {}
+    for line in lines[start + 1:]:
+        if line.startswith("  95% CI"):
+            continue
+        cells = [re.sub(r"[^\x00-\x7f]", "", c) for c in line.split()]
+        cells = [c for c in cells if c]
+        if len(cells) != len(header):
+            break
+        table[cells[0]] = {h: float(c) for h, c in zip(header[1:], cells[1:])}
+    return table

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS
+from conftest import CORPUS, QUESTIONS, parse_table
 from fake_api import FakeApi, Reply, embeddings_reply
 
 pytestmark = pytest.mark.slow
@@ -65,16 +65,8 @@ def run_inner(pytester, tmp: Path, *args: str, env: dict | None = None, probe: P
     return done, time.perf_counter() - start
 
 
-def rows(output: str) -> dict[str, list[str]]:
-    lines = output.splitlines()
-    start = next(i for i, l in enumerate(lines) if "retrieval evaluation" in l) + 2
-    out = {}
-    for line in lines[start:]:
-        cells = line.split()
-        if not cells or cells[0].endswith(":") or line.startswith(("=", "FAIL", "retrieval")):
-            break
-        out[cells[0]] = cells
-    return out
+def rows(output: str) -> dict[str, dict[str, float]]:
+    return parse_table(output)
 
 
 def test_both_engines_a_clean_exit_and_a_warm_rerun_without_the_model(pytester, sandbox_tmp, tmp_path):
@@ -88,7 +80,7 @@ def test_both_engines_a_clean_exit_and_a_warm_rerun_without_the_model(pytester, 
     assert json.loads(probe.read_text())["model_imported"] is True
     table = rows(cold.stdout)
     assert set(table) == {"hybrid", "keyword"}
-    assert float(table["hybrid"][3]) >= float(table["keyword"][3]) + 0.3  # hit@5
+    assert table["hybrid"]["hit@5"] >= table["keyword"]["hit@5"] + 0.3
     assert leftovers(sandbox_tmp) == ([], [])
 
     warm, warm_s = run_inner(pytester, sandbox_tmp, "-m", "retrieval", "--retrieval-report", probe=probe)

@@ -23,7 +23,10 @@ from .types import LabeledQuery, QueryResult
 DEFAULT_DEPTH = 100
 
 
-def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT_DEPTH, name: str | None = None) -> "EvaluationResult":
+def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT_DEPTH, name: str | None = None,
+                    context: Mapping[str, Any] | None = None) -> "EvaluationResult":
+    """Ask ``engine`` every question of ``labeled``; ``context`` (the corpus's name and
+    fingerprint) travels with the result into reports and baselines."""
     results = []
     prepare = getattr(engine, "prepare", None)
     if callable(prepare):  # e.g. embed every question in one batch
@@ -42,7 +45,7 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
         except Exception as exc:  # recorded, counted as a miss, shown in the report
             doc_ids, error = (), redact(f"{type(exc).__name__}: {exc}")
         results.append(QueryResult(q.query_id, doc_ids, error, time.perf_counter() - start))
-    return EvaluationResult(name or engine.name, labeled, tuple(results), dict(describe(engine)), depth)
+    return EvaluationResult(name or engine.name, labeled, tuple(results), dict(describe(engine)), depth, dict(context or {}))
 
 
 class MeasureValue(float):
@@ -82,6 +85,7 @@ class EvaluationResult:
     results: tuple[QueryResult, ...]
     engine_info: Mapping[str, Any] = field(default_factory=dict)
     depth: int = DEFAULT_DEPTH
+    context: Mapping[str, Any] = field(default_factory=dict)
     _values: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
 
     @property
@@ -171,6 +175,7 @@ class EvaluationResult:
             "engine": self.engine,
             "engine_info": dict(self.engine_info),
             "depth": self.depth,
+            "context": dict(self.context),
             "labeled": {
                 "name": self.labeled.name,
                 "fingerprint": self.labeled.fingerprint,
@@ -187,14 +192,11 @@ class EvaluationResult:
             name=lab["name"],
         )
         results = tuple(QueryResult(qid, tuple(ids), error, seconds) for qid, ids, error, seconds in record["results"])
-        return cls(record["engine"], labeled, results, record.get("engine_info", {}), record.get("depth", DEFAULT_DEPTH))
+        return cls(record["engine"], labeled, results, record.get("engine_info", {}), record.get("depth", DEFAULT_DEPTH),
+                   record.get("context", {}))
 
     @property
     def key(self) -> tuple[str, str]:
         """Identity within a session: the same engine on the same labeled set is one evaluation."""
         return (self.engine, self.labeled.fingerprint)
 
-
-def summarize(result: EvaluationResult, measures: Sequence["str | Measure"]) -> dict[str, float]:
-    """Means for a table row, from one pass over the rankings."""
-    return evaluate(result.labeled.qrels, result.run, list(measures))

@@ -111,3 +111,59 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row]) -> list[Breach]:
 
 def measures_needed(thresholds: Iterable[Threshold]) -> list[str]:
     return [t.measure for t in thresholds if t.measure not in COUNTS]
+
+
+_DROP = re.compile(r"^\s*(?:(?P<engine>[^\s:=]+)\s*:\s*)?(?P<measure>[A-Za-z_][\w@.]*)\s*=\s*"
+                   r"(?P<value>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+
+
+@dataclass(frozen=True)
+class MaxDrop:
+    """``[ENGINE:]MEASURE=DELTA``: fail when the measure falls more than DELTA below the baseline."""
+
+    measure: str
+    delta: float
+    engine: str | None = None
+    source: str = ""
+
+    @classmethod
+    def parse(cls, text: str, *, source: str = "") -> "MaxDrop":
+        m = _DROP.match(text or "")
+        where = f" (from {source})" if source else ""
+        if not m:
+            raise RetrievalEvalError(f"max-drop rule {text!r}{where} does not parse; expected [ENGINE:]MEASURE=DELTA, "
+                                     "e.g. 'hit@5=0.02' or 'hybrid:ndcg@10=0.01'")
+        try:
+            measure = Measure.parse(m["measure"]).name
+        except RetrievalEvalError as exc:
+            raise RetrievalEvalError(f"max-drop rule {text!r}{where}: {exc}") from None
+        return cls(measure, float(m["value"]), m["engine"], source)
+
+    def __str__(self) -> str:
+        return f"{self.engine + ':' if self.engine else ''}{self.measure}={self.delta:g}"
+
+
+def parse_max_drops(items: Iterable[tuple[str, str]]) -> list[MaxDrop]:
+    return [MaxDrop.parse(t.strip(), source=s) for t, s in items if t.strip() and not t.strip().startswith("#")]
+
+
+def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool, alpha: float) -> list[str]:
+    """A failure line per breached rule, with the queries that moved. ``noise_aware`` fails only
+    when the drop is also significant (paired test, p < alpha)."""
+    failures = []
+    for rule in rules:
+        for d in diffs:
+            if d.measure != rule.measure or (rule.engine and d.engine != rule.engine):
+                continue
+            drop = d.before - d.after
+            if drop <= rule.delta + 1e-12:
+                continue
+            if noise_aware and not d.p < alpha:
+                continue
+            movers = "; ".join(f"{m.query_id} {m.before:g}->{m.after:g}" for m in d.movers)
+            failures.append(
+                f"{d.engine}: {d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}), more than {rule.delta:g} "
+                f"(from {rule.source}; {d.losses} down, {d.wins} up, p={d.p:.3g}"
+                f"{f' < {alpha:g}' if noise_aware else ''}); moved: {movers or 'none'}"
+            )
+    return failures

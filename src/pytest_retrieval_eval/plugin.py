@@ -105,7 +105,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     rs = _session(config)
     if rs.outcome is not None:
         terminal.write_summary(terminalreporter, rs.outcome, report=rs.config.report,
-                               thresholds=len(rs.config.thresholds), unavailable=rs.registry.unavailable_engines())
+                               thresholds=len(rs.config.thresholds), unavailable=rs.registry.unavailable_engines(),
+                               verbosity=config.get_verbosity())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    """Headline figures as JUnit XML properties (``retrieval.<engine>.<measure>``) of every test
+    that reads an engine's results; they travel with the reports under xdist too."""
+    result = yield
+    evaluation = getattr(item, "funcargs", {}).get("retrieval_results")
+    if isinstance(evaluation, EvaluationResult):
+        for m in _session(item.config).config.table_measures:
+            item.user_properties.append((f"retrieval.{evaluation.engine}.{m.name}", f"{float(evaluation.score(m)):.6f}"))
+        item.user_properties.append((f"retrieval.{evaluation.engine}.n", str(evaluation.n)))
+        item.user_properties.append((f"retrieval.{evaluation.engine}.errored", str(evaluation.n_errored)))
+    return result
 
 
 def pytest_assertrepr_compare(config: pytest.Config, op: str, left: object, right: object):
@@ -150,12 +165,13 @@ def retrieval_engine(request: pytest.FixtureRequest, retrieval_session: Retrieva
 
 
 @pytest.fixture(scope="session")
-def evaluate_retrieval(retrieval_session: RetrievalSession, labeled_queries: LabeledSet):
+def evaluate_retrieval(retrieval_session: RetrievalSession, labeled_queries: LabeledSet, retrieval_corpus: Corpus):
     """``evaluate_retrieval(engine, labeled=None, name=None) -> EvaluationResult``, once per
     session per engine and labeled set; every evaluation is recorded for the report and gate."""
 
     def run(engine, labeled: LabeledSet | None = None, *, name: str | None = None) -> EvaluationResult:
-        return retrieval_session.evaluate(engine, labeled if labeled is not None else labeled_queries, name=name)
+        return retrieval_session.evaluate(engine, labeled if labeled is not None else labeled_queries, name=name,
+                                          corpus=retrieval_corpus)
 
     return run
 

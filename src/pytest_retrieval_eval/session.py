@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +22,11 @@ from typing import Any
 
 from .engines.base import Engine, EngineRegistry
 from .errors import RetrievalEvalError
-from .evaluation import EvaluationResult, evaluate_engine, summarize
-from .gate import Breach, Row, check, measures_needed
+from .evaluation import EvaluationResult, evaluate_engine
+from .gate import measures_needed
 from .labeled import LabeledSet
-from .measures import DEFAULT_TABLE_MEASURES, parse_measures
+from .results import METRICS_DEFINITION, RunResults
+from .verdict import Verdict, judge, table_measures
 from .settings import RetrievalConfig
 
 WORKEROUTPUT_KEY = "pytest_retrieval_eval"
@@ -123,21 +125,22 @@ def role_for(config) -> Standalone:
 
 @dataclass
 class Outcome:
-    rows: list[Row]
-    breaches: list[Breach]
+    """The reporting process's end of run: the verdict, plus what xdist merging noted."""
+
+    verdict: Verdict
     gathered: Gathered
-    table_measures: list[str] = field(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        return self.gathered.notes
 
     @property
     def failures(self) -> list[str]:
-        """Why the gate fails: lost workers, empty labeled sets (0 of 0 is not a pass), breaches."""
-        out = [f"xdist worker {w}; its retrieval results are missing" for w in self.gathered.missing_workers]
-        out += [f"{r.engine}: labeled set {r.labeled} is empty; nothing was measured" for r in self.rows if r.n == 0]
-        return out + [str(b) for b in self.breaches]
+        return self.verdict.failures
 
     @property
     def failed(self) -> bool:
-        return bool(self.failures)
+        return self.verdict.failed
 
 
 class RetrievalSession:
@@ -264,11 +267,12 @@ class RetrievalSession:
         return self._engines[name]
 
     # --- evaluations -------------------------------------------------------------------------
-    def evaluate(self, engine: Engine, labeled: LabeledSet, *, name: str | None = None) -> EvaluationResult:
+    def evaluate(self, engine: Engine, labeled: LabeledSet, *, name: str | None = None, corpus=None) -> EvaluationResult:
         """Evaluate once per session per (engine name, labeled set); later calls reuse it."""
         key = (name or engine.name, labeled.fingerprint)
         if key not in self._results:
-            self._results[key] = evaluate_engine(engine, labeled, depth=self.config.depth, name=name)
+            context = {"corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint} if corpus is not None else {}
+            self._results[key] = evaluate_engine(engine, labeled, depth=self.config.depth, name=name, context=context)
         return self._results[key]
 
     @property
@@ -277,20 +281,46 @@ class RetrievalSession:
 
     # --- end of run --------------------------------------------------------------------------
     def finish(self) -> Outcome | None:
-        """Ship or gather; in the reporting process, score every evaluation and apply the gate."""
+        """Ship or gather; in the reporting process, score every evaluation, judge, write reports."""
         records = [r.to_record() for r in self._results.values()]
         self.role.ship(self.pytest_config, records)
         if not self.role.reports:
             return None
+        cfg = self.config
         gathered = self.role.gather(records)
-        table_measures = [m.name for m in self.config.table_measures]
-        if self.config.table_measures == DEFAULT_TABLE_MEASURES and any(r.labeled.multi_judged for r in gathered.results):
-            table_measures.append("ndcg@10")
-        measures = [m.name for m in parse_measures(table_measures + measures_needed(self.config.thresholds))]
-        rows = sorted(
-            (Row(r.engine, r.labeled.name, summarize(r, measures), r.n, r.n_errored) for r in gathered.results),
-            key=lambda row: (row.engine, row.labeled),
-        )
-        breaches = check(self.config.thresholds, rows) if rows else []
-        self.outcome = Outcome(rows, breaches, gathered, table_measures)
+        run = RunResults.from_evaluations(gathered.results, [*(m.name for m in cfg.table_measures),
+                                                              *measures_needed(cfg.thresholds),
+                                                              *(d.measure for d in cfg.max_drops)])
+        failures = [f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers]
+        baseline = None
+        if cfg.baseline is not None and run.evaluations:
+            try:
+                baseline = RunResults.load(cfg.baseline)
+            except RetrievalEvalError as exc:
+                failures.append(f"baseline unusable: {exc}")
+        verdict = judge(run, measures=table_measures(run, cfg.table_measures), thresholds=cfg.thresholds,
+                        max_drops=cfg.max_drops, baseline=baseline, force=cfg.baseline_force,
+                        noise_aware=cfg.noise_aware, alpha=cfg.alpha, other_failures=failures)
+        self.outcome = Outcome(verdict, gathered)
+        if run.evaluations:
+            self._write_outputs(verdict, gathered.results, baseline)
         return self.outcome
+
+    def _write_outputs(self, verdict: Verdict, evaluations: list[EvaluationResult], baseline) -> None:
+        from ._atomic import write_text_atomic
+        from .report.files import markdown, write_report
+
+        cfg = self.config
+        metadata = {"measures": ", ".join(verdict.measures), "metric definition": METRICS_DEFINITION,
+                    "alpha": cfg.alpha, "baseline": _shown(cfg.baseline) or "none"}
+        if cfg.save_baseline is not None:
+            write_text_atomic(cfg.save_baseline, verdict.run.to_json())
+        if cfg.report_dir is not None:
+            timing = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                      "engines": {f"{r.engine} on {r.labeled.name}": {
+                          "queries": r.n, "seconds": round(sum(q.seconds for q in r.results), 6)} for r in evaluations}}
+            write_report(cfg.report_dir, verdict, evaluations, metadata=metadata, timing=timing, baseline=baseline)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write(markdown(verdict, metadata))

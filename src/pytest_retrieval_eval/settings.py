@@ -11,7 +11,7 @@ import pytest
 from .errors import RetrievalEvalError
 from .evaluation import DEFAULT_DEPTH
 from .engines.hybrid import HybridConfig
-from .gate import Threshold, parse_thresholds
+from .gate import MaxDrop, Threshold, parse_max_drops, parse_thresholds
 from .ingest import IngestConfig
 from .measures import DEFAULT_TABLE_MEASURES, Measure, parse_measures
 
@@ -36,6 +36,13 @@ class RetrievalConfig:
     stale: str = "error"  # error | warn
     regenerate: bool = False
     generator_model: str = "openai/gpt-4o-mini"
+    report_dir: Path | None = None
+    save_baseline: Path | None = None
+    baseline: Path | None = None
+    baseline_force: bool = False
+    max_drops: tuple[MaxDrop, ...] = ()
+    noise_aware: bool = False
+    alpha: float = 0.05
 
 
 def addoptions(parser: pytest.Parser) -> None:
@@ -87,6 +94,31 @@ def addoptions(parser: pytest.Parser) -> None:
     group.addoption("--retrieval-generator-model", default=None, metavar="MODEL",
                     help="chat model for --retrieval-regenerate (default openai/gpt-4o-mini; env "
                          "RETRIEVAL_EVAL_GENERATOR_MODEL; ini retrieval_generator_model)")
+    group.addoption("--retrieval-report-dir", default=None, metavar="DIR",
+                    help="write results.md, results.json, per_query.jsonl, TREC runs and a Hit@k plot to DIR "
+                         "(ini: retrieval_report_dir)")
+    group.addoption("--retrieval-save-baseline", default=None, metavar="PATH",
+                    help="save this run's results (results.json format) as a baseline")
+    group.addoption("--retrieval-baseline", default=None, metavar="PATH",
+                    help="compare with a saved baseline: deltas, per-query movers, paired tests (ini: retrieval_baseline)")
+    group.addoption("--retrieval-baseline-force", action="store_true", default=False,
+                    help="compare with a baseline even when its corpus, labeled set or metric fingerprints differ")
+    group.addoption("--retrieval-max-drop", action="append", default=[], metavar="[ENGINE:]MEASURE=DELTA",
+                    help="fail when a measure drops more than DELTA below the baseline; repeatable "
+                         "(ini: retrieval_max_drops, one per line)")
+    group.addoption("--retrieval-noise-aware", action="store_true", default=None,
+                    help="with --retrieval-max-drop, fail only when the drop is also significant "
+                         "(paired randomization test, p < --retrieval-alpha) (ini: retrieval_noise_aware)")
+    group.addoption("--retrieval-alpha", type=float, default=None, metavar="P",
+                    help="significance level for engine comparisons and noise-aware gates (default 0.05; ini: retrieval_alpha)")
+    group.addoption("--retrieval-hybrid", action="append", default=[], metavar="KEY=VALUE",
+                    help="hybrid engine setting, e.g. use_vector=false, fusion_top_k=20; repeatable (ini: retrieval_hybrid)")
+    parser.addini("retrieval_report_dir", "report folder (relative to the ini file)", default="")
+    parser.addini("retrieval_baseline", "baseline results file (relative to the ini file)", default="")
+    parser.addini("retrieval_max_drops", "baseline drop rules, one per line: [ENGINE:]MEASURE=DELTA", type="linelist", default=[])
+    parser.addini("retrieval_noise_aware", "fail max-drop rules only on significant drops", type="bool", default=False)
+    parser.addini("retrieval_alpha", "significance level", default="0.05")
+    parser.addini("retrieval_hybrid", "hybrid engine settings, KEY=VALUE per line", type="linelist", default=[])
     parser.addini("retrieval_generator_model", "chat model for question generation", default="")
     parser.addini("retrieval_split", "BEIR qrels split", default="test")
     parser.addini("retrieval_stale", "error | warn", default="error")
@@ -160,10 +192,27 @@ def build(config: pytest.Config) -> RetrievalConfig:
             split_length=_int(_setting(config, opt.retrieval_split_length, None, "retrieval_split_length", "400"), "--retrieval-split-length", 1),
             split_overlap=_int(_setting(config, opt.retrieval_split_overlap, None, "retrieval_split_overlap", "80"), "--retrieval-split-overlap", 0),
         )
-        hybrid = HybridConfig(keyword_top_k=top_k, vector_top_k=top_k, fusion_top_k=top_k,
-                              rerank=_setting(config, opt.retrieval_rerank, None, "retrieval_rerank", "off"))
+        hybrid = hybrid_config(
+            [*config.getini("retrieval_hybrid"), *opt.retrieval_hybrid],
+            keyword_top_k=top_k, vector_top_k=top_k, fusion_top_k=top_k,
+            rerank=_setting(config, opt.retrieval_rerank, None, "retrieval_rerank", "off"),
+        )
+        max_drops = parse_max_drops([(t, "--retrieval-max-drop") for t in opt.retrieval_max_drop]
+                                    + [(t, "ini retrieval_max_drops") for t in config.getini("retrieval_max_drops")])
     except RetrievalEvalError as exc:
         raise pytest.UsageError(str(exc)) from None
+    alpha_text = _setting(config, opt.retrieval_alpha, None, "retrieval_alpha", "0.05")
+    try:
+        alpha = float(alpha_text)
+        if not 0 < alpha < 1:
+            raise ValueError
+    except ValueError:
+        raise pytest.UsageError(f"--retrieval-alpha / retrieval_alpha must be between 0 and 1, got {alpha_text!r}") from None
+    baseline = _path(config, opt.retrieval_baseline, "retrieval_baseline")
+    if max_drops and baseline is None:
+        raise pytest.UsageError("--retrieval-max-drop / retrieval_max_drops compare with a baseline: "
+                                "give --retrieval-baseline=PATH (save one with --retrieval-save-baseline=PATH)")
+    noise_aware = opt.retrieval_noise_aware if opt.retrieval_noise_aware is not None else config.getini("retrieval_noise_aware")
     report = opt.retrieval_report if opt.retrieval_report is not None else config.getini("retrieval_report")
     stale = _setting(config, opt.retrieval_stale, None, "retrieval_stale", "error")
     if stale not in ("error", "warn"):
@@ -186,6 +235,40 @@ def build(config: pytest.Config) -> RetrievalConfig:
         split=_setting(config, opt.retrieval_split, None, "retrieval_split", "test"),
         stale=stale,
         regenerate=bool(opt.retrieval_regenerate),
+        report_dir=_path(config, opt.retrieval_report_dir, "retrieval_report_dir"),
+        save_baseline=Path(opt.retrieval_save_baseline).resolve() if opt.retrieval_save_baseline else None,
+        baseline=baseline,
+        baseline_force=bool(opt.retrieval_baseline_force),
+        max_drops=tuple(max_drops),
+        noise_aware=bool(noise_aware),
+        alpha=alpha,
         generator_model=_setting(config, opt.retrieval_generator_model, "RETRIEVAL_EVAL_GENERATOR_MODEL",
                                  "retrieval_generator_model", "openai/gpt-4o-mini"),
     )
+
+
+def hybrid_config(items, **defaults) -> HybridConfig:
+    """``KEY=VALUE`` overrides of the hybrid engine's settings (later items win)."""
+    import dataclasses
+
+    fields = {f.name: f for f in dataclasses.fields(HybridConfig)}
+    values = dict(defaults)
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key, raw = key.strip(), raw.strip()
+        if not sep or key not in fields:
+            raise RetrievalEvalError(f"hybrid setting {item!r} not understood; expected KEY=VALUE with KEY one of "
+                                     f"{', '.join(fields)}")
+        kind = type(getattr(HybridConfig(), key))
+        if kind is bool:
+            if raw.lower() not in ("true", "false", "on", "off", "1", "0", "yes", "no"):
+                raise RetrievalEvalError(f"hybrid setting {key} must be true or false, got {raw!r}")
+            values[key] = raw.lower() in ("true", "on", "1", "yes")
+        elif kind is int:
+            try:
+                values[key] = int(raw)
+            except ValueError:
+                raise RetrievalEvalError(f"hybrid setting {key} must be a whole number, got {raw!r}") from None
+        else:
+            values[key] = raw
+    return HybridConfig(**values)

@@ -1,4 +1,6 @@
-"""The terminal summary table: one row per evaluation, fitting 80 columns with default measures."""
+"""The summary table, for the terminal (fits 80 columns with the default measures) and for
+Markdown: one row per evaluation, its 95% bootstrap interval, and ranx-style superscripts that
+mark which engines it beats significantly."""
 
 from __future__ import annotations
 
@@ -6,37 +8,104 @@ import math
 import textwrap
 from typing import Any, Iterable, Sequence
 
-from ..gate import Row
+SUPERSCRIPTS = dict(zip("abcdefghijklmnoprstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ"))
 
 
-def _fmt(value: float) -> str:
+def fmt(value: float) -> str:
     return "nan" if math.isnan(value) else f"{value:.3f}"
 
 
-def render(rows: Sequence[Row], measures: Sequence[str]) -> list[str]:
-    """Rows sorted by engine name; the labeled set is a column only when there are several."""
-    several_sets = len({r.labeled for r in rows}) > 1
-    header = ["engine"] + (["labeled set"] if several_sets else []) + list(measures) + ["n", "errored"]
-    body = []
-    for r in sorted(rows, key=lambda r: (r.engine, r.labeled)):
-        cells = [r.engine] + ([r.labeled] if several_sets else [])
-        cells += [_fmt(r.values[m]) for m in measures] + [str(r.n), str(r.errors)]
-        body.append(cells)
+def letters(verdict: Any) -> dict[tuple[str, str], str]:
+    """A letter per engine within each labeled set (a, b, ...), when there is something to compare."""
+    out: dict[tuple[str, str], str] = {}
+    by_set: dict[str, list] = {}
+    for e in verdict.run.evaluations:
+        by_set.setdefault(e.labeled, []).append(e.key)
+    for keys in by_set.values():
+        if len(keys) > 1:
+            out.update((k, "abcdefghijklmnoprstuvwxyz"[i % 25]) for i, k in enumerate(keys))
+    return out
+
+
+def wins(verdict: Any) -> dict[tuple[tuple[str, str], str], str]:
+    """(engine key, measure) -> letters of the engines it beats with p < alpha."""
+    names = letters(verdict)
+    out: dict[tuple[tuple[str, str], str], str] = {}
+    for c in verdict.comparisons:
+        if not c.p < verdict.alpha or c.delta == 0 or math.isnan(c.delta):
+            continue
+        winner, loser = ((c.a, c.b) if c.delta > 0 else (c.b, c.a))
+        key = ((winner, c.labeled), c.measure)
+        out[key] = "".join(sorted(out.get(key, "") + names[(loser, c.labeled)]))
+    return out
+
+
+def _sup(text: str) -> str:
+    return "".join(SUPERSCRIPTS.get(ch, ch) for ch in text)
+
+
+def legend(verdict: Any, *, markdown: bool = False) -> list[str]:
+    names = letters(verdict)
+    if not names:
+        return []
+    engines = ", ".join(f"{_sup(l)} {e}" for (e, _), l in sorted(names.items(), key=lambda kv: kv[1]))
+    text = (f"{engines}: a superscript marks a significant win over that engine "
+            f"(paired randomization test over queries, p < {verdict.alpha:g})")
+    return [text] if markdown else textwrap.wrap(text, width=80, break_on_hyphens=False)
+
+
+def render(verdict: Any, *, ci: bool = True) -> list[str]:
+    """Terminal lines. Under each row, ``±`` is the larger side of the 95% bootstrap interval."""
+    names, beaten = letters(verdict), wins(verdict)
+    several_sets = len({e.labeled for e in verdict.run.evaluations}) > 1
+    header = ["engine"] + (["labeled set"] if several_sets else []) + list(verdict.measures) + ["n", "errored"]
+    lines: list[list[str]] = [header]
+    rows = {(r.engine, r.labeled): r for r in verdict.rows}
+    for e in verdict.run.evaluations:
+        r = rows[e.key]
+        label = e.engine + (" " + _sup(names[e.key]) if e.key in names else "")
+        cells = [label] + ([e.labeled] if several_sets else [])
+        cells += [fmt(r.values[m]) + _sup(beaten.get((e.key, m), "")) for m in verdict.measures]
+        lines.append(cells + [str(r.n), str(r.errors)])
+        if ci and r.n:
+            spread = []
+            for m in verdict.measures:
+                lo, hi = e.ci(m)
+                half = max(r.values[m] - lo, hi - r.values[m])
+                spread.append("" if math.isnan(half) else "±" + f"{half:.3f}".lstrip("0"))
+            lines.append(["  95% CI"] + ([""] if several_sets else []) + spread + ["", ""])
     n_text = 2 if several_sets else 1
-    widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header))]
+    widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
 
     def line(cells: Sequence[str]) -> str:
         parts = [c.ljust(w) if i < n_text else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))]
         return "  ".join(parts).rstrip()
 
-    return [line(header)] + [line(cells) for cells in body]
+    return [line(cells) for cells in lines] + legend(verdict)
 
 
-def describe_engines(results: Iterable[Any], width: int = 80) -> list[str]:
+def markdown(verdict: Any) -> list[str]:
+    """A Markdown table with the interval spelled out: ``0.984ᵇ [0.952, 1.000]``."""
+    names, beaten = letters(verdict), wins(verdict)
+    header = ["engine", "labeled set", *verdict.measures, "n", "errored"]
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rows = {(r.engine, r.labeled): r for r in verdict.rows}
+    for e in verdict.run.evaluations:
+        r = rows[e.key]
+        cells = [e.engine + (" " + _sup(names[e.key]) if e.key in names else ""), e.labeled]
+        for m in verdict.measures:
+            lo, hi = e.ci(m)
+            interval = "" if math.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"
+            cells.append(fmt(r.values[m]) + _sup(beaten.get((e.key, m), "")) + interval)
+        out.append("| " + " | ".join(cells + [str(r.n), str(r.errors)]) + " |")
+    return out + [""] + legend(verdict)
+
+
+def describe_engines(evaluations: Iterable[Any], width: int = 80) -> list[str]:
     """One wrapped paragraph per engine: the configuration that produced its row."""
     seen: dict[str, dict] = {}
-    for r in results:
-        seen.setdefault(r.engine, dict(r.engine_info))
+    for e in evaluations:
+        seen.setdefault(e.engine, dict(e.engine_info))
     lines = []
     for name in sorted(seen):
         info = ", ".join(f"{k}={v}" for k, v in seen[name].items() if k != "engine")

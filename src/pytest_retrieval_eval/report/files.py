@@ -1,0 +1,91 @@
+"""The report folder (``--retrieval-report-dir``):
+
+- ``results.md``: the comparison table with intervals and significance, run metadata, baseline;
+- ``results.json``: machine-readable, versioned, every per-query value (``results.RunResults``);
+- ``per_query.jsonl``: engine, query, question, gold, ranked ids, rank of gold, error;
+- ``runs/<engine>.trec`` and ``qrels.txt``: re-score with trec_eval, ranx or ir_measures;
+- ``hit_at_k.svg``: the Hit@k curve per engine (baseline dashed);
+- ``timing.json``: wall times and the date, kept apart so the files above are byte-identical
+  for identical inputs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .._atomic import write_text_atomic
+from ..qrels import Qrels
+from . import plot, table
+
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name) or "_"
+
+
+def per_query_lines(evaluations: Iterable[Any]) -> str:
+    lines = []
+    for r in sorted(evaluations, key=lambda r: (r.engine, r.labeled.name)):
+        by_id = r.labeled.by_id()
+        for res in r.results:
+            q = by_id[res.query_id]
+            lines.append(json.dumps({
+                "engine": r.engine, "labeled": r.labeled.name, "query_id": q.query_id, "question": q.question,
+                "gold": dict(q.relevant), "ranked": list(res.doc_ids), "rank_of_gold": r.gold_rank(q, res),
+                "error": res.error,
+            }, sort_keys=True, ensure_ascii=False))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
+    out = ["# Retrieval evaluation", ""]
+    out += table.markdown(verdict)
+    out += ["", "95% bootstrap intervals over queries in brackets.", "", "## Run", ""]
+    out += [f"- {k}: {v}" for k, v in metadata.items()]
+    for e in verdict.run.evaluations:
+        out += ["", f"### {e.engine} on {e.labeled}", "",
+                f"- corpus: {e.corpus} (fingerprint {str(e.corpus_fingerprint)[:16]})",
+                f"- labeled set: {e.labeled} (fingerprint {e.labeled_fingerprint[:16]}), {e.n} queries, "
+                f"{len(e.errors)} errored"]
+        out += [f"- {k}: {v}" for k, v in e.engine_info.items() if k != "engine"]
+    if verdict.baseline is not None:
+        out += ["", "## Against the baseline", "", "| engine | measure | baseline | now | delta | up | down | same | p |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for d in verdict.baseline.diffs:
+            out.append(f"| {d.engine} | {d.measure} | {d.before:.4f} | {d.after:.4f} | {d.delta:+.4f} | {d.wins} | "
+                       f"{d.losses} | {d.ties} | {d.p:.3g} |")
+        movers = [(d, m) for d in verdict.baseline.diffs if d.delta for m in d.movers]
+        if movers:
+            out += ["", "Biggest per-query movers:", ""]
+            out += [f"- {d.engine} {d.measure} {m.query_id}: {m.before:g} -> {m.after:g} ({m.question})" for d, m in movers]
+        out += [f"- note: {n}" for n in verdict.baseline.notes]
+    if verdict.failures:
+        out += ["", "## Gate", ""] + [f"- FAIL {f}" for f in verdict.failures]
+    return "\n".join(out) + "\n"
+
+
+def write_report(folder: str | Path, verdict: Any, evaluations: list[Any], *, metadata: Mapping[str, Any],
+                 timing: Mapping[str, Any], baseline: Any = None) -> Path:
+    folder = Path(folder)
+    (folder / "runs").mkdir(parents=True, exist_ok=True)
+    write_text_atomic(folder / "results.json", verdict.run.to_json())
+    write_text_atomic(folder / "results.md", markdown(verdict, metadata))
+    write_text_atomic(folder / "per_query.jsonl", per_query_lines(evaluations))
+    several_sets = len({r.labeled.name for r in evaluations}) > 1
+    qrels_written = set()
+    for r in evaluations:
+        stem = safe_name(r.engine + (f"__{r.labeled.name}" if several_sets else ""))
+        r.run.to_trec(folder / "runs" / f"{stem}.trec", tag=safe_name(r.engine))
+        qname = f"qrels__{safe_name(r.labeled.name)}.txt" if several_sets else "qrels.txt"
+        if qname not in qrels_written:
+            Qrels.from_dict(r.labeled.qrels).to_trec(folder / qname)
+            qrels_written.add(qname)
+    curves = {e.engine if not several_sets else f"{e.engine} ({e.labeled})": e.hit_curve() for e in verdict.run.evaluations}
+    base = None
+    if baseline is not None:
+        base = {e.engine if not several_sets else f"{e.engine} ({e.labeled})": e.hit_curve() for e in baseline.evaluations}
+    write_text_atomic(folder / "hit_at_k.svg", plot.hit_curve_svg(curves, base))
+    write_text_atomic(folder / "timing.json", json.dumps(timing, indent=1, sort_keys=True) + "\n")
+    return folder

@@ -1,0 +1,52 @@
+"""The Hit@k curve (k = 1..20) per engine as a dependency-free SVG, baseline dashed."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Mapping, Sequence
+
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f")
+W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 56, 170, 24, 44
+
+
+def hit_curve_svg(curves: Mapping[str, Sequence[float]], baseline: Mapping[str, Sequence[float]] | None = None,
+                  *, title: str = "Hit@k") -> str:
+    """``curves``: label -> [hit@1, ..., hit@K]. Deterministic text: same input, same bytes."""
+    baseline = baseline or {}
+    depth = max([len(v) for v in [*curves.values(), *baseline.values()]] or [1])
+    pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
+
+    def x(k: int) -> float:
+        return LEFT + (k - 1) * pw / max(depth - 1, 1)
+
+    def y(v: float) -> float:
+        return TOP + (1 - v) * ph
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
+           'font-family="sans-serif" font-size="12">',
+           f'<title>{escape(title)}</title>',
+           f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>']
+    for i in range(0, 11, 2):
+        v = i / 10
+        out.append(f'<line x1="{LEFT}" y1="{y(v):.1f}" x2="{LEFT + pw}" y2="{y(v):.1f}" stroke="#eee"/>')
+        out.append(f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:.1f}</text>')
+    for k in [1, 5, 10, 15, 20]:
+        if k <= depth:
+            out.append(f'<text x="{x(k):.1f}" y="{TOP + ph + 16}" text-anchor="middle">{k}</text>')
+    out.append(f'<text x="{LEFT + pw / 2:.1f}" y="{H - 8}" text-anchor="middle">k</text>')
+    out.append(f'<text x="14" y="{TOP + ph / 2:.1f}" transform="rotate(-90 14 {TOP + ph / 2:.1f})" '
+               f'text-anchor="middle">{escape(title)}</text>')
+    legend_y = TOP + 8
+    for i, label in enumerate(sorted(set(curves) | set(baseline))):
+        colour = COLOURS[i % len(COLOURS)]
+        for values, dash, suffix in ((curves.get(label), "", ""), (baseline.get(label), ' stroke-dasharray="5,4"', " (baseline)")):
+            if not values:
+                continue
+            points = " ".join(f"{x(k):.1f},{y(v):.1f}" for k, v in enumerate(values, start=1))
+            out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} points="{points}"/>')
+            out.append(f'<line x1="{W - RIGHT + 12}" y1="{legend_y}" x2="{W - RIGHT + 36}" y2="{legend_y}" '
+                       f'stroke="{colour}" stroke-width="2"{dash}/>')
+            out.append(f'<text x="{W - RIGHT + 42}" y="{legend_y + 4}">{escape(label + suffix)}</text>')
+            legend_y += 18
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
