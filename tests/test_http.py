@@ -1,7 +1,8 @@
 """The retry rules of every remote JSON call (rerank; generation later), against a real server."""
 
-import httpx
 import pytest
+
+httpx = pytest.importorskip("httpx")  # the hybrid extra
 
 from conftest import FAKE_KEY
 from fake_api import FakeApi, Reply

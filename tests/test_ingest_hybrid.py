@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import psycopg
 import pytest
+
+psycopg = pytest.importorskip("psycopg")  # the hybrid extra
 
 from conftest import CORPUS, QUESTIONS
 from fake_api import Reply

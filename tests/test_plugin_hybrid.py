@@ -19,6 +19,11 @@ from fake_api import FakeApi, Reply, embeddings_reply
 
 pytestmark = pytest.mark.slow
 
+import importlib.util  # noqa: E402
+
+if importlib.util.find_spec("haystack") is None:
+    pytest.skip("the hybrid extra is not installed", allow_module_level=True)
+
 TESTS = """
     import pytest
 

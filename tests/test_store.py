@@ -9,8 +9,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import psycopg
 import pytest
+
+psycopg = pytest.importorskip("psycopg")  # the hybrid extra
 
 from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.store import open_store

@@ -9,7 +9,12 @@ import os
 from typing import Optional
 
 import httpx
-from haystack import Document, component
+
+from ._lazy_torch import import_haystack
+
+import_haystack()  # before Haystack's first import: no torch until a model must run
+
+from haystack import Document, component  # noqa: E402
 
 from ._http import post_json
 from ._secrets import API_KEY_ENVS

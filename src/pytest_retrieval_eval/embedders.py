@@ -91,6 +91,10 @@ class SentenceTransformersBackend:
             actual = _sha256_file(weights)
             if actual != self.expect_sha256:
                 raise RetrievalEvalError(f"model weights do not match the expected sha256 {self.expect_sha256} (got {actual})", path=weights)
+        from ._lazy_torch import enable_torch, import_haystack
+
+        import_haystack()
+        enable_torch()  # a model is about to run: now torch is worth its import
         from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
 
         component = SentenceTransformersDocumentEmbedder(
@@ -102,10 +106,10 @@ class SentenceTransformersBackend:
         return component
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        from haystack import Document
-
         if self._component is None:
             self._component = self._load()
+        from haystack import Document
+
         docs = self._component.run(documents=[Document(content=t) for t in texts])["documents"]
         return np.asarray([d.embedding for d in docs], dtype=np.float32)
 
@@ -122,6 +126,9 @@ class OpenAIBackend:
         self._component = None
 
     def _load(self):
+        from ._lazy_torch import import_haystack
+
+        import_haystack()
         from haystack.components.embedders import OpenAIDocumentEmbedder
         from haystack.utils import Secret
 
@@ -136,10 +143,10 @@ class OpenAIBackend:
         )
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        from haystack import Document
-
         if self._component is None:
             self._component = self._load()
+        from haystack import Document
+
         try:
             docs = self._component.run(documents=[Document(content=t) for t in texts])["documents"]
         except Exception as exc:

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ._lazy_torch import import_haystack
 from .corpus import Corpus
 from .embedders import Embedder
 from .errors import RetrievalEvalError
@@ -70,6 +71,7 @@ def table_name(corpus: Corpus, config: IngestConfig, embedder: Embedder) -> str:
 
 
 def document_store(store: Store, table: str, dim: int, language: str, *, hnsw: bool):
+    import_haystack()
     from haystack.utils import Secret
     from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 
@@ -91,6 +93,7 @@ def document_store(store: Store, table: str, dim: int, language: str, *, hnsw: b
 
 def _sources(corpus: Corpus) -> list:
     """One Haystack Document per source document: title and description lead the text."""
+    import_haystack()
     from haystack import Document
 
     return [
@@ -103,6 +106,7 @@ def _sources(corpus: Corpus) -> list:
 def _chunking_pipeline(config: IngestConfig, dataset: str):
     """clean > split > identify: the part of ingestion that question generation shares, so a
     question's source chunk id is the id the store holds."""
+    import_haystack()
     from haystack import Pipeline
     from haystack.components.preprocessors import DocumentCleaner, DocumentSplitter
 
@@ -130,6 +134,7 @@ def chunk_corpus(corpus: Corpus, config: IngestConfig = IngestConfig()) -> tuple
 
 def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfig = IngestConfig(),
            progress: Callable[[str], None] | None = None) -> IngestedIndex:
+    import_haystack()
     from haystack.components.writers import DocumentWriter
     from haystack.document_stores.types import DuplicatePolicy
 

@@ -33,6 +33,10 @@ def make_reranker(spec: str):
     if kind == "off":
         return None
     if kind == "local" and arg:
+        from ._lazy_torch import enable_torch, import_haystack
+
+        import_haystack()
+        enable_torch()
         from haystack_integrations.components.rankers.sentence_transformers import SentenceTransformersSimilarityRanker
 
         ranker = SentenceTransformersSimilarityRanker(model=str(validate_cross_encoder(arg)), local_files_only=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
+from .._lazy_torch import import_haystack
 from ..errors import RetrievalEvalError
 from ..ingest import IngestedIndex
 
@@ -41,6 +42,7 @@ def chunks_to_docs(chunks: Sequence) -> list[str]:
 
 class HybridEngine:
     def __init__(self, index: IngestedIndex, config: HybridConfig = HybridConfig(), *, name: str = "hybrid") -> None:
+        import_haystack()
         from haystack.components.joiners import DocumentJoiner
         from haystack_integrations.components.retrievers.pgvector import (
             PgvectorEmbeddingRetriever,
