@@ -74,17 +74,29 @@ def _per_query_arrays(
 ) -> dict[Measure, np.ndarray]:
     nq = len(qids)
     depth = _depth(run, qids, measures)
+    judgements = qrels.to_dict() if not hasattr(qrels, "_data") else qrels._data  # plain dicts: no per-query method call
+    rankings = run._data
     grades = np.zeros((nq, depth), dtype=np.float64)
+    # the judged relevant grades of each query, best first: recall/map denominators, ideal DCG
+    best = [sorted((g for g in judgements[q].values() if g >= 1), reverse=True) for q in qids]
     empty: tuple[str, ...] = ()
     for i, qid in enumerate(qids):
-        judged = qrels[qid]
-        ranking = run.get(qid, empty)[:depth]
-        if judged and ranking:
+        judged = judgements[qid]
+        ranking = rankings.get(qid, empty)[:depth]
+        if not (best[i] and ranking):
+            continue
+        if 4 * len(judged) < len(ranking):
+            # few judged documents: find each in the ranking (a C-level scan) rather than look up
+            # every retrieved document
+            for doc, grade in judged.items():
+                if grade and doc in ranking:
+                    grades[i, ranking.index(doc)] = grade
+        else:
             row = [judged.get(d, 0) for d in ranking]
             grades[i, : len(row)] = row
     gains = np.clip(grades, 0, None)
     rel = grades >= 1
-    num_rel = np.array([sum(1 for g in qrels[q].values() if g >= 1) for q in qids], dtype=np.float64)
+    num_rel = np.fromiter((len(b) for b in best), dtype=np.float64, count=nq)
     positions = np.arange(1, depth + 1, dtype=np.float64)
     discount = 1.0 / np.log2(positions + 1.0)
 
@@ -99,14 +111,14 @@ def _per_query_arrays(
         """Ideal DCG over the best ``k`` judged grades (all of them when uncut)."""
         key = f"idcg{k}"
         if key not in cache:
-            out = np.zeros(nq)
-            for i, qid in enumerate(qids):
-                best = sorted((g for g in qrels[qid].values() if g >= 1), reverse=True)
-                if k is not None:
-                    best = best[:k]
-                if best:
-                    out[i] = float(np.dot(best, 1.0 / np.log2(np.arange(2, len(best) + 2))))
-            cache[key] = out
+            width = max((len(b) for b in best), default=0) if k is None else k
+            matrix = np.zeros((nq, max(width, 1)))
+            for i, b in enumerate(best):
+                if b:
+                    row = b[:width]
+                    matrix[i, : len(row)] = row
+            disc = 1.0 / np.log2(np.arange(2, matrix.shape[1] + 2, dtype=np.float64))
+            cache[key] = matrix @ disc
         return cache[key]
 
     def safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from operator import itemgetter
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
@@ -10,10 +11,17 @@ from ._textfiles import numbered_lines
 from .errors import RetrievalEvalError
 
 
+_SCORE_THEN_DOC = itemgetter(1, 0)
+_DOC = itemgetter(0)
+
+
 def rank_by_score(scores: Mapping[str, float]) -> tuple[str, ...]:
-    """trec_eval's order: score descending, ties broken by doc id descending (``strcmp``)."""
-    by_doc_desc = sorted(scores.items(), key=lambda kv: kv[0], reverse=True)
-    return tuple(d for d, _ in sorted(by_doc_desc, key=lambda kv: -kv[1]))
+    """trec_eval's order: score descending, ties broken by doc id descending (``strcmp``; code
+    point order equals UTF-8 byte order). One C-level sort on (score, doc), reversed."""
+    values = list(scores.values())
+    if len(set(values)) == len(values) and values == sorted(values, reverse=True):
+        return tuple(scores)  # already strictly decreasing (a ranked run, as engines write them)
+    return tuple(map(_DOC, sorted(scores.items(), key=_SCORE_THEN_DOC, reverse=True)))
 
 
 def dedupe(doc_ids: Iterable[str]) -> tuple[str, ...]:
@@ -31,6 +39,13 @@ class Run(Mapping[str, Sequence[str]]):
             str(q): dedupe(str(d) for d in docs) for q, docs in (rankings or {}).items()
         }
         self.name = name
+
+    @classmethod
+    def _trusted(cls, rankings: dict[str, tuple[str, ...]], name: str) -> "Run":
+        """Rankings already unique and of strings (from score dicts): skip the copy."""
+        run = cls.__new__(cls)
+        run._data, run.name = rankings, name
+        return run
 
     def __getitem__(self, qid: str) -> tuple[str, ...]:
         return self._data[qid]
@@ -54,13 +69,21 @@ class Run(Mapping[str, Sequence[str]]):
         """Scored runs ``{qid: {doc: score}}``, ranked as trec_eval ranks them."""
         out = {}
         for qid, docs in scores.items():
-            for doc, score in docs.items():
-                if not isinstance(score, (int, float)) or isinstance(score, bool) or math.isnan(score):
-                    raise RetrievalEvalError(
-                        f"score of document '{doc}' for query '{qid}' must be a number, got {score!r}"
-                    )
-            out[qid] = rank_by_score(docs)
-        return cls(out, name=name)
+            try:
+                total = sum(docs.values())  # TypeError for a non-number; NaN if any is NaN
+                if total != total and any(v != v for v in docs.values()):
+                    raise TypeError
+                ranking = rank_by_score(docs)
+                if set(map(type, ranking)) - {str}:
+                    ranking = tuple(map(str, ranking))
+                out[str(qid)] = ranking
+            except TypeError:
+                bad = next((d, v) for d, v in docs.items()
+                           if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v)
+                raise RetrievalEvalError(
+                    f"score of document '{bad[0]}' for query '{qid}' must be a number, got {bad[1]!r}"
+                ) from None
+        return cls._trusted(out, name)
 
     @classmethod
     def from_trec(cls, path: str | Path, *, name: str | None = None) -> "Run":
