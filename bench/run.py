@@ -1,0 +1,436 @@
+"""pytest-retrieval-eval benchmark: medians over repeated runs and ratios within one run.
+
+    python bench/run.py                 # everything (about 6 minutes on 2 cores with SciFact)
+    python bench/run.py --repeats 3 --no-scifact
+
+Absolute times on shared machines are noise; the ratios printed next to them compare things
+measured in the same run. Results: bench/results/results.json and bench/results/summary.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SCIFACT = REPO.parent / "shared" / "datasets" / "scifact"
+RESULTS = REPO / "bench" / "results"
+PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q"]
+MEASURES = ["hit@5", "mrr", "ndcg@10", "recall@100", "precision@10", "map"]
+TREC_MEASURES = {"success.5", "recip_rank", "ndcg_cut.10", "recall.100", "P.10", "map"}
+RANX_MEASURES = ["hit_rate@5", "mrr", "ndcg@10", "recall@100", "precision@10", "map"]
+
+rows: list[dict] = []
+
+
+def record(section: str, name: str, values: list[float], unit: str = "s", **extra) -> float:
+    median = statistics.median(values)
+    rows.append({"section": section, "name": name, "median": median, "unit": unit, "runs": values, **extra})
+    print(f"  {name:58} {median:10.4f} {unit}  (n={len(values)})", flush=True)
+    return median
+
+
+def ratio(section: str, name: str, a: float, b: float) -> None:
+    rows.append({"section": section, "name": name, "ratio": a / b})
+    print(f"  {name:58} {a / b:10.2f}x", flush=True)
+
+
+TIME = shutil.which("time") or "/usr/bin/time"
+
+
+def child(cmd: list[str], env: dict | None = None, cwd: Path = REPO) -> tuple[float, int, str]:
+    """Wall seconds and peak RSS (KB) of a child process, and its output. RSS comes from
+    /usr/bin/time: a child forked from this (large) process would report the parent's pages."""
+    wrapped = [TIME, "-f", "MAXRSS %M"] + cmd if os.path.exists(TIME) else cmd
+    start = time.perf_counter()
+    done = subprocess.run(wrapped, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
+    rss = next((int(l.split()[1]) for l in done.stderr.splitlines()[::-1] if l.startswith("MAXRSS ")), 0)
+    return seconds, rss, done.stdout
+
+
+# --- evaluate() against pytrec-eval-terrier and ranx ------------------------------------------
+
+def synthetic(nq: int, nd: int, seed: int = 1) -> tuple[dict, dict]:
+    rng = random.Random(seed)
+    qrels = {f"q{i}": {f"d{rng.randrange(20 * nd)}": rng.randint(1, 2) for _ in range(5)} for i in range(nq)}
+    run = {}
+    for q in qrels:
+        run[q] = {f"d{d}": float(nd - j) for j, d in enumerate(rng.sample(range(20 * nd), nd))}
+    return qrels, run
+
+
+RANX_COLD = """
+import json, sys, time
+qrels, run = json.load(open(sys.argv[1]))
+start = time.perf_counter()
+from ranx import Qrels, Run, evaluate
+evaluate(Qrels(qrels), Run(run), %r)
+print(json.dumps({"seconds": time.perf_counter() - start}))
+"""
+
+
+def bench_evaluate(repeats: int) -> None:
+    import pytrec_eval
+
+    from pytest_retrieval_eval import evaluate
+
+    try:
+        import ranx
+    except ImportError:
+        ranx = None
+    print("evaluate(): same inputs (score dicts), same six measures, means out", flush=True)
+    for nq, nd in [(10_000, 100), (1_000, 1_000)]:
+        label = f"{nq:,} queries x {nd:,} docs"
+        qrels, run = synthetic(nq, nd)
+        ours = record("evaluate", f"ours, {label}", [_time(lambda: evaluate(qrels, run, MEASURES)) for _ in range(repeats)])
+
+        def trec():
+            per = pytrec_eval.RelevanceEvaluator(qrels, TREC_MEASURES).evaluate(run)
+            return {m: sum(v[m] for v in per.values()) / len(per) for m in next(iter(per.values()))}
+
+        theirs = record("evaluate", f"pytrec-eval-terrier, {label}", [_time(trec) for _ in range(repeats)])
+        ratio("evaluate", f"pytrec-eval-terrier / ours, {label}", theirs, ours)
+        if ranx is not None:
+            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+                json.dump([qrels, run], fh)
+            cold = [json.loads(child([sys.executable, "-c", RANX_COLD % RANX_MEASURES, fh.name])[2].strip().splitlines()[-1])["seconds"]
+                    for _ in range(min(repeats, 3))]
+            os.unlink(fh.name)
+            cold_m = record("evaluate", f"ranx first call (fresh process), {label}", cold)
+            rq, rr = ranx.Qrels(qrels), ranx.Run(run)
+            warm_m = record("evaluate", f"ranx warm, {label}", [_time(lambda: ranx.evaluate(rq, rr, RANX_MEASURES)) for _ in range(repeats)])
+            ratio("evaluate", f"ranx first call / ours, {label}", cold_m, ours)
+            ratio("evaluate", f"ranx warm / ours, {label}", warm_m, ours)
+
+
+def _time(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+# --- the bundled eval, cold and warm, against its floor ----------------------------------------
+
+def prepare_floor(cache_dir: Path, path: Path) -> None:
+    from pytest_retrieval_eval.corpus import JsonFolder
+    from pytest_retrieval_eval.embedders import Embedder, backend_for
+    from pytest_retrieval_eval.embedding_cache import EmbeddingCache
+    from pytest_retrieval_eval.ingest import chunk_corpus
+    from pytest_retrieval_eval.labeled import load_questions_cache
+
+    corpus = JsonFolder(REPO / "corpus").load()
+    chunks = chunk_corpus(corpus)
+    questions = [q.question for q in load_questions_cache(REPO / "questions.cache.json")]
+    embedder = Embedder(backend_for("minilm"), EmbeddingCache(cache_dir / "embeddings.sqlite3"))
+    vectors = embedder.embed([c.text for c in chunks])
+    qvectors = embedder.embed(questions)
+    assert embedder.stats.computed == 0, "the floor needs every embedding cached"
+    path.write_text(json.dumps({
+        "dim": int(vectors.shape[1]),
+        "chunks": [{"id": c.chunk_id, "doc_id": c.doc_id, "text": c.text, "vector": v.tolist()} for c, v in zip(chunks, vectors)],
+        "questions": [{"text": q, "vector": v.tolist()} for q, v in zip(questions, qvectors)],
+        "docs": [{"doc_id": d.doc_id, "content": d.content, "title": d.title, "description": d.description,
+                  "filename": d.filename} for d in corpus],
+    }))
+
+
+def bench_bundled(repeats: int, cold_runs: int) -> None:
+    print("bundled eval, end to end: pytest -m retrieval (both engines, 63 questions)", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-"))
+    try:
+        cold = []
+        for i in range(cold_runs):
+            cache = tmp / f"cold{i}"
+            cold.append(child(PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={cache}"])[0])
+        warm_cache = tmp / "cold0" if cold_runs else tmp / "warm"
+        child(PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={warm_cache}"])  # fill when no cold run
+        warm_runs = [child(PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={warm_cache}"]) for _ in range(repeats)]
+        prep = tmp / "floor.json"
+        prepare_floor(warm_cache, prep)
+        floor_runs = [child([sys.executable, str(REPO / "bench" / "floor.py"), str(prep)])[0] for _ in range(repeats)]
+        collect_runs = [child(PYTEST + ["-m", "retrieval", "--collect-only"])[0] for _ in range(repeats)]
+        warm = record("bundled", "warm run (every embedding cached), wall", [w for w, _, _ in warm_runs])
+        record("bundled", "warm run, peak RSS", [r / 1024 for _, r, _ in warm_runs], unit="MB")
+        floor = record("bundled", "floor: PG start + bulk write + raw SQL queries, wall", floor_runs)
+        collect = record("bundled", "pytest start + collecting the same tests (--collect-only)", collect_runs)
+        ratio("bundled", "warm / floor", warm, floor)
+        ratio("bundled", "warm / (floor + pytest start and collection)", warm, floor + collect)
+        if cold:
+            c = record("bundled", "cold run (empty embedding cache, loads the model), wall", cold)
+            ratio("bundled", "cold / warm", c, warm)
+        probe = child(PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={warm_cache}", "-p", "bench_probe"],
+                      env={"PYTHONPATH": str(REPO / "bench")})[2]
+        imported = json.loads(probe.split("PROBE ", 1)[1].splitlines()[0])
+        rows.append({"section": "bundled", "name": "warm run imports", **imported})
+        print(f"  warm run imported torch: {imported['torch']}, sentence_transformers: {imported['sentence_transformers']}", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- ingestion, queries, plugin overhead, memory (in process) ---------------------------------
+
+def bench_ingestion(repeats: int) -> None:
+    import psycopg
+    from psycopg import sql
+
+    from pytest_retrieval_eval.corpus import BeirFolder, Corpus, JsonFolder
+    from pytest_retrieval_eval.embedders import Embedder, HashingBackend
+    from pytest_retrieval_eval.embedding_cache import EmbeddingCache
+    from pytest_retrieval_eval.ingest import IngestConfig, _chunking_pipeline, _sources, chunk_corpus, document_store, ingest
+    from pytest_retrieval_eval.store.embedded import EmbeddedPostgres
+
+    if SCIFACT.is_dir():
+        full = BeirFolder(SCIFACT).load()
+        corpus = Corpus(full.docs[:2000], name="scifact-2000")
+    else:
+        corpus = JsonFolder(REPO / "corpus").load()
+    print(f"ingestion: {corpus.name}, {len(corpus)} documents (hashing vectors, cached: this measures writing)", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-"))
+    store = EmbeddedPostgres()
+    store.start()
+    try:
+        embedder = Embedder(HashingBackend(384), EmbeddingCache(tmp / "e.sqlite3"))
+        chunks = chunk_corpus(corpus)
+        vectors = embedder.embed([c.text for c in chunks])  # fills the cache
+        n = len(chunks)
+        ours, copy, before = [], [], []
+        for i in range(repeats):
+            config = IngestConfig(org_id=f"bench{i}")
+            ours.append(ingest(corpus, store, embedder, config).seconds)
+            with psycopg.connect(store.dsn, autocommit=True) as conn:
+                t = sql.Identifier(store.schema, f"bulk{i}")
+                start = time.perf_counter()
+                conn.execute(sql.SQL("CREATE TABLE {} (id text PRIMARY KEY, embedding vector(384), content text, meta jsonb)").format(t))
+                with conn.cursor().copy(sql.SQL("COPY {} (id, embedding, content, meta) FROM STDIN").format(t)) as cp:
+                    for c, v in zip(chunks, vectors):
+                        cp.write_row((c.chunk_id, "[" + ",".join(f"{x:.7g}" for x in v) + "]", c.text, json.dumps(dict(c.meta))))
+                conn.execute(sql.SQL("CREATE INDEX ON {} USING GIN (to_tsvector('english', content))").format(t))
+                conn.execute(sql.SQL("CREATE INDEX ON {} USING hnsw (embedding vector_cosine_ops)").format(t))
+                conn.execute(sql.SQL("VACUUM ANALYZE {}").format(t))
+                copy.append(time.perf_counter() - start)
+            # the same Haystack path, but with the HNSW index in place while writing
+            from haystack.components.writers import DocumentWriter
+            from haystack.document_stores.types import DuplicatePolicy
+
+            from pytest_retrieval_eval.components import CachedEmbedder
+
+            start = time.perf_counter()
+            writer = document_store(store, f"hnsw_first_{i}", 384, "english", hnsw=True)
+            pipeline = _chunking_pipeline(IngestConfig(), corpus.name)
+            pipeline.add_component("embedder", CachedEmbedder(embedder))
+            pipeline.add_component("writer", DocumentWriter(writer, policy=DuplicatePolicy.OVERWRITE))
+            pipeline.connect("identity.documents", "embedder.documents")
+            pipeline.connect("embedder.documents", "writer.documents")
+            pipeline.run({"cleaner": {"documents": _sources(corpus)}})
+            before.append(time.perf_counter() - start)
+        o = record("ingestion", f"plugin's Haystack path, HNSW built after the load ({n} chunks)", [n / s for s in ours], unit="chunks/s")
+        c = record("ingestion", "bulk COPY of the same vectors + the same indexes", [n / s for s in copy], unit="chunks/s")
+        b = record("ingestion", "Haystack path with the HNSW index in place while writing", [n / s for s in before], unit="chunks/s")
+        ratio("ingestion", "bulk COPY / plugin path (throughput)", c, o)
+        ratio("ingestion", "plugin path (index after) / index before (throughput)", o, b)
+    finally:
+        store.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def bench_queries(repeats: int, cache_dir: Path) -> None:
+    from pytest_retrieval_eval.corpus import JsonFolder
+    from pytest_retrieval_eval.embedders import Embedder, backend_for
+    from pytest_retrieval_eval.embedding_cache import EmbeddingCache
+    from pytest_retrieval_eval.engines.hybrid import HybridEngine
+    from pytest_retrieval_eval.engines.keyword import KeywordEngine
+    from pytest_retrieval_eval.evaluation import evaluate_engine
+    from pytest_retrieval_eval.ingest import ingest
+    from pytest_retrieval_eval.labeled import load_questions_cache
+    from pytest_retrieval_eval.results import RunResults
+    from pytest_retrieval_eval.store.embedded import EmbeddedPostgres
+    from pytest_retrieval_eval.verdict import judge
+
+    print("queries (bundled corpus, 63 questions), question embedding, plugin overhead", flush=True)
+    corpus = JsonFolder(REPO / "corpus").load()
+    labeled = load_questions_cache(REPO / "questions.cache.json")
+    questions = [q.question for q in labeled]
+    model = Embedder(backend_for("minilm"), None)  # no cache: real model calls
+    model.embed(["warm up"])
+    one = [_time(lambda: [model.embed([q]) for q in questions]) for _ in range(repeats)]
+    batch = [_time(lambda: model.embed(questions)) for _ in range(repeats)]
+    o = record("queries", "embed 63 questions one call each (MiniLM)", one)
+    b = record("queries", "embed 63 questions in one batch (MiniLM)", batch)
+    ratio("queries", "one at a time / batched", o, b)
+    store = EmbeddedPostgres()
+    store.start()
+    try:
+        index = ingest(corpus, store, Embedder(backend_for("minilm"), EmbeddingCache(cache_dir / "embeddings.sqlite3")))
+        keyword = KeywordEngine(corpus)
+        hybrid = HybridEngine(index)
+        for name, engine in (("keyword", keyword), ("hybrid", hybrid)):
+            results = [evaluate_engine(engine, labeled) for _ in range(repeats)]
+            qps = [len(questions) / sum(r.seconds for r in res.results) for res in results]
+            record("queries", f"{name} engine, questions prepared", qps, unit="queries/s")
+        # plugin overhead: everything around the engines' own retrieve() calls
+        evals, inside, total = [], [], []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            evals = [evaluate_engine(e, labeled, context={"corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint})
+                     for e in (keyword, hybrid)]
+            run = RunResults.from_evaluations(evals, [])
+            judge(run, measures=["hit@1", "hit@3", "hit@5", "hit@10", "hit@20", "mrr"])
+            total.append(time.perf_counter() - start)
+            inside.append(sum(r.seconds for e in evals for r in e.results))
+        t = record("overhead", "evaluate + score + CIs + significance, both engines", total)
+        i = record("overhead", "of which inside the engines' retrieve()", inside)
+        rows.append({"section": "overhead", "name": "plugin share of evaluation time", "ratio": (t - i) / t})
+        print(f"  {'plugin share of evaluation time':58} {100 * (t - i) / t:9.1f} %", flush=True)
+    finally:
+        store.stop()
+
+
+def bench_memory() -> None:
+    from pytest_retrieval_eval.corpus import JsonFolder
+    from pytest_retrieval_eval.engines.keyword import KeywordEngine
+    from pytest_retrieval_eval.evaluation import evaluate_engine
+    from pytest_retrieval_eval.labeled import LabeledSet
+    from pytest_retrieval_eval.types import LabeledQuery
+
+    print("memory: keyword engine + metrics, growth per query", flush=True)
+    corpus = JsonFolder(REPO / "corpus").load()
+    engine = KeywordEngine(corpus)
+    words = " ".join(d.title for d in corpus).split()
+    rng = random.Random(3)
+    peaks = {}
+    for n in (2_000, 20_000):
+        labeled = LabeledSet(tuple(LabeledQuery(f"q{i}", " ".join(rng.sample(words, 6)), {corpus.docs[i % len(corpus)].doc_id: 1})
+                                   for i in range(n)))
+        tracemalloc.start()
+        result = evaluate_engine(engine, labeled, depth=20)
+        result.hit_at(5), result.mrr()
+        peaks[n] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    per_query = (peaks[20_000] - peaks[2_000]) / 18_000
+    rows.append({"section": "memory", "name": "peak traced bytes per query (2k -> 20k queries)", "median": per_query, "unit": "B",
+                 "peaks": peaks})
+    print(f"  {'peak traced memory per query, 2k -> 20k queries (depth 20)':58} {per_query:10.0f} B", flush=True)
+
+
+def bench_scifact(cold_runs: int, repeats: int) -> None:
+    if not SCIFACT.is_dir():
+        print(f"SciFact: skipped, {SCIFACT} not found", flush=True)
+        rows.append({"section": "scifact", "name": "skipped", "reason": f"{SCIFACT} not found"})
+        return
+    print("BEIR SciFact: 5,183 documents, 300 test queries, keyword + hybrid engines", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-"))
+    cmd = PYTEST + ["-m", "retrieval", f"--retrieval-corpus={SCIFACT}", "--retrieval-report"]
+    try:
+        cold = [child(cmd + [f"--retrieval-cache-dir={tmp / f'c{i}'}"]) for i in range(cold_runs)]
+        cache = tmp / "c0"
+        if not cold:
+            child(cmd + [f"--retrieval-cache-dir={cache}"])
+        warm = [child(cmd + [f"--retrieval-cache-dir={cache}"]) for _ in range(repeats)]
+        w = record("scifact", "warm run, wall", [x[0] for x in warm])
+        record("scifact", "warm run, peak RSS", [x[1] / 1024 for x in warm], unit="MB")
+        if cold:
+            c = record("scifact", "cold run (embeds 5,330 chunks with MiniLM), wall", [x[0] for x in cold])
+            record("scifact", "cold run, peak RSS", [x[1] / 1024 for x in cold], unit="MB")
+            ratio("scifact", "cold / warm", c, w)
+        table = [l for l in warm[-1][2].splitlines() if l.startswith(("engine", "hybrid", "keyword"))]
+        rows.append({"section": "scifact", "name": "table", "lines": table})
+        print("\n".join("  " + l for l in table), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def bench_scaling(repeats: int) -> None:
+    """Cost against corpus size: writing and querying 1k and 5k SciFact documents (hashing
+    vectors, so the embedding model's share is left out: it is linear in chunks, see cold runs)."""
+    if not SCIFACT.is_dir():
+        return
+    from pytest_retrieval_eval.corpus import BeirFolder, Corpus
+    from pytest_retrieval_eval.embedders import Embedder, HashingBackend
+    from pytest_retrieval_eval.embedding_cache import EmbeddingCache
+    from pytest_retrieval_eval.engines.hybrid import HybridEngine
+    from pytest_retrieval_eval.engines.keyword import KeywordEngine
+    from pytest_retrieval_eval.evaluation import evaluate_engine
+    from pytest_retrieval_eval.ingest import IngestConfig, ingest
+    from pytest_retrieval_eval.store.embedded import EmbeddedPostgres
+
+    print("scaling: SciFact subsets, 300 test queries", flush=True)
+    provider = BeirFolder(SCIFACT)
+    full, labeled = provider.load(), provider.labeled()
+    tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-"))
+    store = EmbeddedPostgres()
+    store.start()
+    try:
+        embedder = Embedder(HashingBackend(384), EmbeddingCache(tmp / "e.sqlite3"))
+        for n in (1000, len(full)):
+            corpus = Corpus(full.docs[:n], name=f"scifact-{n}")
+            ingest(corpus, store, embedder, IngestConfig(org_id="warmup"))  # fill the vector cache
+            writes = [ingest(corpus, store, embedder, IngestConfig(org_id=f"s{n}-{i}")) for i in range(repeats)]
+            record("scaling", f"{n} docs: ingest ({len(writes[0].chunks)} chunks)", [w.seconds for w in writes])
+            hybrid, keyword = HybridEngine(writes[0]), KeywordEngine(corpus)
+            for name, engine in (("hybrid", hybrid), ("keyword", keyword)):
+                res = [evaluate_engine(engine, labeled) for _ in range(repeats)]
+                record("scaling", f"{n} docs: {name}, 300 queries", [sum(r.seconds for r in x.results) for x in res])
+    finally:
+        store.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_results() -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "results.json").write_text(json.dumps({"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+                                                      "rows": rows}, indent=1) + "\n")
+    lines = ["# Benchmark summary", "", f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}; medians over repeated runs.", ""]
+    section = None
+    for r in rows:
+        if r["section"] != section:
+            section = r["section"]
+            lines += ["", f"## {section}", "", "| what | value |", "|---|---|"]
+        if "ratio" in r:
+            lines.append(f"| {r['name']} | **{r['ratio']:.2f}x** |" if "share" not in r["name"] else f"| {r['name']} | {100 * r['ratio']:.1f} % |")
+        elif "median" in r:
+            lines.append(f"| {r['name']} | {r['median']:.4g} {r['unit']} |")
+        elif "lines" in r:
+            lines += [f"| {r['name']} | <pre>{'<br>'.join(r['lines'])}</pre> |"]
+        else:
+            lines.append(f"| {r['name']} | {', '.join(f'{k}={v}' for k, v in r.items() if k not in ('section', 'name'))} |")
+    (RESULTS / "summary.md").write_text("\n".join(lines) + "\n")
+    print(f"\nwrote {RESULTS / 'results.json'} and {RESULTS / 'summary.md'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cold", type=int, default=2, help="cold runs of the bundled eval (each loads the model)")
+    parser.add_argument("--no-scifact", action="store_true")
+    parser.add_argument("--scifact-cold", type=int, default=1, help="cold SciFact runs (each embeds 5,330 chunks)")
+    args = parser.parse_args()
+    os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+    bench_evaluate(args.repeats)
+    bench_bundled(args.repeats, args.cold)
+    cache = Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))
+    child(PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={cache}"])
+    bench_queries(args.repeats, cache)
+    shutil.rmtree(cache, ignore_errors=True)
+    bench_ingestion(max(1, args.repeats // 2))
+    bench_memory()
+    if not args.no_scifact:
+        bench_scaling(max(1, args.repeats // 2))
+        bench_scifact(args.scifact_cold, max(1, args.repeats // 2))
+    write_results()
+
+
+if __name__ == "__main__":
+    main()
