@@ -1,4 +1,7 @@
 import json
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -75,3 +78,19 @@ def parse_table(output: str) -> dict[str, dict[str, float]]:
             break
         table[cells[0]] = {h: float(c) for h, c in zip(header[1:], cells[1:])}
     return table
+
+
+@pytest.fixture
+def sandbox_tmp():
+    """TMPDIR for the inner run: every temp dir it makes lands here, so leftovers are visible."""
+    path = Path(tempfile.mkdtemp(prefix="retrieval-sandbox-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def leftovers(tmp: Path) -> tuple[list[str], list[str]]:
+    dirs = sorted(p.name for p in tmp.glob("pytest-retrieval-pg-*"))
+    ps = subprocess.run(["ps", "-ewwo", "pid,stat,args"], capture_output=True, text=True).stdout
+    procs = [l for l in ps.splitlines() if str(tmp) in l and "postgres" in l and " Z" not in l]
+    return dirs, procs

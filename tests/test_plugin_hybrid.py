@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS, parse_table
+from conftest import CORPUS, QUESTIONS, leftovers, parse_table
 from fake_api import FakeApi, Reply, embeddings_reply
 
 pytestmark = pytest.mark.slow
@@ -42,22 +42,6 @@ PROBE = """
             with open(os.environ["PROBE_FILE"], "w") as fh:
                 json.dump({"model_imported": "sentence_transformers" in sys.modules}, fh)
 """
-
-
-@pytest.fixture
-def sandbox_tmp():
-    """TMPDIR for the inner run: every temp dir it makes lands here, so leftovers are visible."""
-    path = Path(tempfile.mkdtemp(prefix="retrieval-sandbox-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def leftovers(tmp: Path) -> tuple[list[str], list[str]]:
-    dirs = sorted(p.name for p in tmp.glob("pytest-retrieval-pg-*"))
-    ps = subprocess.run(["ps", "-ewwo", "pid,stat,args"], capture_output=True, text=True).stdout
-    procs = [l for l in ps.splitlines() if str(tmp) in l and "postgres" in l and " Z" not in l]
-    return dirs, procs
 
 
 def run_inner(pytester, tmp: Path, *args: str, env: dict | None = None, probe: Path | None = None):

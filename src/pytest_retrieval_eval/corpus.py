@@ -18,6 +18,18 @@ from .qrels import Qrels
 from .types import Doc, LabeledQuery, canonical_json, sha256_text
 
 DOC_FIELDS = ("doc_id", "title", "description", "filename", "content")
+#: Larger documents are refused, not ingested for hours: at 400-word chunks a 50 MB text is
+#: some 20,000 chunks to embed. ``--retrieval-max-doc-mb`` raises the limit.
+MAX_DOC_MB = 10.0
+
+
+def check_size(doc_id: str, text: str, limit_mb: float, *, path, line, field: str) -> None:
+    limit = int(limit_mb * 1024 * 1024)
+    if len(text) * 4 > limit and len(text.encode("utf-8")) > limit:
+        size = len(text.encode("utf-8")) / 1024 / 1024
+        raise RetrievalEvalError(
+            f"document '{doc_id}' is {size:.1f} MB, over the {limit_mb:g} MB limit; split it, or raise the limit "
+            "with --retrieval-max-doc-mb", path=path, line=line, field=field)
 
 
 @dataclass(frozen=True)
@@ -59,7 +71,7 @@ def _line_of(text: str, needle: str) -> int | None:
     return None if pos < 0 else text.count("\n", 0, pos) + 1
 
 
-def _doc_from_record(record: Any, *, path: Path, line: int | None, where: str) -> Doc:
+def _doc_from_record(record: Any, *, path: Path, line: int | None, where: str, max_mb: float = MAX_DOC_MB) -> Doc:
     if not isinstance(record, dict):
         raise RetrievalEvalError(f"{where}: expected a JSON object, got {type(record).__name__}", path=path, line=line)
     doc_id = record.get("doc_id")
@@ -76,6 +88,7 @@ def _doc_from_record(record: Any, *, path: Path, line: int | None, where: str) -
         raise RetrievalEvalError(f"document '{doc_id}': required field is missing", path=path, line=line, field="content")
     if not content.strip():
         raise RetrievalEvalError(f"document '{doc_id}': is empty", path=path, line=line, field="content")
+    check_size(doc_id, content, max_mb, path=path, line=line, field="content")
     meta = {k: v for k, v in record.items() if k not in DOC_FIELDS}
     return Doc(
         doc_id=doc_id,
@@ -94,6 +107,7 @@ class JsonFolder:
     ``title``, ``description``, ``filename``; any other field is kept as metadata."""
 
     path: Path
+    max_doc_mb: float = MAX_DOC_MB
 
     def load(self) -> Corpus:
         root = Path(self.path)
@@ -103,7 +117,7 @@ class JsonFolder:
         origin: dict[str, str] = {}
         files = sorted(p for p in root.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file())
         for file in files:
-            for doc, line in self._read(file):
+            for doc, line in self._read(file, self.max_doc_mb):
                 if doc.doc_id in origin:
                     raise RetrievalEvalError(
                         f"duplicate doc_id '{doc.doc_id}' (also in {origin[doc.doc_id]})",
@@ -118,10 +132,10 @@ class JsonFolder:
         return Corpus(tuple(docs), name=root.name, source=str(root))
 
     @staticmethod
-    def _read(file: Path) -> Iterator[tuple[Doc, int | None]]:
+    def _read(file: Path, max_mb: float) -> Iterator[tuple[Doc, int | None]]:
         if file.suffix == ".jsonl":
             for number, record in json_lines(file):
-                yield _doc_from_record(record, path=file, line=number, where="line"), number
+                yield _doc_from_record(record, path=file, line=number, where="line", max_mb=max_mb), number
             return
         text = read_text(file)
         try:
@@ -133,7 +147,7 @@ class JsonFolder:
             doc_id = record.get("doc_id") if isinstance(record, dict) else None
             line = _line_of(text, json.dumps(doc_id)) if isinstance(doc_id, str) else (1 if len(records) == 1 else None)
             where = "document" if len(records) == 1 else f"document [{i}]"
-            yield _doc_from_record(record, path=file, line=line, where=where), line
+            yield _doc_from_record(record, path=file, line=line, where=where, max_mb=max_mb), line
 
 
 @dataclass(frozen=True)
@@ -142,6 +156,7 @@ class BeirFolder:
 
     path: Path
     split: str = "test"
+    max_doc_mb: float = MAX_DOC_MB
 
     def load(self) -> Corpus:
         file = Path(self.path) / "corpus.jsonl"
@@ -162,6 +177,7 @@ class BeirFolder:
                 raise RetrievalEvalError(f"document '{doc_id}': title and text must be strings", path=file, line=number)
             if not (text.strip() or title.strip()):
                 raise RetrievalEvalError(f"document '{doc_id}': title and text are both empty", path=file, line=number, field="text")
+            check_size(doc_id, text, self.max_doc_mb, path=file, line=number, field="text")
             docs.append(Doc(doc_id=doc_id, content=text or title, title=title, meta=record.get("metadata") or {}))
         return Corpus(tuple(docs), name=Path(self.path).name, source=str(self.path))
 
@@ -198,6 +214,8 @@ def is_beir_folder(path: str | Path) -> bool:
     return (Path(path) / "corpus.jsonl").is_file() and (Path(path) / "qrels").is_dir()
 
 
-def open_corpus(path: str | Path, *, split: str = "test") -> CorpusProvider:
+def open_corpus(path: str | Path, *, split: str = "test", max_doc_mb: float = MAX_DOC_MB) -> CorpusProvider:
     """A BEIR folder when it has ``corpus.jsonl`` and ``qrels/``, else a JSON document folder."""
-    return BeirFolder(Path(path), split) if is_beir_folder(path) else JsonFolder(Path(path))
+    if is_beir_folder(path):
+        return BeirFolder(Path(path), split, max_doc_mb)
+    return JsonFolder(Path(path), max_doc_mb)

@@ -13,7 +13,7 @@ from .measures import Measure
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 _RULE = re.compile(
-    r"^\s*(?:(?P<engine>[^\s:<>=]+)\s*:\s*)?(?P<measure>[A-Za-z_][\w@.]*)\s*"
+    r"^\s*(?:(?P<engine>[^\s:<>=]+)\s*:\s*)?(?P<measure>[A-Za-z_][\w@.+-]*)\s*"
     r"(?P<op>>=|<=|>|<)\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
 )
 

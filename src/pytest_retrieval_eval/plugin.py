@@ -133,6 +133,16 @@ def pytest_assertrepr_compare(config: pytest.Config, op: str, left: object, righ
 
 # --- fixtures ------------------------------------------------------------------------------
 
+def _or_fail(fn, *args):
+    """Call ``fn``; a user-fixable error fails the test with its message alone. No traceback:
+    pytest would print every frame's arguments, and a DSN with its password is one of them."""
+    try:
+        return fn(*args)
+    except RetrievalEvalError as exc:
+        problem = str(exc)
+    pytest.fail(problem, pytrace=False)  # outside the except: no chained traceback either
+
+
 @pytest.fixture(scope="session")
 def retrieval_session(pytestconfig: pytest.Config) -> RetrievalSession:
     """The run's retrieval state: configuration, engines, every evaluation recorded so far."""
@@ -142,20 +152,14 @@ def retrieval_session(pytestconfig: pytest.Config) -> RetrievalSession:
 @pytest.fixture(scope="session")
 def retrieval_corpus(retrieval_session: RetrievalSession) -> Corpus:
     """The corpus from ``--retrieval-corpus`` / ``retrieval_corpus``: JSON documents or BEIR."""
-    try:
-        return retrieval_session.load_corpus()
-    except RetrievalEvalError as exc:
-        pytest.fail(str(exc), pytrace=False)
+    return _or_fail(retrieval_session.load_corpus)
 
 
 @pytest.fixture(scope="session")
 def labeled_queries(retrieval_session: RetrievalSession, retrieval_corpus: Corpus) -> LabeledSet:
     """Labeled queries: a BEIR folder's queries and qrels, or the questions cache, checked for
     staleness against the corpus (``--retrieval-stale``)."""
-    try:
-        return retrieval_session.load_labeled(retrieval_corpus)
-    except RetrievalEvalError as exc:
-        pytest.fail(str(exc), pytrace=False)
+    return _or_fail(retrieval_session.load_labeled, retrieval_corpus)
 
 
 @pytest.fixture(scope="session")
@@ -186,8 +190,8 @@ def retrieval_results(retrieval_engine, evaluate_retrieval) -> EvaluationResult:
 def pgvector_store(retrieval_session: RetrievalSession):
     """A started PostgreSQL + pgvector store (``--retrieval-store``), stopped at session end,
     Ctrl-C included. Each pytest-xdist worker gets its own server or schema."""
-    store = retrieval_session.open_store()
-    store.start()
+    store = _or_fail(retrieval_session.open_store)
+    _or_fail(store.start)
     try:
         yield store
     finally:
@@ -197,7 +201,7 @@ def pgvector_store(retrieval_session: RetrievalSession):
 @pytest.fixture(scope="session")
 def retrieval_embedder(retrieval_session: RetrievalSession):
     """The configured embedder behind the on-disk embedding cache."""
-    return retrieval_session.embedder()
+    return _or_fail(retrieval_session.embedder)
 
 
 @pytest.fixture(scope="session")
@@ -205,8 +209,8 @@ def ingested_index(retrieval_session: RetrievalSession, retrieval_corpus: Corpus
     """The corpus run through the Haystack ingestion pipeline into ``pgvector_store``."""
     from .ingest import ingest
 
-    return ingest(retrieval_corpus, pgvector_store, retrieval_embedder, retrieval_session.config.ingest,
-                  progress=retrieval_session.progress)
+    return _or_fail(ingest, retrieval_corpus, pgvector_store, retrieval_embedder, retrieval_session.config.ingest,
+                    retrieval_session.progress)
 
 
 @pytest.fixture(scope="session")

@@ -62,6 +62,10 @@ class StaleQuestionsWarning(UserWarning):
     """The questions cache no longer matches the corpus (with --retrieval-stale=warn)."""
 
 
+class UnknownJudgedDocumentsWarning(UserWarning):
+    """A qrels file judges documents that the corpus does not have."""
+
+
 def _shown(path: Path | None) -> str:
     """A path as a user would type it: relative to the working directory when below it."""
     if path is None:
@@ -187,7 +191,8 @@ class RetrievalSession:
     def open_store(self):
         from .store import open_store
 
-        return open_store(self.config.store, dsn=self.config.dsn, worker=self.worker_id)
+        return open_store(self.config.store, dsn=self.config.dsn, worker=self.worker_id,
+                          schema_prefix=self.config.schema_prefix)
 
     def cache_dir(self) -> Path:
         if self.config.cache_dir is not None:
@@ -221,7 +226,7 @@ class RetrievalSession:
 
         if self.config.corpus is None:
             raise RetrievalEvalError("no corpus configured: set --retrieval-corpus PATH or the retrieval_corpus ini option")
-        return open_corpus(self.config.corpus, split=self.config.split).load()
+        return open_corpus(self.config.corpus, split=self.config.split, max_doc_mb=self.config.max_doc_mb).load()
 
     def load_labeled(self, corpus) -> LabeledSet:
         """A BEIR folder brings its own judged queries (unless --retrieval-questions is given);
@@ -234,7 +239,14 @@ class RetrievalSession:
         if cfg.corpus is not None and not cfg.questions_explicit:
             provider = open_corpus(cfg.corpus, split=cfg.split)
             if isinstance(provider, BeirFolder):
-                return provider.labeled()
+                labeled = provider.labeled()
+                unknown = sorted({d for q in labeled for d in q.relevant if d not in corpus})
+                if unknown:
+                    warnings.warn(UnknownJudgedDocumentsWarning(
+                        f"qrels/{cfg.split}.tsv judges {len(unknown)} document(s) not in corpus.jsonl, e.g. "
+                        f"{', '.join(unknown[:5])}: they stay judged (as in BEIR's own evaluation) and can never "
+                        "be retrieved"), stacklevel=2)
+                return labeled
         if cfg.questions is None:
             raise RetrievalEvalError("no labeled queries configured: set --retrieval-questions PATH or the retrieval_questions ini option")
         if cfg.regenerate:
@@ -272,7 +284,9 @@ class RetrievalSession:
         key = (name or engine.name, labeled.fingerprint)
         if key not in self._results:
             context = {"corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint} if corpus is not None else {}
-            self._results[key] = evaluate_engine(engine, labeled, depth=self.config.depth, name=name, context=context)
+            self._results[key] = evaluate_engine(engine, labeled, depth=self.config.depth, name=name, context=context,
+                                                 timeout=self.config.timeout,
+                                                 known_ids=corpus)
         return self._results[key]
 
     @property

@@ -13,6 +13,7 @@ from .evaluation import DEFAULT_DEPTH
 from .engines.hybrid import HybridConfig
 from .gate import MaxDrop, Threshold, parse_max_drops, parse_thresholds
 from .ingest import IngestConfig
+from .store.base import check_identifier
 from .measures import DEFAULT_TABLE_MEASURES, Measure, parse_measures
 
 
@@ -36,6 +37,9 @@ class RetrievalConfig:
     stale: str = "error"  # error | warn
     regenerate: bool = False
     generator_model: str = "openai/gpt-4o-mini"
+    max_doc_mb: float = 10.0
+    timeout: float | None = None  # seconds per engine call
+    schema_prefix: str = "retrieval_eval"
     report_dir: Path | None = None
     save_baseline: Path | None = None
     baseline: Path | None = None
@@ -113,6 +117,17 @@ def addoptions(parser: pytest.Parser) -> None:
                     help="significance level for engine comparisons and noise-aware gates (default 0.05; ini: retrieval_alpha)")
     group.addoption("--retrieval-hybrid", action="append", default=[], metavar="KEY=VALUE",
                     help="hybrid engine setting, e.g. use_vector=false, fusion_top_k=20; repeatable (ini: retrieval_hybrid)")
+    group.addoption("--retrieval-max-doc-mb", type=float, default=None, metavar="MB",
+                    help="refuse corpus documents larger than this (default 10; ini: retrieval_max_doc_mb)")
+    group.addoption("--retrieval-timeout", type=float, default=None, metavar="SECONDS",
+                    help="record an engine call that takes longer as an error (a miss) and go on "
+                         "(default: no limit; ini: retrieval_timeout)")
+    group.addoption("--retrieval-schema", default=None, metavar="NAME",
+                    help="schema name prefix for the dsn and testcontainers stores, a plain identifier "
+                         "(default retrieval_eval; ini: retrieval_schema)")
+    parser.addini("retrieval_max_doc_mb", "largest corpus document, in MB", default="10")
+    parser.addini("retrieval_timeout", "seconds per engine call before it counts as an error", default="")
+    parser.addini("retrieval_schema", "schema name prefix for the dsn store", default="retrieval_eval")
     parser.addini("retrieval_report_dir", "report folder (relative to the ini file)", default="")
     parser.addini("retrieval_baseline", "baseline results file (relative to the ini file)", default="")
     parser.addini("retrieval_max_drops", "baseline drop rules, one per line: [ENGINE:]MEASURE=DELTA", type="linelist", default=[])
@@ -212,6 +227,24 @@ def build(config: pytest.Config) -> RetrievalConfig:
     if max_drops and baseline is None:
         raise pytest.UsageError("--retrieval-max-drop / retrieval_max_drops compare with a baseline: "
                                 "give --retrieval-baseline=PATH (save one with --retrieval-save-baseline=PATH)")
+    def positive(text: str, what: str) -> float:
+        try:
+            value = float(text)
+            if value <= 0:
+                raise ValueError
+        except ValueError:
+            raise pytest.UsageError(f"{what} must be a positive number, got {text!r}") from None
+        return value
+
+    max_doc_mb = positive(_setting(config, opt.retrieval_max_doc_mb, None, "retrieval_max_doc_mb", "10"),
+                          "--retrieval-max-doc-mb / retrieval_max_doc_mb")
+    timeout_text = _setting(config, opt.retrieval_timeout, None, "retrieval_timeout", "")
+    timeout = positive(timeout_text, "--retrieval-timeout / retrieval_timeout") if timeout_text else None
+    schema_prefix = _setting(config, opt.retrieval_schema, None, "retrieval_schema", "retrieval_eval")
+    try:
+        check_identifier(schema_prefix, "--retrieval-schema / retrieval_schema")
+    except RetrievalEvalError as exc:
+        raise pytest.UsageError(str(exc)) from None
     noise_aware = opt.retrieval_noise_aware if opt.retrieval_noise_aware is not None else config.getini("retrieval_noise_aware")
     report = opt.retrieval_report if opt.retrieval_report is not None else config.getini("retrieval_report")
     stale = _setting(config, opt.retrieval_stale, None, "retrieval_stale", "error")
@@ -242,6 +275,9 @@ def build(config: pytest.Config) -> RetrievalConfig:
         max_drops=tuple(max_drops),
         noise_aware=bool(noise_aware),
         alpha=alpha,
+        max_doc_mb=max_doc_mb,
+        timeout=timeout,
+        schema_prefix=schema_prefix,
         generator_model=_setting(config, opt.retrieval_generator_model, "RETRIEVAL_EVAL_GENERATOR_MODEL",
                                  "retrieval_generator_model", "openai/gpt-4o-mini"),
     )

@@ -33,7 +33,7 @@ def check_identifier(name: str, what: str) -> str:
     return name
 
 
-def open_store(backend: str, *, dsn: str | None = None, worker: str = "main") -> Store:
+def open_store(backend: str, *, dsn: str | None = None, worker: str = "main", schema_prefix: str = "retrieval_eval") -> Store:
     """A not-yet-started store of the named backend; ``worker`` keeps xdist workers apart."""
     if backend == "embedded":
         from .embedded import EmbeddedPostgres
@@ -45,9 +45,9 @@ def open_store(backend: str, *, dsn: str | None = None, worker: str = "main") ->
         if not dsn:
             raise RetrievalEvalError("store backend 'dsn' needs a connection string: --retrieval-dsn, the "
                                      "retrieval_dsn ini option or the RETRIEVAL_EVAL_DSN environment variable")
-        return DsnStore(dsn, worker=worker)
+        return DsnStore(dsn, worker=worker, prefix=schema_prefix)
     if backend == "testcontainers":
         from .containers import ContainerStore
 
-        return ContainerStore(worker=worker)
+        return ContainerStore(worker=worker, prefix=schema_prefix)
     raise RetrievalEvalError(f"unknown store backend {backend!r}; choose one of {', '.join(BACKENDS)}")

@@ -31,9 +31,11 @@ def docker_available() -> str | None:
 class ContainerStore:
     backend = "testcontainers"
 
-    def __init__(self, *, worker: str = "main", image: str = IMAGE) -> None:
+    def __init__(self, *, worker: str = "main", image: str = IMAGE, prefix: str = "retrieval_eval") -> None:
+        from .base import check_identifier
+
         self.image = image
-        self.schema = f"retrieval_eval_{worker}_{secrets.token_hex(4)}".lower()
+        self.schema = check_identifier(f"{prefix}_{worker}_{secrets.token_hex(4)}".lower()[:63], "schema")
         self.dsn = ""
         self._container = None
 

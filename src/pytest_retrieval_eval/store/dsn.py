@@ -53,10 +53,11 @@ def _password(dsn: str) -> str | None:
 class DsnStore:
     backend = "dsn"
 
-    def __init__(self, dsn: str, *, worker: str = "main", schema: str | None = None) -> None:
+    def __init__(self, dsn: str, *, worker: str = "main", prefix: str = "retrieval_eval", schema: str | None = None) -> None:
         self.dsn = dsn
         register_secret(_password(dsn))
-        self.schema = check_identifier(schema or f"retrieval_eval_{worker}_{secrets.token_hex(4)}".lower(), "schema")
+        check_identifier(prefix, "schema prefix")
+        self.schema = check_identifier(schema or f"{prefix}_{worker}_{secrets.token_hex(4)}".lower()[:63], "schema")
         self._created = False
 
     def describe(self) -> dict:

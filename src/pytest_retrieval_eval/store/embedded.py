@@ -215,6 +215,19 @@ class EmbeddedPostgres:
         return self.dir / "sock"
 
     def start(self) -> None:
+        """Start, or raise ``RetrievalEvalError`` saying why (a missing, unwritable or full temp
+        dir included), with nothing left behind."""
+        try:
+            self._start()
+        except OSError as exc:
+            self.stop()
+            raise RetrievalEvalError(
+                f"cannot start the embedded PostgreSQL under {self.tmp_root}: {exc.strerror or exc}"
+                f"{' (' + exc.filename + ')' if getattr(exc, 'filename', None) else ''}; set TMPDIR to a "
+                "writable folder with room for about 40 MB"
+            ) from None
+
+    def _start(self) -> None:
         sweep_stale(self.tmp_root)
         user = _server_user()
         if user is not None and not _traversable_by_others(self.tmp_root):
@@ -228,6 +241,12 @@ class EmbeddedPostgres:
         self.dir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=self.tmp_root))
         atexit.register(self.stop)
         try:
+            socket_file = self.socket_dir / f".s.PGSQL.{PORT}"
+            if len(str(socket_file).encode()) > 107:
+                raise RetrievalEvalError(
+                    f"the server's socket path {socket_file} is too long for a unix socket (at most 107 bytes); "
+                    "set TMPDIR to a shorter path"
+                )
             data = self.dir / "data"
             shutil.copytree(template, data, symlinks=True)
             self.socket_dir.mkdir()
