@@ -7,6 +7,14 @@ from .qrels import Qrels
 from .runs import Run
 from .types import Chunk, Doc, LabeledQuery, QueryResult
 
+
+def hybrid_variant(**settings):
+    """A factory for ``registry.register``: the hybrid engine with other settings (see the
+    plugin's ``hybrid_variant``); imported lazily so this package stays light."""
+    from .plugin import hybrid_variant as make
+
+    return make(**settings)
+
 __all__ = [
     "Chunk",
     "Doc",
@@ -17,4 +25,5 @@ __all__ = [
     "RetrievalEvalError",
     "Run",
     "evaluate",
+    "hybrid_variant",
 ]

@@ -84,3 +84,23 @@ class HttpReranker:
         except (KeyError, TypeError, ValueError, IndexError):
             raise RetrievalEvalError(f"{self.url}/rerank answered without a valid 'results' list") from None
         return {"documents": out[:top_k] if top_k else out}
+
+
+@component
+class ChunkLint:
+    """Pass-through after splitting, before embedding: records a ``LintReport`` of the chunks."""
+
+    def __init__(self, dataset: str, embedder: Embedder, near_duplicates: Optional[float] = None) -> None:
+        self.dataset, self.embedder, self.near_duplicates = dataset, embedder, near_duplicates
+        self.report = None
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict:
+        from .lint import lint_chunks
+        from .types import Chunk
+
+        window = self.embedder.token_window()
+        chunks = [Chunk(d.meta.get("doc_id", ""), d.meta.get("chunk_index", 0), d.content or "") for d in documents]
+        self.report = lint_chunks(chunks, dataset=self.dataset, count_tokens=window[0] if window else None,
+                                  window=window[1] if window else None, near_duplicates=self.near_duplicates)
+        return {"documents": documents}

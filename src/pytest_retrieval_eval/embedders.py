@@ -105,6 +105,23 @@ class SentenceTransformersBackend:
         self.loads += 1
         return component
 
+    def token_window(self) -> tuple[Callable[[str], int], int] | None:
+        """(count tokens, tokens the model reads) from a local folder's tokenizer.json and
+        sentence_bert_config.json, without loading the model; None when unknown."""
+        folder = Path(self.model)
+        try:
+            import json
+
+            from tokenizers import Tokenizer
+
+            window = int(json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"])
+            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        except (ImportError, OSError, KeyError, ValueError):
+            return None
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        return (lambda text: len(tokenizer.encode(text).ids)), window
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._component is None:
             self._component = self._load()
@@ -226,6 +243,10 @@ class Embedder:
     @property
     def identity(self) -> str:
         return self.backend.identity
+
+    def token_window(self) -> tuple[Callable[[str], int], int] | None:
+        window = getattr(self.backend, "token_window", None)
+        return window() if callable(window) else None
 
     @property
     def dim(self) -> int:

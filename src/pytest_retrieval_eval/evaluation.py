@@ -10,7 +10,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Container, Mapping
+from typing import Any, Container, Mapping, Sequence
 
 from ._secrets import redact
 from .engines.base import Engine, describe
@@ -123,6 +123,8 @@ class EvaluationResult:
     engine_info: Mapping[str, Any] = field(default_factory=dict)
     depth: int = DEFAULT_DEPTH
     context: Mapping[str, Any] = field(default_factory=dict)
+    #: results of repeated trials after the first (``--retrieval-trials``), same query order
+    trial_results: tuple[tuple[QueryResult, ...], ...] = ()
     _values: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
 
     @property
@@ -140,6 +142,15 @@ class EvaluationResult:
     @property
     def run(self) -> Run:
         return Run.from_ranked({r.query_id: r.doc_ids for r in self.results}, name=self.engine)
+
+    def trial_means(self, measures: Sequence[str]) -> dict[str, list[float]]:
+        """Per measure, the mean of every trial (the first included)."""
+        out: dict[str, list[float]] = {m: [] for m in measures}
+        for results in (self.results, *self.trial_results):
+            run = Run.from_ranked({r.query_id: r.doc_ids for r in results})
+            for m, v in evaluate(self.labeled.qrels, run, list(measures)).items():
+                out[m].append(v)
+        return out
 
     def per_query(self, measure: "str | Measure") -> dict[str, float]:
         name = Measure.parse(measure).name
@@ -219,6 +230,7 @@ class EvaluationResult:
                 "queries": [[q.query_id, q.question, dict(q.relevant)] for q in self.labeled.queries],
             },
             "results": [[r.query_id, list(r.doc_ids), r.error, r.seconds] for r in self.results],
+            "trials": [[[r.query_id, list(r.doc_ids), r.error, r.seconds] for r in t] for t in self.trial_results],
         }
 
     @classmethod
@@ -228,9 +240,12 @@ class EvaluationResult:
             tuple(LabeledQuery(qid, question, relevant) for qid, question, relevant in lab["queries"]),
             name=lab["name"],
         )
-        results = tuple(QueryResult(qid, tuple(ids), error, seconds) for qid, ids, error, seconds in record["results"])
-        return cls(record["engine"], labeled, results, record.get("engine_info", {}), record.get("depth", DEFAULT_DEPTH),
-                   record.get("context", {}))
+        def rebuild(rows):
+            return tuple(QueryResult(qid, tuple(ids), error, seconds) for qid, ids, error, seconds in rows)
+
+        return cls(record["engine"], labeled, rebuild(record["results"]), record.get("engine_info", {}),
+                   record.get("depth", DEFAULT_DEPTH), record.get("context", {}),
+                   tuple(rebuild(t) for t in record.get("trials", [])))
 
     @property
     def key(self) -> tuple[str, str]:

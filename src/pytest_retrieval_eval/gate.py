@@ -17,8 +17,10 @@ _RULE = re.compile(
     r"(?P<op>>=|<=|>|<)\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
 )
 
-#: Quantities a rule may name besides measures: the count of queries whose engine call failed.
+#: Quantities a rule may name besides measures: the count of queries whose engine call failed,
+#: and corpus lint counts (``lint.truncated`` ...), which belong to no engine.
 COUNTS = ("errors",)
+LINT_KINDS = ("empty", "tiny", "truncated", "duplicate", "near_duplicate", "missing_id", "control_chars", "bom")
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,11 @@ class Threshold:
                 "e.g. 'hit@5>=0.8', 'keyword:mrr>=0.5' or 'errors<=0'"
             )
         name = m["measure"].lower()
-        if name not in COUNTS:
+        if name.startswith("lint."):
+            if name[5:] not in LINT_KINDS:
+                raise RetrievalEvalError(f"threshold {text!r}{where}: unknown lint count {name!r}; known: "
+                                         + ", ".join(f"lint.{k}" for k in LINT_KINDS))
+        elif name not in COUNTS:
             try:
                 name = Measure.parse(m["measure"]).name
             except RetrievalEvalError as exc:
@@ -96,6 +102,8 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row]) -> list[Breach]:
     breaches = []
     engines = {r.engine for r in rows}
     for t in thresholds:
+        if t.measure.startswith("lint."):
+            continue  # see check_lint
         if t.engine is not None and t.engine not in engines:
             breaches.append(Breach(t, t.engine, None, f"no evaluation of engine '{t.engine}' was recorded "
                                    f"(evaluated: {', '.join(sorted(engines)) or 'none'})"))
@@ -110,7 +118,21 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row]) -> list[Breach]:
 
 
 def measures_needed(thresholds: Iterable[Threshold]) -> list[str]:
-    return [t.measure for t in thresholds if t.measure not in COUNTS]
+    return [t.measure for t in thresholds if t.measure not in COUNTS and not t.measure.startswith("lint.")]
+
+
+def check_lint(thresholds: Sequence[Threshold], reports: Sequence) -> list[str]:
+    """Lint rules against each ingestion's counts; with no ingestion in the run, a rule is a
+    failure (it was asked for and nothing could be checked)."""
+    failures = []
+    for t in (t for t in thresholds if t.measure.startswith("lint.")):
+        if not reports:
+            failures.append(f"{t} ({t.source}): no ingestion ran, so no chunk was linted")
+        for r in reports:
+            value = r.counts()[t.measure[5:]]
+            if not t.holds(value):
+                failures.append(f"corpus {r.dataset}: {t.measure} = {value}, required {t.op} {t.value:g} (from {t.source})")
+    return failures
 
 
 _DROP = re.compile(r"^\s*(?:(?P<engine>[^\s:=]+)\s*:\s*)?(?P<measure>[A-Za-z_][\w@.]*)\s*=\s*"

@@ -30,6 +30,7 @@ class IngestConfig:
     split_overlap: int = 80
     org_id: str = "eval"
     language: str = "english"
+    near_duplicates: float | None = None  # lint: MinHash similarity threshold, opt-in
 
     def __post_init__(self) -> None:
         if self.split_length < 1 or not 0 <= self.split_overlap < self.split_length:
@@ -52,6 +53,7 @@ class IngestedIndex:
     embedder: Embedder
     seconds: float
     stats: dict = field(default_factory=dict)
+    lint: Any = None  # lint.LintReport of the chunks, taken before embedding
 
     @property
     def filters(self) -> dict:
@@ -66,7 +68,8 @@ class IngestedIndex:
 
 
 def table_name(corpus: Corpus, config: IngestConfig, embedder: Embedder) -> str:
-    key = canonical_json([corpus.fingerprint, dataclasses.asdict(config), embedder.identity])
+    layout = {k: v for k, v in dataclasses.asdict(config).items() if k != "near_duplicates"}  # lint only
+    key = canonical_json([corpus.fingerprint, layout, embedder.identity])
     return check_identifier(f"chunks_{sha256_text(key)[:16]}", "table")
 
 
@@ -138,7 +141,7 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
     from haystack.components.writers import DocumentWriter
     from haystack.document_stores.types import DuplicatePolicy
 
-    from .components import CachedEmbedder
+    from .components import CachedEmbedder, ChunkLint
 
     start = time.perf_counter()
     table = table_name(corpus, config, embedder)
@@ -152,9 +155,12 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
 
     writer_store = document_store(store, table, embedder.dim, config.language, hnsw=False)
     pipeline = _chunking_pipeline(config, corpus.name)
+    lint = ChunkLint(corpus.name, embedder, config.near_duplicates)
+    pipeline.add_component("lint", lint)
     pipeline.add_component("embedder", CachedEmbedder(embedder, embed_progress))
     pipeline.add_component("writer", DocumentWriter(writer_store, policy=DuplicatePolicy.OVERWRITE))
-    pipeline.connect("identity.documents", "embedder.documents")
+    pipeline.connect("identity.documents", "lint.documents")
+    pipeline.connect("lint.documents", "embedder.documents")
     pipeline.connect("embedder.documents", "writer.documents")
 
     sources = _sources(corpus)
@@ -176,6 +182,7 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
         embedder=embedder, seconds=time.perf_counter() - start,
         stats={"documents": len(sources), "chunks": len(chunks), "written": written,
                "embedded": embedder.stats.computed - computed_before, "cached": embedder.stats.cached - cached_before},
+        lint=lint.report,
     )
 
 

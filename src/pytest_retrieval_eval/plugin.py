@@ -60,6 +60,8 @@ def pytest_retrieval_engines(registry, config) -> None:
         registry.unavailable("hybrid", f"needs {', '.join(missing)}: pip install 'pytest-retrieval-eval[hybrid]'")
     else:
         registry.register("hybrid", _hybrid_engine)
+        for name, hybrid, ingest in _session(config).config.variants:
+            registry.register(name, hybrid_variant(hybrid, ingest, name=name))
 
 
 def _importable(module: str) -> bool:
@@ -73,6 +75,26 @@ def _hybrid_engine(request: pytest.FixtureRequest):
     from .engines.hybrid import HybridEngine
 
     return HybridEngine(request.getfixturevalue("ingested_index"), _session(request.config).config.hybrid)
+
+
+def hybrid_variant(hybrid=None, ingest=None, *, name: str = "hybrid", **settings):
+    """A factory for ``registry.register``: the hybrid engine with other settings, e.g.
+    ``hybrid_variant(use_vector=False)`` or ``hybrid_variant(split_length=200)``. Variants whose
+    ingestion settings match share one ingested table."""
+    import dataclasses
+
+    def factory(request: pytest.FixtureRequest):
+        from .engines.hybrid import HybridEngine
+
+        cfg = _session(request.config).config
+        h = hybrid or cfg.hybrid
+        i = ingest or cfg.ingest
+        split = {k: settings[k] for k in ("split_length", "split_overlap") if k in settings}
+        other = {k: v for k, v in settings.items() if k not in split}
+        return HybridEngine(_or_fail(_session(request.config).index_for, request, dataclasses.replace(i, **split)),
+                            dataclasses.replace(h, **other), name=name)
+
+    return factory
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -205,12 +227,9 @@ def retrieval_embedder(retrieval_session: RetrievalSession):
 
 
 @pytest.fixture(scope="session")
-def ingested_index(retrieval_session: RetrievalSession, retrieval_corpus: Corpus, pgvector_store, retrieval_embedder):
+def ingested_index(request: pytest.FixtureRequest, retrieval_session: RetrievalSession):
     """The corpus run through the Haystack ingestion pipeline into ``pgvector_store``."""
-    from .ingest import ingest
-
-    return _or_fail(ingest, retrieval_corpus, pgvector_store, retrieval_embedder, retrieval_session.config.ingest,
-                    retrieval_session.progress)
+    return _or_fail(retrieval_session.index_for, request)
 
 
 @pytest.fixture(scope="session")

@@ -52,6 +52,7 @@ class EngineResults:
     first_relevant_rank: dict[str, int | None]
     per_query: dict[str, dict[str, float]]  # measure -> query id -> value
     multi_judged: bool = False  # several judged documents or grades per query (qrels-style)
+    trials: dict[str, list[float]] = field(default_factory=dict)  # measure -> mean per trial (>= 2 trials)
 
     @property
     def n(self) -> int:
@@ -105,6 +106,7 @@ class EngineResults:
             first_relevant_rank={r.query_id: result.gold_rank(by_id[r.query_id], r) for r in result.results},
             per_query=evaluate(result.labeled.qrels, result.run, list(measures), per_query=True),
             multi_judged=result.labeled.multi_judged,
+            trials=result.trial_means(measures) if result.trial_results else {},
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -114,6 +116,7 @@ class EngineResults:
                         "multi_judged": self.multi_judged},
             "corpus": {"name": self.corpus, "fingerprint": self.corpus_fingerprint},
             "errors": self.errors,
+            "trials": self.trials,
             "summary": {m: {"mean": self.mean(m), "ci95": list(self.ci(m))} for m in sorted(self.per_query)},
             "queries": [
                 {"id": q, "question": text, "first_relevant_rank": self.first_relevant_rank.get(q),
@@ -132,6 +135,7 @@ class EngineResults:
             first_relevant_rank={q["id"]: q["first_relevant_rank"] for q in d["queries"]},
             per_query={m: {q["id"]: q["values"][m] for q in d["queries"]} for m in measures},
             multi_judged=bool(d["labeled"].get("multi_judged")),
+            trials=d.get("trials", {}),
         )
 
 

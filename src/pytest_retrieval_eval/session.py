@@ -25,6 +25,7 @@ from .errors import RetrievalEvalError
 from .evaluation import EvaluationResult, evaluate_engine
 from .gate import measures_needed
 from .labeled import LabeledSet
+from .lint import LintReport
 from .results import METRICS_DEFINITION, RunResults
 from .verdict import Verdict, judge, table_measures
 from .settings import RetrievalConfig
@@ -39,23 +40,28 @@ class Gathered:
     results: list[EvaluationResult]
     missing_workers: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    lint: list[LintReport] = field(default_factory=list)
 
 
-def merge(records: list[tuple[str, list[dict[str, Any]]]]) -> Gathered:
+def merge(records: list[tuple[str, dict[str, Any]]]) -> Gathered:
     """Records from several processes: one evaluation per (engine, labeled set). Two workers that
     both evaluated an engine asked it the same questions; the first (by worker id) is kept, and a
     disagreement between them is noted rather than averaged away."""
     kept: dict[tuple[str, str], EvaluationResult] = {}
+    lint: dict[str, LintReport] = {}
     notes = []
-    for origin, recs in sorted(records, key=lambda r: r[0]):
-        for rec in recs:
+    for origin, shipped in sorted(records, key=lambda r: r[0]):
+        for d in shipped.get("lint", []):
+            report = LintReport.from_dict(d)
+            lint.setdefault(f"{report.dataset}/{report.chunks}/{report.window}/{len(report.findings)}", report)
+        for rec in shipped.get("evaluations", []):
             result = EvaluationResult.from_record(rec)
             other = kept.get(result.key)
             if other is None:
                 kept[result.key] = result
             elif [r.doc_ids for r in other.results] != [r.doc_ids for r in result.results]:
                 notes.append(f"engine '{result.engine}' ranked differently on {origin}; kept the first worker's run")
-    return Gathered(list(kept.values()), notes=notes)
+    return Gathered(list(kept.values()), notes=notes, lint=list(lint.values()))
 
 
 class StaleQuestionsWarning(UserWarning):
@@ -81,10 +87,10 @@ class Standalone:
 
     reports = True
 
-    def ship(self, config, records: list[dict[str, Any]]) -> None:
+    def ship(self, config, records: dict[str, Any]) -> None:
         pass
 
-    def gather(self, records: list[dict[str, Any]]) -> Gathered:
+    def gather(self, records: dict[str, Any]) -> Gathered:
         return merge([("local", records)])
 
 
@@ -93,7 +99,7 @@ class Worker(Standalone):
 
     reports = False
 
-    def ship(self, config, records: list[dict[str, Any]]) -> None:
+    def ship(self, config, records: dict[str, Any]) -> None:
         config.workeroutput[WORKEROUTPUT_KEY] = json.dumps(records)
 
 
@@ -101,7 +107,7 @@ class Controller(Standalone):
     """The xdist controller: gathers every worker's rows; runs no evaluation of its own."""
 
     def __init__(self) -> None:
-        self.shipped: dict[str, list[dict[str, Any]]] = {}
+        self.shipped: dict[str, dict[str, Any]] = {}
         self.missing: dict[str, str] = {}
 
     def node_down(self, node: Any, error: Any) -> None:
@@ -113,7 +119,7 @@ class Controller(Standalone):
             reason = f"crashed: {str(error).strip().splitlines()[-1]}" if error else "sent no retrieval results"
             self.missing[wid] = reason
 
-    def gather(self, records: list[dict[str, Any]]) -> Gathered:
+    def gather(self, records: dict[str, Any]) -> Gathered:
         gathered = merge(list(self.shipped.items()))
         gathered.missing_workers = [f"{wid} ({why})" for wid, why in sorted(self.missing.items())]
         return gathered
@@ -133,6 +139,7 @@ class Outcome:
 
     verdict: Verdict
     gathered: Gathered
+    thresholds: list = field(default_factory=list)
 
     @property
     def notes(self) -> list[str]:
@@ -157,6 +164,7 @@ class RetrievalSession:
         self._registry: EngineRegistry | None = None
         self._engines: dict[str, Engine] = {}
         self._results: dict[tuple[str, str], EvaluationResult] = {}
+        self._indexes: dict[Any, Any] = {}  # IngestConfig -> IngestedIndex
         self.outcome: Outcome | None = None
 
     # --- engines -----------------------------------------------------------------------------
@@ -273,6 +281,18 @@ class RetrievalSession:
         if report.failed:
             raise RetrievalEvalError(f"question generation failed for {len(report.failed)} chunk(s): {report.summary()}")
 
+    def index_for(self, request: Any, config=None):
+        """The corpus ingested with ``config`` (default: the session's), once per session; engine
+        variants with the same ingestion settings share it."""
+        from .ingest import ingest
+
+        config = config or self.config.ingest
+        if config not in self._indexes:
+            self._indexes[config] = ingest(request.getfixturevalue("retrieval_corpus"),
+                                           request.getfixturevalue("pgvector_store"),
+                                           request.getfixturevalue("retrieval_embedder"), config, self.progress)
+        return self._indexes[config]
+
     def engine(self, name: str, request: Any) -> Engine:
         if name not in self._engines:
             self._engines[name] = self.registry.build(name, request)
@@ -284,9 +304,13 @@ class RetrievalSession:
         key = (name or engine.name, labeled.fingerprint)
         if key not in self._results:
             context = {"corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint} if corpus is not None else {}
-            self._results[key] = evaluate_engine(engine, labeled, depth=self.config.depth, name=name, context=context,
-                                                 timeout=self.config.timeout,
-                                                 known_ids=corpus)
+            def once() -> EvaluationResult:
+                return evaluate_engine(engine, labeled, depth=self.config.depth, name=name, context=context,
+                                       timeout=self.config.timeout, known_ids=corpus)
+
+            first = once()
+            first.trial_results = tuple(once().results for _ in range(self.config.trials - 1))
+            self._results[key] = first
         return self._results[key]
 
     @property
@@ -296,7 +320,8 @@ class RetrievalSession:
     # --- end of run --------------------------------------------------------------------------
     def finish(self) -> Outcome | None:
         """Ship or gather; in the reporting process, score every evaluation, judge, write reports."""
-        records = [r.to_record() for r in self._results.values()]
+        records = {"evaluations": [r.to_record() for r in self._results.values()],
+                   "lint": [i.lint.to_dict() for i in self._indexes.values() if i.lint is not None]}
         self.role.ship(self.pytest_config, records)
         if not self.role.reports:
             return None
@@ -314,8 +339,8 @@ class RetrievalSession:
                 failures.append(f"baseline unusable: {exc}")
         verdict = judge(run, measures=table_measures(run, cfg.table_measures), thresholds=cfg.thresholds,
                         max_drops=cfg.max_drops, baseline=baseline, force=cfg.baseline_force,
-                        noise_aware=cfg.noise_aware, alpha=cfg.alpha, other_failures=failures)
-        self.outcome = Outcome(verdict, gathered)
+                        noise_aware=cfg.noise_aware, alpha=cfg.alpha, other_failures=failures, lint=gathered.lint)
+        self.outcome = Outcome(verdict, gathered, list(cfg.thresholds))
         if run.evaluations:
             self._write_outputs(verdict, gathered.results, baseline)
         return self.outcome

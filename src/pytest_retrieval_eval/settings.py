@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,8 @@ class RetrievalConfig:
     regenerate: bool = False
     generator_model: str = "openai/gpt-4o-mini"
     max_doc_mb: float = 10.0
+    trials: int = 1
+    variants: tuple = ()  # (name, HybridConfig, IngestConfig)
     timeout: float | None = None  # seconds per engine call
     schema_prefix: str = "retrieval_eval"
     report_dir: Path | None = None
@@ -125,6 +128,18 @@ def addoptions(parser: pytest.Parser) -> None:
     group.addoption("--retrieval-schema", default=None, metavar="NAME",
                     help="schema name prefix for the dsn and testcontainers stores, a plain identifier "
                          "(default retrieval_eval; ini: retrieval_schema)")
+    group.addoption("--retrieval-trials", type=int, default=None, metavar="N",
+                    help="evaluate each engine N times: spread across trials and pass@k / pass^k of each "
+                         "threshold (ini: retrieval_trials)")
+    group.addoption("--retrieval-variant", action="append", default=[], metavar="'NAME: KEY=VALUE ...'",
+                    help="a hybrid engine variant as its own engine, e.g. 'hybrid-kw: use_vector=false' or "
+                         "'hybrid-200: split_length=200 split_overlap=40'; repeatable (ini: retrieval_variants)")
+    group.addoption("--retrieval-near-duplicates", type=float, default=None, metavar="J",
+                    help="lint: flag chunks whose estimated Jaccard similarity is at least J (MinHash; off by "
+                         "default; ini: retrieval_near_duplicates)")
+    parser.addini("retrieval_trials", "evaluations per engine", default="1")
+    parser.addini("retrieval_variants", "hybrid engine variants, one per line: NAME: KEY=VALUE ...", type="linelist", default=[])
+    parser.addini("retrieval_near_duplicates", "lint: near-duplicate similarity threshold", default="")
     parser.addini("retrieval_max_doc_mb", "largest corpus document, in MB", default="10")
     parser.addini("retrieval_timeout", "seconds per engine call before it counts as an error", default="")
     parser.addini("retrieval_schema", "schema name prefix for the dsn store", default="retrieval_eval")
@@ -236,6 +251,18 @@ def build(config: pytest.Config) -> RetrievalConfig:
             raise pytest.UsageError(f"{what} must be a positive number, got {text!r}") from None
         return value
 
+    trials = _int(_setting(config, opt.retrieval_trials, None, "retrieval_trials", "1"), "--retrieval-trials / retrieval_trials", 1)
+    near_text = _setting(config, opt.retrieval_near_duplicates, None, "retrieval_near_duplicates", "")
+    near = positive(near_text, "--retrieval-near-duplicates / retrieval_near_duplicates") if near_text else None
+    if near is not None and near > 1:
+        raise pytest.UsageError(f"--retrieval-near-duplicates must be a similarity in (0, 1], got {near_text!r}")
+    if near is not None:
+        ingest = dataclasses.replace(ingest, near_duplicates=near)
+    try:
+        variants = tuple(parse_variant(v, hybrid, ingest) for v in [*config.getini("retrieval_variants"), *opt.retrieval_variant]
+                         if v.strip() and not v.strip().startswith("#"))
+    except RetrievalEvalError as exc:
+        raise pytest.UsageError(str(exc)) from None
     max_doc_mb = positive(_setting(config, opt.retrieval_max_doc_mb, None, "retrieval_max_doc_mb", "10"),
                           "--retrieval-max-doc-mb / retrieval_max_doc_mb")
     timeout_text = _setting(config, opt.retrieval_timeout, None, "retrieval_timeout", "")
@@ -276,6 +303,8 @@ def build(config: pytest.Config) -> RetrievalConfig:
         noise_aware=bool(noise_aware),
         alpha=alpha,
         max_doc_mb=max_doc_mb,
+        trials=trials,
+        variants=variants,
         timeout=timeout,
         schema_prefix=schema_prefix,
         generator_model=_setting(config, opt.retrieval_generator_model, "RETRIEVAL_EVAL_GENERATOR_MODEL",
@@ -283,10 +312,25 @@ def build(config: pytest.Config) -> RetrievalConfig:
     )
 
 
+def parse_variant(text: str, hybrid: HybridConfig, ingest: IngestConfig) -> tuple[str, HybridConfig, IngestConfig]:
+    """``NAME: KEY=VALUE ...``: the session's hybrid and ingestion settings with some changed."""
+    name, sep, rest = text.partition(":")
+    name = name.strip()
+    if not sep or not name or any(c.isspace() for c in name):
+        raise RetrievalEvalError(f"engine variant {text!r} not understood; expected 'NAME: KEY=VALUE ...'")
+    items = rest.split()
+    split_keys = {"split_length", "split_overlap"}
+    ingest_items = {k: v for k, _, v in (i.partition("=") for i in items) if k in split_keys}
+    try:
+        ingest_variant = dataclasses.replace(ingest, **{k: int(v) for k, v in ingest_items.items()})
+    except ValueError:
+        raise RetrievalEvalError(f"engine variant {name}: split settings must be whole numbers") from None
+    hybrid_items = [i for i in items if i.partition("=")[0] not in split_keys]
+    return name, hybrid_config(hybrid_items, **dataclasses.asdict(hybrid)), ingest_variant
+
+
 def hybrid_config(items, **defaults) -> HybridConfig:
     """``KEY=VALUE`` overrides of the hybrid engine's settings (later items win)."""
-    import dataclasses
-
     fields = {f.name: f for f in dataclasses.fields(HybridConfig)}
     values = dict(defaults)
     for item in items:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .baseline import BaselineComparison, compare
-from .gate import Breach, MaxDrop, Row, Threshold, check, check_drops, measures_needed
+from .gate import Breach, MaxDrop, Row, Threshold, check, check_drops, check_lint, measures_needed
 from .measures import DEFAULT_TABLE_MEASURES, Measure
 from .results import Comparison, RunResults
 
@@ -32,6 +32,8 @@ class Verdict:
     baseline: BaselineComparison | None = None
     drop_failures: list[str] = field(default_factory=list)
     other_failures: list[str] = field(default_factory=list)  # lost xdist workers
+    lint: list = field(default_factory=list)  # lint.LintReport per ingestion
+    lint_failures: list[str] = field(default_factory=list)
 
     @property
     def failures(self) -> list[str]:
@@ -41,7 +43,7 @@ class Verdict:
         if self.baseline is not None:
             out += [f"baseline refused: {r}; re-save the baseline, or compare anyway with --retrieval-baseline-force"
                     for r in self.baseline.refusals]
-        return out + self.drop_failures
+        return out + self.drop_failures + self.lint_failures
 
     @property
     def failed(self) -> bool:
@@ -50,11 +52,13 @@ class Verdict:
 
 def judge(run: RunResults, *, measures: Sequence[str], thresholds: Sequence[Threshold] = (),
           max_drops: Sequence[MaxDrop] = (), baseline: RunResults | None = None, force: bool = False,
-          noise_aware: bool = False, alpha: float = 0.05, other_failures: Sequence[str] = ()) -> Verdict:
+          noise_aware: bool = False, alpha: float = 0.05, other_failures: Sequence[str] = (),
+          lint: Sequence = ()) -> Verdict:
     needed = list(dict.fromkeys([*measures, *measures_needed(thresholds)]))
     rows = run.rows(needed)
     verdict = Verdict(run, list(measures), rows, run.comparisons(measures), alpha,
-                      breaches=check(thresholds, rows) if rows else [], other_failures=list(other_failures))
+                      breaches=check(thresholds, rows) if rows else [], other_failures=list(other_failures),
+                      lint=list(lint), lint_failures=check_lint(thresholds, lint))
     if baseline is not None:
         compared = list(dict.fromkeys([*measures, *(d.measure for d in max_drops)]))
         verdict.baseline = compare(run, baseline, compared, force=force)

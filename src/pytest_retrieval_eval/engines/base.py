@@ -65,6 +65,12 @@ class EngineRegistry:
                 f"unknown engine '{name}'; registered engines: {', '.join(self._factories) or 'none'}"
             ) from None
         engine = factory(request)
+        if isinstance(engine, Engine) and engine.name != name:
+            try:
+                engine.name = name  # the registered name is the engine's identity in tables and ids
+            except AttributeError:
+                raise RetrievalEvalError(f"engine '{name}': its factory returned an engine named "
+                                         f"'{engine.name}' whose name cannot be set") from None
         if not isinstance(engine, Engine):
             raise RetrievalEvalError(
                 f"engine '{name}': factory returned {type(engine).__name__}, which has no "

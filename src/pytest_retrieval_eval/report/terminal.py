@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, Mapping
 
 from . import table
@@ -23,6 +24,11 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
             tr.write_line("no retrieval evaluations were recorded in this run")
         for name, why in unavailable.items():
             tr.write_line(f"engine {name} not available: {why}", yellow=True)
+    if report:
+        for line in trial_lines(verdict, thresholds_of(outcome)):
+            tr.write_line(line)
+        for line in lint_lines(verdict, limit=3 if verbosity >= 0 else 0):
+            tr.write_line(line)
     if verdict.baseline is not None:
         for line in baseline_lines(verdict):
             tr.write_line(line)
@@ -44,3 +50,61 @@ def baseline_lines(verdict: Any) -> list[str]:
     lines += [f"  {d.describe()}" for d in moved] or ["  no measure moved"]
     lines += [f"  note: {n}" for n in comparison.notes]
     return lines
+
+
+def lint_lines(verdict: Any, *, limit: int = 3) -> list[str]:
+    """Per ingestion: the counts, then the first findings of each kind."""
+    lines = []
+    for report in verdict.lint:
+        lines.append(report.summary())
+        shown: dict[str, int] = {}
+        for f in report.findings:
+            shown[f.kind] = shown.get(f.kind, 0) + 1
+            if shown[f.kind] <= limit:
+                lines.append(f"  {f}")
+        lines += [f"  ... and {n - limit} more {kind}" for kind, n in shown.items() if n > limit]
+    return lines
+
+
+def thresholds_of(outcome: Any) -> list:
+    return list(getattr(outcome, "thresholds", []) or [])
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimate, from n trials with c passes, that at least one of k trials passes."""
+    from math import comb
+
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimate, from n trials with c passes, that all of k trials pass."""
+    from math import comb
+
+    return comb(c, k) / comb(n, k)
+
+
+def trial_lines(verdict: Any, thresholds: list) -> list[str]:
+    """With repeated trials: each measure's spread, and pass@k / pass^k of each threshold."""
+    lines = []
+    for e in verdict.run.evaluations:
+        if not e.trials:
+            continue
+        n = len(next(iter(e.trials.values())))
+        spread = ", ".join(f"{m} {min(v):.3f}-{max(v):.3f} (sd {_sd(v):.3f})" for m, v in e.trials.items()
+                           if m in verdict.measures)
+        lines += textwrap.wrap(f"{e.engine}: {n} trials: {spread}", width=80, subsequent_indent="    ")
+        for t in thresholds:
+            if t.engine not in (None, e.engine) or t.measure not in e.trials:
+                continue
+            c = sum(1 for v in e.trials[t.measure] if t.holds(v))
+            at = ", ".join(f"pass@{k} {pass_at_k(n, c, k):.2f}" for k in range(1, n + 1))
+            hat = ", ".join(f"pass^{k} {pass_hat_k(n, c, k):.2f}" for k in range(1, n + 1))
+            lines += textwrap.wrap(f"{t}: passed {c}/{n} trials; {at}; {hat}", width=80,
+                                   initial_indent="  ", subsequent_indent="    ")
+    return lines
+
+
+def _sd(values: list[float]) -> float:
+    mean = sum(values) / len(values)
+    return (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
