@@ -359,6 +359,15 @@ class RetrievalSession:
                       "engines": {f"{r.engine} on {r.labeled.name}": {
                           "queries": r.n, "seconds": round(sum(q.seconds for q in r.results), 6)} for r in evaluations}}
             write_report(cfg.report_dir, verdict, evaluations, metadata=metadata, timing=timing, baseline=baseline)
+        if cfg.html is not None:
+            from .report.html import render
+
+            try:
+                corpus = self.load_corpus()  # for snippets of the retrieved documents
+            except RetrievalEvalError:
+                corpus = None
+            write_text_atomic(cfg.html, render(verdict, evaluations, corpus=corpus, baseline=baseline,
+                                               subtitle=", ".join(f"{k}: {v}" for k, v in metadata.items())))
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
             with open(summary, "a", encoding="utf-8") as fh:

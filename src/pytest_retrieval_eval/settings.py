@@ -44,6 +44,7 @@ class RetrievalConfig:
     timeout: float | None = None  # seconds per engine call
     schema_prefix: str = "retrieval_eval"
     report_dir: Path | None = None
+    html: Path | None = None
     save_baseline: Path | None = None
     baseline: Path | None = None
     baseline_force: bool = False
@@ -104,6 +105,9 @@ def addoptions(parser: pytest.Parser) -> None:
     group.addoption("--retrieval-report-dir", default=None, metavar="DIR",
                     help="write results.md, results.json, per_query.jsonl, TREC runs and a Hit@k plot to DIR "
                          "(ini: retrieval_report_dir)")
+    group.addoption("--retrieval-html", default=None, metavar="PATH",
+                    help="write a self-contained drill-down page: every query, what came back, where the gold "
+                         "was (ini: retrieval_html)")
     group.addoption("--retrieval-save-baseline", default=None, metavar="PATH",
                     help="save this run's results (results.json format) as a baseline")
     group.addoption("--retrieval-baseline", default=None, metavar="PATH",
@@ -144,6 +148,7 @@ def addoptions(parser: pytest.Parser) -> None:
     parser.addini("retrieval_timeout", "seconds per engine call before it counts as an error", default="")
     parser.addini("retrieval_schema", "schema name prefix for the dsn store", default="retrieval_eval")
     parser.addini("retrieval_report_dir", "report folder (relative to the ini file)", default="")
+    parser.addini("retrieval_html", "drill-down page path (relative to the ini file)", default="")
     parser.addini("retrieval_baseline", "baseline results file (relative to the ini file)", default="")
     parser.addini("retrieval_max_drops", "baseline drop rules, one per line: [ENGINE:]MEASURE=DELTA", type="linelist", default=[])
     parser.addini("retrieval_noise_aware", "fail max-drop rules only on significant drops", type="bool", default=False)
@@ -296,6 +301,7 @@ def build(config: pytest.Config) -> RetrievalConfig:
         stale=stale,
         regenerate=bool(opt.retrieval_regenerate),
         report_dir=_path(config, opt.retrieval_report_dir, "retrieval_report_dir"),
+        html=_path(config, opt.retrieval_html, "retrieval_html"),
         save_baseline=Path(opt.retrieval_save_baseline).resolve() if opt.retrieval_save_baseline else None,
         baseline=baseline,
         baseline_force=bool(opt.retrieval_baseline_force),

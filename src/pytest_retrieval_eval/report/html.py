@@ -1,0 +1,89 @@
+"""The drill-down page (``--retrieval-html PATH``): one self-contained HTML file, no network
+needed to open it, rendered with Jinja2 with autoescaping on, so questions, document text and
+ids are shown as text and can never inject markup or script."""
+
+from __future__ import annotations
+
+import importlib.resources
+import math
+from typing import Any, Mapping, Sequence
+
+from . import plot, table
+from .terminal import baseline_lines
+
+MISS_AT = 10
+SNIPPET = 140
+
+
+def _snippet(corpus: Any, doc_id: str) -> str:
+    doc = corpus.get(doc_id) if corpus is not None else None
+    if doc is None:
+        return ""
+    text = " ".join((doc.title + ". " + doc.content).split()) if doc.title else " ".join(doc.content.split())
+    return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
+
+
+def _movement(rank: int | None, before: int | None) -> str | None:
+    hit, was = rank is not None and rank <= MISS_AT, before is not None and before <= MISS_AT
+    if hit and not was:
+        return "new hit"
+    if was and not hit:
+        return "new miss"
+    if hit and was and rank != before:
+        return "up" if rank < before else "down"
+    return None
+
+
+def render(verdict: Any, evaluations: Sequence[Any], *, corpus: Any = None, baseline: Any = None,
+           subtitle: str = "") -> str:
+    from jinja2 import Environment
+
+    names, beaten = table.letters(verdict), table.wins(verdict)
+    summary = []
+    for e in verdict.run.evaluations:
+        row = next(r for r in verdict.rows if (r.engine, r.labeled) == e.key)
+        cells = []
+        for m in verdict.measures:
+            lo, hi = e.ci(m)
+            cells.append({"value": table.fmt(row.values[m]), "wins": table._sup(beaten.get((e.key, m), "")),
+                          "ci": "" if math.isnan(lo) else f"[{lo:.3f}, {hi:.3f}]"})
+        summary.append({"engine": e.engine, "letter": table._sup(names.get(e.key, "")), "labeled": e.labeled,
+                        "cells": cells, "n": row.n, "errored": row.errors})
+
+    engines, by_query = [], {}
+    for r in sorted(evaluations, key=lambda r: (r.engine, r.labeled.name)):
+        base = baseline.get(r.engine, r.labeled.name) if baseline is not None else None
+        by_id = r.labeled.by_id()
+        rows = []
+        for res in r.results:
+            q = by_id[res.query_id]
+            rank = r.gold_rank(q, res)
+            before = base.first_relevant_rank.get(q.query_id) if base is not None and q.query_id in base.queries else None
+            moved = _movement(rank, before) if base is not None and q.query_id in base.queries else None
+            ranked = [{"doc": d, "gold": q.relevant.get(d, 0) >= 1, "snippet": _snippet(corpus, d) if i < 3 else ""}
+                      for i, d in enumerate(res.doc_ids[:MISS_AT])]
+            row = {"id": q.query_id, "question": q.question, "gold": sorted(q.relevant.items(), key=lambda kv: -kv[1]),
+                   "ranked": ranked, "rank": rank, "error": res.error, "miss": rank is None or rank > MISS_AT,
+                   "moved": moved, "base_rank": before,
+                   "search": " ".join([q.question, q.query_id, *q.relevant, *res.doc_ids[:MISS_AT]]).lower()}
+            rows.append(row)
+            by_query.setdefault((r.labeled.name, q.query_id), {"id": q.query_id, "question": q.question, "cells": [],
+                                                               "search": row["search"], "miss": False, "error": False,
+                                                               "moved": False})["cells"].append(row)
+        engines.append({"name": r.engine, "labeled": r.labeled.name, "info": sorted(r.engine_info.items()),
+                        "rows": rows, "misses": sum(x["miss"] for x in rows), "errors": sum(bool(x["error"]) for x in rows)})
+    several = len({e.labeled for e in verdict.run.evaluations}) > 1
+    curves = {(f"{e.engine} ({e.labeled})" if several else e.engine): e.hit_curve() for e in verdict.run.evaluations}
+    base_curves = None
+    if baseline is not None:
+        base_curves = {(f"{e.engine} ({e.labeled})" if several else e.engine): e.hit_curve() for e in baseline.evaluations}
+    template = importlib.resources.files(__package__).joinpath("page.html.j2").read_text(encoding="utf-8")
+    env = Environment(autoescape=True, keep_trailing_newline=True)
+    return env.from_string(template).render(
+        subtitle=subtitle, measures=verdict.measures, summary=summary, legend=" ".join(table.legend(verdict, markdown=True)),
+        miss_at=MISS_AT, svg=plot.hit_curve_svg(curves, base_curves), engines=engines,
+        compare=[q for q in by_query.values() if len(q["cells"]) == len(engines)] if len(engines) > 1 else [],
+        lint=[{"summary": l.summary(), "findings": [str(f) for f in l.findings]} for l in verdict.lint],
+        baseline_lines=baseline_lines(verdict)[1:] if verdict.baseline is not None else [],
+        failures=verdict.failures, has_baseline=baseline is not None,
+    )

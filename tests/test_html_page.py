@@ -1,0 +1,130 @@
+"""The drill-down page in a real browser: Debian's Chromium, headless, through Playwright (no
+browser download). Skips with the reason where Chromium or Playwright is missing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import write_docs
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
+if CHROMIUM is None:
+    pytest.skip("no Chromium: apt-get install chromium (.ci/run does)", allow_module_level=True)
+
+ATTACK = 'What about <script>window.pwned = 1; alert("pwned")</script> tags?'
+
+
+@pytest.fixture
+def page_file(pytester, tmp_path):
+    corpus = write_docs(tmp_path / "corpus", [
+        {"doc_id": "markup", "title": "Markup <b>in</b> titles", "content": "Body with <img src=x onerror=alert(2)> inside."},
+        {"doc_id": "plain", "title": "Plain document", "content": "Nothing special about tags here."},
+        {"doc_id": "other", "title": "Something else", "content": "Unrelated words about bicycles."},
+    ])
+    queries = [
+        {"id": "q-attack", "question": ATTACK, "relevant": {"markup": 1}},
+        {"id": "q-plain", "question": "plain document please", "relevant": {"plain": 1}},
+        {"id": "q-miss", "question": "bicycles and unrelated words", "relevant": {"other": 1}},
+        {"id": "q-boom", "question": "this one breaks the flaky engine", "relevant": {"plain": 1}},
+    ]
+    (tmp_path / "q.json").write_text(json.dumps({"format": "pytest-retrieval-eval/questions", "version": 1, "queries": queries}))
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {corpus}\nretrieval_questions = {tmp_path / 'q.json'}\n")
+    pytester.makeconftest(
+        """
+        import os
+
+        class Flaky:
+            name = "flaky"
+            def retrieve(self, query, k):
+                if "breaks" in query:
+                    raise RuntimeError("engine <b>exploded</b>")
+                return ["markup", "plain"] if os.environ.get("SWAP") else ["plain", "markup"]
+
+        def pytest_retrieval_engines(registry, config):
+            registry.register("flaky", lambda request: Flaky())
+        """
+    )
+    pytester.makepyfile("def test_x(retrieval_results):\n    pass\n")
+    out = tmp_path / "out"
+    engines = ["--retrieval-engine", "keyword", "--retrieval-engine", "flaky"]
+    assert pytester.runpytest(*engines, f"--retrieval-save-baseline={tmp_path / 'base.json'}").ret == 0
+    os.environ["SWAP"] = "1"  # the flaky engine now ranks differently: rows move against the baseline
+    try:
+        result = pytester.runpytest(*engines, f"--retrieval-html={tmp_path / 'page.html'}", f"--retrieval-report-dir={out}",
+                                    f"--retrieval-baseline={tmp_path / 'base.json'}")
+    finally:
+        del os.environ["SWAP"]
+    assert result.ret == 0, result.stdout.str()
+    return tmp_path / "page.html", json.loads((out / "results.json").read_text())
+
+
+def misses(results: dict, engine: str) -> int:
+    e = next(e for e in results["evaluations"] if e["engine"] == engine)
+    return sum(1 for q in e["queries"] if q["values"]["hit@10"] == 0)
+
+
+def errors(results: dict, engine: str) -> int:
+    return len(next(e for e in results["evaluations"] if e["engine"] == engine)["errors"])
+
+
+def test_the_page_in_chromium(page_file, tmp_path):
+    path, results = page_file
+    requests, dialogs = [], []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        context = browser.new_context(viewport={"width": 1200, "height": 900}, offline=True)
+        context.on("request", lambda r: requests.append(r.url))
+        page = context.new_page()
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(path.as_uri())
+        # self-contained: the file itself is the only thing the page asked for, offline
+        assert requests == [path.as_uri()]
+        # data is text, never markup or script
+        assert dialogs == [] and page.evaluate("window.pwned") is None
+        assert page.locator("script").count() == 1  # the page's own, nothing injected
+        assert page.get_by_text(ATTACK, exact=True).count() >= 2  # in each engine's list
+        assert page.locator("section[data-engine=flaky] .err").first.inner_text() == "error: RuntimeError: engine <b>exploded</b>"
+        # every engine's per-query list is there
+        for engine in ("keyword", "flaky"):
+            assert page.locator(f"section[data-engine={engine}] tr.q").count() == 4
+        # filters: the visible rows are exactly the misses, then the errors, of results.json
+        page.click("text=misses only")
+        for engine in ("keyword", "flaky"):
+            assert page.locator(f"section[data-engine={engine}] tr.q:visible").count() == misses(results, engine) > 0
+        page.click("text=errors only")
+        assert page.locator("section[data-engine=flaky] tr.q:visible").count() == errors(results, "flaky") == 1
+        assert page.locator("section[data-engine=keyword] tr.q:visible").count() == errors(results, "keyword") == 0
+        page.click("text=moved against the baseline")
+        moved = page.locator("section[data-engine=flaky] tr.q:visible")
+        assert moved.count() == 2  # q-attack up (2 -> 1), q-plain down (1 -> 2)
+        assert sorted(moved.locator(".tag").all_inner_texts()) == ["down (was 1)", "up (was 2)"]
+        assert page.locator("section[data-engine=keyword] tr.q:visible").count() == 0
+        page.click("text=all")
+        page.fill("#search", "q-plain")
+        assert page.locator("section.engine tr.q:visible").count() == 2
+        page.fill("#search", "")
+        # side by side: two engine columns at a time
+        assert page.locator("#compare th.col:visible").count() == 2
+        shot = tmp_path / "page.png"
+        page.screenshot(path=str(shot), full_page=False)
+        assert shot.stat().st_size > 10_000
+        if os.environ.get("RETRIEVAL_SCREENSHOT"):  # refresh the README's picture
+            shutil.copy(shot, os.environ["RETRIEVAL_SCREENSHOT"])
+        browser.close()
+
+
+def test_the_page_is_self_contained_and_escaped_as_text(page_file):
+    path, _ = page_file
+    html = path.read_text()
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in html
+    assert "<script>window.pwned" not in html
+    assert "&lt;script&gt;window.pwned = 1; alert(&#34;pwned&#34;)&lt;/script&gt;" in html
