@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -66,19 +65,8 @@ def test_two_servers_at_once_are_isolated(server):
         other.stop()
 
 
-@pytest.fixture
-def open_tmp():
-    """A temp root the unprivileged server user can traverse (pytest's tmp_path is 0700)."""
-    import shutil
-
-    path = Path(tempfile.mkdtemp(prefix="retrieval-test-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def test_stale_dirs_of_dead_sessions_are_swept(open_tmp):
-    tmp_path = open_tmp
+def test_stale_dirs_of_dead_sessions_are_swept(sandbox_tmp):
+    tmp_path = sandbox_tmp  # the server user can traverse it (pytest's tmp_path is 0700)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     stale = tmp_path / f"{PREFIX}{dead.pid}-abc"

@@ -59,9 +59,9 @@ def pytest_retrieval_engines(registry, config) -> None:
     if missing:
         registry.unavailable("hybrid", f"needs {', '.join(missing)}: pip install 'pytest-retrieval-eval[hybrid]'")
     else:
-        registry.register("hybrid", _hybrid_engine)
+        registry.register("hybrid", hybrid_variant())
         for name, hybrid, ingest in _session(config).config.variants:
-            registry.register(name, hybrid_variant(hybrid, ingest, name=name))
+            registry.register(name, hybrid_variant(hybrid, ingest))
 
 
 def _importable(module: str) -> bool:
@@ -71,16 +71,10 @@ def _importable(module: str) -> bool:
         return False
 
 
-def _hybrid_engine(request: pytest.FixtureRequest):
-    from .engines.hybrid import HybridEngine
-
-    return HybridEngine(request.getfixturevalue("ingested_index"), _session(request.config).config.hybrid)
-
-
-def hybrid_variant(hybrid=None, ingest=None, *, name: str = "hybrid", **settings):
-    """A factory for ``registry.register``: the hybrid engine with other settings, e.g.
-    ``hybrid_variant(use_vector=False)`` or ``hybrid_variant(split_length=200)``. Variants whose
-    ingestion settings match share one ingested table."""
+def hybrid_variant(hybrid=None, ingest=None, **settings):
+    """A factory for ``registry.register``: the hybrid engine with the session's settings, or
+    others, e.g. ``hybrid_variant(use_vector=False)`` or ``hybrid_variant(split_length=200)``.
+    Variants whose ingestion settings match share one ingested table."""
     import dataclasses
 
     def factory(request: pytest.FixtureRequest):
@@ -92,7 +86,7 @@ def hybrid_variant(hybrid=None, ingest=None, *, name: str = "hybrid", **settings
         split = {k: settings[k] for k in ("split_length", "split_overlap") if k in settings}
         other = {k: v for k, v in settings.items() if k not in split}
         return HybridEngine(_or_fail(_session(request.config).index_for, request, dataclasses.replace(i, **split)),
-                            dataclasses.replace(h, **other), name=name)
+                            dataclasses.replace(h, **other))
 
     return factory
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.resources
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from . import plot, table
 from .terminal import baseline_lines
