@@ -1,1 +1,1 @@
-"""Renderings of a session's results: the terminal table (more formats come with reports)."""
+"""Renderings of a session's results: terminal, Markdown and files, the Hit@k plot, the HTML page."""

@@ -94,6 +94,8 @@ def trial_lines(verdict: Any, thresholds: list) -> list[str]:
         spread = ", ".join(f"{m} {min(v):.3f}-{max(v):.3f} (sd {_sd(v):.3f})" for m, v in e.trials.items()
                            if m in verdict.measures)
         lines += textwrap.wrap(f"{e.engine}: {n} trials: {spread}", width=80, subsequent_indent="    ")
+        if not thresholds:
+            lines.append("  (pass@k / pass^k need a rule: --retrieval-threshold [ENGINE:]MEASURE>=VALUE)")
         for t in thresholds:
             if t.engine not in (None, e.engine) or t.measure not in e.trials:
                 continue
