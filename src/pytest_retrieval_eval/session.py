@@ -53,7 +53,7 @@ def merge(records: list[tuple[str, dict[str, Any]]]) -> Gathered:
     for origin, shipped in sorted(records, key=lambda r: r[0]):
         for d in shipped.get("lint", []):
             report = LintReport.from_dict(d)
-            lint.setdefault(f"{report.dataset}/{report.chunks}/{report.window}/{len(report.findings)}", report)
+            lint.setdefault(json.dumps(d, sort_keys=True), report)  # the same ingestion on two workers
         for rec in shipped.get("evaluations", []):
             result = EvaluationResult.from_record(rec)
             other = kept.get(result.key)
