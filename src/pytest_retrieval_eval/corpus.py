@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Protocol
 
@@ -57,8 +58,9 @@ class Corpus:
     def doc_ids(self) -> tuple[str, ...]:
         return tuple(d.doc_id for d in self.docs)
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
+        """Computed once (the corpus is frozen): staleness, table names and reports all ask."""
         return sha256_text(canonical_json(sorted((d.doc_id, d.fingerprint) for d in self.docs)))
 
 

@@ -126,6 +126,7 @@ class EvaluationResult:
     #: results of repeated trials after the first (``--retrieval-trials``), same query order
     trial_results: tuple[tuple[QueryResult, ...], ...] = ()
     _values: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
+    _run: Run | None = field(default=None, repr=False, compare=False)
 
     @property
     def n(self) -> int:
@@ -141,7 +142,9 @@ class EvaluationResult:
 
     @property
     def run(self) -> Run:
-        return Run.from_ranked({r.query_id: r.doc_ids for r in self.results}, name=self.engine)
+        if self._run is None:  # results are set once; per-measure scoring asks many times
+            self._run = Run.from_ranked({r.query_id: r.doc_ids for r in self.results}, name=self.engine)
+        return self._run
 
     def trial_means(self, measures: Sequence[str]) -> dict[str, list[float]]:
         """Per measure, the mean of every trial (the first included)."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -56,24 +57,29 @@ class LabeledSet:
     def __iter__(self) -> Iterator[LabeledQuery]:
         return iter(self.queries)
 
-    @property
+    @cached_property
     def multi_judged(self) -> bool:
         """Judged like a qrels file (several documents or grades per query), not one gold each:
         then nDCG@10 is the measure people compare, and the report adds it."""
         return any(len(q.relevant) != 1 or set(q.relevant.values()) != {1} for q in self.queries)
 
-    @property
+    @cached_property
     def qrels(self) -> Qrels:
         return Qrels.from_dict({q.query_id: dict(q.relevant) for q in self.queries})
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
-        """sha256 over ids, questions and judgements: what the scores depend on."""
+        """sha256 over ids, questions and judgements: what the scores depend on (computed once:
+        the set is frozen)."""
         return sha256_text(
             canonical_json([[q.query_id, q.question, dict(q.relevant)] for q in self.queries])
         )
 
     def by_id(self) -> dict[str, LabeledQuery]:
+        return dict(self._by_id)
+
+    @cached_property
+    def _by_id(self) -> dict[str, LabeledQuery]:
         return {q.query_id: q for q in self.queries}
 
 

@@ -165,6 +165,7 @@ class RetrievalSession:
         self._engines: dict[str, Engine] = {}
         self._results: dict[tuple[str, str], EvaluationResult] = {}
         self._indexes: dict[Any, Any] = {}  # IngestConfig -> IngestedIndex
+        self._corpus = None
         self.outcome: Outcome | None = None
 
     # --- engines -----------------------------------------------------------------------------
@@ -230,11 +231,14 @@ class RetrievalSession:
 
     # --- data ----------------------------------------------------------------------------------
     def load_corpus(self):
+        """The configured corpus, read once per process (fixtures and the HTML page share it)."""
         from .corpus import open_corpus
 
         if self.config.corpus is None:
             raise RetrievalEvalError("no corpus configured: set --retrieval-corpus PATH or the retrieval_corpus ini option")
-        return open_corpus(self.config.corpus, split=self.config.split, max_doc_mb=self.config.max_doc_mb).load()
+        if self._corpus is None:
+            self._corpus = open_corpus(self.config.corpus, split=self.config.split, max_doc_mb=self.config.max_doc_mb).load()
+        return self._corpus
 
     def load_labeled(self, corpus) -> LabeledSet:
         """A BEIR folder brings its own judged queries (unless --retrieval-questions is given);
