@@ -53,9 +53,6 @@ class BaselineComparison:
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def get(self, engine: str, measure: str) -> list[MeasureDiff]:
-        return [d for d in self.diffs if d.engine == engine and d.measure == measure]
-
 
 def _fingerprint_problems(now: EngineResults, base: EngineResults) -> list[str]:
     out = []

@@ -23,6 +23,14 @@ COUNTS = ("errors",)
 LINT_KINDS = ("empty", "tiny", "truncated", "duplicate", "near_duplicate", "missing_id", "control_chars", "bom")
 
 
+def _measure_name(raw: str, rule: str) -> str:
+    """The canonical measure name; a bad one is reported with the rule it came in."""
+    try:
+        return Measure.parse(raw).name
+    except RetrievalEvalError as exc:
+        raise RetrievalEvalError(f"{rule}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class Threshold:
     measure: str  # canonical measure name, or one of COUNTS
@@ -46,10 +54,7 @@ class Threshold:
                 raise RetrievalEvalError(f"threshold {text!r}{where}: unknown lint count {name!r}; known: "
                                          + ", ".join(f"lint.{k}" for k in LINT_KINDS))
         elif name not in COUNTS:
-            try:
-                name = Measure.parse(m["measure"]).name
-            except RetrievalEvalError as exc:
-                raise RetrievalEvalError(f"threshold {text!r}{where}: {exc}") from None
+            name = _measure_name(m["measure"], f"threshold {text!r}{where}")
         return cls(name, m["op"], float(m["value"]), m["engine"], source)
 
     def __str__(self) -> str:
@@ -155,11 +160,7 @@ class MaxDrop:
         if not m:
             raise RetrievalEvalError(f"max-drop rule {text!r}{where} does not parse; expected [ENGINE:]MEASURE=DELTA, "
                                      "e.g. 'hit@5=0.02' or 'hybrid:ndcg@10=0.01'")
-        try:
-            measure = Measure.parse(m["measure"]).name
-        except RetrievalEvalError as exc:
-            raise RetrievalEvalError(f"max-drop rule {text!r}{where}: {exc}") from None
-        return cls(measure, float(m["value"]), m["engine"], source)
+        return cls(_measure_name(m["measure"], f"max-drop rule {text!r}{where}"), float(m["value"]), m["engine"], source)
 
     def __str__(self) -> str:
         return f"{self.engine + ':' if self.engine else ''}{self.measure}={self.delta:g}"

@@ -74,8 +74,7 @@ def _per_query_arrays(
 ) -> dict[Measure, np.ndarray]:
     nq = len(qids)
     depth = _depth(run, qids, measures)
-    judgements = qrels.to_dict() if not hasattr(qrels, "_data") else qrels._data  # plain dicts: no per-query method call
-    rankings = run._data
+    judgements, rankings = qrels._data, run._data  # plain dicts: no method call per query
     grades = np.zeros((nq, depth), dtype=np.float64)
     # the judged relevant grades of each query, best first: recall/map denominators, ideal DCG
     best = [sorted((g for g in judgements[q].values() if g >= 1), reverse=True) for q in qids]

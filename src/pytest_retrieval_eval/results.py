@@ -160,10 +160,6 @@ class RunResults:
     def __post_init__(self) -> None:
         self.evaluations = sorted(self.evaluations, key=lambda e: e.key)
 
-    @property
-    def measures(self) -> list[str]:
-        return sorted({m for e in self.evaluations for m in e.per_query})
-
     def rows(self, measures: Sequence[str]) -> list[Row]:
         return [e.row(measures) for e in self.evaluations]
 
