@@ -20,7 +20,7 @@ import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
 
 from pytest_retrieval_eval.engines.keyword import KeywordEngine  # noqa: E402
-from pytest_retrieval_eval.store.embedded import EmbeddedPostgres  # noqa: E402
+from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres  # noqa: E402
 from pytest_retrieval_eval.types import Doc  # noqa: E402
 
 TOP_K = 50

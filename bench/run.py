@@ -125,11 +125,11 @@ def _time(fn) -> float:
 # --- the bundled eval, cold and warm, against its floor ----------------------------------------
 
 def prepare_floor(cache_dir: Path, path: Path) -> None:
-    from pytest_retrieval_eval.corpus import JsonFolder
-    from pytest_retrieval_eval.embedders import Embedder, backend_for
-    from pytest_retrieval_eval.embedding_cache import EmbeddingCache
-    from pytest_retrieval_eval.ingest import chunk_corpus
-    from pytest_retrieval_eval.labeled import load_questions_cache
+    from pytest_retrieval_eval.data.corpus import JsonFolder
+    from pytest_retrieval_eval.hybrid.embedders import Embedder, backend_for
+    from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
+    from pytest_retrieval_eval.data.chunking import chunk_corpus
+    from pytest_retrieval_eval.data.labeled import load_questions_cache
 
     corpus = JsonFolder(REPO / "corpus").load()
     chunks = chunk_corpus(corpus)
@@ -186,11 +186,12 @@ def bench_ingestion(repeats: int) -> None:
     import psycopg
     from psycopg import sql
 
-    from pytest_retrieval_eval.corpus import BeirFolder, Corpus, JsonFolder
-    from pytest_retrieval_eval.embedders import Embedder, HashingBackend
-    from pytest_retrieval_eval.embedding_cache import EmbeddingCache
-    from pytest_retrieval_eval.ingest import IngestConfig, _chunking_pipeline, _sources, chunk_corpus, document_store, ingest
-    from pytest_retrieval_eval.store.embedded import EmbeddedPostgres
+    from pytest_retrieval_eval.data.corpus import BeirFolder, Corpus, JsonFolder
+    from pytest_retrieval_eval.hybrid.embedders import Embedder, HashingBackend
+    from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
+    from pytest_retrieval_eval.data.chunking import chunk_corpus, chunking_pipeline, sources
+    from pytest_retrieval_eval.hybrid.ingest import IngestConfig, document_store, ingest
+    from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
 
     if SCIFACT.is_dir():
         full = BeirFolder(SCIFACT).load()
@@ -225,16 +226,16 @@ def bench_ingestion(repeats: int) -> None:
             from haystack.components.writers import DocumentWriter
             from haystack.document_stores.types import DuplicatePolicy
 
-            from pytest_retrieval_eval.components import CachedEmbedder
+            from pytest_retrieval_eval.hybrid.components import CachedEmbedder
 
             start = time.perf_counter()
             writer = document_store(store, f"hnsw_first_{i}", 384, "english", hnsw=True)
-            pipeline = _chunking_pipeline(IngestConfig(), corpus.name)
+            pipeline = chunking_pipeline(IngestConfig(), corpus.name)
             pipeline.add_component("embedder", CachedEmbedder(embedder))
             pipeline.add_component("writer", DocumentWriter(writer, policy=DuplicatePolicy.OVERWRITE))
             pipeline.connect("identity.documents", "embedder.documents")
             pipeline.connect("embedder.documents", "writer.documents")
-            pipeline.run({"cleaner": {"documents": _sources(corpus)}})
+            pipeline.run({"cleaner": {"documents": sources(corpus)}})
             before.append(time.perf_counter() - start)
         o = record("ingestion", f"plugin's Haystack path, HNSW built after the load ({n} chunks)", [n / s for s in ours], unit="chunks/s")
         c = record("ingestion", "bulk COPY of the same vectors + the same indexes", [n / s for s in copy], unit="chunks/s")
@@ -247,17 +248,17 @@ def bench_ingestion(repeats: int) -> None:
 
 
 def bench_queries(repeats: int, cache_dir: Path) -> None:
-    from pytest_retrieval_eval.corpus import JsonFolder
-    from pytest_retrieval_eval.embedders import Embedder, backend_for
-    from pytest_retrieval_eval.embedding_cache import EmbeddingCache
+    from pytest_retrieval_eval.data.corpus import JsonFolder
+    from pytest_retrieval_eval.hybrid.embedders import Embedder, backend_for
+    from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
     from pytest_retrieval_eval.engines.hybrid import HybridEngine
     from pytest_retrieval_eval.engines.keyword import KeywordEngine
-    from pytest_retrieval_eval.evaluation import evaluate_engine
-    from pytest_retrieval_eval.ingest import ingest
-    from pytest_retrieval_eval.labeled import load_questions_cache
-    from pytest_retrieval_eval.results import RunResults
-    from pytest_retrieval_eval.store.embedded import EmbeddedPostgres
-    from pytest_retrieval_eval.verdict import judge
+    from pytest_retrieval_eval.run.evaluate import evaluate_engine
+    from pytest_retrieval_eval.hybrid.ingest import ingest
+    from pytest_retrieval_eval.data.labeled import load_questions_cache
+    from pytest_retrieval_eval.run.results import RunResults
+    from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
+    from pytest_retrieval_eval.gate.verdict import judge
 
     print("queries (bundled corpus, 63 questions), question embedding, plugin overhead", flush=True)
     corpus = JsonFolder(REPO / "corpus").load()
@@ -286,7 +287,7 @@ def bench_queries(repeats: int, cache_dir: Path) -> None:
             start = time.perf_counter()
             evals = [evaluate_engine(e, labeled, context={"corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint})
                      for e in (keyword, hybrid)]
-            run = RunResults.from_evaluations(evals, [])
+            run = RunResults(evals)
             judge(run, measures=["hit@1", "hit@3", "hit@5", "hit@10", "hit@20", "mrr"])
             total.append(time.perf_counter() - start)
             inside.append(sum(r.seconds for e in evals for r in e.results))
@@ -299,10 +300,10 @@ def bench_queries(repeats: int, cache_dir: Path) -> None:
 
 
 def bench_memory() -> None:
-    from pytest_retrieval_eval.corpus import JsonFolder
+    from pytest_retrieval_eval.data.corpus import JsonFolder
     from pytest_retrieval_eval.engines.keyword import KeywordEngine
-    from pytest_retrieval_eval.evaluation import evaluate_engine
-    from pytest_retrieval_eval.labeled import LabeledSet
+    from pytest_retrieval_eval.run.evaluate import evaluate_engine
+    from pytest_retrieval_eval.data.labeled import LabeledSet
     from pytest_retrieval_eval.types import LabeledQuery
 
     print("memory: keyword engine + metrics, growth per query", flush=True)
@@ -357,14 +358,14 @@ def bench_scaling(repeats: int) -> None:
     vectors, so the embedding model's share is left out: it is linear in chunks, see cold runs)."""
     if not SCIFACT.is_dir():
         return
-    from pytest_retrieval_eval.corpus import BeirFolder, Corpus
-    from pytest_retrieval_eval.embedders import Embedder, HashingBackend
-    from pytest_retrieval_eval.embedding_cache import EmbeddingCache
+    from pytest_retrieval_eval.data.corpus import BeirFolder, Corpus
+    from pytest_retrieval_eval.hybrid.embedders import Embedder, HashingBackend
+    from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
     from pytest_retrieval_eval.engines.hybrid import HybridEngine
     from pytest_retrieval_eval.engines.keyword import KeywordEngine
-    from pytest_retrieval_eval.evaluation import evaluate_engine
-    from pytest_retrieval_eval.ingest import IngestConfig, ingest
-    from pytest_retrieval_eval.store.embedded import EmbeddedPostgres
+    from pytest_retrieval_eval.run.evaluate import evaluate_engine
+    from pytest_retrieval_eval.hybrid.ingest import IngestConfig, ingest
+    from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
 
     print("scaling: SciFact subsets, 300 test queries", flush=True)
     provider = BeirFolder(SCIFACT)
@@ -386,6 +387,37 @@ def bench_scaling(repeats: int) -> None:
     finally:
         store.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def bench_dormant(repeats: int) -> None:
+    """What installing the plugin costs a project's plain test run: one plain test, run with the
+    plugin and with ``-p no:retrieval_eval``, alternating; and with the plugin configured in the
+    ini file (settings checked at start, the plugin still asleep)."""
+    print("dormant plugin: a one-test project's pytest run", flush=True)
+    project = Path(tempfile.mkdtemp(prefix="retrieval-bench-dormant-"))
+    (project / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n")
+    configured = Path(tempfile.mkdtemp(prefix="retrieval-bench-dormant-ini-"))
+    (configured / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n")
+    (configured / "pytest.ini").write_text("[pytest]\nretrieval_corpus = corpus\nretrieval_thresholds =\n"
+                                           "    hit@5>=0.8\n    errors<=0\n")
+    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RETRIEVAL_EVAL_")}
+    with_plugin, without, with_ini = [], [], []
+    try:
+        for _ in range(max(5, repeats)):
+            for out, cmd, cwd in ((without, base + ["-p", "no:retrieval_eval"], project), (with_plugin, base, project),
+                                  (with_ini, base, configured)):
+                start = time.perf_counter()
+                subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, check=True)
+                out.append(time.perf_counter() - start)
+    finally:
+        shutil.rmtree(project, ignore_errors=True)
+        shutil.rmtree(configured, ignore_errors=True)
+    a = record("dormant", "pytest, one plain test, plugin installed", with_plugin)
+    b = record("dormant", "the same with -p no:retrieval_eval", without)
+    c = record("dormant", "the same, plugin configured in pytest.ini", with_ini)
+    ratio("dormant", "installed / disabled", a, b)
+    ratio("dormant", "configured in the ini / disabled", c, b)
 
 
 def write_results() -> None:
@@ -416,8 +448,13 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=2, help="cold runs of the bundled eval (each loads the model)")
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--scifact-cold", type=int, default=1, help="cold SciFact runs (each embeds 5,330 chunks)")
+    parser.add_argument("--only", choices=["dormant"], help="run one section and print it (results files untouched)")
     args = parser.parse_args()
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+    if args.only == "dormant":
+        bench_dormant(args.repeats)
+        return
+    bench_dormant(args.repeats)
     bench_evaluate(args.repeats)
     bench_bundled(args.repeats, args.cold)
     cache = Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))

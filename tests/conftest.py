@@ -4,6 +4,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import numpy  # noqa: F401  (numpy cannot be imported twice in one process, and pytester's inline
+# runs restore sys.modules after each run: imported once here, it survives them all)
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import CORPUS, write_docs
 from pytest_retrieval_eval import RetrievalEvalError
-from pytest_retrieval_eval.corpus import BeirFolder, JsonFolder, open_corpus
+from pytest_retrieval_eval.data.corpus import BeirFolder, JsonFolder, open_corpus
 
 
 def test_bundled_corpus_shape():

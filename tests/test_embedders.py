@@ -12,11 +12,11 @@ import pytest
 from conftest import FAKE_KEY
 from fake_api import Reply, embeddings_reply
 from pytest_retrieval_eval import RetrievalEvalError
-from pytest_retrieval_eval.embedders import (
+from pytest_retrieval_eval.hybrid.embedders import (
     MINILM_SHA256, Embedder, HashingBackend, OpenAIBackend, SentenceTransformersBackend, backend_for,
     packaged_minilm_path,
 )
-from pytest_retrieval_eval.embedding_cache import EmbeddingCache
+from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
 
 
 class Counting:
@@ -30,7 +30,7 @@ class Counting:
 
 
 def test_hashing_embedder_is_stable_across_processes():
-    code = ("from pytest_retrieval_eval.embedders import HashingBackend; import json;"
+    code = ("from pytest_retrieval_eval.hybrid.embedders import HashingBackend; import json;"
             "print(json.dumps(HashingBackend(64).embed(['Fixing a flat tyre'])[0].tolist()))")
     other = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                       env={"PYTHONHASHSEED": "123"}).stdout)
@@ -69,7 +69,7 @@ def test_dimension_probe_is_cached(tmp_path):
 
 
 def test_concurrent_writers_share_one_cache(tmp_path):
-    code = ("import sys, numpy as np; from pytest_retrieval_eval.embedding_cache import EmbeddingCache;"
+    code = ("import sys, numpy as np; from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache;"
             "c = EmbeddingCache(sys.argv[1]); [c.put_many('m', [(f'{sys.argv[2]}-{i}', np.ones(4))]) for i in range(200)]")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "c"), str(n)]) for n in range(3)]
     assert [p.wait(60) for p in procs] == [0, 0, 0]

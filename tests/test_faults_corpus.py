@@ -9,7 +9,7 @@ import time
 import pytest
 
 from pytest_retrieval_eval import RetrievalEvalError
-from pytest_retrieval_eval.corpus import BeirFolder, JsonFolder
+from pytest_retrieval_eval.data.corpus import BeirFolder, JsonFolder
 from test_corpus import make_beir
 
 

@@ -92,3 +92,26 @@ def test_duplicates_are_dropped_and_unknown_ids_reported(project):
     import json
     row = json.loads((project.path / "out" / "per_query.jsonl").read_text().splitlines()[0])
     assert row["ranked"] == ["battery-care", "made-up-doc", "ghost"]
+
+
+def test_a_failing_prepare_is_recorded_against_the_engine_and_shown(bundled_project):
+    bundled_project.makeconftest("""
+        class Unprepared:
+            name = "unprepared"
+            def prepare(self, questions):
+                raise RuntimeError("embedding service unreachable while batching")
+            def retrieve(self, query, k):
+                return ["battery-care"]
+
+        def pytest_retrieval_engines(registry, config):
+            registry.register("unprepared", lambda request: Unprepared())
+    """)
+    bundled_project.makepyfile("""
+        def test_x(retrieval_results):
+            assert retrieval_results.engine_info["prepare_error"] == (
+                "RuntimeError: embedding service unreachable while batching")
+            assert retrieval_results.n_errored == 0  # the queries themselves still ran
+    """)
+    result = bundled_project.runpytest("--retrieval-engine", "unprepared", "--retrieval-report")
+    assert result.ret == 0, result.stdout.str()
+    assert "prepare_error=RuntimeError: embedding service unreachable while batching" in " ".join(result.stdout.str().split())

@@ -126,5 +126,5 @@ def test_ctrl_c_while_querying_stops_the_server_and_keeps_the_cache(pytester, sa
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     assert "KeyboardInterrupt" in out
     assert leftovers(sandbox_tmp) == ([], [])
-    from pytest_retrieval_eval.embedding_cache import EmbeddingCache
+    from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
     assert EmbeddingCache(tmp_path / "embeddings.sqlite3").count() >= 34  # every chunk embedded before, intact

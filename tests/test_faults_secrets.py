@@ -52,3 +52,21 @@ def test_a_dsn_password_stays_out_of_the_terminal(pytester):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "cannot connect to postgresql://app:***@/db" in out
     assert "s3cret-pw-991" not in out
+
+
+def test_a_dsn_that_does_not_parse_is_a_clear_error_and_its_password_is_masked_anyway(pytester):
+    pytester.makepyfile("""
+        import logging
+        def test_x(pgvector_store):
+            pass
+        def test_later_output_is_masked_too():
+            logging.getLogger("app").warning("retrying with " + "p4ss-w0rd" + "-zz9 once more")
+            assert False
+    """)
+    result = pytester.runpytest("--retrieval-store", "dsn", "--retrieval-dsn=host=db password=p4ss-w0rd-zz9 =broken",
+                                "-rA")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "connection string 'host=db password=*** =broken' does not parse" in out
+    assert "retrying with *** once more" in out  # registered for masking although the DSN never parsed
+    assert "p4ss-w0rd-zz9" not in out

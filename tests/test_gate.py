@@ -3,7 +3,7 @@ import math
 import pytest
 
 from pytest_retrieval_eval import RetrievalEvalError
-from pytest_retrieval_eval.gate import Row, Threshold, check, parse_thresholds
+from pytest_retrieval_eval.gate.rules import Row, Threshold, check, parse_thresholds
 
 
 @pytest.mark.parametrize(

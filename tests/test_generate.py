@@ -17,12 +17,12 @@ import pytest
 from conftest import CORPUS, FAKE_KEY, QUESTIONS, write_docs
 from fake_api import FakeApi, Reply, chat_reply
 from pytest_retrieval_eval.cli import main as cli
-from pytest_retrieval_eval.corpus import JsonFolder
-from pytest_retrieval_eval.generate import PROMPT_SHA256, SYSTEM_PROMPT, GeneratorConfig, generate_questions, parse_question
-from pytest_retrieval_eval.ingest import IngestConfig, chunk_corpus
-from pytest_retrieval_eval.labeled import load_questions_cache
+from pytest_retrieval_eval.data.corpus import JsonFolder
+from pytest_retrieval_eval.data.generate import PROMPT_SHA256, SYSTEM_PROMPT, GeneratorConfig, generate_questions, parse_question
+from pytest_retrieval_eval.data.chunking import Chunking, chunk_corpus
+from pytest_retrieval_eval.data.labeled import load_questions_cache
 
-SPLIT = IngestConfig(split_length=30, split_overlap=5)
+SPLIT = Chunking(split_length=30, split_overlap=5)
 
 
 def words(n: int, seed: str) -> str:

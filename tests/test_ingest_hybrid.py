@@ -9,16 +9,16 @@ psycopg = pytest.importorskip("psycopg")  # the hybrid extra
 from conftest import CORPUS, QUESTIONS
 from fake_api import Reply
 from pytest_retrieval_eval import RetrievalEvalError
-from pytest_retrieval_eval.corpus import JsonFolder
-from pytest_retrieval_eval.embedders import Embedder, HashingBackend, backend_for, packaged_minilm_path
-from pytest_retrieval_eval.embedding_cache import EmbeddingCache
+from pytest_retrieval_eval.data.corpus import JsonFolder
+from pytest_retrieval_eval.hybrid.embedders import Embedder, HashingBackend, backend_for, packaged_minilm_path
+from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
 from pytest_retrieval_eval.engines.hybrid import HybridConfig, HybridEngine, chunks_to_docs
 from pytest_retrieval_eval.engines.keyword import KeywordEngine
-from pytest_retrieval_eval.evaluation import evaluate_engine
-from pytest_retrieval_eval.ingest import IngestConfig, ingest
-from pytest_retrieval_eval.labeled import load_questions_cache
-from pytest_retrieval_eval.rerankers import make_reranker, validate_cross_encoder
-from pytest_retrieval_eval.store.embedded import EmbeddedPostgres
+from pytest_retrieval_eval.run.evaluate import evaluate_engine
+from pytest_retrieval_eval.hybrid.ingest import IngestConfig, ingest
+from pytest_retrieval_eval.data.labeled import load_questions_cache
+from pytest_retrieval_eval.hybrid.rerankers import make_reranker, validate_cross_encoder
+from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
 
 BODY_ONLY = ("ops-bulletin-07", "memo-2026-03", "more-answers", "appendix-c")
 

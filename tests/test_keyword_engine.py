@@ -60,7 +60,7 @@ def test_an_empty_query_keeps_every_document_at_score_zero_in_id_order():
 
 def test_bundled_corpus_body_only_documents_are_invisible(tmp_path):
     from conftest import CORPUS
-    from pytest_retrieval_eval.corpus import JsonFolder
+    from pytest_retrieval_eval.data.corpus import JsonFolder
 
     engine = KeywordEngine(JsonFolder(CORPUS).load())
     # 'CL24B', 'isopropyl', 'locker' live only in bodies

@@ -6,12 +6,12 @@ import pytest
 
 from conftest import CORPUS, QUESTIONS
 from pytest_retrieval_eval import LabeledQuery, RetrievalEvalError
-from pytest_retrieval_eval.corpus import JsonFolder
-from pytest_retrieval_eval.labeled import LabeledSet, dump_questions_cache, load_questions_cache, write_questions_cache
+from pytest_retrieval_eval.data.corpus import JsonFolder
+from pytest_retrieval_eval.data.labeled import LabeledSet, dump_questions_cache, load_questions_cache, write_questions_cache
 
 
 def test_committed_cache_covers_every_document_twice_every_chunk_once_and_is_honest_about_its_origin():
-    from pytest_retrieval_eval.ingest import chunk_corpus
+    from pytest_retrieval_eval.data.chunking import chunk_corpus
 
     corpus = JsonFolder(CORPUS).load()
     labeled = load_questions_cache(QUESTIONS, known_doc_ids=corpus.doc_ids)

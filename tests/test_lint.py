@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_retrieval_eval.lint import lint_chunks
+from pytest_retrieval_eval.data.lint import lint_chunks
 from pytest_retrieval_eval.types import Chunk
 
 

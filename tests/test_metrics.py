@@ -20,7 +20,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from pytest_retrieval_eval import Qrels, Run, evaluate  # noqa: E402
-from pytest_retrieval_eval.runs import rank_by_score  # noqa: E402
+from pytest_retrieval_eval.ir.runs import rank_by_score  # noqa: E402
 
 ALL_MEASURES = [
     "hit@1", "hit@3", "hit@5", "hit@10",

@@ -128,7 +128,7 @@ def test_sigint_during_ingestion_stops_the_server_and_keeps_the_cache(pytester, 
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, output
     assert "KeyboardInterrupt" in output
     assert leftovers(sandbox_tmp) == ([], [])
-    from pytest_retrieval_eval.embedding_cache import EmbeddingCache
+    from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
 
     kept = EmbeddingCache(cache / "embeddings.sqlite3").count()
     assert 64 <= kept < 321  # the batches embedded before Ctrl-C are kept, intact

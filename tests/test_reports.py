@@ -162,3 +162,38 @@ def test_junit_properties_and_github_step_summary(project, tmp_path, monkeypatch
     assert float(props["retrieval.keyword.mrr"]) == pytest.approx(0.2611, abs=1e-4)
     text = summary.read_text()
     assert text.startswith("earlier step\n# Retrieval evaluation") and "| oracle ᵇ |" in text
+
+
+def test_a_saved_results_json_rebuilds_every_artefact_byte_for_byte(project, tmp_path, monkeypatch):
+    base = tmp_path / "base.json"
+    assert project.runpytest("-m", "retrieval", f"--retrieval-save-baseline={base}").ret == 0
+    monkeypatch.setenv("MISS", "travelling abroad,four-year-old,power cell")
+    live, rebuilt = tmp_path / "live", tmp_path / "rebuilt"
+    result = project.runpytest("-m", "retrieval", f"--retrieval-report-dir={live}", f"--retrieval-html={live / 'page.html'}",
+                               f"--retrieval-baseline={base}", "--retrieval-max-drop", "hit@5=0.02",
+                               "--retrieval-threshold", "oracle:mrr>=0.99", "--retrieval-measures", "hit@1,hit@5,mrr,ndcg@10")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the drop and the threshold both fail the gate
+    code = cli(["report", str(live / "results.json"), f"--out={rebuilt}", f"--html={rebuilt / 'page.html'}"])
+    assert code == 1  # judged again with the recorded rules and baseline: the same verdict
+    written = sorted(p.relative_to(live).as_posix() for p in live.rglob("*") if p.is_file())
+    assert written == ["hit_at_k.svg", "page.html", "per_query.jsonl", "qrels.txt", "results.json", "results.md",
+                       "runs/keyword.trec", "runs/oracle.trec", "timing.json"]
+    for name in written:
+        if name != "timing.json":
+            assert (rebuilt / name).read_bytes() == (live / name).read_bytes(), name
+    assert not (rebuilt / "timing.json").exists()  # timings are not in results.json
+    md = (rebuilt / "results.md").read_text()
+    assert "FAIL oracle: hit@5 dropped" in md and "oracle: mrr = " in md and "ndcg@10" in md.split("\n")[2]
+    # a rule given on the command line replaces the recorded one
+    assert cli(["report", str(live / "results.json"), "--threshold", "oracle:mrr>=0.5", "--baseline-force",
+                "--max-drop", "hit@5=0.5"]) == 0
+
+
+def test_a_results_file_without_rankings_is_refused_with_its_field(tmp_path):
+    from pytest_retrieval_eval.run.results import RunResults
+
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"format": "pytest-retrieval-eval/results", "version": 1,
+                               "metrics": {"fingerprint": "x"}, "evaluations": [{"engine": "e", "labeled": {}}]}))
+    with pytest.raises(Exception, match=r"old.json: field 'evaluations\[0\]'.*re-save it"):
+        RunResults.load(old)

@@ -10,9 +10,9 @@ import pytest
 
 from conftest import CORPUS, QUESTIONS
 from fake_api import Reply, chat_reply
-from pytest_retrieval_eval.corpus import JsonFolder
-from pytest_retrieval_eval.labeled import load_questions_cache
-from pytest_retrieval_eval.staleness import check
+from pytest_retrieval_eval.data.corpus import JsonFolder
+from pytest_retrieval_eval.data.labeled import load_questions_cache
+from pytest_retrieval_eval.data.staleness import check
 from test_corpus import make_beir
 
 TESTS = """

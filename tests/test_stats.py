@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from pytest_retrieval_eval.stats import bootstrap_ci, paired_randomization
+from pytest_retrieval_eval.ir.stats import bootstrap_ci, paired_randomization
 
 
 def test_bootstrap_ci_is_seeded_and_brackets_the_mean():

@@ -13,11 +13,11 @@ import pytest
 psycopg = pytest.importorskip("psycopg")  # the hybrid extra
 
 from pytest_retrieval_eval import RetrievalEvalError
-from pytest_retrieval_eval.store import open_store
-from pytest_retrieval_eval.store.base import check_identifier
-from pytest_retrieval_eval.store.containers import StoreUnavailable, docker_available
-from pytest_retrieval_eval.store.dsn import DsnStore
-from pytest_retrieval_eval.store.embedded import PREFIX, EmbeddedPostgres
+from pytest_retrieval_eval.hybrid.store import open_store
+from pytest_retrieval_eval.hybrid.store.base import check_identifier
+from pytest_retrieval_eval.hybrid.store.containers import StoreUnavailable, docker_available
+from pytest_retrieval_eval.hybrid.store.dsn import DsnStore
+from pytest_retrieval_eval.hybrid.store.embedded import PREFIX, EmbeddedPostgres
 
 
 def our_postgres_pids(data_dir: Path) -> list[int]:
@@ -80,7 +80,7 @@ def test_stale_dirs_of_dead_sessions_are_swept(sandbox_tmp):
 
 
 def test_server_dies_with_a_killed_test_process():
-    code = ("from pytest_retrieval_eval.store.embedded import EmbeddedPostgres; import time, sys;"
+    code = ("from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres; import time, sys;"
             "s = EmbeddedPostgres(); s.start(); print(s.dir, flush=True); time.sleep(120)")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
@@ -97,7 +97,7 @@ def test_server_dies_with_a_killed_test_process():
     alive = [p for p in our_postgres_pids(temp_dir / "data")
              if "Z" not in subprocess.run(["ps", "-o", "stat=", "-p", str(p)], capture_output=True, text=True).stdout]
     assert alive == []
-    from pytest_retrieval_eval.store.embedded import sweep_stale
+    from pytest_retrieval_eval.hybrid.store.embedded import sweep_stale
 
     sweep_stale(temp_dir.parent)  # what the next session's start does
     assert not temp_dir.exists()

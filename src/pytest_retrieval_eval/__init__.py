@@ -1,29 +1,47 @@
-"""pytest-retrieval-eval: retrieval quality as pytest assertions and CI gates."""
+"""pytest-retrieval-eval: retrieval quality as pytest assertions and CI gates.
 
-from .errors import RetrievalEvalError
-from .measures import Measure
-from .metrics import evaluate
-from .qrels import Qrels
-from .runs import Run
-from .types import Chunk, Doc, LabeledQuery, QueryResult
+The public names below are imported on first use (PEP 562), so importing the package, as
+pytest does when it loads the plugin, costs nothing: no numpy, no Haystack.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_PUBLIC = {
+    "Chunk": "types",
+    "Doc": "types",
+    "LabeledQuery": "types",
+    "QueryResult": "types",
+    "RetrievalEvalError": "errors",
+    "Measure": "ir.measures",
+    "evaluate": "ir.metrics",
+    "Qrels": "ir.qrels",
+    "Run": "ir.runs",
+    "hybrid_variant": "plugin.engines",
+}
+
+__all__ = sorted(_PUBLIC)
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
+    from .errors import RetrievalEvalError
+    from .ir.measures import Measure
+    from .ir.metrics import evaluate
+    from .ir.qrels import Qrels
+    from .ir.runs import Run
+    from .plugin.engines import hybrid_variant
+    from .types import Chunk, Doc, LabeledQuery, QueryResult
 
 
-def hybrid_variant(**settings):
-    """A factory for ``registry.register``: the hybrid engine with other settings (see the
-    plugin's ``hybrid_variant``); imported lazily so this package stays light."""
-    from .plugin import hybrid_variant as make
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
-    return make(**settings)
 
-__all__ = [
-    "Chunk",
-    "Doc",
-    "LabeledQuery",
-    "Measure",
-    "Qrels",
-    "QueryResult",
-    "RetrievalEvalError",
-    "Run",
-    "evaluate",
-    "hybrid_variant",
-]
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -1,4 +1,8 @@
-"""JSON-over-HTTP with the retry rules every remote call here follows (rerank, generation).
+"""The OpenAI-compatible endpoint (embeddings, rerank, generation) and JSON-over-HTTP with the
+retry rules every remote call here follows.
+
+The endpoint's settings come from the environment: ``RETRIEVAL_EVAL_BASE_URL`` (OpenRouter by
+default) and the first API key of ``API_KEY_ENVS`` that is set.
 
 Retries 429, 5xx and timeouts with exponential backoff, honouring ``Retry-After``; fails at once
 on other 4xx. Error messages never contain the API key.
@@ -7,11 +11,25 @@ on other 4xx. Error messages never contain the API key.
 from __future__ import annotations
 
 import email.utils
+import os
 import time
 from typing import Any, Mapping
 
-from ._secrets import redact
+from ._secrets import API_KEY_ENVS, redact
 from .errors import RetrievalEvalError
+
+DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
+DEFAULT_CHAT_MODEL = "openai/gpt-4o-mini"  # question generation
+
+
+def api_key_env() -> str | None:
+    """The first of ``API_KEY_ENVS`` that is set, or None."""
+    return next((name for name in API_KEY_ENVS if os.environ.get(name)), None)
+
+
+def base_url() -> str:
+    return os.environ.get("RETRIEVAL_EVAL_BASE_URL") or DEFAULT_BASE_URL
+
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 

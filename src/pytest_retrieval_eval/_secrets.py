@@ -27,6 +27,14 @@ def active_secrets() -> list[str]:
     return sorted({*_registered, *(os.environ[n] for n in API_KEY_ENVS if os.environ.get(n))}, key=len, reverse=True)
 
 
+def dsn_passwords(text: str) -> list[str]:
+    """Passwords written in ``text`` as ``scheme://user:password@`` or ``password=...``, found
+    by pattern alone: what is masked even in a DSN that does not parse."""
+    found = [m["pw"] for m in _URI_PASSWORD.finditer(text)]
+    found += [m["pw"].strip("'") for m in _KV_PASSWORD.finditer(text)]
+    return [pw for pw in found if pw]
+
+
 def redact_dsn(text: str) -> str:
     """Mask the password of every ``scheme://user:password@`` and ``password=...`` in ``text``."""
     text = _URI_PASSWORD.sub(lambda m: m["head"] + MASK + m["tail"], text)
@@ -41,16 +49,10 @@ def redact(text: str, secrets: Iterable[str | None] | None = None) -> str:
     return redact_dsn(text)
 
 
-_installed = False
-
-
-def install_log_redaction() -> None:
+def install_log_redaction():
     """Mask secrets in every log record, tracebacks included: libraries log request errors
-    (Haystack logs failed embedding calls with the exception), and pytest shows captured logs."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
+    (Haystack logs failed embedding calls with the exception), and pytest shows captured logs.
+    Returns the function that puts the previous record factory back."""
     previous = logging.getLogRecordFactory()
 
     def factory(*args, **kwargs):
@@ -60,7 +62,7 @@ def install_log_redaction() -> None:
             return record
         try:
             message = record.getMessage()
-        except Exception:
+        except Exception:  # a record whose args do not fit its message: logging reports it later
             return record
         clean = redact(message, secrets)
         if clean != message:
@@ -71,3 +73,9 @@ def install_log_redaction() -> None:
         return record
 
     logging.setLogRecordFactory(factory)
+
+    def uninstall() -> None:
+        if logging.getLogRecordFactory() is factory:
+            logging.setLogRecordFactory(previous)
+
+    return uninstall

@@ -3,8 +3,12 @@
 - ``generate``: fill the questions cache with one LLM-written question per chunk that lacks a
   fresh one (``--only-missing``, the default), or replace every question (``--regenerate``);
 - ``check``: say whether the questions cache is stale against the corpus (exit 1 if so);
-- ``report``: re-render and re-gate a saved ``results.json`` (against a baseline, with
-  thresholds and max-drop rules), with the pytest gate's exit codes: 1 when it fails.
+- ``report``: judge a saved ``results.json`` again (against a baseline, with thresholds and
+  max-drop rules; by default those it was judged with), with the pytest gate's exit codes: 1
+  when it fails; ``--out DIR`` (and ``--html PATH``) rebuild the run's artefacts.
+
+Options shared with the pytest plugin are declared once (``plugin/options.py``) and appear here
+without their ``retrieval-`` prefix.
 """
 
 from __future__ import annotations
@@ -15,37 +19,29 @@ import sys
 from pathlib import Path
 
 from .errors import RetrievalEvalError
+from .plugin.options import add_to_argparse
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pytest_retrieval_eval", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--corpus", default="corpus", help="corpus folder (default: ./corpus)")
-        p.add_argument("--questions", default="questions.cache.json", help="questions cache (default: ./questions.cache.json)")
+    files = {"corpus": "corpus", "questions": "questions.cache.json"}
 
     gen = sub.add_parser("generate", help="generate missing or stale questions with an LLM")
-    common(gen)
+    add_to_argparse(gen, "generate", **files)
     mode = gen.add_mutually_exclusive_group()
     mode.add_argument("--only-missing", action="store_true", help="only chunks without a fresh question (default)")
     mode.add_argument("--regenerate", action="store_true", help="a new question for every chunk")
-    gen.add_argument("--model", default=None, help="chat model (default: RETRIEVAL_EVAL_GENERATOR_MODEL or openai/gpt-4o-mini)")
     gen.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (default: RETRIEVAL_EVAL_BASE_URL or OpenRouter)")
     gen.add_argument("--concurrency", type=int, default=4)
-    gen.add_argument("--split-length", type=int, default=400)
-    gen.add_argument("--split-overlap", type=int, default=80)
     check = sub.add_parser("check", help="is the questions cache stale against the corpus?")
-    common(check)
-    rep = sub.add_parser("report", help="re-render and re-gate a saved results.json")
+    add_to_argparse(check, "check", **files)
+    rep = sub.add_parser("report", help="judge a saved results.json again; rebuild its artefacts with --out")
     rep.add_argument("results", help="a results.json written by --retrieval-report-dir or --retrieval-save-baseline")
-    rep.add_argument("--baseline", default=None, help="a baseline results file to compare with")
-    rep.add_argument("--baseline-force", action="store_true", help="compare even when fingerprints differ")
-    rep.add_argument("--threshold", action="append", default=[], metavar="[ENGINE:]MEASURE>=VALUE")
-    rep.add_argument("--max-drop", action="append", default=[], metavar="[ENGINE:]MEASURE=DELTA")
-    rep.add_argument("--noise-aware", action="store_true", help="fail max-drop rules only on significant drops")
-    rep.add_argument("--alpha", type=float, default=0.05)
-    rep.add_argument("--measures", default=None, help="comma-separated table columns")
+    add_to_argparse(rep, "report", alpha=None, measures=None, noise_aware=None, baseline_force=None)
+    rep.add_argument("--out", default=None, metavar="DIR",
+                     help="write the report folder (results.md, results.json, per_query.jsonl, runs/, qrels, plot)")
+    rep.add_argument("--html", default=None, metavar="PATH", help="write the drill-down page")
     rep.add_argument("--markdown", action="store_true", help="print the Markdown report instead of the table")
     return parser
 
@@ -64,16 +60,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _generate(args) -> int:
-    from .corpus import open_corpus
-    from .generate import DEFAULT_MODEL, GeneratorConfig, generate_questions, require_api_key
-    from .ingest import IngestConfig, chunk_corpus
+    from .data.chunking import Chunking, chunk_corpus
+    from .data.corpus import open_corpus
+    from .data.generate import GeneratorConfig, generate_questions, require_api_key
 
     require_api_key()  # before any work, so the message is the first thing said
-    split = IngestConfig(split_length=args.split_length, split_overlap=args.split_overlap)
+    split = Chunking(split_length=args.split_length, split_overlap=args.split_overlap)
     corpus = open_corpus(args.corpus).load()
     chunks = chunk_corpus(corpus, split)
-    model = args.model or os.environ.get("RETRIEVAL_EVAL_GENERATOR_MODEL") or DEFAULT_MODEL
-    config = GeneratorConfig(model=model, url=args.base_url, concurrency=args.concurrency)
+    config = GeneratorConfig(model=args.generator_model, url=args.base_url, concurrency=args.concurrency)
     report = generate_questions(corpus, chunks, Path(args.questions), config=config, split=split,
                                 regenerate=args.regenerate, progress=lambda m: print(m, flush=True))
     print(f"{args.questions}: {report.summary()}")
@@ -81,9 +76,9 @@ def _generate(args) -> int:
 
 
 def _check(args) -> int:
-    from .corpus import open_corpus
-    from .labeled import load_questions_cache
-    from .staleness import check, regenerate_command
+    from .data.corpus import open_corpus
+    from .data.labeled import load_questions_cache
+    from .data.staleness import check, regenerate_command
 
     corpus = open_corpus(args.corpus).load()
     labeled = load_questions_cache(args.questions)
@@ -96,25 +91,45 @@ def _check(args) -> int:
 
 
 def _report(args) -> int:
-    from .gate import parse_max_drops, parse_thresholds
-    from .measures import DEFAULT_TABLE_MEASURES, parse_measures
+    from .gate.rules import parse_max_drops, parse_thresholds
+    from .gate.verdict import judge_recorded, record_settings
+    from .ir.measures import DEFAULT_TABLE_MEASURES, parse_measures
+    from .plugin.session import load_baseline
     from .report import table
     from .report.files import markdown
+    from .report.outputs import metadata, write_outputs
     from .report.terminal import baseline_lines
-    from .results import RunResults
-    from .verdict import judge, table_measures
+    from .run.results import RunResults
 
     run = RunResults.load(args.results)
-    baseline = RunResults.load(args.baseline) if args.baseline else None
-    if args.max_drop and baseline is None:
+    recorded = run.settings
+    baseline_path = args.baseline if args.baseline is not None else recorded.get("baseline")
+    if args.max_drop and baseline_path is None:
         raise RetrievalEvalError("--max-drop compares with a baseline: give --baseline PATH")
-    configured = tuple(parse_measures(m for m in args.measures.split(",") if m.strip())) if args.measures else DEFAULT_TABLE_MEASURES
-    verdict = judge(run, measures=table_measures(run, configured),
-                    thresholds=parse_thresholds((t, "--threshold") for t in args.threshold),
-                    max_drops=parse_max_drops((t, "--max-drop") for t in args.max_drop), baseline=baseline,
-                    force=args.baseline_force, noise_aware=args.noise_aware, alpha=args.alpha)
+    if any(v is not None for v in (args.measures, args.threshold, args.max_drop, args.baseline, args.alpha,
+                                   args.noise_aware, args.baseline_force)):
+        # judged anew with what the command line changes, the rest as recorded
+        columns = args.measures or ",".join(recorded.get("table_measures", []))
+        run = record_settings(
+            run,
+            configured=tuple(parse_measures(m for m in columns.split(",") if m.strip())) if columns
+            else DEFAULT_TABLE_MEASURES,
+            thresholds=parse_thresholds((t, "--threshold") for t in args.threshold) if args.threshold is not None
+            else parse_thresholds((t, s) for t, s in recorded.get("thresholds", [])),
+            max_drops=parse_max_drops((t, "--max-drop") for t in args.max_drop) if args.max_drop is not None
+            else parse_max_drops((t, s) for t, s in recorded.get("max_drops", [])),
+            alpha=args.alpha if args.alpha is not None else recorded.get("alpha", 0.05),
+            noise_aware=args.noise_aware if args.noise_aware is not None else bool(recorded.get("noise_aware")),
+            baseline=baseline_path,
+            baseline_force=args.baseline_force if args.baseline_force is not None else bool(recorded.get("baseline_force")),
+            failures=recorded.get("failures", []))
+    baseline, problems = load_baseline(Path(baseline_path)) if baseline_path else (None, [])
+    verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
+    if args.out or args.html:
+        write_outputs(verdict, report_dir=Path(args.out) if args.out else None,
+                      html=Path(args.html) if args.html else None, baseline=baseline)
     if args.markdown:
-        print(markdown(verdict, {"results": args.results, "baseline": args.baseline or "none"}), end="")
+        print(markdown(verdict, metadata(verdict)), end="")
     else:
         print("\n".join(table.render(verdict)))
         if verdict.baseline is not None:
@@ -122,3 +137,4 @@ def _report(args) -> int:
     for failure in verdict.failures:
         print(f"FAIL retrieval gate: {failure}")
     return 1 if verdict.failed else 0
+

@@ -6,6 +6,9 @@ from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..errors import RetrievalEvalError
 
+#: How deep an engine is asked by default: enough for recall@100 and every table column.
+DEFAULT_DEPTH = 100
+
 
 @runtime_checkable
 class Engine(Protocol):

@@ -10,11 +10,13 @@ the first occurrence of each parent document, order kept.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .._lazy_torch import import_haystack
 from ..errors import RetrievalEvalError
-from ..ingest import IngestedIndex
+
+if TYPE_CHECKING:
+    from ..hybrid.ingest import IngestedIndex
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class HybridEngine:
             PgvectorKeywordRetriever,
         )
 
-        from ..rerankers import make_reranker
+        from ..hybrid.rerankers import make_reranker
 
         self.name = name
         self.index = index

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .._atomic import write_text_atomic
-from ..qrels import Qrels
 from . import plot, table
 
 
@@ -27,7 +26,7 @@ def safe_name(name: str) -> str:
 
 def per_query_lines(evaluations: Iterable[Any]) -> str:
     lines = []
-    for r in sorted(evaluations, key=lambda r: (r.engine, r.labeled.name)):
+    for r in evaluations:
         by_id = r.labeled.by_id()
         for res in r.results:
             q = by_id[res.query_id]
@@ -45,10 +44,10 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
     out += ["", "95% bootstrap intervals over queries in brackets.", "", "## Run", ""]
     out += [f"- {k}: {v}" for k, v in metadata.items()]
     for e in verdict.run.evaluations:
-        out += ["", f"### {e.engine} on {e.labeled}", "",
+        out += ["", f"### {e.engine} on {e.labeled.name}", "",
                 f"- corpus: {e.corpus} (fingerprint {str(e.corpus_fingerprint)[:16]})",
-                f"- labeled set: {e.labeled} (fingerprint {e.labeled_fingerprint[:16]}), {e.n} queries, "
-                f"{len(e.errors)} errored"]
+                f"- labeled set: {e.labeled.name} (fingerprint {e.labeled.fingerprint[:16]}), {e.n} queries, "
+                f"{e.n_errored} errored"]
         out += [f"- {k}: {v}" for k, v in e.engine_info.items() if k != "engine"]
     if verdict.baseline is not None:
         out += ["", "## Against the baseline", "", "| engine | measure | baseline | now | delta | up | down | same | p |",
@@ -66,9 +65,12 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_report(folder: str | Path, verdict: Any, evaluations: list[Any], *, metadata: Mapping[str, Any],
-                 timing: Mapping[str, Any], baseline: Any = None) -> Path:
+def write_report(folder: str | Path, verdict: Any, *, metadata: Mapping[str, Any], baseline: Any = None,
+                 timing: Mapping[str, Any] | None = None) -> Path:
+    """Every file of the report folder from the verdict on a run (``timing.json`` only when
+    timings are known: a live run has them, a saved ``results.json`` does not)."""
     folder = Path(folder)
+    evaluations = verdict.run.evaluations
     (folder / "runs").mkdir(parents=True, exist_ok=True)
     write_text_atomic(folder / "results.json", verdict.run.to_json())
     write_text_atomic(folder / "results.md", markdown(verdict, metadata))
@@ -80,12 +82,9 @@ def write_report(folder: str | Path, verdict: Any, evaluations: list[Any], *, me
         r.run.to_trec(folder / "runs" / f"{stem}.trec", tag=safe_name(r.engine))
         qname = f"qrels__{safe_name(r.labeled.name)}.txt" if several_sets else "qrels.txt"
         if qname not in qrels_written:
-            Qrels.from_dict(r.labeled.qrels).to_trec(folder / qname)
+            r.labeled.qrels.to_trec(folder / qname)
             qrels_written.add(qname)
-    curves = {e.engine if not several_sets else f"{e.engine} ({e.labeled})": e.hit_curve() for e in verdict.run.evaluations}
-    base = None
-    if baseline is not None:
-        base = {e.engine if not several_sets else f"{e.engine} ({e.labeled})": e.hit_curve() for e in baseline.evaluations}
-    write_text_atomic(folder / "hit_at_k.svg", plot.hit_curve_svg(curves, base))
-    write_text_atomic(folder / "timing.json", json.dumps(timing, indent=1, sort_keys=True) + "\n")
+    write_text_atomic(folder / "hit_at_k.svg", plot.run_svg(verdict.run, baseline))
+    if timing is not None:
+        write_text_atomic(folder / "timing.json", json.dumps(timing, indent=1, sort_keys=True) + "\n")
     return folder

@@ -6,21 +6,28 @@ from __future__ import annotations
 
 import importlib.resources
 import math
-from typing import Any, Sequence
+from typing import Any, Iterable
 
 from . import plot, table
 from .terminal import baseline_lines
 
 MISS_AT = 10
 SNIPPET = 140
+SNIPPETS_PER_QUERY = 3
 
 
-def _snippet(corpus: Any, doc_id: str) -> str:
-    doc = corpus.get(doc_id) if corpus is not None else None
-    if doc is None:
-        return ""
-    text = " ".join((doc.title + ". " + doc.content).split()) if doc.title else " ".join(doc.content.split())
-    return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
+def snippets(evaluations: Iterable[Any], corpus: Any) -> dict[str, str]:
+    """The text the page shows for each document in the top 3 of a query, taken from the corpus
+    when the run ends and kept in results.json, so a saved run renders the same page."""
+    out: dict[str, str] = {}
+    for e in evaluations:
+        for r in e.results:
+            for doc_id in r.doc_ids[:SNIPPETS_PER_QUERY]:
+                doc = corpus.get(doc_id) if doc_id not in out else None
+                if doc is not None:
+                    text = " ".join((doc.title + ". " + doc.content).split()) if doc.title else " ".join(doc.content.split())
+                    out[doc_id] = text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
+    return dict(sorted(out.items()))
 
 
 def _movement(rank: int | None, before: int | None) -> str | None:
@@ -34,8 +41,7 @@ def _movement(rank: int | None, before: int | None) -> str | None:
     return None
 
 
-def render(verdict: Any, evaluations: Sequence[Any], *, corpus: Any = None, baseline: Any = None,
-           subtitle: str = "") -> str:
+def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
     from jinja2 import Environment
 
     names, beaten = table.letters(verdict), table.wins(verdict)
@@ -47,20 +53,23 @@ def render(verdict: Any, evaluations: Sequence[Any], *, corpus: Any = None, base
             lo, hi = e.ci(m)
             cells.append({"value": table.fmt(row.values[m]), "wins": table._sup(beaten.get((e.key, m), "")),
                           "ci": "" if math.isnan(lo) else f"[{lo:.3f}, {hi:.3f}]"})
-        summary.append({"engine": e.engine, "letter": table._sup(names.get(e.key, "")), "labeled": e.labeled,
+        summary.append({"engine": e.engine, "letter": table._sup(names.get(e.key, "")), "labeled": e.labeled.name,
                         "cells": cells, "n": row.n, "errored": row.errors})
 
-    engines, by_query = [], {}
-    for r in sorted(evaluations, key=lambda r: (r.engine, r.labeled.name)):
+    engines, by_query, text = [], {}, verdict.run.snippets
+    for r in verdict.run.evaluations:
         base = baseline.get(r.engine, r.labeled.name) if baseline is not None else None
+        base_ranks = base.first_relevant_rank if base is not None else {}
         by_id = r.labeled.by_id()
         rows = []
         for res in r.results:
             q = by_id[res.query_id]
             rank = r.gold_rank(q, res)
-            before = base.first_relevant_rank.get(q.query_id) if base is not None and q.query_id in base.queries else None
-            moved = _movement(rank, before) if base is not None and q.query_id in base.queries else None
-            ranked = [{"doc": d, "gold": q.relevant.get(d, 0) >= 1, "snippet": _snippet(corpus, d) if i < 3 else ""}
+            known = base is not None and q.query_id in base_ranks
+            before = base_ranks.get(q.query_id) if known else None
+            moved = _movement(rank, before) if known else None
+            ranked = [{"doc": d, "gold": q.relevant.get(d, 0) >= 1,
+                       "snippet": text.get(d, "") if i < SNIPPETS_PER_QUERY else ""}
                       for i, d in enumerate(res.doc_ids[:MISS_AT])]
             row = {"id": q.query_id, "question": q.question, "gold": sorted(q.relevant.items(), key=lambda kv: -kv[1]),
                    "ranked": ranked, "rank": rank, "error": res.error, "miss": rank is None or rank > MISS_AT,
@@ -72,16 +81,11 @@ def render(verdict: Any, evaluations: Sequence[Any], *, corpus: Any = None, base
                                                                "moved": False})["cells"].append(row)
         engines.append({"name": r.engine, "labeled": r.labeled.name, "info": sorted(r.engine_info.items()),
                         "rows": rows, "misses": sum(x["miss"] for x in rows), "errors": sum(bool(x["error"]) for x in rows)})
-    several = len({e.labeled for e in verdict.run.evaluations}) > 1
-    curves = {(f"{e.engine} ({e.labeled})" if several else e.engine): e.hit_curve() for e in verdict.run.evaluations}
-    base_curves = None
-    if baseline is not None:
-        base_curves = {(f"{e.engine} ({e.labeled})" if several else e.engine): e.hit_curve() for e in baseline.evaluations}
     template = importlib.resources.files(__package__).joinpath("page.html.j2").read_text(encoding="utf-8")
     env = Environment(autoescape=True, keep_trailing_newline=True)
     return env.from_string(template).render(
         subtitle=subtitle, measures=verdict.measures, summary=summary, legend=" ".join(table.legend(verdict, markdown=True)),
-        miss_at=MISS_AT, svg=plot.hit_curve_svg(curves, base_curves), engines=engines,
+        miss_at=MISS_AT, svg=plot.run_svg(verdict.run, baseline), engines=engines,
         compare=[q for q in by_query.values() if len(q["cells"]) == len(engines)] if len(engines) > 1 else [],
         lint=[{"summary": l.summary(), "findings": [str(f) for f in l.findings]} for l in verdict.lint],
         baseline_lines=baseline_lines(verdict)[1:] if verdict.baseline is not None else [],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from html import escape
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f")
 W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 56, 170, 24, 44
@@ -50,3 +50,14 @@ def hit_curve_svg(curves: Mapping[str, Sequence[float]], baseline: Mapping[str, 
             legend_y += 18
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def run_svg(run: Any, baseline: Any = None) -> str:
+    """The Hit@k plot of a run's evaluations (labelled by engine, and by labeled set when the run
+    has several), the baseline's curves dashed."""
+    several = len({e.labeled.name for e in run.evaluations}) > 1
+
+    def curves(results: Any) -> dict[str, list[float]]:
+        return {(f"{e.engine} ({e.labeled.name})" if several else e.engine): e.hit_curve() for e in results.evaluations}
+
+    return hit_curve_svg(curves(run), curves(baseline) if baseline is not None else None)

@@ -20,7 +20,7 @@ def letters(verdict: Any) -> dict[tuple[str, str], str]:
     out: dict[tuple[str, str], str] = {}
     by_set: dict[str, list] = {}
     for e in verdict.run.evaluations:
-        by_set.setdefault(e.labeled, []).append(e.key)
+        by_set.setdefault(e.labeled.name, []).append(e.key)
     for keys in by_set.values():
         if len(keys) > 1:
             out.update((k, "abcdefghijklmnoprstuvwxyz"[i % 25]) for i, k in enumerate(keys))
@@ -57,14 +57,14 @@ def legend(verdict: Any, *, markdown: bool = False) -> list[str]:
 def render(verdict: Any, *, ci: bool = True) -> list[str]:
     """Terminal lines. Under each row, ``±`` is the larger side of the 95% bootstrap interval."""
     names, beaten = letters(verdict), wins(verdict)
-    several_sets = len({e.labeled for e in verdict.run.evaluations}) > 1
+    several_sets = len({e.labeled.name for e in verdict.run.evaluations}) > 1
     header = ["engine"] + (["labeled set"] if several_sets else []) + list(verdict.measures) + ["n", "errored"]
     lines: list[list[str]] = [header]
     rows = {(r.engine, r.labeled): r for r in verdict.rows}
     for e in verdict.run.evaluations:
         r = rows[e.key]
         label = e.engine + (" " + _sup(names[e.key]) if e.key in names else "")
-        cells = [label] + ([e.labeled] if several_sets else [])
+        cells = [label] + ([e.labeled.name] if several_sets else [])
         cells += [fmt(r.values[m]) + _sup(beaten.get((e.key, m), "")) for m in verdict.measures]
         lines.append(cells + [str(r.n), str(r.errors)])
         if ci and r.n:
@@ -92,7 +92,7 @@ def markdown(verdict: Any) -> list[str]:
     rows = {(r.engine, r.labeled): r for r in verdict.rows}
     for e in verdict.run.evaluations:
         r = rows[e.key]
-        cells = [e.engine + (" " + _sup(names[e.key]) if e.key in names else ""), e.labeled]
+        cells = [e.engine + (" " + _sup(names[e.key]) if e.key in names else ""), e.labeled.name]
         for m in verdict.measures:
             lo, hi = e.ci(m)
             interval = "" if math.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"

@@ -88,18 +88,19 @@ def trial_lines(verdict: Any, thresholds: list) -> list[str]:
     """With repeated trials: each measure's spread, and pass@k / pass^k of each threshold."""
     lines = []
     for e in verdict.run.evaluations:
-        if not e.trials:
+        trials = e.trial_means(verdict.run.measures)
+        if not trials:
             continue
-        n = len(next(iter(e.trials.values())))
-        spread = ", ".join(f"{m} {min(v):.3f}-{max(v):.3f} (sd {_sd(v):.3f})" for m, v in e.trials.items()
+        n = len(next(iter(trials.values())))
+        spread = ", ".join(f"{m} {min(v):.3f}-{max(v):.3f} (sd {_sd(v):.3f})" for m, v in trials.items()
                            if m in verdict.measures)
         lines += textwrap.wrap(f"{e.engine}: {n} trials: {spread}", width=80, subsequent_indent="    ")
         if not thresholds:
             lines.append("  (pass@k / pass^k need a rule: --retrieval-threshold [ENGINE:]MEASURE>=VALUE)")
         for t in thresholds:
-            if t.engine not in (None, e.engine) or t.measure not in e.trials:
+            if t.engine not in (None, e.engine) or t.measure not in trials:
                 continue
-            c = sum(1 for v in e.trials[t.measure] if t.holds(v))
+            c = sum(1 for v in trials[t.measure] if t.holds(v))
             at = ", ".join(f"pass@{k} {pass_at_k(n, c, k):.2f}" for k in range(1, n + 1))
             hat = ", ".join(f"pass^{k} {pass_hat_k(n, c, k):.2f}" for k in range(1, n + 1))
             lines += textwrap.wrap(f"{t}: passed {c}/{n} trials; {at}; {hat}", width=80,

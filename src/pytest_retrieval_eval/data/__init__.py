@@ -1,0 +1,1 @@
+"""What is evaluated: the corpus, labeled sets and their cache, staleness, chunking, corpus lint, question generation."""

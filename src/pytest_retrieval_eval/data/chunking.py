@@ -1,0 +1,87 @@
+"""How documents become chunks: the settings, and the Haystack clean > split > identify pipeline
+that ingestion runs and question generation shares, so a question's source chunk id is the id
+the store holds.
+
+Word windows: sentence-boundary splitting needs NLTK's punkt data, which is downloaded at run
+time and so unavailable offline. Haystack is imported only when a pipeline is built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import RetrievalEvalError
+from ..types import Chunk
+
+if TYPE_CHECKING:
+    from .corpus import Corpus
+
+#: chunk ids are the store's primary keys: PgvectorDocumentStore's id column holds 128 characters
+MAX_CHUNK_ID = 128
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """Word windows of ``split_length`` words overlapping by ``split_overlap``; every chunk is
+    tagged with ``org_id`` and its dataset, the metadata retrieval filters on."""
+
+    split_length: int = 400
+    split_overlap: int = 80
+    org_id: str = "eval"
+
+    def __post_init__(self) -> None:
+        if self.split_length < 1 or not 0 <= self.split_overlap < self.split_length:
+            raise RetrievalEvalError(
+                f"split settings need split_length >= 1 and 0 <= split_overlap < split_length "
+                f"(got {self.split_length} and {self.split_overlap})"
+            )
+
+    def describe(self) -> dict:
+        """What the questions cache records of the chunking its questions were written against."""
+        return {"split_by": "word", "split_length": self.split_length, "split_overlap": self.split_overlap}
+
+
+def sources(corpus: "Corpus") -> list:
+    """One Haystack Document per source document: title and description lead the text."""
+    from .._lazy_torch import import_haystack
+
+    import_haystack()
+    from haystack import Document
+
+    return [
+        Document(id=d.doc_id, content="\n\n".join(p for p in (d.title, d.description, d.content) if p),
+                 meta={"doc_id": d.doc_id, "title": d.title})
+        for d in corpus.docs
+    ]
+
+
+def chunking_pipeline(chunking: Chunking, dataset: str):
+    """clean > split > identify, as a Haystack ``Pipeline`` (ingestion appends its own steps)."""
+    from .._lazy_torch import import_haystack
+
+    import_haystack()
+    from haystack import Pipeline
+    from haystack.components.preprocessors import DocumentCleaner, DocumentSplitter
+
+    from ._components import ChunkIdentity
+
+    pipeline = Pipeline()
+    pipeline.add_component("cleaner", DocumentCleaner())
+    pipeline.add_component("splitter", DocumentSplitter(split_by="word", split_length=chunking.split_length,
+                                                        split_overlap=chunking.split_overlap))
+    pipeline.add_component("identity", ChunkIdentity(chunking.org_id, dataset))
+    pipeline.connect("cleaner.documents", "splitter.documents")
+    pipeline.connect("splitter.documents", "identity.documents")
+    return pipeline
+
+
+def chunks_of(documents) -> tuple[Chunk, ...]:
+    """The plugin's ``Chunk`` records of the pipeline's output documents."""
+    return tuple(Chunk(d.meta["doc_id"], d.meta["chunk_index"], d.content or "", dict(d.meta)) for d in documents)
+
+
+def chunk_corpus(corpus: "Corpus", chunking: Chunking = Chunking()) -> tuple[Chunk, ...]:
+    """The chunks ingestion would write, without a store or an embedder."""
+    result = chunking_pipeline(chunking, corpus.name).run({"cleaner": {"documents": sources(corpus)}})
+    return chunks_of(result["identity"]["documents"])

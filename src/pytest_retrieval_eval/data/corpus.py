@@ -1,0 +1,223 @@
+"""Corpus providers: a folder of JSON documents, or a BEIR folder (which also brings its labels).
+
+A provider is anything with ``load() -> Corpus``; ``open_corpus(path)`` picks one by the folder's
+shape. Loading validates everything up front and names the file, line and field of a bad record.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterator, Protocol
+
+from .._textfiles import json_lines, read_text
+from ..errors import RetrievalEvalError
+from .labeled import LabeledSet
+from ..ir.qrels import Qrels
+from ..types import Doc, LabeledQuery, canonical_json, sha256_text
+
+DOC_FIELDS = ("doc_id", "title", "description", "filename", "content")
+#: Larger documents are refused, not ingested for hours: at 400-word chunks a 50 MB text is
+#: some 20,000 chunks to embed. ``--retrieval-max-doc-mb`` raises the limit.
+MAX_DOC_MB = 10.0
+
+
+def check_size(doc_id: str, text: str, limit_mb: float, *, path, line, field: str) -> None:
+    limit = int(limit_mb * 1024 * 1024)
+    if len(text) * 4 > limit and len(text.encode("utf-8")) > limit:
+        size = len(text.encode("utf-8")) / 1024 / 1024
+        raise RetrievalEvalError(
+            f"document '{doc_id}' is {size:.1f} MB, over the {limit_mb:g} MB limit; split it, or raise the limit "
+            "with --retrieval-max-doc-mb", path=path, line=line, field=field)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    docs: tuple[Doc, ...]
+    name: str = "corpus"
+    source: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_id", {d.doc_id: d for d in self.docs})
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def __iter__(self) -> Iterator[Doc]:
+        return iter(self.docs)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._by_id  # type: ignore[attr-defined]
+
+    def get(self, doc_id: str) -> Doc | None:
+        return self._by_id.get(doc_id)  # type: ignore[attr-defined]
+
+    @property
+    def doc_ids(self) -> tuple[str, ...]:
+        return tuple(d.doc_id for d in self.docs)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Computed once (the corpus is frozen): staleness, table names and reports all ask."""
+        return sha256_text(canonical_json(sorted((d.doc_id, d.fingerprint) for d in self.docs)))
+
+
+class CorpusProvider(Protocol):
+    def load(self) -> Corpus: ...
+
+
+def _line_of(text: str, needle: str) -> int | None:
+    pos = text.find(needle)
+    return None if pos < 0 else text.count("\n", 0, pos) + 1
+
+
+def _doc_from_record(record: Any, *, path: Path, line: int | None, where: str, max_mb: float = MAX_DOC_MB) -> Doc:
+    if not isinstance(record, dict):
+        raise RetrievalEvalError(f"{where}: expected a JSON object, got {type(record).__name__}", path=path, line=line)
+    doc_id = record.get("doc_id")
+    if not isinstance(doc_id, str) or not doc_id.strip():
+        raise RetrievalEvalError(f"{where}: required, a non-empty string", path=path, line=line, field="doc_id")
+    for name in ("title", "description", "filename", "content"):
+        value = record.get(name, "")
+        if not isinstance(value, str):
+            raise RetrievalEvalError(
+                f"document '{doc_id}': must be a string, got {type(value).__name__}", path=path, line=line, field=name
+            )
+    content = record.get("content")
+    if content is None:
+        raise RetrievalEvalError(f"document '{doc_id}': required field is missing", path=path, line=line, field="content")
+    if not content.strip():
+        raise RetrievalEvalError(f"document '{doc_id}': is empty", path=path, line=line, field="content")
+    check_size(doc_id, content, max_mb, path=path, line=line, field="content")
+    meta = {k: v for k, v in record.items() if k not in DOC_FIELDS}
+    return Doc(
+        doc_id=doc_id,
+        content=content,
+        title=record.get("title", ""),
+        description=record.get("description", ""),
+        filename=record.get("filename", ""),
+        meta=meta,
+    )
+
+
+@dataclass(frozen=True)
+class JsonFolder:
+    """``*.json`` files (one document object, or a list of them) and ``*.jsonl`` files (one
+    document per line) anywhere under ``path``. Fields: ``doc_id``, ``content`` (required),
+    ``title``, ``description``, ``filename``; any other field is kept as metadata."""
+
+    path: Path
+    max_doc_mb: float = MAX_DOC_MB
+
+    def load(self) -> Corpus:
+        root = Path(self.path)
+        if not root.is_dir():
+            raise RetrievalEvalError("corpus folder not found", path=root)
+        docs: list[Doc] = []
+        origin: dict[str, str] = {}
+        files = sorted(p for p in root.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file())
+        for file in files:
+            for doc, line in self._read(file, self.max_doc_mb):
+                if doc.doc_id in origin:
+                    raise RetrievalEvalError(
+                        f"duplicate doc_id '{doc.doc_id}' (also in {origin[doc.doc_id]})",
+                        path=file,
+                        line=line,
+                        field="doc_id",
+                    )
+                origin[doc.doc_id] = str(file) if line is None else f"{file}:{line}"
+                docs.append(doc)
+        if not docs:
+            raise RetrievalEvalError("no documents found (expected *.json or *.jsonl files)", path=root)
+        return Corpus(tuple(docs), name=root.name, source=str(root))
+
+    @staticmethod
+    def _read(file: Path, max_mb: float) -> Iterator[tuple[Doc, int | None]]:
+        if file.suffix == ".jsonl":
+            for number, record in json_lines(file):
+                yield _doc_from_record(record, path=file, line=number, where="line", max_mb=max_mb), number
+            return
+        text = read_text(file)
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RetrievalEvalError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=file, line=exc.lineno) from None
+        records = raw if isinstance(raw, list) else [raw]
+        for i, record in enumerate(records):
+            doc_id = record.get("doc_id") if isinstance(record, dict) else None
+            line = _line_of(text, json.dumps(doc_id)) if isinstance(doc_id, str) else (1 if len(records) == 1 else None)
+            where = "document" if len(records) == 1 else f"document [{i}]"
+            yield _doc_from_record(record, path=file, line=line, where=where, max_mb=max_mb), line
+
+
+@dataclass(frozen=True)
+class BeirFolder:
+    """A BEIR dataset folder: ``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``."""
+
+    path: Path
+    split: str = "test"
+    max_doc_mb: float = MAX_DOC_MB
+
+    def load(self) -> Corpus:
+        file = Path(self.path) / "corpus.jsonl"
+        docs: list[Doc] = []
+        seen: dict[str, int] = {}
+        for number, record in json_lines(file):
+            if not isinstance(record, dict):
+                raise RetrievalEvalError("expected a JSON object", path=file, line=number)
+            doc_id = record.get("_id")
+            if not isinstance(doc_id, str) or not doc_id:
+                raise RetrievalEvalError("required, a non-empty string", path=file, line=number, field="_id")
+            if doc_id in seen:
+                raise RetrievalEvalError(f"duplicate _id '{doc_id}' (first on line {seen[doc_id]})", path=file, line=number, field="_id")
+            seen[doc_id] = number
+            title = record.get("title") or ""
+            text = record.get("text") or ""
+            if not isinstance(title, str) or not isinstance(text, str):
+                raise RetrievalEvalError(f"document '{doc_id}': title and text must be strings", path=file, line=number)
+            if not (text.strip() or title.strip()):
+                raise RetrievalEvalError(f"document '{doc_id}': title and text are both empty", path=file, line=number, field="text")
+            check_size(doc_id, text, self.max_doc_mb, path=file, line=number, field="text")
+            docs.append(Doc(doc_id=doc_id, content=text or title, title=title, meta=record.get("metadata") or {}))
+        return Corpus(tuple(docs), name=Path(self.path).name, source=str(self.path))
+
+    def qrels(self) -> Qrels:
+        return Qrels.from_beir_tsv(Path(self.path) / "qrels" / f"{self.split}.tsv")
+
+    def labeled(self) -> LabeledSet:
+        """The split's judged queries with their texts, in qrels order."""
+        qrels = self.qrels()
+        file = Path(self.path) / "queries.jsonl"
+        texts: dict[str, str] = {}
+        for number, record in json_lines(file):
+            qid = record.get("_id") if isinstance(record, dict) else None
+            text = record.get("text") if isinstance(record, dict) else None
+            if not isinstance(qid, str) or not isinstance(text, str):
+                raise RetrievalEvalError("each line needs string fields '_id' and 'text'", path=file, line=number)
+            texts[qid] = text
+        missing = [q for q in qrels if q not in texts]
+        if missing:
+            raise RetrievalEvalError(
+                f"{len(missing)} query id(s) in qrels/{self.split}.tsv have no text in queries.jsonl, "
+                f"e.g. {', '.join(missing[:5])}",
+                path=file,
+            )
+        queries = tuple(LabeledQuery(q, texts[q], dict(qrels[q])) for q in qrels)
+        return LabeledSet(
+            queries,
+            name=f"{Path(self.path).name}/{self.split}",
+            provenance={"generator": {"method": "beir-qrels"}, "path": str(self.path), "split": self.split},
+        )
+
+
+def is_beir_folder(path: str | Path) -> bool:
+    return (Path(path) / "corpus.jsonl").is_file() and (Path(path) / "qrels").is_dir()
+
+
+def open_corpus(path: str | Path, *, split: str = "test", max_doc_mb: float = MAX_DOC_MB) -> CorpusProvider:
+    """A BEIR folder when it has ``corpus.jsonl`` and ``qrels/``, else a JSON document folder."""
+    if is_beir_folder(path):
+        return BeirFolder(Path(path), split, max_doc_mb)
+    return JsonFolder(Path(path), max_doc_mb)

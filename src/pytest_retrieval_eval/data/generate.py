@@ -1,0 +1,224 @@
+"""Question generation: one paraphrased question per chunk from an OpenAI-compatible
+chat-completions endpoint, written into the questions cache as it goes.
+
+- bounded concurrency, retries with backoff on 429/5xx/timeouts honouring ``Retry-After``
+  (``_http.post_json``), temperature 0;
+- fail loud: a chunk whose call or answer fails is logged, left out and counted, never dropped
+  silently; the run says how many failed and which;
+- nothing is lost: an exclusive lock keeps concurrent writers (xdist workers) apart, the cache
+  is rewritten atomically after every answer, so a killed run leaves a valid cache holding all it
+  had, and the next run fills only what is missing or stale.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import logging
+import os
+import re
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from .._http import DEFAULT_CHAT_MODEL, api_key_env, base_url, post_json
+from .._secrets import API_KEY_ENVS
+from .corpus import Corpus
+from ..errors import RetrievalEvalError
+from .chunking import Chunking
+from .labeled import LabeledSet, load_questions_cache, write_questions_cache
+from ..types import Chunk, LabeledQuery, sha256_text
+
+log = logging.getLogger(__name__)
+
+SYSTEM_PROMPT = (
+    "You write evaluation questions for a search system. Given one passage from a knowledge base, "
+    "write ONE question that a real user could ask and that this passage answers. Paraphrase: do not "
+    "reuse the passage's distinctive words (product names, rare terms, title words, numbers as written); "
+    "use everyday words instead, as someone who has never seen the passage would. The question must stand "
+    "on its own: never mention 'the passage', 'the text' or 'the document'. "
+    'Answer with JSON only: {"question": "..."}'
+)
+USER_PROMPT = "Passage:\n<<<\n{passage}\n>>>"
+PROMPT_SHA256 = sha256_text(SYSTEM_PROMPT + "\n\n" + USER_PROMPT)
+DEFAULT_MODEL = DEFAULT_CHAT_MODEL
+
+
+@dataclass(frozen=True)
+class GeneratorConfig:
+    model: str = DEFAULT_MODEL
+    url: str | None = None  # default: RETRIEVAL_EVAL_BASE_URL, else OpenRouter
+    temperature: float = 0.0
+    concurrency: int = 4
+    retries: int = 4
+    timeout: float = 60.0
+
+    @property
+    def base(self) -> str:
+        return (self.url or base_url()).rstrip("/")
+
+
+@dataclass
+class GenerationReport:
+    generated: list[str] = field(default_factory=list)  # new query ids
+    kept: int = 0
+    dropped: list[str] = field(default_factory=list)  # stale query ids removed
+    failed: dict[str, str] = field(default_factory=dict)  # chunk id -> reason
+
+    def summary(self) -> str:
+        text = (f"generated {len(self.generated)}, kept {self.kept}, dropped {len(self.dropped)} stale, "
+                f"failed {len(self.failed)}")
+        if self.failed:
+            text += " (" + "; ".join(f"{c}: {r}" for c, r in list(self.failed.items())[:5]) + (
+                "; ..." if len(self.failed) > 5 else "") + ")"
+        return text
+
+
+def require_api_key() -> str:
+    env = api_key_env()
+    if env is None:
+        raise RetrievalEvalError(
+            f"question generation calls an LLM: set {API_KEY_ENVS[0]} (or {API_KEY_ENVS[1]}) to your API key "
+            f"for {base_url()} (RETRIEVAL_EVAL_BASE_URL picks another OpenAI-compatible endpoint)"
+        )
+    return env
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Exclusive lock next to the cache: one writer at a time, across processes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def parse_question(answer: object) -> str:
+    """The question out of a chat-completions answer; a clear error for anything else."""
+    try:
+        content = answer["choices"][0]["message"]["content"]  # type: ignore[index]
+    except (KeyError, IndexError, TypeError):
+        raise RetrievalEvalError("malformed answer: no choices[0].message.content") from None
+    if not isinstance(content, str):
+        raise RetrievalEvalError("malformed answer: content is not text")
+    text = re.sub(r"^```(?:json)?\s*|\s*```$", "", content.strip())
+    try:
+        question = json.loads(text)["question"]
+    except (ValueError, KeyError, TypeError):
+        raise RetrievalEvalError(f"malformed answer: expected JSON {{\"question\": ...}}, got {content[:80]!r}") from None
+    if not isinstance(question, str) or len(question.strip()) < 5:
+        raise RetrievalEvalError(f"malformed answer: question {question!r} is empty or too short")
+    return " ".join(question.split())
+
+
+def _still_fresh(q: LabeledQuery, corpus: Corpus, chunks: dict[str, Chunk]) -> LabeledQuery | None:
+    """The entry with its doc fingerprint refreshed, or None when it is stale: a judged document
+    is gone, its source chunk changed, or (an entry without a chunk) its document changed."""
+    src = dict(q.source)
+    doc = corpus.get(src.get("doc_id") or (q.gold[0] if q.gold else ""))
+    if doc is None or any(d not in corpus for d in q.relevant):
+        return None
+    if src.get("chunk_id"):
+        chunk = chunks.get(src["chunk_id"])
+        if chunk is None or chunk.fingerprint != src.get("chunk_sha256"):
+            return None
+    elif doc.fingerprint != src.get("doc_sha256"):
+        return None
+    src["doc_sha256"] = doc.fingerprint
+    return dataclasses.replace(q, source=src)
+
+
+def plan(existing: LabeledSet | None, chunks: Sequence[Chunk], corpus: Corpus, *, regenerate: bool
+         ) -> tuple[list[LabeledQuery], list[Chunk], list[str]]:
+    """(entries to keep, chunks that need a question, stale ids dropped). A chunk needs a question
+    when no kept entry comes from it, or always with ``regenerate``; a kept entry is replaced only
+    once its chunk's new question has arrived, so a failed regeneration loses no good entry."""
+    by_id = {c.chunk_id: c for c in chunks}
+    keep, dropped = [], []
+    for q in (existing.queries if existing else ()):
+        fresh = _still_fresh(q, corpus, by_id)
+        if fresh is None:
+            dropped.append(q.query_id)
+        else:
+            keep.append(fresh)
+    covered = set() if regenerate else {q.source.get("chunk_id") for q in keep}
+    return keep, [c for c in chunks if c.chunk_id not in covered], dropped
+
+
+def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path, *,
+                       config: GeneratorConfig = GeneratorConfig(), split: Chunking = Chunking(),
+                       regenerate: bool = False, progress: Callable[[str], None] | None = None) -> GenerationReport:
+    """Fill ``path`` with a question for every chunk that lacks a fresh one (all, with
+    ``regenerate``); see the module docstring for what is guaranteed on failure."""
+    import httpx
+
+    path = Path(path)
+    env = require_api_key()
+    report = GenerationReport()
+    with locked(path):
+        existing = load_questions_cache(path) if path.exists() else None
+        keep, todo, report.dropped = plan(existing, chunks, corpus, regenerate=regenerate)
+        report.kept = len(keep)
+        entries = {q.query_id: q for q in keep}
+        header = {
+            "generator": {"method": "llm", "model": config.model, "prompt_sha256": PROMPT_SHA256,
+                          "temperature": config.temperature, "endpoint": config.base,
+                          "notes": "one question per chunk, generated by the model above with the prompt in "
+                                   "pytest_retrieval_eval/generate.py; entries' source.by names who wrote each"},
+            "splitter": split.describe(),
+            "corpus_fingerprint": corpus.fingerprint,
+        }
+
+        def save() -> None:
+            ordered = tuple(sorted(entries.values(), key=lambda q: q.query_id))
+            write_questions_cache(path, LabeledSet(ordered, name=path.name), **header)
+
+        if report.dropped or existing is None:
+            save()
+        if not todo:
+            return report
+        if progress:
+            progress(f"generating questions for {len(todo)} chunks with {config.model}")
+
+        def ask(chunk: Chunk) -> LabeledQuery:
+            answer = post_json(client, f"{config.base}/chat/completions", {
+                "model": config.model, "temperature": config.temperature,
+                "messages": [{"role": "system", "content": SYSTEM_PROMPT},
+                             {"role": "user", "content": USER_PROMPT.format(passage=chunk.text)}],
+            }, api_key=os.environ.get(env), retries=config.retries)
+            doc = corpus.get(chunk.doc_id)
+            return LabeledQuery(f"{chunk.chunk_id}#1", parse_question(answer), {chunk.doc_id: 1}, {
+                "doc_id": chunk.doc_id, "doc_sha256": doc.fingerprint, "chunk_id": chunk.chunk_id,
+                "chunk_sha256": chunk.fingerprint, "by": config.model,
+            })
+
+        with httpx.Client(timeout=config.timeout) as client, ThreadPoolExecutor(config.concurrency) as pool:
+            pending = {pool.submit(ask, c): c for c in todo}
+            try:
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        chunk = pending.pop(future)
+                        try:
+                            q = future.result()
+                        except Exception as exc:  # recorded, counted, reported
+                            reason = str(exc) if isinstance(exc, RetrievalEvalError) else f"{type(exc).__name__}: {exc}"
+                            report.failed[chunk.chunk_id] = reason
+                            log.warning("question generation failed for %s: %s", chunk.chunk_id, reason)
+                            continue
+                        for old in [k for k, e in entries.items() if e.source.get("chunk_id") == chunk.chunk_id]:
+                            del entries[old]  # replaced (with --regenerate) only now that the new one exists
+                            report.kept -= 1
+                        entries[q.query_id] = q
+                        report.generated.append(q.query_id)
+                        save()
+            finally:
+                for future in pending:
+                    future.cancel()
+    return report

@@ -1,0 +1,183 @@
+"""The labeled set: questions with judged documents, and the committed questions cache format.
+
+``questions.cache.json`` (format version 1)::
+
+    {
+      "format": "pytest-retrieval-eval/questions",
+      "version": 1,
+      "generator": {"method": "...", "model": ..., "prompt_sha256": ..., "temperature": ..., "notes": "..."},
+      "splitter": {...} | null,          # chunking the questions were written against
+      "corpus_fingerprint": "<sha256>",  # of the corpus the set was made from
+      "queries": [
+        {"id": "...", "question": "...", "relevant": {"<doc_id>": 1},
+         "source": {"doc_id": "...", "doc_sha256": "...", "chunk_id": null, "chunk_sha256": null}}
+      ]
+    }
+
+A labeled set can also come from BEIR queries + qrels (see ``corpus.BeirFolder``); both end up
+as a ``LabeledSet``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from .._atomic import write_text_atomic
+from .._textfiles import read_text
+from ..errors import RetrievalEvalError
+from ..ir.qrels import Qrels
+from ..types import LabeledQuery, canonical_json, sha256_text
+
+FORMAT = "pytest-retrieval-eval/questions"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class LabeledSet:
+    """An ordered, id-unique collection of labeled queries plus where it came from."""
+
+    queries: tuple[LabeledQuery, ...]
+    name: str = "labeled"
+    provenance: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for q in self.queries:
+            if q.query_id in seen:
+                raise RetrievalEvalError(f"labeled set '{self.name}': duplicate query id '{q.query_id}'")
+            seen.add(q.query_id)
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def __iter__(self) -> Iterator[LabeledQuery]:
+        return iter(self.queries)
+
+    @cached_property
+    def multi_judged(self) -> bool:
+        """Judged like a qrels file (several documents or grades per query), not one gold each:
+        then nDCG@10 is the measure people compare, and the report adds it."""
+        return any(len(q.relevant) != 1 or set(q.relevant.values()) != {1} for q in self.queries)
+
+    @cached_property
+    def qrels(self) -> Qrels:
+        return Qrels.from_dict({q.query_id: dict(q.relevant) for q in self.queries})
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 over ids, questions and judgements: what the scores depend on (computed once:
+        the set is frozen)."""
+        return sha256_text(
+            canonical_json([[q.query_id, q.question, dict(q.relevant)] for q in self.queries])
+        )
+
+    def by_id(self) -> dict[str, LabeledQuery]:
+        return dict(self._by_id)
+
+    @cached_property
+    def _by_id(self) -> dict[str, LabeledQuery]:
+        return {q.query_id: q for q in self.queries}
+
+
+def _line_of(text: str, needle: str) -> int | None:
+    pos = text.find(needle)
+    return None if pos < 0 else text.count("\n", 0, pos) + 1
+
+
+def load_questions_cache(path: str | Path, *, known_doc_ids: Iterable[str] | None = None) -> LabeledSet:
+    """Load and validate a questions cache. With ``known_doc_ids``, every gold document must exist:
+    a query whose gold document is gone can only ever miss, so it is an error, not a silent 0."""
+    path = Path(path)
+    text = read_text(path)
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RetrievalEvalError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=exc.lineno) from None
+    if not isinstance(raw, dict):
+        raise RetrievalEvalError("expected a JSON object at the top level", path=path, line=1)
+    if raw.get("format") != FORMAT:
+        raise RetrievalEvalError(f"not a questions cache (expected \"format\": \"{FORMAT}\")", path=path, field="format")
+    if raw.get("version") != VERSION:
+        raise RetrievalEvalError(
+            f"unsupported format version {raw.get('version')!r}; this plugin reads version {VERSION}",
+            path=path,
+            line=_line_of(text, '"version"'),
+            field="version",
+        )
+    entries = raw.get("queries")
+    if not isinstance(entries, list):
+        raise RetrievalEvalError("must be a list of query objects", path=path, field="queries")
+    known = set(known_doc_ids) if known_doc_ids is not None else None
+    queries: list[LabeledQuery] = []
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        qid = entry.get("id") if isinstance(entry, dict) else None
+        line = _line_of(text, f'"id": {json.dumps(qid)}') if isinstance(qid, str) else None
+        where = f"queries[{i}]"
+
+        def bad(message: str, fld: str) -> RetrievalEvalError:
+            return RetrievalEvalError(message, path=path, line=line, field=f"{where}.{fld}")
+
+        if not isinstance(entry, dict):
+            raise RetrievalEvalError("must be an object", path=path, field=where)
+        if not isinstance(qid, str) or not qid.strip():
+            raise bad("must be a non-empty string", "id")
+        if qid in seen:
+            raise bad(f"duplicate query id '{qid}' (first at queries[{seen[qid]}])", "id")
+        seen[qid] = i
+        question = entry.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise bad(f"query '{qid}': must be a non-empty string", "question")
+        relevant = entry.get("relevant")
+        if not isinstance(relevant, dict) or not relevant:
+            raise bad(f"query '{qid}': must map at least one doc id to a grade", "relevant")
+        for doc_id, grade in relevant.items():
+            if isinstance(grade, bool) or not isinstance(grade, int):
+                raise bad(f"query '{qid}': grade of '{doc_id}' must be an integer, got {grade!r}", "relevant")
+        if not any(g >= 1 for g in relevant.values()):
+            raise bad(f"query '{qid}': no document has grade >= 1, so no answer could ever count", "relevant")
+        if known is not None:
+            missing = sorted(d for d in relevant if d not in known)
+            if missing:
+                raise bad(
+                    f"query '{qid}': gold document(s) {', '.join(missing)} not in the corpus; "
+                    "regenerate the questions or fix the id",
+                    "relevant",
+                )
+        source = entry.get("source") or {}
+        if not isinstance(source, dict):
+            raise bad(f"query '{qid}': must be an object", "source")
+        queries.append(LabeledQuery(qid, question.strip(), dict(relevant), source))
+    provenance = {k: raw.get(k) for k in ("generator", "splitter", "corpus_fingerprint")}
+    provenance["path"] = str(path)
+    return LabeledSet(tuple(queries), name=path.name, provenance=provenance)
+
+
+def dump_questions_cache(labeled: LabeledSet, *, generator: Mapping[str, Any], corpus_fingerprint: str,
+                         splitter: Mapping[str, Any] | None = None) -> str:
+    """Serialise deterministically: same set, same bytes."""
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "generator": dict(generator),
+        "splitter": dict(splitter) if splitter is not None else None,
+        "corpus_fingerprint": corpus_fingerprint,
+        "queries": [
+            {
+                "id": q.query_id,
+                "question": q.question,
+                "relevant": dict(sorted(q.relevant.items())),
+                "source": dict(sorted(q.source.items())),
+            }
+            for q in labeled.queries
+        ],
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_questions_cache(path: str | Path, labeled: LabeledSet, **kwargs: Any) -> None:
+    write_text_atomic(path, dump_questions_cache(labeled, **kwargs))

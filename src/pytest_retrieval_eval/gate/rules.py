@@ -1,0 +1,192 @@
+"""Threshold rules (``[ENGINE:]MEASURE>=VALUE``) and the check that turns a breach into a failure."""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from ..errors import RetrievalEvalError
+from ..data.lint import KINDS as LINT_KINDS
+from ..ir.measures import Measure
+
+_OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+_RULE = re.compile(
+    r"^\s*(?:(?P<engine>[^\s:<>=]+)\s*:\s*)?(?P<measure>[A-Za-z_][\w@.+-]*)\s*"
+    r"(?P<op>>=|<=|>|<)\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
+)
+
+#: Quantities a rule may name besides measures: the count of queries whose engine call failed,
+#: and corpus lint counts (``lint.truncated`` ...), which belong to no engine.
+COUNTS = ("errors",)
+
+
+def _measure_name(raw: str, rule: str) -> str:
+    """The canonical measure name; a bad one is reported with the rule it came in."""
+    try:
+        return Measure.parse(raw).name
+    except RetrievalEvalError as exc:
+        raise RetrievalEvalError(f"{rule}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Threshold:
+    measure: str  # canonical measure name, or one of COUNTS
+    op: str
+    value: float
+    engine: str | None = None
+    source: str = ""
+
+    @classmethod
+    def parse(cls, text: str, *, source: str = "") -> "Threshold":
+        m = _RULE.match(text or "")
+        where = f" (from {source})" if source else ""
+        if not m:
+            raise RetrievalEvalError(
+                f"threshold {text!r}{where} does not parse; expected [ENGINE:]MEASURE>=VALUE, "
+                "e.g. 'hit@5>=0.8', 'keyword:mrr>=0.5' or 'errors<=0'"
+            )
+        name = m["measure"].lower()
+        if name.startswith("lint."):
+            if name[5:] not in LINT_KINDS:
+                raise RetrievalEvalError(f"threshold {text!r}{where}: unknown lint count {name!r}; known: "
+                                         + ", ".join(f"lint.{k}" for k in LINT_KINDS))
+        elif name not in COUNTS:
+            name = _measure_name(m["measure"], f"threshold {text!r}{where}")
+        return cls(name, m["op"], float(m["value"]), m["engine"], source)
+
+    def __str__(self) -> str:
+        value = f"{self.value:g}"
+        return f"{self.engine + ':' if self.engine else ''}{self.measure}{self.op}{value}"
+
+    def holds(self, value: float) -> bool:
+        return not math.isnan(value) and _OPS[self.op](value, self.value)
+
+
+def parse_thresholds(items: Iterable[tuple[str, str]]) -> list[Threshold]:
+    """``(text, source)`` pairs; blank lines and ``#`` comments (ini files) are skipped."""
+    out = []
+    for text, source in items:
+        text = text.strip()
+        if text and not text.startswith("#"):
+            out.append(Threshold.parse(text, source=source))
+    return out
+
+
+@dataclass(frozen=True)
+class Row:
+    """What the gate reads of one evaluation: the engine, its values, and the query counts."""
+
+    engine: str
+    labeled: str
+    values: Mapping[str, float]
+    n: int
+    errors: int
+
+
+@dataclass(frozen=True)
+class Breach:
+    threshold: Threshold
+    engine: str
+    value: float | None
+    detail: str = ""
+
+    def __str__(self) -> str:
+        t = self.threshold
+        if self.value is None:
+            return f"{t} ({t.source}): {self.detail}"
+        shown = "nan" if math.isnan(self.value) else f"{self.value:.4f}"
+        return f"{self.engine}: {t.measure} = {shown}, required {t.op} {t.value:g} (from {t.source}; {self.detail})"
+
+
+def check(thresholds: Sequence[Threshold], rows: Sequence[Row]) -> list[Breach]:
+    """Every rule against every evaluation of the engines it names; a rule naming an engine that
+    was never evaluated is a breach, never silently skipped."""
+    breaches = []
+    engines = {r.engine for r in rows}
+    for t in thresholds:
+        if t.measure.startswith("lint."):
+            continue  # see check_lint
+        if t.engine is not None and t.engine not in engines:
+            breaches.append(Breach(t, t.engine, None, f"no evaluation of engine '{t.engine}' was recorded "
+                                   f"(evaluated: {', '.join(sorted(engines)) or 'none'})"))
+            continue
+        for row in rows:
+            if t.engine is not None and row.engine != t.engine:
+                continue
+            value = float(row.errors) if t.measure == "errors" else row.values[t.measure]
+            if not t.holds(value):
+                breaches.append(Breach(t, row.engine, value, f"n={row.n}"))
+    return breaches
+
+
+def measures_needed(thresholds: Iterable[Threshold]) -> list[str]:
+    return [t.measure for t in thresholds if t.measure not in COUNTS and not t.measure.startswith("lint.")]
+
+
+def check_lint(thresholds: Sequence[Threshold], reports: Sequence) -> list[str]:
+    """Lint rules against each ingestion's counts; with no ingestion in the run, a rule is a
+    failure (it was asked for and nothing could be checked)."""
+    failures = []
+    for t in (t for t in thresholds if t.measure.startswith("lint.")):
+        if not reports:
+            failures.append(f"{t} ({t.source}): no ingestion ran, so no chunk was linted")
+        for r in reports:
+            value = r.counts()[t.measure[5:]]
+            if not t.holds(value):
+                failures.append(f"corpus {r.dataset}: {t.measure} = {value}, required {t.op} {t.value:g} (from {t.source})")
+    return failures
+
+
+_DROP = re.compile(r"^\s*(?:(?P<engine>[^\s:=]+)\s*:\s*)?(?P<measure>[A-Za-z_][\w@.]*)\s*=\s*"
+                   r"(?P<value>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+
+
+@dataclass(frozen=True)
+class MaxDrop:
+    """``[ENGINE:]MEASURE=DELTA``: fail when the measure falls more than DELTA below the baseline."""
+
+    measure: str
+    delta: float
+    engine: str | None = None
+    source: str = ""
+
+    @classmethod
+    def parse(cls, text: str, *, source: str = "") -> "MaxDrop":
+        m = _DROP.match(text or "")
+        where = f" (from {source})" if source else ""
+        if not m:
+            raise RetrievalEvalError(f"max-drop rule {text!r}{where} does not parse; expected [ENGINE:]MEASURE=DELTA, "
+                                     "e.g. 'hit@5=0.02' or 'hybrid:ndcg@10=0.01'")
+        return cls(_measure_name(m["measure"], f"max-drop rule {text!r}{where}"), float(m["value"]), m["engine"], source)
+
+    def __str__(self) -> str:
+        return f"{self.engine + ':' if self.engine else ''}{self.measure}={self.delta:g}"
+
+
+def parse_max_drops(items: Iterable[tuple[str, str]]) -> list[MaxDrop]:
+    return [MaxDrop.parse(t.strip(), source=s) for t, s in items if t.strip() and not t.strip().startswith("#")]
+
+
+def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool, alpha: float) -> list[str]:
+    """A failure line per breached rule, with the queries that moved. ``noise_aware`` fails only
+    when the drop is also significant (paired test, p < alpha)."""
+    failures = []
+    for rule in rules:
+        for d in diffs:
+            if d.measure != rule.measure or (rule.engine and d.engine != rule.engine):
+                continue
+            drop = d.before - d.after
+            if drop <= rule.delta + 1e-12:
+                continue
+            if noise_aware and not d.p < alpha:
+                continue
+            movers = "; ".join(f"{m.query_id} {m.before:g}->{m.after:g}" for m in d.movers)
+            failures.append(
+                f"{d.engine}: {d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}), more than {rule.delta:g} "
+                f"(from {rule.source}; {d.losses} down, {d.wins} up, p={d.p:.3g}"
+                f"{f' < {alpha:g}' if noise_aware else ''}); moved: {movers or 'none'}"
+            )
+    return failures

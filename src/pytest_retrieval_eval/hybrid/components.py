@@ -1,0 +1,85 @@
+"""The plugin's own Haystack components (imported lazily: importing this imports Haystack).
+
+No ``from __future__ import annotations`` here: Haystack reads ``run()``'s annotations as types
+to check pipeline connections, and postponed (string) annotations fail that check.
+"""
+
+import dataclasses
+import os
+from typing import Optional
+
+import httpx
+
+from .._lazy_torch import import_haystack
+
+import_haystack()  # before Haystack's first import: no torch until a model must run
+
+from haystack import Document, component  # noqa: E402
+
+from .._http import api_key_env, post_json
+from .._secrets import API_KEY_ENVS
+from .embedders import Embedder, Progress
+from ..errors import RetrievalEvalError
+
+
+@component
+class CachedEmbedder:
+    """Embeds documents through the embedding cache: no model load when every text is cached."""
+
+    def __init__(self, embedder: Embedder, progress: Optional[Progress] = None) -> None:
+        self.embedder, self.progress = embedder, progress
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict:
+        vectors = self.embedder.embed([d.content or "" for d in documents], progress=self.progress)
+        return {"documents": [dataclasses.replace(d, embedding=v.tolist()) for d, v in zip(documents, vectors)]}
+
+
+@component
+class HttpReranker:
+    """Cohere-style ``POST {base}/rerank`` with ``model``, ``query``, ``documents``, ``top_n``."""
+
+    def __init__(self, model: str, url: str, *, timeout: float = 30.0, retries: int = 3) -> None:
+        self.model, self.url, self.retries = model, url.rstrip("/"), retries
+        env = api_key_env()
+        if env is None:
+            raise RetrievalEvalError(f"rerank over HTTP needs an API key: set {API_KEY_ENVS[0]} (or {API_KEY_ENVS[1]})")
+        self._env = env
+        self._client = httpx.Client(timeout=timeout)
+
+    @component.output_types(documents=list[Document])
+    def run(self, query: str, documents: list[Document], top_k: Optional[int] = None) -> dict:
+        if not documents:
+            return {"documents": []}
+        answer = post_json(
+            self._client, f"{self.url}/rerank",
+            {"model": self.model, "query": query, "documents": [d.content or "" for d in documents],
+             "top_n": top_k or len(documents)},
+            api_key=os.environ.get(self._env), retries=self.retries,
+        )
+        try:
+            ranked = sorted(answer["results"], key=lambda r: -float(r["relevance_score"]))
+            out = [dataclasses.replace(documents[int(r["index"])], score=float(r["relevance_score"])) for r in ranked]
+        except (KeyError, TypeError, ValueError, IndexError):
+            raise RetrievalEvalError(f"{self.url}/rerank answered without a valid 'results' list") from None
+        return {"documents": out[:top_k] if top_k else out}
+
+
+@component
+class ChunkLint:
+    """Pass-through after splitting, before embedding: records a ``LintReport`` of the chunks."""
+
+    def __init__(self, dataset: str, embedder: Embedder, near_duplicates: Optional[float] = None) -> None:
+        self.dataset, self.embedder, self.near_duplicates = dataset, embedder, near_duplicates
+        self.report = None
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict:
+        from ..data.lint import lint_chunks
+        from ..types import Chunk
+
+        window = self.embedder.token_window()
+        chunks = [Chunk(d.meta.get("doc_id", ""), d.meta.get("chunk_index", 0), d.content or "") for d in documents]
+        self.report = lint_chunks(chunks, dataset=self.dataset, count_tokens=window[0] if window else None,
+                                  window=window[1] if window else None, near_duplicates=self.near_duplicates)
+        return {"documents": documents}

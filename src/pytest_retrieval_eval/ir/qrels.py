@@ -1,0 +1,128 @@
+"""Relevance judgements (``Qrels``) and their file formats: TREC qrels, BEIR tsv, plain dicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from .._textfiles import numbered_lines
+from ..errors import RetrievalEvalError
+
+
+def _grade(value: object, *, path=None, line=None, field="grade") -> int:
+    if isinstance(value, bool):
+        raise RetrievalEvalError(f"relevance grade must be an integer, got {value!r}", path=path, line=line, field=field)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+        try:
+            as_float = float(value)
+        except ValueError:
+            as_float = None
+        if as_float is not None and as_float.is_integer():
+            return int(as_float)
+    raise RetrievalEvalError(
+        f"relevance grade must be an integer, got {value!r}", path=path, line=line, field=field
+    )
+
+
+class Qrels(Mapping[str, Mapping[str, int]]):
+    """``{query_id: {doc_id: grade}}``; grade >= 1 is relevant, 0 judged not relevant.
+
+    Every query present is *judged*: under trec_eval ``-c`` semantics it counts in the mean even
+    when a run leaves it out or it has no relevant document.
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Mapping[str, int]] | None = None) -> None:
+        self._data: dict[str, dict[str, int]] = {}
+        for qid, docs in (data or {}).items():
+            self._data[str(qid)] = {str(d): _grade(g, field=f"{qid}/{d}") for d, g in docs.items()}
+
+    # Mapping protocol
+    def __getitem__(self, qid: str) -> Mapping[str, int]:
+        return self._data[qid]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        n = sum(len(v) for v in self._data.values())
+        return f"Qrels({len(self._data)} queries, {n} judgements)"
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        return {q: dict(d) for q, d in self._data.items()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Mapping[str, int]]) -> "Qrels":
+        return cls(data)
+
+    @classmethod
+    def from_trec(cls, path: str | Path) -> "Qrels":
+        """TREC qrels: ``query_id iteration doc_id grade`` per line, whitespace separated."""
+        data: dict[str, dict[str, int]] = {}
+        for number, line in numbered_lines(path):
+            parts = line.split()
+            if len(parts) != 4:
+                raise RetrievalEvalError(
+                    f"expected 4 columns 'query_id iteration doc_id grade', found {len(parts)}",
+                    path=path,
+                    line=number,
+                )
+            qid, _, doc, grade = parts
+            _add(data, qid, doc, _grade(grade, path=path, line=number), path, number)
+        return cls(data)
+
+    @classmethod
+    def from_beir_tsv(cls, path: str | Path) -> "Qrels":
+        """BEIR qrels: ``query-id<TAB>corpus-id<TAB>score``, an optional header line, CRLF ok."""
+        data: dict[str, dict[str, int]] = {}
+        for number, line in numbered_lines(path):
+            parts = [p.strip() for p in line.split("\t")]
+            if len(parts) != 3:
+                raise RetrievalEvalError(
+                    f"expected 3 tab-separated columns 'query-id corpus-id score', found {len(parts)}",
+                    path=path,
+                    line=number,
+                )
+            qid, doc, grade = parts
+            if number == 1 and not _looks_like_int(grade):
+                continue  # header: query-id corpus-id score
+            _add(data, qid, doc, _grade(grade, path=path, line=number, field="score"), path, number)
+        return cls(data)
+
+    def to_trec(self, path: str | Path) -> None:
+        lines = [
+            f"{q} 0 {d} {g}\n" for q in sorted(self._data) for d, g in sorted(self._data[q].items())
+        ]
+        Path(path).write_text("".join(lines), encoding="utf-8")
+
+
+def _looks_like_int(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _add(data, qid, doc, grade, path, number) -> None:
+    docs = data.setdefault(qid, {})
+    if doc in docs and docs[doc] != grade:
+        raise RetrievalEvalError(
+            f"query '{qid}' judges document '{doc}' twice with different grades "
+            f"({docs[doc]} and {grade})",
+            path=path,
+            line=number,
+        )
+    docs[doc] = grade

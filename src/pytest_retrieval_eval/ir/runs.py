@@ -1,0 +1,131 @@
+"""Rankings (``Run``) and their file formats: TREC run files, score dicts, ranked lists."""
+
+from __future__ import annotations
+
+import math
+from operator import itemgetter
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping, Sequence
+
+from .._textfiles import numbered_lines
+from ..errors import RetrievalEvalError
+
+
+_SCORE_THEN_DOC = itemgetter(1, 0)
+_DOC = itemgetter(0)
+
+
+def rank_by_score(scores: Mapping[str, float]) -> tuple[str, ...]:
+    """trec_eval's order: score descending, ties broken by doc id descending (``strcmp``; code
+    point order equals UTF-8 byte order). One C-level sort on (score, doc), reversed."""
+    values = list(scores.values())
+    if len(set(values)) == len(values) and values == sorted(values, reverse=True):
+        return tuple(scores)  # already strictly decreasing (a ranked run, as engines write them)
+    return tuple(map(_DOC, sorted(scores.items(), key=_SCORE_THEN_DOC, reverse=True)))
+
+
+def dedupe(doc_ids: Iterable[str]) -> tuple[str, ...]:
+    """Keep the first occurrence of each doc id: a document can only be retrieved once."""
+    return tuple(dict.fromkeys(doc_ids))
+
+
+class Run(Mapping[str, Sequence[str]]):
+    """``{query_id: (doc_id, ...)}``, best first, each doc at most once per query."""
+
+    __slots__ = ("_data", "name")
+
+    def __init__(self, rankings: Mapping[str, Iterable[str]] | None = None, *, name: str = "run") -> None:
+        self._data: dict[str, tuple[str, ...]] = {
+            str(q): dedupe(str(d) for d in docs) for q, docs in (rankings or {}).items()
+        }
+        self.name = name
+
+    @classmethod
+    def _trusted(cls, rankings: dict[str, tuple[str, ...]], name: str) -> "Run":
+        """Rankings already unique and of strings (from score dicts): skip the copy."""
+        run = cls.__new__(cls)
+        run._data, run.name = rankings, name
+        return run
+
+    def __getitem__(self, qid: str) -> tuple[str, ...]:
+        return self._data[qid]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"Run({self.name!r}, {len(self._data)} queries)"
+
+    @classmethod
+    def from_ranked(cls, rankings: Mapping[str, Iterable[str]], *, name: str = "run") -> "Run":
+        """Rankings given as ordered lists; a repeated doc id keeps its first (best) rank."""
+        return cls(rankings, name=name)
+
+    @classmethod
+    def from_dict(cls, scores: Mapping[str, Mapping[str, float]], *, name: str = "run") -> "Run":
+        """Scored runs ``{qid: {doc: score}}``, ranked as trec_eval ranks them."""
+        out = {}
+        for qid, docs in scores.items():
+            try:
+                total = sum(docs.values())  # TypeError for a non-number; NaN if any is NaN
+                if total != total and any(v != v for v in docs.values()):
+                    raise TypeError
+                ranking = rank_by_score(docs)
+                if set(map(type, ranking)) - {str}:
+                    ranking = tuple(map(str, ranking))
+                out[str(qid)] = ranking
+            except TypeError:
+                bad = next((d, v) for d, v in docs.items()
+                           if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v)
+                raise RetrievalEvalError(
+                    f"score of document '{bad[0]}' for query '{qid}' must be a number, got {bad[1]!r}"
+                ) from None
+        return cls._trusted(out, name)
+
+    @classmethod
+    def from_trec(cls, path: str | Path, *, name: str | None = None) -> "Run":
+        """TREC run file: ``query_id Q0 doc_id rank score tag``. Order comes from the scores
+        (the rank column is ignored, as trec_eval ignores it). A document listed twice for one
+        query is an error, as in trec_eval."""
+        scores: dict[str, dict[str, float]] = {}
+        seen: dict[tuple[str, str], int] = {}
+        tag = None
+        for number, line in numbered_lines(path):
+            parts = line.split()
+            if len(parts) != 6:
+                raise RetrievalEvalError(
+                    f"expected 6 columns 'query_id Q0 doc_id rank score tag', found {len(parts)}",
+                    path=path,
+                    line=number,
+                )
+            qid, _, doc, _, score_text, tag = parts
+            try:
+                score = float(score_text)
+            except ValueError:
+                raise RetrievalEvalError(
+                    f"score must be a number, got {score_text!r}", path=path, line=number, field="score"
+                ) from None
+            if math.isnan(score):
+                raise RetrievalEvalError("score is NaN", path=path, line=number, field="score")
+            if (qid, doc) in seen:
+                raise RetrievalEvalError(
+                    f"document '{doc}' is listed twice for query '{qid}' (first on line {seen[qid, doc]})",
+                    path=path,
+                    line=number,
+                )
+            seen[qid, doc] = number
+            scores.setdefault(qid, {})[doc] = score
+        return cls.from_dict(scores, name=name or tag or Path(path).stem)
+
+    def to_trec(self, path: str | Path, *, tag: str | None = None) -> None:
+        """Write a TREC run whose scores (n - rank) reproduce this exact order in trec_eval."""
+        tag = (tag or self.name).replace(" ", "_") or "run"
+        lines = []
+        for qid in sorted(self._data):
+            docs = self._data[qid]
+            for rank, doc in enumerate(docs, start=1):
+                lines.append(f"{qid} Q0 {doc} {rank} {len(docs) - rank + 1} {tag}\n")
+        Path(path).write_text("".join(lines), encoding="utf-8")

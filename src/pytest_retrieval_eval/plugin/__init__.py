@@ -1,0 +1,132 @@
+"""The pytest entry point (``retrieval_eval``): options, the marker, fixtures and hooks only.
+
+Dormant until asked (see ``wake``): in a run that selects no retrieval test and passes no
+``--retrieval-*`` flag, registering the options, the marker and the fixtures is all it does.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+from . import fixtures, hookspecs, options, wake
+from .roles import Controller
+from .wake import active, session_of
+
+_FLIP = {">=": "<=", "<=": ">=", ">": "<", "<": ">", "==": "==", "!=": "!="}
+_RESULTS_MODULE = "pytest_retrieval_eval.run.results"
+
+__all__ = ["session_of"]
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_to_pytest(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "retrieval: a retrieval-quality evaluation (select with -m retrieval)")
+    config.pluginmanager.register(fixtures, "retrieval_eval.fixtures")
+    wake.configure(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    wake.sleep(config)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # xdist registers its controller plugin during configure; by now the role is knowable.
+    role = wake.role(session.config, fresh=True)
+    rs = active(session.config)
+    if rs is not None:
+        rs.role = role
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_retrieval_engines(registry, config) -> None:
+    """Built-in engines first, so they lead the parametrization and the table."""
+    from .engines import register_builtin
+
+    register_builtin(registry, session_of(config))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "retrieval_engine" in metafunc.fixturenames:
+        from ..errors import RetrievalEvalError
+
+        try:
+            names = session_of(metafunc.config).selected_engines()
+        except RetrievalEvalError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        metafunc.parametrize("retrieval_engine", names, indirect=True, ids=names, scope="session")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if active(session.config) is None and any(wake.wants_retrieval(item) for item in session.items):
+        session_of(session.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    role = wake.role(node.config)
+    if isinstance(role, Controller):
+        role.node_down(node, error)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session):
+    """The gate, after every test (and under xdist every worker) has finished."""
+    result = yield
+    rs = active(session.config)
+    if rs is None and wake.role(session.config).heard_from_workers:
+        rs = session_of(session.config)
+    if rs is not None:
+        outcome = rs.finish()
+        if outcome is not None and outcome.failed:
+            session.testsfailed += 1
+    return result
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    rs = active(config)
+    if rs is not None and rs.outcome is not None:
+        from ..report import terminal
+
+        terminal.write_summary(terminalreporter, rs.outcome, report=rs.config.report.show,
+                               thresholds=len(rs.config.gate.thresholds),
+                               unavailable=rs.registry.unavailable_engines(), verbosity=config.get_verbosity())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    """Headline figures as JUnit XML properties (``retrieval.<engine>.<measure>``) of every test
+    that reads an engine's results; they travel with the reports under xdist too."""
+    result = yield
+    rs = active(item.config)
+    evaluation = getattr(item, "funcargs", {}).get("retrieval_results") if rs is not None else None
+    if evaluation is not None and _RESULTS_MODULE in sys.modules:
+        from ..run.results import EvaluationResult
+
+        if isinstance(evaluation, EvaluationResult):
+            for m in rs.config.report.table_measures:
+                item.user_properties.append((f"retrieval.{evaluation.engine}.{m.name}", f"{float(evaluation.score(m)):.6f}"))
+            item.user_properties.append((f"retrieval.{evaluation.engine}.n", str(evaluation.n)))
+            item.user_properties.append((f"retrieval.{evaluation.engine}.errored", str(evaluation.n_errored)))
+    return result
+
+
+def pytest_assertrepr_compare(config: pytest.Config, op: str, left: object, right: object):
+    if _RESULTS_MODULE not in sys.modules:  # no result was ever made: nothing to explain
+        return None
+    from ..run.results import MeasureValue
+
+    if isinstance(left, MeasureValue):
+        return left.explain(op, right)
+    if isinstance(right, MeasureValue):
+        return right.explain(_FLIP.get(op, op), left)
+    return None

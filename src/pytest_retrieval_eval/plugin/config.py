@@ -1,0 +1,201 @@
+"""The session's frozen configuration, built once from the option table (``options``) and
+grouped by concern. A bad value is a ``pytest.UsageError`` that names the option and the value.
+
+Imports stay light (no numpy, no Haystack): a project whose ini file configures the plugin has
+its settings checked at start, even in runs that never wake the plugin.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from .._http import DEFAULT_CHAT_MODEL
+from ..engines.hybrid import HybridConfig
+from ..errors import RetrievalEvalError
+from ..gate.rules import MaxDrop, Threshold, parse_max_drops, parse_thresholds
+from ..hybrid.ingest import IngestConfig
+from ..hybrid.store.base import check_identifier
+from ..ir.measures import Measure, parse_measures
+from . import options
+from .options import OptionError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """What is evaluated: the corpus and the labeled queries."""
+
+    corpus: Path | None = None
+    questions: Path | None = None
+    questions_explicit: bool = False  # given on the command line (wins over a BEIR folder's qrels)
+    split: str = "test"  # BEIR qrels split
+    stale: str = "error"  # error | warn
+    regenerate: bool = False
+    generator_model: str = DEFAULT_CHAT_MODEL
+    max_doc_mb: float = 10.0
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How engines are asked."""
+
+    engines: tuple[str, ...] = ()  # selected engine names; empty means every registered engine
+    depth: int = 100
+    trials: int = 1
+    timeout: float | None = None  # seconds per engine call
+
+
+@dataclass(frozen=True)
+class HybridSetup:
+    """The hybrid stack: store, embedder and its cache, ingestion, the engine and its variants."""
+
+    store: str = "embedded"
+    dsn: str | None = None
+    schema_prefix: str = "retrieval_eval"
+    embedder: str = "minilm"
+    cache_dir: Path | None = None  # None: pytest's cache dir, else ~/.cache/pytest-retrieval-eval
+    ingest: IngestConfig = IngestConfig()
+    engine: HybridConfig = HybridConfig()
+    variants: tuple[tuple[str, HybridConfig, IngestConfig], ...] = ()
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """When the run fails: thresholds, and drops against a baseline."""
+
+    thresholds: tuple[Threshold, ...] = ()
+    max_drops: tuple[MaxDrop, ...] = ()
+    baseline: Path | None = None
+    baseline_force: bool = False
+    noise_aware: bool = False
+    alpha: float = 0.05
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """What the run writes: the terminal table and the files."""
+
+    show: bool = False
+    table_measures: tuple[Measure, ...] = ()
+    report_dir: Path | None = None
+    html: Path | None = None
+    save_baseline: Path | None = None
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    data: DataConfig
+    run: RunConfig
+    hybrid: HybridSetup
+    gate: GateConfig
+    report: ReportConfig
+
+
+def _checked(fn: Callable[[], T]) -> T:
+    """A domain parser's complaint, as a usage error (pytest prints it without a traceback)."""
+    import pytest
+
+    try:
+        return fn()
+    except (RetrievalEvalError, OptionError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def build(config: Any) -> RetrievalConfig:
+    """Read every option once and check it; the first bad value stops the run before any test."""
+    explicit = bool(getattr(config.option, options.BY_KEY["questions"].dest, None))
+    return _checked(lambda: _build(lambda key: options.read(config, key), questions_explicit=explicit))
+
+
+def _build(get: Callable[[str], Any], *, questions_explicit: bool) -> RetrievalConfig:
+    names = {o.key: o.names for o in options.OPTIONS}
+    ingest = IngestConfig(split_length=get("split_length"), split_overlap=get("split_overlap"),
+                          near_duplicates=get("near_duplicates"))
+    top_k = get("top_k")
+    engine = hybrid_config([t for t, _ in get("hybrid")], keyword_top_k=top_k, vector_top_k=top_k,
+                           fusion_top_k=top_k, rerank=get("rerank"))
+    variants = tuple(parse_variant(t, engine, ingest) for t, _ in get("variant")
+                     if t.strip() and not t.strip().startswith("#"))
+    gate = GateConfig(
+        thresholds=tuple(parse_thresholds(get("threshold"))),
+        max_drops=tuple(parse_max_drops(get("max_drop"))),
+        baseline=get("baseline"), baseline_force=get("baseline_force"),
+        noise_aware=get("noise_aware"), alpha=get("alpha"),
+    )
+    if gate.max_drops and gate.baseline is None:
+        raise RetrievalEvalError("--retrieval-max-drop / retrieval_max_drops compare with a baseline: "
+                                 "give --retrieval-baseline=PATH (save one with --retrieval-save-baseline=PATH)")
+    measures = get("measures")
+    return RetrievalConfig(
+        data=DataConfig(corpus=get("corpus"), questions=get("questions"),
+                        questions_explicit=questions_explicit,
+                        split=get("split"), stale=get("stale"), regenerate=get("regenerate"),
+                        generator_model=get("generator_model"), max_doc_mb=get("max_doc_mb")),
+        run=RunConfig(engines=tuple(t for t, _ in get("engine")), depth=get("depth"), trials=get("trials"),
+                      timeout=get("timeout")),
+        hybrid=HybridSetup(store=get("store"), dsn=get("dsn"),
+                           schema_prefix=check_identifier(get("schema"), names["schema"]),
+                           embedder=get("embedder"), cache_dir=get("cache_dir"), ingest=ingest, engine=engine,
+                           variants=variants),
+        gate=gate,
+        report=ReportConfig(show=get("report"),
+                            table_measures=tuple(parse_measures(m for m in measures.split(",") if m.strip())),
+                            report_dir=get("report_dir"), html=get("html"), save_baseline=get("save_baseline")),
+    )
+
+
+def parse_variant(text: str, hybrid: HybridConfig, ingest: IngestConfig) -> tuple[str, HybridConfig, IngestConfig]:
+    """``NAME: KEY=VALUE ...``: the session's hybrid and ingestion settings with some changed."""
+    name, sep, rest = text.partition(":")
+    name = name.strip()
+    if not sep or not name or any(c.isspace() for c in name):
+        raise RetrievalEvalError(f"engine variant {text!r} not understood; expected 'NAME: KEY=VALUE ...'")
+    try:
+        return (name, *variant(hybrid, ingest, rest.split()))
+    except RetrievalEvalError as exc:
+        raise RetrievalEvalError(f"engine variant {name}: {exc}") from None
+
+
+#: settings of a variant that change the ingestion (and so the table) rather than the engine
+INGEST_KEYS = ("split_length", "split_overlap")
+
+
+def variant(hybrid: HybridConfig, ingest: IngestConfig, items: list[str]) -> tuple[HybridConfig, IngestConfig]:
+    """``KEY=VALUE`` items over the session's settings: chunking keys change the ingestion, every
+    other key the hybrid engine."""
+    split = {k: v for k, _, v in (i.partition("=") for i in items) if k in INGEST_KEYS}
+    try:
+        ingest = dataclasses.replace(ingest, **{k: int(v) for k, v in split.items()})
+    except ValueError:
+        raise RetrievalEvalError("split settings must be whole numbers") from None
+    engine_items = [i for i in items if i.partition("=")[0] not in INGEST_KEYS]
+    return hybrid_config(engine_items, **dataclasses.asdict(hybrid)), ingest
+
+
+def hybrid_config(items, **defaults) -> HybridConfig:
+    """``KEY=VALUE`` overrides of the hybrid engine's settings (later items win)."""
+    fields = {f.name: f for f in dataclasses.fields(HybridConfig)}
+    values = dict(defaults)
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key, raw = key.strip(), raw.strip()
+        if not sep or key not in fields:
+            raise RetrievalEvalError(f"hybrid setting {item!r} not understood; expected KEY=VALUE with KEY one of "
+                                     f"{', '.join(fields)}")
+        kind = type(getattr(HybridConfig(), key))
+        if kind is bool:
+            if raw.lower() not in ("true", "false", "on", "off", "1", "0", "yes", "no"):
+                raise RetrievalEvalError(f"hybrid setting {key} must be true or false, got {raw!r}")
+            values[key] = raw.lower() in ("true", "on", "1", "yes")
+        elif kind is int:
+            try:
+                values[key] = int(raw)
+            except ValueError:
+                raise RetrievalEvalError(f"hybrid setting {key} must be a whole number, got {raw!r}") from None
+        else:
+            values[key] = raw
+    return HybridConfig(**values)

@@ -1,0 +1,70 @@
+"""The built-in engines, registered through the plugin's own ``pytest_retrieval_engines``
+implementation, and ``hybrid_variant``, the factory for more hybrid engines."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+
+from ..errors import RetrievalEvalError
+
+#: what the hybrid engine needs beyond the base install
+HYBRID_MODULES = ("haystack", "haystack_integrations.document_stores.pgvector", "psycopg")
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def or_fail(fn, *args):
+    """Call ``fn``; a user-fixable error fails the test with its message alone. No traceback:
+    pytest would print every frame's arguments, and a DSN with its password is one of them."""
+    try:
+        return fn(*args)
+    except RetrievalEvalError as exc:
+        problem = str(exc)
+    pytest.fail(problem, pytrace=False)  # outside the except: no chained traceback either
+
+
+def register_builtin(registry: Any, session: Any) -> None:
+    """``keyword`` always; ``hybrid`` and the configured variants where the extra is installed."""
+    from ..engines.keyword import KeywordEngine
+
+    registry.register("keyword", lambda request: KeywordEngine(request.getfixturevalue("retrieval_corpus")))
+    missing = [m for m in HYBRID_MODULES if not _importable(m)]
+    if missing:
+        registry.unavailable("hybrid", f"needs {', '.join(missing)}: pip install 'pytest-retrieval-eval[hybrid]'")
+        return
+    registry.register("hybrid", hybrid_variant())
+    for name, hybrid, ingest in session.config.hybrid.variants:
+        registry.register(name, _factory(hybrid, ingest))
+
+
+def hybrid_variant(**settings: Any):
+    """A factory for ``registry.register``: the hybrid engine with the session's settings, or
+    others, e.g. ``hybrid_variant(use_vector=False)`` or ``hybrid_variant(split_length=200)``.
+    Variants whose ingestion settings match share one ingested table."""
+    items = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in settings.items()]
+    return _factory(None, None, items)
+
+
+def _factory(hybrid: Any, ingest: Any, items: list[str] = ()):
+    def factory(request: pytest.FixtureRequest):
+        from ..engines.hybrid import HybridEngine
+        from .wake import session_of
+        from .config import variant
+
+        session = session_of(request.config)
+        setup = session.config.hybrid
+        engine, chunking = or_fail(variant, hybrid or setup.engine, ingest or setup.ingest, list(items))
+        index = or_fail(session.index, request.getfixturevalue("retrieval_corpus"),
+                        request.getfixturevalue("pgvector_store"), request.getfixturevalue("retrieval_embedder"),
+                        chunking)
+        return HybridEngine(index, engine)
+
+    return factory

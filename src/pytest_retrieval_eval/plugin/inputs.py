@@ -1,0 +1,81 @@
+"""The session's inputs: the configured corpus and labeled queries, with the checks that guard
+them (staleness of the questions cache, qrels judging unknown documents) and regeneration."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Callable
+
+from ..data.corpus import BeirFolder, Corpus, open_corpus
+from ..data.labeled import LabeledSet, load_questions_cache
+from ..data.staleness import check, regenerate_command
+from ..errors import RetrievalEvalError
+from .config import DataConfig
+from ..hybrid.ingest import IngestConfig
+
+
+class StaleQuestionsWarning(UserWarning):
+    """The questions cache no longer matches the corpus (with --retrieval-stale=warn)."""
+
+
+class UnknownJudgedDocumentsWarning(UserWarning):
+    """A qrels file judges documents that the corpus does not have."""
+
+
+def shown(path: Path | None) -> str:
+    """A path as a user would type it: relative to the working directory when below it."""
+    if path is None:
+        return ""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def load_corpus(cfg: DataConfig) -> Corpus:
+    if cfg.corpus is None:
+        raise RetrievalEvalError("no corpus configured: set --retrieval-corpus PATH or the retrieval_corpus ini option")
+    return open_corpus(cfg.corpus, split=cfg.split, max_doc_mb=cfg.max_doc_mb).load()
+
+
+def load_labeled(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progress: Callable[[str], None]) -> LabeledSet:
+    """A BEIR folder brings its own judged queries (unless --retrieval-questions is given);
+    otherwise the questions cache, regenerated first when asked, then checked for staleness."""
+    if cfg.corpus is not None and not cfg.questions_explicit:
+        provider = open_corpus(cfg.corpus, split=cfg.split)
+        if isinstance(provider, BeirFolder):
+            labeled = provider.labeled()
+            unknown = sorted({d for q in labeled for d in q.relevant if d not in corpus})
+            if unknown:
+                warnings.warn(UnknownJudgedDocumentsWarning(
+                    f"qrels/{cfg.split}.tsv judges {len(unknown)} document(s) not in corpus.jsonl, e.g. "
+                    f"{', '.join(unknown[:5])}: they stay judged (as in BEIR's own evaluation) and can never "
+                    "be retrieved"), stacklevel=2)
+            return labeled
+    if cfg.questions is None:
+        raise RetrievalEvalError("no labeled queries configured: set --retrieval-questions PATH or the retrieval_questions ini option")
+    if cfg.regenerate:
+        regenerate(cfg, corpus, chunking, progress)
+    labeled = load_questions_cache(cfg.questions)
+    stale = check(labeled, corpus)
+    if not stale:
+        return labeled
+    message = stale.describe(shown(cfg.questions), shown(cfg.corpus),
+                             regenerate_command(shown(cfg.corpus), shown(cfg.questions)))
+    if cfg.stale == "error":
+        raise RetrievalEvalError(message)
+    warnings.warn(StaleQuestionsWarning(message), stacklevel=2)
+    dead = stale.dead_queries
+    return LabeledSet(tuple(q for q in labeled if q.query_id not in dead), name=labeled.name, provenance=labeled.provenance)
+
+
+def regenerate(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progress: Callable[[str], None]) -> None:
+    from ..data.chunking import chunk_corpus
+    from ..data.generate import GeneratorConfig, generate_questions
+
+    report = generate_questions(corpus, chunk_corpus(corpus, chunking), cfg.questions,
+                                config=GeneratorConfig(model=cfg.generator_model), split=chunking, progress=progress)
+    progress(f"{shown(cfg.questions)}: {report.summary()}")
+    if report.failed:
+        raise RetrievalEvalError(f"question generation failed for {len(report.failed)} chunk(s): {report.summary()}")

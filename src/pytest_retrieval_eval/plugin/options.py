@@ -1,0 +1,317 @@
+"""Every option, declared once: flag, ini key, environment variable, parser, default, help.
+
+From this table come pytest's command-line flags and ini keys (``add_to_pytest``), the values
+the frozen configuration is built from (``read``), the shared options of ``python -m
+pytest_retrieval_eval`` (``add_to_argparse``, without the ``retrieval-`` prefix, as
+pytest-benchmark shares its options with its command) and the README's options table
+(``markdown_table``; a test keeps the two equal).
+
+This module is imported when pytest loads the plugin, so it imports only what the defaults
+need: small dataclasses, no numpy, no Haystack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .._http import DEFAULT_CHAT_MODEL
+from ..data.chunking import Chunking
+from ..engines.base import DEFAULT_DEPTH
+from ..engines.hybrid import HybridConfig
+from ..hybrid.store.base import BACKENDS
+from ..ir.measures import DEFAULT_TABLE_MEASURES
+
+PREFIX = "retrieval"
+ENV_PREFIX = "RETRIEVAL_EVAL_"
+
+
+# --- parsers: text -> value, or ValueError saying what was expected ----------------------------
+
+def whole(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise ValueError(f"must be a whole number >= {minimum}, got {text!r}")
+        return value
+    return parse
+
+
+def _number(text: str) -> tuple[float, str]:
+    """The number and how to show it back (as read: ``-3`` is shown ``'-3.0'``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return float("nan"), repr(text)
+    return value, repr(str(value))
+
+
+def positive(text: str) -> float:
+    value, shown = _number(text)
+    if not value > 0:
+        raise ValueError(f"must be a positive number, got {shown}")
+    return value
+
+
+def fraction(*, closed_top: bool) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        value, shown = _number(text)
+        if not (0 < value <= 1 if closed_top else 0 < value < 1):
+            raise ValueError(f"must be {'a similarity in (0, 1]' if closed_top else 'between 0 and 1'}, got {shown}")
+        return value
+    return parse
+
+
+def choice(*names: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in names:
+            raise ValueError(f"must be one of {', '.join(names)}, got {text!r}")
+        return text
+    return parse
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Option:
+    """One setting. ``kind``: ``value`` (one value), ``switch`` (on/off) or ``lines`` (repeatable
+    flag, one ini line each; ``merge``: ini lines and flags both count, else flags replace)."""
+
+    key: str
+    help: str
+    default: Any = None
+    parse: Callable[[str], Any] | None = None
+    kind: str = "value"
+    metavar: str | None = None
+    env: str | None = None
+    ini: str | None = ""  # "" -> retrieval_<key>; None -> command line only
+    flag: str = ""  # "" -> --retrieval-<key with dashes>
+    path: bool = False  # a flag's path is relative to the working dir, an ini path to the ini file
+    merge: bool = True
+    ini_type: str | None = None  # pytest ini type when not implied by kind
+    cli: tuple[str, ...] = ()  # subcommands of `python -m pytest_retrieval_eval` sharing it
+    cli_aliases: tuple[str, ...] = ()  # other spellings there (``--model``)
+
+    @property
+    def flag_name(self) -> str:
+        return self.flag or f"--{PREFIX}-{self.key.replace('_', '-')}"
+
+    @property
+    def ini_name(self) -> str | None:
+        return None if self.ini is None else (self.ini or f"{PREFIX}_{self.key}")
+
+    @property
+    def dest(self) -> str:
+        return self.flag_name.lstrip("-").replace("-", "_")
+
+    @property
+    def cli_flag(self) -> str:
+        return "--" + self.flag_name[len(f"--{PREFIX}-"):]
+
+    @property
+    def names(self) -> str:
+        """How a message names it: ``--retrieval-depth / retrieval_depth``."""
+        return " / ".join(n for n in (self.flag_name, self.ini_name) if n)
+
+
+_TOP_K = HybridConfig.keyword_top_k
+OPTIONS: tuple[Option, ...] = (
+    # what to evaluate
+    Option("corpus", "corpus folder: JSON documents, or a BEIR folder", path=True, metavar="PATH", cli=("generate", "check")),
+    Option("questions", "labeled questions cache, questions.cache.json (not needed for a BEIR folder)", path=True,
+           metavar="PATH", cli=("generate", "check")),
+    Option("engine", "evaluate only this engine; repeatable (default: every registered engine)", kind="lines",
+           ini="retrieval_engines", ini_type="args", merge=False, metavar="NAME"),
+    Option("depth", "documents asked of each engine", DEFAULT_DEPTH, whole(1), metavar="K"),
+    Option("split", "BEIR qrels split to evaluate, qrels/NAME.tsv", "test", metavar="NAME"),
+    Option("stale", "when the questions cache no longer matches the corpus: error, or warn and leave out questions "
+           "about deleted documents", "error", choice("error", "warn"), metavar="MODE"),
+    Option("regenerate", "before evaluating, generate questions for chunks that lack a fresh one (calls the LLM; "
+           "needs RETRIEVAL_EVAL_API_KEY or OPENROUTER_API_KEY)", False, kind="switch", ini=None),
+    Option("generator_model", "chat model for question generation", DEFAULT_CHAT_MODEL, metavar="MODEL",
+           env=f"{ENV_PREFIX}GENERATOR_MODEL", cli=("generate",), cli_aliases=("--model",)),
+    Option("max_doc_mb", "refuse corpus documents larger than this", 10.0, positive, metavar="MB"),
+    Option("trials", "evaluate each engine N times: spread across trials and pass@k / pass^k of each threshold", 1,
+           whole(1), metavar="N"),
+    Option("timeout", "record an engine call slower than this as an error (a miss) and go on (default: no limit)",
+           None, positive, metavar="SECONDS"),
+    # the hybrid stack
+    Option("store", "where pgvector runs: embedded (a throwaway local server), dsn (an existing server) or "
+           "testcontainers", "embedded", choice(*BACKENDS), metavar="NAME", env=f"{ENV_PREFIX}STORE"),
+    Option("dsn", "connection string for the dsn store (prefer the environment variable for passwords)",
+           metavar="DSN", env=f"{ENV_PREFIX}DSN"),
+    Option("schema", "schema name prefix for the dsn and testcontainers stores, a plain identifier",
+           "retrieval_eval", metavar="NAME"),
+    Option("embedder", "minilm (offline), sentence-transformers:PATH, openai:MODEL or hashing[:DIM]", "minilm",
+           metavar="SPEC", env=f"{ENV_PREFIX}EMBEDDER"),
+    Option("cache_dir", "where embeddings are cached (default: pytest's cache dir)", path=True, metavar="DIR"),
+    Option("split_length", "chunk length in words", Chunking.split_length, whole(1), metavar="WORDS",
+           cli=("generate",)),
+    Option("split_overlap", "chunk overlap in words", Chunking.split_overlap, whole(0), metavar="WORDS",
+           cli=("generate",)),
+    Option("top_k", "hybrid engine: top k of each retriever and of the fusion", _TOP_K, whole(1), metavar="K"),
+    Option("rerank", "hybrid engine reranker: off, local:PATH (a cross-encoder folder) or http:MODEL "
+           "(a Cohere-style /rerank endpoint)", HybridConfig.rerank, metavar="SPEC"),
+    Option("hybrid", "hybrid engine setting, e.g. use_vector=false, fusion_top_k=20; repeatable", kind="lines",
+           metavar="KEY=VALUE"),
+    Option("variant", "a hybrid engine variant as an engine of its own, e.g. 'hybrid-kw: use_vector=false' or "
+           "'hybrid-200: split_length=200 split_overlap=40'; repeatable", kind="lines", ini="retrieval_variants",
+           metavar="'NAME: KEY=VALUE ...'"),
+    Option("near_duplicates", "lint: flag chunks whose estimated Jaccard similarity is at least J (MinHash; off "
+           "by default)", None, fraction(closed_top=True), metavar="J"),
+    # the gate
+    Option("threshold", "fail the run when a rule is breached, e.g. 'hit@5>=0.8', 'keyword:mrr>=0.5', "
+           "'errors<=0', 'lint.truncated<=0'; repeatable", kind="lines", ini="retrieval_thresholds",
+           metavar="[ENGINE:]MEASURE>=VALUE", cli=("report",)),
+    Option("baseline", "compare with a saved baseline: deltas, per-query movers, paired tests", path=True,
+           metavar="PATH", cli=("report",)),
+    Option("max_drop", "fail when a measure drops more than DELTA below the baseline; repeatable", kind="lines",
+           ini="retrieval_max_drops", metavar="[ENGINE:]MEASURE=DELTA", cli=("report",)),
+    Option("noise_aware", "fail max-drop rules only when the drop is significant (paired test, p < alpha)", False,
+           kind="switch", cli=("report",)),
+    Option("alpha", "significance level of the engine comparisons and the noise-aware gate", 0.05,
+           fraction(closed_top=False), metavar="ALPHA", cli=("report",)),
+    Option("baseline_force", "compare with a baseline even when its corpus, labeled set or metric fingerprints "
+           "differ", False, kind="switch", ini=None, cli=("report",)),
+    # reports
+    Option("report", "print the summary table at the end of the run", False, kind="switch"),
+    Option("measures", "comma-separated table columns", ",".join(m.name for m in DEFAULT_TABLE_MEASURES),
+           metavar="LIST", cli=("report",)),
+    Option("report_dir", "write results.md, results.json, per_query.jsonl, TREC runs, qrels and a Hit@k plot to DIR",
+           path=True, metavar="DIR"),
+    Option("html", "write a self-contained drill-down page: every query, what came back, where the gold was",
+           path=True, metavar="PATH"),
+    Option("save_baseline", "save this run's results (results.json format) as a baseline", path=True, ini=None,
+           metavar="PATH"),
+)
+BY_KEY = {o.key: o for o in OPTIONS}
+
+
+def add_to_pytest(parser: Any) -> None:
+    group = parser.getgroup(PREFIX, "retrieval evaluation (pytest-retrieval-eval)")
+    for o in OPTIONS:
+        where = ", ".join(x for x in (f"ini {o.ini_name}" if o.ini_name else "", f"env {o.env}" if o.env else "") if x)
+        default = f"default {_shown_default(o)}; " if _shown_default(o) else ""
+        text = f"{o.help} ({default}{where})" if (default or where) else o.help
+        if o.kind == "switch":
+            group.addoption(o.flag_name, action="store_true", default=None, dest=o.dest, help=text)
+        elif o.kind == "lines":
+            group.addoption(o.flag_name, action="append", default=[], dest=o.dest, metavar=o.metavar, help=text)
+        else:
+            group.addoption(o.flag_name, default=None, dest=o.dest, metavar=o.metavar or o.key.upper(), help=text)
+        if o.ini_name:
+            kind = o.ini_type or {"switch": "bool", "lines": "linelist"}.get(o.kind, "string")
+            parser.addini(o.ini_name, o.help, type=kind, default=[] if kind in ("linelist", "args") else
+                          (False if kind == "bool" else ""))
+
+
+def add_to_argparse(parser: argparse.ArgumentParser, command: str, **defaults: Any) -> None:
+    """The options ``command`` shares with the plugin, without the prefix (``--split-length``);
+    ``defaults`` replace the table's (None: "not given", for options that fall back to a saved run)."""
+    for o in OPTIONS:
+        if command not in o.cli:
+            continue
+        default = defaults.get(o.key, (os.environ.get(o.env) if o.env else None) or o.default)
+        if o.kind == "switch":
+            parser.add_argument(o.cli_flag, action="store_true", default=default, dest=o.key, help=o.help)
+        elif o.kind == "lines":
+            parser.add_argument(o.cli_flag, action="append", default=None, dest=o.key, metavar=o.metavar, help=o.help)
+        else:
+            def typed(text: str, o: Option = o) -> Any:
+                try:
+                    return o.parse(text) if o.parse else text
+                except ValueError as exc:
+                    raise argparse.ArgumentTypeError(str(exc)) from None
+            shown = f" (default {default})" if default not in (None, "") else ""
+            parser.add_argument(o.cli_flag, *o.cli_aliases, default=default, type=typed, dest=o.key,
+                                metavar=o.metavar, help=o.help + shown)
+
+
+class OptionError(ValueError):
+    """A value an option cannot take; the message names the option and the value."""
+
+
+@dataclass(frozen=True)
+class Value:
+    value: Any
+    source: str  # the flag, "ini retrieval_x", the env var, or "default"
+
+
+def given_on_command_line(config: Any) -> bool:
+    """Did the user pass any ``--retrieval-*`` flag? (Then the plugin wakes at configure.)"""
+    for o in OPTIONS:
+        v = getattr(config.option, o.dest, None)
+        if v not in (None, [], False):
+            return True
+    return False
+
+
+def set_in_ini(config: Any) -> bool:
+    """Does the ini file set any of the plugin's keys?"""
+    return any(config.getini(o.ini_name) not in ("", [], False) for o in OPTIONS if o.ini_name)
+
+
+def read(config: Any, key: str) -> Any:
+    """The option's value: command line, then environment, then ini file, then default.
+    ``lines`` options give ``[(text, source), ...]``; paths are resolved."""
+    o = BY_KEY[key]
+    cli = getattr(config.option, o.dest, None)
+    if o.kind == "lines":
+        ini = [(t, f"ini {o.ini_name}") for t in (config.getini(o.ini_name) if o.ini_name else [])]
+        flags = [(t, o.flag_name) for t in cli or []]
+        return [*ini, *flags] if o.merge or not flags else flags
+    if o.kind == "switch":
+        if cli is not None:
+            return bool(cli)
+        return bool(config.getini(o.ini_name)) if o.ini_name else bool(o.default)
+    for text, source in ((cli, o.flag_name), (os.environ.get(o.env) if o.env else None, o.env),
+                         (config.getini(o.ini_name) if o.ini_name else None, f"ini {o.ini_name}")):
+        if text in (None, ""):
+            continue
+        text = str(text)
+        if o.path:
+            base = Path.cwd() if source != f"ini {o.ini_name}" else (
+                config.inipath.parent if config.inipath else config.rootpath)
+            return (base / text).resolve()
+        if o.parse is None:
+            return text
+        try:
+            return o.parse(text)
+        except ValueError as exc:
+            raise OptionError(f"{o.names} {exc}") from None
+    return o.default
+
+
+def _shown_default(o: Option) -> str:
+    if o.kind in ("switch", "lines") or o.default in (None, ""):
+        return ""
+    return f"{o.default:g}" if isinstance(o.default, float) else str(o.default)
+
+
+def markdown_table() -> list[str]:
+    """The README's options table, made from the declarations."""
+    lines = ["| flag | ini | env | default | meaning |", "|---|---|---|---|---|"]
+    for o in OPTIONS:
+        flag = f"`{o.flag_name}`" if o.kind == "switch" else f"`{o.flag_name} {o.metavar or o.key.upper()}`"
+        if o.kind == "lines":
+            flag += " (repeatable)"
+        ini = f"`{o.ini_name}`" + (" (one per line)" if o.kind == "lines" and o.ini_type != "args" else "") if o.ini_name else ""
+        env = f"`{o.env}`" if o.env else ""
+        default = f"`{_shown_default(o)}`" if _shown_default(o) else ""
+        meaning = o.help.replace("; repeatable", "")
+        lines.append(f"| {flag} | {ini} | {env} | {default} | {meaning} |")
+    return lines
+
+
+def readme_block(text: str) -> list[str]:
+    """The options table as the README holds it (between its two markers)."""
+    start, end = "<!-- options-table:start -->", "<!-- options-table:end -->"
+    if start not in text or end not in text:
+        return []
+    return text.split(start, 1)[1].split(end, 1)[0].strip().splitlines()

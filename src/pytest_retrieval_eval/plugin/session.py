@@ -1,0 +1,244 @@
+"""The run's retrieval state, owned by the plugin manager (registered as ``retrieval_session``):
+the configuration, the engines built, the evaluations recorded, and at the end the verdict.
+
+It is created only when the run asks for retrieval (see ``plugin/__init__``). Fixtures ask it
+for what they yield, passing what they already hold; it never reaches back into fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import RetrievalEvalError
+from .config import RetrievalConfig
+from .roles import Gathered, Shipped, Standalone
+
+
+@dataclass
+class Outcome:
+    """The reporting process's end of run: the verdict, plus what xdist merging noted."""
+
+    verdict: Any  # gate.verdict.Verdict
+    notes: list[str] = field(default_factory=list)
+    thresholds: list = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[str]:
+        return self.verdict.failures
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict.failed
+
+
+def merge(gathered: Gathered) -> tuple[list, list, dict[str, str], list[str]]:
+    """Records from several processes: one evaluation per (engine, labeled set). Two workers that
+    both evaluated an engine asked it the same questions; the first (by worker id) is kept, and a
+    disagreement between them is noted rather than averaged away."""
+    from ..data.lint import LintReport
+    from ..run.results import EvaluationResult
+
+    kept: dict[tuple[str, str], EvaluationResult] = {}
+    lint: dict[str, LintReport] = {}
+    snippets: dict[str, str] = {}
+    notes = []
+    for origin, shipped in gathered.shipped:
+        for d in shipped.lint:
+            lint.setdefault(json.dumps(d, sort_keys=True), LintReport.from_dict(d))  # one ingestion, two workers
+        snippets.update(shipped.snippets)
+        for rec in shipped.evaluations:
+            result = EvaluationResult.from_dict(rec)
+            other = kept.get(result.identity)
+            if other is None:
+                kept[result.identity] = result
+            elif [r.doc_ids for r in other.results] != [r.doc_ids for r in result.results]:
+                notes.append(f"engine '{result.engine}' ranked differently on {origin}; kept the first worker's run")
+    return list(kept.values()), list(lint.values()), dict(sorted(snippets.items())), notes
+
+
+class RetrievalSession:
+    def __init__(self, config: RetrievalConfig, pytest_config: Any, role: Standalone) -> None:
+        self.config = config
+        self.pytest_config = pytest_config
+        self.role = role
+        self._registry = None
+        self._engines: dict[str, Any] = {}
+        self._results: dict[tuple[str, str], Any] = {}
+        self._indexes: dict[Any, Any] = {}  # IngestConfig -> IngestedIndex
+        self._snippets: dict[str, str] = {}
+        self._corpus = None
+        self._labeled = None
+        self.outcome: Outcome | None = None
+
+    # --- engines -----------------------------------------------------------------------------
+    @property
+    def registry(self):
+        """Engines registered through the ``pytest_retrieval_engines`` hook, asked once."""
+        if self._registry is None:
+            from ..engines.base import EngineRegistry
+
+            registry = EngineRegistry()
+            self.pytest_config.hook.pytest_retrieval_engines(registry=registry, config=self.pytest_config)
+            self._registry = registry
+        return self._registry
+
+    def selected_engines(self) -> list[str]:
+        names = self.registry.names()
+        wanted = self.config.run.engines
+        if not wanted:
+            return names
+        unavailable = self.registry.unavailable_engines()
+        for name in wanted:
+            if name in unavailable:
+                raise RetrievalEvalError(f"engine '{name}' is not available: {unavailable[name]}")
+        unknown = [n for n in wanted if n not in names]
+        if unknown:
+            raise RetrievalEvalError(
+                f"--retrieval-engine / retrieval_engines names unknown engine(s) {', '.join(unknown)}; "
+                f"registered: {', '.join(names) or 'none'}"
+            )
+        return list(wanted)
+
+    def engine(self, name: str, request: Any):
+        if name not in self._engines:
+            self._engines[name] = self.registry.build(name, request)
+        return self._engines[name]
+
+    # --- the hybrid stack ----------------------------------------------------------------------
+    @property
+    def worker_id(self) -> str:
+        return os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+    def open_store(self):
+        from ..hybrid.store import open_store
+
+        h = self.config.hybrid
+        return open_store(h.store, dsn=h.dsn, worker=self.worker_id, schema_prefix=h.schema_prefix)
+
+    def cache_dir(self) -> Path:
+        if self.config.hybrid.cache_dir is not None:
+            return self.config.hybrid.cache_dir
+        cache = getattr(self.pytest_config, "cache", None)
+        if cache is not None:
+            return Path(cache.mkdir("retrieval-eval"))
+        return Path.home() / ".cache" / "pytest-retrieval-eval"
+
+    def embedder(self):
+        from ..hybrid.embedders import Embedder, backend_for
+        from ..hybrid.embedding_cache import EmbeddingCache
+
+        return Embedder(backend_for(self.config.hybrid.embedder), EmbeddingCache(self.cache_dir() / "embeddings.sqlite3"))
+
+    def index(self, corpus: Any, store: Any, embedder: Any, config: Any = None):
+        """The corpus ingested with ``config`` (default: the session's), once per session; engine
+        variants with the same ingestion settings share it."""
+        from ..hybrid.ingest import ingest
+
+        config = config or self.config.hybrid.ingest
+        if config not in self._indexes:
+            self._indexes[config] = ingest(corpus, store, embedder, config, self.progress)
+        return self._indexes[config]
+
+    def progress(self, message: str) -> None:
+        """A progress line on the terminal, past output capture (long ingestions)."""
+        tr = self.pytest_config.pluginmanager.get_plugin("terminalreporter")
+        capman = self.pytest_config.pluginmanager.get_plugin("capturemanager")
+        if tr is None:
+            return
+        if capman is None:
+            tr.write_line(f"retrieval: {message}")
+            return
+        with capman.global_and_fixture_disabled():
+            tr.write_line(f"retrieval: {message}")
+
+    # --- data ----------------------------------------------------------------------------------
+    def corpus(self):
+        """The configured corpus, read once per process."""
+        if self._corpus is None:
+            from .inputs import load_corpus
+
+            self._corpus = load_corpus(self.config.data)
+        return self._corpus
+
+    def labeled(self, corpus: Any):
+        """The configured labeled queries, checked against ``corpus``, read once per process."""
+        if self._labeled is None:
+            from .inputs import load_labeled
+
+            self._labeled = load_labeled(self.config.data, corpus, self.config.hybrid.ingest, self.progress)
+        return self._labeled
+
+    # --- evaluations -------------------------------------------------------------------------
+    def evaluate(self, engine: Any, labeled: Any, *, name: str | None = None, corpus: Any = None):
+        """Evaluate once per session per (engine name, labeled set); later calls reuse it."""
+        from ..report.html import snippets
+        from ..run.evaluate import evaluate_engine
+
+        key = (name or engine.name, labeled.fingerprint)
+        if key not in self._results:
+            run = self.config.run
+            context = {"corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint} if corpus is not None else {}
+
+            def once():
+                return evaluate_engine(engine, labeled, depth=run.depth, name=name, context=context,
+                                       timeout=run.timeout, known_ids=corpus)
+
+            first = once()
+            first.trial_results = tuple(once().results for _ in range(run.trials - 1))
+            self._results[key] = first
+            if corpus is not None:  # what the drill-down page shows of the documents, taken now
+                self._snippets.update(snippets([first], corpus))
+        return self._results[key]
+
+    # --- end of run --------------------------------------------------------------------------
+    def finish(self) -> Outcome | None:
+        """Ship or gather; in the reporting process, judge every evaluation and write the outputs."""
+        records = Shipped([r.to_dict(timing=True) for r in self._results.values()],
+                          [i.lint.to_dict() for i in self._indexes.values() if i.lint is not None],
+                          dict(self._snippets))
+        self.role.ship(self.pytest_config, records)
+        if not self.role.reports:
+            return None
+        from ..gate.verdict import judge_recorded, record_settings
+        from ..report.outputs import step_summary_path, write_outputs
+        from ..run.results import RunResults
+        from .inputs import shown
+
+        cfg = self.config
+        gathered = self.role.gather(records)
+        evaluations, lint, snippets, notes = merge(gathered)
+        run = record_settings(
+            RunResults(evaluations, lint=lint, snippets=snippets), configured=cfg.report.table_measures,
+            thresholds=cfg.gate.thresholds, max_drops=cfg.gate.max_drops, alpha=cfg.gate.alpha,
+            noise_aware=cfg.gate.noise_aware, baseline=shown(cfg.gate.baseline) or None,
+            baseline_force=cfg.gate.baseline_force,
+            failures=[f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers])
+        baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
+        verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
+        self.outcome = Outcome(verdict, notes, list(cfg.gate.thresholds))
+        if run.evaluations:
+            timing = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                      "engines": {f"{r.engine} on {r.labeled.name}": {"queries": r.n, "seconds": round(r.seconds, 6)}
+                                  for r in evaluations}}
+            write_outputs(verdict, report_dir=cfg.report.report_dir, html=cfg.report.html,
+                          save_baseline=cfg.report.save_baseline, baseline=baseline, timing=timing,
+                          step_summary=step_summary_path())
+        return self.outcome
+
+
+def load_baseline(path: Path | None) -> tuple[Any, list[str]]:
+    """The saved baseline, or why it cannot be used (a gate failure, never a silent pass)."""
+    if path is None:
+        return None, []
+    from ..run.results import RunResults
+
+    try:
+        return RunResults.load(path), []
+    except RetrievalEvalError as exc:
+        return None, [f"baseline unusable: {exc}"]
+

@@ -1,0 +1,93 @@
+"""When the plugin wakes, and what waking changes.
+
+Installed, the plugin registers its options, marker and fixtures, and nothing else happens
+until the run asks for retrieval (hypothesis's plugin is the model): a ``--retrieval-*`` flag,
+a collected test that is marked ``retrieval`` or uses one of the plugin's fixtures, or (on the
+xdist controller) a worker that shipped retrieval results. Only then is the session created and
+are process-wide changes made, each undone at unconfigure: log records are masked for secrets,
+and Haystack's telemetry is turned off unless the user set it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from . import options
+from .roles import Standalone, role_for
+
+SESSION_NAME = "retrieval_session"
+CONFIG_KEY = pytest.StashKey[Any]()  # config.RetrievalConfig, built when the plugin is configured
+ROLE_KEY = pytest.StashKey[Standalone]()
+UNDO_KEY = pytest.StashKey[list]()
+
+#: The fixtures whose use wakes the plugin.
+FIXTURES = frozenset({"retrieval_session", "retrieval_corpus", "labeled_queries", "retrieval_engine",
+                      "evaluate_retrieval", "retrieval_results", "pgvector_store", "retrieval_embedder",
+                      "ingested_index", "ingested_chunks"})
+TELEMETRY = "HAYSTACK_TELEMETRY_ENABLED"
+
+
+def configure(config: pytest.Config) -> None:
+    """At configure: check the configuration when the user gave any (flags or ini keys), so a
+    bad value is a usage error at once; wake when a flag was given."""
+    flagged = options.given_on_command_line(config)
+    if flagged or options.set_in_ini(config):
+        from .config import build
+
+        config.stash[CONFIG_KEY] = build(config)
+    if flagged:
+        session_of(config)
+
+
+def wants_retrieval(item: pytest.Item) -> bool:
+    return item.get_closest_marker("retrieval") is not None or not FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+
+
+def active(config: pytest.Config):
+    """The session if the plugin is awake, else None."""
+    return config.pluginmanager.get_plugin(SESSION_NAME)
+
+
+def role(config: pytest.Config, *, fresh: bool = False) -> Standalone:
+    """This process's xdist role (decided anew at session start, when xdist has configured)."""
+    if fresh or ROLE_KEY not in config.stash:
+        config.stash[ROLE_KEY] = role_for(config)
+    return config.stash[ROLE_KEY]
+
+
+def session_of(config: pytest.Config):
+    """The session, woken on first use."""
+    session = active(config)
+    if session is not None:
+        return session
+    from .config import build
+    from .session import RetrievalSession
+
+    cfg = config.stash[CONFIG_KEY] if CONFIG_KEY in config.stash else build(config)
+    config.stash[CONFIG_KEY] = cfg
+    config.stash[UNDO_KEY] = _process_changes()
+    session = RetrievalSession(cfg, config, role(config))
+    config.pluginmanager.register(session, SESSION_NAME)
+    return session
+
+
+def _process_changes() -> list:
+    from .._secrets import install_log_redaction
+
+    undo = [install_log_redaction()]
+    if TELEMETRY not in os.environ:
+        # Haystack looks up its telemetry host on every pipeline run and waits ~1 s at exit when
+        # it cannot reach it; a test run has no business sending telemetry.
+        os.environ[TELEMETRY] = "False"
+        undo.append(lambda: os.environ.pop(TELEMETRY, None))
+    return undo
+
+
+def sleep(config: pytest.Config) -> None:
+    """Undo what waking changed (at unconfigure)."""
+    for undo in reversed(config.stash.get(UNDO_KEY, [])):
+        undo()
+    config.stash[UNDO_KEY] = []

@@ -1,0 +1,44 @@
+"""Every artefact of a run, written in one place from the verdict on it: the report folder, the
+drill-down page, a saved baseline, GitHub's step summary. The pytest session and ``python -m
+pytest_retrieval_eval report --out`` both call ``write_outputs``, so a saved results.json
+rebuilds byte-identical files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from .._atomic import write_text_atomic
+from ..run.results import METRICS_DEFINITION
+
+
+def metadata(verdict: Any) -> dict[str, Any]:
+    """The run's description in results.md and under the page's title."""
+    settings = verdict.run.settings
+    return {"measures": ", ".join(verdict.measures), "metric definition": METRICS_DEFINITION,
+            "alpha": settings.get("alpha", verdict.alpha), "baseline": settings.get("baseline") or "none"}
+
+
+def write_outputs(verdict: Any, *, report_dir: Path | None = None, html: Path | None = None,
+                  save_baseline: Path | None = None, baseline: Any = None,
+                  timing: Mapping[str, Any] | None = None, step_summary: str | None = None) -> None:
+    from .files import markdown, write_report
+
+    meta = metadata(verdict)
+    if save_baseline is not None:
+        write_text_atomic(save_baseline, verdict.run.to_json())
+    if report_dir is not None:
+        write_report(report_dir, verdict, metadata=meta, timing=timing, baseline=baseline)
+    if html is not None:
+        from .html import render
+
+        write_text_atomic(html, render(verdict, baseline=baseline,
+                                       subtitle=", ".join(f"{k}: {v}" for k, v in meta.items())))
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as fh:
+            fh.write(markdown(verdict, meta))
+
+
+def step_summary_path() -> str | None:
+    return os.environ.get("GITHUB_STEP_SUMMARY") or None

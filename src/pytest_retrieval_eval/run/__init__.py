@@ -1,0 +1,1 @@
+"""Running engines over labeled sets (``evaluate``) into the one result model (``results``)."""

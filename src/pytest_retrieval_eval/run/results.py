@@ -1,0 +1,381 @@
+"""The one result model: what each engine returned for each labeled query, plus the labeled set.
+
+Everything else is derived from it in this module: per-query values of every measure, means,
+intervals, the rank of the first relevant document, Hit@k curves, engine comparisons. Tests
+assert on it (``results.hit_at(5)``), xdist workers ship it, reports render it, baselines are
+saved copies of it, and ``results.json`` holds all of it, so a saved run rebuilds every artefact
+(``python -m pytest_retrieval_eval report results.json --out DIR``).
+
+``results.json`` (format version 1) is written with sorted keys and without timings, so
+identical inputs give byte-identical files (timings go to ``timing.json``). Per evaluation it
+holds the source of truth (each query's id, question, judgements, ranked ids and error, and the
+rankings of repeated trials) and, for people and other tools, the values derived from it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .._textfiles import read_text
+from ..data.labeled import LabeledSet
+from ..data.lint import LintReport
+from ..engines.base import DEFAULT_DEPTH
+from ..errors import RetrievalEvalError
+from ..ir.measures import Measure, parse_measures
+from ..ir.metrics import evaluate
+from ..ir.runs import Run
+from ..ir.stats import bootstrap_ci, paired_randomization
+from ..types import LabeledQuery, QueryResult, sha256_text
+
+FORMAT = "pytest-retrieval-eval/results"
+VERSION = 1
+#: Bump when a measure's definition changes: baselines from another definition are refused.
+METRICS_DEFINITION = "trec_eval -c semantics; ties by doc id descending; linear-gain ndcg; v1"
+METRICS_FINGERPRINT = sha256_text(METRICS_DEFINITION)
+#: Kept per query in every results file, so a saved run can be read on any of them.
+STANDARD_MEASURES = ("hit@1", "hit@3", "hit@5", "hit@10", "hit@20", "mrr", "ndcg@10", "recall@10",
+                     "recall@100", "precision@10", "map")
+CURVE_DEPTH = 20
+
+
+def measure_names(extra: Iterable[str] = ()) -> list[str]:
+    """The standard measures plus ``extra``, canonical and without repeats."""
+    return [m.name for m in parse_measures([*STANDARD_MEASURES, *extra])]
+
+
+class MeasureValue(float):
+    """A float that remembers what it measured, so a failed assertion can explain itself."""
+
+    measure: str
+    result: "EvaluationResult"
+
+    def __new__(cls, value: float, measure: str, result: "EvaluationResult") -> "MeasureValue":
+        self = super().__new__(cls, value)
+        self.measure = measure
+        self.result = result
+        return self
+
+    def __repr__(self) -> str:
+        return f"{self.result.engine} {self.measure}={float(self):.4f}"
+
+    def explain(self, op: str, other: object, limit: int = 5) -> list[str]:
+        r = self.result
+        lines = [
+            f"{r.engine}: {self.measure} = {float(self):.4f}, expected {op} {other} "
+            f"(n={r.n} queries, {r.n_errored} errored, labeled set {r.labeled.name})"
+        ]
+        misses = r.worst(self.measure, limit)
+        if misses:
+            lines.append(f"worst-scoring queries on {self.measure}:")
+            lines.extend("  " + m for m in misses)
+        return lines
+
+
+@dataclass(eq=False)
+class EvaluationResult:
+    """One engine's rankings over one labeled set; every measure is computed from them on demand."""
+
+    engine: str
+    labeled: LabeledSet
+    results: tuple[QueryResult, ...]
+    engine_info: Mapping[str, Any] = field(default_factory=dict)
+    depth: int = DEFAULT_DEPTH
+    #: the corpus's name and fingerprint (what was searched), when known
+    context: Mapping[str, Any] = field(default_factory=dict)
+    #: results of repeated trials after the first (``--retrieval-trials``), same query order
+    trial_results: tuple[tuple[QueryResult, ...], ...] = ()
+    _values: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
+    _cis: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
+    _run: Run | None = field(default=None, repr=False)
+
+    # --- identity and counts -----------------------------------------------------------------
+    @property
+    def key(self) -> tuple[str, str]:
+        """Within a report: one row per engine and labeled set (by name)."""
+        return (self.engine, self.labeled.name)
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        """Within a session: the same engine on the same labeled set (by fingerprint) is one evaluation."""
+        return (self.engine, self.labeled.fingerprint)
+
+    @property
+    def corpus(self) -> str | None:
+        return self.context.get("corpus")
+
+    @property
+    def corpus_fingerprint(self) -> str | None:
+        return self.context.get("corpus_fingerprint")
+
+    @property
+    def n(self) -> int:
+        return len(self.labeled)
+
+    @property
+    def n_errored(self) -> int:
+        return sum(1 for r in self.results if r.errored)
+
+    @property
+    def errors(self) -> dict[str, str]:
+        return {r.query_id: r.error for r in self.results if r.error is not None}
+
+    @property
+    def seconds(self) -> float:
+        return sum(r.seconds for r in self.results)
+
+    # --- measures ------------------------------------------------------------------------------
+    @property
+    def run(self) -> Run:
+        if self._run is None:  # results are set once; per-measure scoring asks many times
+            self._run = Run.from_ranked({r.query_id: r.doc_ids for r in self.results}, name=self.engine)
+        return self._run
+
+    def per_query(self, measure: "str | Measure") -> dict[str, float]:
+        name = Measure.parse(measure).name
+        if name not in self._values:
+            self._values[name] = evaluate(self.labeled.qrels, self.run, [name], per_query=True)[name]
+        return self._values[name]
+
+    def values(self, measure: "str | Measure") -> np.ndarray:
+        """Per-query values in labeled-set order (a query the run left out scores 0)."""
+        per = self.per_query(measure)
+        return np.array([per.get(q.query_id, 0.0) for q in self.labeled.queries], dtype=np.float64)
+
+    def mean(self, measure: "str | Measure") -> float:
+        v = self.values(measure)
+        return float(v.mean()) if len(v) else math.nan
+
+    def score(self, measure: "str | Measure") -> MeasureValue:
+        """Mean over the labeled set; NaN when it is empty (0 of 0 passes no threshold)."""
+        name = Measure.parse(measure).name
+        return MeasureValue(self.mean(name), name, self)
+
+    __getitem__ = score
+
+    def hit_at(self, k: int) -> MeasureValue:
+        return self.score(Measure("hit", k))
+
+    def mrr(self, k: int | None = None) -> MeasureValue:
+        return self.score(Measure("mrr", k))
+
+    def recall_at(self, k: int) -> MeasureValue:
+        return self.score(Measure("recall", k))
+
+    def precision_at(self, k: int) -> MeasureValue:
+        return self.score(Measure("precision", k))
+
+    def ndcg_at(self, k: int | None = None) -> MeasureValue:
+        return self.score(Measure("ndcg", k))
+
+    def map(self, k: int | None = None) -> MeasureValue:
+        return self.score(Measure("map", k))
+
+    def ci(self, measure: str) -> tuple[float, float]:
+        """95% bootstrap interval of the mean over queries."""
+        name = Measure.parse(measure).name
+        if name not in self._cis:
+            self._cis[name] = bootstrap_ci(self.values(name))
+        return self._cis[name]
+
+    def trial_means(self, measures: Sequence[str]) -> dict[str, list[float]]:
+        """Per measure, the mean of every trial (the first included); empty with one trial."""
+        if not self.trial_results:
+            return {}
+        out: dict[str, list[float]] = {m: [] for m in measures}
+        for results in (self.results, *self.trial_results):
+            run = Run.from_ranked({r.query_id: r.doc_ids for r in results})
+            for m, v in evaluate(self.labeled.qrels, run, list(measures)).items():
+                out[m].append(v)
+        return out
+
+    # --- per query -----------------------------------------------------------------------------
+    @staticmethod
+    def gold_rank(query: LabeledQuery, result: QueryResult) -> int | None:
+        """1-based rank of the first relevant document, None when none was retrieved."""
+        for rank, doc in enumerate(result.doc_ids, start=1):
+            if query.relevant.get(doc, 0) >= 1:
+                return rank
+        return None
+
+    @property
+    def first_relevant_rank(self) -> dict[str, int | None]:
+        by_id = self.labeled.by_id()
+        return {r.query_id: self.gold_rank(by_id[r.query_id], r) for r in self.results}
+
+    def hit_curve(self, depth: int = CURVE_DEPTH) -> list[float]:
+        """Hit@k for k = 1..depth, from the rank of the first relevant document."""
+        ranks = [r for r in self.first_relevant_rank.values() if r is not None]
+        n = max(self.n, 1)
+        return [sum(1 for r in ranks if r <= k) / n for k in range(1, depth + 1)]
+
+    def worst(self, measure: str, limit: int = 5) -> list[str]:
+        """One line per worst-scoring query (below the best possible value), worst first."""
+        values = self.per_query(measure)
+        by_id = self.labeled.by_id()
+        rows = []
+        for r in self.results:
+            v = values.get(r.query_id, 0.0)
+            if v >= 1.0:
+                continue
+            rank = self.gold_rank(by_id[r.query_id], r)
+            rows.append((v, -(rank or math.inf), r.query_id, r, rank))
+        rows.sort(key=lambda row: row[:3])
+        lines = []
+        for v, _, qid, r, rank in rows[:limit]:
+            q = by_id[qid]
+            question = q.question if len(q.question) <= 70 else q.question[:67] + "..."
+            where = f"rank {rank}" if rank else "not retrieved"
+            got = r.error if r.error else (", ".join(r.doc_ids[:3]) or "nothing")
+            lines.append(
+                f"{qid} ({measure}={v:.3f}) {question!r} gold: {', '.join(q.gold)} ({where}); "
+                f"{'error' if r.error else 'top 3'}: {got}"
+            )
+        return lines
+
+    # --- serialisation: one form for xdist, baselines and results.json --------------------------
+    def to_dict(self, measures: Sequence[str] | None = None, *, timing: bool = False) -> dict[str, Any]:
+        """The source of truth; with ``measures``, also the values derived from it (what
+        results.json shows people); with ``timing``, each call's seconds (what xdist ships)."""
+        by_id = self.labeled.by_id()
+        queries = []
+        for r in self.results:
+            q = by_id[r.query_id]
+            entry: dict[str, Any] = {"id": q.query_id, "question": q.question, "relevant": dict(q.relevant),
+                                     "ranked": list(r.doc_ids), "error": r.error}
+            if timing:
+                entry["seconds"] = r.seconds
+            queries.append(entry)
+        d: dict[str, Any] = {
+            "engine": self.engine, "engine_info": dict(self.engine_info), "depth": self.depth,
+            "labeled": {"name": self.labeled.name, "fingerprint": self.labeled.fingerprint, "n": self.n,
+                        "multi_judged": self.labeled.multi_judged},
+            "corpus": {"name": self.corpus, "fingerprint": self.corpus_fingerprint},
+            "queries": queries,
+            "trial_rankings": [[[list(r.doc_ids), r.error] for r in t] for t in self.trial_results],
+        }
+        if measures is not None:
+            d["errors"] = self.errors
+            d["trials"] = self.trial_means(measures)
+            d["summary"] = {m: {"mean": self.mean(m), "ci95": list(self.ci(m))} for m in sorted(measures)}
+            ranks = self.first_relevant_rank
+            for entry in queries:
+                entry["first_relevant_rank"] = ranks[entry["id"]]
+                entry["values"] = {m: self.per_query(m).get(entry["id"], 0.0) for m in sorted(measures)}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "EvaluationResult":
+        lab, queries = d["labeled"], d["queries"]
+        labeled = LabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"]) for q in queries),
+                             name=lab["name"])
+        labeled.__dict__["fingerprint"] = lab["fingerprint"]  # the recorded identity: what was measured
+        results = tuple(QueryResult(q["id"], tuple(q["ranked"]), q["error"], q.get("seconds", 0.0)) for q in queries)
+        trials = tuple(tuple(QueryResult(q["id"], tuple(ranked), error) for q, (ranked, error) in zip(queries, t))
+                       for t in d.get("trial_rankings", []))
+        corpus = d.get("corpus") or {}
+        context = {"corpus": corpus.get("name"), "corpus_fingerprint": corpus.get("fingerprint")}
+        return cls(d["engine"], labeled, results, d.get("engine_info", {}), d.get("depth", DEFAULT_DEPTH),
+                   {k: v for k, v in context.items() if v is not None}, trials)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Engine ``a`` against engine ``b`` on one measure over the same queries."""
+
+    labeled: str
+    measure: str
+    a: str
+    b: str
+    delta: float  # mean(a) - mean(b)
+    p: float
+
+
+@dataclass
+class RunResults:
+    """Every evaluation of a run, with what the run's reports need besides: the settings that
+    judged it, corpus lint, and snippets of the documents the drill-down page shows."""
+
+    evaluations: list[EvaluationResult]
+    metrics_fingerprint: str = METRICS_FINGERPRINT
+    lint: list[LintReport] = field(default_factory=list)
+    #: doc id -> the text the drill-down page shows for it (top 3 of each query)
+    snippets: dict[str, str] = field(default_factory=dict)
+    #: how the run was judged and rendered: measures, rules, alpha, baseline (see plugin.config)
+    settings: dict[str, Any] = field(default_factory=dict)
+    _comparisons: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.evaluations = sorted(self.evaluations, key=lambda e: e.key)
+
+    @property
+    def measures(self) -> list[str]:
+        """Every measure recorded per query: the standard ones plus those the settings use."""
+        return measure_names(self.settings.get("measures_recorded", ()))
+
+    def get(self, engine: str, labeled: str) -> EvaluationResult | None:
+        return next((e for e in self.evaluations if e.key == (engine, labeled)), None)
+
+    def comparisons(self, measures: Sequence[str]) -> list[Comparison]:
+        """Every pair of engines on the same labeled set, per measure: a paired test over queries."""
+        out = []
+        for i, a in enumerate(self.evaluations):
+            for b in self.evaluations[i + 1:]:
+                if a.labeled.name != b.labeled.name or a.labeled.fingerprint != b.labeled.fingerprint:
+                    continue
+                for m in measures:
+                    key = (a.key, b.key, m)
+                    if key not in self._comparisons:
+                        va, vb = a.values(m), b.values(m)
+                        self._comparisons[key] = Comparison(a.labeled.name, m, a.engine, b.engine,
+                                                            float(va.mean() - vb.mean()) if len(va) else math.nan,
+                                                            paired_randomization(va, vb))
+                    out.append(self._comparisons[key])
+        return out
+
+    def to_json(self) -> str:
+        measures = self.measures
+        doc = {
+            "format": FORMAT, "version": VERSION,
+            "metrics": {"definition": METRICS_DEFINITION, "fingerprint": self.metrics_fingerprint},
+            "settings": self.settings,
+            "lint": [r.to_dict() for r in self.lint],
+            "snippets": self.snippets,
+            "evaluations": [e.to_dict(measures) for e in self.evaluations],
+        }
+        return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=True) + "\n"
+
+    @classmethod
+    def load(cls, path: str | Path) -> "RunResults":
+        text = read_text(path)
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RetrievalEvalError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise RetrievalEvalError(f"not a results file (expected \"format\": \"{FORMAT}\")", path=path, field="format")
+        if doc.get("version") != VERSION:
+            raise RetrievalEvalError(f"unsupported results version {doc.get('version')!r}; this plugin reads {VERSION}",
+                                     path=path, field="version")
+        evaluations = []
+        for i, e in enumerate(doc.get("evaluations") or []):
+            try:
+                evaluations.append(EvaluationResult.from_dict(e))
+            except RetrievalEvalError as exc:
+                raise RetrievalEvalError(exc.detail, path=path, field=f"evaluations[{i}].{exc.field or ''}".rstrip(".")) from None
+            except (KeyError, TypeError, ValueError) as exc:
+                raise RetrievalEvalError(
+                    f"evaluation {i} is missing or has a malformed {exc}; results files from before the rankings "
+                    "were recorded cannot be read: re-save it with this version", path=path,
+                    field=f"evaluations[{i}]") from None
+        try:
+            lint = [LintReport.from_dict(r) for r in doc.get("lint", [])]
+            return cls(evaluations, doc["metrics"]["fingerprint"], lint, dict(doc.get("snippets", {})),
+                       dict(doc.get("settings", {})))
+        except (KeyError, TypeError) as exc:
+            raise RetrievalEvalError(f"results file is missing {exc}", path=path) from None

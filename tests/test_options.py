@@ -1,0 +1,90 @@
+"""Each option is declared once (plugin/options.py): pytest's flags and ini keys, the CLI's shared
+options and the README's table all come from the declarations, and this module keeps them equal."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from conftest import REPO
+from pytest_retrieval_eval.plugin import options
+from pytest_retrieval_eval.plugin.options import OPTIONS, Option, markdown_table, readme_block
+
+
+def readme_disagreements(readme: str) -> list[str]:
+    """Rows the README's options table lacks or has in excess, against the declarations."""
+    have, want = readme_block(readme), markdown_table()
+    return [f"missing: {row}" for row in want if row not in have] + [f"extra: {row}" for row in have if row not in want]
+
+
+def test_the_readme_table_is_the_declarations():
+    problems = readme_disagreements((REPO / "README.md").read_text(encoding="utf-8"))
+    assert not problems, "README options table is out of date; paste:\n" + "\n".join(markdown_table())
+    assert readme_block((REPO / "README.md").read_text(encoding="utf-8")) == markdown_table()
+
+
+def test_an_option_declared_but_missing_from_the_readme_is_caught(monkeypatch):
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    extra = Option("frobnicate", "a new option nobody documented", 3, options.whole(1), metavar="N")
+    monkeypatch.setattr(options, "OPTIONS", (*OPTIONS, extra))
+    problems = readme_disagreements(readme)
+    assert problems == ["missing: | `--retrieval-frobnicate N` | `retrieval_frobnicate` |  | `3` | a new option nobody documented |"]
+
+
+def test_every_flag_and_ini_key_pytest_knows_is_declared_once(pytester):
+    help_text = pytester.runpytest("--help").stdout.str()
+    flags = set(re.findall(r"(--retrieval-[a-z-]+)", help_text))
+    inis = set(re.findall(r"^\s+(retrieval_[a-z_]+)", help_text, re.M))
+    assert flags == {o.flag_name for o in OPTIONS}
+    assert inis == {o.ini_name for o in OPTIONS if o.ini_name}
+    assert len({o.key for o in OPTIONS}) == len(OPTIONS)
+
+
+def test_the_cli_shares_the_declarations_without_the_prefix(capsys):
+    from pytest_retrieval_eval.cli import _parser
+
+    parser = _parser()
+    generate = parser.parse_args(["generate"])
+    assert (generate.split_length, generate.split_overlap) == (options.BY_KEY["split_length"].default,
+                                                              options.BY_KEY["split_overlap"].default)
+    assert generate.generator_model == options.BY_KEY["generator_model"].default
+    assert parser.parse_args(["generate", "--model", "m1"]).generator_model == "m1"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["generate", "--split-length", "0"])
+    assert "must be a whole number >= 1, got '0'" in capsys.readouterr().err
+    report = parser.parse_args(["report", "r.json", "--threshold", "hit@5>=0.5", "--alpha", "0.01"])
+    assert report.threshold == ["hit@5>=0.5"] and report.alpha == 0.01 and report.noise_aware is None
+
+
+def test_defaults_live_in_one_place():
+    from pytest_retrieval_eval.data.chunking import Chunking
+    from pytest_retrieval_eval.engines.hybrid import HybridConfig
+    from pytest_retrieval_eval.plugin.config import RunConfig
+
+    assert options.BY_KEY["split_length"].default == Chunking().split_length == 400
+    assert options.BY_KEY["top_k"].default == HybridConfig().keyword_top_k
+    assert options.BY_KEY["depth"].default == RunConfig().depth
+    src = (REPO / "src" / "pytest_retrieval_eval").rglob("*.py")
+    spelled = [p.name for p in src if re.search(r"\b(split_length|split-length)\b[^\n]*\b400\b", p.read_text())]
+    assert spelled == ["chunking.py"]
+
+
+def test_precedence_command_line_then_environment_then_ini(pytester, monkeypatch):
+    pytester.makeini("[pytest]\nretrieval_embedder = hashing:64\nretrieval_depth = 7\n")
+    pytester.makeconftest("""
+        def pytest_configure(config):
+            from pytest_retrieval_eval.plugin.options import read
+            print("VALUES", read(config, "embedder"), read(config, "depth"))
+    """)
+    assert "VALUES hashing:64 7" in pytester.runpytest("-s").stdout.str()
+    monkeypatch.setenv("RETRIEVAL_EVAL_EMBEDDER", "hashing:32")
+    assert "VALUES hashing:32 7" in pytester.runpytest("-s").stdout.str()
+    out = pytester.runpytest("-s", "--retrieval-embedder=hashing:16", "--retrieval-depth=9").stdout.str()
+    assert "VALUES hashing:16 9" in out
+
+
+def test_option_records_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        OPTIONS[0].key = "x"  # type: ignore[misc]
