@@ -52,15 +52,17 @@ def pytest_retrieval_engines(registry, config) -> None:
     """Built-in engines first, so they lead the parametrization and the table."""
     from .engines import register_builtin
 
-    register_builtin(registry, session_of(config))
+    register_builtin(registry, wake.settings(config))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "retrieval_engine" in metafunc.fixturenames:
         from ..errors import RetrievalEvalError
+        from .engines import selected
 
+        config = metafunc.config
         try:
-            names = session_of(metafunc.config).selected_engines()
+            names = selected(wake.registry(config), wake.settings(config).run.engines)
         except RetrievalEvalError as exc:
             raise pytest.UsageError(str(exc)) from None
         metafunc.parametrize("retrieval_engine", names, indirect=True, ids=names, scope="session")
@@ -99,7 +101,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 
         terminal.write_summary(terminalreporter, rs.outcome, report=rs.config.report.show,
                                thresholds=len(rs.config.gate.thresholds),
-                               unavailable=rs.registry.unavailable_engines(), verbosity=config.get_verbosity())
+                               unavailable=wake.registry(config).unavailable_engines(), verbosity=config.get_verbosity())
 
 
 @pytest.hookimpl(wrapper=True)

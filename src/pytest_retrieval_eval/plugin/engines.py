@@ -31,7 +31,25 @@ def or_fail(fn, *args):
     pytest.fail(problem, pytrace=False)  # outside the except: no chained traceback either
 
 
-def register_builtin(registry: Any, session: Any) -> None:
+def selected(registry: Any, wanted: tuple[str, ...]) -> list[str]:
+    """The engines to evaluate: those named by ``--retrieval-engine`` / ``retrieval_engines``, or all."""
+    names = registry.names()
+    if not wanted:
+        return names
+    unavailable = registry.unavailable_engines()
+    for name in wanted:
+        if name in unavailable:
+            raise RetrievalEvalError(f"engine '{name}' is not available: {unavailable[name]}")
+    unknown = [n for n in wanted if n not in names]
+    if unknown:
+        raise RetrievalEvalError(
+            f"--retrieval-engine / retrieval_engines names unknown engine(s) {', '.join(unknown)}; "
+            f"registered: {', '.join(names) or 'none'}"
+        )
+    return list(wanted)
+
+
+def register_builtin(registry: Any, settings: Any) -> None:
     """``keyword`` always; ``hybrid`` and the configured variants where the extra is installed."""
     from ..engines.keyword import KeywordEngine
 
@@ -41,7 +59,7 @@ def register_builtin(registry: Any, session: Any) -> None:
         registry.unavailable("hybrid", f"needs {', '.join(missing)}: pip install 'pytest-retrieval-eval[hybrid]'")
         return
     registry.register("hybrid", hybrid_variant())
-    for name, hybrid, ingest in session.config.hybrid.variants:
+    for name, hybrid, ingest in settings.hybrid.variants:
         registry.register(name, _factory(hybrid, ingest))
 
 

@@ -66,7 +66,6 @@ class RetrievalSession:
         self.config = config
         self.pytest_config = pytest_config
         self.role = role
-        self._registry = None
         self._engines: dict[str, Any] = {}
         self._results: dict[tuple[str, str], Any] = {}
         self._indexes: dict[Any, Any] = {}  # IngestConfig -> IngestedIndex
@@ -78,31 +77,9 @@ class RetrievalSession:
     # --- engines -----------------------------------------------------------------------------
     @property
     def registry(self):
-        """Engines registered through the ``pytest_retrieval_engines`` hook, asked once."""
-        if self._registry is None:
-            from ..engines.base import EngineRegistry
+        from .wake import registry
 
-            registry = EngineRegistry()
-            self.pytest_config.hook.pytest_retrieval_engines(registry=registry, config=self.pytest_config)
-            self._registry = registry
-        return self._registry
-
-    def selected_engines(self) -> list[str]:
-        names = self.registry.names()
-        wanted = self.config.run.engines
-        if not wanted:
-            return names
-        unavailable = self.registry.unavailable_engines()
-        for name in wanted:
-            if name in unavailable:
-                raise RetrievalEvalError(f"engine '{name}' is not available: {unavailable[name]}")
-        unknown = [n for n in wanted if n not in names]
-        if unknown:
-            raise RetrievalEvalError(
-                f"--retrieval-engine / retrieval_engines names unknown engine(s) {', '.join(unknown)}; "
-                f"registered: {', '.join(names) or 'none'}"
-            )
-        return list(wanted)
+        return registry(self.pytest_config)
 
     def engine(self, name: str, request: Any):
         if name not in self._engines:

@@ -20,6 +20,7 @@ from .roles import Standalone, role_for
 
 SESSION_NAME = "retrieval_session"
 CONFIG_KEY = pytest.StashKey[Any]()  # config.RetrievalConfig, built when the plugin is configured
+REGISTRY_KEY = pytest.StashKey[Any]()  # engines.base.EngineRegistry, filled once
 ROLE_KEY = pytest.StashKey[Standalone]()
 UNDO_KEY = pytest.StashKey[list]()
 
@@ -58,16 +59,35 @@ def role(config: pytest.Config, *, fresh: bool = False) -> Standalone:
     return config.stash[ROLE_KEY]
 
 
+def settings(config: pytest.Config):
+    """The checked configuration (built on first use when configure did not need it)."""
+    if CONFIG_KEY not in config.stash:
+        from .config import build
+
+        config.stash[CONFIG_KEY] = build(config)
+    return config.stash[CONFIG_KEY]
+
+
+def registry(config: pytest.Config):
+    """The engines registered through the ``pytest_retrieval_engines`` hook, asked once. Naming
+    them (to parametrize ``retrieval_engine`` at collection) wakes nothing: factories run later."""
+    if REGISTRY_KEY not in config.stash:
+        from ..engines.base import EngineRegistry
+
+        engines = EngineRegistry()
+        config.hook.pytest_retrieval_engines(registry=engines, config=config)
+        config.stash[REGISTRY_KEY] = engines
+    return config.stash[REGISTRY_KEY]
+
+
 def session_of(config: pytest.Config):
     """The session, woken on first use."""
     session = active(config)
     if session is not None:
         return session
-    from .config import build
     from .session import RetrievalSession
 
-    cfg = config.stash[CONFIG_KEY] if CONFIG_KEY in config.stash else build(config)
-    config.stash[CONFIG_KEY] = cfg
+    cfg = settings(config)
     config.stash[UNDO_KEY] = _process_changes()
     session = RetrievalSession(cfg, config, role(config))
     config.pluginmanager.register(session, SESSION_NAME)

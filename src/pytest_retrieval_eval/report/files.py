@@ -48,7 +48,7 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
                 f"- corpus: {e.corpus} (fingerprint {str(e.corpus_fingerprint)[:16]})",
                 f"- labeled set: {e.labeled.name} (fingerprint {e.labeled.fingerprint[:16]}), {e.n} queries, "
                 f"{e.n_errored} errored"]
-        out += [f"- {k}: {v}" for k, v in e.engine_info.items() if k != "engine"]
+        out += [f"- {k}: {v}" for k, v in sorted(e.engine_info.items()) if k != "engine"]
     if verdict.baseline is not None:
         out += ["", "## Against the baseline", "", "| engine | measure | baseline | now | delta | up | down | same | p |",
                 "|---|---|---|---|---|---|---|---|---|"]

@@ -1,0 +1,73 @@
+"""The examples/helpdesk project (its own knowledge base, labels, engine and gate, with the plugin
+installed as a package), copied to a fresh directory and run there as its team would."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, parse_table
+
+EXAMPLE = REPO / "examples" / "helpdesk"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    target = tmp_path / "helpdesk"
+    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "retrieval-report"))
+    return target
+
+
+def run(project: Path, *args: str, module: str = "pytest") -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "RETRIEVAL_EVAL_"))}
+    flags = ["-p", "no:cacheprovider"] if module == "pytest" else []
+    return subprocess.run([sys.executable, "-m", module, *flags, *args], cwd=project, capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_the_teams_tests_pass_and_their_gate_holds(project):
+    done = run(project, "--retrieval-report")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "6 passed" in done.stdout and "retrieval gate: passed" in done.stdout
+    table = parse_table(done.stdout)
+    assert table["helpdesk-bm25"]["n"] == 16 and table["helpdesk-bm25"]["hit@3"] >= 0.6
+    failing = run(project, "-m", "retrieval", "--retrieval-threshold", "helpdesk-bm25:mrr>=0.99")
+    assert failing.returncode == 1
+    assert re.search(r"FAIL retrieval gate: helpdesk-bm25: mrr = 0\.\d+, required >= 0\.99", failing.stdout)
+
+
+def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
+    done = run(project, "-m", "retrieval", "--retrieval-report-dir=out", "--retrieval-html=out/page.html")
+    assert done.returncode == 0, done.stdout + done.stderr
+    again = run(project, "report", "out/results.json", "--out=rebuilt", "--html=rebuilt/page.html",
+                module="pytest_retrieval_eval")
+    assert again.returncode == 0, again.stdout + again.stderr
+    names = sorted(p.relative_to(project / "out").as_posix() for p in (project / "out").rglob("*") if p.is_file())
+    assert "runs/helpdesk-bm25.trec" in names and "page.html" in names
+    for name in names:
+        if name != "timing.json":
+            assert (project / "rebuilt" / name).read_bytes() == (project / "out" / name).read_bytes(), name
+
+
+def test_under_xdist_the_same_table(project):
+    alone = run(project, "-m", "retrieval", "--retrieval-report")
+    parallel = run(project, "-m", "retrieval", "--retrieval-report", "-n", "2")
+    assert parallel.returncode == alone.returncode == 0, parallel.stdout
+    assert parse_table(parallel.stdout) == parse_table(alone.stdout)
+
+
+def test_the_unit_tests_alone_leave_the_plugin_asleep(project):
+    done = run(project, "-m", "not retrieval")
+    assert done.returncode == 0 and "2 passed" in done.stdout
+    assert "retrieval evaluation" not in done.stdout
+    traced = subprocess.run([sys.executable, "-X", "importtime", "-m", "pytest", "-p", "no:cacheprovider", "-m",
+                             "not retrieval"], cwd=project, capture_output=True, text=True, timeout=300)
+    modules = set(re.findall(r"\|\s+(\S+)$", traced.stderr, re.M))
+    assert "numpy" not in modules and "pytest_retrieval_eval.plugin.session" not in modules
+    assert "pytest_retrieval_eval.plugin.config" in modules  # the team's ini settings are still checked
