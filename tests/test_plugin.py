@@ -248,3 +248,60 @@ def test_an_unavailable_engine_says_why_when_asked_for(bundled_project):
     result = bundled_project.runpytest("-m", "retrieval", "--retrieval-engine", "fancy")
     assert result.ret != 0
     assert "engine 'fancy' is not available: needs the fancy extra" in result.stdout.str() + result.stderr.str()
+
+
+OWN_ENGINE = """
+    import json, os, sys
+
+    class Mine:
+        name = "mine"
+        def __init__(self, labeled):
+            self.gold = {q.question: q.gold[0] for q in labeled}
+        def retrieve(self, query, k):
+            return [self.gold[query]]
+
+    def pytest_retrieval_engines(registry, config):
+        registry.register("mine", lambda request: Mine(request.getfixturevalue("labeled_queries")))
+
+    def pytest_sessionfinish(session):
+        with open(os.environ["PROBE_FILE"], "w") as fh:
+            json.dump({m: m in sys.modules for m in ("torch", "haystack", "psycopg")}, fh)
+"""
+
+
+def test_a_project_with_its_own_engine_runs_only_that_engine(pytester, tmp_path):
+    from conftest import CORPUS, QUESTIONS
+
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n")
+    pytester.makeconftest(OWN_ENGINE)
+    pytester.makepyfile(BUNDLED_TESTS)
+    probe = tmp_path / "probe.json"
+    result = _run_with_probe(pytester, probe, "-m", "retrieval", "--retrieval-report")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed" in result.stdout
+    assert set(parse_table(result.stdout)) == {"mine"}  # one row: keyword and hybrid were not asked for
+    assert "not available" not in result.stdout
+    assert json.loads(probe.read_text()) == {"torch": False, "haystack": False, "psycopg": False}
+    # named, the built-ins run beside it
+    named = _run_with_probe(pytester, probe, "-m", "retrieval", "--retrieval-report",
+                            "--retrieval-engine", "mine", "--retrieval-engine", "keyword")
+    assert set(parse_table(named.stdout)) == {"mine", "keyword"}
+
+
+def _run_with_probe(pytester, probe, *args):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=pytester.path,
+                          env={**env, "PROBE_FILE": str(probe)}, capture_output=True, text=True, timeout=300)
+
+
+def test_an_unknown_engine_name_is_a_one_line_usage_error(bundled_project):
+    bundled_project.makepyfile(BUNDLED_TESTS)
+    result = bundled_project.runpytest("-m", "retrieval", "--retrieval-engine", "nosuch")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "ERROR: --retrieval-engine / retrieval_engines names unknown engine(s) nosuch; registered: keyword" in err
+    assert "Traceback" not in err + result.stdout.str() and "pluggy" not in err

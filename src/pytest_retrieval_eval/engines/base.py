@@ -39,16 +39,18 @@ class EngineRegistry:
     def __init__(self) -> None:
         self._factories: dict[str, EngineFactory] = {}
         self._unavailable: dict[str, str] = {}
+        self._builtin: set[str] = set()
 
-    def unavailable(self, name: str, reason: str) -> None:
+    def unavailable(self, name: str, reason: str, *, builtin: bool = False) -> None:
         """Declare an engine that cannot run here (a missing extra), and why: it is left out of
         the parametrization, and asking for it by name says why instead of 'unknown engine'."""
         self._unavailable[name] = reason
+        if builtin:
+            self._builtin.add(name)
 
-    def unavailable_engines(self) -> dict[str, str]:
-        return dict(self._unavailable)
-
-    def register(self, name: str, factory: EngineFactory) -> None:
+    def register(self, name: str, factory: EngineFactory, *, builtin: bool = False) -> None:
+        """``builtin``: one of the plugin's own engines, which run only when named or when the
+        project registers no engine of its own."""
         if not isinstance(name, str) or not name or any(c.isspace() or c in ":,[]" for c in name):
             raise RetrievalEvalError(f"engine name {name!r} must be non-empty, without spaces, ':', ',' or brackets")
         if not callable(factory):
@@ -56,9 +58,41 @@ class EngineRegistry:
         if name in self._factories and self._factories[name] is not factory:
             raise RetrievalEvalError(f"engine '{name}' is registered twice")
         self._factories[name] = factory
+        if builtin:
+            self._builtin.add(name)
 
     def names(self) -> list[str]:
         return list(self._factories)
+
+    def own_names(self) -> list[str]:
+        """The engines the project registered (not the plugin's built-ins)."""
+        return [n for n in self._factories if n not in self._builtin]
+
+    def unavailable_engines(self) -> dict[str, str]:
+        return dict(self._unavailable)
+
+    def select(self, wanted: Sequence[str] = ()) -> list[str]:
+        """The engines to evaluate: those named (``--retrieval-engine`` / ``retrieval_engines``);
+        else the project's own; else, when it registered none, the built-ins (the demo)."""
+        names = self.names()
+        if not wanted:
+            return self.own_names() or names
+        for name in wanted:
+            if name in self._unavailable:
+                raise RetrievalEvalError(f"engine '{name}' is not available: {self._unavailable[name]}")
+        unknown = [n for n in wanted if n not in names]
+        if unknown:
+            raise RetrievalEvalError(
+                f"--retrieval-engine / retrieval_engines names unknown engine(s) {', '.join(unknown)}; "
+                f"registered: {', '.join(names) or 'none'}"
+            )
+        return list(dict.fromkeys(wanted))
+
+    def unavailable_selected(self, wanted: Sequence[str] = ()) -> dict[str, str]:
+        """Engines that cannot run here, worth a line in the report: the project's own always,
+        the built-ins only when they are what runs."""
+        builtins_run = not wanted and not self.own_names()
+        return {n: why for n, why in self._unavailable.items() if n not in self._builtin or builtins_run}
 
     def build(self, name: str, request: Any) -> Engine:
         try:

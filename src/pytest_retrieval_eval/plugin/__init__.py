@@ -13,7 +13,7 @@ import pytest
 
 from . import fixtures, hookspecs, options, wake
 from .roles import Controller
-from .wake import active, session_of
+from .wake import CONFIG_KEY, active, session_of
 
 _FLIP = {">=": "<=", "<=": ">=", ">": "<", "<": ">", "==": "==", "!=": "!="}
 _RESULTS_MODULE = "pytest_retrieval_eval.run.results"
@@ -45,6 +45,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     rs = active(session.config)
     if rs is not None:
         rs.role = role
+    if CONFIG_KEY in session.config.stash and session.config.stash[CONFIG_KEY].run.engines:
+        wake.check_engines(session.config)  # a misspelt engine name: one line, before collection
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -57,14 +59,8 @@ def pytest_retrieval_engines(registry, config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "retrieval_engine" in metafunc.fixturenames:
-        from ..errors import RetrievalEvalError
-        from .engines import selected
-
         config = metafunc.config
-        try:
-            names = selected(wake.registry(config), wake.settings(config).run.engines)
-        except RetrievalEvalError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        names = wake.check_engines(config)
         metafunc.parametrize("retrieval_engine", names, indirect=True, ids=names, scope="session")
 
 
@@ -101,7 +97,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 
         terminal.write_summary(terminalreporter, rs.outcome, report=rs.config.report.show,
                                thresholds=len(rs.config.gate.thresholds),
-                               unavailable=wake.registry(config).unavailable_engines(), verbosity=config.get_verbosity())
+                               unavailable=wake.registry(config).unavailable_selected(rs.config.run.engines),
+                               verbosity=config.get_verbosity())
 
 
 @pytest.hookimpl(wrapper=True)

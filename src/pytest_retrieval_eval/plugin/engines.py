@@ -31,36 +31,20 @@ def or_fail(fn, *args):
     pytest.fail(problem, pytrace=False)  # outside the except: no chained traceback either
 
 
-def selected(registry: Any, wanted: tuple[str, ...]) -> list[str]:
-    """The engines to evaluate: those named by ``--retrieval-engine`` / ``retrieval_engines``, or all."""
-    names = registry.names()
-    if not wanted:
-        return names
-    unavailable = registry.unavailable_engines()
-    for name in wanted:
-        if name in unavailable:
-            raise RetrievalEvalError(f"engine '{name}' is not available: {unavailable[name]}")
-    unknown = [n for n in wanted if n not in names]
-    if unknown:
-        raise RetrievalEvalError(
-            f"--retrieval-engine / retrieval_engines names unknown engine(s) {', '.join(unknown)}; "
-            f"registered: {', '.join(names) or 'none'}"
-        )
-    return list(wanted)
-
-
 def register_builtin(registry: Any, settings: Any) -> None:
     """``keyword`` always; ``hybrid`` and the configured variants where the extra is installed."""
     from ..engines.keyword import KeywordEngine
 
-    registry.register("keyword", lambda request: KeywordEngine(request.getfixturevalue("retrieval_corpus")))
+    registry.register("keyword", lambda request: KeywordEngine(request.getfixturevalue("retrieval_corpus")),
+                      builtin=True)
     missing = [m for m in HYBRID_MODULES if not _importable(m)]
     if missing:
-        registry.unavailable("hybrid", f"needs {', '.join(missing)}: pip install 'pytest-retrieval-eval[hybrid]'")
+        registry.unavailable("hybrid", f"needs {', '.join(missing)}: pip install 'pytest-retrieval-eval[hybrid]'",
+                             builtin=True)
         return
-    registry.register("hybrid", hybrid_variant())
+    registry.register("hybrid", hybrid_variant(), builtin=True)
     for name, hybrid, ingest in settings.hybrid.variants:
-        registry.register(name, _factory(hybrid, ingest))
+        registry.register(name, _factory(hybrid, ingest), builtin=True)
 
 
 def hybrid_variant(**settings: Any):

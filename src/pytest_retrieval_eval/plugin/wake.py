@@ -80,6 +80,16 @@ def registry(config: pytest.Config):
     return config.stash[REGISTRY_KEY]
 
 
+def check_engines(config: pytest.Config) -> list[str]:
+    """The selected engine names; a name nothing registered is a one-line usage error."""
+    from ..errors import RetrievalEvalError
+
+    try:
+        return registry(config).select(settings(config).run.engines)
+    except RetrievalEvalError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def session_of(config: pytest.Config):
     """The session, woken on first use."""
     session = active(config)
