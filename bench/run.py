@@ -420,6 +420,68 @@ def bench_dormant(repeats: int) -> None:
     ratio("dormant", "configured in the ini / disabled", c, b)
 
 
+def bench_http_concurrency(repeats: int) -> None:
+    """An engine behind HTTP answering in 50 ms: 300 queries serial against 16 at a time, the
+    whole user path (adapter, evaluation, results.json), results compared byte for byte."""
+    import json as _json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import parse_qs, urlparse
+
+    from pytest_retrieval_eval import adapters
+    from pytest_retrieval_eval.data.labeled import LabeledSet
+    from pytest_retrieval_eval.run.evaluate import evaluate_engine
+    from pytest_retrieval_eval.run.results import RunResults
+    from pytest_retrieval_eval.types import LabeledQuery
+
+    print("HTTP engine: 300 queries, 50 ms per call, serial vs --retrieval-concurrency 16", flush=True)
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            q = parse_qs(urlparse(self.path).query)["q"][0]
+            time.sleep(0.05)
+            n = int(q.split()[-1])
+            body = _json.dumps({"hits": [{"id": f"d{(n * 7 + i) % 500}"} for i in range(10)]}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 128
+
+    server = Server(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/search?q={{query}}&k={{k}}"
+    labeled = LabeledSet(tuple(LabeledQuery(f"q{i}", f"question number {i}", {f"d{(i * 7) % 500}": 1})
+                               for i in range(300)), name="synthetic")
+    outputs, times = {}, {1: [], 16: []}
+    try:
+        for _ in range(max(1, repeats // 2)):
+            for width in (1, 16):
+                engine = adapters.http(url, name="search-api", ids="hits[].id", concurrency=width)
+                start = time.perf_counter()
+                result = evaluate_engine(engine, labeled)
+                result.engine_info = {k: v for k, v in result.engine_info.items() if k != "concurrency"}
+                outputs[width] = RunResults([result]).to_json()
+                times[width].append(time.perf_counter() - start)
+    finally:
+        server.shutdown()
+    a = record("http", "300 queries, one at a time", times[1])
+    b = record("http", "300 queries, 16 at a time", times[16])
+    ratio("http", "serial / concurrent", a, b)
+    same = outputs[1] == outputs[16]
+    rows.append({"section": "http", "name": "results.json identical", "value": same})
+    print(f"  {'results.json identical':58} {same}", flush=True)
+    if not same:
+        raise SystemExit("concurrent results differ from the serial run's")
+
+
 def write_results() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "results.json").write_text(json.dumps({"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
@@ -448,13 +510,14 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=2, help="cold runs of the bundled eval (each loads the model)")
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--scifact-cold", type=int, default=1, help="cold SciFact runs (each embeds 5,330 chunks)")
-    parser.add_argument("--only", choices=["dormant"], help="run one section and print it (results files untouched)")
+    parser.add_argument("--only", choices=["dormant", "http"], help="run one section and print it (results files untouched)")
     args = parser.parse_args()
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
-    if args.only == "dormant":
-        bench_dormant(args.repeats)
+    if args.only:
+        {"dormant": bench_dormant, "http": bench_http_concurrency}[args.only](args.repeats)
         return
     bench_dormant(args.repeats)
+    bench_http_concurrency(args.repeats)
     bench_evaluate(args.repeats)
     bench_bundled(args.repeats, args.cold)
     cache = Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))

@@ -4,8 +4,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import numpy  # noqa: F401  (numpy cannot be imported twice in one process, and pytester's inline
-# runs restore sys.modules after each run: imported once here, it survives them all)
+import os
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no network here; tests build pipelines directly
+
+# numpy and psycopg's C core cannot be imported twice in one process (psycopg's would raise the
+# classes of its first import), and pytester's inline runs restore sys.modules after each run:
+# imported once here, they survive them all.
+import numpy  # noqa: F401
+import psycopg  # noqa: F401
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -96,3 +103,37 @@ def leftovers(tmp: Path) -> tuple[list[str], list[str]]:
     ps = subprocess.run(["ps", "-ewwo", "pid,stat,args"], capture_output=True, text=True).stdout
     procs = [l for l in ps.splitlines() if str(tmp) in l and "postgres" in l and " Z" not in l]
     return dirs, procs
+
+
+# --- under CI a skip is a failure ---------------------------------------------------------------
+# A test that cannot run for a missing dependency must not pass CI by skipping. Only a skip whose
+# reason starts with "not applicable:" (the machine is of another kind, e.g. a Docker daemon
+# answers) stays a skip.
+
+def _skip_is_a_failure(report) -> bool:
+    if not (os.environ.get("CI") and report.skipped and not hasattr(report, "wasxfail")):
+        return False
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    return not reason.removeprefix("Skipped: ").startswith("not applicable:")
+
+
+def _fail(report) -> None:
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    report.outcome = "failed"
+    report.longrepr = f"skipped under CI, which must run every test: {reason}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if _skip_is_a_failure(report):
+        _fail(report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    report = yield
+    if _skip_is_a_failure(report):
+        _fail(report)
+    return report

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+from urllib.parse import parse_qs
 
 
 @dataclass
@@ -42,6 +43,10 @@ class FakeApi:
             def log_message(self, *args):  # keep test output clean
                 pass
 
+            def do_GET(self):
+                path, _, query = self.path.partition("?")
+                self.answer(path, {k: v[0] for k, v in parse_qs(query).items()})
+
             def do_POST(self):
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
@@ -49,9 +54,12 @@ class FakeApi:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw.decode(errors="replace")
+                self.answer(self.path, body)
+
+            def answer(self, path, body):
                 with lock:
-                    api.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                    queue = api.scripts.get(self.path) or [Reply(404, {"error": "no script"})]
+                    api.requests.append(Seen(path, {k.lower(): v for k, v in self.headers.items()}, body))
+                    queue = api.scripts.get(path) or [Reply(404, {"error": "no script"})]
                     reply = queue.pop(0) if len(queue) > 1 else queue[0]
                     api.in_flight += 1
                     api.max_in_flight = max(api.max_in_flight, api.in_flight)
@@ -72,8 +80,11 @@ class FakeApi:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 128  # the default 5 drops connections that arrive together: 1 s retries
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property

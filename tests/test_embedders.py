@@ -130,7 +130,8 @@ def test_openai_429_is_retried_honouring_retry_after(fake_api):
     assert len(fake_api.hits("/embeddings")) == 2
 
 
-def test_openai_401_fails_loud_without_the_key(fake_api, capsys, caplog):
+def test_openai_401_fails_loud_without_the_key(fake_api, capsys, caplog, retrieval_session):
+    # retrieval_session: the plugin awake, as in every run that embeds (log records are masked then)
     echo = {"error": {"message": f"Incorrect API key provided: {FAKE_KEY}", "type": "invalid_request_error"}}
     fake_api.script("/embeddings", Reply(401, echo))
     with pytest.raises(RetrievalEvalError) as info:

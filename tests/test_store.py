@@ -134,14 +134,14 @@ def test_dsn_backend_needs_a_dsn():
 
 def test_testcontainers_without_a_docker_daemon_is_a_clear_error():
     if docker_available() is None:
-        pytest.skip("a Docker daemon answers here; this test is about machines without one")
+        pytest.skip("not applicable: a Docker daemon answers here; this test is about machines without one")
     with pytest.raises(StoreUnavailable, match="store backend 'testcontainers' cannot start: .*use the default 'embedded' backend"):
         open_store("testcontainers").start()
 
 
 def test_a_temp_root_the_server_user_cannot_reach_is_a_clear_error(tmp_path):
     if os.geteuid() != 0:
-        pytest.skip("only root hands the server to another user")
+        pytest.skip("not applicable: only root hands the server to another user")
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o700)
     with pytest.raises(RetrievalEvalError, match="not reachable by the server user 'nobody'.*TMPDIR"):

@@ -20,6 +20,7 @@ _PUBLIC = {
     "Qrels": "ir.qrels",
     "Run": "ir.runs",
     "hybrid_variant": "plugin.engines",
+    "adapters": "engines.adapters",  # a module: adapters.function(...), adapters.http(...)
 }
 
 __all__ = sorted(_PUBLIC)
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from .ir.metrics import evaluate
     from .ir.qrels import Qrels
     from .ir.runs import Run
+    from .engines import adapters
     from .plugin.engines import hybrid_variant
     from .types import Chunk, Doc, LabeledQuery, QueryResult
 
@@ -38,7 +40,8 @@ def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    imported = importlib.import_module(f".{module}", __name__)
+    value = imported if module.rsplit(".", 1)[-1] == name else getattr(imported, name)
     globals()[name] = value
     return value
 

@@ -46,15 +46,25 @@ def _retry_after(value: str | None) -> float | None:
 
 def post_json(client: Any, url: str, payload: Mapping[str, Any], *, api_key: str | None, retries: int = 3,
               backoff: float = 0.5, max_wait: float = 30.0, sleep=time.sleep) -> Any:
-    """POST ``payload`` and return the decoded JSON answer; raise ``RetrievalEvalError``."""
+    """POST ``payload`` with a bearer key and return the decoded JSON answer (see ``request_json``)."""
+    return request_json(client, "POST", url, json=payload,
+                        headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
+                        secrets=[api_key] if api_key else [], retries=retries, backoff=backoff, max_wait=max_wait,
+                        sleep=sleep, key_hint=True)
+
+
+def request_json(client: Any, method: str, url: str, *, params: Mapping[str, Any] | None = None, json: Any = None,
+                 headers: Mapping[str, str] | None = None, secrets: Any = (), retries: int = 3, backoff: float = 0.5,
+                 max_wait: float = 30.0, sleep=time.sleep, key_hint: bool = False) -> Any:
+    """Send one request and return the decoded JSON answer, retrying 429, 5xx and timeouts;
+    raise ``RetrievalEvalError`` naming the URL, with ``secrets`` masked."""
     import httpx
 
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    secrets = [api_key] if api_key else []
+    secrets = [s for s in secrets if s]
     for attempt in range(retries + 1):
         wait = min(max_wait, backoff * (2 ** attempt))
         try:
-            response = client.post(url, json=payload, headers=headers)
+            response = client.request(method, url, params=params, json=json, headers=dict(headers or {}))
         except httpx.TimeoutException as exc:
             problem = f"timed out ({type(exc).__name__})"
         except httpx.HTTPError as exc:
@@ -64,13 +74,13 @@ def post_json(client: Any, url: str, payload: Mapping[str, Any], *, api_key: str
                 try:
                     return response.json()
                 except ValueError:
-                    raise RetrievalEvalError(f"POST {url}: the answer is not JSON (HTTP {response.status_code})") from None
+                    raise RetrievalEvalError(f"{method} {url}: the answer is not JSON (HTTP {response.status_code})") from None
             body = redact(response.text[:300], secrets)
             problem = f"HTTP {response.status_code}: {body}"
             if response.status_code not in RETRY_STATUS:
-                hint = " (check the API key variable)" if response.status_code in (401, 403) else ""
-                raise RetrievalEvalError(f"POST {url} failed: {problem}{hint}")
+                hint = " (check the API key variable)" if key_hint and response.status_code in (401, 403) else ""
+                raise RetrievalEvalError(f"{method} {url} failed: {problem}{hint}")
             wait = min(max_wait, _retry_after(response.headers.get("retry-after")) or wait)
         if attempt < retries:
             sleep(wait)
-    raise RetrievalEvalError(f"POST {url} failed after {retries + 1} attempts: {problem}")
+    raise RetrievalEvalError(f"{method} {url} failed after {retries + 1} attempts: {problem}")

@@ -47,8 +47,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ._secrets import install_log_redaction
+
     args = _parser().parse_args(argv)
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+    uninstall = install_log_redaction()  # API keys never reach a log line
     try:
         return {"generate": _generate, "check": _check, "report": _report}[args.command](args)
     except RetrievalEvalError as exc:
@@ -57,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: the questions cache holds every question written so far", file=sys.stderr)
         return 130
+    finally:
+        uninstall()
 
 
 def _generate(args) -> int:

@@ -47,6 +47,7 @@ class RunConfig:
     depth: int = 100
     trials: int = 1
     timeout: float | None = None  # seconds per engine call
+    concurrency: int = 1  # queries in flight per engine
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool) -> RetrievalC
                         split=get("split"), stale=get("stale"), regenerate=get("regenerate"),
                         generator_model=get("generator_model"), max_doc_mb=get("max_doc_mb")),
         run=RunConfig(engines=tuple(t for t, _ in get("engine")), depth=get("depth"), trials=get("trials"),
-                      timeout=get("timeout")),
+                      timeout=get("timeout"), concurrency=get("concurrency")),
         hybrid=HybridSetup(store=get("store"), dsn=get("dsn"),
                            schema_prefix=check_identifier(get("schema"), names["schema"]),
                            embedder=get("embedder"), cache_dir=get("cache_dir"), ingest=ingest, engine=engine,

@@ -139,6 +139,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_doc_mb", "refuse corpus documents larger than this", 10.0, positive, metavar="MB"),
     Option("trials", "evaluate each engine N times: spread across trials and pass@k / pass^k of each threshold", 1,
            whole(1), metavar="N"),
+    Option("concurrency", "queries an engine is asked at a time: threads for a sync engine, one event loop for an "
+           "async one (an engine or adapter may carry its own)", 1, whole(1), metavar="N"),
     Option("timeout", "record an engine call slower than this as an error (a miss) and go on (default: no limit)",
            None, positive, metavar="SECONDS"),
     # the hybrid stack

@@ -163,7 +163,7 @@ class RetrievalSession:
 
             def once():
                 return evaluate_engine(engine, labeled, depth=run.depth, name=name, context=context,
-                                       timeout=run.timeout, known_ids=corpus)
+                                       timeout=run.timeout, known_ids=corpus, concurrency=run.concurrency)
 
             first = once()
             first.trial_results = tuple(once().results for _ in range(run.trials - 1))

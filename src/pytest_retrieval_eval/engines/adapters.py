@@ -1,0 +1,240 @@
+"""Adapters: the retrievers teams already run, as engines, each a one-liner in a conftest::
+
+    from pytest_retrieval_eval import adapters
+
+    def pytest_retrieval_engines(registry, config):
+        registry.register("mine", lambda request: adapters.function(my_search))
+        registry.register("rag", lambda request: adapters.haystack(build_query_pipeline()))
+        registry.register("lc", lambda request: adapters.langchain(vectorstore.as_retriever()))
+        registry.register("li", lambda request: adapters.llamaindex(index.as_retriever()))
+        registry.register("search-api", lambda request: adapters.http("http://search.internal/q?text={query}&n={k}",
+                                                                       ids="hits[].id"))
+
+Everything is duck-typed: no adapter makes its library a dependency of the plugin. Results
+come back as document ids, best first: scored answers are ranked by trec_eval's rule (score
+descending, ties by doc id descending), and chunk hits are folded into their documents (first
+occurrence, order kept) through a metadata field (``doc_id`` by default).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+from typing import Any, Callable, Iterable, Mapping
+
+from ..errors import RetrievalEvalError
+
+#: How many calls an HTTP engine has in flight by default: a search service takes several at once.
+HTTP_CONCURRENCY = 8
+
+
+def ranked_ids(answer: Any) -> list[str]:
+    """An engine's answer as doc ids, best first: ids; ``(id, score)`` pairs; ``{id: score}``.
+    The answer is read exactly once (a generator is consumed here, not twice)."""
+    from ..ir.runs import rank_by_score
+
+    if isinstance(answer, Mapping):
+        return list(rank_by_score({str(k): float(v) for k, v in answer.items()}))
+    if isinstance(answer, (str, bytes)):
+        raise TypeError(f"expected a sequence of doc ids, got a single {type(answer).__name__} {answer!r:.60}")
+    items = list(answer)
+    if items and all(isinstance(i, (tuple, list)) and len(i) == 2 for i in items):
+        scores: dict[str, float] = {}
+        for doc, score in items:
+            scores.setdefault(str(doc), float(score))
+        return list(rank_by_score(scores))
+    return items
+
+
+def fold(ids: Iterable[str]) -> list[str]:
+    """First occurrence of each id, order kept (chunk hits of one document become one hit)."""
+    return list(dict.fromkeys(ids))
+
+
+class Adapted:
+    """An engine made from something else: ``name``, ``retrieve``, ``describe``, ``concurrency``."""
+
+    def __init__(self, name: str, call: Callable[[str, int], Any], info: Mapping[str, Any], *,
+                 concurrency: int | None = None, is_async: bool = False) -> None:
+        self.name = name
+        self._call = call
+        self._info = dict(info)
+        self.concurrency = concurrency
+        if is_async:
+            async def retrieve(query: str, k: int) -> list[str]:
+                return ranked_ids(await call(query, k))
+            self.retrieve = retrieve  # type: ignore[method-assign]
+
+    def retrieve(self, query: str, k: int) -> list[str]:
+        return ranked_ids(self._call(query, k))
+
+    def describe(self) -> dict:
+        return dict(self._info)
+
+
+def function(fn: Callable[..., Any], *, name: str | None = None, concurrency: int | None = None) -> Adapted:
+    """A plain callable ``fn(query, k)`` (sync or ``async def``) returning doc ids, ``(id, score)``
+    pairs or ``{id: score}``."""
+    label = getattr(fn, "__qualname__", type(fn).__name__)
+    return Adapted(name or getattr(fn, "__name__", "function"), fn, {"adapter": "function", "callable": label},
+                   concurrency=concurrency, is_async=inspect.iscoroutinefunction(fn))
+
+
+def _meta_id(meta: Mapping[str, Any] | None, field: str, fallback: Any) -> str:
+    value = (meta or {}).get(field)
+    return str(value if value not in (None, "") else fallback)
+
+
+def haystack(obj: Any, *, name: str = "haystack", output: str | None = None, doc_id_field: str = "doc_id",
+             inputs: Callable[[str, int], dict] | None = None, concurrency: int | None = None) -> Adapted:
+    """A Haystack ``Pipeline`` or a retriever component.
+
+    A pipeline gets ``inputs(query, k)`` (default ``{"query": query}``, which Haystack hands to
+    every component with a ``query`` input); ``output`` names the documents to read
+    (``"ranker.documents"``), by default the only documents output the pipeline returns. A
+    component is called as ``run(query=query, top_k=k)``. A document's id is its
+    ``meta[doc_id_field]``, else its ``id``."""
+    is_pipeline = hasattr(obj, "get_component") and hasattr(obj, "run")
+    make_inputs = inputs or (lambda query, k: {"query": query})
+
+    def documents(result: Mapping[str, Any]) -> list:
+        if output:
+            component, _, socket = output.partition(".")
+            try:
+                return list(result[component][socket or "documents"])
+            except KeyError:
+                raise RetrievalEvalError(f"haystack engine {name}: the pipeline returned no {output!r}; it returned "
+                                         f"{', '.join(f'{c}.{s}' for c, out in result.items() for s in out)}") from None
+        found = sorted((c, out["documents"]) for c, out in result.items() if isinstance(out, Mapping) and "documents" in out)
+        if len(found) != 1:
+            raise RetrievalEvalError(f"haystack engine {name}: {len(found)} components returned documents "
+                                     f"({', '.join(c for c, _ in found) or 'none'}); name one with output='COMPONENT.documents'")
+        return list(found[0][1])
+
+    def call(query: str, k: int) -> list[str]:
+        result = obj.run(make_inputs(query, k)) if is_pipeline else obj.run(query=query, top_k=k)
+        docs = documents(result) if is_pipeline else list(result["documents"])
+        return fold(_meta_id(d.meta, doc_id_field, d.id) for d in docs)
+
+    info = {"adapter": "haystack", "object": type(obj).__name__, "doc_id_field": doc_id_field}
+    if output:
+        info["output"] = output
+    return Adapted(name, call, info, concurrency=concurrency)
+
+
+def langchain(retriever: Any, *, name: str = "langchain", doc_id_field: str = "doc_id",
+              concurrency: int | None = None) -> Adapted:
+    """A LangChain retriever (``invoke(query)`` -> Documents). The depth is passed on as
+    ``search_kwargs["k"]`` where the retriever has them; a document's id is its
+    ``metadata[doc_id_field]``, else its ``id``."""
+    def call(query: str, k: int) -> list[str]:
+        kwargs = getattr(retriever, "search_kwargs", None)
+        config = {"search_kwargs": {**kwargs, "k": k}} if isinstance(kwargs, dict) else {}
+        docs = retriever.invoke(query, **config) if config else retriever.invoke(query)
+        return fold(_meta_id(getattr(d, "metadata", None), doc_id_field, getattr(d, "id", None)) for d in docs)
+
+    return Adapted(name, call, {"adapter": "langchain", "object": type(retriever).__name__,
+                                "doc_id_field": doc_id_field}, concurrency=concurrency)
+
+
+def llamaindex(retriever: Any, *, name: str = "llamaindex", doc_id_field: str = "doc_id",
+               concurrency: int | None = None) -> Adapted:
+    """A LlamaIndex retriever (``retrieve(query)`` -> ``NodeWithScore``); a node's id is its
+    ``metadata[doc_id_field]``, else its ``ref_doc_id``, else its ``node_id``. The depth is the
+    retriever's own (``similarity_top_k``)."""
+    def call(query: str, k: int) -> list[str]:
+        out = []
+        for hit in retriever.retrieve(query):
+            node = getattr(hit, "node", hit)
+            fallback = getattr(node, "ref_doc_id", None) or getattr(node, "node_id", None)
+            out.append(_meta_id(getattr(node, "metadata", None), doc_id_field, fallback))
+        return fold(out)
+
+    return Adapted(name, call, {"adapter": "llamaindex", "object": type(retriever).__name__,
+                                "doc_id_field": doc_id_field}, concurrency=concurrency)
+
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _fill(template: Any, query: str, k: int) -> Any:
+    """``{query}`` and ``{k}`` in every string of a JSON-like template (a whole-string ``{k}``
+    stays a number)."""
+    if isinstance(template, str):
+        if template == "{k}":
+            return k
+        return template.replace("{query}", query).replace("{k}", str(k))
+    if isinstance(template, Mapping):
+        return {key: _fill(v, query, k) for key, v in template.items()}
+    if isinstance(template, list):
+        return [_fill(v, query, k) for v in template]
+    return template
+
+
+def pick(document: Any, path: str) -> list[str]:
+    """The ids at ``path`` in a JSON answer: dotted keys, ``[]`` to map over a list, e.g.
+    ``hits[].id``, ``data.results[].document.id``, ``ids`` or ``[].id``."""
+    values = [document]
+    for part in filter(None, path.split(".")):
+        spread = part.endswith("[]")
+        key = part[:-2] if spread else part
+        nxt = []
+        for v in values:
+            if key:
+                if not isinstance(v, Mapping) or key not in v:
+                    raise RetrievalEvalError(f"ids path {path!r}: no key {key!r} in {str(v)[:80]}")
+                v = v[key]
+            if spread:
+                if not isinstance(v, list):
+                    raise RetrievalEvalError(f"ids path {path!r}: {key or 'the answer'} is not a list")
+                nxt.extend(v)
+            else:
+                nxt.append(v)
+        values = nxt
+    if len(values) == 1 and isinstance(values[0], list):
+        values = values[0]
+    return [str(v) for v in values]
+
+
+def http(url: str, *, name: str = "http", method: str = "GET", params: Mapping[str, Any] | None = None,
+         json: Any = None, ids: str = "ids", headers: Mapping[str, str] | None = None, timeout: float = 10.0,
+         retries: int = 3, concurrency: int = HTTP_CONCURRENCY) -> Adapted:
+    """A search service over HTTP. ``{query}`` and ``{k}`` are filled into the URL (URL-encoded),
+    ``params`` and the ``json`` body template; ``ids`` is the path to the ids in the answer;
+    header values may name environment variables (``"Bearer ${SEARCH_TOKEN}"``), whose values
+    are masked in every message. 429, 5xx and timeouts are retried honouring ``Retry-After``."""
+    import threading
+    from urllib.parse import quote
+
+    import httpx
+
+    from .._http import request_json
+    from .._secrets import register_secret
+
+    missing = sorted({m for v in (headers or {}).values() for m in _ENV.findall(v) if not os.environ.get(m)})
+    if missing:
+        raise RetrievalEvalError(f"http engine {name}: header variable(s) {', '.join(missing)} not set")
+    resolved = {h: _ENV.sub(lambda m: os.environ[m.group(1)], v) for h, v in (headers or {}).items()}
+    secrets = [os.environ[m] for v in (headers or {}).values() for m in _ENV.findall(v)]
+    for secret in secrets:
+        register_secret(secret)
+    # One client for every thread (httpx clients are thread-safe): building one costs tens of
+    # milliseconds of CPU (its TLS context), which a client per thread would pay per thread.
+    holder: list = []
+    lock = threading.Lock()
+
+    def call(query: str, k: int) -> list[str]:
+        if not holder:
+            with lock:
+                if not holder:
+                    holder.append(httpx.Client(timeout=timeout, limits=httpx.Limits(max_connections=max(concurrency, 10))))
+        client = holder[0]
+        target = url.replace("{query}", quote(query)).replace("{k}", str(k))
+        answer = request_json(client, method, target, params=_fill(params, query, k) if params else None,
+                              json=_fill(json, query, k) if json is not None else None, headers=resolved,
+                              secrets=secrets, retries=retries)
+        return fold(pick(answer, ids))
+
+    return Adapted(name, call, {"adapter": "http", "method": method, "url": url.split("?")[0], "ids": ids,
+                                "timeout": timeout}, concurrency=concurrency)
