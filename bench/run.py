@@ -482,6 +482,35 @@ def bench_http_concurrency(repeats: int) -> None:
         raise SystemExit("concurrent results differ from the serial run's")
 
 
+def bench_own_engine(repeats: int) -> None:
+    """A project with one engine of its own on the bundled corpus: its run alone, against the
+    same project naming the built-ins too (keyword, and hybrid: PostgreSQL and the model; its
+    embeddings cached by a first run, as in a warm CI)."""
+    print("a project's own engine: alone vs beside the built-ins (warm)", flush=True)
+    project = Path(tempfile.mkdtemp(prefix="retrieval-bench-own-"))
+    cache = project / "cache"
+    (project / "conftest.py").write_text(
+        "class Mine:\n    name = 'mine'\n    def retrieve(self, query, k):\n        return ['battery-care']\n\n"
+        "def pytest_retrieval_engines(registry, config):\n    registry.register('mine', lambda request: Mine())\n")
+    (project / "test_quality.py").write_text(
+        "import pytest\n\n@pytest.mark.retrieval\ndef test_runs(retrieval_results):\n    assert retrieval_results.n == 63\n")
+    (project / "pytest.ini").write_text(f"[pytest]\nretrieval_corpus = {REPO / 'corpus'}\n"
+                                        f"retrieval_questions = {REPO / 'questions.cache.json'}\nretrieval_cache_dir = {cache}\n")
+    cmd = PYTEST + ["-m", "retrieval", "--retrieval-report"]
+    all_three = ["--retrieval-engine", "mine", "--retrieval-engine", "keyword", "--retrieval-engine", "hybrid"]
+    try:
+        child(cmd + all_three, cwd=project)  # fills the embedding cache
+        alone, beside = [], []
+        for _ in range(max(3, repeats)):
+            alone.append(child(cmd, cwd=project)[0])
+            beside.append(child(cmd + all_three, cwd=project)[0])
+    finally:
+        shutil.rmtree(project, ignore_errors=True)
+    a = record("own engine", "own engine alone (built-ins not named)", alone)
+    b = record("own engine", "own engine + keyword + hybrid (warm)", beside)
+    ratio("own engine", "with the built-ins / alone", b, a)
+
+
 def write_results() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "results.json").write_text(json.dumps({"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
@@ -510,14 +539,15 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=2, help="cold runs of the bundled eval (each loads the model)")
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--scifact-cold", type=int, default=1, help="cold SciFact runs (each embeds 5,330 chunks)")
-    parser.add_argument("--only", choices=["dormant", "http"], help="run one section and print it (results files untouched)")
+    parser.add_argument("--only", choices=["dormant", "http", "own"], help="run one section and print it (results files untouched)")
     args = parser.parse_args()
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     if args.only:
-        {"dormant": bench_dormant, "http": bench_http_concurrency}[args.only](args.repeats)
+        {"dormant": bench_dormant, "http": bench_http_concurrency, "own": bench_own_engine}[args.only](args.repeats)
         return
     bench_dormant(args.repeats)
     bench_http_concurrency(args.repeats)
+    bench_own_engine(args.repeats)
     bench_evaluate(args.repeats)
     bench_bundled(args.repeats, args.cold)
     cache = Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))

@@ -305,3 +305,34 @@ def test_an_unknown_engine_name_is_a_one_line_usage_error(bundled_project):
     err = result.stderr.str()
     assert "ERROR: --retrieval-engine / retrieval_engines names unknown engine(s) nosuch; registered: keyword" in err
     assert "Traceback" not in err + result.stdout.str() and "pluggy" not in err
+
+
+SHARDED = """
+    import pytest
+
+    @pytest.mark.retrieval
+    def test_the_gate_decides():
+        pass
+"""
+
+
+def test_sharded_over_xdist_workers_the_same_table_results_and_exit_code(bundled_project, tmp_path):
+    from test_reports import CONFTEST
+
+    bundled_project.makeconftest(CONFTEST)
+    bundled_project.makepyfile(SHARDED)
+    common = ["-p", "no:cacheprovider", "--retrieval-engine", "oracle", "--retrieval-engine", "keyword",
+              "--retrieval-report"]
+    serial = bundled_project.runpytest_subprocess(*common, f"--retrieval-report-dir={tmp_path / 'serial'}",
+                                                  "--retrieval-threshold", "keyword:mrr>=0.5", "--retrieval-shard")
+    sharded = bundled_project.runpytest_subprocess(*common, f"--retrieval-report-dir={tmp_path / 'sharded'}",
+                                                   "--retrieval-threshold", "keyword:mrr>=0.5",
+                                                   "-n", "2", "--retrieval-shard", "-v")
+    assert serial.ret == sharded.ret == pytest.ExitCode.TESTS_FAILED  # the keyword floor is breached in both
+    out = sharded.stdout.str()
+    for share in ("oracle-1of2", "oracle-2of2", "keyword-1of2", "keyword-2of2"):
+        assert re.search(rf"\[gw\d\] \[ *\d+%\] PASSED \S+::retrieval-shard\[{share}\]", out), share
+    assert table_lines(serial.stdout.str()) == table_lines(out)
+    for name in ("results.json", "results.md", "per_query.jsonl", "runs/oracle.trec", "runs/keyword.trec"):
+        assert (tmp_path / "serial" / name).read_bytes() == (tmp_path / "sharded" / name).read_bytes(), name
+    assert "FAIL retrieval gate: keyword: mrr = 0.2611, required >= 0.5" in out

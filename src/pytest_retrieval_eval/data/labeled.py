@@ -21,6 +21,7 @@ as a ``LabeledSet``.
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -81,6 +82,12 @@ class LabeledSet:
     @cached_property
     def _by_id(self) -> dict[str, LabeledQuery]:
         return {q.query_id: q for q in self.queries}
+
+    def shard(self, k: int, n: int) -> "LabeledSet":
+        """Share ``k`` of ``n``: the queries whose id hashes (crc32, stable across processes) to
+        ``k``; the shares of ``0..n-1`` are disjoint and together the whole set, order kept."""
+        return LabeledSet(tuple(q for q in self.queries if zlib.crc32(q.query_id.encode("utf-8")) % n == k),
+                          name=self.name, provenance=self.provenance)
 
 
 def _line_of(text: str, needle: str) -> int | None:

@@ -64,6 +64,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("retrieval_engine", names, indirect=True, ids=names, scope="session")
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    if options.read(config, "shard"):  # after deselection (trylast): only what runs is shared
+        from .shards import add_shares
+
+        add_shares(config, items)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     if active(session.config) is None and any(wake.wants_retrieval(item) for item in session.items):
         session_of(session.config)

@@ -141,6 +141,9 @@ OPTIONS: tuple[Option, ...] = (
            whole(1), metavar="N"),
     Option("concurrency", "queries an engine is asked at a time: threads for a sync engine, one event loop for an "
            "async one (an engine or adapter may carry its own)", 1, whole(1), metavar="N"),
+    Option("shard", "under pytest-xdist, spread each engine's queries over the workers (a share each, merged "
+           "by the controller; gate with thresholds: a test reading retrieval_results still evaluates them all)",
+           False, kind="switch"),
     Option("timeout", "record an engine call slower than this as an error (a miss) and go on (default: no limit)",
            None, positive, metavar="SECONDS"),
     # the hybrid stack

@@ -29,6 +29,9 @@ class Shipped:
     evaluations: list[dict] = field(default_factory=list)
     lint: list[dict] = field(default_factory=list)
     snippets: dict[str, str] = field(default_factory=dict)
+    #: shares of an engine's evaluation (``--retrieval-shard``): the evaluation, plus "share":
+    #: {"of": full labeled fingerprint, "k", "n", "positions": index of each query in the full set}
+    shares: list[dict] = field(default_factory=list)
 
 
 @dataclass

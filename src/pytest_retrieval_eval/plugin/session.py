@@ -36,16 +36,19 @@ class Outcome:
         return self.verdict.failed
 
 
-def merge(gathered: Gathered) -> tuple[list, list, dict[str, str], list[str]]:
+def merge(gathered: Gathered) -> tuple[list, list, dict[str, str], list[str], list[str]]:
     """Records from several processes: one evaluation per (engine, labeled set). Two workers that
     both evaluated an engine asked it the same questions; the first (by worker id) is kept, and a
-    disagreement between them is noted rather than averaged away."""
+    disagreement between them is noted rather than averaged away. Shares of an evaluation
+    (``--retrieval-shard``) are put back together query for query; a share that never arrived
+    is a failure."""
     from ..data.lint import LintReport
     from ..run.results import EvaluationResult
 
     kept: dict[tuple[str, str], EvaluationResult] = {}
     lint: dict[str, LintReport] = {}
     snippets: dict[str, str] = {}
+    shares: dict[tuple[str, str], dict[int, dict]] = {}
     notes = []
     for origin, shipped in gathered.shipped:
         for d in shipped.lint:
@@ -58,7 +61,43 @@ def merge(gathered: Gathered) -> tuple[list, list, dict[str, str], list[str]]:
                 kept[result.identity] = result
             elif [r.doc_ids for r in other.results] != [r.doc_ids for r in result.results]:
                 notes.append(f"engine '{result.engine}' ranked differently on {origin}; kept the first worker's run")
-    return list(kept.values()), list(lint.values()), dict(sorted(snippets.items())), notes
+        for rec in shipped.shares:
+            shares.setdefault((rec["engine"], rec["share"]["of"]), {}).setdefault(rec["share"]["k"], rec)
+    missing = []
+    for (engine, of), parts in sorted(shares.items()):
+        if (engine, of) in kept:
+            continue  # a test evaluated the whole set on one worker: that evaluation stands
+        n = next(iter(parts.values()))["share"]["n"]
+        absent = [k + 1 for k in range(n) if k not in parts]
+        if absent:
+            missing.append(f"engine '{engine}': share(s) {', '.join(map(str, absent))} of {n} never arrived")
+            continue
+        kept[(engine, of)] = join_shares([parts[k] for k in range(n)])
+    return list(kept.values()), list(lint.values()), dict(sorted(snippets.items())), notes, missing
+
+
+def join_shares(parts: list[dict]) -> Any:
+    """One evaluation from its shares: queries, results and trials back in labeled-set order;
+    the engine's description is the first share's, with per-share id counts marked as such."""
+    from ..run.results import EvaluationResult
+
+    order = sorted((pos, i, j) for i, p in enumerate(parts) for j, pos in enumerate(p["share"]["positions"]))
+    whole = dict(parts[0])
+    whole["queries"] = [parts[i]["queries"][j] for _, i, j in order]
+    whole["trial_rankings"] = [[parts[i]["trial_rankings"][t][j] for _, i, j in order]
+                               for t in range(len(parts[0]["trial_rankings"]))]
+    info = dict(parts[0]["engine_info"])
+    for key in ("unknown_ids", "chunk_ids_folded"):
+        per_share = [p["engine_info"][key] for p in parts if key in p["engine_info"]]
+        if per_share:
+            info[key] = " | ".join(per_share) + " (per share)"
+    whole["engine_info"] = info
+    whole["labeled"] = {**whole["labeled"], "fingerprint": parts[0]["share"]["of"]}
+    result = EvaluationResult.from_dict(whole)
+    result.labeled.__dict__.pop("fingerprint", None)  # recomputed from the joined queries ...
+    if result.labeled.fingerprint != parts[0]["share"]["of"]:  # ... which must be the whole set
+        raise RuntimeError(f"shares of {whole['engine']} do not make up the labeled set")
+    return result
 
 
 class RetrievalSession:
@@ -70,6 +109,7 @@ class RetrievalSession:
         self._results: dict[tuple[str, str], Any] = {}
         self._indexes: dict[Any, Any] = {}  # IngestConfig -> IngestedIndex
         self._snippets: dict[str, str] = {}
+        self._shares: dict[tuple[str, str, int], dict] = {}
         self._corpus = None
         self._labeled = None
         self.outcome: Outcome | None = None
@@ -151,8 +191,10 @@ class RetrievalSession:
         return self._labeled
 
     # --- evaluations -------------------------------------------------------------------------
-    def evaluate(self, engine: Any, labeled: Any, *, name: str | None = None, corpus: Any = None):
-        """Evaluate once per session per (engine name, labeled set); later calls reuse it."""
+    def evaluate(self, engine: Any, labeled: Any, *, name: str | None = None, corpus: Any = None,
+                 record: bool = True):
+        """Evaluate once per session per (engine name, labeled set); later calls reuse it
+        (``record=False``: a share, kept apart from the evaluations)."""
         from ..report.html import snippets
         from ..run.evaluate import evaluate_engine
 
@@ -167,17 +209,32 @@ class RetrievalSession:
 
             first = once()
             first.trial_results = tuple(once().results for _ in range(run.trials - 1))
-            self._results[key] = first
             if corpus is not None:  # what the drill-down page shows of the documents, taken now
                 self._snippets.update(snippets([first], corpus))
+            if not record:
+                return first
+            self._results[key] = first
         return self._results[key]
+
+    def evaluate_share(self, engine: Any, labeled: Any, k: int, n: int, *, name: str, corpus: Any = None) -> None:
+        """Share ``k`` of ``n`` of the labeled set (``--retrieval-shard``), recorded for the
+        controller to merge with the other shares."""
+        key = (name, labeled.fingerprint, k)
+        if key in self._shares:
+            return
+        share = labeled.shard(k, n)
+        result = self.evaluate(engine, share, name=name, corpus=corpus, record=False)
+        position = {q.query_id: i for i, q in enumerate(labeled.queries)}
+        self._shares[key] = {**result.to_dict(timing=True),
+                             "share": {"of": labeled.fingerprint, "k": k, "n": n,
+                                       "positions": [position[q.query_id] for q in share.queries]}}
 
     # --- end of run --------------------------------------------------------------------------
     def finish(self) -> Outcome | None:
         """Ship or gather; in the reporting process, judge every evaluation and write the outputs."""
         records = Shipped([r.to_dict(timing=True) for r in self._results.values()],
                           [i.lint.to_dict() for i in self._indexes.values() if i.lint is not None],
-                          dict(self._snippets))
+                          dict(self._snippets), list(self._shares.values()))
         self.role.ship(self.pytest_config, records)
         if not self.role.reports:
             return None
@@ -188,13 +245,14 @@ class RetrievalSession:
 
         cfg = self.config
         gathered = self.role.gather(records)
-        evaluations, lint, snippets, notes = merge(gathered)
+        evaluations, lint, snippets, notes, missing = merge(gathered)
         run = record_settings(
             RunResults(evaluations, lint=lint, snippets=snippets), configured=cfg.report.table_measures,
             thresholds=cfg.gate.thresholds, max_drops=cfg.gate.max_drops, alpha=cfg.gate.alpha,
             noise_aware=cfg.gate.noise_aware, baseline=shown(cfg.gate.baseline) or None,
             baseline_force=cfg.gate.baseline_force,
-            failures=[f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers])
+            failures=[*(f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers),
+                      *missing])
         baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
         verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
         self.outcome = Outcome(verdict, notes, list(cfg.gate.thresholds))
