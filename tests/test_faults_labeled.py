@@ -41,7 +41,16 @@ def test_a_gold_id_of_a_missing_document_stops_the_run_and_names_it(project):
     edit_cache(project, change)
     result = project.runpytest("-m", "retrieval")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*deleted: no-such-doc (1 question: account-deletion.q1)*"])
+    # never in the corpus (no fingerprint of it was ever recorded): a typo, not a deletion (issue 14)
+    result.stdout.fnmatch_lines(["*unknown document id 'no-such-doc' (1 question: account-deletion.q1)*"])
+    assert "deleted" not in result.stdout.str()
+
+
+def test_a_typo_in_a_gold_id_suggests_the_nearest_id(project):
+    edit_cache(project, lambda doc: doc["queries"][0].__setitem__("relevant", {"acount-deletion": 1}))
+    result = project.runpytest("-m", "retrieval")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*unknown document id 'acount-deletion' (did you mean 'account-deletion'?)*"])
 
 
 def test_an_empty_labeled_set_fails_rather_than_passing_vacuously(project):

@@ -36,6 +36,19 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--concurrency", type=int, default=4)
     check = sub.add_parser("check", help="is the questions cache stale against the corpus?")
     add_to_argparse(check, "check", **files)
+    label = sub.add_parser("label", help="bring your own labels: import them, or stamp fingerprints")
+    verbs = label.add_subparsers(dest="verb", required=True)
+    imp = verbs.add_parser("import", help="merge labeled questions from a CSV/TSV, JSONL, qrels.jsonl or BEIR folder")
+    imp.add_argument("file", help="the labels: .csv, .tsv, .jsonl (incl. rig-style qrels.jsonl) or a BEIR folder")
+    add_to_argparse(imp, "check", **files)
+    imp.add_argument("--format", default="auto", choices=["auto", "csv", "tsv", "jsonl", "qrels-jsonl", "beir"])
+    imp.add_argument("--question-column", default="question", help="CSV/TSV header of the question (default: question)")
+    imp.add_argument("--doc-column", default="doc_id", help="CSV/TSV header of the judged doc id(s) (default: doc_id)")
+    imp.add_argument("--grade-column", default=None, help="CSV/TSV header of the relevance grade (default: 1)")
+    imp.add_argument("--id-column", default=None, help="CSV/TSV header of the query id (default: FILE.N)")
+    imp.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
+    stamp = verbs.add_parser("stamp", help="record the judged documents' fingerprints in a hand-edited cache")
+    add_to_argparse(stamp, "check", **files)
     rep = sub.add_parser("report", help="judge a saved results.json again; rebuild its artefacts with --out")
     rep.add_argument("results", help="a results.json written by --retrieval-report-dir or --retrieval-save-baseline")
     add_to_argparse(rep, "report", alpha=None, measures=None, noise_aware=None, baseline_force=None)
@@ -53,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     uninstall = install_log_redaction()  # API keys never reach a log line
     try:
-        return {"generate": _generate, "check": _check, "report": _report}[args.command](args)
+        return {"generate": _generate, "check": _check, "report": _report, "label": _label}[args.command](args)
     except RetrievalEvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -82,16 +95,39 @@ def _generate(args) -> int:
 
 def _check(args) -> int:
     from .data.corpus import open_corpus
-    from .data.labeled import load_questions_cache
-    from .data.staleness import check, regenerate_command
+    from .data.staleness import check, regenerate_command, stamp_command
+    from .data.labels import load_labels
 
     corpus = open_corpus(args.corpus).load()
-    labeled = load_questions_cache(args.questions)
+    labeled = load_labels(Path(args.questions))
     stale = check(labeled, corpus)
+    stamp = stamp_command(args.corpus, args.questions)
+    if stale.corpus_changed:
+        old, new = stale.corpus_changed
+        print(f"note: the corpus changed since {args.questions} was written (fingerprint {old[:12]} -> {new[:12]})")
+    if stale.unchecked:
+        print(stale.unchecked_message(args.questions, len(labeled), stamp))
     if stale:
-        print(stale.describe(args.questions, args.corpus, regenerate_command(args.corpus, args.questions)))
+        print(stale.describe(args.questions, args.corpus, regenerate_command(args.corpus, args.questions), stamp))
         return 1
-    print(f"{args.questions}: {len(labeled)} questions, up to date with {args.corpus}")
+    checked = len(labeled) - len(stale.unchecked)
+    print(f"{args.questions}: {checked} of {len(labeled)} questions checked, up to date with {args.corpus}")
+    return 1 if stale.unchecked and not checked else 0
+
+
+def _label(args) -> int:
+    from .data.corpus import open_corpus
+    from .data.labels import Columns, import_labels, read_labels, stamp_cache
+
+    corpus = open_corpus(args.corpus).load()
+    if args.verb == "stamp":
+        before = stamp_cache(args.questions, corpus)
+        print(f"{args.questions}: fingerprints recorded ({before} question(s) were unchecked)")
+        return 0
+    columns = Columns(args.question_column, args.doc_column, args.grade_column, args.id_column)
+    entries = read_labels(args.file, fmt=args.format, columns=columns, split=args.split)
+    report = import_labels(entries, corpus, args.questions, origin=args.file)
+    print(f"{args.questions}: imported {len(entries)} from {args.file}: {report.summary()}")
     return 0
 
 

@@ -1,5 +1,12 @@
-"""Is the labeled set still about this corpus? Compare each question's source fingerprint with
-the corpus, and name what changed, so nobody scores questions against documents that moved on."""
+"""Is the labeled set still about this corpus? Compare each question's recorded fingerprints
+with the corpus, and name what changed, so nobody scores questions against documents that moved
+on. Four findings, each said in its own words:
+
+- ``changed``: a document the entry fingerprinted has other content now;
+- ``deleted``: a document the entry fingerprinted (so it existed) is gone;
+- ``unknown``: a judged id the corpus never had, with the nearest id (a typo, usually);
+- ``unchecked``: an entry that records no fingerprint: nothing would notice a change.
+"""
 
 from __future__ import annotations
 
@@ -7,48 +14,85 @@ from dataclasses import dataclass, field
 
 from .corpus import Corpus
 from .labeled import LabeledSet
+from .labels import did_you_mean, fingerprinted, unchecked
 
 
 def regenerate_command(corpus_path: str, questions_path: str) -> str:
     return f"python -m pytest_retrieval_eval generate --corpus {corpus_path} --questions {questions_path}"
 
 
+def stamp_command(corpus_path: str, questions_path: str) -> str:
+    return f"python -m pytest_retrieval_eval label stamp --corpus {corpus_path} --questions {questions_path}"
+
+
 @dataclass
 class Staleness:
     changed: dict[str, list[str]] = field(default_factory=dict)  # doc id -> query ids
     deleted: dict[str, list[str]] = field(default_factory=dict)  # doc id -> query ids (gold or source gone)
+    unknown: dict[str, list[str]] = field(default_factory=dict)  # doc id never in the corpus -> query ids
+    suggestions: dict[str, str] = field(default_factory=dict)  # unknown doc id -> " (did you mean 'x'?)"
+    unchecked: list[str] = field(default_factory=list)  # query ids without fingerprints
+    corpus_changed: tuple[str, str] | None = None  # (recorded, now) corpus fingerprints, when they differ
+    generated: bool = False  # questions written per chunk, which the generator maintains (regenerating is the fix)
 
     def __bool__(self) -> bool:
-        return bool(self.changed or self.deleted)
+        return bool(self.changed or self.deleted or self.unknown)
 
     @property
     def dead_queries(self) -> set[str]:
-        """Queries that can only ever miss: a judged document no longer exists."""
-        return {q for qs in self.deleted.values() for q in qs}
+        """Queries that can only ever miss: a judged document does not exist."""
+        return {q for docs in (self.deleted, self.unknown) for qs in docs.values() for q in qs}
 
-    def describe(self, labeled_name: str, corpus_name: str, command: str) -> str:
+    def describe(self, labeled_name: str, corpus_name: str, command: str, stamp: str = "") -> str:
         lines = [f"{labeled_name} is stale against the corpus {corpus_name}:"]
         for kind, docs in (("changed", self.changed), ("deleted", self.deleted)):
             for doc, queries in sorted(docs.items()):
-                lines.append(f"  {kind}: {doc} ({len(queries)} question{'s' * (len(queries) != 1)}: {', '.join(queries[:4])}"
-                             f"{', ...' if len(queries) > 4 else ''})")
-        lines.append(f"Regenerate the questions of what changed: {command}")
-        lines.append("or evaluate anyway with --retrieval-stale=warn (questions about deleted documents are then left out)")
+                lines.append(f"  {kind}: {doc} ({_queries(queries)})")
+        for doc, queries in sorted(self.unknown.items()):
+            lines.append(f"  unknown document id '{doc}'{self.suggestions.get(doc, '')} ({_queries(queries)})")
+        if self.unknown:
+            lines.append(f"Fix the unknown ids in {labeled_name}.")
+        if self.changed or self.deleted:
+            if self.generated:
+                lines.append(f"Regenerate the questions of what changed: {command}")
+            else:
+                lines.append(f"Check the questions about what changed, then record the new fingerprints: {stamp or command}")
+        lines.append("or evaluate anyway with --retrieval-stale=warn (questions about missing documents are then left out)")
         return "\n".join(lines)
+
+    def unchecked_message(self, labeled_name: str, total: int, stamp: str) -> str:
+        n = len(self.unchecked)
+        return (f"{labeled_name}: {n} of {total} questions unchecked (no fingerprint of their judged documents: a "
+                f"change in those documents would go unnoticed); record them with: {stamp}")
+
+
+def _queries(queries: list[str]) -> str:
+    return (f"{len(queries)} question{'s' * (len(queries) != 1)}: {', '.join(queries[:4])}"
+            f"{', ...' if len(queries) > 4 else ''}")
 
 
 def check(labeled: LabeledSet, corpus: Corpus) -> Staleness:
-    """Doc-level check (no chunking needed): a question is stale when its source document's
-    fingerprint changed, and dead when a judged document (or its source) is gone."""
-    out = Staleness()
+    """Doc-level check (no chunking needed)."""
+    out = Staleness(unchecked=unchecked(labeled), generated=labeled.provenance.get("splitter") is not None)
+    recorded = labeled.provenance.get("corpus_fingerprint")
+    if recorded and recorded != corpus.fingerprint:
+        out.corpus_changed = (recorded, corpus.fingerprint)
     for q in labeled:
-        gone = sorted({d for d in q.relevant if d not in corpus} | (
-            {q.source["doc_id"]} if q.source.get("doc_id") and q.source["doc_id"] not in corpus else set()))
+        known_before = fingerprinted(q)
+        judged = set(q.relevant) | ({q.source["doc_id"]} if q.source.get("doc_id") else set())
+        gone = sorted(d for d in judged if d not in corpus)
         for doc in gone:
-            out.deleted.setdefault(doc, []).append(q.query_id)
+            if doc in known_before:
+                out.deleted.setdefault(doc, []).append(q.query_id)
+            else:
+                out.unknown.setdefault(doc, []).append(q.query_id)
+                out.suggestions.setdefault(doc, did_you_mean(doc, corpus.doc_ids))
         if gone:
             continue
-        source, expected = q.source.get("doc_id"), q.source.get("doc_sha256")
-        if source and expected and corpus.get(source).fingerprint != expected:
-            out.changed.setdefault(source, []).append(q.query_id)
+        recorded_sha = dict(q.source.get("judged_sha256") or {})
+        if q.source.get("doc_id") and q.source.get("doc_sha256"):
+            recorded_sha.setdefault(q.source["doc_id"], q.source["doc_sha256"])
+        for doc, sha in sorted(recorded_sha.items()):
+            if corpus.get(doc).fingerprint != sha:
+                out.changed.setdefault(doc, []).append(q.query_id)
     return out

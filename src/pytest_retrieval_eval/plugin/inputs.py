@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Callable
 
 from ..data.corpus import BeirFolder, Corpus, open_corpus
-from ..data.labeled import LabeledSet, load_questions_cache
-from ..data.staleness import check, regenerate_command
+from ..data.labeled import LabeledSet
+from ..data.labels import is_qrels_jsonl, load_labels
+from ..data.staleness import check, regenerate_command, stamp_command
 from ..errors import RetrievalEvalError
 from .config import DataConfig
 from ..hybrid.ingest import IngestConfig
@@ -17,6 +18,10 @@ from ..hybrid.ingest import IngestConfig
 
 class StaleQuestionsWarning(UserWarning):
     """The questions cache no longer matches the corpus (with --retrieval-stale=warn)."""
+
+
+class UncheckedQuestionsWarning(UserWarning):
+    """Labeled questions that record no fingerprint of their judged documents."""
 
 
 class UnknownJudgedDocumentsWarning(UserWarning):
@@ -57,12 +62,22 @@ def load_labeled(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progre
         raise RetrievalEvalError("no labeled queries configured: set --retrieval-questions PATH or the retrieval_questions ini option")
     if cfg.regenerate:
         regenerate(cfg, corpus, chunking, progress)
-    labeled = load_questions_cache(cfg.questions)
+    labeled = load_labels(cfg.questions)
     stale = check(labeled, corpus)
+    stamp = stamp_command(shown(cfg.corpus), shown(cfg.questions))
+    external = is_qrels_jsonl(cfg.questions)  # the team's own file: fingerprints live in an imported cache
+    if external:
+        stamp = (f"python -m pytest_retrieval_eval label import {shown(cfg.questions)} --corpus {shown(cfg.corpus)} "
+                 "--questions questions.cache.json, then point retrieval_questions at questions.cache.json")
+    if stale.unchecked:
+        message = stale.unchecked_message(shown(cfg.questions), len(labeled), stamp)
+        if cfg.stale == "error" and len(stale.unchecked) == len(labeled) and not external:
+            raise RetrievalEvalError(message + "; or evaluate unchecked with --retrieval-stale=warn")
+        warnings.warn(UncheckedQuestionsWarning(message), stacklevel=2)
     if not stale:
         return labeled
     message = stale.describe(shown(cfg.questions), shown(cfg.corpus),
-                             regenerate_command(shown(cfg.corpus), shown(cfg.questions)))
+                             regenerate_command(shown(cfg.corpus), shown(cfg.questions)), stamp)
     if cfg.stale == "error":
         raise RetrievalEvalError(message)
     warnings.warn(StaleQuestionsWarning(message), stacklevel=2)

@@ -1,0 +1,314 @@
+"""Labels a team already holds, brought into the questions cache: importers (CSV/TSV, JSONL,
+rig-style ``qrels.jsonl``, BEIR queries + qrels), fingerprint stamping without an LLM, and the
+merge into an existing cache (atomic, under the cache's lock, nothing lost).
+
+Every imported or stamped entry records the fingerprint of each judged document
+(``source.judged_sha256``), so the staleness check sees a judged document change; an entry
+without any fingerprint is *unchecked* and said so.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .._textfiles import read_text
+from ..errors import RetrievalEvalError
+from ..types import LabeledQuery
+from .labeled import LabeledSet
+
+#: how an entry says who labeled it
+IMPORTED = "imported"
+
+
+def did_you_mean(doc_id: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(doc_id, list(known), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def unknown_ids_message(ids: Sequence[str], known: Iterable[str], where: str) -> str:
+    known = list(known)
+    parts = [f"unknown document id '{d}'{did_you_mean(d, known)}" for d in ids]
+    return f"{where}: {'; '.join(parts)}"
+
+
+def fingerprinted(q: LabeledQuery) -> set[str]:
+    """The judged documents whose fingerprint the entry records."""
+    docs = set((q.source.get("judged_sha256") or {}))
+    if q.source.get("doc_id") and q.source.get("doc_sha256"):
+        docs.add(q.source["doc_id"])
+    return docs
+
+
+def unchecked(labeled: Iterable[LabeledQuery]) -> list[str]:
+    """Entries that record no fingerprint: nothing would notice their documents changing."""
+    return [q.query_id for q in labeled if not fingerprinted(q)]
+
+
+def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: str | None = None) -> LabeledSet:
+    """Every entry with the current fingerprint of each judged document. An id the corpus lacks
+    stops it, naming the file and line it came from (``origin``, ``source["_line"]``), the
+    entry and the nearest id."""
+    out = []
+    for q in labeled:
+        source = dict(q.source)
+        line = source.pop("_line", None)
+        missing = [d for d in q.relevant if d not in corpus]
+        if missing:
+            where = f"query '{q.query_id}'"
+            raise RetrievalEvalError(unknown_ids_message(missing, corpus.doc_ids, where),
+                                     path=origin or labeled.provenance.get("path"), line=line)
+        source["judged_sha256"] = {d: corpus.get(d).fingerprint for d in sorted(q.relevant)}
+        if by and "by" not in source:
+            source["by"] = by
+        out.append(LabeledQuery(q.query_id, q.question, dict(q.relevant), source))
+    return LabeledSet(tuple(out), name=labeled.name, provenance=labeled.provenance)
+
+
+# --- readers -------------------------------------------------------------------------------------
+
+def question_id(path: str | Path, question: str) -> str:
+    """An id for a question that has none: stable across imports (the same question keeps its
+    id, so importing again replaces nothing and loses nothing)."""
+    from ..types import sha256_text
+
+    return f"{Path(path).stem}.{sha256_text(' '.join(question.lower().split()))[:10]}"
+
+
+def _grade(value: Any, where: str) -> int:
+    try:
+        grade = int(str(value).strip())
+    except ValueError:
+        raise RetrievalEvalError(f"{where}: grade must be a whole number, got {value!r}") from None
+    return grade
+
+
+def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
+    """Rig-style ``qrels.jsonl``: one object per line with ``query_id``, ``query`` and
+    ``relevant_docs`` ({doc: grade}, [{"doc_id", "relevance"}] or [doc, ...]); an optional
+    ``reference_answer`` is kept in the entry's source."""
+    from .._textfiles import json_lines
+
+    out, seen = [], {}
+    for number, record in json_lines(path):
+        def bad(message: str, fld: str) -> RetrievalEvalError:
+            return RetrievalEvalError(message, path=path, line=number, field=fld)
+
+        if not isinstance(record, dict):
+            raise bad("expected an object", "line")
+        qid, text, docs = record.get("query_id"), record.get("query"), record.get("relevant_docs")
+        if not isinstance(qid, (str, int)) or not str(qid).strip():
+            raise bad("must be a non-empty string", "query_id")
+        qid = str(qid)
+        if qid in seen:
+            raise bad(f"duplicate query id '{qid}' (first on line {seen[qid]})", "query_id")
+        seen[qid] = number
+        if not isinstance(text, str) or not text.strip():
+            raise bad(f"query '{qid}': must be a non-empty string", "query")
+        relevant: dict[str, int] = {}
+        if isinstance(docs, dict):
+            relevant = {str(d): _grade(g, f"query '{qid}'") for d, g in docs.items()}
+        elif isinstance(docs, list):
+            for item in docs:
+                if isinstance(item, dict) and "doc_id" in item:
+                    relevant[str(item["doc_id"])] = _grade(item.get("relevance", item.get("grade", 1)), f"query '{qid}'")
+                elif isinstance(item, (str, int)):
+                    relevant[str(item)] = 1
+                else:
+                    raise bad(f"query '{qid}': an entry must be a doc id or {{\"doc_id\", \"relevance\"}}", "relevant_docs")
+        if not relevant or not any(g >= 1 for g in relevant.values()):
+            raise bad(f"query '{qid}': needs at least one document with relevance >= 1", "relevant_docs")
+        source = {"by": f"{IMPORTED}:{Path(path).name}", "_line": number}
+        if record.get("reference_answer"):
+            source["reference_answer"] = str(record["reference_answer"])
+        out.append(LabeledQuery(qid, " ".join(text.split()), relevant, source))
+    return out
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which columns of a CSV/TSV hold what (header names)."""
+
+    question: str = "question"
+    doc: str = "doc_id"
+    grade: str | None = None
+    id: str | None = None
+
+
+def read_table(path: str | Path, *, delimiter: str | None = None, columns: Columns = Columns()) -> list[LabeledQuery]:
+    """CSV or TSV with a header row: one row per (question, judged document); several doc ids in
+    one cell may be separated by ``;`` or ``|``. Rows of the same question (or query id) merge.
+    Without an id column, a question's id is derived from its text (``question_id``)."""
+    text = read_text(path)
+    delimiter = delimiter or ("\t" if str(path).endswith((".tsv", ".tab")) else ",")
+    reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
+    header = reader.fieldnames or []
+    for role, name in (("question", columns.question), ("doc id", columns.doc), ("grade", columns.grade),
+                       ("query id", columns.id)):
+        if name is not None and name not in header:
+            raise RetrievalEvalError(f"no column '{name}' for the {role} (columns: {', '.join(header) or 'none'}); "
+                                     f"choose one with --{role.replace(' ', '-')}-column", path=path, line=1)
+    grouped: dict[str, dict[str, Any]] = {}
+    for number, row in enumerate(reader, start=2):
+        question = " ".join((row.get(columns.question) or "").split())
+        cell = (row.get(columns.doc) or "").strip()
+        if not question and not cell:
+            continue  # a blank line
+        if not question:
+            raise RetrievalEvalError("empty question", path=path, line=number, field=columns.question)
+        if not cell:
+            raise RetrievalEvalError(f"no doc id for {question!r}", path=path, line=number, field=columns.doc)
+        grade = _grade(row[columns.grade], f"{path}:{number}") if columns.grade and row.get(columns.grade, "").strip() else 1
+        key = (row.get(columns.id) or "").strip() if columns.id else question
+        entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number})
+        if entry["question"] != question:
+            raise RetrievalEvalError(f"query id '{key}' has two questions ({entry['question']!r} on line "
+                                     f"{entry['line']})", path=path, line=number, field=columns.question)
+        for doc in (d.strip() for d in cell.replace("|", ";").split(";")):
+            if doc:
+                entry["relevant"][doc] = max(grade, entry["relevant"].get(doc, grade))
+    out = []
+    for key, entry in grouped.items():
+        qid = key if columns.id else question_id(path, entry["question"])
+        out.append(LabeledQuery(qid, entry["question"], entry["relevant"],
+                                {"by": f"{IMPORTED}:{Path(path).name}", "_line": entry["line"]}))
+    return out
+
+
+def read_jsonl(path: str | Path) -> list[LabeledQuery]:
+    """JSONL of ``{"id"?, "question", "relevant": {doc: grade}}`` or ``{"question", "doc_id"}``."""
+    from .._textfiles import json_lines
+
+    out = []
+    for number, record in json_lines(path):
+        if not isinstance(record, dict):
+            raise RetrievalEvalError("expected an object", path=path, line=number)
+        if "relevant_docs" in record:
+            return read_qrels_jsonl(path)
+        question = " ".join(str(record.get("question") or "").split())
+        if not question:
+            raise RetrievalEvalError("empty question", path=path, line=number, field="question")
+        relevant = record.get("relevant") or ({record["doc_id"]: 1} if record.get("doc_id") else None)
+        if not isinstance(relevant, dict) or not relevant:
+            raise RetrievalEvalError("needs 'relevant' ({doc: grade}) or 'doc_id'", path=path, line=number,
+                                     field="relevant")
+        qid = str(record.get("id") or question_id(path, question))
+        out.append(LabeledQuery(qid, question, {str(d): _grade(g, f"{path}:{number}") for d, g in relevant.items()},
+                                {"by": f"{IMPORTED}:{Path(path).name}", "_line": number}))
+    return out
+
+
+def read_beir(folder: str | Path, split: str = "test") -> list[LabeledQuery]:
+    from .corpus import BeirFolder
+
+    labeled = BeirFolder(Path(folder), split=split).labeled()
+    return [LabeledQuery(q.query_id, q.question, dict(q.relevant), {"by": f"{IMPORTED}:beir/{split}"}) for q in labeled]
+
+
+FORMATS = ("csv", "tsv", "jsonl", "qrels-jsonl", "beir")
+
+
+def read_labels(path: str | Path, *, fmt: str = "auto", columns: Columns = Columns(), split: str = "test") -> list[LabeledQuery]:
+    path = Path(path)
+    if fmt == "auto":
+        fmt = ("beir" if path.is_dir() else "tsv" if path.suffix in (".tsv", ".tab") else
+               "jsonl" if path.suffix in (".jsonl", ".ndjson") else "csv")
+    if fmt == "beir":
+        return read_beir(path, split)
+    if fmt in ("csv", "tsv"):
+        return read_table(path, delimiter="\t" if fmt == "tsv" else ",", columns=columns)
+    if fmt == "qrels-jsonl":
+        return read_qrels_jsonl(path)
+    if fmt == "jsonl":
+        return read_jsonl(path)
+    raise RetrievalEvalError(f"unknown label format {fmt!r}; choose one of auto, {', '.join(FORMATS)}")
+
+
+def load_labels(path: str | Path) -> LabeledSet:
+    """``retrieval_questions``: the questions cache, or a rig-style ``qrels.jsonl`` in its place."""
+    from .labeled import load_questions_cache
+
+    if is_qrels_jsonl(path):
+        entries = [LabeledQuery(q.query_id, q.question, dict(q.relevant), {k: v for k, v in q.source.items() if k != "_line"})
+                   for q in read_qrels_jsonl(path)]
+        return LabeledSet(tuple(entries), name=Path(path).name, provenance={"path": str(path)})
+    return load_questions_cache(path)
+
+
+def is_qrels_jsonl(path: str | Path) -> bool:
+    """A rig-style ``qrels.jsonl`` given as ``retrieval_questions``."""
+    path = Path(path)
+    if path.suffix not in (".jsonl", ".ndjson") or not path.is_file():
+        return False
+    with open(path, encoding="utf-8-sig") as fh:
+        first = next((line for line in fh if line.strip()), "")
+    try:
+        return "relevant_docs" in json.loads(first)
+    except ValueError:
+        return False
+
+
+# --- merging into the cache ----------------------------------------------------------------------
+
+@dataclass
+class ImportReport:
+    added: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # already there, identical
+
+    def summary(self) -> str:
+        return f"added {len(self.added)}, replaced {len(self.replaced)}, unchanged {len(self.skipped)}"
+
+
+def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Path, *, origin: str | None = None,
+                  generator_notes: str = "") -> ImportReport:
+    """Stamp ``entries`` against ``corpus`` and merge them into the cache at ``cache`` (created if
+    absent): same id and content -> unchanged; same id, new content -> replaced; else added.
+    Written atomically under the cache's lock; a bad entry stops the import before any write."""
+    from .generate import locked
+    from .labeled import load_questions_cache, write_questions_cache
+
+    cache = Path(cache)
+    stamped = stamp(LabeledSet(tuple(entries), name=cache.name), corpus, origin=origin)
+    report = ImportReport()
+    with locked(cache):
+        existing = load_questions_cache(cache) if cache.exists() else None
+        merged = {q.query_id: q for q in (existing or ())}
+        for q in stamped:
+            old = merged.get(q.query_id)
+            if old is None:
+                report.added.append(q.query_id)
+            elif (old.question, dict(old.relevant)) == (q.question, dict(q.relevant)):
+                report.skipped.append(q.query_id)
+                continue
+            else:
+                report.replaced.append(q.query_id)
+            merged[q.query_id] = q
+        provenance = existing.provenance if existing is not None else {}
+        generator = dict(provenance.get("generator") or {"method": "imported", "model": None, "prompt_sha256": None,
+                                                        "temperature": None})
+        if generator_notes:
+            generator["notes"] = generator_notes
+        write_questions_cache(cache, LabeledSet(tuple(merged.values()), name=cache.name), generator=generator,
+                              corpus_fingerprint=corpus.fingerprint, splitter=provenance.get("splitter"))
+    return report
+
+
+def stamp_cache(cache: str | Path, corpus: Any) -> int:
+    """``label stamp``: record the current fingerprints in a hand-edited cache; returns how many
+    entries were unchecked before."""
+    from .generate import locked
+    from .labeled import load_questions_cache, write_questions_cache
+
+    with locked(Path(cache)):
+        labeled = load_questions_cache(cache)
+        before = len(unchecked(labeled))
+        provenance = labeled.provenance
+        write_questions_cache(cache, stamp(labeled, corpus), generator=provenance.get("generator") or {},
+                              corpus_fingerprint=corpus.fingerprint, splitter=provenance.get("splitter"))
+    return before
