@@ -16,6 +16,27 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def text_problem(value: str) -> str | None:
+    """Why a text cannot be written to a UTF-8 file (fingerprints, caches, reports), or None:
+    a lone surrogate, which a JSON ``\\ud800`` escape decodes to."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (f"contains an unpaired surrogate ({value[exc.start]!r} at character {exc.start}), which no UTF-8 "
+                "file can hold; fix the \\u escape in the source")
+    return None
+
+
+def id_problem(value: str, *, max_length: int | None = None) -> str | None:
+    """Why a doc or query id cannot be used, or None: TREC run and qrels files (ours, trec_eval's,
+    pytrec_eval's) separate fields by whitespace, so an id must hold none."""
+    if any(c.isspace() for c in value):
+        return f"id {value!r} contains whitespace, which TREC run and qrels files cannot hold"
+    if max_length is not None and len(value) > max_length:
+        return f"id {value[:40]!r}... is {len(value)} characters; the store's chunk ids (doc_id:index) hold {max_length + 8}"
+    return text_problem(value)
+
+
 def canonical_json(value: Any) -> str:
     """One spelling per value: sorted keys, no whitespace, so hashes are stable across runs."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

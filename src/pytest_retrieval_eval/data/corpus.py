@@ -14,9 +14,13 @@ from typing import Any, Iterator, Protocol
 
 from .._textfiles import json_lines, read_text
 from ..errors import RetrievalEvalError
-from .labeled import LabeledSet
+from .labeled import LabeledSet, query_problem
 from ..ir.qrels import Qrels
-from ..types import Doc, LabeledQuery, canonical_json, sha256_text
+from ..types import Doc, LabeledQuery, canonical_json, id_problem, sha256_text, text_problem
+from .chunking import MAX_CHUNK_ID
+
+#: a document id leaves room for ``:index`` within the store's chunk-id column
+MAX_DOC_ID = MAX_CHUNK_ID - 8
 
 DOC_FIELDS = ("doc_id", "title", "description", "filename", "content")
 #: Larger documents are refused, not ingested for hours: at 400-word chunks a 50 MB text is
@@ -79,12 +83,18 @@ def _doc_from_record(record: Any, *, path: Path, line: int | None, where: str, m
     doc_id = record.get("doc_id")
     if not isinstance(doc_id, str) or not doc_id.strip():
         raise RetrievalEvalError(f"{where}: required, a non-empty string", path=path, line=line, field="doc_id")
+    problem = id_problem(doc_id, max_length=MAX_DOC_ID)
+    if problem:
+        raise RetrievalEvalError(f"{where}: {problem}", path=path, line=line, field="doc_id")
     for name in ("title", "description", "filename", "content"):
         value = record.get(name, "")
         if not isinstance(value, str):
             raise RetrievalEvalError(
                 f"document '{doc_id}': must be a string, got {type(value).__name__}", path=path, line=line, field=name
             )
+        problem = text_problem(value)
+        if problem:
+            raise RetrievalEvalError(f"document '{doc_id}': {problem}", path=path, line=line, field=name)
     content = record.get("content")
     if content is None:
         raise RetrievalEvalError(f"document '{doc_id}': required field is missing", path=path, line=line, field="content")
@@ -177,6 +187,13 @@ class BeirFolder:
             text = record.get("text") or ""
             if not isinstance(title, str) or not isinstance(text, str):
                 raise RetrievalEvalError(f"document '{doc_id}': title and text must be strings", path=file, line=number)
+            problem = id_problem(doc_id, max_length=MAX_DOC_ID)
+            if problem:
+                raise RetrievalEvalError(problem, path=file, line=number, field="_id")
+            for name, value in (("title", title), ("text", text)):
+                if text_problem(value):
+                    raise RetrievalEvalError(f"document '{doc_id}': {text_problem(value)}", path=file, line=number,
+                                             field=name)
             if not (text.strip() or title.strip()):
                 raise RetrievalEvalError(f"document '{doc_id}': title and text are both empty", path=file, line=number, field="text")
             check_size(doc_id, text, self.max_doc_mb, path=file, line=number, field="text")
@@ -196,6 +213,9 @@ class BeirFolder:
             text = record.get("text") if isinstance(record, dict) else None
             if not isinstance(qid, str) or not isinstance(text, str):
                 raise RetrievalEvalError("each line needs string fields '_id' and 'text'", path=file, line=number)
+            problem = query_problem(qid, text, {})
+            if problem:
+                raise RetrievalEvalError(problem[0], path=file, line=number, field={"id": "_id", "question": "text"}[problem[1]])
             texts[qid] = text
         missing = [q for q in qrels if q not in texts]
         if missing:

@@ -31,7 +31,7 @@ from .._atomic import write_text_atomic
 from .._textfiles import read_text
 from ..errors import RetrievalEvalError
 from ..ir.qrels import Qrels
-from ..types import LabeledQuery, canonical_json, sha256_text
+from ..types import LabeledQuery, canonical_json, id_problem, sha256_text, text_problem
 
 FORMAT = "pytest-retrieval-eval/questions"
 VERSION = 1
@@ -88,6 +88,21 @@ class LabeledSet:
         ``k``; the shares of ``0..n-1`` are disjoint and together the whole set, order kept."""
         return LabeledSet(tuple(q for q in self.queries if zlib.crc32(q.query_id.encode("utf-8")) % n == k),
                           name=self.name, provenance=self.provenance)
+
+
+def query_problem(qid: str, question: str, relevant: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(what is wrong, which field) of a labeled query that no file could hold, or None."""
+    problem = id_problem(qid)
+    if problem:
+        return f"query {problem}", "id"
+    problem = text_problem(question)
+    if problem:
+        return f"query '{qid}': {problem}", "question"
+    for doc in relevant:
+        problem = id_problem(str(doc))
+        if problem:
+            return f"query '{qid}': judged document {problem}", "relevant"
+    return None
 
 
 def _line_of(text: str, needle: str) -> int | None:
@@ -147,6 +162,9 @@ def load_questions_cache(path: str | Path, *, known_doc_ids: Iterable[str] | Non
                 raise bad(f"query '{qid}': grade of '{doc_id}' must be an integer, got {grade!r}", "relevant")
         if not any(g >= 1 for g in relevant.values()):
             raise bad(f"query '{qid}': no document has grade >= 1, so no answer could ever count", "relevant")
+        problem = query_problem(qid, question, relevant)
+        if problem:
+            raise bad(*problem)
         if known is not None:
             missing = sorted(d for d in relevant if d not in known)
             if missing:

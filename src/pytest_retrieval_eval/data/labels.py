@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from .._textfiles import read_text
 from ..errors import RetrievalEvalError
 from ..types import LabeledQuery
-from .labeled import LabeledSet
+from .labeled import LabeledSet, query_problem
 
 #: how an entry says who labeled it
 IMPORTED = "imported"
@@ -75,9 +75,13 @@ def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: st
 def question_id(path: str | Path, question: str) -> str:
     """An id for a question that has none: stable across imports (the same question keeps its
     id, so importing again replaces nothing and loses nothing)."""
-    from ..types import sha256_text
+    from ..types import sha256_text, text_problem
 
-    return f"{Path(path).stem}.{sha256_text(' '.join(question.lower().split()))[:10]}"
+    if text_problem(question):
+        return "unnamed"  # the question itself is refused right after, naming its line
+
+    stem = "_".join(Path(path).stem.split()) or "labels"
+    return f"{stem}.{sha256_text(' '.join(question.lower().split()))[:10]}"
 
 
 def _grade(value: Any, where: str) -> int:
@@ -123,6 +127,9 @@ def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
                     raise bad(f"query '{qid}': an entry must be a doc id or {{\"doc_id\", \"relevance\"}}", "relevant_docs")
         if not relevant or not any(g >= 1 for g in relevant.values()):
             raise bad(f"query '{qid}': needs at least one document with relevance >= 1", "relevant_docs")
+        problem = query_problem(qid, text, relevant)
+        if problem:
+            raise bad(problem[0], {"id": "query_id", "question": "query", "relevant": "relevant_docs"}[problem[1]])
         source = {"by": f"{IMPORTED}:{Path(path).name}", "_line": number}
         if record.get("reference_answer"):
             source["reference_answer"] = str(record["reference_answer"])
@@ -175,6 +182,10 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
     out = []
     for key, entry in grouped.items():
         qid = key if columns.id else question_id(path, entry["question"])
+        problem = query_problem(qid, entry["question"], entry["relevant"])
+        if problem:
+            field = {"id": columns.id or columns.question, "question": columns.question, "relevant": columns.doc}[problem[1]]
+            raise RetrievalEvalError(problem[0], path=path, line=entry["line"], field=field)
         out.append(LabeledQuery(qid, entry["question"], entry["relevant"],
                                 {"by": f"{IMPORTED}:{Path(path).name}", "_line": entry["line"]}))
     return out
@@ -198,6 +209,9 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
             raise RetrievalEvalError("needs 'relevant' ({doc: grade}) or 'doc_id'", path=path, line=number,
                                      field="relevant")
         qid = str(record.get("id") or question_id(path, question))
+        problem = query_problem(qid, question, relevant)
+        if problem:
+            raise RetrievalEvalError(problem[0], path=path, line=number, field=problem[1])
         out.append(LabeledQuery(qid, question, {str(d): _grade(g, f"{path}:{number}") for d, g in relevant.items()},
                                 {"by": f"{IMPORTED}:{Path(path).name}", "_line": number}))
     return out

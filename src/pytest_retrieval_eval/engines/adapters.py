@@ -19,6 +19,7 @@ occurrence, order kept) through a metadata field (``doc_id`` by default).
 from __future__ import annotations
 
 import inspect
+import numbers
 import os
 import re
 from typing import Any, Callable, Iterable, Mapping
@@ -30,21 +31,43 @@ HTTP_CONCURRENCY = 8
 
 
 def ranked_ids(answer: Any) -> list[str]:
-    """An engine's answer as doc ids, best first: ids; ``(id, score)`` pairs; ``{id: score}``.
-    The answer is read exactly once (a generator is consumed here, not twice)."""
+    """An engine's answer as doc ids, best first: a sequence (or iterator) of ids; ``(id, score)``
+    pairs; ``{id: score}``. The answer is read exactly once; any other shape is a ``TypeError``
+    that names it (an unordered set, None, a lone string, objects that are not ids)."""
     from ..ir.runs import rank_by_score
 
-    if isinstance(answer, Mapping):
-        return list(rank_by_score({str(k): float(v) for k, v in answer.items()}))
+    if answer is None:
+        raise TypeError("retrieve() returned None; return doc ids, best first")
+    if isinstance(answer, (set, frozenset)):
+        raise TypeError(f"retrieve() returned a {type(answer).__name__}, which has no order; return doc ids "
+                        "best first (a list)")
     if isinstance(answer, (str, bytes)):
-        raise TypeError(f"expected a sequence of doc ids, got a single {type(answer).__name__} {answer!r:.60}")
-    items = list(answer)
+        raise TypeError(f"retrieve() returned a single {type(answer).__name__} {answer!r:.60}; return a list of doc ids")
+    if isinstance(answer, Mapping):
+        return list(rank_by_score(_scores(answer.items(), "{id: score}")))
+    try:
+        items = list(answer)
+    except TypeError:
+        raise TypeError(f"retrieve() returned a {type(answer).__name__}, not a sequence of doc ids") from None
     if items and all(isinstance(i, (tuple, list)) and len(i) == 2 for i in items):
-        scores: dict[str, float] = {}
-        for doc, score in items:
-            scores.setdefault(str(doc), float(score))
-        return list(rank_by_score(scores))
+        return list(rank_by_score(_scores(items, "(id, score) pairs")))
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise TypeError(f"retrieve() returned a {type(answer).__name__} whose item {i} is a "
+                            f"{type(item).__name__} ({item!r:.60}), not a doc id string")
     return items
+
+
+def _scores(pairs: Iterable[Any], shape: str) -> dict[str, float]:
+    """First score of each id; ids must be strings and scores numbers (NaN is not a score)."""
+    scores: dict[str, float] = {}
+    for doc, score in pairs:
+        if not isinstance(doc, str):
+            raise TypeError(f"retrieve() returned {shape} with a {type(doc).__name__} id {doc!r:.40}, not a string")
+        if isinstance(score, bool) or not isinstance(score, numbers.Real) or score != score:
+            raise TypeError(f"retrieve() returned {shape} where '{doc}' has score {score!r:.40}, not a number")
+        scores.setdefault(doc, float(score))
+    return scores
 
 
 def fold(ids: Iterable[str]) -> list[str]:

@@ -17,11 +17,16 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .._atomic import write_text_atomic
+from ..types import sha256_text
 from . import plot, table
 
 
 def safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name) or "_"
+    """A file name for an engine or labeled-set name; names that need changing get a hash of the
+    name appended, so two names never share a file (``a b`` and ``a_b`` would)."""
+    if re.fullmatch(r"[A-Za-z0-9._-]+", name) and name not in (".", ".."):
+        return name
+    return (re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip(".") or "_") + "-" + sha256_text(name)[:8]
 
 
 def per_query_lines(evaluations: Iterable[Any]) -> str:

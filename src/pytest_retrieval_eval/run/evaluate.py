@@ -21,7 +21,7 @@ from ..data.labeled import LabeledSet
 from ..engines.adapters import ranked_ids
 from ..engines.base import DEFAULT_DEPTH, Engine, describe
 from ..ir.runs import dedupe
-from ..types import QueryResult
+from ..types import QueryResult, id_problem
 from .results import EvaluationResult
 
 _CHUNK_ID = re.compile(r"^(?P<doc>.+):(?P<index>\d+)$")
@@ -59,12 +59,14 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
         if error is None:
             try:
                 ids = ranked_ids(answer)
-                if not all(isinstance(d, str) for d in ids):
-                    raise TypeError(f"retrieve() must return doc id strings, got {ids!r:.80}")
                 if known_ids is not None:
                     ids, n = _fold_chunks(ids, known_ids)
                     folded += n
                 doc_ids = dedupe(ids)[:depth]
+                bad = next((problem for problem in map(id_problem, doc_ids) if problem), None)
+                if bad:  # reports, TREC runs and results.json could not hold it: never written
+                    doc_ids = ()
+                    raise ValueError(f"retrieve() returned an {bad}")
                 if known_ids is not None:
                     unknown.update((d, None) for d in doc_ids if d not in known_ids)
             except Exception as exc:  # a malformed answer: recorded, counted as a miss

@@ -1,0 +1,76 @@
+"""Fault class 4: unusable caches. A corrupt embedding cache is set aside with a warning and
+rebuilt; a location that cannot hold one (a file where the folder should be, a read-only
+filesystem) is one clear error naming it, in the library and in a pytest run."""
+
+from __future__ import annotations
+
+import subprocess
+import warnings
+
+import numpy as np
+import pytest
+
+from conftest import CORPUS, QUESTIONS
+from pytest_retrieval_eval import RetrievalEvalError
+from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache, EmbeddingCacheWarning
+
+
+def test_a_corrupt_cache_is_set_aside_and_rebuilt(tmp_path):
+    path = tmp_path / "embeddings.sqlite3"
+    path.write_bytes(b"this is no sqlite database, just bytes" * 100)
+    with pytest.warns(EmbeddingCacheWarning, match="not a usable SQLite database.*set aside as embeddings.sqlite3.corrupt-"):
+        cache = EmbeddingCache(path)
+    cache.put_many("m", [("k", np.ones(4, dtype=np.float32))])
+    assert cache.count("m") == 1
+    aside = list(tmp_path.glob("embeddings.sqlite3.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_bytes().startswith(b"this is no sqlite")  # kept, not destroyed
+
+
+def test_a_cache_whose_table_is_gone_is_rebuilt(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "embeddings.sqlite3"
+    sqlite3.connect(path).execute("CREATE TABLE other (x)").connection.commit()
+    cache = EmbeddingCache(path)  # an unrelated SQLite file: the table is created beside, nothing lost
+    assert cache.count() == 0
+
+
+def test_a_file_where_the_folder_should_be_is_one_clear_error(tmp_path):
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file, not a folder")
+    with pytest.raises(RetrievalEvalError) as info:
+        EmbeddingCache(blocker / "embeddings.sqlite3")
+    assert str(info.value).startswith(f"{blocker}: embedding cache folder cannot be created")
+    assert "--retrieval-cache-dir" in str(info.value)
+
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+    target = tmp_path / "ro"
+    target.mkdir()
+    (target / "seed").write_text("x")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(target)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"not applicable: cannot mount a read-only tmpfs here ({done.stderr.decode().strip()})")
+    yield target
+    subprocess.run(["umount", str(target)], capture_output=True)
+
+
+def test_a_read_only_location_is_one_clear_error(read_only_dir):
+    with pytest.raises(RetrievalEvalError) as info:
+        EmbeddingCache(read_only_dir / "sub" / "embeddings.sqlite3")
+    assert str(read_only_dir / "sub") in str(info.value) and "Read-only file system" in str(info.value)
+    with pytest.raises(RetrievalEvalError, match=r"embedding cache cannot be used: .*--retrieval-cache-dir"):
+        EmbeddingCache(read_only_dir / "embeddings.sqlite3")
+
+
+def test_in_a_pytest_run_the_error_names_the_path_without_a_traceback(pytester, tmp_path):
+    blocker = tmp_path / "blocked"
+    blocker.write_text("file")
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
+                     f"retrieval_cache_dir = {blocker}\nretrieval_embedder = hashing:32\n")
+    pytester.makepyfile("def test_x(retrieval_embedder):\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"{blocker}: embedding cache folder cannot be created*--retrieval-cache-dir*"])
+    assert "Traceback" not in result.stdout.str() and "sqlite3." not in result.stdout.str()
