@@ -27,6 +27,20 @@ def active_secrets() -> list[str]:
     return sorted({*_registered, *(os.environ[n] for n in API_KEY_ENVS if os.environ.get(n))}, key=len, reverse=True)
 
 
+class SecretText(str):
+    """A string that holds a secret (a DSN with its password): it works as the string it is, but
+    its ``repr`` (what pytest's assertion introspection, ``-vv`` and dataclass reprs print) is
+    masked, and its password is registered for masking everywhere else."""
+
+    def __new__(cls, value: str) -> "SecretText":
+        for password in dsn_passwords(value):
+            register_secret(password)
+        return super().__new__(cls, value)
+
+    def __repr__(self) -> str:
+        return repr(redact(str(self)))
+
+
 def dsn_passwords(text: str) -> list[str]:
     """Passwords written in ``text`` as ``scheme://user:password@`` or ``password=...``, found
     by pattern alone: what is masked even in a DSN that does not parse."""

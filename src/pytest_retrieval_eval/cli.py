@@ -70,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     except RetrievalEvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        if args.command != "report":
+            raise
+        # exit 1 means "the gate failed" and nothing else: a file that cannot be judged is 2
+        print(f"error: {args.results}: malformed results file ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted: the questions cache holds every question written so far", file=sys.stderr)
         return 130

@@ -5,7 +5,8 @@ quirks included:
 
 - text is normalised: lowercase, runs of ``_``/``-`` become one space, whitespace collapsed,
   trimmed; the query is tokenised into unique terms of 2+ characters, split on anything that is
-  not a letter or digit;
+  not an ASCII letter or digit (``[^a-z0-9]+`` after lowercasing, as the service does: ``café``
+  yields the term ``caf``, ``東京`` none);
 - each field scores 0 when empty; otherwise ``8*w`` if the whole normalised query occurs in it,
   plus, for every term that occurs in it, ``w + 0.25*w*n`` where ``n`` counts the term's
   non-overlapping occurrences (substring matches, as the service does);
@@ -25,7 +26,7 @@ WEIGHTS: tuple[tuple[str, float], ...] = (("title", 4.0), ("description", 2.0), 
 
 _DASHES = re.compile(r"[_-]+")
 _SPACES = re.compile(r"\s+")
-_NOT_ALNUM = re.compile(r"[\W_]+")
+_NOT_ALNUM = re.compile(r"[^a-z0-9]+")  # ASCII only, as production
 
 
 def normalize(text: str) -> str:

@@ -55,7 +55,27 @@ class Threshold:
                                          + ", ".join(f"lint.{k}" for k in LINT_KINDS))
         elif name not in COUNTS:
             name = _measure_name(m["measure"], f"threshold {text!r}{where}")
-        return cls(name, m["op"], float(m["value"]), m["engine"], source)
+        rule = cls(name, m["op"], float(m["value"]), m["engine"], source)
+        problem = rule.vacuous()
+        if problem:
+            raise RetrievalEvalError(f"threshold {text!r}{where} {problem}")
+        return rule
+
+    def vacuous(self) -> str | None:
+        """Why the rule decides nothing (its value is outside what the quantity can take, or at
+        its edge the wrong way), or None. Measures lie in [0, 1]; counts are whole numbers >= 0."""
+        low, high = (0.0, 1.0) if self.measure not in COUNTS and not self.measure.startswith("lint.") else (0.0, math.inf)
+        v, op = self.value, self.op
+        never_fails = (op == ">=" and v <= low) or (op == ">" and v < low) or (op == "<=" and v >= high) or (
+            op == "<" and v > high)
+        never_passes = (op == ">=" and v > high) or (op == ">" and v >= high) or (op == "<=" and v < low) or (
+            op == "<" and v <= low)
+        span = f"[{low:g}, {high:g}]" if high != math.inf else f"whole numbers >= {low:g}"
+        if never_fails:
+            return f"can never fail: {self.measure} takes values in {span}"
+        if never_passes:
+            return f"can never pass: {self.measure} takes values in {span}"
+        return None
 
     def __str__(self) -> str:
         value = f"{self.value:g}"
@@ -160,7 +180,11 @@ class MaxDrop:
         if not m:
             raise RetrievalEvalError(f"max-drop rule {text!r}{where} does not parse; expected [ENGINE:]MEASURE=DELTA, "
                                      "e.g. 'hit@5=0.02' or 'hybrid:ndcg@10=0.01'")
-        return cls(_measure_name(m["measure"], f"max-drop rule {text!r}{where}"), float(m["value"]), m["engine"], source)
+        delta = float(m["value"])
+        if not 0 <= delta < 1:
+            raise RetrievalEvalError(f"max-drop rule {text!r}{where} can never fail: measures take values in [0, 1], "
+                                     "so a drop is below 1; give a DELTA in [0, 1)")
+        return cls(_measure_name(m["measure"], f"max-drop rule {text!r}{where}"), delta, m["engine"], source)
 
     def __str__(self) -> str:
         return f"{self.engine + ':' if self.engine else ''}{self.measure}={self.delta:g}"
@@ -175,6 +199,11 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
     when the drop is also significant (paired test, p < alpha)."""
     failures = []
     for rule in rules:
+        if rule.engine and not any(d.engine == rule.engine and d.measure == rule.measure for d in diffs):
+            compared = sorted({d.engine for d in diffs})
+            failures.append(f"max-drop rule {rule} (from {rule.source}): engine '{rule.engine}' was not compared with "
+                            f"the baseline (compared: {', '.join(compared) or 'none'}), so the rule checked nothing")
+            continue
         for d in diffs:
             if d.measure != rule.measure or (rule.engine and d.engine != rule.engine):
                 continue

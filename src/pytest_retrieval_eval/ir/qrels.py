@@ -42,9 +42,14 @@ class Qrels(Mapping[str, Mapping[str, int]]):
     __slots__ = ("_data",)
 
     def __init__(self, data: Mapping[str, Mapping[str, int]] | None = None) -> None:
+        from .runs import _id
+
         self._data: dict[str, dict[str, int]] = {}
-        for qid, docs in (data or {}).items():
-            self._data[str(qid)] = {str(d): _grade(g, field=f"{qid}/{d}") for d, g in docs.items()}
+        for q, docs in (data or {}).items():
+            qid = _id(q, "query id", f"query {q!r}")
+            if not isinstance(docs, Mapping):
+                raise RetrievalEvalError(f"query '{qid}': expected {{doc_id: grade}}, got {type(docs).__name__}")
+            self._data[qid] = {_id(d, "doc id", f"query '{qid}'"): _grade(g, field=f"{qid}/{d}") for d, g in docs.items()}
 
     # Mapping protocol
     def __getitem__(self, qid: str) -> Mapping[str, int]:

@@ -24,6 +24,16 @@ def rank_by_score(scores: Mapping[str, float]) -> tuple[str, ...]:
     return tuple(map(_DOC, sorted(scores.items(), key=_SCORE_THEN_DOC, reverse=True)))
 
 
+def _id(value: object, what: str, where: str) -> str:
+    """An id as a string: strings as they are, whole numbers spelled out; anything else is an
+    error naming where it was found."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise RetrievalEvalError(f"{where}: {what} {value!r} must be a string, got {type(value).__name__}")
+
+
 def dedupe(doc_ids: Iterable[str]) -> tuple[str, ...]:
     """Keep the first occurrence of each doc id: a document can only be retrieved once."""
     return tuple(dict.fromkeys(doc_ids))
@@ -35,9 +45,13 @@ class Run(Mapping[str, Sequence[str]]):
     __slots__ = ("_data", "name")
 
     def __init__(self, rankings: Mapping[str, Iterable[str]] | None = None, *, name: str = "run") -> None:
-        self._data: dict[str, tuple[str, ...]] = {
-            str(q): dedupe(str(d) for d in docs) for q, docs in (rankings or {}).items()
-        }
+        self._data: dict[str, tuple[str, ...]] = {}
+        for q, docs in (rankings or {}).items():
+            qid = _id(q, "query id", f"query {q!r}")
+            if isinstance(docs, (str, bytes, Mapping)) or not isinstance(docs, Iterable):
+                raise RetrievalEvalError(f"query '{qid}': expected its doc ids best first (a list), got "
+                                         f"{type(docs).__name__}{' (scores? use Run.from_dict)' if isinstance(docs, Mapping) else ''}")
+            self._data[qid] = dedupe(_id(d, "doc id", f"query '{qid}'") for d in docs)
         self.name = name
 
     @classmethod
@@ -68,18 +82,22 @@ class Run(Mapping[str, Sequence[str]]):
     def from_dict(cls, scores: Mapping[str, Mapping[str, float]], *, name: str = "run") -> "Run":
         """Scored runs ``{qid: {doc: score}}``, ranked as trec_eval ranks them."""
         out = {}
-        for qid, docs in scores.items():
+        for q, docs in scores.items():
+            qid = _id(q, "query id", f"query {q!r}")
+            if not isinstance(docs, Mapping):
+                raise RetrievalEvalError(f"query '{qid}': expected {{doc_id: score}}, got {type(docs).__name__}")
+            if not all(type(d) is str for d in docs):  # ids as strings before ranking: ties break on them
+                docs = {_id(d, "doc id", f"query '{qid}'"): v for d, v in docs.items()}
             try:
                 total = sum(docs.values())  # TypeError for a non-number; NaN if any is NaN
                 if total != total and any(v != v for v in docs.values()):
                     raise TypeError
-                ranking = rank_by_score(docs)
-                if set(map(type, ranking)) - {str}:
-                    ranking = tuple(map(str, ranking))
-                out[str(qid)] = ranking
+                out[qid] = rank_by_score(docs)
             except TypeError:
-                bad = next((d, v) for d, v in docs.items()
-                           if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v)
+                bad = next(((d, v) for d, v in docs.items()
+                            if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v), None)
+                if bad is None:
+                    raise
                 raise RetrievalEvalError(
                     f"score of document '{bad[0]}' for query '{qid}' must be a number, got {bad[1]!r}"
                 ) from None

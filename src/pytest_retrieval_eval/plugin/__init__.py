@@ -128,6 +128,10 @@ def pytest_runtest_setup(item: pytest.Item):
 
 
 def pytest_assertrepr_compare(config: pytest.Config, op: str, left: object, right: object):
+    from .._secrets import SecretText
+
+    if isinstance(left, SecretText) or isinstance(right, SecretText):  # no diff of a secret's characters
+        return [f"{left!r} {op} {right!r}", "(a value holding a secret: no character diff is shown)"]
     if _RESULTS_MODULE not in sys.modules:  # no result was ever made: nothing to explain
         return None
     from ..run.results import MeasureValue

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from .._http import DEFAULT_CHAT_MODEL
+from .._secrets import SecretText
 from ..engines.hybrid import HybridConfig
 from ..errors import RetrievalEvalError
 from ..gate.rules import MaxDrop, Threshold, parse_max_drops, parse_thresholds
@@ -138,7 +139,7 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool) -> RetrievalC
                         generator_model=get("generator_model"), max_doc_mb=get("max_doc_mb")),
         run=RunConfig(engines=tuple(t for t, _ in get("engine")), depth=get("depth"), trials=get("trials"),
                       timeout=get("timeout"), concurrency=get("concurrency")),
-        hybrid=HybridSetup(store=get("store"), dsn=get("dsn"),
+        hybrid=HybridSetup(store=get("store"), dsn=SecretText(get("dsn")) if get("dsn") else None,
                            schema_prefix=check_identifier(get("schema"), names["schema"]),
                            embedder=get("embedder"), cache_dir=get("cache_dir"), ingest=ingest, engine=engine,
                            variants=variants),

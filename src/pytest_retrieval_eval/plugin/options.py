@@ -172,12 +172,13 @@ OPTIONS: tuple[Option, ...] = (
            "by default)", None, fraction(closed_top=True), metavar="J"),
     # the gate
     Option("threshold", "fail the run when a rule is breached, e.g. 'hit@5>=0.8', 'keyword:mrr>=0.5', "
-           "'errors<=0', 'lint.truncated<=0'; repeatable", kind="lines", ini="retrieval_thresholds",
-           metavar="[ENGINE:]MEASURE>=VALUE", cli=("report",)),
+           "'errors<=0', 'lint.truncated<=0'; repeatable; given here, they replace the ini's rules", kind="lines",
+           ini="retrieval_thresholds", merge=False, metavar="[ENGINE:]MEASURE>=VALUE", cli=("report",)),
     Option("baseline", "compare with a saved baseline: deltas, per-query movers, paired tests", path=True,
            metavar="PATH", cli=("report",)),
-    Option("max_drop", "fail when a measure drops more than DELTA below the baseline; repeatable", kind="lines",
-           ini="retrieval_max_drops", metavar="[ENGINE:]MEASURE=DELTA", cli=("report",)),
+    Option("max_drop", "fail when a measure drops more than DELTA below the baseline; repeatable; given here, "
+           "they replace the ini's rules", kind="lines", ini="retrieval_max_drops", merge=False,
+           metavar="[ENGINE:]MEASURE=DELTA", cli=("report",)),
     Option("noise_aware", "fail max-drop rules only when the drop is significant (paired test, p < alpha)", False,
            kind="switch", cli=("report",)),
     Option("alpha", "significance level of the engine comparisons and the noise-aware gate", 0.05,

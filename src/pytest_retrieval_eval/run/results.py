@@ -272,6 +272,13 @@ class EvaluationResult:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "EvaluationResult":
         lab, queries = d["labeled"], d["queries"]
+        for q in queries:  # what a hand-edited file could get wrong, said before anything is scored
+            if not isinstance(q["id"], str) or not isinstance(q["question"], str):
+                raise ValueError(f"'queries' entry {q.get('id')!r}: id and question must be strings")
+            if not all(isinstance(g, int) and not isinstance(g, bool) for g in q["relevant"].values()):
+                raise ValueError(f"'queries' entry {q['id']!r}: relevance grades must be whole numbers")
+            if not isinstance(q["ranked"], list) or not all(isinstance(r, str) for r in q["ranked"]):
+                raise ValueError(f"'queries' entry {q['id']!r}: ranked must be a list of doc ids")
         labeled = LabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"]) for q in queries),
                              name=lab["name"])
         labeled.__dict__["fingerprint"] = lab["fingerprint"]  # the recorded identity: what was measured
@@ -373,9 +380,38 @@ class RunResults:
                     f"evaluation {i} is missing or has a malformed {exc}; results files from before the rankings "
                     "were recorded cannot be read: re-save it with this version", path=path,
                     field=f"evaluations[{i}]") from None
+        same: dict[tuple[str, str], EvaluationResult] = {}
+        for e in evaluations:  # engines on one labeled set were asked the same questions
+            first = same.setdefault((e.labeled.name, e.labeled.fingerprint), e)
+            if [q.query_id for q in first.labeled.queries] != [q.query_id for q in e.labeled.queries]:
+                raise RetrievalEvalError(
+                    f"engines {first.engine} and {e.engine} hold different queries ({first.n} and {e.n}) for the "
+                    f"same labeled set {e.labeled.name} (fingerprint {e.labeled.fingerprint[:12]}); the file was "
+                    "edited or put together from two runs", path=path, field="evaluations")
+        settings = doc.get("settings", {})
+        problem = _settings_problem(settings)
+        if problem:
+            raise RetrievalEvalError(problem, path=path, field="settings")
         try:
             lint = [LintReport.from_dict(r) for r in doc.get("lint", [])]
-            return cls(evaluations, doc["metrics"]["fingerprint"], lint, dict(doc.get("snippets", {})),
-                       dict(doc.get("settings", {})))
-        except (KeyError, TypeError) as exc:
-            raise RetrievalEvalError(f"results file is missing {exc}", path=path) from None
+            return cls(evaluations, doc["metrics"]["fingerprint"], lint, dict(doc.get("snippets", {})), dict(settings))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RetrievalEvalError(f"results file is missing or has a malformed {exc}", path=path) from None
+
+
+def _settings_problem(settings: Any) -> str | None:
+    """What is wrong with a results file's recorded settings, or None."""
+    if not isinstance(settings, dict):
+        return "must be an object"
+    for key in ("thresholds", "max_drops"):
+        rules = settings.get(key, [])
+        if not isinstance(rules, list) or not all(isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r)
+                                                  for r in rules):
+            return f"{key} must be a list of [rule, source] pairs"
+    for key in ("table_measures", "recorded_measures", "failures"):
+        if not isinstance(settings.get(key, []), list) or not all(isinstance(x, str) for x in settings.get(key, [])):
+            return f"{key} must be a list of strings"
+    alpha = settings.get("alpha", 0.05)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        return f"alpha must be a number between 0 and 1, got {alpha!r}"
+    return None

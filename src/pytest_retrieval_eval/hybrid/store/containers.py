@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 
+from ..._secrets import SecretText
 from ...errors import RetrievalEvalError
 from .dsn import drop_schema, prepare_schema
 
@@ -59,7 +60,7 @@ class ContainerStore:
             self._container.start()
         except Exception as exc:
             raise StoreUnavailable(f"could not start {self.image}: {type(exc).__name__}: {exc}") from None
-        self.dsn = self._container.get_connection_url()
+        self.dsn = SecretText(self._container.get_connection_url())
         prepare_schema(self.dsn, self.schema)
 
     def stop(self) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 
-from ..._secrets import dsn_passwords, redact, redact_dsn, register_secret
+from ..._secrets import SecretText, dsn_passwords, redact, redact_dsn, register_secret
 from ...errors import RetrievalEvalError
 from .base import check_identifier
 
@@ -61,14 +61,17 @@ class DsnStore:
     backend = "dsn"
 
     def __init__(self, dsn: str, *, worker: str = "main", prefix: str = "retrieval_eval", schema: str | None = None) -> None:
-        self.dsn = dsn
         register_password(dsn)
+        self.dsn = SecretText(dsn)
         check_identifier(prefix, "schema prefix")
         self.schema = check_identifier(schema or f"{prefix}_{worker}_{secrets.token_hex(4)}".lower()[:63], "schema")
         self._created = False
 
     def describe(self) -> dict:
         return {"backend": self.backend, "server": redact_dsn(self.dsn), "schema": self.schema}
+
+    def __repr__(self) -> str:
+        return f"DsnStore(server={redact_dsn(self.dsn)!r}, schema={self.schema!r})"
 
     def start(self) -> None:
         prepare_schema(self.dsn, self.schema)

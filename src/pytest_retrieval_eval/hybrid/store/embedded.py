@@ -174,8 +174,19 @@ def _alive(pid: int) -> bool:
 
 
 def sweep_stale(root: Path) -> list[Path]:
-    """Remove temp dirs left by sessions whose process is gone (killed with SIGKILL, say)."""
+    """Remove temp dirs left by sessions whose process is gone (killed with SIGKILL, say): their
+    server dirs, and half-built template or install copies (``.NAME.PID.RANDOM``, see
+    ``_atomic_dir``) in the cache root."""
     removed = []
+    cache = root / f"pytest-retrieval-eval-{os.getuid()}"
+    for d in cache.glob(".*.*.*") if cache.is_dir() else ():
+        try:
+            pid = int(d.name.rsplit(".", 2)[1])
+        except (ValueError, IndexError):
+            continue
+        if not _alive(pid):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
     for d in root.glob(PREFIX + "*"):
         try:
             pid = int(d.name[len(PREFIX):].split("-", 1)[0])
