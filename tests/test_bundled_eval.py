@@ -23,10 +23,11 @@ DEFAULT_FLOORS = {"hit@5": 0.5, "mrr": 0.3}
 
 
 def floor(corpus, engine: str, measure: str) -> float:
-    """Floors hold for the bundled corpus; pointed at another corpus (``--retrieval-corpus``)
-    these tests only check that the engines ran, and the report carries the numbers."""
+    """The floor for the bundled corpus. Pointed at another corpus (``--retrieval-corpus``) there
+    is no floor to check (a floor of 0 could never fail): the test says so and the report carries
+    the numbers."""
     if Path(corpus.source or "") != BUNDLED:
-        return 0.0
+        pytest.skip("not applicable: the floors are set for the bundled corpus; the report has this corpus's numbers")
     return FLOORS.get(engine, DEFAULT_FLOORS)[measure]
 
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import FAKE_KEY
+from conftest import FAKE_KEY, requires_hybrid
 from fake_api import Reply, embeddings_reply
 from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.hybrid.embedders import (
@@ -18,6 +18,8 @@ from pytest_retrieval_eval.hybrid.embedders import (
 )
 from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
 
+
+pytestmark = requires_hybrid  # chunking and the embedders run Haystack
 
 class Counting:
     def __init__(self, identity="count:v1", dim=4):

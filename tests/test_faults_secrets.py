@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import FAKE_KEY
+from conftest import FAKE_KEY, requires_hybrid
 
 
 def test_an_engine_error_carrying_the_key_is_masked_everywhere(bundled_project, monkeypatch):
@@ -43,6 +43,7 @@ def test_an_engine_error_carrying_the_key_is_masked_everywhere(bundled_project, 
     assert FAKE_KEY not in everything
 
 
+@requires_hybrid
 def test_a_dsn_password_stays_out_of_the_terminal(pytester):
     pytester.makepyfile("def test_x(pgvector_store):\n    pass\n")
     result = pytester.runpytest("--retrieval-store", "dsn",
@@ -54,6 +55,7 @@ def test_a_dsn_password_stays_out_of_the_terminal(pytester):
     assert "s3cret-pw-991" not in out
 
 
+@requires_hybrid
 def test_a_dsn_that_does_not_parse_is_a_clear_error_and_its_password_is_masked_anyway(pytester):
     pytester.makepyfile("""
         import logging

@@ -14,13 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, FAKE_KEY, QUESTIONS, write_docs
+from conftest import CORPUS, FAKE_KEY, QUESTIONS, write_docs, requires_hybrid
 from fake_api import FakeApi, Reply, chat_reply
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.corpus import JsonFolder
 from pytest_retrieval_eval.data.generate import PROMPT_SHA256, SYSTEM_PROMPT, GeneratorConfig, generate_questions, parse_question
 from pytest_retrieval_eval.data.chunking import Chunking, chunk_corpus
 from pytest_retrieval_eval.data.labeled import load_questions_cache
+
+pytestmark = requires_hybrid  # chunking and the embedders run Haystack
 
 SPLIT = Chunking(split_length=30, split_overlap=5)
 

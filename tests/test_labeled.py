@@ -4,12 +4,13 @@ import json
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS
+from conftest import CORPUS, QUESTIONS, requires_hybrid
 from pytest_retrieval_eval import LabeledQuery, RetrievalEvalError
 from pytest_retrieval_eval.data.corpus import JsonFolder
 from pytest_retrieval_eval.data.labeled import LabeledSet, dump_questions_cache, load_questions_cache, write_questions_cache
 
 
+@requires_hybrid
 def test_committed_cache_covers_every_document_twice_every_chunk_once_and_is_honest_about_its_origin():
     from pytest_retrieval_eval.data.chunking import chunk_corpus
 

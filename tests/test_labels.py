@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS, REPO
+from conftest import CORPUS, QUESTIONS, REPO, requires_hybrid
 from fake_api import Reply
 from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.cli import main as cli
@@ -271,6 +271,7 @@ def test_a_near_duplicate_of_a_kept_question_is_dropped():
     assert QuestionFilter().reject("How can office visitors get onto the internet?", PASSAGE, kept) == "near_duplicate"
 
 
+@requires_hybrid
 def test_generation_drops_and_counts_bad_canned_answers(fake_api, tmp_path):
     from fake_api import chat_reply
     from pytest_retrieval_eval.data.chunking import Chunking, chunk_corpus

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS
+from conftest import CORPUS, QUESTIONS, requires_hybrid
 from fake_api import Reply, chat_reply
 from pytest_retrieval_eval.data.corpus import JsonFolder
 from pytest_retrieval_eval.data.labeled import load_questions_cache
@@ -75,6 +75,7 @@ def test_warn_mode_evaluates_and_leaves_out_questions_about_deleted_documents(pr
     result.stdout.fnmatch_lines(["*StaleQuestionsWarning*", "keyword *61*0"])  # 63 minus the 2 dead ones
 
 
+@requires_hybrid
 def test_regenerate_in_session_fills_what_changed(project, fake_api):
     fake_api.script("/chat/completions", Reply(200, chat_reply(lambda passage: "How should I look after the power pack?")))
     edit(project.path / "corpus" / "battery-care.json", content="Store the pack half charged in a cool dry room.")
