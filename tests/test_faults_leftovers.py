@@ -25,6 +25,10 @@ embedded._template(bindir, user, Path(sys.argv[1]))
 """
 
 
+def ps() -> str:
+    return subprocess.run(["ps", "-ewwo", "args"], capture_output=True, text=True).stdout
+
+
 def cache_root(base):
     return base / f"pytest-retrieval-eval-{os.getuid()}"
 
@@ -38,6 +42,9 @@ def test_a_template_build_killed_midway_is_swept_by_the_next_run(sandbox_tmp):
     child.send_signal(signal.SIGKILL)
     child.wait()
     half = list(root.glob(".initdb-*"))
+    deadline = time.monotonic() + 10  # its initdb child dies with it (PR_SET_PDEATHSIG): wait for that
+    while time.monotonic() < deadline and any(str(d) in ps() for d in half):
+        time.sleep(0.05)
     assert half, "the build finished before it could be killed; nothing to sweep"
     store = EmbeddedPostgres(tmp_root=sandbox_tmp)
     store.start()  # the next run: sweeps, then builds its own template

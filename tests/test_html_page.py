@@ -34,6 +34,9 @@ def page_file(pytester, tmp_path):
         {"id": "q-boom", "question": "this one breaks the flaky engine", "relevant": {"plain": 1}},
     ]
     (tmp_path / "q.json").write_text(json.dumps({"format": "pytest-retrieval-eval/questions", "version": 1, "queries": queries}))
+    from pytest_retrieval_eval.cli import main as cli
+
+    assert cli(["label", "stamp", "--corpus", str(corpus), "--questions", str(tmp_path / "q.json")]) == 0  # fingerprints
     pytester.makeini(f"[pytest]\nretrieval_corpus = {corpus}\nretrieval_questions = {tmp_path / 'q.json'}\n")
     pytester.makeconftest(
         """

@@ -151,7 +151,8 @@ def _template(bindir: Path, user: tuple[int, int] | None, base: Path) -> Path:
         _chown_tree(tmp, user)
         cmd = [str(bindir / "initdb"), "-D", str(tmp), "-U", "postgres", "--auth=trust", "-E", "UTF8",
                "--locale=C", "--no-sync", "--no-instructions", "--wal-segsize=1"]
-        done = subprocess.run(cmd, capture_output=True, text=True, **_demote(user))
+        # initdb dies with us too: an orphan would go on writing into a folder the next run sweeps
+        done = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=_die_with_parent, **_demote(user))
         if done.returncode != 0:
             raise RetrievalEvalError(f"initdb failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[-800:]}")
 
