@@ -63,13 +63,33 @@ def child(cmd: list[str], env: dict | None = None, cwd: Path = REPO) -> tuple[fl
 
 # --- evaluate() against pytrec-eval-terrier and ranx ------------------------------------------
 
-def synthetic(nq: int, nd: int, seed: int = 1) -> tuple[dict, dict]:
+def synthetic(nq: int, nd: int, seed: int = 1, ranked: bool = False) -> tuple[dict, dict]:
+    """Graded qrels (5 judged per query) and a run of ``nd`` scored docs per query. As engines and
+    TREC files give them: scores in random order with many ties (a quarter as many distinct
+    values as docs), two judged docs retrieved per query; ``ranked``: strictly descending, the
+    already-ranked case."""
     rng = random.Random(seed)
     qrels = {f"q{i}": {f"d{rng.randrange(20 * nd)}": rng.randint(1, 2) for _ in range(5)} for i in range(nq)}
     run = {}
     for q in qrels:
-        run[q] = {f"d{d}": float(nd - j) for j, d in enumerate(rng.sample(range(20 * nd), nd))}
+        docs = [f"d{d}" for d in rng.sample(range(20 * nd), nd)]
+        docs[:2] = list(qrels[q])[:2]
+        docs = list(dict.fromkeys(docs))
+        if ranked:
+            run[q] = {d: float(nd - j) for j, d in enumerate(docs)}
+        else:
+            rng.shuffle(docs)
+            run[q] = {d: float(rng.randint(0, max(1, nd // 4))) for d in docs}
     return qrels, run
+
+
+def write_trec_files(qrels: dict, run: dict, folder: Path) -> tuple[Path, Path]:
+    from pytest_retrieval_eval import Qrels
+
+    Qrels.from_dict(qrels).to_trec(folder / "qrels.txt")
+    with open(folder / "run.trec", "w") as fh:
+        fh.writelines(f"{q} Q0 {d} 0 {s} x\n" for q, docs in run.items() for d, s in docs.items())
+    return folder / "qrels.txt", folder / "run.trec"
 
 
 RANX_COLD = """
@@ -85,24 +105,49 @@ print(json.dumps({"seconds": time.perf_counter() - start}))
 def bench_evaluate(repeats: int) -> None:
     import pytrec_eval
 
-    from pytest_retrieval_eval import evaluate
+    from pytest_retrieval_eval import Qrels, Run, evaluate
 
     try:
         import ranx
     except ImportError:
         ranx = None
-    print("evaluate(): same inputs (score dicts), same six measures, means out", flush=True)
+    print("evaluate(): the user's whole path, from plain dicts (scores in random order, ties) to six means",
+          flush=True)
     for nq, nd in [(10_000, 100), (1_000, 1_000)]:
         label = f"{nq:,} queries x {nd:,} docs"
         qrels, run = synthetic(nq, nd)
-        ours = record("evaluate", f"ours, {label}", [_time(lambda: evaluate(qrels, run, MEASURES)) for _ in range(repeats)])
+        ours = record("evaluate", f"ours, dicts -> means, {label}",
+                      [_time(lambda: evaluate(Qrels.from_dict(qrels), Run.from_dict(run), MEASURES))
+                       for _ in range(repeats)])
 
         def trec():
             per = pytrec_eval.RelevanceEvaluator(qrels, TREC_MEASURES).evaluate(run)
             return {m: sum(v[m] for v in per.values()) / len(per) for m in next(iter(per.values()))}
 
-        theirs = record("evaluate", f"pytrec-eval-terrier, {label}", [_time(trec) for _ in range(repeats)])
+        theirs = record("evaluate", f"pytrec-eval-terrier, dicts -> means, {label}", [_time(trec) for _ in range(repeats)])
         ratio("evaluate", f"pytrec-eval-terrier / ours, {label}", theirs, ours)
+        ranked_q, ranked_r = synthetic(nq, nd, ranked=True)
+        ours_ranked = record("evaluate", f"ours, already-ranked scores, {label}",
+                             [_time(lambda: evaluate(Qrels.from_dict(ranked_q), Run.from_dict(ranked_r), MEASURES))
+                              for _ in range(repeats)])
+        theirs_ranked = record("evaluate", f"pytrec-eval-terrier, already-ranked scores, {label}",
+                               [_time(lambda: pytrec_eval.RelevanceEvaluator(ranked_q, TREC_MEASURES).evaluate(ranked_r))
+                                for _ in range(repeats)])
+        ratio("evaluate", f"pytrec-eval-terrier / ours, already ranked, {label}", theirs_ranked, ours_ranked)
+        folder = Path(tempfile.mkdtemp(prefix="retrieval-bench-trec-"))
+        qrels_file, run_file = write_trec_files(qrels, run, folder)
+
+        def pytrec_files():
+            with open(qrels_file) as fq, open(run_file) as fr:
+                pytrec_eval.RelevanceEvaluator(pytrec_eval.parse_qrel(fq), TREC_MEASURES).evaluate(pytrec_eval.parse_run(fr))
+
+        ours_files = record("evaluate", f"ours, TREC files -> means, {label}",
+                            [_time(lambda: evaluate(Qrels.from_trec(qrels_file), Run.from_trec(run_file), MEASURES))
+                             for _ in range(repeats)])
+        theirs_files = record("evaluate", f"pytrec-eval-terrier parse_qrel/parse_run + evaluate, {label}",
+                              [_time(pytrec_files) for _ in range(repeats)])
+        ratio("evaluate", f"pytrec-eval-terrier / ours, TREC files, {label}", theirs_files, ours_files)
+        shutil.rmtree(folder, ignore_errors=True)
         if ranx is not None:
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
                 json.dump([qrels, run], fh)
@@ -539,11 +584,13 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=2, help="cold runs of the bundled eval (each loads the model)")
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--scifact-cold", type=int, default=1, help="cold SciFact runs (each embeds 5,330 chunks)")
-    parser.add_argument("--only", choices=["dormant", "http", "own"], help="run one section and print it (results files untouched)")
+    parser.add_argument("--only", choices=["dormant", "http", "own", "evaluate"],
+                        help="run one section and print it (results files untouched)")
     args = parser.parse_args()
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     if args.only:
-        {"dormant": bench_dormant, "http": bench_http_concurrency, "own": bench_own_engine}[args.only](args.repeats)
+        {"dormant": bench_dormant, "http": bench_http_concurrency, "own": bench_own_engine,
+         "evaluate": bench_evaluate}[args.only](args.repeats)
         return
     bench_dormant(args.repeats)
     bench_http_concurrency(args.repeats)

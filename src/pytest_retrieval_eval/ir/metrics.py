@@ -13,7 +13,8 @@ Semantics (trec_eval with ``-c``):
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping, Sequence
+from bisect import bisect_left, bisect_right
+from typing import Iterable, Mapping, Sequence, Sized
 
 import numpy as np
 
@@ -60,24 +61,17 @@ def evaluate(
     return {m.name: (float(v.mean()) if len(qids) else math.nan) for m, v in values.items()}
 
 
-def _depth(run: Run, qids: Sequence[str], measures: Sequence[Measure]) -> int:
+def _depth(source: Mapping[str, Sized], qids: Sequence[str], measures: Sequence[Measure]) -> int:
     """How many ranks the measures read: the largest cutoff, or the whole ranking when uncut."""
-    longest = max((len(run.get(q, ())) for q in qids), default=0)
+    longest = max((len(source.get(q, ())) for q in qids), default=0)
     ks = [m.k for m in measures]
     if any(k is None for k in ks):
         return max(1, longest)
     return max(1, min(max(ks), longest))
 
 
-def _per_query_arrays(
-    qrels: Qrels, run: Run, qids: Sequence[str], measures: Sequence[Measure]
-) -> dict[Measure, np.ndarray]:
-    nq = len(qids)
-    depth = _depth(run, qids, measures)
-    judgements, rankings = qrels._data, run._data  # plain dicts: no method call per query
-    grades = np.zeros((nq, depth), dtype=np.float64)
-    # the judged relevant grades of each query, best first: recall/map denominators, ideal DCG
-    best = [sorted((g for g in judgements[q].values() if g >= 1), reverse=True) for q in qids]
+def _grades_from_rankings(grades: np.ndarray, judgements: Mapping, rankings: Mapping, qids: Sequence[str],
+                          best: list, depth: int) -> None:
     empty: tuple[str, ...] = ()
     for i, qid in enumerate(qids):
         judged = judgements[qid]
@@ -93,6 +87,47 @@ def _per_query_arrays(
         else:
             row = [judged.get(d, 0) for d in ranking]
             grades[i, : len(row)] = row
+
+
+def _grades_from_scores(grades: np.ndarray, judgements: Mapping, scores: Mapping, qids: Sequence[str],
+                        best: list, depth: int) -> None:
+    """The rank of each judged document straight from the scores, without sorting the query:
+    1 + the documents scoring higher + those scoring the same with a greater id (trec_eval's
+    order: score descending, ties by doc id descending)."""
+    for i, qid in enumerate(qids):
+        docs = scores.get(qid)
+        if not (best[i] and docs):
+            continue
+        ordered = None
+        n = len(docs)
+        for doc, grade in judgements[qid].items():
+            if not grade or doc not in docs:
+                continue
+            if ordered is None:
+                ordered = sorted(docs.values())
+            s = docs[doc]
+            above = bisect_right(ordered, s)
+            rank = n - above + 1
+            if above - bisect_left(ordered, s) > 1:  # tied: greater ids come first
+                rank += sum(1 for d, v in docs.items() if v == s and d > doc)
+            if rank <= depth:
+                grades[i, rank - 1] = grade
+
+
+def _per_query_arrays(
+    qrels: Qrels, run: Run, qids: Sequence[str], measures: Sequence[Measure]
+) -> dict[Measure, np.ndarray]:
+    nq = len(qids)
+    judgements = qrels._data  # plain dicts: no method call per query
+    scores = run._scores if run._ranked is None else None
+    depth = _depth(scores if scores is not None else run._data, qids, measures)
+    grades = np.zeros((nq, depth), dtype=np.float64)
+    # the judged relevant grades of each query, best first: recall/map denominators, ideal DCG
+    best = [sorted((g for g in judgements[q].values() if g >= 1), reverse=True) for q in qids]
+    if scores is not None:
+        _grades_from_scores(grades, judgements, scores, qids, best, depth)
+    else:
+        _grades_from_rankings(grades, judgements, run._data, qids, best, depth)
     gains = np.clip(grades, 0, None)
     rel = grades >= 1
     num_rel = np.fromiter((len(b) for b in best), dtype=np.float64, count=nq)

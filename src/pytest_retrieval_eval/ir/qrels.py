@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from .._textfiles import numbered_lines
+from .._textfiles import numbered_lines, read_text
 from ..errors import RetrievalEvalError
 
 
@@ -76,8 +76,10 @@ class Qrels(Mapping[str, Mapping[str, int]]):
     def from_trec(cls, path: str | Path) -> "Qrels":
         """TREC qrels: ``query_id iteration doc_id grade`` per line, whitespace separated."""
         data: dict[str, dict[str, int]] = {}
-        for number, line in numbered_lines(path):
+        for number, line in enumerate(read_text(path).splitlines(), start=1):
             parts = line.split()
+            if not parts:
+                continue
             if len(parts) != 4:
                 raise RetrievalEvalError(
                     f"expected 4 columns 'query_id iteration doc_id grade', found {len(parts)}",
@@ -86,7 +88,9 @@ class Qrels(Mapping[str, Mapping[str, int]]):
                 )
             qid, _, doc, grade = parts
             _add(data, qid, doc, _grade(grade, path=path, line=number), path, number)
-        return cls(data)
+        qrels = cls.__new__(cls)  # ids are strings and grades checked: no second pass
+        qrels._data = data
+        return qrels
 
     @classmethod
     def from_beir_tsv(cls, path: str | Path) -> "Qrels":

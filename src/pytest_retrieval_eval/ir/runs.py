@@ -7,7 +7,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
-from .._textfiles import numbered_lines
+from .._textfiles import read_text
 from ..errors import RetrievalEvalError
 
 
@@ -40,38 +40,51 @@ def dedupe(doc_ids: Iterable[str]) -> tuple[str, ...]:
 
 
 class Run(Mapping[str, Sequence[str]]):
-    """``{query_id: (doc_id, ...)}``, best first, each doc at most once per query."""
+    """``{query_id: (doc_id, ...)}``, best first, each doc at most once per query.
 
-    __slots__ = ("_data", "name")
+    A run made from scores (``from_dict``, ``from_trec``) keeps them and ranks a query only when
+    its ranking is asked for: ``evaluate`` reads the rank of each judged document straight from
+    the scores, which costs far less than sorting every query."""
+
+    __slots__ = ("_ranked", "_scores", "name")
 
     def __init__(self, rankings: Mapping[str, Iterable[str]] | None = None, *, name: str = "run") -> None:
-        self._data: dict[str, tuple[str, ...]] = {}
+        self._ranked: dict[str, tuple[str, ...]] | None = {}
+        self._scores: dict[str, dict[str, float]] | None = None
         for q, docs in (rankings or {}).items():
             qid = _id(q, "query id", f"query {q!r}")
             if isinstance(docs, (str, bytes, Mapping)) or not isinstance(docs, Iterable):
                 raise RetrievalEvalError(f"query '{qid}': expected its doc ids best first (a list), got "
                                          f"{type(docs).__name__}{' (scores? use Run.from_dict)' if isinstance(docs, Mapping) else ''}")
-            self._data[qid] = dedupe(_id(d, "doc id", f"query '{qid}'") for d in docs)
+            self._ranked[qid] = dedupe(_id(d, "doc id", f"query '{qid}'") for d in docs)
         self.name = name
 
     @classmethod
-    def _trusted(cls, rankings: dict[str, tuple[str, ...]], name: str) -> "Run":
-        """Rankings already unique and of strings (from score dicts): skip the copy."""
+    def _from_scores(cls, scores: dict[str, dict[str, float]], name: str) -> "Run":
+        """Scores already checked (string ids, numbers): ranked on demand."""
         run = cls.__new__(cls)
-        run._data, run.name = rankings, name
+        run._ranked, run._scores, run.name = None, scores, name
         return run
 
+    @property
+    def _data(self) -> dict[str, tuple[str, ...]]:
+        if self._ranked is None:
+            self._ranked = {q: rank_by_score(d) for q, d in self._scores.items()}
+        return self._ranked
+
     def __getitem__(self, qid: str) -> tuple[str, ...]:
-        return self._data[qid]
+        if self._ranked is None:
+            return rank_by_score(self._scores[qid])
+        return self._ranked[qid]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
+        return iter(self._scores if self._ranked is None else self._ranked)
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._scores if self._ranked is None else self._ranked)
 
     def __repr__(self) -> str:
-        return f"Run({self.name!r}, {len(self._data)} queries)"
+        return f"Run({self.name!r}, {len(self)} queries)"
 
     @classmethod
     def from_ranked(cls, rankings: Mapping[str, Iterable[str]], *, name: str = "run") -> "Run":
@@ -92,7 +105,7 @@ class Run(Mapping[str, Sequence[str]]):
                 total = sum(docs.values())  # TypeError for a non-number; NaN if any is NaN
                 if total != total and any(v != v for v in docs.values()):
                     raise TypeError
-                out[qid] = rank_by_score(docs)
+                out[qid] = docs
             except TypeError:
                 bad = next(((d, v) for d, v in docs.items()
                             if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v), None)
@@ -101,7 +114,7 @@ class Run(Mapping[str, Sequence[str]]):
                 raise RetrievalEvalError(
                     f"score of document '{bad[0]}' for query '{qid}' must be a number, got {bad[1]!r}"
                 ) from None
-        return cls._trusted(out, name)
+        return cls._from_scores(out, name)
 
     @classmethod
     def from_trec(cls, path: str | Path, *, name: str | None = None) -> "Run":
@@ -109,34 +122,31 @@ class Run(Mapping[str, Sequence[str]]):
         (the rank column is ignored, as trec_eval ignores it). A document listed twice for one
         query is an error, as in trec_eval."""
         scores: dict[str, dict[str, float]] = {}
-        seen: dict[tuple[str, str], int] = {}
-        tag = None
-        for number, line in numbered_lines(path):
+        tag, qid_now, docs = None, None, {}
+        for number, line in enumerate(read_text(path).splitlines(), start=1):
             parts = line.split()
+            if not parts:
+                continue
             if len(parts) != 6:
-                raise RetrievalEvalError(
-                    f"expected 6 columns 'query_id Q0 doc_id rank score tag', found {len(parts)}",
-                    path=path,
-                    line=number,
-                )
+                raise RetrievalEvalError(f"expected 6 columns 'query_id Q0 doc_id rank score tag', found {len(parts)}",
+                                         path=path, line=number)
             qid, _, doc, _, score_text, tag = parts
+            if qid != qid_now:  # lines of one query usually come together: one lookup per query
+                qid_now, docs = qid, scores.setdefault(qid, {})
             try:
                 score = float(score_text)
             except ValueError:
-                raise RetrievalEvalError(
-                    f"score must be a number, got {score_text!r}", path=path, line=number, field="score"
-                ) from None
-            if math.isnan(score):
+                raise RetrievalEvalError(f"score must be a number, got {score_text!r}", path=path, line=number,
+                                         field="score") from None
+            if score != score:
                 raise RetrievalEvalError("score is NaN", path=path, line=number, field="score")
-            if (qid, doc) in seen:
-                raise RetrievalEvalError(
-                    f"document '{doc}' is listed twice for query '{qid}' (first on line {seen[qid, doc]})",
-                    path=path,
-                    line=number,
-                )
-            seen[qid, doc] = number
-            scores.setdefault(qid, {})[doc] = score
-        return cls.from_dict(scores, name=name or tag or Path(path).stem)
+            if doc in docs:
+                first = next(i for i, l in enumerate(read_text(path).splitlines(), start=1)
+                             if l.split()[:3:2] == [qid, doc])
+                raise RetrievalEvalError(f"document '{doc}' is listed twice for query '{qid}' (first on line {first})",
+                                         path=path, line=number)
+            docs[doc] = score
+        return cls._from_scores(scores, name=name or tag or Path(path).stem)
 
     def to_trec(self, path: str | Path, *, tag: str | None = None) -> None:
         """Write a TREC run whose scores (n - rank) reproduce this exact order in trec_eval."""
