@@ -138,6 +138,18 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
     )
 
 
+def restore_index(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfig, table: str,
+                  chunks: tuple[Chunk, ...], lint: Any, key: str) -> IngestedIndex:
+    """The index of a table a snapshot brought back: no pipeline runs, nothing is written."""
+    start = time.perf_counter()
+    search_store = document_store(store, table, embedder.dim, config.language, hnsw=True)
+    search_store.count_documents()
+    _fetch_binary(search_store)
+    return IngestedIndex(chunks=chunks, store=store, document_store=search_store, table=table, dataset=corpus.name,
+                         config=config, embedder=embedder, seconds=time.perf_counter() - start,
+                         stats={"chunks": len(chunks), "restored": key}, lint=lint)
+
+
 def _fetch_binary(document_store) -> None:
     """Let retrieval fetch rows in binary. In pgvector's text format the server prints, and
     Python parses, every float of every returned embedding: a quarter of a hybrid query's time

@@ -60,6 +60,7 @@ class HybridSetup:
     schema_prefix: str = "retrieval_eval"
     embedder: str = "minilm"
     cache_dir: Path | None = None  # None: pytest's cache dir, else ~/.cache/pytest-retrieval-eval
+    store_cache_mb: float = 2048.0  # snapshots of ingested embedded stores; 0: none
     ingest: IngestConfig = IngestConfig()
     engine: HybridConfig = HybridConfig()
     variants: tuple[tuple[str, HybridConfig, IngestConfig], ...] = ()
@@ -141,7 +142,8 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool) -> RetrievalC
                       timeout=get("timeout"), concurrency=get("concurrency")),
         hybrid=HybridSetup(store=get("store"), dsn=SecretText(get("dsn")) if get("dsn") else None,
                            schema_prefix=check_identifier(get("schema"), names["schema"]),
-                           embedder=get("embedder"), cache_dir=get("cache_dir"), ingest=ingest, engine=engine,
+                           embedder=get("embedder"), cache_dir=get("cache_dir"),
+                           store_cache_mb=get("store_cache_mb"), ingest=ingest, engine=engine,
                            variants=variants),
         gate=gate,
         report=ReportConfig(show=get("report"),

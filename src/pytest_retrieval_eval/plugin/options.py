@@ -155,7 +155,10 @@ OPTIONS: tuple[Option, ...] = (
            "retrieval_eval", metavar="NAME"),
     Option("embedder", "minilm (offline), sentence-transformers:PATH, openai:MODEL or hashing[:DIM]", "minilm",
            metavar="SPEC", env=f"{ENV_PREFIX}EMBEDDER"),
-    Option("cache_dir", "where embeddings are cached (default: pytest's cache dir)", path=True, metavar="DIR"),
+    Option("cache_dir", "where embeddings and store snapshots are cached (default: pytest's cache dir)", path=True,
+           metavar="DIR"),
+    Option("store_cache_mb", "room for snapshots of ingested embedded stores (restored instead of ingesting "
+           "again; least recently used go first; 0 turns them off)", 2048.0, whole(0), metavar="MB"),
     Option("split_length", "chunk length in words", Chunking.split_length, whole(1), metavar="WORDS",
            cli=("generate",)),
     Option("split_overlap", "chunk overlap in words", Chunking.split_overlap, whole(0), metavar="WORDS",

