@@ -326,6 +326,15 @@ def bench_queries(repeats: int, cache_dir: Path) -> None:
             results = [evaluate_engine(engine, labeled) for _ in range(repeats)]
             qps = [len(questions) / sum(r.seconds for r in res.results) for res in results]
             record("queries", f"{name} engine, questions prepared", qps, unit="queries/s")
+        # the same two retrievals and the fusion in raw SQL: what the Haystack components cost on top
+        hybrid.prepare(questions)
+        raw = raw_hybrid(store.dsn, index.table, {q: hybrid._vector_of(q) for q in questions})
+        through = record("queries", "hybrid through Haystack's retriever components, per query",
+                         [_time(lambda: [hybrid.retrieve(q, 100) for q in questions]) / len(questions)
+                          for _ in range(repeats)], unit="s")
+        direct = record("queries", "the same two retrievals + RRF in raw SQL, per query",
+                        [_time(lambda: [raw(q) for q in questions]) / len(questions) for _ in range(repeats)], unit="s")
+        ratio("queries", "Haystack components / raw SQL (per query)", through, direct)
         # plugin overhead: everything around the engines' own retrieve() calls
         evals, inside, total = [], [], []
         for _ in range(repeats):
@@ -342,6 +351,35 @@ def bench_queries(repeats: int, cache_dir: Path) -> None:
         print(f"  {'plugin share of evaluation time':58} {100 * (t - i) / t:9.1f} %", flush=True)
     finally:
         store.stop()
+
+
+def raw_hybrid(dsn: str, table: str, vectors: dict):
+    """Keyword (plainto_tsquery, ts_rank_cd) and vector (cosine) top 50 with the same org/dataset
+    filter, fused by reciprocal rank: the floor under the hybrid engine's query path."""
+    import numpy as np
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    conn = psycopg.connect(dsn, autocommit=True)
+    register_vector(conn)
+    qualified = f'retrieval_eval."{table}"'
+    where = "meta->>'org_id' = 'eval' AND meta->>'dataset' = 'corpus'"
+    keyword = (f"SELECT id, meta->>'doc_id' FROM {qualified}, plainto_tsquery('english', %s) query WHERE "
+               f"to_tsvector('english', content) @@ query AND {where} ORDER BY "
+               "ts_rank_cd(to_tsvector('english', content), query) DESC LIMIT 50")
+    vector = f"SELECT id, meta->>'doc_id' FROM {qualified} WHERE {where} ORDER BY embedding <=> %s LIMIT 50"
+    arrays = {q: np.asarray(v, dtype=np.float32) for q, v in vectors.items()}
+
+    def run(query: str) -> list[str]:
+        scores: dict[str, float] = {}
+        docs: dict[str, str] = {}
+        for rows in (conn.execute(keyword, (query,)).fetchall(), conn.execute(vector, (arrays[query],)).fetchall()):
+            for rank, (chunk, doc) in enumerate(rows):
+                scores[chunk] = scores.get(chunk, 0.0) + 1.0 / (61 + rank)
+                docs[chunk] = doc
+        return list(dict.fromkeys(docs[c] for c in sorted(scores, key=lambda c: -scores[c])))
+
+    return run
 
 
 def bench_memory() -> None:
@@ -584,13 +622,14 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=2, help="cold runs of the bundled eval (each loads the model)")
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--scifact-cold", type=int, default=1, help="cold SciFact runs (each embeds 5,330 chunks)")
-    parser.add_argument("--only", choices=["dormant", "http", "own", "evaluate"],
+    parser.add_argument("--only", choices=["dormant", "http", "own", "evaluate", "queries"],
                         help="run one section and print it (results files untouched)")
     args = parser.parse_args()
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     if args.only:
         {"dormant": bench_dormant, "http": bench_http_concurrency, "own": bench_own_engine,
-         "evaluate": bench_evaluate}[args.only](args.repeats)
+         "evaluate": bench_evaluate,
+         "queries": lambda r: bench_queries(r, Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-")))}[args.only](args.repeats)
         return
     bench_dormant(args.repeats)
     bench_http_concurrency(args.repeats)
