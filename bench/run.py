@@ -409,7 +409,10 @@ def bench_memory() -> None:
     print(f"  {'peak traced memory per query, 2k -> 20k queries (depth 20)':58} {per_query:10.0f} B", flush=True)
 
 
-def bench_scifact(cold_runs: int, repeats: int) -> None:
+def bench_scifact(cold_runs: int, repeats: int, cache: Path | None = None) -> None:
+    """SciFact end to end: cold; warm re-ingesting (the first landing's warm path, snapshots off);
+    warm restoring the store snapshot; the hybrid setup in process against its floor (PostgreSQL
+    start + snapshot restore); and -n 2 with the queries sharded over the workers."""
     if not SCIFACT.is_dir():
         print(f"SciFact: skipped, {SCIFACT} not found", flush=True)
         rows.append({"section": "scifact", "name": "skipped", "reason": f"{SCIFACT} not found"})
@@ -419,21 +422,68 @@ def bench_scifact(cold_runs: int, repeats: int) -> None:
     cmd = PYTEST + ["-m", "retrieval", f"--retrieval-corpus={SCIFACT}", "--retrieval-report"]
     try:
         cold = [child(cmd + [f"--retrieval-cache-dir={tmp / f'c{i}'}"]) for i in range(cold_runs)]
-        cache = tmp / "c0"
+        cache = cache or tmp / "c0"
         if not cold:
-            child(cmd + [f"--retrieval-cache-dir={cache}"])
+            child(cmd + [f"--retrieval-cache-dir={cache}"])  # embeddings and the snapshot
         warm = [child(cmd + [f"--retrieval-cache-dir={cache}"]) for _ in range(repeats)]
-        w = record("scifact", "warm run, wall", [x[0] for x in warm])
+        reingest = [child(cmd + [f"--retrieval-cache-dir={cache}", "--retrieval-store-cache-mb=0"])
+                    for _ in range(repeats)]
+        w = record("scifact", "warm run, store restored from its snapshot, wall", [x[0] for x in warm])
         record("scifact", "warm run, peak RSS", [x[1] / 1024 for x in warm], unit="MB")
+        r = record("scifact", "warm run re-ingesting (snapshots off: the first landing's warm path), wall",
+                   [x[0] for x in reingest])
+        ratio("scifact", "re-ingesting / restoring (warm, end to end)", r, w)
         if cold:
             c = record("scifact", "cold run (embeds 5,330 chunks with MiniLM), wall", [x[0] for x in cold])
             record("scifact", "cold run, peak RSS", [x[1] / 1024 for x in cold], unit="MB")
             ratio("scifact", "cold / warm", c, w)
+        setup, floor = _scifact_setup(cache, repeats)
+        a = record("scifact", "hybrid setup in process: store start + restore + index ready", setup)
+        b = record("scifact", "floor: PostgreSQL start + snapshot restore", floor)
+        ratio("scifact", "hybrid setup / floor", a, b)
+        sharded = [child(cmd + [f"--retrieval-cache-dir={cache}", "-n", "2", "--retrieval-shard"]) for _ in range(repeats)]
+        n2 = record("scifact", "warm run, -n 2 --retrieval-shard, wall", [x[0] for x in sharded])
+        ratio("scifact", "-n 0 / -n 2 sharded (warm)", w, n2)
         table = [l for l in warm[-1][2].splitlines() if l.startswith(("engine", "hybrid", "keyword"))]
         rows.append({"section": "scifact", "name": "table", "lines": table})
         print("\n".join("  " + l for l in table), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _scifact_setup(cache: Path, repeats: int) -> tuple[list[float], list[float]]:
+    """In process: what the session does to have a hybrid index, against its floor."""
+    from pytest_retrieval_eval.data.corpus import open_corpus
+    from pytest_retrieval_eval.hybrid.embedders import Embedder, backend_for
+    from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
+    from pytest_retrieval_eval.hybrid.ingest import IngestConfig, restore_index, table_name
+    from pytest_retrieval_eval.hybrid.snapshots import Snapshots, snapshot_key
+    from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
+
+    corpus = open_corpus(SCIFACT).load()
+    embedder = Embedder(backend_for("minilm"), EmbeddingCache(cache / "embeddings.sqlite3"))
+    config = IngestConfig()
+    table = table_name(corpus, config, embedder)
+    snapshots = Snapshots(cache / "snapshots", 1 << 20)
+    setup, floor = [], []
+    for _ in range(repeats):
+        store = EmbeddedPostgres()
+        start = time.perf_counter()
+        store.start()
+        found = snapshots.find(snapshot_key(table, store.version))
+        store.restart_from(found.data)
+        floor.append(time.perf_counter() - start)
+        store.stop()
+        store = EmbeddedPostgres()
+        start = time.perf_counter()
+        store.start()
+        found = snapshots.find(snapshot_key(table, store.version))
+        store.restart_from(found.data)
+        entry = found.manifest()["tables"][table]
+        restore_index(corpus, store, embedder, config, table, found.chunks(table), entry.get("lint"), found.key)
+        setup.append(time.perf_counter() - start)
+        store.stop()
+    return setup, floor
 
 
 def bench_scaling(repeats: int) -> None:
@@ -622,14 +672,16 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=2, help="cold runs of the bundled eval (each loads the model)")
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--scifact-cold", type=int, default=1, help="cold SciFact runs (each embeds 5,330 chunks)")
-    parser.add_argument("--only", choices=["dormant", "http", "own", "evaluate", "queries"],
+    parser.add_argument("--cache", default=None, help="with --only scifact: a cache dir whose embeddings are filled")
+    parser.add_argument("--only", choices=["dormant", "http", "own", "evaluate", "queries", "scifact"],
                         help="run one section and print it (results files untouched)")
     args = parser.parse_args()
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     if args.only:
         {"dormant": bench_dormant, "http": bench_http_concurrency, "own": bench_own_engine,
          "evaluate": bench_evaluate,
-         "queries": lambda r: bench_queries(r, Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-")))}[args.only](args.repeats)
+         "queries": lambda r: bench_queries(r, Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))),
+         "scifact": lambda r: bench_scifact(0, r, Path(args.cache) if args.cache else None)}[args.only](args.repeats)
         return
     bench_dormant(args.repeats)
     bench_http_concurrency(args.repeats)

@@ -108,3 +108,30 @@ def test_the_bound_evicts_the_least_recently_used(tmp_path):
         os.utime(root / name, (1_000_000 + i, 1_000_000 + i))
     removed = Snapshots(root, limit_mb=1.2).evict(keep="old")
     assert removed == ["mid"] and sorted(p.name for p in root.iterdir()) == ["new", "old"]
+
+
+@pytest.fixture
+def server(sandbox_tmp):
+    from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
+
+    store = EmbeddedPostgres(tmp_root=sandbox_tmp)
+    store.start()
+    yield store
+    store.stop()
+
+
+def test_kept_tables_on_an_existing_server_are_reused_by_the_next_session(project, tmp_path, server):
+    import psycopg
+
+    args = ["--retrieval-store", "dsn", f"--retrieval-dsn={server.dsn}", "--retrieval-dsn-keep"]
+    first = run(project, *args, f"--retrieval-report-dir={tmp_path / 'a'}")
+    assert "ingested and kept in schema retrieval_eval_kept" in first
+    second = run(project, *args, f"--retrieval-report-dir={tmp_path / 'b'}")
+    assert "reused the kept table in schema retrieval_eval_kept" in second and "ingested and kept" not in second
+    assert parse_table(first) == parse_table(second)
+    assert (tmp_path / "a" / "per_query.jsonl").read_bytes() == (tmp_path / "b" / "per_query.jsonl").read_bytes()
+    with psycopg.connect(server.dsn) as conn:
+        schemas = {r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'retrieval_eval%'")}
+    assert schemas == {"retrieval_eval", "retrieval_eval_kept"}  # the sessions' own schemas were dropped
+    without = run(project, "--retrieval-store", "dsn", f"--retrieval-dsn={server.dsn}")
+    assert ": ingested (34 chunks)" in without  # not opted in: a session of its own, as before

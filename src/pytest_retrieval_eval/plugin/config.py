@@ -58,6 +58,7 @@ class HybridSetup:
     store: str = "embedded"
     dsn: str | None = None
     schema_prefix: str = "retrieval_eval"
+    dsn_keep: bool = False  # dsn store: keep ingested tables (schema <prefix>_kept) for later sessions
     embedder: str = "minilm"
     cache_dir: Path | None = None  # None: pytest's cache dir, else ~/.cache/pytest-retrieval-eval
     store_cache_mb: float = 2048.0  # snapshots of ingested embedded stores; 0: none
@@ -141,7 +142,7 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool) -> RetrievalC
         run=RunConfig(engines=tuple(t for t, _ in get("engine")), depth=get("depth"), trials=get("trials"),
                       timeout=get("timeout"), concurrency=get("concurrency")),
         hybrid=HybridSetup(store=get("store"), dsn=SecretText(get("dsn")) if get("dsn") else None,
-                           schema_prefix=check_identifier(get("schema"), names["schema"]),
+                           schema_prefix=check_identifier(get("schema"), names["schema"]), dsn_keep=get("dsn_keep"),
                            embedder=get("embedder"), cache_dir=get("cache_dir"),
                            store_cache_mb=get("store_cache_mb"), ingest=ingest, engine=engine,
                            variants=variants),

@@ -153,6 +153,8 @@ OPTIONS: tuple[Option, ...] = (
            metavar="DSN", env=f"{ENV_PREFIX}DSN"),
     Option("schema", "schema name prefix for the dsn and testcontainers stores, a plain identifier",
            "retrieval_eval", metavar="NAME"),
+    Option("dsn_keep", "dsn store: keep ingested tables in the schema PREFIX_kept and reuse them in later "
+           "sessions with the same ingestion (never dropped by the plugin)", False, kind="switch"),
     Option("embedder", "minilm (offline), sentence-transformers:PATH, openai:MODEL or hashing[:DIM]", "minilm",
            metavar="SPEC", env=f"{ENV_PREFIX}EMBEDDER"),
     Option("cache_dir", "where embeddings and store snapshots are cached (default: pytest's cache dir)", path=True,

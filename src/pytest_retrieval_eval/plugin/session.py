@@ -174,8 +174,19 @@ class RetrievalSession:
             if found is not None and table in found.manifest()["tables"]:
                 store.restart_from(found.data)
                 self._restored = found
-        restored = getattr(self, "_restored", None)
-        if restored is not None and table in restored.manifest()["tables"]:
+        restored = self._restored
+        if store.backend == "dsn" and self.config.hybrid.dsn_keep:
+            from ..data.lint import LintReport
+            from ..hybrid.kept_tables import kept_index
+
+            index, reused = kept_index(
+                store, table, build=lambda kept: ingest(corpus, kept, embedder, config, self.progress),
+                restore=lambda kept, chunks, lint: restore_index(
+                    corpus, kept, embedder, config, table, chunks, LintReport.from_dict(lint) if lint else None,
+                    f"{kept.schema}.{table}"))
+            self.store_events.append(f"{table}: {'reused the kept table' if reused else 'ingested and kept'} "
+                                     f"in schema {store.prefix}_kept")
+        elif restored is not None and table in restored.manifest()["tables"]:
             from ..data.lint import LintReport
 
             entry = restored.manifest()["tables"][table]

@@ -63,7 +63,7 @@ class DsnStore:
     def __init__(self, dsn: str, *, worker: str = "main", prefix: str = "retrieval_eval", schema: str | None = None) -> None:
         register_password(dsn)
         self.dsn = SecretText(dsn)
-        check_identifier(prefix, "schema prefix")
+        self.prefix = check_identifier(prefix, "schema prefix")
         self.schema = check_identifier(schema or f"{prefix}_{worker}_{secrets.token_hex(4)}".lower()[:63], "schema")
         self._created = False
 
