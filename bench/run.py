@@ -673,7 +673,7 @@ def main() -> None:
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--scifact-cold", type=int, default=1, help="cold SciFact runs (each embeds 5,330 chunks)")
     parser.add_argument("--cache", default=None, help="with --only scifact: a cache dir whose embeddings are filled")
-    parser.add_argument("--only", choices=["dormant", "http", "own", "evaluate", "queries", "scifact"],
+    parser.add_argument("--only", choices=["dormant", "http", "own", "evaluate", "queries", "scifact", "bundled"],
                         help="run one section and print it (results files untouched)")
     args = parser.parse_args()
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -681,7 +681,8 @@ def main() -> None:
         {"dormant": bench_dormant, "http": bench_http_concurrency, "own": bench_own_engine,
          "evaluate": bench_evaluate,
          "queries": lambda r: bench_queries(r, Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))),
-         "scifact": lambda r: bench_scifact(0, r, Path(args.cache) if args.cache else None)}[args.only](args.repeats)
+         "scifact": lambda r: bench_scifact(0, r, Path(args.cache) if args.cache else None),
+         "bundled": lambda r: bench_bundled(r, 0)}[args.only](args.repeats)
         return
     bench_dormant(args.repeats)
     bench_http_concurrency(args.repeats)

@@ -8,15 +8,6 @@ import os
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no network here; tests build pipelines directly
 
-# numpy and psycopg's C core cannot be imported twice in one process (psycopg's would raise the
-# classes of its first import), and pytester's inline runs restore sys.modules after each run:
-# imported once here, they survive them all.
-import numpy  # noqa: F401
-
-try:
-    import psycopg  # noqa: F401
-except ImportError:  # a base install (no hybrid extra): the tests that need it skip
-    pass
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,6 +24,20 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes more than a few seconds (still runs in .ci/run)")
 CORPUS = REPO / "corpus"
 QUESTIONS = REPO / "questions.cache.json"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _import_once():
+    """numpy and psycopg's C core cannot be imported twice in one process (psycopg's would raise
+    the classes of its first import), and pytester's inline runs restore sys.modules after each
+    run: imported once here, before any test, they survive them all. (A fixture, not a module
+    import: collecting the tests, as ``pytest -m retrieval`` does, imports neither.)"""
+    import numpy  # noqa: F401
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:  # a base install (no hybrid extra): the tests that need it skip
+        pass
 
 
 @pytest.fixture

@@ -110,10 +110,7 @@ class RetrievalSession:
         self._indexes: dict[Any, Any] = {}  # IngestConfig -> IngestedIndex
         self._snippets: dict[str, str] = {}
         self._shares: dict[tuple[str, str, int], dict] = {}
-        self._kept: dict[str, dict] = {}  # table -> chunks and lint, for the snapshot kept at stop
-        self._restored = None  # the snapshot this session's store came from
-        #: what happened to the store, said on the terminal and in timing.json
-        self.store_events: list[str] = []
+        self._reuse = None  # hybrid.reuse.StoreReuse, made on the first ingestion
         self._corpus = None
         self._labeled = None
         self.outcome: Outcome | None = None
@@ -157,55 +154,21 @@ class RetrievalSession:
 
     def index(self, corpus: Any, store: Any, embedder: Any, config: Any = None):
         """The corpus ingested with ``config`` (default: the session's), once per session; engine
-        variants with the same ingestion settings share it. An embedded store nothing was written
-        to yet is restored from a snapshot of the same ingestion when one is kept; after a fresh
-        ingestion, the session keeps one when the store stops cleanly."""
-        from ..hybrid.ingest import ingest, restore_index, table_name
-        from ..hybrid.snapshots import Snapshots, describe_chunks, snapshot_key
-
+        variants with the same ingestion settings share it. What an earlier session ingested with
+        the same key is reused (``hybrid/reuse.py``)."""
         config = config or self.config.hybrid.ingest
-        if config in self._indexes:
-            return self._indexes[config]
-        keeps = hasattr(store, "keep_on_stop") and self.config.hybrid.store_cache_mb > 0
-        snapshots = Snapshots(self.cache_dir() / "snapshots", self.config.hybrid.store_cache_mb) if keeps else None
-        table = table_name(corpus, config, embedder)
-        if snapshots is not None and store.fresh:
-            found = snapshots.find(snapshot_key(table, store.version))
-            if found is not None and table in found.manifest()["tables"]:
-                store.restart_from(found.data)
-                self._restored = found
-        restored = self._restored
-        if store.backend == "dsn" and self.config.hybrid.dsn_keep:
-            from ..data.lint import LintReport
-            from ..hybrid.kept_tables import kept_index
+        if config not in self._indexes:
+            if self._reuse is None:
+                from ..hybrid.reuse import StoreReuse
 
-            index, reused = kept_index(
-                store, table, build=lambda kept: ingest(corpus, kept, embedder, config, self.progress),
-                restore=lambda kept, chunks, lint: restore_index(
-                    corpus, kept, embedder, config, table, chunks, LintReport.from_dict(lint) if lint else None,
-                    f"{kept.schema}.{table}"))
-            self.store_events.append(f"{table}: {'reused the kept table' if reused else 'ingested and kept'} "
-                                     f"in schema {store.prefix}_kept")
-        elif restored is not None and table in restored.manifest()["tables"]:
-            from ..data.lint import LintReport
+                h = self.config.hybrid
+                self._reuse = StoreReuse(self.cache_dir(), h.store_cache_mb, h.dsn_keep, self.progress)
+            self._indexes[config] = self._reuse.index(corpus, store, embedder, config)
+        return self._indexes[config]
 
-            entry = restored.manifest()["tables"][table]
-            lint = LintReport.from_dict(entry["lint"]) if entry.get("lint") else None
-            index = restore_index(corpus, store, embedder, config, table, restored.chunks(table), lint, restored.key)
-            self.store_events.append(f"{table}: restored from snapshot {restored.key}")
-        else:
-            index = ingest(corpus, store, embedder, config, self.progress)
-            self.store_events.append(f"{table}: ingested ({len(index.chunks)} chunks)")
-            if hasattr(store, "fresh"):
-                store.fresh = False  # written to: no snapshot may replace it now
-            if snapshots is not None and restored is None:
-                self._kept[table] = {"chunks": describe_chunks(index.chunks),
-                                     "lint": index.lint.to_dict() if index.lint is not None else None}
-                key = snapshot_key(next(iter(self._kept)), store.version)
-                store.keep_on_stop = lambda data, kept=self._kept: snapshots.save(key, data, kept)
-        self.progress(self.store_events[-1])
-        self._indexes[config] = index
-        return index
+    @property
+    def store_events(self) -> list[str]:
+        return self._reuse.events if self._reuse is not None else []
 
     def progress(self, message: str) -> None:
         """A progress line on the terminal, past output capture (long ingestions)."""
