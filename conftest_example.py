@@ -47,8 +47,9 @@ def pytest_retrieval_engines(registry, config):
     registry.register("my-search", lambda request: MySearchEngine(request.getfixturevalue("retrieval_corpus")))
 
 
-# Tests go in your test files, for example tests/test_retrieval.py. The built-in ``keyword``
-# engine (the metadata-only baseline) is parametrized too, so floors are per engine.
+# Tests go in your test files, for example tests/test_retrieval.py. Your engines run; the
+# built-in ``keyword`` engine (the metadata-only baseline) runs too when you name it
+# (``retrieval_engines = "my-search keyword"``), so floors are per engine.
 FLOORS = {"my-search": 0.5, "keyword": 0.3}
 
 

@@ -672,7 +672,7 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=2, help="cold runs of the bundled eval (each loads the model)")
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--scifact-cold", type=int, default=1, help="cold SciFact runs (each embeds 5,330 chunks)")
-    parser.add_argument("--cache", default=None, help="with --only scifact: a cache dir whose embeddings are filled")
+    parser.add_argument("--cache", default=None, help="for SciFact: a cache dir whose embeddings are filled already")
     parser.add_argument("--only", choices=["dormant", "http", "own", "evaluate", "queries", "scifact", "bundled"],
                         help="run one section and print it (results files untouched)")
     args = parser.parse_args()
@@ -697,7 +697,7 @@ def main() -> None:
     bench_memory()
     if not args.no_scifact:
         bench_scaling(max(1, args.repeats // 2))
-        bench_scifact(args.scifact_cold, max(1, args.repeats // 2))
+        bench_scifact(args.scifact_cold, max(1, args.repeats // 2), Path(args.cache) if args.cache else None)
     write_results()
 
 
