@@ -13,7 +13,7 @@ import pytest
 
 from . import fixtures, hookspecs, options, wake
 from .roles import Controller
-from .wake import CONFIG_KEY, active, session_of
+from .wake import ENGINE_ERROR_KEY, active, session_of
 
 _FLIP = {">=": "<=", "<=": ">=", ">": "<", "<": ">", "==": "==", "!=": "!="}
 _RESULTS_MODULE = "pytest_retrieval_eval.run.results"
@@ -45,8 +45,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     rs = active(session.config)
     if rs is not None:
         rs.role = role
-    if CONFIG_KEY in session.config.stash and session.config.stash[CONFIG_KEY].run.engines:
-        wake.check_engines(session.config)  # a misspelt engine name: one line, before collection
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -59,13 +57,14 @@ def pytest_retrieval_engines(registry, config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "retrieval_engine" in metafunc.fixturenames:
-        config = metafunc.config
-        names = wake.check_engines(config)
+        names = wake.selected_engines(metafunc.config)  # a bad name is said once collection is done
         metafunc.parametrize("retrieval_engine", names, indirect=True, ids=names, scope="session")
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    if ENGINE_ERROR_KEY in config.stash:  # a misspelt engine name: one line, no traceback
+        raise pytest.UsageError(config.stash[ENGINE_ERROR_KEY])
     if options.read(config, "shard"):  # after deselection (trylast): only what runs is shared
         from .shards import add_shares
 

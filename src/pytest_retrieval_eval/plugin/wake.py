@@ -21,6 +21,7 @@ from .roles import Standalone, role_for
 SESSION_NAME = "retrieval_session"
 CONFIG_KEY = pytest.StashKey[Any]()  # config.RetrievalConfig, built when the plugin is configured
 REGISTRY_KEY = pytest.StashKey[Any]()  # engines.base.EngineRegistry, filled once
+ENGINE_ERROR_KEY = pytest.StashKey[str]()  # why the selected engine names cannot be used
 ROLE_KEY = pytest.StashKey[Standalone]()
 UNDO_KEY = pytest.StashKey[list]()
 
@@ -80,14 +81,25 @@ def registry(config: pytest.Config):
     return config.stash[REGISTRY_KEY]
 
 
-def check_engines(config: pytest.Config) -> list[str]:
-    """The selected engine names; a name nothing registered is a one-line usage error."""
+def selected_engines(config: pytest.Config) -> list[str]:
+    """The selected engine names; a name nothing registered is noted and said as a one-line
+    usage error once collection is done (conftests in test folders may still register engines
+    while modules are collected; raised here, pytest would wrap it in a collection traceback)."""
     from ..errors import RetrievalEvalError
 
     try:
         return registry(config).select(settings(config).run.engines)
     except RetrievalEvalError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        config.stash[ENGINE_ERROR_KEY] = str(exc)
+        return []
+
+
+def check_engines(config: pytest.Config) -> list[str]:
+    """The selected engine names, or a usage error."""
+    names = selected_engines(config)
+    if ENGINE_ERROR_KEY in config.stash:
+        raise pytest.UsageError(config.stash[ENGINE_ERROR_KEY])
+    return names
 
 
 def session_of(config: pytest.Config):
