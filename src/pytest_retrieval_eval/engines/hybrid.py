@@ -59,6 +59,9 @@ class HybridEngine:
         store = index.document_store
         self.keyword = PgvectorKeywordRetriever(document_store=store, top_k=config.keyword_top_k)
         self.vector = PgvectorEmbeddingRetriever(document_store=store, top_k=config.vector_top_k)
+        connection = getattr(store, "_connection", None)
+        if connection is not None and config.vector_top_k > 200:  # HNSW visits ef_search candidates (200, see ingest)
+            connection.execute(f"SET hnsw.ef_search = {int(config.vector_top_k)}")
         self.joiner = DocumentJoiner(join_mode="reciprocal_rank_fusion", top_k=config.fusion_top_k)
         self.reranker = make_reranker(config.rerank)
         self._query_vectors: dict[str, list[float]] = {}

@@ -23,6 +23,8 @@ from typing import Iterable, Sequence
 from ..types import Doc
 
 WEIGHTS: tuple[tuple[str, float], ...] = (("title", 4.0), ("description", 2.0), ("filename", 3.0))
+#: terms whose occurrences are remembered (then forgotten all at once)
+MEMO_TERMS = 4096
 
 _DASHES = re.compile(r"[_-]+")
 _SPACES = re.compile(r"\s+")
@@ -52,29 +54,68 @@ def field_score(field: str, phrase: str, terms: Iterable[str], weight: float) ->
 
 
 class KeywordEngine:
-    """Scores documents on title, description and filename only."""
+    """Scores documents on title, description and filename only.
+
+    The rules are ``field_score``'s, applied to all documents at once: each field kind's texts
+    are joined into one string (normalised text holds no newline, and no term or phrase does),
+    every occurrence of a term is found in one scan of it (non-overlapping, left to right, as
+    ``str.count``), and occurrences are mapped to their documents by offset. Scores are sums of
+    multiples of 0.25 times small weights, so the order of additions cannot change them."""
 
     def __init__(self, docs: Iterable[Doc], *, name: str = "keyword") -> None:
+        import numpy as np
+
         self.name = name
-        self._fields = [
-            (d.doc_id, tuple((normalize(getattr(d, f)), w) for f, w in WEIGHTS)) for d in docs
-        ]
+        docs = list(docs)
+        self._ids = [d.doc_id for d in docs]
+        self._kinds = []
+        for field, weight in WEIGHTS:
+            texts = [normalize(getattr(d, field)) for d in docs]
+            starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]]) if texts else np.zeros(0, dtype=np.int64)
+            self._kinds.append(("\n".join(texts), starts, weight))
+        self._memo: dict[tuple[int, str], tuple] = {}
 
     def describe(self) -> dict:
         return {"engine": "keyword", "fields": "title 4, description 2, filename 3", "reads_body": False}
 
+    def _occurrences(self, kind: int, needle: str):
+        """(documents, counts) of ``needle`` in one field kind; remembered, since questions
+        share most of their terms."""
+        import numpy as np
+
+        hit = self._memo.get((kind, needle))
+        if hit is None:
+            text, starts, _ = self._kinds[kind]
+            at = np.fromiter((m.start() for m in re.finditer(re.escape(needle), text)), dtype=np.int64)
+            docs, counts = np.unique(np.searchsorted(starts, at, side="right") - 1, return_counts=True)
+            if len(self._memo) >= MEMO_TERMS:
+                self._memo.clear()
+            hit = self._memo[(kind, needle)] = (docs, counts)
+        return hit
+
+    def _score_array(self, query: str):
+        import numpy as np
+
+        phrase, terms = normalize(query), tokenize(query)
+        total = np.zeros(len(self._ids), dtype=np.float64)
+        for kind, (text, _, w) in enumerate(self._kinds):
+            if not text.strip("\n"):
+                continue  # no document has this field
+            if phrase:
+                docs, _ = self._occurrences(kind, phrase)
+                total[docs] += 8.0 * w
+            for term in terms:
+                docs, counts = self._occurrences(kind, term)
+                total[docs] += w + 0.25 * w * counts
+        return total
+
     def scores(self, query: str) -> dict[str, float]:
-        phrase = normalize(query)
-        terms = tokenize(query)
-        return {
-            doc_id: sum(field_score(text, phrase, terms, w) for text, w in fields)
-            for doc_id, fields in self._fields
-        }
+        return dict(zip(self._ids, self._score_array(query).tolist()))
 
     def retrieve(self, query: str, k: int) -> Sequence[str]:
-        scores = self.scores(query)
-        keep_zero = not normalize(query)
-        ranked = sorted(
-            ((s, d) for d, s in scores.items() if keep_zero or s > 0), key=lambda sd: (-sd[0], sd[1])
-        )
+        import numpy as np
+
+        total = self._score_array(query)
+        keep = range(len(self._ids)) if not normalize(query) else np.flatnonzero(total > 0).tolist()
+        ranked = sorted(((total[i], self._ids[i]) for i in keep), key=lambda sd: (-sd[0], sd[1]))
         return [d for _, d in ranked[:k]]

@@ -150,6 +150,10 @@ def restore_index(corpus: Corpus, store: Store, embedder: Embedder, config: Inge
                          stats={"chunks": len(chunks), "restored": key}, lint=lint)
 
 
+#: HNSW candidates per vector query: above every top k the engine asks for (50 by default)
+EF_SEARCH = 200
+
+
 def _fetch_binary(document_store) -> None:
     """Let retrieval fetch rows in binary. In pgvector's text format the server prints, and
     Python parses, every float of every returned embedding: a quarter of a hybrid query's time
@@ -159,11 +163,22 @@ def _fetch_binary(document_store) -> None:
     connection = getattr(document_store, "_connection", None)
     if connection is not None and hasattr(document_store, "_dict_cursor"):
         document_store._dict_cursor = connection.cursor(row_factory=dict_row, binary=True)
+        # the HNSW search visits 40 candidates by default, fewer than the retriever's top k: every
+        # query would get 40 rows at most where an exact scan gives 50
+        connection.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
 
 
 def _vacuum(store: Store, table: str) -> None:
+    """Statistics the planner can use. ``VACUUM`` so the keyword (GIN) index is used from the
+    start; statistics on the two metadata expressions every retrieval filters on, because
+    without them PostgreSQL guesses the filter keeps one row in two hundred squared (it keeps
+    all of them) and scans every chunk instead of using the HNSW index: 30 ms against 5 ms a
+    vector query at SciFact's 5,330 chunks."""
     import psycopg
     from psycopg import sql
 
+    qualified = sql.SQL("{}.{}").format(sql.Identifier(store.schema), sql.Identifier(table))
     with psycopg.connect(store.dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("VACUUM ANALYZE {}.{}").format(sql.Identifier(store.schema), sql.Identifier(table)))
+        conn.execute(sql.SQL("CREATE STATISTICS IF NOT EXISTS {} ON (meta->>'org_id'), (meta->>'dataset') FROM {}")
+                     .format(sql.Identifier(store.schema, f"{table}_filter"), qualified))
+        conn.execute(sql.SQL("VACUUM ANALYZE {}").format(qualified))

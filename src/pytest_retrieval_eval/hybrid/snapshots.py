@@ -23,7 +23,7 @@ from typing import Any
 
 from ..types import Chunk, canonical_json, sha256_text
 
-FORMAT = 1
+FORMAT = 2  # 2: tables carry planner statistics on the metadata filter
 MANIFEST = "manifest.json"
 
 
