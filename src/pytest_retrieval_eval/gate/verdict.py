@@ -51,10 +51,11 @@ def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) ->
             values = e.values(rule.measure)
             mdd = detectable_drop(values, alpha=alpha)
             if rule.delta < mdd:
-                need = queries_needed(values, rule.delta, alpha=alpha)
+                need = (f"a drop of {rule.delta:g} needs about {queries_needed(values, rule.delta, alpha=alpha)} "
+                        "queries") if rule.delta > 0 else "no number of queries tells any drop at all from noise"
                 out.append(f"max-drop rule {rule} (from {rule.source}): {e.engine} on {e.labeled.name} can only "
                            f"detect a drop of {mdd:.3f} in {rule.measure} with {e.n} queries ({POWER:.0%} power, "
-                           f"alpha {alpha:g}); a drop of {rule.delta:g} needs about {need} queries")
+                           f"alpha {alpha:g}); {need}")
     return out
 
 

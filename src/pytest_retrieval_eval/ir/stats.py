@@ -111,8 +111,8 @@ def detectable_drop(values: Sequence[float], *, alpha: float = 0.05, power: floa
 def queries_needed(values: Sequence[float], delta: float, *, alpha: float = 0.05, power: float = POWER) -> int:
     """About how many queries (with this run's per-query spread) a drop of ``delta`` needs to be
     detected at ``alpha`` with ``power``: ``((z(1-alpha/2) + z(power)) * sd / delta)^2``."""
+    if delta <= 0:
+        raise ValueError(f"a drop to detect must be positive, got {delta!r}")
     x = np.asarray(values, dtype=np.float64)
     sd = float(x.std(ddof=1)) if len(x) > 1 else 0.0
-    if delta <= 0:
-        return 0 if sd == 0 else 10**9
     return int(math.ceil(((_z(1 - alpha / 2) + _z(power)) * sd / delta) ** 2))
