@@ -51,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     add_to_argparse(stamp, "check", **files)
     rep = sub.add_parser("report", help="judge a saved results.json again; rebuild its artefacts with --out")
     rep.add_argument("results", help="a results.json written by --retrieval-report-dir or --retrieval-save-baseline")
-    add_to_argparse(rep, "report", alpha=None, measures=None, noise_aware=None, baseline_force=None)
+    add_to_argparse(rep, "report", alpha=None, measures=None, noise_aware=None, baseline_force=None,
+                    correction=None, confidence=None)
     rep.add_argument("--out", default=None, metavar="DIR",
                      help="write the report folder (results.md, results.json, per_query.jsonl, runs/, qrels, plot)")
     rep.add_argument("--html", default=None, metavar="PATH", help="write the drill-down page")
@@ -154,7 +155,7 @@ def _report(args) -> int:
     if args.max_drop and baseline_path is None:
         raise RetrievalEvalError("--max-drop compares with a baseline: give --baseline PATH")
     if any(v is not None for v in (args.measures, args.threshold, args.max_drop, args.baseline, args.alpha,
-                                   args.noise_aware, args.baseline_force)):
+                                   args.noise_aware, args.baseline_force, args.correction, args.confidence)):
         # judged anew with what the command line changes, the rest as recorded
         columns = args.measures or ",".join(recorded.get("table_measures", []))
         run = record_settings(
@@ -169,7 +170,9 @@ def _report(args) -> int:
             noise_aware=args.noise_aware if args.noise_aware is not None else bool(recorded.get("noise_aware")),
             baseline=baseline_path,
             baseline_force=args.baseline_force if args.baseline_force is not None else bool(recorded.get("baseline_force")),
-            failures=recorded.get("failures", []))
+            failures=recorded.get("failures", []),
+            correction=args.correction or recorded.get("correction", "holm"),
+            confidence=args.confidence or recorded.get("confidence", "point"))
     baseline, problems = load_baseline(Path(baseline_path)) if baseline_path else (None, [])
     verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
     if args.out or args.html:

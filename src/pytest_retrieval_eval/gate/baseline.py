@@ -8,11 +8,12 @@ unless forced, and the refusal says which fingerprint differs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from ..run.results import EvaluationResult, RunResults
-from ..ir.stats import paired_randomization
+from ..ir.stats import adjust, paired_difference_ci, paired_randomization
 
 MOVERS = 5
 
@@ -37,6 +38,10 @@ class MeasureDiff:
     ties: int
     p: float
     movers: tuple[Mover, ...]
+    #: 95% bootstrap interval of the paired per-query difference now - baseline (the effect size)
+    ci: tuple[float, float] = (math.nan, math.nan)
+    #: p corrected over every diff of the comparison (the noise-aware gate reads this one)
+    p_adjusted: float = math.nan
 
     @property
     def delta(self) -> float:
@@ -44,7 +49,8 @@ class MeasureDiff:
 
     def describe(self) -> str:
         return (f"{self.engine}: {self.measure} {self.before:.4f} -> {self.after:.4f} ({self.delta:+.4f}; "
-                f"{self.wins} up, {self.losses} down, {self.ties} same; p={self.p:.3g})")
+                f"{self.wins} up, {self.losses} down, {self.ties} same; p={self.p:.3g}, corrected {self.p_adjusted:.3g}; "
+                f"95% CI [{self.ci[0]:+.3f}, {self.ci[1]:+.3f}])")
 
 
 @dataclass
@@ -52,6 +58,7 @@ class BaselineComparison:
     diffs: list[MeasureDiff] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    correction: str = "holm"
 
 
 def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult) -> list[str]:
@@ -73,17 +80,22 @@ def diff_engine(now: EvaluationResult, base: EvaluationResult, measure: str) -> 
     a = [after.get(q, 0.0) for q in shared]
     b = [before.get(q, 0.0) for q in shared]
     pairs = list(zip(shared, b, a))
+    p_value = paired_randomization(a, b)
     moved = sorted((p for p in pairs if p[1] != p[2]), key=lambda p: (-abs(p[2] - p[1]), p[0]))
     return MeasureDiff(
         engine=now.engine, labeled=now.labeled.name, measure=measure,
         before=base.mean(measure), after=now.mean(measure),
         wins=sum(1 for _, x, y in pairs if y > x), losses=sum(1 for _, x, y in pairs if y < x),
-        ties=sum(1 for _, x, y in pairs if y == x), p=paired_randomization(a, b),
+        ties=sum(1 for _, x, y in pairs if y == x), p=p_value,
         movers=tuple(Mover(q, questions[q], x, y) for q, x, y in moved[:MOVERS]),
+        ci=paired_difference_ci(a, b), p_adjusted=p_value,
     )
 
 
-def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force: bool = False) -> BaselineComparison:
+def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force: bool = False,
+            correction: str = "holm") -> BaselineComparison:
+    """Every engine of ``now`` against its baseline on ``measures``; the p-values are corrected
+    over all of those diffs (every engine and measure is one more chance of a false alarm)."""
     out = BaselineComparison()
     if now.metrics_fingerprint != base.metrics_fingerprint:
         out.refusals.append(f"metric definitions differ (fingerprint {base.metrics_fingerprint[:12]} -> "
@@ -105,4 +117,7 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
         out.refusals = []
     elif out.refusals:
         out.diffs = []
+    adjusted = adjust([d.p for d in out.diffs], correction)
+    out.diffs = [replace(d, p_adjusted=q) for d, q in zip(out.diffs, adjusted)]
+    out.correction = correction
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import operator
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from ..errors import RetrievalEvalError
@@ -104,6 +104,8 @@ class Row:
     values: Mapping[str, float]
     n: int
     errors: int
+    #: measure -> 95% bootstrap interval, for rules judged with ``confidence="lower"``
+    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -121,9 +123,13 @@ class Breach:
         return f"{self.engine}: {t.measure} = {shown}, required {t.op} {t.value:g} (from {t.source}; {self.detail})"
 
 
-def check(thresholds: Sequence[Threshold], rows: Sequence[Row]) -> list[Breach]:
+def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: str = "point") -> list[Breach]:
     """Every rule against every evaluation of the engines it names; a rule naming an engine that
-    was never evaluated is a breach, never silently skipped."""
+    was never evaluated is a breach, never silently skipped.
+
+    ``confidence="lower"`` judges a measure on the cautious end of its 95% bootstrap interval (the
+    lower bound for ``>=``/``>``, the upper for ``<=``/``<``), so a pass means the rule holds with
+    95% confidence over queries, not just on this sample of them."""
     breaches = []
     engines = {r.engine for r in rows}
     for t in thresholds:
@@ -136,9 +142,19 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row]) -> list[Breach]:
         for row in rows:
             if t.engine is not None and row.engine != t.engine:
                 continue
-            value = float(row.errors) if t.measure == "errors" else row.values[t.measure]
+            if t.measure == "errors":
+                value, how = float(row.errors), ""
+            elif confidence == "lower" and t.measure in row.intervals:
+                point = row.values[t.measure]
+                lo, hi = row.intervals[t.measure]
+                side = "lower" if t.op in (">=", ">") else "upper"
+                value = lo if side == "lower" else hi
+                how = (f"; judged on the 95% bootstrap {side} bound (--retrieval-confidence lower), "
+                       f"point estimate {point:.4f}")
+            else:
+                value, how = row.values[t.measure], ""
             if not t.holds(value):
-                breaches.append(Breach(t, row.engine, value, f"n={row.n}"))
+                breaches.append(Breach(t, row.engine, value, f"n={row.n}{how}"))
     return breaches
 
 
@@ -196,7 +212,7 @@ def parse_max_drops(items: Iterable[tuple[str, str]]) -> list[MaxDrop]:
 
 def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool, alpha: float) -> list[str]:
     """A failure line per breached rule, with the queries that moved. ``noise_aware`` fails only
-    when the drop is also significant (paired test, p < alpha)."""
+    when the drop is also significant (paired test, its p corrected over every diff < alpha)."""
     failures = []
     for rule in rules:
         if rule.engine and not any(d.engine == rule.engine and d.measure == rule.measure for d in diffs):
@@ -210,12 +226,13 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
             drop = d.before - d.after
             if drop <= rule.delta + 1e-12:
                 continue
-            if noise_aware and not d.p < alpha:
+            p = d.p if math.isnan(d.p_adjusted) else d.p_adjusted
+            if noise_aware and not p < alpha:
                 continue
             movers = "; ".join(f"{m.query_id} {m.before:g}->{m.after:g}" for m in d.movers)
             failures.append(
                 f"{d.engine}: {d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}), more than {rule.delta:g} "
                 f"(from {rule.source}; {d.losses} down, {d.wins} up, p={d.p:.3g}"
-                f"{f' < {alpha:g}' if noise_aware else ''}); moved: {movers or 'none'}"
+                f"{f', corrected {p:.3g} < {alpha:g}' if noise_aware else ''}); moved: {movers or 'none'}"
             )
     return failures

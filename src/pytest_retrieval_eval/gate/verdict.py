@@ -11,7 +11,52 @@ from .baseline import BaselineComparison, compare
 from .rules import (Breach, MaxDrop, Row, Threshold, check, check_drops, check_lint, measures_needed,
                     parse_max_drops, parse_thresholds)
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure
+from ..ir.stats import CORRECTION_NAMES, POWER, detectable_drop, queries_needed
 from ..run.results import Comparison, RunResults
+
+
+@dataclass(frozen=True)
+class Detectable:
+    """The smallest drop of ``measure`` the gate can tell from noise for one engine, at the run's
+    alpha with 80% power (``ir.stats.detectable_drop``)."""
+
+    engine: str
+    labeled: str
+    measure: str
+    drop: float
+    n: int
+
+    def __str__(self) -> str:
+        return f"{self.engine} {self.measure} {self.drop:.3f}"
+
+
+def gated_measures(thresholds: Sequence[Threshold], max_drops: Sequence[MaxDrop]) -> list[str]:
+    """The measures rules judge, max-drop rules first (none without rules: the table stays short)."""
+    return list(dict.fromkeys([d.measure for d in max_drops] + measures_needed(thresholds)))
+
+
+def detectable_drops(run: RunResults, measures: Sequence[str], alpha: float) -> list[Detectable]:
+    return [Detectable(e.engine, e.labeled.name, m, detectable_drop(e.values(m), alpha=alpha), e.n)
+            for e in run.evaluations for m in measures if e.n > 1]
+
+
+def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) -> list[str]:
+    """A warning per max-drop rule whose delta is below what the labeled set can detect: the gate
+    then either misses real drops of that size or (without --retrieval-noise-aware) fails on noise."""
+    out = []
+    for rule in max_drops:
+        for e in run.evaluations:
+            if (rule.engine and e.engine != rule.engine) or e.n < 2:
+                continue
+            values = e.values(rule.measure)
+            mdd = detectable_drop(values, alpha=alpha)
+            if rule.delta < mdd:
+                need = (f"a drop of {rule.delta:g} needs about {queries_needed(values, rule.delta, alpha=alpha)} "
+                        "queries") if rule.delta > 0 else "no number of queries tells any drop at all from noise"
+                out.append(f"max-drop rule {rule} (from {rule.source}): {e.engine} on {e.labeled.name} can only "
+                           f"detect a drop of {mdd:.3f} in {rule.measure} with {e.n} queries ({POWER:.0%} power, "
+                           f"alpha {alpha:g}); {need}")
+    return out
 
 
 def table_measures(run: RunResults, configured: Sequence[Measure]) -> list[str]:
@@ -30,6 +75,10 @@ class Verdict:
     comparisons: list[Comparison]
     alpha: float
     breaches: list[Breach] = field(default_factory=list)
+    correction: str = "holm"
+    confidence: str = "point"
+    detectable: list[Detectable] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # underpowered max-drop rules
     baseline: BaselineComparison | None = None
     drop_failures: list[str] = field(default_factory=list)
     other_failures: list[str] = field(default_factory=list)  # lost xdist workers
@@ -50,18 +99,28 @@ class Verdict:
     def failed(self) -> bool:
         return bool(self.failures)
 
+    def correction_text(self) -> str:
+        """How the table's marks were corrected, e.g. ``Holm-Bonferroni over 18 comparisons``."""
+        return f"{CORRECTION_NAMES[self.correction]} over {len(self.comparisons)} comparisons"
+
 
 def judge(run: RunResults, *, measures: Sequence[str], thresholds: Sequence[Threshold] = (),
           max_drops: Sequence[MaxDrop] = (), baseline: RunResults | None = None, force: bool = False,
-          noise_aware: bool = False, alpha: float = 0.05, other_failures: Sequence[str] = ()) -> Verdict:
+          noise_aware: bool = False, alpha: float = 0.05, other_failures: Sequence[str] = (),
+          correction: str = "holm", confidence: str = "point") -> Verdict:
     needed = list(dict.fromkeys([*measures, *measures_needed(thresholds)]))
-    rows = [Row(e.engine, e.labeled.name, {m: e.mean(m) for m in needed}, e.n, e.n_errored) for e in run.evaluations]
-    verdict = Verdict(run, list(measures), rows, run.comparisons(measures), alpha,
-                      breaches=check(thresholds, rows) if rows else [], other_failures=list(other_failures),
-                      lint=list(run.lint), lint_failures=check_lint(thresholds, run.lint))
+    gated = measures_needed(thresholds) if confidence == "lower" else []
+    rows = [Row(e.engine, e.labeled.name, {m: e.mean(m) for m in needed}, e.n, e.n_errored,
+                {m: e.ci(m) for m in gated}) for e in run.evaluations]
+    verdict = Verdict(run, list(measures), rows, run.comparisons(measures, correction), alpha,
+                      breaches=check(thresholds, rows, confidence=confidence) if rows else [],
+                      other_failures=list(other_failures), lint=list(run.lint),
+                      lint_failures=check_lint(thresholds, run.lint), correction=correction, confidence=confidence,
+                      detectable=detectable_drops(run, gated_measures(thresholds, max_drops), alpha),
+                      warnings=underpowered(run, max_drops, alpha))
     if baseline is not None:
         compared = list(dict.fromkeys([*measures, *(d.measure for d in max_drops)]))
-        verdict.baseline = compare(run, baseline, compared, force=force)
+        verdict.baseline = compare(run, baseline, compared, force=force, correction=correction)
         verdict.drop_failures = check_drops(max_drops, verdict.baseline.diffs, noise_aware=noise_aware, alpha=alpha)
     return verdict
 
@@ -69,7 +128,7 @@ def judge(run: RunResults, *, measures: Sequence[str], thresholds: Sequence[Thre
 def record_settings(run: RunResults, *, configured: Sequence[Measure], thresholds: Sequence[Threshold] = (),
                     max_drops: Sequence[MaxDrop] = (), alpha: float = 0.05, noise_aware: bool = False,
                     baseline: str | None = None, baseline_force: bool = False,
-                    failures: Sequence[str] = ()) -> RunResults:
+                    failures: Sequence[str] = (), correction: str = "holm", confidence: str = "point") -> RunResults:
     """Write into ``run`` how it is to be judged and rendered, in plain JSON, so a saved
     results.json is judged again (``judge_recorded``) exactly as the live run was."""
     measures = table_measures(run, configured)
@@ -80,7 +139,7 @@ def record_settings(run: RunResults, *, configured: Sequence[Measure], threshold
         "thresholds": [[str(t), t.source] for t in thresholds],
         "max_drops": [[str(d), d.source] for d in max_drops],
         "alpha": alpha, "noise_aware": noise_aware, "baseline": baseline, "baseline_force": baseline_force,
-        "failures": list(failures),
+        "failures": list(failures), "correction": correction, "confidence": confidence,
     }
     return run
 
@@ -93,4 +152,5 @@ def judge_recorded(run: RunResults, *, baseline: RunResults | None = None,
                  thresholds=parse_thresholds((t, src) for t, src in s.get("thresholds", [])),
                  max_drops=parse_max_drops((t, src) for t, src in s.get("max_drops", [])),
                  baseline=baseline, force=bool(s.get("baseline_force")), noise_aware=bool(s.get("noise_aware")),
-                 alpha=float(s.get("alpha", 0.05)), other_failures=[*s.get("failures", []), *extra_failures])
+                 alpha=float(s.get("alpha", 0.05)), other_failures=[*s.get("failures", []), *extra_failures],
+                 correction=s.get("correction", "holm"), confidence=s.get("confidence", "point"))

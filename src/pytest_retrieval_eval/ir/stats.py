@@ -52,3 +52,67 @@ def paired_randomization(a: Sequence[float], b: Sequence[float], *, resamples: i
         signs = rng.integers(0, 2, size=(size, n), dtype=np.int8) * 2 - 1
         extreme += int(np.count_nonzero(np.abs((signs * d).mean(axis=1)) >= observed))
     return (extreme + 1) / (resamples + 1)
+
+
+# --- many comparisons, effect sizes, power ----------------------------------------------------
+
+CORRECTIONS = ("holm", "bh", "none")
+CORRECTION_NAMES = {"holm": "Holm-Bonferroni", "bh": "Benjamini-Hochberg", "none": "no correction"}
+POWER = 0.8
+
+
+def adjust(pvalues: Sequence[float], method: str = "holm") -> list[float]:
+    """Adjusted p-values for a family of tests, so ``adjusted < alpha`` controls the family-wise
+    error (``holm``: Holm-Bonferroni step-down) or the false discovery rate (``bh``:
+    Benjamini-Hochberg step-up) at alpha; ``none`` returns them unchanged. Same values as
+    statsmodels' ``multipletests(method="holm" | "fdr_bh")``."""
+    if method not in CORRECTIONS:
+        raise ValueError(f"unknown correction {method!r}; known: {', '.join(CORRECTIONS)}")
+    p = np.asarray(pvalues, dtype=np.float64)
+    m = len(p)
+    if m == 0 or method == "none":
+        return [float(x) for x in p]
+    order = np.argsort(p, kind="stable")
+    ranked = p[order]
+    if method == "holm":
+        adj = np.maximum.accumulate((m - np.arange(m)) * ranked)
+    else:
+        adj = np.minimum.accumulate((m / np.arange(m, 0, -1) * ranked[::-1]))[::-1]
+    out = np.empty(m)
+    out[order] = np.minimum(adj, 1.0)
+    return [float(x) for x in out]
+
+
+def paired_difference_ci(a: Sequence[float], b: Sequence[float], **kwargs) -> tuple[float, float]:
+    """Effect size of ``a`` over ``b``: the percentile bootstrap interval of the mean per-query
+    difference (the queries are resampled together, so the pairing is kept)."""
+    return bootstrap_ci(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64), **kwargs)
+
+
+def _z(q: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(q)
+
+
+def detectable_drop(values: Sequence[float], *, alpha: float = 0.05, power: float = POWER) -> float:
+    """The smallest drop of the mean that a two-sided paired test at ``alpha`` detects with
+    ``power``, by the normal approximation ``(z(1-alpha/2) + z(power)) * sd / sqrt(n)``.
+
+    The per-query standard deviation of the paired differences is not known before the run being
+    compared exists, so the spread of the values themselves stands in for it: a change that moves
+    queries between the values this run already takes. nan with no queries."""
+    x = np.asarray(values, dtype=np.float64)
+    if len(x) < 2:
+        return math.nan
+    return (_z(1 - alpha / 2) + _z(power)) * float(x.std(ddof=1)) / math.sqrt(len(x))
+
+
+def queries_needed(values: Sequence[float], delta: float, *, alpha: float = 0.05, power: float = POWER) -> int:
+    """About how many queries (with this run's per-query spread) a drop of ``delta`` needs to be
+    detected at ``alpha`` with ``power``: ``((z(1-alpha/2) + z(power)) * sd / delta)^2``."""
+    if delta <= 0:
+        raise ValueError(f"a drop to detect must be positive, got {delta!r}")
+    x = np.asarray(values, dtype=np.float64)
+    sd = float(x.std(ddof=1)) if len(x) > 1 else 0.0
+    return int(math.ceil(((_z(1 - alpha / 2) + _z(power)) * sd / delta) ** 2))

@@ -77,6 +77,8 @@ class GateConfig:
     baseline_force: bool = False
     noise_aware: bool = False
     alpha: float = 0.05
+    correction: str = "holm"  # multiple comparisons: holm, bh or none
+    confidence: str = "point"  # thresholds on the point estimate, or the interval's lower bound
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,8 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool) -> RetrievalC
         thresholds=tuple(parse_thresholds(get("threshold"))),
         max_drops=tuple(parse_max_drops(get("max_drop"))),
         baseline=get("baseline"), baseline_force=get("baseline_force"),
-        noise_aware=get("noise_aware"), alpha=get("alpha"),
+        noise_aware=get("noise_aware"), alpha=get("alpha"), correction=get("correction"),
+        confidence=get("confidence"),
     )
     if gate.max_drops and gate.baseline is None:
         raise RetrievalEvalError("--retrieval-max-drop / retrieval_max_drops compare with a baseline: "

@@ -188,6 +188,12 @@ OPTIONS: tuple[Option, ...] = (
            kind="switch", cli=("report",)),
     Option("alpha", "significance level of the engine comparisons and the noise-aware gate", 0.05,
            fraction(closed_top=False), metavar="ALPHA", cli=("report",)),
+    Option("correction", "multiple-comparison correction of the significance marks and the noise-aware gate: holm "
+           "(Holm-Bonferroni), bh (Benjamini-Hochberg) or none", "holm", choice("holm", "bh", "none"),
+           metavar="METHOD", cli=("report",)),
+    Option("confidence", "judge threshold rules on the point estimate, or on the lower bound of its 95 percent bootstrap "
+           "interval (lower: pass only when 95 percent sure)", "point", choice("point", "lower"), metavar="MODE",
+           cli=("report",)),
     Option("baseline_force", "compare with a baseline even when its corpus, labeled set or metric fingerprints "
            "differ", False, kind="switch", ini=None, cli=("report",)),
     # reports

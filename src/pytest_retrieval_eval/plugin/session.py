@@ -259,7 +259,8 @@ class RetrievalSession:
             RunResults(evaluations, lint=lint, snippets=snippets), configured=cfg.report.table_measures,
             thresholds=cfg.gate.thresholds, max_drops=cfg.gate.max_drops, alpha=cfg.gate.alpha,
             noise_aware=cfg.gate.noise_aware, baseline=shown(cfg.gate.baseline) or None,
-            baseline_force=cfg.gate.baseline_force,
+            baseline_force=cfg.gate.baseline_force, correction=cfg.gate.correction,
+            confidence=cfg.gate.confidence,
             failures=[*(f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers),
                       *missing])
         baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])

@@ -55,11 +55,15 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
                 f"{e.n_errored} errored"]
         out += [f"- {k}: {v}" for k, v in sorted(e.engine_info.items()) if k != "engine"]
     if verdict.baseline is not None:
-        out += ["", "## Against the baseline", "", "| engine | measure | baseline | now | delta | up | down | same | p |",
-                "|---|---|---|---|---|---|---|---|---|"]
+        out += ["", "## Against the baseline", "",
+                f"Paired tests corrected by {table.CORRECTION_NAMES[verdict.baseline.correction]} over "
+                f"{len(verdict.baseline.diffs)} comparisons; 95% CI: bootstrap interval of the paired difference.", "",
+                "| engine | measure | baseline | now | delta | 95% CI | up | down | same | p | corrected p |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for d in verdict.baseline.diffs:
-            out.append(f"| {d.engine} | {d.measure} | {d.before:.4f} | {d.after:.4f} | {d.delta:+.4f} | {d.wins} | "
-                       f"{d.losses} | {d.ties} | {d.p:.3g} |")
+            out.append(f"| {d.engine} | {d.measure} | {d.before:.4f} | {d.after:.4f} | {d.delta:+.4f} | "
+                       f"[{d.ci[0]:+.3f}, {d.ci[1]:+.3f}] | {d.wins} | {d.losses} | {d.ties} | {d.p:.3g} | "
+                       f"{d.p_adjusted:.3g} |")
         movers = [(d, m) for d in verdict.baseline.diffs if d.delta for m in d.movers]
         if movers:
             out += ["", "Biggest per-query movers:", ""]

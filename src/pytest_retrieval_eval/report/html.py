@@ -90,4 +90,10 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
         lint=[{"summary": l.summary(), "findings": [str(f) for f in l.findings]} for l in verdict.lint],
         baseline_lines=baseline_lines(verdict)[1:] if verdict.baseline is not None else [],
         failures=verdict.failures, has_baseline=baseline is not None,
+        correction=verdict.correction_text(),
+        effects=[{"a": c.a, "b": c.b, "labeled": c.labeled, "measure": c.measure, "delta": table._signed(c.delta),
+                  "ci": f"[{table._signed(c.ci[0])}, {table._signed(c.ci[1])}]", "p": f"{c.p:.3g}",
+                  "p_adjusted": f"{table._p(c):.3g}"} for c in verdict.comparisons],
+        detectable=[f"{d.engine} on {d.labeled}: {d.measure} {d.drop:.3f} at 80% power, alpha {verdict.alpha:g} "
+                    f"({d.n} queries)" for d in verdict.detectable] + [f"warning: {w}" for w in verdict.warnings],
     )

@@ -8,6 +8,8 @@ import math
 import textwrap
 from typing import Any, Iterable, Sequence
 
+from ..ir.stats import CORRECTION_NAMES
+
 SUPERSCRIPTS = dict(zip("abcdefghijklmnoprstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ"))
 
 
@@ -28,16 +30,59 @@ def letters(verdict: Any) -> dict[tuple[str, str], str]:
 
 
 def wins(verdict: Any) -> dict[tuple[tuple[str, str], str], str]:
-    """(engine key, measure) -> letters of the engines it beats with p < alpha."""
+    """(engine key, measure) -> letters of the engines it beats with p < alpha, p corrected for
+    every comparison of the table (see ``RunResults.comparisons``)."""
     names = letters(verdict)
     out: dict[tuple[tuple[str, str], str], str] = {}
     for c in verdict.comparisons:
-        if not c.p < verdict.alpha or c.delta == 0 or math.isnan(c.delta):
+        if not _p(c) < verdict.alpha or c.delta == 0 or math.isnan(c.delta):
             continue
         winner, loser = ((c.a, c.b) if c.delta > 0 else (c.b, c.a))
         key = ((winner, c.labeled), c.measure)
         out[key] = "".join(sorted(out.get(key, "") + names[(loser, c.labeled)]))
     return out
+
+
+def _p(c: Any) -> float:
+    return c.p if math.isnan(c.p_adjusted) else c.p_adjusted
+
+
+def _signed(x: float) -> str:
+    return "nan" if math.isnan(x) else f"{x:+.3f}"
+
+
+def effect_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
+    """Per engine pair, each measure's paired mean difference with its 95% bootstrap interval and
+    corrected p: how big a difference is, not only whether it is one. Compact in the terminal
+    (one wrapped paragraph per pair), a table in Markdown."""
+    if not verdict.comparisons:
+        return []
+    if markdown:
+        out = ["| a − b | labeled set | measure | difference | 95% CI | p | corrected p |", "|---|---|---|---|---|---|---|"]
+        out += [f"| {c.a} − {c.b} | {c.labeled} | {c.measure} | {_signed(c.delta)} | [{_signed(c.ci[0])}, "
+                f"{_signed(c.ci[1])}] | {c.p:.3g} | {_p(c):.3g} |" for c in verdict.comparisons]
+        return out
+    pairs: dict[tuple[str, str, str], list[str]] = {}
+    for c in verdict.comparisons:
+        mark = "*" if _p(c) < verdict.alpha else ""
+        pairs.setdefault((c.a, c.b, c.labeled), []).append(
+            f"{c.measure} {_signed(c.delta)}{mark} [{_signed(c.ci[0])}, {_signed(c.ci[1])}]")
+    lines = ["differences (paired mean, 95% CI; * significant after correction):"]
+    for (a, b, _), cells in pairs.items():
+        lines += textwrap.wrap(f"{a} − {b}: " + ", ".join(cells), width=80, initial_indent="  ",
+                               subsequent_indent="    ", break_on_hyphens=False)
+    return lines
+
+
+def detectable_lines(verdict: Any) -> list[str]:
+    """Per gated measure, the drop each engine's labeled set can detect (80% power, the run's
+    alpha), then any max-drop rule that asks for less."""
+    if not verdict.detectable:
+        return []
+    text = (f"detectable drop (80% power, alpha {verdict.alpha:g}, normal approximation): "
+            + ", ".join(str(d) for d in verdict.detectable))
+    lines = textwrap.wrap(text, width=80, subsequent_indent="  ", break_on_hyphens=False)
+    return lines + [f"warning: {w}" for w in verdict.warnings]
 
 
 def _sup(text: str) -> str:
@@ -50,12 +95,14 @@ def legend(verdict: Any, *, markdown: bool = False) -> list[str]:
         return []
     engines = ", ".join(f"{_sup(l)} {e}" for (e, _), l in sorted(names.items(), key=lambda kv: kv[1]))
     text = (f"{engines}: a superscript marks a significant win over that engine "
-            f"(paired randomization test over queries, p < {verdict.alpha:g})")
+            f"(paired randomization test over queries, p < {verdict.alpha:g}, {verdict.correction_text()})")
     return [text] if markdown else textwrap.wrap(text, width=80, break_on_hyphens=False)
 
 
 def render(verdict: Any, *, ci: bool = True) -> list[str]:
-    """Terminal lines. Under each row, ``±`` is the larger side of the 95% bootstrap interval."""
+    """Terminal lines. Under each row, ``±`` is the larger side of the 95% bootstrap interval; then
+    the legend, the engines' differences (not with ``ci=False``, the quiet form) and what the
+    labeled set can detect."""
     names, beaten = letters(verdict), wins(verdict)
     several_sets = len({e.labeled.name for e in verdict.run.evaluations}) > 1
     header = ["engine"] + (["labeled set"] if several_sets else []) + list(verdict.measures) + ["n", "errored"]
@@ -81,7 +128,7 @@ def render(verdict: Any, *, ci: bool = True) -> list[str]:
         parts = [c.ljust(w) if i < n_text else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))]
         return "  ".join(parts).rstrip()
 
-    return [line(cells) for cells in lines] + legend(verdict)
+    return [line(cells) for cells in lines] + legend(verdict) + (effect_lines(verdict) if ci else []) + detectable_lines(verdict)
 
 
 def markdown(verdict: Any) -> list[str]:
@@ -98,7 +145,17 @@ def markdown(verdict: Any) -> list[str]:
             interval = "" if math.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"
             cells.append(fmt(r.values[m]) + _sup(beaten.get((e.key, m), "")) + interval)
         out.append("| " + " | ".join(cells + [str(r.n), str(r.errors)]) + " |")
-    return out + [""] + legend(verdict)
+    out += [""] + legend(verdict)
+    effects = effect_lines(verdict, markdown=True)
+    if effects:
+        out += ["", "Differences between engines (paired mean over queries, 95% bootstrap interval; p corrected by "
+                f"{verdict.correction_text()}):", ""] + effects
+    if verdict.detectable:
+        out += ["", "Detectable drop (80% power, alpha " + f"{verdict.alpha:g}" + ", normal approximation from the "
+                "per-query spread):", ""]
+        out += [f"- {d.engine} on {d.labeled}: {d.measure} {d.drop:.3f} ({d.n} queries)" for d in verdict.detectable]
+        out += [f"- warning: {w}" for w in verdict.warnings]
+    return out
 
 
 def describe_engines(evaluations: Iterable[Any], width: int = 80) -> list[str]:

@@ -29,6 +29,9 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
             tr.write_line(line)
         for line in lint_lines(verdict, limit=3 if verbosity >= 0 else 0):
             tr.write_line(line)
+    if not report:
+        for warning in verdict.warnings:
+            tr.write_line(f"warning: {warning}", yellow=True)
     if verdict.baseline is not None:
         for line in baseline_lines(verdict):
             tr.write_line(line)
@@ -45,7 +48,8 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
 def baseline_lines(verdict: Any) -> list[str]:
     """What moved against the baseline, measure by measure (only what changed)."""
     comparison = verdict.baseline
-    lines = ["against the baseline:"]
+    lines = [f"against the baseline (p corrected: {table.CORRECTION_NAMES[comparison.correction]} over "
+             f"{len(comparison.diffs)} comparisons):"]
     moved = [d for d in comparison.diffs if d.before != d.after]
     lines += [f"  {d.describe()}" for d in moved] or ["  no measure moved"]
     lines += [f"  note: {n}" for n in comparison.notes]

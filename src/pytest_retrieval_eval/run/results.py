@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -30,7 +30,7 @@ from ..errors import RetrievalEvalError
 from ..ir.measures import Measure, parse_measures
 from ..ir.metrics import evaluate
 from ..ir.runs import Run
-from ..ir.stats import bootstrap_ci, paired_randomization
+from ..ir.stats import adjust, bootstrap_ci, paired_difference_ci, paired_randomization
 from ..types import LabeledQuery, QueryResult, sha256_text
 
 FORMAT = "pytest-retrieval-eval/results"
@@ -301,6 +301,14 @@ class Comparison:
     b: str
     delta: float  # mean(a) - mean(b)
     p: float
+    #: 95% bootstrap interval of the paired per-query difference a - b (the effect size)
+    ci: tuple[float, float] = (math.nan, math.nan)
+    #: p corrected for the family of comparisons made in the run (``correction``)
+    p_adjusted: float = math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"labeled": self.labeled, "measure": self.measure, "a": self.a, "b": self.b, "delta": self.delta,
+                "ci95": list(self.ci), "p": self.p, "p_adjusted": self.p_adjusted}
 
 
 @dataclass
@@ -328,8 +336,15 @@ class RunResults:
     def get(self, engine: str, labeled: str) -> EvaluationResult | None:
         return next((e for e in self.evaluations if e.key == (engine, labeled)), None)
 
-    def comparisons(self, measures: Sequence[str]) -> list[Comparison]:
-        """Every pair of engines on the same labeled set, per measure: a paired test over queries."""
+    def comparisons(self, measures: Sequence[str], correction: str = "holm") -> list[Comparison]:
+        """Every pair of engines on the same labeled set, per measure: a paired test over queries
+        and the bootstrap interval of the difference; ``p_adjusted`` corrects every p for the whole
+        grid (all pairs and measures asked for), since each is one more chance of a false mark."""
+        raw = self._raw_comparisons(measures)
+        adjusted = adjust([c.p for c in raw], correction)
+        return [replace(c, p_adjusted=q) for c, q in zip(raw, adjusted)]
+
+    def _raw_comparisons(self, measures: Sequence[str]) -> list[Comparison]:
         out = []
         for i, a in enumerate(self.evaluations):
             for b in self.evaluations[i + 1:]:
@@ -341,7 +356,8 @@ class RunResults:
                         va, vb = a.values(m), b.values(m)
                         self._comparisons[key] = Comparison(a.labeled.name, m, a.engine, b.engine,
                                                             float(va.mean() - vb.mean()) if len(va) else math.nan,
-                                                            paired_randomization(va, vb))
+                                                            paired_randomization(va, vb),
+                                                            paired_difference_ci(va, vb))
                     out.append(self._comparisons[key])
         return out
 
@@ -355,6 +371,9 @@ class RunResults:
             "snippets": self.snippets,
             "evaluations": [e.to_dict(measures) for e in self.evaluations],
         }
+        if self.settings.get("table_measures"):  # derived: the effect sizes the reports show
+            doc["comparisons"] = [c.to_dict() for c in self.comparisons(
+                self.settings["table_measures"], self.settings.get("correction", "holm"))]
         return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=True) + "\n"
 
     @classmethod
@@ -414,4 +433,8 @@ def _settings_problem(settings: Any) -> str | None:
     alpha = settings.get("alpha", 0.05)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         return f"alpha must be a number between 0 and 1, got {alpha!r}"
+    if settings.get("correction", "holm") not in ("holm", "bh", "none"):
+        return f"correction must be holm, bh or none, got {settings.get('correction')!r}"
+    if settings.get("confidence", "point") not in ("point", "lower"):
+        return f"confidence must be point or lower, got {settings.get('confidence')!r}"
     return None
