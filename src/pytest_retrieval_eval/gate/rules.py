@@ -10,6 +10,7 @@ from typing import Iterable, Mapping, Sequence
 
 from ..errors import RetrievalEvalError
 from ..data.lint import KINDS as LINT_KINDS
+from ..run.lint import KINDS as RUN_LINT_KINDS
 from ..ir.measures import Measure
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
@@ -53,6 +54,10 @@ class Threshold:
             if name[5:] not in LINT_KINDS:
                 raise RetrievalEvalError(f"threshold {text!r}{where}: unknown lint count {name!r}; known: "
                                          + ", ".join(f"lint.{k}" for k in LINT_KINDS))
+        elif name.startswith("run."):
+            if name[4:] not in RUN_LINT_KINDS:
+                raise RetrievalEvalError(f"threshold {text!r}{where}: unknown run lint count {name!r}; known: "
+                                         + ", ".join(f"run.{k}" for k in RUN_LINT_KINDS))
         elif name not in COUNTS:
             name = _measure_name(m["measure"], f"threshold {text!r}{where}")
         rule = cls(name, m["op"], float(m["value"]), m["engine"], source)
@@ -64,7 +69,7 @@ class Threshold:
     def vacuous(self) -> str | None:
         """Why the rule decides nothing (its value is outside what the quantity can take, or at
         its edge the wrong way), or None. Measures lie in [0, 1]; counts are whole numbers >= 0."""
-        low, high = (0.0, 1.0) if self.measure not in COUNTS and not self.measure.startswith("lint.") else (0.0, math.inf)
+        low, high = (0.0, 1.0) if not is_count(self.measure) else (0.0, math.inf)
         v, op = self.value, self.op
         never_fails = (op == ">=" and v <= low) or (op == ">" and v < low) or (op == "<=" and v >= high) or (
             op == "<" and v > high)
@@ -158,8 +163,13 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
     return breaches
 
 
+def is_count(name: str) -> bool:
+    """Errored queries, corpus lint (``lint.*``) and run lint (``run.*``) are counts, not measures."""
+    return name in COUNTS or name.startswith(("lint.", "run."))
+
+
 def measures_needed(thresholds: Iterable[Threshold]) -> list[str]:
-    return [t.measure for t in thresholds if t.measure not in COUNTS and not t.measure.startswith("lint.")]
+    return [t.measure for t in thresholds if not is_count(t.measure)]
 
 
 def check_lint(thresholds: Sequence[Threshold], reports: Sequence) -> list[str]:

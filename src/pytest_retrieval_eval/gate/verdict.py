@@ -12,6 +12,7 @@ from .rules import (Breach, MaxDrop, Row, Threshold, check, check_drops, check_l
                     parse_max_drops, parse_thresholds)
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure
 from ..ir.stats import CORRECTION_NAMES, POWER, detectable_drop, queries_needed
+from ..run.lint import KINDS as RUN_LINT_KINDS
 from ..run.results import Comparison, RunResults
 
 
@@ -110,8 +111,9 @@ def judge(run: RunResults, *, measures: Sequence[str], thresholds: Sequence[Thre
           correction: str = "holm", confidence: str = "point") -> Verdict:
     needed = list(dict.fromkeys([*measures, *measures_needed(thresholds)]))
     gated = measures_needed(thresholds) if confidence == "lower" else []
-    rows = [Row(e.engine, e.labeled.name, {m: e.mean(m) for m in needed}, e.n, e.n_errored,
-                {m: e.ci(m) for m in gated}) for e in run.evaluations]
+    rows = [Row(e.engine, e.labeled.name, {**{m: e.mean(m) for m in needed},
+                                           **{f"run.{k}": float(len(e.run_lint.get(k, ()))) for k in RUN_LINT_KINDS}},
+                e.n, e.n_errored, {m: e.ci(m) for m in gated}) for e in run.evaluations]
     verdict = Verdict(run, list(measures), rows, run.comparisons(measures, correction), alpha,
                       breaches=check(thresholds, rows, confidence=confidence) if rows else [],
                       other_failures=list(other_failures), lint=list(run.lint),

@@ -92,6 +92,9 @@ def join_shares(parts: list[dict]) -> Any:
         if per_share:
             info[key] = " | ".join(per_share) + " (per share)"
     whole["engine_info"] = info
+    order_ids = [q["id"] for q in whole["queries"]]
+    whole["run_lint"] = {k: [q for q in order_ids if any(q in p.get("run_lint", {}).get(k, ()) for p in parts)]
+                         for k in parts[0].get("run_lint", {})}
     whole["labeled"] = {**whole["labeled"], "fingerprint": parts[0]["share"]["of"]}
     result = EvaluationResult.from_dict(whole)
     result.labeled.__dict__.pop("fingerprint", None)  # recomputed from the joined queries ...

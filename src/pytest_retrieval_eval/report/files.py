@@ -69,6 +69,10 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
             out += ["", "Biggest per-query movers:", ""]
             out += [f"- {d.engine} {d.measure} {m.query_id}: {m.before:g} -> {m.after:g} ({m.question})" for d, m in movers]
         out += [f"- note: {n}" for n in verdict.baseline.notes]
+    lints = [(e.engine, k, v) for e in verdict.run.evaluations for k, v in e.run_lint.items() if v]
+    if lints:
+        out += ["", "## Run lint", "", "| engine | kind | queries | first |", "|---|---|---|---|"]
+        out += [f"| {engine} | {k} | {len(v)} | {', '.join(v[:5])} |" for engine, k, v in lints]
     if verdict.failures:
         out += ["", "## Gate", ""] + [f"- FAIL {f}" for f in verdict.failures]
     return "\n".join(out) + "\n"

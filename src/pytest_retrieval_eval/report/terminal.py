@@ -29,6 +29,8 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
             tr.write_line(line)
         for line in lint_lines(verdict, limit=3 if verbosity >= 0 else 0):
             tr.write_line(line)
+        for line in run_lint_lines(verdict, limit=3 if verbosity >= 0 else 0):
+            tr.write_line(line)
     if not report:
         for warning in verdict.warnings:
             tr.write_line(f"warning: {warning}", yellow=True)
@@ -53,6 +55,18 @@ def baseline_lines(verdict: Any) -> list[str]:
     moved = [d for d in comparison.diffs if d.before != d.after]
     lines += [f"  {d.describe()}" for d in moved] or ["  no measure moved"]
     lines += [f"  note: {n}" for n in comparison.notes]
+    return lines
+
+
+def run_lint_lines(verdict: Any, *, limit: int = 3) -> list[str]:
+    """Per engine with findings: the counts of run lint, then the first queries of each kind."""
+    lines = []
+    for e in verdict.run.evaluations:
+        found = {k: v for k, v in e.run_lint.items() if v}
+        if not found:
+            continue
+        lines.append(f"run lint, {e.engine}: " + ", ".join(f"{k} {len(v)}" for k, v in found.items()) + " (queries)")
+        lines += [f"  {k}: {', '.join(v[:limit])}{' ...' if len(v) > limit else ''}" for k, v in found.items() if limit]
     return lines
 
 

@@ -22,6 +22,7 @@ from ..engines.adapters import ranked_ids
 from ..engines.base import DEFAULT_DEPTH, Engine, describe
 from ..ir.runs import dedupe
 from ..types import QueryResult, id_problem
+from .lint import KINDS as RUN_LINT_KINDS, TIE_CUTOFFS
 from .results import EvaluationResult
 
 _CHUNK_ID = re.compile(r"^(?P<doc>.+):(?P<index>\d+)$")
@@ -54,6 +55,7 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
     unknown: dict[str, None] = {}
     folded = 0
     results = []
+    lint: dict[str, list[str]] = {k: [] for k in RUN_LINT_KINDS}
     for q, (answer, error, seconds) in zip(labeled.queries, answers):
         doc_ids: tuple[str, ...] = ()
         if error is None:
@@ -63,6 +65,11 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
                     ids, n = _fold_chunks(ids, known_ids)
                     folded += n
                 doc_ids = dedupe(ids)[:depth]
+                for kind, found in (("empty", not ids), ("duplicates", len(dedupe(ids)) < len(ids)),
+                                    ("unknown_ids", known_ids is not None and any(d not in known_ids for d in doc_ids)),
+                                    ("ties", _tied_at_a_cutoff(answer))):
+                    if found:
+                        lint[kind].append(q.query_id)
                 bad = next((problem for problem in map(id_problem, doc_ids) if problem), None)
                 if bad:  # reports, TREC runs and results.json could not hold it: never written
                     doc_ids = ()
@@ -84,7 +91,21 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
         looks = f"; corpus ids look like {', '.join(sample)}" if sample else ""
         info["unknown_ids"] = (f"{len(unknown)} returned ids are not in the corpus, e.g. "
                                f"{', '.join(list(unknown)[:3])}{looks}")
-    return EvaluationResult(name or engine.name, labeled, tuple(results), info, depth, dict(context or {}))
+    return EvaluationResult(name or engine.name, labeled, tuple(results), info, depth, dict(context or {}),
+                            run_lint={k: tuple(v) for k, v in lint.items() if v})
+
+
+def _tied_at_a_cutoff(answer: Any) -> bool:
+    """A scored answer (``{id: score}`` or pairs) whose documents at a cutoff and just past it
+    share a score: which of them counts in the top k is the tie-break's choice, not the engine's."""
+    if isinstance(answer, Mapping):
+        scores = list(answer.values())
+    elif isinstance(answer, list) and answer and all(isinstance(i, (tuple, list)) and len(i) == 2 for i in answer):
+        scores = [s for _, s in answer]
+    else:
+        return False
+    ordered = sorted(scores, reverse=True)
+    return any(k < len(ordered) and ordered[k - 1] == ordered[k] for k in TIE_CUTOFFS)
 
 
 def _fold_chunks(ids: list, known: Container[str]) -> tuple[list, int]:

@@ -32,6 +32,7 @@ from ..ir.metrics import evaluate
 from ..ir.runs import Run
 from ..ir.stats import adjust, bootstrap_ci, paired_difference_ci, paired_randomization
 from ..types import LabeledQuery, QueryResult, sha256_text
+from .lint import KINDS as RUN_LINT_KINDS
 
 FORMAT = "pytest-retrieval-eval/results"
 VERSION = 1
@@ -90,6 +91,8 @@ class EvaluationResult:
     context: Mapping[str, Any] = field(default_factory=dict)
     #: results of repeated trials after the first (``--retrieval-trials``), same query order
     trial_results: tuple[tuple[QueryResult, ...], ...] = ()
+    #: run lint: kind (``RUN_LINT_KINDS``) -> query ids, in labeled-set order
+    run_lint: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     _values: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
     _cis: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
     _run: Run | None = field(default=None, repr=False)
@@ -258,6 +261,7 @@ class EvaluationResult:
             "corpus": {"name": self.corpus, "fingerprint": self.corpus_fingerprint},
             "queries": queries,
             "trial_rankings": [[[list(r.doc_ids), r.error] for r in t] for t in self.trial_results],
+            "run_lint": {k: list(self.run_lint.get(k, ())) for k in RUN_LINT_KINDS},
         }
         if measures is not None:
             d["errors"] = self.errors
@@ -287,8 +291,9 @@ class EvaluationResult:
                        for t in d.get("trial_rankings", []))
         corpus = d.get("corpus") or {}
         context = {"corpus": corpus.get("name"), "corpus_fingerprint": corpus.get("fingerprint")}
+        run_lint = {k: tuple(v) for k, v in (d.get("run_lint") or {}).items() if k in RUN_LINT_KINDS}
         return cls(d["engine"], labeled, results, d.get("engine_info", {}), d.get("depth", DEFAULT_DEPTH),
-                   {k: v for k, v in context.items() if v is not None}, trials)
+                   {k: v for k, v in context.items() if v is not None}, trials, run_lint)
 
 
 @dataclass(frozen=True)
