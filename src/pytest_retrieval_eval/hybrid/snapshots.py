@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,13 @@ class Snapshot:
     def data(self) -> Path:
         return self.path / "data"
 
-    def manifest(self) -> dict[str, Any]:
+    @cached_property
+    def _manifest(self) -> dict[str, Any]:
         return json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
+
+    def manifest(self) -> dict[str, Any]:
+        """Read once: it holds every chunk (megabytes at SciFact's size) and is asked several times."""
+        return self._manifest
 
     def chunks(self, table: str) -> tuple[Chunk, ...]:
         return tuple(Chunk(d, i, text, meta) for d, i, text, meta in self.manifest()["tables"][table]["chunks"])

@@ -64,8 +64,9 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
                 if known_ids is not None:
                     ids, n = _fold_chunks(ids, known_ids)
                     folded += n
-                doc_ids = dedupe(ids)[:depth]
-                for kind, found in (("empty", not ids), ("duplicates", len(dedupe(ids)) < len(ids)),
+                unique = dedupe(ids)
+                doc_ids = unique[:depth]
+                for kind, found in (("empty", not ids), ("duplicates", len(unique) < len(ids)),
                                     ("unknown_ids", known_ids is not None and any(d not in known_ids for d in doc_ids)),
                                     ("ties", _tied_at_a_cutoff(answer))):
                     if found:
