@@ -64,16 +64,26 @@ class EmbeddingCache:
                 raise self._unusable(again) from None
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(_SCHEMA)
-            conn.execute("SELECT COUNT(*) FROM embeddings LIMIT 1").fetchone()
-        except sqlite3.DatabaseError:
-            conn.close()
-            raise
-        return conn
+        """Open and set up; xdist workers opening a new cache at once meet SQLite's "database is
+        locked" (switching to WAL takes the lock without waiting): wait for the other, as the
+        busy timeout does for everything else."""
+        deadline = time.monotonic() + 60
+        while True:
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(_SCHEMA)
+                conn.execute("SELECT COUNT(*) FROM embeddings LIMIT 1").fetchone()
+                return conn
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+            except sqlite3.DatabaseError:
+                conn.close()
+                raise
 
     @staticmethod
     def _corrupt(exc: sqlite3.Error) -> bool:
