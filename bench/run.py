@@ -52,8 +52,11 @@ def child(cmd: list[str], env: dict | None = None, cwd: Path = REPO) -> tuple[fl
     """Wall seconds and peak RSS (KB) of a child process, and its output. RSS comes from
     /usr/bin/time: a child forked from this (large) process would report the parent's pages."""
     wrapped = [TIME, "-f", "MAXRSS %M"] + cmd if os.path.exists(TIME) else cmd
+    # as on a user's machine: bytecode is cached (these machines set PYTHONDONTWRITEBYTECODE,
+    # which makes pytest assertion-rewrite every plugin module again on every run)
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     start = time.perf_counter()
-    done = subprocess.run(wrapped, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True)
+    done = subprocess.run(wrapped, cwd=cwd, env={**base, **(env or {})}, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
@@ -409,29 +412,60 @@ def bench_memory() -> None:
     print(f"  {'peak traced memory per query, 2k -> 20k queries (depth 20)':58} {per_query:10.0f} B", flush=True)
 
 
+#: the first landing's last commit: the warm path issue 16 measured (re-ingests every session)
+FIRST_LANDING = "f2132c6"
+
+
+def user_project(folder: Path) -> Path:
+    """A team's project as the README shows one: a test file, nothing else."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "test_retrieval.py").write_text(
+        "import pytest\n\n\n@pytest.mark.retrieval\ndef test_quality(retrieval_results):\n"
+        "    assert retrieval_results.hit_at(5) >= 0.2\n")
+    return folder
+
+
+def first_landing(tmp: Path) -> Path | None:
+    """A checkout of the first landing's source, imported ahead of this one through PYTHONPATH."""
+    out = tmp / "first-landing"
+    done = subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(out), FIRST_LANDING],
+                          capture_output=True, text=True)
+    return out / "src" if done.returncode == 0 else None
+
+
 def bench_scifact(cold_runs: int, repeats: int, cache: Path | None = None) -> None:
-    """SciFact end to end: cold; warm re-ingesting (the first landing's warm path, snapshots off);
-    warm restoring the store snapshot; the hybrid setup in process against its floor (PostgreSQL
-    start + snapshot restore); and -n 2 with the queries sharded over the workers."""
+    """SciFact end to end, from a user's project: cold; warm restoring the store snapshot; the
+    same warm run with the first landing's code (what issue 16 called today's warm path: every
+    session re-ingests); warm with snapshots off; the hybrid setup in process against its floor
+    (PostgreSQL start + snapshot restore); and -n 2 with the queries sharded over the workers."""
     if not SCIFACT.is_dir():
         print(f"SciFact: skipped, {SCIFACT} not found", flush=True)
         rows.append({"section": "scifact", "name": "skipped", "reason": f"{SCIFACT} not found"})
         return
-    print("BEIR SciFact: 5,183 documents, 300 test queries, keyword + hybrid engines", flush=True)
+    print("BEIR SciFact: 5,183 documents, 300 test queries, keyword + hybrid engines, from a project of one test file",
+          flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-"))
-    cmd = PYTEST + ["-m", "retrieval", f"--retrieval-corpus={SCIFACT}", "--retrieval-report"]
+    project = user_project(tmp / "project")
+    cmd = PYTEST + ["-p", "no:langsmith_plugin", "-m", "retrieval", f"--retrieval-corpus={SCIFACT}", "--retrieval-report"]
+    old_src = None
     try:
-        cold = [child(cmd + [f"--retrieval-cache-dir={tmp / f'c{i}'}"]) for i in range(cold_runs)]
+        cold = [child(cmd + [f"--retrieval-cache-dir={tmp / f'c{i}'}"], cwd=project) for i in range(cold_runs)]
         cache = cache or tmp / "c0"
         if not cold:
-            child(cmd + [f"--retrieval-cache-dir={cache}"])  # embeddings and the snapshot
-        warm = [child(cmd + [f"--retrieval-cache-dir={cache}"]) for _ in range(repeats)]
-        reingest = [child(cmd + [f"--retrieval-cache-dir={cache}", "--retrieval-store-cache-mb=0"])
-                    for _ in range(repeats)]
+            child(cmd + [f"--retrieval-cache-dir={cache}"], cwd=project)  # embeddings and the snapshot
+        warm = [child(cmd + [f"--retrieval-cache-dir={cache}"], cwd=project) for _ in range(repeats)]
         w = record("scifact", "warm run, store restored from its snapshot, wall", [x[0] for x in warm])
         record("scifact", "warm run, peak RSS", [x[1] / 1024 for x in warm], unit="MB")
-        r = record("scifact", "warm run re-ingesting (snapshots off: the first landing's warm path), wall",
-                   [x[0] for x in reingest])
+        old_src = first_landing(tmp)
+        if old_src is not None:
+            old = [child(cmd + [f"--retrieval-cache-dir={cache}"], cwd=project, env={"PYTHONPATH": str(old_src)})
+                   for _ in range(repeats)]
+            o = record("scifact", f"warm run, the first landing's code ({FIRST_LANDING}: re-ingests), wall",
+                       [x[0] for x in old])
+            ratio("scifact", "first landing's warm run / today's warm run", o, w)
+        reingest = [child(cmd + [f"--retrieval-cache-dir={cache}", "--retrieval-store-cache-mb=0"], cwd=project)
+                    for _ in range(repeats)]
+        r = record("scifact", "warm run re-ingesting (today's code, snapshots off), wall", [x[0] for x in reingest])
         ratio("scifact", "re-ingesting / restoring (warm, end to end)", r, w)
         if cold:
             c = record("scifact", "cold run (embeds 5,330 chunks with MiniLM), wall", [x[0] for x in cold])
@@ -441,13 +475,17 @@ def bench_scifact(cold_runs: int, repeats: int, cache: Path | None = None) -> No
         a = record("scifact", "hybrid setup in process: store start + restore + index ready", setup)
         b = record("scifact", "floor: PostgreSQL start + snapshot restore", floor)
         ratio("scifact", "hybrid setup / floor", a, b)
-        sharded = [child(cmd + [f"--retrieval-cache-dir={cache}", "-n", "2", "--retrieval-shard"]) for _ in range(repeats)]
+        sharded = [child(cmd + [f"--retrieval-cache-dir={cache}", "-n", "2", "--retrieval-shard"], cwd=project)
+                   for _ in range(repeats)]
         n2 = record("scifact", "warm run, -n 2 --retrieval-shard, wall", [x[0] for x in sharded])
         ratio("scifact", "-n 0 / -n 2 sharded (warm)", w, n2)
         table = [l for l in warm[-1][2].splitlines() if l.startswith(("engine", "hybrid", "keyword"))]
         rows.append({"section": "scifact", "name": "table", "lines": table})
         print("\n".join("  " + l for l in table), flush=True)
     finally:
+        if old_src is not None:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(old_src.parent)],
+                           capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -66,3 +66,35 @@ def test_bundled_corpus_body_only_documents_are_invisible(tmp_path):
     # 'CL24B', 'isopropyl', 'locker' live only in bodies
     for query, doc in [("CL24B", "ops-bulletin-07"), ("isopropyl", "appendix-c"), ("lockers", "memo-2026-03")]:
         assert doc not in engine.retrieve(query, 100)
+
+
+_WORDS = ["aa", "aaa", "ab", "b-a", "pause", "plan", "pause_plan", "ba"]
+
+
+def _reference_ranking(docs, query, k):
+    """The rules as the module docstring states them, one document at a time."""
+    phrase, terms = normalize(query), tokenize(query)
+    scored = []
+    for d in docs:
+        s = sum(field_score(normalize(getattr(d, f)), phrase, terms, w)
+                for f, w in (("title", 4.0), ("description", 2.0), ("filename", 3.0)))
+        if s > 0 or not phrase:
+            scored.append((-s, d.doc_id))
+    return [d for _, d in sorted(scored)[:k]]
+
+
+def test_the_vectorised_ranking_equals_the_rules_applied_one_document_at_a_time():
+    import random
+
+    rng = random.Random(7)
+    for trial in range(200):
+        docs = [Doc(f"d{rng.randrange(1000):03d}-{i}", content="x",
+                    title=" ".join(rng.choices(_WORDS, k=rng.randrange(0, 4))),
+                    description=" ".join(rng.choices(_WORDS, k=rng.randrange(0, 3))),
+                    filename=rng.choice(["", "pause-plan.md", "aa_b.txt"]))
+                for i in range(rng.randrange(1, 25))]
+        engine = KeywordEngine(docs)
+        for _ in range(5):
+            query = " ".join(rng.choices(_WORDS + ["", "--"], k=rng.randrange(0, 3)))
+            k = rng.choice([0, 1, 3, 10, 100])
+            assert engine.retrieve(query, k) == _reference_ranking(docs, query, k), (trial, query, k)

@@ -43,7 +43,8 @@ PROBE = """
 
 
 def run_inner(pytester, tmp: Path, *args: str, env: dict | None = None, probe: Path | None = None):
-    environ = {**os.environ, "TMPDIR": str(tmp), **(env or {})}
+    outer = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}  # this run may be a worker
+    environ = {**outer, "TMPDIR": str(tmp), **(env or {})}
     if probe:
         environ["PROBE_FILE"] = str(probe)
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]

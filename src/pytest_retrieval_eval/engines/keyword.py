@@ -68,6 +68,8 @@ class KeywordEngine:
         self.name = name
         docs = list(docs)
         self._ids = [d.doc_id for d in docs]
+        self._id_rank = np.empty(len(docs), dtype=np.int64)  # position in doc_id order, for ties
+        self._id_rank[sorted(range(len(docs)), key=self._ids.__getitem__)] = np.arange(len(docs))
         self._kinds = []
         for field, weight in WEIGHTS:
             texts = [normalize(getattr(d, field)) for d in docs]
@@ -116,6 +118,6 @@ class KeywordEngine:
         import numpy as np
 
         total = self._score_array(query)
-        keep = range(len(self._ids)) if not normalize(query) else np.flatnonzero(total > 0).tolist()
-        ranked = sorted(((total[i], self._ids[i]) for i in keep), key=lambda sd: (-sd[0], sd[1]))
-        return [d for _, d in ranked[:k]]
+        keep = np.arange(len(self._ids)) if not normalize(query) else np.flatnonzero(total > 0)
+        order = keep[np.lexsort((self._id_rank[keep], -total[keep]))][: max(k, 0)]  # score desc, then doc_id
+        return [self._ids[i] for i in order.tolist()]

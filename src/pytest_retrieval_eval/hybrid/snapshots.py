@@ -24,7 +24,7 @@ from typing import Any
 
 from ..types import Chunk, canonical_json, sha256_text
 
-FORMAT = 2  # 2: tables carry planner statistics on the metadata filter
+FORMAT = 3  # 2: tables carry planner statistics on the metadata filter; 3: vectors stored inline
 MANIFEST = "manifest.json"
 
 
