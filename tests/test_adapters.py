@@ -269,7 +269,7 @@ def test_adapters_are_one_liners_in_a_conftest_and_concurrency_is_an_option(bund
         def pytest_retrieval_engines(registry, config):
             registry.register("fn", lambda request: adapters.function(search))
     """)
-    bundled_project.makepyfile("def test_q(retrieval_results):\n    assert retrieval_results.n == 63\n")
+    bundled_project.makepyfile("def test_q(retrieval_results):\n    assert retrieval_results.n == 68\n")
     a, b = tmp_path / "a", tmp_path / "b"
     assert bundled_project.runpytest("--retrieval-engine", "fn", f"--retrieval-report-dir={a}").ret == 0
     assert bundled_project.runpytest("--retrieval-engine", "fn", f"--retrieval-report-dir={b}",

@@ -11,4 +11,4 @@ def test_example_conftest_runs_as_documented(bundled_project):
                                        "--retrieval-threshold", "my-search:hit@5>=0.5", "-v",
                                        "--retrieval-engine", "keyword", "--retrieval-engine", "my-search")
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["*test_hit_at_5[[]my-search[]] PASSED*", "my-search *63*0"])
+    result.stdout.fnmatch_lines(["*test_hit_at_5[[]my-search[]] PASSED*", "my-search *68*0"])

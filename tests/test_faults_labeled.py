@@ -64,7 +64,7 @@ def test_duplicate_query_ids(project):
     edit_cache(project, lambda doc: doc["queries"].append(dict(doc["queries"][0])))
     result = project.runpytest("-m", "retrieval")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    assert "questions.cache.json:20: field 'queries[63].id': duplicate query id 'account-deletion.q1' (first at queries[0])" in result.stdout.str()
+    assert "questions.cache.json:20: field 'queries[68].id': duplicate query id 'account-deletion.q1' (first at queries[0])" in result.stdout.str()
     assert "During handling" not in result.stdout.str()
 
 

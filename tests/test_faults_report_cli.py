@@ -47,7 +47,7 @@ def test_a_good_file_passes_and_a_breached_rule_is_exit_1(saved, tmp_path, capsy
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda d: d["evaluations"][1]["queries"].pop(), "hold different queries (63 and 62) for the same labeled set"),
+    (lambda d: d["evaluations"][1]["queries"].pop(), "hold different queries (68 and 67) for the same labeled set"),
     (lambda d: d["evaluations"][0].pop("queries"), "evaluation 0 is missing or has a malformed 'queries'"),
     (lambda d: d["evaluations"][0]["queries"][0].__setitem__("ranked", 5), "malformed"),
     (lambda d: d.__setitem__("settings", {"thresholds": "mrr>=0.5"}), "field 'settings': thresholds must be a list"),

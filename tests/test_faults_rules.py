@@ -12,7 +12,7 @@ TESTS = """
     pytestmark = pytest.mark.retrieval
 
     def test_q(retrieval_results):
-        assert retrieval_results.n == 63
+        assert retrieval_results.n == 68
 """
 
 

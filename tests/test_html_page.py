@@ -133,3 +133,52 @@ def test_the_page_is_self_contained_and_escaped_as_text(page_file):
     assert "https://" not in html
     assert "<script>window.pwned" not in html
     assert "&lt;script&gt;window.pwned = 1; alert(&#34;pwned&#34;)&lt;/script&gt;" in html
+
+
+def test_a_stale_document_is_marked_in_chromium(pytester, tmp_path):
+    """A superseded price list ranked above its newer version: struck through and tagged with
+    why, and the "stale hits" filter shows exactly the queries that got one."""
+    from playwright import sync_api as playwright
+
+    corpus = write_docs(tmp_path / "corpus", [
+        {"doc_id": "prices-2025", "title": "Prices", "content": "The plan costs 30 euros.", "version_key": "prices",
+         "valid_until": "2025-12-31", "superseded_by": "prices-2026"},
+        {"doc_id": "prices-2026", "title": "Prices", "content": "The plan costs 35 euros.", "version_key": "prices",
+         "valid_from": "2026-01-01"},
+        {"doc_id": "other", "title": "Something else", "content": "Unrelated words about bicycles."},
+    ])
+    queries = [{"id": "q-price", "question": "what does the plan cost", "relevant": {"prices-2026": 1}},
+               {"id": "q-other", "question": "bicycles", "relevant": {"other": 1}}]
+    (tmp_path / "q.json").write_text(json.dumps({"format": "pytest-retrieval-eval/questions", "version": 1, "queries": queries}))
+    from pytest_retrieval_eval.cli import main as cli
+
+    assert cli(["label", "stamp", "--corpus", str(corpus), "--questions", str(tmp_path / "q.json")]) == 0
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {corpus}\nretrieval_questions = {tmp_path / 'q.json'}\n")
+    pytester.makeconftest("""
+        class Old:
+            name = "old-first"
+            def retrieve(self, query, k):
+                return ["prices-2025", "prices-2026"] if "cost" in query else ["other"]
+
+        def pytest_retrieval_engines(registry, config):
+            registry.register("old-first", lambda request: Old())
+        """)
+    pytester.makepyfile("def test_x(retrieval_results):\n    pass\n")
+    page_path = tmp_path / "page.html"
+    result = pytester.runpytest(f"--retrieval-html={page_path}", "--retrieval-as-of=2026-11-30")
+    assert result.ret == 0, result.stdout.str()
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_context(offline=True).new_page()
+        page.goto(page_path.as_uri())
+        stale = page.locator("section[data-engine=old-first] li.stale")
+        assert stale.count() == 1 and stale.locator("code").inner_text() == "prices-2025"
+        assert stale.locator(".stale-tag").inner_text() == "stale"
+        assert stale.get_attribute("title") == "stale: superseded by prices-2026; expired 2025-12-31"
+        assert page.evaluate("getComputedStyle(document.querySelector('li.stale')).textDecorationLine") == "line-through"
+        assert page.locator("section[data-engine=old-first] li.gold:not(.stale) code").all_inner_texts() == ["prices-2026", "other"]
+        assert "1 with a stale document in the top 10 (as of 2026-11-30)" in page.locator("h2", has_text="old-first").inner_text()
+        page.click("text=stale hits")
+        visible = page.locator("section[data-engine=old-first] tr.q:visible")
+        assert visible.count() == 1 and "q-price" in visible.inner_text()
+        browser.close()

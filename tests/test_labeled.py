@@ -17,11 +17,12 @@ def test_committed_cache_covers_every_document_twice_every_chunk_once_and_is_hon
     corpus = JsonFolder(CORPUS).load()
     labeled = load_questions_cache(QUESTIONS, known_doc_ids=corpus.doc_ids)
     chunks = {c.chunk_id: c for c in chunk_corpus(corpus)}
-    assert {q.source["chunk_id"] for q in labeled} == set(chunks)
+    superseded = {"plan-prices-2025", "hub-opening-hours-2024"}  # their answers are out of date
+    assert {q.source["chunk_id"] for q in labeled} == {c for c, chunk in chunks.items() if chunk.doc_id not in superseded}
     for q in labeled:
         assert q.source["chunk_sha256"] == chunks[q.source["chunk_id"]].fingerprint
         assert q.source["by"] == "handwritten"
-    per_doc = {d: 0 for d in corpus.doc_ids}
+    per_doc = {d: 0 for d in corpus.doc_ids if d not in superseded}
     for q in labeled:
         assert len(q.gold) == 1
         per_doc[q.gold[0]] += 1

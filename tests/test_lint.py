@@ -60,7 +60,7 @@ def test_bundled_report_lists_truncation_and_a_duplicated_document_is_flagged(py
                           cwd=pytester.path, env={**os.environ, "TMPDIR": str(sandbox_tmp)},
                           capture_output=True, text=True, timeout=300)
     out = done.stdout
-    assert "corpus lint, corpus: 35 chunks, embedder window 256 tokens: truncated 10, duplicate 1" in out
+    assert "corpus lint, corpus: 39 chunks, embedder window 256 tokens: truncated 10, duplicate 1" in out
     assert "duplicate: battery-care:0 (same text as battery-care-copy:0)" in out or \
            "duplicate: battery-care-copy:0 (same text as battery-care:0)" in out
     assert "FAIL retrieval gate: corpus corpus: lint.duplicate = 1, required <= 0" in out

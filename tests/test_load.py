@@ -61,7 +61,7 @@ def test_four_xdist_workers_each_run_their_own_embedded_store(pytester, sandbox_
             with open({str(tmp_path / 'stores.jsonl')!r}, "a") as fh:
                 fh.write(json.dumps({{"worker": os.environ["PYTEST_XDIST_WORKER"], "dsn": pgvector_store.dsn}}) + "\\n")
             time.sleep(0.3)
-            assert len(ingested_chunks) == 34
+            assert len(ingested_chunks) == 38
         """
     )
     env = {**os.environ, "TMPDIR": str(sandbox_tmp)}

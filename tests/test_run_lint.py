@@ -58,9 +58,9 @@ def test_run_lint_is_reported_and_gated(bundled_project, tmp_path):
                                        f"--retrieval-report-dir={out_dir}", "--retrieval-threshold", "tied:run.ties<=0")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()
-    assert "run lint, tied: ties 63 (queries)" in out
-    assert "FAIL retrieval gate: tied: run.ties = 63.0000, required <= 0" in out
-    assert "| tied | ties | 63 |" in (out_dir / "results.md").read_text()
+    assert "run lint, tied: ties 68 (queries)" in out
+    assert "FAIL retrieval gate: tied: run.ties = 68.0000, required <= 0" in out
+    assert "| tied | ties | 68 |" in (out_dir / "results.md").read_text()
     ok = bundled_project.runpytest("--retrieval-engine", "tied", "--retrieval-threshold", "run.empty<=0")
     assert ok.ret == 0
     bad = bundled_project.runpytest("--retrieval-engine", "tied", "--retrieval-threshold", "run.sloppy<=0")

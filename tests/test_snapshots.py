@@ -22,7 +22,7 @@ TESTS = """
 
     @pytest.mark.retrieval
     def test_q(retrieval_results):
-        assert retrieval_results.n == 63
+        assert retrieval_results.n == 68
 """
 
 
@@ -49,7 +49,7 @@ def run(project, *args):
 
 def test_the_second_run_restores_what_the_first_ingested(project, tmp_path):
     first = run(project, f"--retrieval-report-dir={tmp_path / 'a'}")
-    assert ": ingested (34 chunks)" in first and "restored from snapshot" not in first
+    assert ": ingested (38 chunks)" in first and "restored from snapshot" not in first
     snapshots = list((tmp_path / "cache" / "snapshots").iterdir())
     assert len(snapshots) == 1 and (snapshots[0] / "manifest.json").is_file()
     second = run(project, f"--retrieval-report-dir={tmp_path / 'b'}")
@@ -68,9 +68,9 @@ def test_a_one_word_corpus_edit_or_another_embedder_is_ingested_afresh(project, 
     record["content"] = record["content"].replace("battery", "batteries", 1)
     doc.write_text(json.dumps(record))
     edited = run(project)
-    assert ": ingested (34 chunks)" in edited and "restored from snapshot" not in edited
+    assert ": ingested (38 chunks)" in edited and "restored from snapshot" not in edited
     other = run(project, "--retrieval-embedder", "hashing:32")
-    assert ": ingested (34 chunks)" in other and "restored from snapshot" not in other
+    assert ": ingested (38 chunks)" in other and "restored from snapshot" not in other
     assert len(list((tmp_path / "cache" / "snapshots").iterdir())) == 3  # one per ingestion key
     assert "restored from snapshot" in run(project)  # the edited corpus, hashing:64: kept by the second run
 
@@ -134,4 +134,4 @@ def test_kept_tables_on_an_existing_server_are_reused_by_the_next_session(projec
         schemas = {r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'retrieval_eval%'")}
     assert schemas == {"retrieval_eval", "retrieval_eval_kept"}  # the sessions' own schemas were dropped
     without = run(project, "--retrieval-store", "dsn", f"--retrieval-dsn={server.dsn}")
-    assert ": ingested (34 chunks)" in without  # not opted in: a session of its own, as before
+    assert ": ingested (38 chunks)" in without  # not opted in: a session of its own, as before

@@ -72,7 +72,7 @@ def test_warn_mode_evaluates_and_leaves_out_questions_about_deleted_documents(pr
     edit(project.path / "corpus" / "battery-care.json", content="Charge it whenever you like.")
     result = project.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-stale=warn", "-W", "default")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["*StaleQuestionsWarning*", "keyword *61*0"])  # 63 minus the 2 dead ones
+    result.stdout.fnmatch_lines(["*StaleQuestionsWarning*", "keyword *66*0"])  # 68 minus the 2 dead ones
 
 
 @requires_hybrid
@@ -84,8 +84,8 @@ def test_regenerate_in_session_fills_what_changed(project, fake_api):
     assert len(fake_api.hits("/chat/completions")) == 1
     labeled = load_questions_cache(project.path / "questions.cache.json")
     assert labeled.by_id()["battery-care:0#1"].question == "How should I look after the power pack?"
-    assert "battery-care.q1" not in labeled.by_id() and len(labeled) == 62
-    assert "generated 1, kept 61, dropped 2 stale, failed 0" in result.stdout.str()
+    assert "battery-care.q1" not in labeled.by_id() and len(labeled) == 67
+    assert "generated 1, kept 66, dropped 2 stale, failed 0" in result.stdout.str()
 
 
 def test_a_beir_folder_is_its_own_labeled_set(pytester, tmp_path):

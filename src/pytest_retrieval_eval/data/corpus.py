@@ -18,6 +18,7 @@ from .labeled import LabeledSet, query_problem
 from ..ir.qrels import Qrels
 from ..types import Doc, LabeledQuery, canonical_json, id_problem, sha256_text, text_problem
 from .chunking import MAX_CHUNK_ID
+from .freshness import check_references, field_problem
 
 #: a document id leaves room for ``:index`` within the store's chunk-id column
 MAX_DOC_ID = MAX_CHUNK_ID - 8
@@ -102,6 +103,9 @@ def _doc_from_record(record: Any, *, path: Path, line: int | None, where: str, m
         raise RetrievalEvalError(f"document '{doc_id}': is empty", path=path, line=line, field="content")
     check_size(doc_id, content, max_mb, path=path, line=line, field="content")
     meta = {k: v for k, v in record.items() if k not in DOC_FIELDS}
+    bad = field_problem(meta)
+    if bad:
+        raise RetrievalEvalError(f"document '{doc_id}': {bad[1]}", path=path, line=line, field=bad[0])
     return Doc(
         doc_id=doc_id,
         content=content,
@@ -141,6 +145,7 @@ class JsonFolder:
                 docs.append(doc)
         if not docs:
             raise RetrievalEvalError("no documents found (expected *.json or *.jsonl files)", path=root)
+        check_references(docs, source=str(root))
         return Corpus(tuple(docs), name=root.name, source=str(root))
 
     @staticmethod
@@ -197,7 +202,16 @@ class BeirFolder:
             if not (text.strip() or title.strip()):
                 raise RetrievalEvalError(f"document '{doc_id}': title and text are both empty", path=file, line=number, field="text")
             check_size(doc_id, text, self.max_doc_mb, path=file, line=number, field="text")
-            docs.append(Doc(doc_id=doc_id, content=text or title, title=title, meta=record.get("metadata") or {}))
+            meta = record.get("metadata") or {}
+            if not isinstance(meta, dict):
+                raise RetrievalEvalError(f"document '{doc_id}': must be an object", path=file, line=number, field="metadata")
+            # freshness fields may sit beside the standard ones, as in a JSON corpus
+            meta = {**{k: v for k, v in record.items() if k not in ("_id", "title", "text", "metadata")}, **meta}
+            bad = field_problem(meta)
+            if bad:
+                raise RetrievalEvalError(f"document '{doc_id}': {bad[1]}", path=file, line=number, field=bad[0])
+            docs.append(Doc(doc_id=doc_id, content=text or title, title=title, meta=meta))
+        check_references(docs, source=str(file))
         return Corpus(tuple(docs), name=Path(self.path).name, source=str(self.path))
 
     def qrels(self) -> Qrels:

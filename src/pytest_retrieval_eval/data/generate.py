@@ -143,7 +143,8 @@ def _still_fresh(q: LabeledQuery, corpus: Corpus, chunks: dict[str, Chunk]) -> L
 def plan(existing: LabeledSet | None, chunks: Sequence[Chunk], corpus: Corpus, *, regenerate: bool
          ) -> tuple[list[LabeledQuery], list[Chunk], list[str]]:
     """(entries to keep, chunks that need a question, stale ids dropped). A chunk needs a question
-    when no kept entry comes from it, or always with ``regenerate``; a kept entry is replaced only
+    when no kept entry comes from it, or always with ``regenerate``, unless its document is out of
+    date (``out_of_date``); a kept entry is replaced only
     once its chunk's new question has arrived, so a failed regeneration loses no good entry."""
     by_id = {c.chunk_id: c for c in chunks}
     keep, dropped = [], []
@@ -154,7 +155,19 @@ def plan(existing: LabeledSet | None, chunks: Sequence[Chunk], corpus: Corpus, *
         else:
             keep.append(fresh)
     covered = set() if regenerate else {q.source.get("chunk_id") for q in keep}
-    return keep, [c for c in chunks if c.chunk_id not in covered], dropped
+    stale = out_of_date(corpus)
+    return keep, [c for c in chunks if c.chunk_id not in covered and c.doc_id not in stale], dropped
+
+
+def out_of_date(corpus: Corpus) -> set[str]:
+    """Documents superseded or outside their validity today: no question is generated from
+    them, since its answer would be out of date (see data/freshness.py)."""
+    import datetime as dt
+
+    from .freshness import Freshness
+
+    found = Freshness.of(corpus.docs, dt.date.today())
+    return set(found.stale) if found is not None else set()
 
 
 def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path, *,

@@ -11,7 +11,7 @@ from typing import Iterable, Mapping, Sequence
 from ..errors import RetrievalEvalError
 from ..data.lint import KINDS as LINT_KINDS
 from ..run.lint import KINDS as RUN_LINT_KINDS
-from ..ir.measures import Measure
+from ..ir.measures import DEFAULT_GAIN_WEIGHTS, Measure  # noqa: F401 (the default lives with the measures)
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 _RULE = re.compile(
@@ -58,6 +58,9 @@ class Threshold:
             if name[4:] not in RUN_LINT_KINDS:
                 raise RetrievalEvalError(f"threshold {text!r}{where}: unknown run lint count {name!r}; known: "
                                          + ", ".join(f"run.{k}" for k in RUN_LINT_KINDS))
+        elif name.startswith("shadow."):
+            if name != "shadow.gain":
+                name = "shadow." + _measure_name(m["measure"][7:], f"threshold {text!r}{where}")
         elif name not in COUNTS:
             name = _measure_name(m["measure"], f"threshold {text!r}{where}")
         rule = cls(name, m["op"], float(m["value"]), m["engine"], source)
@@ -70,6 +73,8 @@ class Threshold:
         """Why the rule decides nothing (its value is outside what the quantity can take, or at
         its edge the wrong way), or None. Measures lie in [0, 1]; counts are whole numbers >= 0."""
         low, high = (0.0, 1.0) if not is_count(self.measure) else (0.0, math.inf)
+        if self.measure.startswith("shadow."):
+            low, high = -1.0, 1.0  # a difference of two values in [0, 1]
         v, op = self.value, self.op
         never_fails = (op == ">=" and v <= low) or (op == ">" and v < low) or (op == "<=" and v >= high) or (
             op == "<" and v > high)
@@ -111,6 +116,8 @@ class Row:
     errors: int
     #: measure -> 95% bootstrap interval, for rules judged with ``confidence="lower"``
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    #: measure -> why it is below its best (freshness: the stale queries), said with a breach
+    details: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -138,8 +145,8 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
     breaches = []
     engines = {r.engine for r in rows}
     for t in thresholds:
-        if t.measure.startswith("lint."):
-            continue  # see check_lint
+        if t.measure.startswith(("lint.", "shadow.")):
+            continue  # see check_lint, check_shadows
         if t.engine is not None and t.engine not in engines:
             breaches.append(Breach(t, t.engine, None, f"no evaluation of engine '{t.engine}' was recorded "
                                    f"(evaluated: {', '.join(sorted(engines)) or 'none'})"))
@@ -159,7 +166,8 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
             else:
                 value, how = row.values[t.measure], ""
             if not t.holds(value):
-                breaches.append(Breach(t, row.engine, value, f"n={row.n}{how}"))
+                why = row.details.get(t.measure)
+                breaches.append(Breach(t, row.engine, value, f"n={row.n}{how}" + (f"; {why}" if why else "")))
     return breaches
 
 
@@ -169,7 +177,32 @@ def is_count(name: str) -> bool:
 
 
 def measures_needed(thresholds: Iterable[Threshold]) -> list[str]:
-    return [t.measure for t in thresholds if not is_count(t.measure)]
+    return [t.measure for t in thresholds if not is_count(t.measure) and not t.measure.startswith("shadow.")]
+
+
+def shadow_measures(thresholds: Iterable[Threshold]) -> list[str]:
+    """The measures whose shadow deltas rules judge (``shadow.recall@5>=0``)."""
+    return [t.measure[7:] for t in thresholds if t.measure.startswith("shadow.") and t.measure != "shadow.gain"]
+
+
+def check_shadows(thresholds: Sequence[Threshold], shadows: Sequence) -> list[str]:
+    """``[CANDIDATE:]shadow.gain>=X`` and ``[CANDIDATE:]shadow.MEASURE>=X`` against each shadow
+    comparison (``run/shadow.py``); a rule with no comparison to judge is a failure."""
+    failures = []
+    for t in (t for t in thresholds if t.measure.startswith("shadow.")):
+        judged = [sh for sh in shadows if t.engine is None or sh.candidate == t.engine]
+        if not judged:
+            failures.append(f"{t} ({t.source}): no shadow comparison{f' with candidate {t.engine}' if t.engine else ''} "
+                            "ran; name one with --retrieval-shadow CANDIDATE:BASELINE")
+        for sh in judged:
+            value = sh.gain if t.measure == "shadow.gain" else sh.delta(t.measure[7:])
+            if not t.holds(value):
+                what = "knowledge gain" if t.measure == "shadow.gain" else f"{t.measure[7:]} delta"
+                worst = "; ".join(f"{m.query_id} {m.contribution:+.4f}" for m in sh.movers if m.contribution < 0)
+                failures.append(f"shadow {sh.candidate}:{sh.baseline}: {what} = {value:+.4f}, required {t.op} "
+                                f"{t.value:g} (from {t.source}; n={sh.n}, {sh.better} better, {sh.worse} worse; "
+                                f"p={sh.gain_p:.3g}){f'; most lost: {worst}' if worst else ''}")
+    return failures
 
 
 def check_lint(thresholds: Sequence[Threshold], reports: Sequence) -> list[str]:
@@ -246,3 +279,38 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
                 f"{f', corrected {p:.3g} < {alpha:g}' if noise_aware else ''}); moved: {movers or 'none'}"
             )
     return failures
+
+
+# --- shadow comparisons (run/shadow.py computes them) ---------------------------------------
+
+def parse_weights(text: str) -> dict[str, float]:
+    """``recall@5=2,ndcg@5=1`` -> canonical measure name -> weight (positive numbers), by name."""
+    weights: dict[str, float] = {}
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        name, sep, raw = item.partition("=")
+        try:
+            value = float(raw) if sep else math.nan
+        except ValueError:
+            value = math.nan
+        if not value > 0 or math.isinf(value):
+            raise RetrievalEvalError(f"gain weight {item.strip()!r} not understood; expected MEASURE=WEIGHT with a "
+                                     "positive weight, e.g. 'recall@5=2,ndcg@5=1'")
+        weights[Measure.parse(name).name] = value
+    if not weights:
+        raise RetrievalEvalError("gain weights are empty; expected e.g. 'recall@5=2,ndcg@5=1'")
+    return dict(sorted(weights.items()))  # one order, as results.json keeps them
+
+
+def parse_pair(text: str, source: str = "") -> tuple[str, str]:
+    """``CANDIDATE:BASELINE`` -> the two engine names."""
+    candidate, sep, baseline = (text or "").partition(":")
+    candidate, baseline = candidate.strip(), baseline.strip()
+    where = f" (from {source})" if source else ""
+    if not sep or not candidate or not baseline or ":" in baseline:
+        raise RetrievalEvalError(f"shadow {text!r}{where} not understood; expected CANDIDATE:BASELINE, e.g. "
+                                 "'hybrid-rerank:hybrid'")
+    if candidate == baseline:
+        raise RetrievalEvalError(f"shadow {text!r}{where} compares an engine with itself")
+    return candidate, baseline

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .baseline import BaselineComparison, compare
-from .rules import (Breach, MaxDrop, Row, Threshold, check, check_drops, check_lint, measures_needed,
-                    parse_max_drops, parse_thresholds)
+from .rules import (DEFAULT_GAIN_WEIGHTS, Breach, MaxDrop, Row, Threshold, check, check_drops, check_lint,
+                    check_shadows, measures_needed, parse_max_drops, parse_thresholds, parse_weights, shadow_measures)
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure
 from ..ir.stats import CORRECTION_NAMES, POWER, detectable_drop, queries_needed
 from ..run.lint import KINDS as RUN_LINT_KINDS
@@ -60,11 +60,18 @@ def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) ->
     return out
 
 
+#: the cutoff of the freshness columns a versioned corpus adds to the table
+FRESHNESS_K = 5
+
+
 def table_measures(run: RunResults, configured: Sequence[Measure]) -> list[str]:
-    """The configured columns; by default, nDCG@10 joins them for qrels-style judgements."""
+    """The configured columns; by default, nDCG@10 joins them for qrels-style judgements, and the
+    freshness measures at 5 for a corpus with versioned documents (unless some are configured)."""
     names = [m.name for m in configured]
     if tuple(configured) == DEFAULT_TABLE_MEASURES and any(e.labeled.multi_judged for e in run.evaluations):
         names.append("ndcg@10")
+    if any(e.freshness is not None for e in run.evaluations) and not any(m.freshness for m in configured):
+        names += [f"freshness.stale_free@{FRESHNESS_K}", f"freshness.conflict_free@{FRESHNESS_K}"]
     return names
 
 
@@ -85,6 +92,8 @@ class Verdict:
     other_failures: list[str] = field(default_factory=list)  # lost xdist workers
     lint: list = field(default_factory=list)  # lint.LintReport per ingestion
     lint_failures: list[str] = field(default_factory=list)
+    shadows: list = field(default_factory=list)  # run.shadow.Shadow per configured pair and labeled set
+    shadow_failures: list[str] = field(default_factory=list)
 
     @property
     def failures(self) -> list[str]:
@@ -94,7 +103,7 @@ class Verdict:
         if self.baseline is not None:
             out += [f"baseline refused: {r}; re-save the baseline, or compare anyway with --retrieval-baseline-force"
                     for r in self.baseline.refusals]
-        return out + self.drop_failures + self.lint_failures
+        return out + self.drop_failures + self.lint_failures + self.shadow_failures
 
     @property
     def failed(self) -> bool:
@@ -105,21 +114,36 @@ class Verdict:
         return f"{CORRECTION_NAMES[self.correction]} over {len(self.comparisons)} comparisons"
 
 
+def _why(e, measure: str) -> str:
+    lines = [line.strip() for line in e.freshness_lines(Measure.parse(measure), limit=10)]
+    return lines[0] + (f" ({'; '.join(lines[1:])})" if len(lines) > 1 else "") if lines else ""
+
+
 def judge(run: RunResults, *, measures: Sequence[str], thresholds: Sequence[Threshold] = (),
           max_drops: Sequence[MaxDrop] = (), baseline: RunResults | None = None, force: bool = False,
           noise_aware: bool = False, alpha: float = 0.05, other_failures: Sequence[str] = (),
-          correction: str = "holm", confidence: str = "point") -> Verdict:
+          correction: str = "holm", confidence: str = "point", shadows: Sequence[tuple[str, str]] = (),
+          gain_weights: dict[str, float] | None = None) -> Verdict:
     needed = list(dict.fromkeys([*measures, *measures_needed(thresholds)]))
     gated = measures_needed(thresholds) if confidence == "lower" else []
     rows = [Row(e.engine, e.labeled.name, {**{m: e.mean(m) for m in needed},
                                            **{f"run.{k}": float(len(e.run_lint.get(k, ()))) for k in RUN_LINT_KINDS}},
-                e.n, e.n_errored, {m: e.ci(m) for m in gated}) for e in run.evaluations]
+                e.n, e.n_errored, {m: e.ci(m) for m in gated},
+                {m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness})
+            for e in run.evaluations]
     verdict = Verdict(run, list(measures), rows, run.comparisons(measures, correction), alpha,
                       breaches=check(thresholds, rows, confidence=confidence) if rows else [],
                       other_failures=list(other_failures), lint=list(run.lint),
                       lint_failures=check_lint(thresholds, run.lint), correction=correction, confidence=confidence,
                       detectable=detectable_drops(run, gated_measures(thresholds, max_drops), alpha),
                       warnings=underpowered(run, max_drops, alpha))
+    if shadows or any(t.measure.startswith("shadow.") for t in thresholds):
+        from ..run.shadow import shadows as compare_shadows
+
+        weights = gain_weights or parse_weights(DEFAULT_GAIN_WEIGHTS)
+        verdict.shadows, problems = compare_shadows(run, shadows, weights,
+                                                    list(dict.fromkeys([*measures, *shadow_measures(thresholds)])))
+        verdict.shadow_failures = problems + check_shadows(thresholds, verdict.shadows)
     if baseline is not None:
         compared = list(dict.fromkeys([*measures, *(d.measure for d in max_drops)]))
         verdict.baseline = compare(run, baseline, compared, force=force, correction=correction)
@@ -130,7 +154,8 @@ def judge(run: RunResults, *, measures: Sequence[str], thresholds: Sequence[Thre
 def record_settings(run: RunResults, *, configured: Sequence[Measure], thresholds: Sequence[Threshold] = (),
                     max_drops: Sequence[MaxDrop] = (), alpha: float = 0.05, noise_aware: bool = False,
                     baseline: str | None = None, baseline_force: bool = False,
-                    failures: Sequence[str] = (), correction: str = "holm", confidence: str = "point") -> RunResults:
+                    failures: Sequence[str] = (), correction: str = "holm", confidence: str = "point",
+                    shadows: Sequence[tuple[str, str]] = (), gain_weights: Sequence[tuple[str, float]] = ()) -> RunResults:
     """Write into ``run`` how it is to be judged and rendered, in plain JSON, so a saved
     results.json is judged again (``judge_recorded``) exactly as the live run was."""
     measures = table_measures(run, configured)
@@ -143,6 +168,9 @@ def record_settings(run: RunResults, *, configured: Sequence[Measure], threshold
         "alpha": alpha, "noise_aware": noise_aware, "baseline": baseline, "baseline_force": baseline_force,
         "failures": list(failures), "correction": correction, "confidence": confidence,
     }
+    if shadows:
+        run.settings["shadows"] = [list(p) for p in shadows]
+        run.settings["gain_weights"] = dict(gain_weights) or parse_weights(DEFAULT_GAIN_WEIGHTS)
     return run
 
 
@@ -155,4 +183,5 @@ def judge_recorded(run: RunResults, *, baseline: RunResults | None = None,
                  max_drops=parse_max_drops((t, src) for t, src in s.get("max_drops", [])),
                  baseline=baseline, force=bool(s.get("baseline_force")), noise_aware=bool(s.get("noise_aware")),
                  alpha=float(s.get("alpha", 0.05)), other_failures=[*s.get("failures", []), *extra_failures],
-                 correction=s.get("correction", "holm"), confidence=s.get("confidence", "point"))
+                 correction=s.get("correction", "holm"), confidence=s.get("confidence", "point"),
+                 shadows=[tuple(p) for p in s.get("shadows", [])], gain_weights=s.get("gain_weights"))

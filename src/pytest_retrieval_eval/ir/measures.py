@@ -19,6 +19,9 @@ FAMILIES: dict[str, tuple[bool, str]] = {
     "precision": (True, "P"),
     "ndcg": (False, "ndcg_cut"),
     "map": (False, "map"),
+    # from the corpus's document versions, not from qrels (see data/freshness.py)
+    "freshness.stale_free": (True, ""),
+    "freshness.conflict_free": (True, ""),
 }
 
 _ALIASES = {
@@ -40,6 +43,7 @@ _ALIASES = {
 }
 
 _PATTERN = re.compile(r"^\s*([a-z_]+?)(?:(?:@|_|\.)([+-]?\d+))?\s*$")
+_FRESHNESS = re.compile(r"^\s*freshness\.(stale_free|conflict_free)(?:@([+-]?\d+))?\s*$")
 
 
 @dataclass(frozen=True, order=True)
@@ -63,6 +67,11 @@ class Measure:
             )
 
     @property
+    def freshness(self) -> bool:
+        """Judged on the corpus's document versions rather than on relevance labels."""
+        return self.family.startswith("freshness.")
+
+    @property
     def name(self) -> str:
         return self.family if self.k is None else f"{self.family}@{self.k}"
 
@@ -78,8 +87,12 @@ class Measure:
             raise RetrievalEvalError(f"a measure name must be a string, got {text!r}")
         m = _PATTERN.match(text.lower())
         family = _ALIASES.get(m.group(1)) if m else None
+        fresh = _FRESHNESS.match(text.lower())
+        if fresh is not None:
+            m, family = fresh, f"freshness.{fresh.group(1)}"
         if m is None or family is None:
-            known = ", ".join(["hit@k", "mrr", "mrr@k", "recall@k", "precision@k", "ndcg@k", "map", "map@k"])
+            known = ", ".join(["hit@k", "mrr", "mrr@k", "recall@k", "precision@k", "ndcg@k", "map", "map@k",
+                               "freshness.stale_free@k", "freshness.conflict_free@k"])
             raise RetrievalEvalError(f"unknown measure '{text}'; known measures: {known}")
         k = int(m.group(2)) if m.group(2) is not None else None
         if k is not None and k < 1:
@@ -103,3 +116,7 @@ def parse_measures(items) -> list[Measure]:
 DEFAULT_TABLE_MEASURES = tuple(
     Measure.parse(n) for n in ("hit@1", "hit@3", "hit@5", "hit@10", "hit@20", "mrr")
 )
+
+#: The weights of a shadow comparison's knowledge gain unless configured (``run/shadow.py``):
+#: finding the gold documents counts twice as much as ordering them.
+DEFAULT_GAIN_WEIGHTS = "recall@5=2,ndcg@5=1"

@@ -18,6 +18,7 @@ from typing import Iterable, Mapping, Sequence, Sized
 
 import numpy as np
 
+from ..errors import RetrievalEvalError
 from .measures import Measure, parse_measures
 from .qrels import Qrels
 from .runs import Run
@@ -52,6 +53,10 @@ def evaluate(
     if isinstance(measures, (str, Measure)):
         measures = [measures]
     parsed = parse_measures(measures)
+    fresh = [m.name for m in parsed if m.freshness]
+    if fresh:
+        raise RetrievalEvalError(f"{', '.join(fresh)}: freshness measures are judged on the corpus's document "
+                                 "versions, not on qrels; read them from an evaluation (results['" + fresh[0] + "'])")
     qrels = as_qrels(qrels)
     run = as_run(run)
     qids = list(qrels)

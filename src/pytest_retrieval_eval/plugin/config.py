@@ -16,7 +16,7 @@ from .._http import DEFAULT_CHAT_MODEL
 from .._secrets import SecretText
 from ..engines.hybrid import HybridConfig
 from ..errors import RetrievalEvalError
-from ..gate.rules import MaxDrop, Threshold, parse_max_drops, parse_thresholds
+from ..gate.rules import MaxDrop, Threshold, parse_max_drops, parse_pair, parse_thresholds, parse_weights
 from ..hybrid.ingest import IngestConfig
 from ..hybrid.store.base import check_identifier
 from ..ir.measures import Measure, parse_measures
@@ -38,6 +38,7 @@ class DataConfig:
     regenerate: bool = False
     generator_model: str = DEFAULT_CHAT_MODEL
     max_doc_mb: float = 10.0
+    as_of: str | None = None  # ISO day freshness is judged on; None: the day the run starts
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,8 @@ class GateConfig:
     alpha: float = 0.05
     correction: str = "holm"  # multiple comparisons: holm, bh or none
     confidence: str = "point"  # thresholds on the point estimate, or the interval's lower bound
+    shadows: tuple[tuple[str, str], ...] = ()  # (candidate, baseline) engine pairs
+    gain_weights: tuple[tuple[str, float], ...] = (("ndcg@5", 1.0), ("recall@5", 2.0))
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,9 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool) -> RetrievalC
         baseline=get("baseline"), baseline_force=get("baseline_force"),
         noise_aware=get("noise_aware"), alpha=get("alpha"), correction=get("correction"),
         confidence=get("confidence"),
+        shadows=tuple(dict.fromkeys(parse_pair(t, src) for t, src in get("shadow")
+                                    if t.strip() and not t.strip().startswith("#"))),
+        gain_weights=tuple(parse_weights(get("gain_weights")).items()),
     )
     if gate.max_drops and gate.baseline is None:
         raise RetrievalEvalError("--retrieval-max-drop / retrieval_max_drops compare with a baseline: "
@@ -141,7 +147,8 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool) -> RetrievalC
         data=DataConfig(corpus=get("corpus"), questions=get("questions"),
                         questions_explicit=questions_explicit,
                         split=get("split"), stale=get("stale"), regenerate=get("regenerate"),
-                        generator_model=get("generator_model"), max_doc_mb=get("max_doc_mb")),
+                        generator_model=get("generator_model"), max_doc_mb=get("max_doc_mb"),
+                        as_of=get("as_of")),
         run=RunConfig(engines=tuple(t for t, _ in get("engine")), depth=get("depth"), trials=get("trials"),
                       timeout=get("timeout"), concurrency=get("concurrency")),
         hybrid=HybridSetup(store=get("store"), dsn=SecretText(get("dsn")) if get("dsn") else None,

@@ -23,7 +23,7 @@ from ..data.chunking import Chunking
 from ..engines.base import DEFAULT_DEPTH
 from ..engines.hybrid import HybridConfig
 from ..hybrid.store.base import BACKENDS
-from ..ir.measures import DEFAULT_TABLE_MEASURES
+from ..ir.measures import DEFAULT_GAIN_WEIGHTS, DEFAULT_TABLE_MEASURES
 
 PREFIX = "retrieval"
 ENV_PREFIX = "RETRIEVAL_EVAL_"
@@ -66,6 +66,12 @@ def fraction(*, closed_top: bool) -> Callable[[str], float]:
             raise ValueError(f"must be {'a similarity in (0, 1]' if closed_top else 'between 0 and 1'}, got {shown}")
         return value
     return parse
+
+
+def day(text: str) -> str:
+    from ..data.freshness import parse_day
+
+    return parse_day(text).isoformat()
 
 
 def choice(*names: str) -> Callable[[str], str]:
@@ -136,6 +142,8 @@ OPTIONS: tuple[Option, ...] = (
            "needs RETRIEVAL_EVAL_API_KEY or OPENROUTER_API_KEY)", False, kind="switch", ini=None),
     Option("generator_model", "chat model for question generation", DEFAULT_CHAT_MODEL, metavar="MODEL",
            env=f"{ENV_PREFIX}GENERATOR_MODEL", cli=("generate",), cli_aliases=("--model",)),
+    Option("as_of", "the day freshness is judged on: documents superseded or outside their validity then are stale "
+           "(default: today; recorded in the reports)", None, day, metavar="YYYY-MM-DD", env=f"{ENV_PREFIX}AS_OF"),
     Option("max_doc_mb", "refuse corpus documents larger than this", 10.0, positive, metavar="MB"),
     Option("trials", "evaluate each engine N times: spread across trials and pass@k / pass^k of each threshold", 1,
            whole(1), metavar="N"),
@@ -194,6 +202,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("confidence", "judge threshold rules on the point estimate, or on the lower bound of its 95 percent bootstrap "
            "interval (lower: pass only when 95 percent sure)", "point", choice("point", "lower"), metavar="MODE",
            cli=("report",)),
+    Option("shadow", "compare two engines of this run on the same queries: per-measure deltas with paired tests, "
+           "the queries and documents that moved, and one knowledge-gain score; gate with 'shadow.gain>=0'; repeatable",
+           kind="lines", ini="retrieval_shadows", metavar="CANDIDATE:BASELINE"),
+    Option("gain_weights", "weights of the knowledge gain: the weighted mean of the shadow's measure deltas",
+           DEFAULT_GAIN_WEIGHTS, metavar="MEASURE=W,..."),
     Option("baseline_force", "compare with a baseline even when its corpus, labeled set or metric fingerprints "
            "differ", False, kind="switch", ini=None, cli=("report",)),
     # reports

@@ -116,6 +116,7 @@ class RetrievalSession:
         self._reuse = None  # hybrid.reuse.StoreReuse, made on the first ingestion
         self._corpus = None
         self._labeled = None
+        self._freshness: dict[str, Any] = {}  # corpus fingerprint -> data.freshness.Freshness | None
         self.outcome: Outcome | None = None
 
     # --- engines -----------------------------------------------------------------------------
@@ -202,6 +203,17 @@ class RetrievalSession:
             self._labeled = load_labeled(self.config.data, corpus, self.config.hybrid.ingest, self.progress)
         return self._labeled
 
+    def freshness(self, corpus: Any):
+        """The corpus's versioned documents on the configured day (default: today), once."""
+        if corpus.fingerprint not in self._freshness:
+            import datetime as dt
+
+            from ..data.freshness import Freshness
+
+            as_of = dt.date.fromisoformat(self.config.data.as_of) if self.config.data.as_of else dt.date.today()
+            self._freshness[corpus.fingerprint] = Freshness.of(corpus.docs, as_of)
+        return self._freshness[corpus.fingerprint]
+
     # --- evaluations -------------------------------------------------------------------------
     def evaluate(self, engine: Any, labeled: Any, *, name: str | None = None, corpus: Any = None,
                  record: bool = True):
@@ -221,6 +233,8 @@ class RetrievalSession:
 
             first = once()
             first.trial_results = tuple(once().results for _ in range(run.trials - 1))
+            if corpus is not None:
+                first.freshness = self.freshness(corpus)
             if corpus is not None:  # what the drill-down page shows of the documents, taken now
                 self._snippets.update(snippets([first], corpus))
             if not record:
@@ -263,7 +277,7 @@ class RetrievalSession:
             thresholds=cfg.gate.thresholds, max_drops=cfg.gate.max_drops, alpha=cfg.gate.alpha,
             noise_aware=cfg.gate.noise_aware, baseline=shown(cfg.gate.baseline) or None,
             baseline_force=cfg.gate.baseline_force, correction=cfg.gate.correction,
-            confidence=cfg.gate.confidence,
+            confidence=cfg.gate.confidence, shadows=cfg.gate.shadows, gain_weights=cfg.gate.gain_weights,
             failures=[*(f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers),
                       *missing])
         baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])

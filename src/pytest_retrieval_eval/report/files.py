@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping
 
 from .._atomic import write_text_atomic
 from ..types import sha256_text
-from . import plot, table
+from . import plot, shadow, table
 
 
 def safe_name(name: str) -> str:
@@ -53,6 +53,9 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
                 f"- corpus: {e.corpus} (fingerprint {str(e.corpus_fingerprint)[:16]})",
                 f"- labeled set: {e.labeled.name} (fingerprint {e.labeled.fingerprint[:16]}), {e.n} queries, "
                 f"{e.n_errored} errored"]
+        if e.freshness is not None:
+            out.append(f"- freshness as of {e.freshness.as_of}: {len(e.freshness.stale)} stale of "
+                       f"{len({*e.freshness.versions, *e.freshness.stale})} versioned documents")
         out += [f"- {k}: {v}" for k, v in sorted(e.engine_info.items()) if k != "engine"]
     if verdict.baseline is not None:
         out += ["", "## Against the baseline", "",
@@ -69,6 +72,7 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
             out += ["", "Biggest per-query movers:", ""]
             out += [f"- {d.engine} {d.measure} {m.query_id}: {m.before:g} -> {m.after:g} ({m.question})" for d, m in movers]
         out += [f"- note: {n}" for n in verdict.baseline.notes]
+    out += shadow.markdown_lines(verdict)
     lints = [(e.engine, k, v) for e in verdict.run.evaluations for k, v in e.run_lint.items() if v]
     if lints:
         out += ["", "## Run lint", "", "| engine | kind | queries | first |", "|---|---|---|---|"]

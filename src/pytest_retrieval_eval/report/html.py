@@ -8,7 +8,7 @@ import importlib.resources
 import math
 from typing import Any, Iterable
 
-from . import plot, table
+from . import plot, shadow, table
 from .terminal import baseline_lines
 
 MISS_AT = 10
@@ -68,11 +68,13 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
             known = base is not None and q.query_id in base_ranks
             before = base_ranks.get(q.query_id) if known else None
             moved = _movement(rank, before) if known else None
-            ranked = [{"doc": d, "gold": q.relevant.get(d, 0) >= 1,
+            stale = r.freshness.stale if r.freshness is not None else {}
+            ranked = [{"doc": d, "gold": q.relevant.get(d, 0) >= 1, "stale": stale.get(d, ""),
                        "snippet": text.get(d, "") if i < SNIPPETS_PER_QUERY else ""}
                       for i, d in enumerate(res.doc_ids[:MISS_AT])]
             row = {"id": q.query_id, "question": q.question, "gold": sorted(q.relevant.items(), key=lambda kv: -kv[1]),
                    "ranked": ranked, "rank": rank, "error": res.error, "miss": rank is None or rank > MISS_AT,
+                   "stale": any(x["stale"] for x in ranked),
                    "moved": moved, "base_rank": before,
                    "search": " ".join([q.question, q.query_id, *q.relevant, *res.doc_ids[:MISS_AT]]).lower()}
             rows.append(row)
@@ -80,7 +82,9 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
                                                                "search": row["search"], "miss": False, "error": False,
                                                                "moved": False})["cells"].append(row)
         engines.append({"name": r.engine, "labeled": r.labeled.name, "info": sorted(r.engine_info.items()),
-                        "rows": rows, "misses": sum(x["miss"] for x in rows), "errors": sum(bool(x["error"]) for x in rows)})
+                        "rows": rows, "misses": sum(x["miss"] for x in rows), "errors": sum(bool(x["error"]) for x in rows),
+                        "stale": sum(x["stale"] for x in rows),
+                        "as_of": r.freshness.as_of if r.freshness is not None else None})
     template = importlib.resources.files(__package__).joinpath("page.html.j2").read_text(encoding="utf-8")
     env = Environment(autoescape=True, keep_trailing_newline=True)
     return env.from_string(template).render(
@@ -94,6 +98,11 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
         effects=[{"a": c.a, "b": c.b, "labeled": c.labeled, "measure": c.measure, "delta": table._signed(c.delta),
                   "ci": f"[{table._signed(c.ci[0])}, {table._signed(c.ci[1])}]", "p": f"{c.p:.3g}",
                   "p_adjusted": f"{table._p(c):.3g}"} for c in verdict.comparisons],
+        shadows=[{"headline": shadow.headline(sh), "better": sh.better, "worse": sh.worse, "same": sh.same,
+                  "deltas": [{"measure": d.measure, "candidate": f"{d.candidate:.4f}", "baseline": f"{d.baseline:.4f}",
+                              "delta": table._signed(d.delta), "ci": shadow._ci(d.ci), "p": f"{d.p:.3g}"}
+                             for d in sh.deltas],
+                  "movers": shadow.movers(sh), "documents": shadow.documents(sh)} for sh in verdict.shadows],
         detectable=[f"{d.engine} on {d.labeled}: {d.measure} {d.drop:.3f} at 80% power, alpha {verdict.alpha:g} "
                     f"({d.n} queries)" for d in verdict.detectable] + [f"warning: {w}" for w in verdict.warnings],
     )

@@ -99,24 +99,78 @@ def legend(verdict: Any, *, markdown: bool = False) -> list[str]:
     return [text] if markdown else textwrap.wrap(text, width=80, break_on_hyphens=False)
 
 
+def short(measure: str) -> str:
+    """A column header: freshness measures without their family prefix (the table fits)."""
+    return measure.split(".", 1)[1] if measure.startswith("freshness.") else measure
+
+
+def freshness_lines(verdict: Any, *, markdown: bool = False, limit: int = 3) -> list[str]:
+    """Under the table, per engine and freshness column: how many queries got a stale document
+    (or two versions of one) in the top k and which, then why each document shown is stale."""
+    from ..ir.measures import Measure
+
+    fresh = [Measure.parse(m) for m in verdict.measures if m.startswith("freshness.")]
+    evaluations = [e for e in verdict.run.evaluations if e.freshness is not None]
+    if not fresh or not evaluations:
+        return []
+    entries, why = [], {}
+    for e in evaluations:
+        for m in fresh:
+            if m.family == "freshness.stale_free":
+                found = {r.query_id: hits for r in e.results if (hits := e.freshness.stale_hits(r.doc_ids, m.k))}
+                what = f"{len(found)} of {e.n} queries with a stale document in the top {m.k}"
+            else:
+                found = {q: [" and ".join(c) for c in cs] for q, cs in e.conflicting_queries(m.k).items()}
+                what = f"{len(found)} of {e.n} queries with two versions of one document in the top {m.k}"
+            if found:
+                shown = list(found.items())[:limit]
+                if m.family == "freshness.stale_free":
+                    why.update((d, e.freshness.stale[d]) for _, docs in shown for d in docs)
+                more = f"; ... {len(found) - limit} more" if len(found) > limit else ""
+                listed = "; ".join(f"{q}: {', '.join(v)}" for q, v in shown)
+                entries.append(f"{e.engine}: {what} ({listed}{more})")
+    entries = entries or ["no stale document and no two versions of one in any top k"]
+    entries += [f"{d} is stale: {reason}" for d, reason in sorted(why.items())]
+    day = ", ".join(sorted({e.freshness.as_of for e in evaluations}))
+    if markdown:
+        return [f"Freshness as of {day}:", ""] + [f"- {t}" for t in entries]
+    lines = [f"freshness as of {day}:"]
+    for text in entries:
+        lines += textwrap.wrap(text, width=80, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+    return lines
+
+
 def render(verdict: Any, *, ci: bool = True) -> list[str]:
     """Terminal lines. Under each row, ``±`` is the larger side of the 95% bootstrap interval; then
-    the legend, the engines' differences (not with ``ci=False``, the quiet form) and what the
-    labeled set can detect."""
+    the legend, the freshness columns in a table of their own with the queries behind them (the
+    main table keeps to 80 columns), the engines' differences (not with ``ci=False``, the quiet
+    form) and what the labeled set can detect."""
+    relevance = [m for m in verdict.measures if not m.startswith("freshness.")]
+    fresh = [m for m in verdict.measures if m.startswith("freshness.")]
+    lines = _grid(verdict, relevance, "engine", ci=ci) + legend(verdict)
+    if fresh:
+        lines += _grid(verdict, fresh, "freshness", ci=False) + freshness_lines(verdict)[1:]
+    return lines + (effect_lines(verdict) if ci else []) + detectable_lines(verdict)
+
+
+def _grid(verdict: Any, measures: Sequence[str], first: str, *, ci: bool) -> list[str]:
     names, beaten = letters(verdict), wins(verdict)
     several_sets = len({e.labeled.name for e in verdict.run.evaluations}) > 1
-    header = ["engine"] + (["labeled set"] if several_sets else []) + list(verdict.measures) + ["n", "errored"]
+    if first == "freshness":
+        days = sorted({e.freshness.as_of for e in verdict.run.evaluations if e.freshness is not None})
+        first = f"freshness as of {', '.join(days)}" if days else first
+    header = [first] + (["labeled set"] if several_sets else []) + [short(m) for m in measures] + ["n", "errored"]
     lines: list[list[str]] = [header]
     rows = {(r.engine, r.labeled): r for r in verdict.rows}
     for e in verdict.run.evaluations:
         r = rows[e.key]
         label = e.engine + (" " + _sup(names[e.key]) if e.key in names else "")
         cells = [label] + ([e.labeled.name] if several_sets else [])
-        cells += [fmt(r.values[m]) + _sup(beaten.get((e.key, m), "")) for m in verdict.measures]
+        cells += [fmt(r.values[m]) + _sup(beaten.get((e.key, m), "")) for m in measures]
         lines.append(cells + [str(r.n), str(r.errors)])
         if ci and r.n:
             spread = []
-            for m in verdict.measures:
+            for m in measures:
                 lo, hi = e.ci(m)
                 half = max(r.values[m] - lo, hi - r.values[m])
                 spread.append("" if math.isnan(half) else "±" + f"{half:.3f}".lstrip("0"))
@@ -128,7 +182,7 @@ def render(verdict: Any, *, ci: bool = True) -> list[str]:
         parts = [c.ljust(w) if i < n_text else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))]
         return "  ".join(parts).rstrip()
 
-    return [line(cells) for cells in lines] + legend(verdict) + (effect_lines(verdict) if ci else []) + detectable_lines(verdict)
+    return [line(cells) for cells in lines]
 
 
 def markdown(verdict: Any) -> list[str]:
@@ -146,6 +200,9 @@ def markdown(verdict: Any) -> list[str]:
             cells.append(fmt(r.values[m]) + _sup(beaten.get((e.key, m), "")) + interval)
         out.append("| " + " | ".join(cells + [str(r.n), str(r.errors)]) + " |")
     out += [""] + legend(verdict)
+    fresh = freshness_lines(verdict, markdown=True)
+    if fresh:
+        out += [""] + fresh
     effects = effect_lines(verdict, markdown=True)
     if effects:
         out += ["", "Differences between engines (paired mean over queries, 95% bootstrap interval; p corrected by "

@@ -5,13 +5,13 @@ from __future__ import annotations
 import textwrap
 from typing import Any, Mapping
 
-from . import table
+from . import shadow, table
 
 
 def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unavailable: Mapping[str, str],
                   verbosity: int = 0) -> None:
     verdict = outcome.verdict
-    if report or outcome.failed or verdict.baseline is not None:
+    if report or outcome.failed or verdict.baseline is not None or verdict.shadows:
         tr.write_sep("-", "retrieval evaluation")
     if report:
         if verdict.rows:
@@ -37,6 +37,8 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
     if verdict.baseline is not None:
         for line in baseline_lines(verdict):
             tr.write_line(line)
+    for line in shadow.terminal_lines(verdict):
+        tr.write_line(line)
     for note in outcome.notes:
         tr.write_line(f"note: {note}", yellow=True)
     if thresholds and not verdict.rows and not outcome.failed:

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .._textfiles import read_text
+from ..data.freshness import Freshness
 from ..data.labeled import LabeledSet
 from ..data.lint import LintReport
 from ..engines.base import DEFAULT_DEPTH
@@ -71,6 +72,10 @@ class MeasureValue(float):
             f"{r.engine}: {self.measure} = {float(self):.4f}, expected {op} {other} "
             f"(n={r.n} queries, {r.n_errored} errored, labeled set {r.labeled.name})"
         ]
+        parsed = Measure.parse(self.measure)
+        if parsed.freshness:
+            lines.extend(r.freshness_lines(parsed, limit))
+            return lines
         misses = r.worst(self.measure, limit)
         if misses:
             lines.append(f"worst-scoring queries on {self.measure}:")
@@ -93,6 +98,8 @@ class EvaluationResult:
     trial_results: tuple[tuple[QueryResult, ...], ...] = ()
     #: run lint: kind (``RUN_LINT_KINDS``) -> query ids, in labeled-set order
     run_lint: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the corpus's versioned documents on the run's as-of day; None when it has none
+    freshness: Freshness | None = None
     _values: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
     _cis: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
     _run: Run | None = field(default=None, repr=False)
@@ -140,15 +147,41 @@ class EvaluationResult:
         return self._run
 
     def per_query(self, measure: "str | Measure") -> dict[str, float]:
-        name = Measure.parse(measure).name
+        parsed = Measure.parse(measure)
+        name = parsed.name
         if name not in self._values:
-            self._values[name] = evaluate(self.labeled.qrels, self.run, [name], per_query=True)[name]
+            if parsed.freshness:  # an errored query scores 0, as it does on every measure: never a pass
+                kind = parsed.family.split(".", 1)[1]
+                self._values[name] = {} if self.freshness is None else {
+                    r.query_id: 0.0 if r.errored else self.freshness.value(kind, r.doc_ids, parsed.k)
+                    for r in self.results}
+            else:
+                self._values[name] = evaluate(self.labeled.qrels, self.run, [name], per_query=True)[name]
         return self._values[name]
 
     def values(self, measure: "str | Measure") -> np.ndarray:
-        """Per-query values in labeled-set order (a query the run left out scores 0)."""
+        """Per-query values in labeled-set order (a query the run left out scores 0). A freshness
+        measure on a corpus without versioned documents has no value: NaN for every query."""
         per = self.per_query(measure)
+        if not per and Measure.parse(measure).freshness:
+            return np.full(self.n, math.nan)
         return np.array([per.get(q.query_id, 0.0) for q in self.labeled.queries], dtype=np.float64)
+
+    def stale_queries(self, k: int) -> dict[str, list[str]]:
+        """Query id -> the stale documents in its top k, with why, in labeled-set order."""
+        if self.freshness is None:
+            return {}
+        out = {}
+        for r in self.results:
+            hits = self.freshness.stale_hits(r.doc_ids, k)
+            if hits:
+                out[r.query_id] = [f"{d} ({self.freshness.stale[d]})" for d in hits]
+        return out
+
+    def conflicting_queries(self, k: int) -> dict[str, list[tuple[str, ...]]]:
+        if self.freshness is None:
+            return {}
+        return {r.query_id: c for r in self.results if (c := self.freshness.conflicts(r.doc_ids, k))}
 
     def mean(self, measure: "str | Measure") -> float:
         v = self.values(measure)
@@ -192,9 +225,9 @@ class EvaluationResult:
             return {}
         out: dict[str, list[float]] = {m: [] for m in measures}
         for results in (self.results, *self.trial_results):
-            run = Run.from_ranked({r.query_id: r.doc_ids for r in results})
-            for m, v in evaluate(self.labeled.qrels, run, list(measures)).items():
-                out[m].append(v)
+            trial = EvaluationResult(self.engine, self.labeled, tuple(results), freshness=self.freshness)
+            for m in measures:
+                out[m].append(trial.mean(m))
         return out
 
     # --- per query -----------------------------------------------------------------------------
@@ -241,6 +274,24 @@ class EvaluationResult:
             )
         return lines
 
+    def freshness_lines(self, measure: Measure, limit: int = 5) -> list[str]:
+        """Why a freshness measure is below 1: the queries and the documents, or that the corpus
+        has no versioned documents to judge."""
+        if self.freshness is None:
+            return [f"the corpus {self.corpus or ''} has no versioned documents (version_key, valid_from, "
+                    "valid_until, superseded_by): nothing to judge".replace("corpus  has", "corpus has")]
+        if measure.family == "freshness.stale_free":
+            found = {q: ", ".join(docs) for q, docs in self.stale_queries(measure.k).items()}
+            head = f"queries with a stale document in the top {measure.k} (as of {self.freshness.as_of})"
+        else:
+            found = {q: "; ".join(" and ".join(c) for c in cs) for q, cs in self.conflicting_queries(measure.k).items()}
+            head = f"queries with two versions of one document in the top {measure.k}"
+        if not found:
+            return []
+        shown = list(found.items())[:limit]
+        more = f" ... and {len(found) - limit} more" if len(found) > limit else ""
+        return [f"{head}: {len(found)}"] + [f"  {q}: {what}" for q, what in shown] + ([more] if more else [])
+
     # --- serialisation: one form for xdist, baselines and results.json --------------------------
     def to_dict(self, measures: Sequence[str] | None = None, *, timing: bool = False) -> dict[str, Any]:
         """The source of truth; with ``measures``, also the values derived from it (what
@@ -263,6 +314,8 @@ class EvaluationResult:
             "trial_rankings": [[[list(r.doc_ids), r.error] for r in t] for t in self.trial_results],
             "run_lint": {k: list(self.run_lint.get(k, ())) for k in RUN_LINT_KINDS},
         }
+        if self.freshness is not None:
+            d["freshness"] = self.freshness.to_dict()
         if measures is not None:
             d["errors"] = self.errors
             d["trials"] = self.trial_means(measures)
@@ -293,7 +346,8 @@ class EvaluationResult:
         context = {"corpus": corpus.get("name"), "corpus_fingerprint": corpus.get("fingerprint")}
         run_lint = {k: tuple(v) for k, v in (d.get("run_lint") or {}).items() if k in RUN_LINT_KINDS}
         return cls(d["engine"], labeled, results, d.get("engine_info", {}), d.get("depth", DEFAULT_DEPTH),
-                   {k: v for k, v in context.items() if v is not None}, trials, run_lint)
+                   {k: v for k, v in context.items() if v is not None}, trials, run_lint,
+                   Freshness.from_dict(d.get("freshness")))
 
 
 @dataclass(frozen=True)
@@ -336,7 +390,7 @@ class RunResults:
     @property
     def measures(self) -> list[str]:
         """Every measure recorded per query: the standard ones plus those the settings use."""
-        return measure_names(self.settings.get("measures_recorded", ()))
+        return measure_names(self.settings.get("recorded_measures", ()))
 
     def get(self, engine: str, labeled: str) -> EvaluationResult | None:
         return next((e for e in self.evaluations if e.key == (engine, labeled)), None)
@@ -379,6 +433,12 @@ class RunResults:
         if self.settings.get("table_measures"):  # derived: the effect sizes the reports show
             doc["comparisons"] = [c.to_dict() for c in self.comparisons(
                 self.settings["table_measures"], self.settings.get("correction", "holm"))]
+        if self.settings.get("shadows"):  # derived: what each candidate gained over its baseline
+            from .shadow import shadows
+
+            found, _ = shadows(self, [tuple(p) for p in self.settings["shadows"]], self.settings["gain_weights"],
+                               self.settings.get("table_measures", ()))
+            doc["shadows"] = [sh.to_dict() for sh in found]
         return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=True) + "\n"
 
     @classmethod
@@ -440,6 +500,14 @@ def _settings_problem(settings: Any) -> str | None:
         return f"alpha must be a number between 0 and 1, got {alpha!r}"
     if settings.get("correction", "holm") not in ("holm", "bh", "none"):
         return f"correction must be holm, bh or none, got {settings.get('correction')!r}"
+    shadows = settings.get("shadows", [])
+    if not isinstance(shadows, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                                                for p in shadows):
+        return "shadows must be a list of [candidate, baseline] pairs"
+    weights = settings.get("gain_weights", {})
+    if not isinstance(weights, dict) or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and w > 0
+                                                for w in weights.values()):
+        return "gain_weights must map measure names to positive numbers"
     if settings.get("confidence", "point") not in ("point", "lower"):
         return f"confidence must be point or lower, got {settings.get('confidence')!r}"
     return None

@@ -1,0 +1,76 @@
+"""Shadow comparisons as people read them: the knowledge gain, each measure's delta, the queries
+and the documents that moved (terminal lines and Markdown; the HTML page takes the same rows)."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from typing import Any
+
+from .table import _signed
+
+
+def _ci(ci: tuple[float, float]) -> str:
+    return f"[{_signed(ci[0])}, {_signed(ci[1])}]"
+
+
+def _weights(sh: Any) -> str:
+    return ", ".join(f"{m}={w:g}" for m, w in sh.weights.items())
+
+
+def headline(sh: Any) -> str:
+    p = "nan" if math.isnan(sh.gain_p) else f"{sh.gain_p:.3g}"
+    return (f"shadow {sh.candidate} vs {sh.baseline} on {sh.labeled} ({sh.n} queries): knowledge gain "
+            f"{_signed(sh.gain)} {_ci(sh.gain_ci)}, p={p} (weights {_weights(sh)})")
+
+
+def movers(sh: Any) -> list[str]:
+    out = []
+    for m in sh.movers:
+        changes = ", ".join(f"{name} {before:g}->{after:g}" for name, before, after in m.changes)
+        question = m.question if len(m.question) <= 60 else m.question[:57] + "..."
+        out.append(f"{m.query_id} {m.contribution:+.4f} ({changes}) {question!r}")
+    return out
+
+
+def documents(sh: Any) -> list[str]:
+    def listed(items) -> str:
+        return ", ".join(f"{d} ({n} {'query' if n == 1 else 'queries'})" for d, n in items) or "none"
+
+    return [f"relevant documents newly in the top {sh.cutoff}: {listed(sh.newly_hit)}",
+            f"relevant documents newly out of the top {sh.cutoff}: {listed(sh.newly_missed)}"]
+
+
+def terminal_lines(verdict: Any) -> list[str]:
+    lines: list[str] = []
+    for sh in verdict.shadows:
+        lines += textwrap.wrap(headline(sh), width=80, subsequent_indent="  ", break_on_hyphens=False)
+        deltas = ", ".join(f"{d.measure} {_signed(d.delta)}{'*' if d.p < verdict.alpha else ''} {_ci(d.ci)}"
+                           for d in sh.deltas)
+        lines += textwrap.wrap(f"deltas (* p < {verdict.alpha:g}, uncorrected): {deltas}", width=80,
+                               initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+        lines.append(f"  queries: {sh.better} better, {sh.worse} worse, {sh.same} same")
+        lines += ["  top movers:"] + [f"    {m}" for m in movers(sh)] if sh.movers else []
+        for text in documents(sh):
+            lines += textwrap.wrap(text, width=80, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+        if sh.skipped:
+            lines.append(f"  not weighted (no value in this run): {', '.join(sh.skipped)}")
+    return lines
+
+
+def markdown_lines(verdict: Any) -> list[str]:
+    if not verdict.shadows:
+        return []
+    out = ["", "## Shadow comparisons", ""]
+    for sh in verdict.shadows:
+        out += [f"**{headline(sh)}**", "", f"Queries: {sh.better} better, {sh.worse} worse, {sh.same} same.", "",
+                "| measure | candidate | baseline | delta | 95% CI | p |", "|---|---|---|---|---|---|"]
+        out += [f"| {d.measure} | {d.candidate:.4f} | {d.baseline:.4f} | {_signed(d.delta)} | {_ci(d.ci)} | {d.p:.3g} |"
+                for d in sh.deltas]
+        if sh.movers:
+            out += ["", "Top movers (each query's share of the gain):", ""] + [f"- {m}" for m in movers(sh)]
+        out += [""] + [f"- {t}" for t in documents(sh)]
+        if sh.skipped:
+            out.append(f"- not weighted (no value in this run): {', '.join(sh.skipped)}")
+        out.append("")
+    return out
