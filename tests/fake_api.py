@@ -17,7 +17,7 @@ from urllib.parse import parse_qs
 
 @dataclass
 class Reply:
-    status: int = 200
+    status: Any = 200  # int; callable(request_json) -> int
     body: Any = None  # dict -> JSON; callable(request_json) -> dict
     headers: dict = field(default_factory=dict)
     delay: float = 0.0
@@ -70,7 +70,7 @@ class FakeApi:
                 payload = reply.body(body) if callable(reply.body) else reply.body
                 data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
                 try:
-                    self.send_response(reply.status)
+                    self.send_response(reply.status(body) if callable(reply.status) else reply.status)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(data)))
                     for k, v in reply.headers.items():

@@ -157,7 +157,16 @@ def test_openai_timeout(fake_api):
         Embedder(OpenAIBackend("m", timeout=0.3, max_retries=0), None).embed(["x"])
 
 
-def test_openai_without_a_key_names_the_variable(fake_api, monkeypatch):
-    monkeypatch.delenv("RETRIEVAL_EVAL_API_KEY")
-    with pytest.raises(RetrievalEvalError, match="set RETRIEVAL_EVAL_API_KEY \\(or OPENROUTER_API_KEY\\)"):
+def test_openai_without_a_key_names_the_variable_for_a_hosted_endpoint(monkeypatch):
+    monkeypatch.delenv("RETRIEVAL_EVAL_API_KEY", raising=False)
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    monkeypatch.delenv("RETRIEVAL_EVAL_BASE_URL", raising=False)  # the hosted default
+    with pytest.raises(RetrievalEvalError, match="needs an API key: set RETRIEVAL_EVAL_API_KEY \\(or OPENROUTER_API_KEY\\)"):
         Embedder(OpenAIBackend("m"), None).embed(["x"])
+
+
+def test_a_local_embeddings_server_needs_no_key(fake_api, monkeypatch):
+    monkeypatch.delenv("RETRIEVAL_EVAL_API_KEY")
+    fake_api.script("/embeddings", Reply(200, embeddings_reply(8)))
+    assert Embedder(OpenAIBackend("m"), None).embed(["x", "y"]).shape == (2, 8)
+    assert FAKE_KEY not in fake_api.hits("/embeddings")[0].headers.get("authorization", "")

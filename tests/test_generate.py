@@ -105,7 +105,7 @@ def test_429_with_retry_after_then_success(fake_api, small, tmp_path):
         (Reply(500, {"error": "boom"}), 2, "failed after 2 attempts: HTTP 500"),
         (Reply(200, chat_reply(), delay=1.5), 2, "failed after 2 attempts: timed out"),
         (Reply(200, "this is not json"), 1, "the answer is not JSON"),
-        (Reply(200, {"choices": [{"message": {"content": "Sure! Here is a question: why?"}}]}), 1, "malformed answer: expected JSON"),
+        (Reply(200, {"choices": [{"message": {"content": None}}]}), 1, "malformed answer: content is not text"),
         (Reply(200, {"choices": []}), 1, "malformed answer: no choices"),
     ],
 )
@@ -144,11 +144,12 @@ def test_parse_question_strips_code_fences():
 
 
 def test_cli_without_a_key_says_which_variable_to_set(monkeypatch, capsys, small, tmp_path):
+    monkeypatch.delenv("RETRIEVAL_EVAL_BASE_URL", raising=False)  # the hosted default
     monkeypatch.delenv("RETRIEVAL_EVAL_API_KEY", raising=False)
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     assert cli(["generate", "--corpus", str(small), "--questions", str(tmp_path / "q.json")]) == 2
     err = capsys.readouterr().err
-    assert "set RETRIEVAL_EVAL_API_KEY (or OPENROUTER_API_KEY) to your API key" in err
+    assert "question generation calls https://openrouter.ai/api/v1, which needs an API key: set RETRIEVAL_EVAL_API_KEY (or OPENROUTER_API_KEY)" in err
     assert not (tmp_path / "q.json").exists()
 
 

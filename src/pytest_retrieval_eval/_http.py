@@ -31,6 +31,41 @@ def base_url() -> str:
     return os.environ.get("RETRIEVAL_EVAL_BASE_URL") or DEFAULT_BASE_URL
 
 
+#: host names that only resolve inside a machine or a private network
+_PRIVATE_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
+
+
+def is_private(url: str) -> bool:
+    """Is ``url`` on this machine or a private network (Ollama, vLLM, llama.cpp, LM Studio on a
+    laptop or inside a compose network)? Judged from the URL alone, without a DNS lookup:
+    loopback, private and link-local addresses, ``localhost``, single-label names (``ollama``)
+    and the private suffixes. Such a server needs no API key unless it says so."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    if not host:
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host == "localhost" or "." not in host or host.endswith(_PRIVATE_SUFFIXES)
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
+def api_key_for(url: str, what: str) -> str | None:
+    """The API key to send to ``url``: the first of ``API_KEY_ENVS`` that is set; None for a
+    private endpoint without one; for a hosted endpoint without one, an error naming the variable."""
+    env = api_key_env()
+    if env is not None:
+        return os.environ[env]
+    if is_private(url):
+        return None
+    raise RetrievalEvalError(
+        f"{what} calls {url}, which needs an API key: set {API_KEY_ENVS[0]} (or {API_KEY_ENVS[1]}); "
+        "a local or private server (RETRIEVAL_EVAL_BASE_URL=http://localhost:11434/v1 for Ollama) needs none")
+
+
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
 
@@ -79,7 +114,9 @@ def request_json(client: Any, method: str, url: str, *, params: Mapping[str, Any
             problem = f"HTTP {response.status_code}: {body}"
             if response.status_code not in RETRY_STATUS:
                 hint = " (check the API key variable)" if key_hint and response.status_code in (401, 403) else ""
-                raise RetrievalEvalError(f"{method} {url} failed: {problem}{hint}")
+                error = RetrievalEvalError(f"{method} {url} failed: {problem}{hint}")
+                error.status = response.status_code  # type: ignore[attr-defined]
+                raise error
             wait = min(max_wait, _retry_after(response.headers.get("retry-after")) or wait)
         if attempt < retries:
             sleep(wait)

@@ -89,7 +89,7 @@ def _generate(args) -> int:
     from .data.corpus import open_corpus
     from .data.generate import GeneratorConfig, generate_questions, require_api_key
 
-    require_api_key()  # before any work, so the message is the first thing said
+    require_api_key(args.base_url)  # before any work, so the message is the first thing said
     split = Chunking(split_length=args.split_length, split_overlap=args.split_overlap)
     corpus = open_corpus(args.corpus).load()
     chunks = chunk_corpus(corpus, split)

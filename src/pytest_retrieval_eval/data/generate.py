@@ -17,15 +17,13 @@ import dataclasses
 import fcntl
 import json
 import logging
-import os
 import re
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from .._http import DEFAULT_CHAT_MODEL, api_key_env, base_url, post_json
-from .._secrets import API_KEY_ENVS
+from .._http import DEFAULT_CHAT_MODEL, api_key_for, base_url, post_json
 from .corpus import Corpus
 from ..errors import RetrievalEvalError
 from .chunking import Chunking
@@ -83,14 +81,10 @@ class GenerationReport:
         return text
 
 
-def require_api_key() -> str:
-    env = api_key_env()
-    if env is None:
-        raise RetrievalEvalError(
-            f"question generation calls an LLM: set {API_KEY_ENVS[0]} (or {API_KEY_ENVS[1]}) to your API key "
-            f"for {base_url()} (RETRIEVAL_EVAL_BASE_URL picks another OpenAI-compatible endpoint)"
-        )
-    return env
+def require_api_key(url: str | None = None) -> str | None:
+    """The API key for the generation endpoint; None for a local or private server without one;
+    an error naming the variable for a hosted endpoint without one (``_http.api_key_for``)."""
+    return api_key_for((url or base_url()).rstrip("/"), "question generation")
 
 
 @contextlib.contextmanager
@@ -105,22 +99,73 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+class UnparsableAnswer(RetrievalEvalError):
+    """The model answered, but no question could be read from the answer: dropped and counted."""
+
+
+_FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)\s*```", re.S)
+_LABEL = re.compile(r"^(?:[-*>#\d.)\s]*)(?:\*\*|__)?\s*(?:question|q)\s*\d*\s*[:.-]\s*(?:\*\*|__)?\s*", re.I)
+_PREAMBLE = re.compile(r"^(?:here(?:'s| is| are)|sure|certainly|okay|ok|of course|below is|the question)\b", re.I)
+_QUOTES = "\"'“”‘’«»`"
+
+
+def question_text(content: str) -> str:
+    """The question in a model's answer, in the shapes models give: a JSON object with a
+    ``question`` key (other keys ignored), such JSON in a code fence, a plain question, a
+    preamble or label line before it (``Here is a question about the passage:``,
+    ``Question:``), surrounding quotes or bold. Anything else raises ``UnparsableAnswer``."""
+    text = content.strip()
+    fenced = _FENCE.search(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    if "{" in text and "}" in text:
+        candidate = text[text.index("{"): text.rindex("}") + 1]
+        try:
+            data = json.loads(candidate)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            question = data.get("question")
+            if not isinstance(question, str):
+                raise UnparsableAnswer(f"JSON without a 'question' text: {content[:80]!r}")
+            return _tidy(question, content)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    kept = []
+    for line in lines:
+        labelled = _LABEL.sub("", line)
+        if labelled != line:
+            line = labelled
+        elif _PREAMBLE.match(line) or (line.endswith(":") and not line.endswith("?")):
+            continue  # "Here is a question about the passage:"
+        if line.strip(_QUOTES + "* "):
+            kept.append(line)
+    questions = [line for line in kept if line.rstrip(_QUOTES + "* ").endswith("?")]
+    if questions:
+        return _tidy(questions[0], content)
+    if len(kept) == 1:
+        return _tidy(kept[0], content)
+    raise UnparsableAnswer(f"no question in the answer: {content[:80]!r}" if kept or not lines
+                           else f"only a preamble in the answer: {content[:80]!r}")
+
+
+def _tidy(question: str, content: str) -> str:
+    question = " ".join(question.split()).strip()
+    for _ in range(3):  # "**\"How ...?\"**"
+        question = question.strip("*_ ").strip(_QUOTES).strip()
+    if len(question) < 5:
+        raise UnparsableAnswer(f"question {question!r} is empty or too short (answer {content[:80]!r})")
+    return question
+
+
 def parse_question(answer: object) -> str:
-    """The question out of a chat-completions answer; a clear error for anything else."""
+    """The question out of a chat-completions answer (see ``question_text``)."""
     try:
         content = answer["choices"][0]["message"]["content"]  # type: ignore[index]
     except (KeyError, IndexError, TypeError):
         raise RetrievalEvalError("malformed answer: no choices[0].message.content") from None
     if not isinstance(content, str):
         raise RetrievalEvalError("malformed answer: content is not text")
-    text = re.sub(r"^```(?:json)?\s*|\s*```$", "", content.strip())
-    try:
-        question = json.loads(text)["question"]
-    except (ValueError, KeyError, TypeError):
-        raise RetrievalEvalError(f"malformed answer: expected JSON {{\"question\": ...}}, got {content[:80]!r}") from None
-    if not isinstance(question, str) or len(question.strip()) < 5:
-        raise RetrievalEvalError(f"malformed answer: question {question!r} is empty or too short")
-    return " ".join(question.split())
+    return question_text(content)
 
 
 def _still_fresh(q: LabeledQuery, corpus: Corpus, chunks: dict[str, Chunk]) -> LabeledQuery | None:
@@ -178,8 +223,9 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
     import httpx
 
     path = Path(path)
-    env = require_api_key()
+    api_key = require_api_key(config.base)
     report = GenerationReport()
+    json_mode = [True]  # ask for JSON output until the endpoint says it does not take the parameter
     with locked(path):
         existing = load_questions_cache(path) if path.exists() else None
         keep, todo, report.dropped = plan(existing, chunks, corpus, regenerate=regenerate)
@@ -208,11 +254,24 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
             progress(f"generating questions for {len(todo)} chunks with {config.model}")
 
         def ask(chunk: Chunk) -> LabeledQuery:
-            answer = post_json(client, f"{config.base}/chat/completions", {
-                "model": config.model, "temperature": config.temperature,
-                "messages": [{"role": "system", "content": SYSTEM_PROMPT},
-                             {"role": "user", "content": USER_PROMPT.format(passage=chunk.text)}],
-            }, api_key=os.environ.get(env), retries=config.retries)
+            payload = {"model": config.model, "temperature": config.temperature,
+                       "messages": [{"role": "system", "content": SYSTEM_PROMPT},
+                                    {"role": "user", "content": USER_PROMPT.format(passage=chunk.text)}]}
+            url = f"{config.base}/chat/completions"
+            if json_mode[0]:
+                try:
+                    answer = post_json(client, url, {**payload, "response_format": {"type": "json_object"}},
+                                       api_key=api_key, retries=config.retries)
+                except RetrievalEvalError as exc:
+                    if getattr(exc, "status", None) not in (400, 404, 415, 422, 501):
+                        raise
+                    # the endpoint refuses the parameter (or JSON mode): once without, then never again
+                    answer = post_json(client, url, payload, api_key=api_key, retries=config.retries)
+                    if json_mode[0]:
+                        json_mode[0] = False
+                        log.warning("%s refused response_format (%s); asking without it from now on", url, exc)
+            else:
+                answer = post_json(client, url, payload, api_key=api_key, retries=config.retries)
             doc = corpus.get(chunk.doc_id)
             return LabeledQuery(f"{chunk.chunk_id}#1", parse_question(answer), {chunk.doc_id: 1}, {
                 "doc_id": chunk.doc_id, "doc_sha256": doc.fingerprint, "chunk_id": chunk.chunk_id,
@@ -228,6 +287,12 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
                         chunk = pending.pop(future)
                         try:
                             q = future.result()
+                        except UnparsableAnswer as exc:  # the model answered: dropped, counted by reason
+                            report.filtered.setdefault("unparsable", []).append(chunk.chunk_id)
+                            header["generator"]["filtered"] = {r: len(c) for r, c in sorted(report.filtered.items())}
+                            log.warning("answer for %s dropped: %s", chunk.chunk_id, exc)
+                            save()
+                            continue
                         except Exception as exc:  # recorded, counted, reported
                             reason = str(exc) if isinstance(exc, RetrievalEvalError) else f"{type(exc).__name__}: {exc}"
                             report.failed[chunk.chunk_id] = reason
@@ -239,6 +304,7 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
                             report.filtered.setdefault(reason, []).append(chunk.chunk_id)
                             header["generator"]["filtered"] = {r: len(c) for r, c in sorted(report.filtered.items())}
                             log.warning("question for %s dropped (%s): %r", chunk.chunk_id, reason, q.question)
+                            save()
                             continue
                         for old in [k for k, e in entries.items() if e.source.get("chunk_id") == chunk.chunk_id]:
                             del entries[old]  # replaced (with --regenerate) only now that the new one exists

@@ -5,7 +5,6 @@ to check pipeline connections, and postponed (string) annotations fail that chec
 """
 
 import dataclasses
-import os
 from typing import Optional
 
 import httpx
@@ -16,8 +15,7 @@ import_haystack()  # before Haystack's first import: no torch until a model must
 
 from haystack import Document, component  # noqa: E402
 
-from .._http import api_key_env, post_json
-from .._secrets import API_KEY_ENVS
+from .._http import api_key_for, post_json
 from .embedders import Embedder, Progress
 from ..errors import RetrievalEvalError
 
@@ -41,10 +39,7 @@ class HttpReranker:
 
     def __init__(self, model: str, url: str, *, timeout: float = 30.0, retries: int = 3) -> None:
         self.model, self.url, self.retries = model, url.rstrip("/"), retries
-        env = api_key_env()
-        if env is None:
-            raise RetrievalEvalError(f"rerank over HTTP needs an API key: set {API_KEY_ENVS[0]} (or {API_KEY_ENVS[1]})")
-        self._env = env
+        self._key = api_key_for(self.url, "rerank over HTTP")  # None: a private server, no key needed
         self._client = httpx.Client(timeout=timeout)
 
     @component.output_types(documents=list[Document])
@@ -55,7 +50,7 @@ class HttpReranker:
             self._client, f"{self.url}/rerank",
             {"model": self.model, "query": query, "documents": [d.content or "" for d in documents],
              "top_n": top_k or len(documents)},
-            api_key=os.environ.get(self._env), retries=self.retries,
+            api_key=self._key, retries=self.retries,
         )
         try:
             ranked = sorted(answer["results"], key=lambda r: -float(r["relevance_score"]))

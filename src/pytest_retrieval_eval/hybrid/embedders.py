@@ -28,8 +28,8 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from .._http import api_key_env, base_url
-from .._secrets import API_KEY_ENVS, redact
+from .._http import api_key_env, api_key_for, base_url
+from .._secrets import redact
 from .embedding_cache import EmbeddingCache, text_key
 from ..errors import RetrievalEvalError
 
@@ -140,12 +140,11 @@ class OpenAIBackend:
         from haystack.utils import Secret
 
         env = api_key_env()
-        if env is None:
-            raise RetrievalEvalError(
-                f"the openai embedder needs an API key: set {API_KEY_ENVS[0]} (or {API_KEY_ENVS[1]}) for {self.url}"
-            )
+        api_key_for(self.url, "the openai embedder")  # a hosted endpoint without a key stops here
+        # a private server needs no key; the OpenAI client wants one all the same
+        key = Secret.from_env_var(env) if env else Secret.from_token("no-key-needed")
         return OpenAIDocumentEmbedder(
-            api_key=Secret.from_env_var(env), model=self.model, api_base_url=self.url, progress_bar=False,
+            api_key=key, model=self.model, api_base_url=self.url, progress_bar=False,
             timeout=self.timeout, max_retries=self.max_retries, raise_on_failure=True, batch_size=64,
         )
 
