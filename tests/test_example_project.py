@@ -39,6 +39,13 @@ def test_the_teams_tests_pass_and_their_gate_holds(project):
     table = parse_table(done.stdout)
     assert set(table) == {"helpdesk-bm25", "helpdesk-haystack", "keyword"}  # registered two, named keyword
     assert table["helpdesk-bm25"]["n"] == 16 and table["helpdesk-bm25"]["hit@3"] >= 0.6
+    # the team's versioned article (the old VPN client, superseded) and its shadow comparison
+    assert "freshness as of" in done.stdout and "vpn-setup-2025 is stale: superseded by vpn-setup" in done.stdout
+    assert "shadow helpdesk-haystack vs helpdesk-bm25 on labels.json (16 queries): knowledge" in done.stdout
+    assert "top movers:" in done.stdout
+    strict = run(project, "-m", "retrieval", "--retrieval-threshold", "shadow.gain>=0.5")
+    assert strict.returncode == 1
+    assert "FAIL retrieval gate: shadow helpdesk-haystack:helpdesk-bm25: knowledge gain = " in strict.stdout
     failing = run(project, "-m", "retrieval", "--retrieval-threshold", "helpdesk-bm25:mrr>=0.99")
     assert failing.returncode == 1
     assert re.search(r"FAIL retrieval gate: helpdesk-bm25: mrr = 0\.\d+, required >= 0\.99", failing.stdout)

@@ -62,16 +62,20 @@ def test_postgres_killed_mid_session(pytester, sandbox_tmp, tmp_path):
     assert leftovers(sandbox_tmp) == ([], [])
 
 
-def test_a_socket_dir_the_server_cannot_use(pytester, sandbox_tmp, tmp_path):
+def test_a_temp_dir_too_deep_for_a_socket_gets_a_short_socket_dir(pytester, sandbox_tmp, tmp_path):
+    """As macOS's per-user temp dirs are: the socket moves to a short dir under /tmp, removed at stop."""
     deep = sandbox_tmp / ("d" * 60) / ("e" * 60)  # unix socket paths stop at 107 bytes
     deep.mkdir(parents=True)
     for p in (deep, deep.parent):
         p.chmod(0o755)
     ini(pytester, tmp_path)
-    pytester.makepyfile("def test_x(pgvector_store):\n    pass\n")
+    seen = tmp_path / "dsn.txt"
+    pytester.makepyfile(f"def test_x(pgvector_store):\n    open({str(seen)!r}, 'w').write(pgvector_store.dsn)\n")
     done = inner(pytester, deep)
-    assert done.returncode == pytest.ExitCode.TESTS_FAILED
-    assert "is too long for a unix socket (at most 107 bytes); set TMPDIR to a shorter path" in done.stdout
+    assert done.returncode == pytest.ExitCode.OK, done.stdout
+    host = seen.read_text().split("host=")[1].split("&")[0]
+    assert host.startswith("/tmp/rpg-") and str(deep) not in host
+    assert not os.path.exists(host)  # removed with the server
     assert leftovers(deep) == ([], [])
 
 

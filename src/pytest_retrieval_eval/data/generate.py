@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import json
 import logging
 import re
@@ -89,14 +88,13 @@ def require_api_key(url: str | None = None) -> str | None:
 
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
-    """Exclusive lock next to the cache: one writer at a time, across processes."""
+    """Exclusive lock next to the cache: one writer at a time, across processes, on any OS
+    (``filelock``: ``fcntl`` on POSIX, ``msvcrt`` on Windows)."""
+    from filelock import FileLock
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with FileLock(str(path.with_name(path.name + ".lock"))):
+        yield
 
 
 class UnparsableAnswer(RetrievalEvalError):

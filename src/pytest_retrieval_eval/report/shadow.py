@@ -27,7 +27,7 @@ def headline(sh: Any) -> str:
 def movers(sh: Any) -> list[str]:
     out = []
     for m in sh.movers:
-        changes = ", ".join(f"{name} {before:g}->{after:g}" for name, before, after in m.changes)
+        changes = ", ".join(f"{name} {before:.3g}->{after:.3g}" for name, before, after in m.changes)
         question = m.question if len(m.question) <= 60 else m.question[:57] + "..."
         out.append(f"{m.query_id} {m.contribution:+.4f} ({changes}) {question!r}")
     return out

