@@ -35,9 +35,11 @@ def run(project: Path, *args: str, module: str = "pytest") -> subprocess.Complet
 def test_the_teams_tests_pass_and_their_gate_holds(project):
     done = run(project, "--retrieval-report")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "9 passed" in done.stdout and "retrieval gate: passed" in done.stdout
+    assert "11 passed" in done.stdout and "retrieval gate: passed" in done.stdout
     table = parse_table(done.stdout)
-    assert set(table) == {"helpdesk-bm25", "helpdesk-haystack", "keyword"}  # registered two, named keyword
+    # registered two in conftest.py, one query pipeline in YAML, and keyword named in the ini
+    assert set(table) == {"helpdesk-bm25", "helpdesk-haystack", "helpdesk-pgvector", "keyword"}
+    assert "ingested with ingest.yaml (15 chunks;" in done.stdout and table["helpdesk-pgvector"]["hit@3"] >= 0.8
     assert table["helpdesk-bm25"]["n"] == 16 and table["helpdesk-bm25"]["hit@3"] >= 0.6
     # the team's versioned article (the old VPN client, superseded) and its shadow comparison
     assert "freshness as of" in done.stdout and "vpn-setup-2025 is stale: superseded by vpn-setup" in done.stdout
@@ -80,3 +82,19 @@ def test_the_unit_tests_alone_leave_the_plugin_asleep(project):
     modules = set(re.findall(r"\|\s+(\S+)$", traced.stderr, re.M))
     assert not {"numpy", "haystack", "pytest_retrieval_eval.plugin.session"} & modules
     assert "pytest_retrieval_eval.plugin.config" in modules  # the team's ini settings are still checked
+
+
+def test_the_teams_yaml_pipelines_split_as_they_say_and_a_second_run_embeds_nothing(project):
+    cache = f"--retrieval-cache-dir={project / 'cache'}"
+    first = run(project, "-m", "retrieval", "--retrieval-report", cache)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "ingested with ingest.yaml (15 chunks; embedded 15, 0 from the cache;" in first.stdout
+    assert "corpus lint, kb: 15 chunks" in first.stdout
+    again = run(project, "-m", "retrieval", "--retrieval-report", cache)
+    assert "ingested with ingest.yaml (15 chunks; embedded 0, 15 from the cache;" in again.stdout
+    assert parse_table(again.stdout) == parse_table(first.stdout)
+    yaml = project / "pipelines" / "ingest.yaml"
+    yaml.write_text(yaml.read_text().replace("split_length: 60", "split_length: 30"))
+    shorter = run(project, "-m", "retrieval", "--retrieval-report", cache)
+    assert shorter.returncode == 0, shorter.stdout
+    assert "ingested with ingest.yaml (26 chunks;" in shorter.stdout and "corpus lint, kb: 26 chunks" in shorter.stdout

@@ -2,7 +2,7 @@ import pytest
 
 pytestmark = pytest.mark.retrieval
 
-FLOORS = {"helpdesk-bm25": 0.6, "helpdesk-haystack": 0.6, "keyword": 0.1}
+FLOORS = {"helpdesk-bm25": 0.6, "helpdesk-haystack": 0.6, "helpdesk-pgvector": 0.8, "keyword": 0.1}
 
 
 def test_hit_at_3(retrieval_engine, retrieval_results):

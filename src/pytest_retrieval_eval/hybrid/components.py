@@ -20,6 +20,60 @@ from .embedders import Embedder, Progress
 from ..errors import RetrievalEvalError
 
 
+class _PluginEmbedder:
+    """The plugin's embedder spec (``minilm``, ``sentence-transformers:PATH``, ``openai:MODEL``,
+    ``hashing[:DIM]``) behind a component that serialises to YAML. The plugin gives it the
+    session's embedding cache when it loads a pipeline (``user_pipelines.cache_embedders``)."""
+
+    def __init__(self, spec: str = "minilm") -> None:
+        self.spec = spec
+        self.cache = None
+        self.counts = None  # user_pipelines.EmbedCounts, when the plugin loaded the pipeline
+        self._embedder: Optional[Embedder] = None
+
+    def to_dict(self) -> dict:
+        from haystack import default_to_dict
+
+        return default_to_dict(self, spec=self.spec)
+
+    @classmethod
+    def from_dict(cls, data: dict):
+        from haystack import default_from_dict
+
+        return default_from_dict(cls, data)
+
+    def _embed(self, texts):
+        if self._embedder is None:
+            from .embedders import backend_for
+
+            self._embedder = Embedder(backend_for(self.spec), self.cache)
+        before = (self._embedder.stats.computed, self._embedder.stats.cached)
+        vectors = self._embedder.embed(list(texts))
+        if self.counts is not None:
+            self.counts.computed += self._embedder.stats.computed - before[0]
+            self.counts.cached += self._embedder.stats.cached - before[1]
+        return vectors
+
+
+@component
+class PluginDocumentEmbedder(_PluginEmbedder):
+    """Embeds documents' content with the plugin's embedder spec (for YAML pipelines)."""
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict:
+        vectors = self._embed([d.content or "" for d in documents])
+        return {"documents": [dataclasses.replace(d, embedding=v.tolist()) for d, v in zip(documents, vectors)]}
+
+
+@component
+class PluginTextEmbedder(_PluginEmbedder):
+    """Embeds a query text with the plugin's embedder spec (for YAML query pipelines)."""
+
+    @component.output_types(embedding=list[float])
+    def run(self, text: str) -> dict:
+        return {"embedding": self._embed([text])[0].tolist()}
+
+
 @component
 class CachedEmbedder:
     """Embeds documents through the embedding cache: no model load when every text is cached."""

@@ -50,9 +50,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_retrieval_engines(registry, config) -> None:
     """Built-in engines first, so they lead the parametrization and the table."""
-    from .engines import register_builtin
+    from .engines import register_builtin, register_pipelines
 
     register_builtin(registry, wake.settings(config))
+    register_pipelines(registry, wake.settings(config))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

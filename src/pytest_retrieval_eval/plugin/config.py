@@ -66,6 +66,10 @@ class HybridSetup:
     ingest: IngestConfig = IngestConfig()
     engine: HybridConfig = HybridConfig()
     variants: tuple[tuple[str, HybridConfig, IngestConfig], ...] = ()
+    ingest_pipeline: Path | None = None  # a team's Haystack ingestion YAML
+    ingest_input: str | None = None  # COMPONENT.SOCKET the corpus goes to
+    query_pipelines: tuple[tuple[str, Path, tuple[str, ...]], ...] = ()  # (engine name, YAML, question inputs)
+    id_field: str = "doc_id"
 
 
 @dataclass(frozen=True)
@@ -117,10 +121,13 @@ def _checked(fn: Callable[[], T]) -> T:
 def build(config: Any) -> RetrievalConfig:
     """Read every option once and check it; the first bad value stops the run before any test."""
     explicit = bool(getattr(config.option, options.BY_KEY["questions"].dest, None))
-    return _checked(lambda: _build(lambda key: options.read(config, key), questions_explicit=explicit))
+    ini_base = config.inipath.parent if getattr(config, "inipath", None) else Path(config.rootpath)
+    return _checked(lambda: _build(lambda key: options.read(config, key), questions_explicit=explicit,
+                                   base_for=lambda source: ini_base if source.startswith("ini") else Path.cwd()))
 
 
-def _build(get: Callable[[str], Any], *, questions_explicit: bool) -> RetrievalConfig:
+def _build(get: Callable[[str], Any], *, questions_explicit: bool,
+           base_for: Callable[[str], Path] = lambda source: Path.cwd()) -> RetrievalConfig:
     names = {o.key: o.names for o in options.OPTIONS}
     ingest = IngestConfig(split_length=get("split_length"), split_overlap=get("split_overlap"),
                           near_duplicates=get("near_duplicates"))
@@ -155,12 +162,29 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool) -> RetrievalC
                            schema_prefix=check_identifier(get("schema"), names["schema"]), dsn_keep=get("dsn_keep"),
                            embedder=get("embedder"), cache_dir=get("cache_dir"),
                            store_cache_mb=get("store_cache_mb"), ingest=ingest, engine=engine,
-                           variants=variants),
+                           variants=variants, ingest_pipeline=get("ingest_pipeline"),
+                           ingest_input=get("ingest_input"),
+                           query_pipelines=tuple(parse_query_pipeline(t, src, base_for(src))
+                                                 for t, src in get("query_pipeline")
+                                                 if t.strip() and not t.strip().startswith("#")),
+                           id_field=get("id_field")),
         gate=gate,
         report=ReportConfig(show=get("report"),
                             table_measures=tuple(parse_measures(m for m in measures.split(",") if m.strip())),
                             report_dir=get("report_dir"), html=get("html"), save_baseline=get("save_baseline")),
     )
+
+
+def parse_query_pipeline(text: str, source: str, base: Path = Path(".")) -> tuple[str, Path, tuple[str, ...]]:
+    """``NAME=PATH[:COMPONENT.SOCKET,...]``; a relative path is taken from the working dir
+    (flag) or the ini file's folder (ini), as other paths are."""
+    name, sep, rest = text.partition("=")
+    name, rest = name.strip(), rest.strip()
+    if not sep or not name or not rest or any(c.isspace() for c in name):
+        raise RetrievalEvalError(f"query pipeline {text!r} (from {source}) not understood; expected "
+                                 "NAME=PATH[:COMPONENT.SOCKET,...], e.g. 'my-search=pipelines/query.yaml'")
+    path, _, inputs = rest.partition(":") if not (len(rest) > 2 and rest[1] == ":") else (rest, "", "")
+    return name, (base / path.strip()).resolve(), tuple(i.strip() for i in inputs.split(",") if i.strip())
 
 
 def parse_variant(text: str, hybrid: HybridConfig, ingest: IngestConfig) -> tuple[str, HybridConfig, IngestConfig]:

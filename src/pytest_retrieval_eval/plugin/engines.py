@@ -70,3 +70,26 @@ def _factory(hybrid: Any, ingest: Any, items: list[str] = ()):
         return HybridEngine(index, engine)
 
     return factory
+
+
+def register_pipelines(registry: Any, settings: Any) -> None:
+    """Each ``retrieval_query_pipelines`` entry as an engine of the team's (not a built-in)."""
+    for name, path, inputs in settings.hybrid.query_pipelines:
+        registry.register(name, _pipeline_factory(name, path, inputs))
+
+
+def _pipeline_factory(name: str, path: Any, inputs: tuple[str, ...]):
+    def factory(request: pytest.FixtureRequest):
+        from ..hybrid import user_pipelines
+        from .wake import session_of
+
+        session = session_of(request.config)
+        if session.config.hybrid.ingest_pipeline is None:
+            or_fail(session.pipeline_index, None, None)  # says what to set
+        index = request.getfixturevalue("ingested_index")
+        file = or_fail(user_pipelines.PipelineFile.read, path)
+        return or_fail(lambda: user_pipelines.PipelineEngine(name, file, index.store, index.table,
+                                                             session.embedding_cache(), inputs=inputs,
+                                                             id_field=session.config.hybrid.id_field))
+
+    return factory

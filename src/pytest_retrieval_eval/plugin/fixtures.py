@@ -81,7 +81,10 @@ def retrieval_embedder(retrieval_session: "RetrievalSession"):
 @pytest.fixture(scope="session")
 def ingested_index(retrieval_session: "RetrievalSession", retrieval_corpus: "Corpus", pgvector_store,
                    retrieval_embedder):
-    """The corpus run through the Haystack ingestion pipeline into ``pgvector_store``."""
+    """The corpus run through the Haystack ingestion pipeline into ``pgvector_store``: the team's
+    own (``retrieval_ingest_pipeline``) when one is configured, else the plugin's."""
+    if retrieval_session.config.hybrid.ingest_pipeline is not None:
+        return or_fail(retrieval_session.pipeline_index, retrieval_corpus, pgvector_store)
     return or_fail(retrieval_session.index, retrieval_corpus, pgvector_store, retrieval_embedder)
 
 

@@ -181,6 +181,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("variant", "a hybrid engine variant as an engine of its own, e.g. 'hybrid-kw: use_vector=false' or "
            "'hybrid-200: split_length=200 split_overlap=40'; repeatable", kind="lines", ini="retrieval_variants",
            metavar="'NAME: KEY=VALUE ...'"),
+    Option("ingest_pipeline", "your own Haystack ingestion pipeline (YAML, Pipeline.dumps): run on the corpus with "
+           "its PgvectorDocumentStore pointed at the session's store; what it writes is ingested_chunks",
+           path=True, metavar="PATH", env=f"{ENV_PREFIX}INGEST_PIPELINE"),
+    Option("ingest_input", "the ingestion pipeline's input socket the corpus goes to (default: the first component's "
+           "'documents')", metavar="COMPONENT.SOCKET"),
+    Option("query_pipeline", "your own Haystack query pipeline (YAML) as an engine named NAME, on the ingestion "
+           "pipeline's table; the question goes to its open text/query inputs, or those named after the path; "
+           "repeatable", kind="lines", ini="retrieval_query_pipelines", metavar="NAME=PATH[:COMPONENT.SOCKET,...]"),
+    Option("id_field", "the meta field of a pipeline's documents that holds the corpus doc id", "doc_id",
+           metavar="FIELD"),
     Option("near_duplicates", "lint: flag chunks whose estimated Jaccard similarity is at least J (MinHash; off "
            "by default)", None, fraction(closed_top=True), metavar="J"),
     # the gate

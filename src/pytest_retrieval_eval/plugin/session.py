@@ -170,9 +170,41 @@ class RetrievalSession:
             self._indexes[config] = self._reuse.index(corpus, store, embedder, config)
         return self._indexes[config]
 
+    def pipeline_index(self, corpus: Any, store: Any):
+        """The corpus run through the team's ingestion YAML (``retrieval_ingest_pipeline``), once."""
+        h = self.config.hybrid
+        if h.ingest_pipeline is None:
+            raise RetrievalEvalError("a query pipeline reads what an ingestion pipeline wrote: set "
+                                     "retrieval_ingest_pipeline = PATH (or --retrieval-ingest-pipeline)")
+        if "pipeline" not in self._indexes:
+            from ..hybrid import user_pipelines
+
+            file = user_pipelines.PipelineFile.read(h.ingest_pipeline)
+            index = user_pipelines.ingest(corpus, store, file, self.embedding_cache(), input_socket=h.ingest_input,
+                                          id_field=h.id_field, progress=self.progress)
+            self._indexes["pipeline"] = index
+            st = index.stats
+            self.progress(f"{index.table}: ingested with {file.path.name} ({len(index.chunks)} chunks; embedded "
+                          f"{st['embedded']}, {st['from_cache']} from the cache; embedders cached: "
+                          f"{st['embedders_cached']}, not cached: {st['embedders_not_cached']})")
+            self._reuse_events().append(f"{index.table}: ingested with {file.path} ({len(index.chunks)} chunks)")
+        return self._indexes["pipeline"]
+
+    def embedding_cache(self):
+        from ..hybrid.embedding_cache import EmbeddingCache
+
+        if getattr(self, "_embedding_cache", None) is None:
+            self._embedding_cache = EmbeddingCache(self.cache_dir() / "embeddings.sqlite3")
+        return self._embedding_cache
+
+    def _reuse_events(self) -> list[str]:
+        if not hasattr(self, "_pipeline_events"):
+            self._pipeline_events: list[str] = []
+        return self._pipeline_events
+
     @property
     def store_events(self) -> list[str]:
-        return self._reuse.events if self._reuse is not None else []
+        return (self._reuse.events if self._reuse is not None else []) + self._reuse_events()
 
     def progress(self, message: str) -> None:
         """A progress line on the terminal, past output capture (long ingestions)."""

@@ -1,0 +1,351 @@
+"""A team's own Haystack pipelines, serialised to YAML, run on the session's ephemeral store.
+
+- ``load``: the YAML, with errors that name the file and the component (a YAML that does not
+  parse, a component type that cannot be imported, one that cannot be built);
+- ``point_at``: every ``PgvectorDocumentStore`` in the pipeline (a writer's, a retriever's) is
+  replaced by one on the session's store and a table of the plugin's own, keeping the settings
+  that shape the data (dimension, vector function, search strategy, language);
+- ``cache_embedders``: the embedder components the plugin recognises (its own
+  ``PluginDocumentEmbedder``/``PluginTextEmbedder``, sentence-transformers and OpenAI, document
+  and text) answer from the embedding cache, keyed by the component's settings
+  and the text, so a warm run embeds nothing; other embedders run as they are, and are named;
+- ``ingest``: the corpus in as Haystack ``Document``s (``doc_id``, title, description, filename and
+  the document's other fields as meta) through the pipeline's input socket; what it wrote is read
+  back from the table as the session's chunks, and linted;
+- ``PipelineEngine``: a query pipeline as an engine: the question goes to the pipeline's open text
+  inputs (``text`` of embedders, ``query`` of keyword retrievers and rankers, or those named),
+  documents come back from its ``documents`` output, ids from their meta, chunks folded to
+  their documents in order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..errors import RetrievalEvalError
+from ..types import Chunk, canonical_json, sha256_text
+
+#: embedder classes whose answers the plugin caches (class name -> the socket that carries text)
+DOCUMENT_EMBEDDERS = ("SentenceTransformersDocumentEmbedder", "OpenAIDocumentEmbedder")
+TEXT_EMBEDDERS = ("SentenceTransformersTextEmbedder", "OpenAITextEmbedder")
+#: open inputs a question goes to, unless the ini names them
+QUESTION_SOCKETS = ("text", "query")
+
+
+@dataclass(frozen=True)
+class PipelineFile:
+    path: Path
+    text: str
+
+    @classmethod
+    def read(cls, path: Path | str) -> "PipelineFile":
+        path = Path(path)
+        try:
+            return cls(path, path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise RetrievalEvalError(f"cannot read the pipeline: {exc.strerror or exc}", path=path) from None
+
+    @property
+    def fingerprint(self) -> str:
+        return sha256_text(self.text)
+
+
+def load(file: PipelineFile) -> Any:
+    """The pipeline of ``file``; every problem names the file, and the component where there is one."""
+    import yaml
+
+    from .._lazy_torch import import_haystack
+
+    import_haystack()
+    from haystack import Pipeline
+
+    try:
+        raw = yaml.safe_load(file.text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise RetrievalEvalError(f"not a YAML pipeline: {getattr(exc, 'problem', exc)}", path=file.path,
+                                 line=mark.line + 1 if mark else None) from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("components"), dict):
+        raise RetrievalEvalError("not a serialised Haystack pipeline (no 'components' mapping)", path=file.path)
+    for name, spec in raw["components"].items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        if not isinstance(kind, str) or "." not in kind:
+            raise RetrievalEvalError(f"component '{name}' has no 'type' (module.Class)", path=file.path,
+                                     field=f"components.{name}.type")
+        module, _, cls = kind.rpartition(".")
+        try:
+            found = getattr(importlib.import_module(module), cls, None)
+        except Exception as exc:
+            raise RetrievalEvalError(f"component '{name}': cannot import {kind} ({type(exc).__name__}: {exc})",
+                                     path=file.path, field=f"components.{name}.type") from None
+        if found is None:
+            raise RetrievalEvalError(f"component '{name}': {module} has no {cls}", path=file.path,
+                                     field=f"components.{name}.type")
+    # The YAML is the project's own, named in its configuration: its component modules are trusted
+    # as the project's conftest is (Haystack refuses modules off its allowlist otherwise).
+    modules = sorted({spec["type"].rpartition(".")[0] for spec in raw["components"].values()})
+    try:
+        return Pipeline.loads(file.text, allowed_modules=modules)
+    except Exception as exc:
+        which = next((n for n in raw["components"] if f"'{n}'" in str(exc)), None)
+        where = f"component '{which}': " if which else ""
+        raise RetrievalEvalError(f"{where}the pipeline does not load: {type(exc).__name__}: {exc}", path=file.path,
+                                 field=f"components.{which}" if which else None) from None
+
+
+def point_at(pipeline: Any, file: PipelineFile, store: Any, table: str) -> list[str]:
+    """Every PgvectorDocumentStore of ``pipeline`` replaced by one on ``store``'s table ``table``;
+    the names of the components changed. A pipeline without one is an error."""
+    from haystack.utils import Secret
+    from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+
+    changed = []
+    made: dict[int, Any] = {}
+    for name, component in pipeline.walk():
+        old = getattr(component, "document_store", None)
+        if not isinstance(old, PgvectorDocumentStore):
+            continue
+        if id(old) not in made:
+            made[id(old)] = PgvectorDocumentStore(
+                connection_string=Secret.from_token(store.dsn), schema_name=store.schema, table_name=table,
+                embedding_dimension=old.embedding_dimension, vector_function=old.vector_function,
+                search_strategy=old.search_strategy, language=old.language, keyword_index_name=f"{table}_kw",
+                hnsw_index_name=f"{table}_hnsw", create_extension=False)
+        component.document_store = made[id(old)]
+        changed.append(name)
+    if not changed:
+        raise RetrievalEvalError("the pipeline has no PgvectorDocumentStore for the plugin to point at its store",
+                                 path=file.path)
+    return changed
+
+
+def _identity(component: Any) -> str:
+    """What shapes an embedder's vectors: its class and settings (secrets left out)."""
+    params = dict(component.to_dict().get("init_parameters", {}))
+    for key in ("api_key", "token", "progress_bar", "batch_size", "timeout", "max_retries", "http_client_kwargs"):
+        params.pop(key, None)
+    return f"{type(component).__name__}:{canonical_json(params)}"
+
+
+@dataclass
+class EmbedCounts:
+    """Texts the cached embedders computed, and those the cache answered."""
+
+    computed: int = 0
+    cached: int = 0
+
+
+def cache_embedders(pipeline: Any, cache: Any, counts: EmbedCounts | None = None) -> tuple[list[str], list[str]]:
+    """(components answering from the cache, embedders left as they are); ``counts`` adds up
+    what they computed and what the cache answered."""
+    import numpy as np
+
+    from .components import _PluginEmbedder
+
+    counts = counts if counts is not None else EmbedCounts()
+    cached, other = [], []
+    for name, component in pipeline.walk():
+        kind = type(component).__name__
+        if isinstance(component, _PluginEmbedder):
+            component.cache = cache  # the plugin's own embedder: keyed like the built-in ingestion's
+            component.counts = counts
+            cached.append(name)
+        elif kind in DOCUMENT_EMBEDDERS or kind in TEXT_EMBEDDERS:
+            model = _identity(component)
+            original = component.run
+            sockets = set(getattr(component, "__haystack_output__")._sockets_dict)
+
+            if kind in DOCUMENT_EMBEDDERS:
+                fields = list(getattr(component, "meta_fields_to_embed", None) or [])
+
+                def run(documents, _original=original, _model=model, _fields=fields, _sockets=sockets, **kwargs):
+                    keys = [sha256_text((d.content or "") + "\x1f" + canonical_json({f: d.meta.get(f) for f in _fields}))
+                            for d in documents]
+                    found = cache.get_many(_model, keys)
+                    missing = [d for d, k in zip(documents, keys) if k not in found]
+                    counts.computed += len(missing)
+                    counts.cached += len(documents) - len(missing)
+                    extra = {}
+                    if missing:
+                        answer = _original(documents=missing, **kwargs)
+                        extra = {k: v for k, v in answer.items() if k != "documents"}
+                        fresh = {k: np.asarray(d.embedding, dtype=np.float32)
+                                 for d, k in zip(answer["documents"], [k for k in keys if k not in found])}
+                        cache.put_many(_model, fresh.items())
+                        found.update(fresh)
+                    out = [dataclasses.replace(d, embedding=found[k].tolist()) for d, k in zip(documents, keys)]
+                    return {"documents": out, **({"meta": extra.get("meta", {})} if "meta" in _sockets else {})}
+            else:
+                def run(text, _original=original, _model=model, _sockets=sockets, **kwargs):
+                    key = sha256_text(text)
+                    found = cache.get_many(_model, [key])
+                    extra = {}
+                    counts.cached += key in found
+                    counts.computed += key not in found
+                    if key not in found:
+                        answer = _original(text=text, **kwargs)
+                        extra = {k: v for k, v in answer.items() if k != "embedding"}
+                        found[key] = np.asarray(answer["embedding"], dtype=np.float32)
+                        cache.put_many(_model, [(key, found[key])])
+                    return {"embedding": found[key].tolist(),
+                            **({"meta": extra.get("meta", {})} if "meta" in _sockets else {})}
+
+            component.run = run  # the pipeline calls the instance's run: the cache answers first
+            cached.append(name)
+        elif "Embedder" in kind:
+            other.append(name)
+    return cached, other
+
+
+def table_for(corpus: Any, file: PipelineFile) -> str:
+    """One table per corpus version and ingestion YAML (content, not path)."""
+    from .store.base import check_identifier
+
+    return check_identifier(f"chunks_{sha256_text(canonical_json([corpus.fingerprint, file.fingerprint]))[:16]}",
+                            "table")
+
+
+def _input_socket(pipeline: Any, file: PipelineFile, named: str | None) -> tuple[str, str]:
+    open_inputs = pipeline.inputs()
+    if named:
+        component, _, socket = named.partition(".")
+        if component not in open_inputs or socket not in open_inputs[component]:
+            shown = ", ".join(f"{c}.{s}" for c, sockets in open_inputs.items() for s in sockets) or "none"
+            raise RetrievalEvalError(f"input socket '{named}' is not an open input of the pipeline (open: {shown})",
+                                     path=file.path)
+        return component, socket
+    for component, sockets in open_inputs.items():
+        if "documents" in sockets:
+            return component, "documents"
+    raise RetrievalEvalError("no component takes 'documents' as an open input; name the input socket with "
+                             "retrieval_ingest_input = COMPONENT.SOCKET", path=file.path)
+
+
+def ingest(corpus: Any, store: Any, file: PipelineFile, cache: Any, *, input_socket: str | None = None,
+           id_field: str = "doc_id", progress: Callable[[str], None] | None = None) -> Any:
+    """Run the team's ingestion pipeline on the corpus into the session's store."""
+    from haystack import Document
+
+    from ..data.lint import lint_chunks
+    from .ingest import IngestConfig, IngestedIndex
+
+    start = time.perf_counter()
+    pipeline = load(file)
+    table = table_for(corpus, file)
+    point_at(pipeline, file, store, table)
+    counts = EmbedCounts()
+    cached, other = cache_embedders(pipeline, cache, counts)
+    component, socket = _input_socket(pipeline, file, input_socket)
+    documents = [Document(content=d.content, meta={**dict(d.meta), "doc_id": d.doc_id, "title": d.title,
+                                                    "description": d.description, "filename": d.filename})
+                 for d in corpus.docs]
+    if progress and len(documents) >= 200:
+        progress(f"ingesting {len(documents)} documents with {file.path.name}")
+    try:
+        pipeline.run({component: {socket: documents}})
+    except RetrievalEvalError:
+        raise
+    except Exception as exc:
+        raise RetrievalEvalError(f"the ingestion pipeline failed: {type(exc).__name__}: {exc}", path=file.path) from None
+    chunks = _written(store, table, id_field, file)
+    lint = lint_chunks(chunks, dataset=corpus.name)
+    return IngestedIndex(chunks=chunks, store=store, document_store=None, table=table, dataset=corpus.name,
+                         config=IngestConfig(), embedder=None, seconds=time.perf_counter() - start,
+                         stats={"documents": len(documents), "chunks": len(chunks), "pipeline": str(file.path),
+                                "embedders_cached": ", ".join(cached) or "none",
+                                "embedders_not_cached": ", ".join(other) or "none",
+                                "embedded": counts.computed, "from_cache": counts.cached},
+                         lint=lint)
+
+
+def _written(store: Any, table: str, id_field: str, file: PipelineFile) -> tuple[Chunk, ...]:
+    """The rows the pipeline wrote, as chunks in document order (``split_id`` within a document)."""
+    import psycopg
+    from psycopg import sql
+
+    qualified = sql.SQL("{}.{}").format(sql.Identifier(store.schema), sql.Identifier(table))
+    try:
+        with psycopg.connect(store.dsn, autocommit=True) as conn:
+            rows = conn.execute(sql.SQL("SELECT id, content, meta FROM {}").format(qualified)).fetchall()
+    except psycopg.errors.UndefinedTable:
+        raise RetrievalEvalError("the ingestion pipeline wrote nothing to its PgvectorDocumentStore",
+                                 path=file.path) from None
+    if not rows:
+        raise RetrievalEvalError("the ingestion pipeline wrote no documents", path=file.path)
+    missing = [r[0] for r in rows if not (r[2] or {}).get(id_field)]
+    if missing:
+        raise RetrievalEvalError(f"{len(missing)} of {len(rows)} written documents lack the id meta field "
+                                 f"'{id_field}' (e.g. {missing[0]}); keep it on every chunk", path=file.path,
+                                 field=id_field)
+    order = sorted(rows, key=lambda r: (str(r[2][id_field]), r[2].get("split_id", 0) or 0, r[0]))
+    chunks, seen = [], {}
+    for _, content, meta in order:
+        doc = str(meta[id_field])
+        seen[doc] = seen.get(doc, -1) + 1
+        chunks.append(Chunk(doc, seen[doc], content or "", dict(meta)))
+    return tuple(chunks)
+
+
+class PipelineEngine:
+    """A query pipeline as an engine (see the module docstring)."""
+
+    def __init__(self, name: str, file: PipelineFile, store: Any, table: str, cache: Any, *,
+                 inputs: Sequence[str] = (), id_field: str = "doc_id") -> None:
+        self.name, self.file, self.id_field = name, file, id_field
+        self.pipeline = load(file)
+        point_at(self.pipeline, file, store, table)
+        self.cached, self.not_cached = cache_embedders(self.pipeline, cache)
+        self.inputs = self._question_inputs(inputs)
+        self.output = self._documents_output()
+
+    def _question_inputs(self, named: Sequence[str]) -> dict[str, dict[str, str]]:
+        open_inputs = self.pipeline.inputs()
+        chosen: dict[str, list[str]] = {}
+        if named:
+            for item in named:
+                component, _, socket = item.partition(".")
+                if component not in open_inputs or socket not in open_inputs[component]:
+                    shown = ", ".join(f"{c}.{s}" for c, sockets in open_inputs.items() for s in sockets) or "none"
+                    raise RetrievalEvalError(f"question input '{item}' is not an open input of the pipeline "
+                                             f"(open: {shown})", path=self.file.path)
+                chosen.setdefault(component, []).append(socket)
+        else:
+            for component, sockets in open_inputs.items():
+                for socket, spec in sockets.items():
+                    if socket in QUESTION_SOCKETS and spec.get("type") is str:
+                        chosen.setdefault(component, []).append(socket)
+        if not chosen:
+            raise RetrievalEvalError("no open 'text' or 'query' input takes the question; name them with "
+                                     "NAME=PATH:COMPONENT.SOCKET,...", path=self.file.path)
+        return {c: {s: "" for s in sockets} for c, sockets in chosen.items()}
+
+    def _documents_output(self) -> tuple[str, str]:
+        for component, sockets in self.pipeline.outputs().items():
+            if "documents" in sockets:
+                return component, "documents"
+        raise RetrievalEvalError("the pipeline has no 'documents' output to rank", path=self.file.path)
+
+    def describe(self) -> dict:
+        return {"engine": "haystack pipeline", "pipeline": self.file.path.name,
+                "question_to": ", ".join(f"{c}.{s}" for c, sockets in self.inputs.items() for s in sockets),
+                "embedders_cached": ", ".join(self.cached) or "none",
+                "embedders_not_cached": ", ".join(self.not_cached) or "none"}
+
+    def retrieve(self, query: str, k: int) -> list[str]:
+        data = {c: {s: query for s in sockets} for c, sockets in self.inputs.items()}
+        component, socket = self.output
+        found = self.pipeline.run(data)[component][socket]
+        ids = []
+        for d in found:
+            doc = (d.meta or {}).get(self.id_field)
+            if doc is None:
+                raise RetrievalEvalError(f"a retrieved document lacks the id meta field '{self.id_field}'",
+                                         path=self.file.path, field=self.id_field)
+            ids.append(str(doc))
+        return list(dict.fromkeys(ids))[:k]  # chunks folded to their documents, in order

@@ -1,0 +1,164 @@
+"""A team's own Haystack pipelines as YAML on the plugin's ephemeral store: loading with errors
+that name the file and the component, the stores pointed at the session's table, the embedders
+answered from the cache, a query pipeline as an engine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import requires_hybrid, write_docs
+
+pytestmark = [requires_hybrid, pytest.mark.slow]
+
+DOCS = [
+    {"doc_id": "vpn", "title": "VPN", "content": "Install the tunnel client and import your profile to reach the office network."},
+    {"doc_id": "printer", "title": "Printers", "content": "Send print jobs to the follow-me queue and release them with your badge."},
+    {"doc_id": "wifi", "title": "Guest wifi", "content": "Visitors get a daily code for the guest wireless network at reception."},
+]
+QUESTIONS = [
+    {"id": "q-vpn", "question": "How do I get onto the office network from home?", "relevant": {"vpn": 1}},
+    {"id": "q-print", "question": "Where do my print jobs go before I pick them up?", "relevant": {"printer": 1}},
+    {"id": "q-wifi", "question": "What does a visitor need for the wireless?", "relevant": {"wifi": 1}},
+]
+
+
+def pipelines(folder: Path, *, document_embedder, text_embedder, split_length: int = 8) -> tuple[Path, Path]:
+    """An ingestion and a query YAML written by Haystack itself (Pipeline.dumps)."""
+    import os
+
+    from haystack import Pipeline
+    from haystack.components.preprocessors import DocumentSplitter
+    from haystack.components.writers import DocumentWriter
+    from haystack.document_stores.types import DuplicatePolicy
+    from haystack_integrations.components.retrievers.pgvector import PgvectorEmbeddingRetriever
+    from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+
+    os.environ.setdefault("PG_CONN_STR", "postgresql://unused")
+    store = PgvectorDocumentStore(table_name="theirs", embedding_dimension=384, vector_function="cosine_similarity",
+                                  search_strategy="exact_nearest_neighbor")
+    ingest = Pipeline()
+    ingest.add_component("splitter", DocumentSplitter(split_by="word", split_length=split_length, split_overlap=0))
+    ingest.add_component("embedder", document_embedder)
+    ingest.add_component("writer", DocumentWriter(document_store=store, policy=DuplicatePolicy.OVERWRITE))
+    ingest.connect("splitter", "embedder")
+    ingest.connect("embedder", "writer")
+    query = Pipeline()
+    query.add_component("embed", text_embedder)
+    query.add_component("retriever", PgvectorEmbeddingRetriever(document_store=store, top_k=10))
+    query.connect("embed.embedding", "retriever.query_embedding")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ingest.yaml").write_text(ingest.dumps())
+    (folder / "query.yaml").write_text(query.dumps())
+    return folder / "ingest.yaml", folder / "query.yaml"
+
+
+@pytest.fixture
+def project(pytester, tmp_path):
+    corpus = write_docs(tmp_path / "kb", DOCS)
+    (tmp_path / "q.json").write_text(json.dumps({"format": "pytest-retrieval-eval/questions", "version": 1,
+                                                 "queries": QUESTIONS}))
+    from pytest_retrieval_eval.cli import main as cli
+
+    assert cli(["label", "stamp", "--corpus", str(corpus), "--questions", str(tmp_path / "q.json")]) == 0
+    pytester.makepyfile("import pytest\n\n@pytest.mark.retrieval\ndef test_x(retrieval_results):\n"
+                        "    assert retrieval_results.n_errored == 0\n")
+
+    def ini(extra: str = "") -> None:
+        pytester.makeini(f"[pytest]\nretrieval_corpus = {corpus}\nretrieval_questions = {tmp_path / 'q.json'}\n"
+                         f"retrieval_cache_dir = {tmp_path / 'cache'}\n{extra}")
+
+    pytester.ini = ini
+    return pytester
+
+
+ST = "haystack_integrations.components.embedders.sentence_transformers."
+
+
+def test_sentence_transformers_embedders_in_a_teams_yaml_are_cached_and_queried(project, tmp_path):
+    import yaml
+
+    from pytest_retrieval_eval.hybrid.components import PluginDocumentEmbedder, PluginTextEmbedder
+    from pytest_retrieval_eval.hybrid.embedders import packaged_minilm_path
+
+    ingest, query = pipelines(tmp_path / "pipes", document_embedder=PluginDocumentEmbedder("minilm"),
+                              text_embedder=PluginTextEmbedder("minilm"))
+    model = str(packaged_minilm_path())  # as a team's YAML names its model (no torch in this process)
+    for path, name, kind in ((ingest, "embedder", "sentence_transformers_document_embedder."
+                                                  "SentenceTransformersDocumentEmbedder"),
+                             (query, "embed", "sentence_transformers_text_embedder.SentenceTransformersTextEmbedder")):
+        doc = yaml.safe_load(path.read_text())
+        doc["components"][name] = {"type": ST + kind, "init_parameters": {"model": model, "progress_bar": False}}
+        path.write_text(yaml.safe_dump(doc))
+    project.ini(f"retrieval_ingest_pipeline = {ingest}\nretrieval_query_pipelines = theirs={query}\n")
+    cold = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report")
+    assert cold.ret == 0, cold.stdout.str()
+    cold.stdout.fnmatch_lines(["*ingested with ingest.yaml (6 chunks; embedded 6, 0 from the cache; embedders cached: "
+                               "embedder, not cached: none)*"])
+    table = {line.split()[0]: line.split() for line in cold.stdout.lines if line.startswith("theirs")}
+    assert table["theirs"][-2:] == ["3", "0"] and float(table["theirs"][3]) == 1.0  # hit@5 over 3 queries
+    warm = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report")
+    assert warm.ret == 0
+    warm.stdout.fnmatch_lines(["*(6 chunks; embedded 0, 6 from the cache;*"])  # a second run embeds nothing
+    assert "embedders_cached=embed" in " ".join(warm.stdout.str().split())
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda y: y.replace("haystack.components.preprocessors.document_splitter.DocumentSplitter",
+                         "team_tools.splitters.ClauseSplitter"),
+     "ingest.yaml: field 'components.splitter.type': component 'splitter': cannot import "
+     "team_tools.splitters.ClauseSplitter (ModuleNotFoundError"),
+    (lambda y: y.replace("components:", "components: [", 1), "ingest.yaml:3: not a YAML pipeline"),
+    (lambda y: y.replace("components:", "parts:", 1), "not a serialised Haystack pipeline (no 'components' mapping)"),
+])
+def test_a_yaml_that_does_not_load_names_the_file_and_the_component(project, tmp_path, edit, message):
+    from pytest_retrieval_eval.hybrid.components import PluginDocumentEmbedder, PluginTextEmbedder
+
+    ingest, query = pipelines(tmp_path / "pipes", document_embedder=PluginDocumentEmbedder("hashing"),
+                              text_embedder=PluginTextEmbedder("hashing"))
+    ingest.write_text(edit(ingest.read_text()))
+    project.ini(f"retrieval_ingest_pipeline = {ingest}\nretrieval_query_pipelines = theirs={query}\n")
+    result = project.runpytest("-m", "retrieval")
+    assert result.ret != 0
+    assert message in result.stdout.str(), result.stdout.str()
+
+
+def test_wrong_wiring_is_said_plainly(project, tmp_path):
+    from pytest_retrieval_eval.hybrid.components import PluginDocumentEmbedder, PluginTextEmbedder
+
+    ingest, query = pipelines(tmp_path / "pipes", document_embedder=PluginDocumentEmbedder("hashing:384"),
+                              text_embedder=PluginTextEmbedder("hashing:384"))
+    project.ini(f"retrieval_ingest_pipeline = {ingest}\nretrieval_query_pipelines = theirs={query}\n"
+                "retrieval_ingest_input = writer.documents\n")
+    wrong_input = project.runpytest("-m", "retrieval")
+    assert "input socket 'writer.documents' is not an open input of the pipeline (open: splitter.documents" in \
+        wrong_input.stdout.str()
+    project.ini(f"retrieval_ingest_pipeline = {ingest}\nretrieval_query_pipelines = theirs={query}\n"
+                "retrieval_id_field = article\n")
+    no_ids = project.runpytest("-m", "retrieval")
+    assert "6 of 6 written documents lack the id meta field 'article'" in no_ids.stdout.str()
+    query.write_text(query.read_text().replace("PgvectorDocumentStore", "NotAStore").replace(
+        "haystack_integrations.document_stores.pgvector.document_store.NotAStore",
+        "haystack.document_stores.in_memory.document_store.InMemoryDocumentStore"))
+    project.ini(f"retrieval_ingest_pipeline = {ingest}\nretrieval_query_pipelines = theirs={query}\n")
+    no_store = project.runpytest("-m", "retrieval")
+    assert "query.yaml" in no_store.stdout.str()
+    project.ini(f"retrieval_query_pipelines = theirs={query}\n")
+    no_ingest = project.runpytest("-m", "retrieval")
+    assert "a query pipeline reads what an ingestion pipeline wrote: set retrieval_ingest_pipeline" in \
+        no_ingest.stdout.str()
+
+
+def test_the_plugins_own_embedder_components_round_trip_through_yaml():
+    from haystack import Pipeline
+
+    from pytest_retrieval_eval.hybrid.components import PluginDocumentEmbedder, PluginTextEmbedder
+
+    p = Pipeline()
+    p.add_component("d", PluginDocumentEmbedder("hashing:16"))
+    p.add_component("t", PluginTextEmbedder("hashing:16"))
+    again = Pipeline.loads(p.dumps(), allowed_modules=["pytest_retrieval_eval.hybrid.components"])
+    assert again.get_component("d").spec == "hashing:16"
+    assert len(again.get_component("t").run(text="hello")["embedding"]) == 16
