@@ -90,11 +90,15 @@ def test_the_teams_yaml_pipelines_split_as_they_say_and_a_second_run_embeds_noth
     assert first.returncode == 0, first.stdout + first.stderr
     assert "ingested with ingest.yaml (15 chunks; embedded 15, 0 from the cache;" in first.stdout
     assert "corpus lint, kb: 15 chunks" in first.stdout
-    again = run(project, "-m", "retrieval", "--retrieval-report", cache)
-    assert "ingested with ingest.yaml (15 chunks; embedded 0, 15 from the cache;" in again.stdout
+    again = run(project, "-m", "retrieval", "--retrieval-report", cache, "--retrieval-store-cache-mb=0")
+    assert "ingested with ingest.yaml (15 chunks; embedded 0, 15 from the cache;" in again.stdout  # no snapshot
     assert parse_table(again.stdout) == parse_table(first.stdout)
+    restored = run(project, "-m", "retrieval", "--retrieval-report", cache)  # the first run's snapshot
+    assert "restored from snapshot (15 chunks of ingest.yaml; the pipeline did not run)" in restored.stdout
+    assert parse_table(restored.stdout) == parse_table(first.stdout)
     yaml = project / "pipelines" / "ingest.yaml"
     yaml.write_text(yaml.read_text().replace("split_length: 60", "split_length: 30"))
     shorter = run(project, "-m", "retrieval", "--retrieval-report", cache)
     assert shorter.returncode == 0, shorter.stdout
     assert "ingested with ingest.yaml (26 chunks;" in shorter.stdout and "corpus lint, kb: 26 chunks" in shorter.stdout
+    assert "restored from snapshot" not in shorter.stdout  # another YAML, another table and snapshot

@@ -99,10 +99,12 @@ def test_sentence_transformers_embedders_in_a_teams_yaml_are_cached_and_queried(
                                "embedder, not cached: none)*"])
     table = {line.split()[0]: line.split() for line in cold.stdout.lines if line.startswith("theirs")}
     assert table["theirs"][-2:] == ["3", "0"] and float(table["theirs"][3]) == 1.0  # hit@5 over 3 queries
-    warm = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report")
+    warm = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report", "--retrieval-store-cache-mb=0")
     assert warm.ret == 0
     warm.stdout.fnmatch_lines(["*(6 chunks; embedded 0, 6 from the cache;*"])  # a second run embeds nothing
     assert "embedders_cached=embed" in " ".join(warm.stdout.str().split())
+    restored = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report")
+    restored.stdout.fnmatch_lines(["*restored from snapshot (6 chunks of ingest.yaml; the pipeline did not run)*"])
 
 
 @pytest.mark.parametrize("edit, message", [

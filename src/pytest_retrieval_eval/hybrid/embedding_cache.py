@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -44,6 +45,9 @@ HINT = "choose another folder with --retrieval-cache-dir (ini retrieval_cache_di
 class EmbeddingCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        # one connection, shared by an engine's query threads (--retrieval-concurrency): one
+        # statement or transaction at a time on it
+        self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -98,10 +102,11 @@ class EmbeddingCache:
         unique = list(dict.fromkeys(keys))
         for start in range(0, len(unique), 500):
             part = unique[start:start + 500]
-            rows = self._conn.execute(
-                f"SELECT key, vec FROM embeddings WHERE model = ? AND key IN ({','.join('?' * len(part))})",
-                [model, *part],
-            )
+            with self._lock:
+                rows = self._conn.execute(
+                    f"SELECT key, vec FROM embeddings WHERE model = ? AND key IN ({','.join('?' * len(part))})",
+                    [model, *part],
+                ).fetchall()
             for key, blob in rows:
                 found[key] = np.frombuffer(blob, dtype=np.float32)
         return found
@@ -109,7 +114,7 @@ class EmbeddingCache:
     def put_many(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
         rows = [(model, k, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items]
         try:
-            with self._conn:
+            with self._lock, self._conn:
                 self._conn.execute("BEGIN IMMEDIATE")
                 self._conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?, ?)", rows)
         except sqlite3.OperationalError as exc:  # a read-only or full location

@@ -32,6 +32,23 @@ class StoreReuse:
                 self._keep_at_stop(store, table, index)
         return index
 
+    def index_by(self, store: Any, table: str, build: Callable[[], IngestedIndex],
+                 restore: Callable[[], IngestedIndex]) -> tuple[IngestedIndex, bool]:
+        """An ingestion that is not the plugin's own (a team's YAML pipeline): restored from the
+        snapshot of ``table`` when there is one, else built and kept at stop. (index, restored)"""
+        if self.snapshots is not None and hasattr(store, "keep_on_stop") and store.fresh:
+            found = self.snapshots.find(snapshot_key(table, store.version))
+            if found is not None and table in found.manifest()["tables"]:
+                store.restart_from(found.data)
+                self._restored = found
+                index = restore()
+                self.events.append(f"{table}: restored from snapshot {found.key}")
+                return index, True
+        index = build()
+        self.events.append(f"{table}: ingested ({len(index.chunks)} chunks)")
+        self._keep_at_stop(store, table, index)
+        return index, False
+
     def _event(self, text: str) -> None:
         self.events.append(text)
         self.progress(text)

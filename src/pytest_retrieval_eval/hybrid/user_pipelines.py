@@ -264,6 +264,20 @@ def ingest(corpus: Any, store: Any, file: PipelineFile, cache: Any, *, input_soc
                          lint=lint)
 
 
+def restored(corpus: Any, store: Any, file: PipelineFile, *, id_field: str = "doc_id") -> Any:
+    """The index of a table a store snapshot brought back: the pipeline is not run."""
+    from ..data.lint import lint_chunks
+    from .ingest import IngestConfig, IngestedIndex
+
+    start = time.perf_counter()
+    table = table_for(corpus, file)
+    chunks = _written(store, table, id_field, file)
+    return IngestedIndex(chunks=chunks, store=store, document_store=None, table=table, dataset=corpus.name,
+                         config=IngestConfig(), embedder=None, seconds=time.perf_counter() - start,
+                         stats={"chunks": len(chunks), "pipeline": str(file.path), "restored": True},
+                         lint=lint_chunks(chunks, dataset=corpus.name))
+
+
 def _written(store: Any, table: str, id_field: str, file: PipelineFile) -> tuple[Chunk, ...]:
     """The rows the pipeline wrote, as chunks in document order (``split_id`` within a document)."""
     import psycopg
@@ -293,7 +307,10 @@ def _written(store: Any, table: str, id_field: str, file: PipelineFile) -> tuple
 
 
 class PipelineEngine:
-    """A query pipeline as an engine (see the module docstring)."""
+    """A query pipeline as an engine (see the module docstring). Asked one question at a time:
+    its document stores share one database connection each."""
+
+    concurrency = 1
 
     def __init__(self, name: str, file: PipelineFile, store: Any, table: str, cache: Any, *,
                  inputs: Sequence[str] = (), id_field: str = "doc_id") -> None:

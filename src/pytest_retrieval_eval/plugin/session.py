@@ -162,13 +162,16 @@ class RetrievalSession:
         the same key is reused (``hybrid/reuse.py``)."""
         config = config or self.config.hybrid.ingest
         if config not in self._indexes:
-            if self._reuse is None:
-                from ..hybrid.reuse import StoreReuse
-
-                h = self.config.hybrid
-                self._reuse = StoreReuse(self.cache_dir(), h.store_cache_mb, h.dsn_keep, self.progress)
-            self._indexes[config] = self._reuse.index(corpus, store, embedder, config)
+            self._indexes[config] = self._store_reuse().index(corpus, store, embedder, config)
         return self._indexes[config]
+
+    def _store_reuse(self):
+        if self._reuse is None:
+            from ..hybrid.reuse import StoreReuse
+
+            h = self.config.hybrid
+            self._reuse = StoreReuse(self.cache_dir(), h.store_cache_mb, h.dsn_keep, self.progress)
+        return self._reuse
 
     def pipeline_index(self, corpus: Any, store: Any):
         """The corpus run through the team's ingestion YAML (``retrieval_ingest_pipeline``), once."""
@@ -180,14 +183,21 @@ class RetrievalSession:
             from ..hybrid import user_pipelines
 
             file = user_pipelines.PipelineFile.read(h.ingest_pipeline)
-            index = user_pipelines.ingest(corpus, store, file, self.embedding_cache(), input_socket=h.ingest_input,
-                                          id_field=h.id_field, progress=self.progress)
+            index, restored = self._store_reuse().index_by(
+                store, user_pipelines.table_for(corpus, file),
+                build=lambda: user_pipelines.ingest(corpus, store, file, self.embedding_cache(),
+                                                    input_socket=h.ingest_input, id_field=h.id_field,
+                                                    progress=self.progress),
+                restore=lambda: user_pipelines.restored(corpus, store, file, id_field=h.id_field))
             self._indexes["pipeline"] = index
             st = index.stats
-            self.progress(f"{index.table}: ingested with {file.path.name} ({len(index.chunks)} chunks; embedded "
-                          f"{st['embedded']}, {st['from_cache']} from the cache; embedders cached: "
-                          f"{st['embedders_cached']}, not cached: {st['embedders_not_cached']})")
-            self._reuse_events().append(f"{index.table}: ingested with {file.path} ({len(index.chunks)} chunks)")
+            if restored:
+                self.progress(f"{index.table}: restored from snapshot ({len(index.chunks)} chunks of {file.path.name}; "
+                              "the pipeline did not run)")
+            else:
+                self.progress(f"{index.table}: ingested with {file.path.name} ({len(index.chunks)} chunks; embedded "
+                              f"{st['embedded']}, {st['from_cache']} from the cache; embedders cached: "
+                              f"{st['embedders_cached']}, not cached: {st['embedders_not_cached']})")
         return self._indexes["pipeline"]
 
     def embedding_cache(self):
@@ -197,14 +207,9 @@ class RetrievalSession:
             self._embedding_cache = EmbeddingCache(self.cache_dir() / "embeddings.sqlite3")
         return self._embedding_cache
 
-    def _reuse_events(self) -> list[str]:
-        if not hasattr(self, "_pipeline_events"):
-            self._pipeline_events: list[str] = []
-        return self._pipeline_events
-
     @property
     def store_events(self) -> list[str]:
-        return (self._reuse.events if self._reuse is not None else []) + self._reuse_events()
+        return self._reuse.events if self._reuse is not None else []
 
     def progress(self, message: str) -> None:
         """A progress line on the terminal, past output capture (long ingestions)."""
