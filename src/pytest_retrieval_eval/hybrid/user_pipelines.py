@@ -15,7 +15,8 @@
 - ``PipelineEngine``: a query pipeline as an engine: the question goes to the pipeline's open text
   inputs (``text`` of embedders, ``query`` of keyword retrievers and rankers, or those named),
   documents come back from its ``documents`` output, ids from their meta, chunks folded to
-  their documents in order.
+  their documents in order; questions are embedded in one batch first where the text embedder
+  is the plugin's own.
 """
 
 from __future__ import annotations
@@ -347,6 +348,16 @@ class PipelineEngine:
             if "documents" in sockets:
                 return component, "documents"
         raise RetrievalEvalError("the pipeline has no 'documents' output to rank", path=self.file.path)
+
+    def prepare(self, questions: Sequence[str]) -> None:
+        """Every question embedded in one batch where the pipeline's text embedder is the
+        plugin's own (its answers land in the cache the pipeline then reads); other embedders
+        are asked one question at a time, through the cache."""
+        from .components import PluginTextEmbedder
+
+        for _, component in self.pipeline.walk():
+            if isinstance(component, PluginTextEmbedder):
+                component._embed(list(questions))
 
     def describe(self) -> dict:
         return {"engine": "haystack pipeline", "pipeline": self.file.path.name,
