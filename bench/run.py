@@ -196,7 +196,7 @@ def prepare_floor(cache_dir: Path, path: Path) -> None:
 
 
 def bench_bundled(repeats: int, cold_runs: int) -> None:
-    print("bundled eval, end to end: pytest -m retrieval (both engines, 63 questions)", flush=True)
+    print("bundled eval, end to end: pytest -m retrieval (both engines, 68 questions)", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-"))
     try:
         cold = []
@@ -308,7 +308,7 @@ def bench_queries(repeats: int, cache_dir: Path) -> None:
     from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
     from pytest_retrieval_eval.gate.verdict import judge
 
-    print("queries (bundled corpus, 63 questions), question embedding, plugin overhead", flush=True)
+    print("queries (bundled corpus), question embedding, plugin overhead", flush=True)
     corpus = JsonFolder(REPO / "corpus").load()
     labeled = load_questions_cache(REPO / "questions.cache.json")
     questions = [q.question for q in labeled]
@@ -316,8 +316,8 @@ def bench_queries(repeats: int, cache_dir: Path) -> None:
     model.embed(["warm up"])
     one = [_time(lambda: [model.embed([q]) for q in questions]) for _ in range(repeats)]
     batch = [_time(lambda: model.embed(questions)) for _ in range(repeats)]
-    o = record("queries", "embed 63 questions one call each (MiniLM)", one)
-    b = record("queries", "embed 63 questions in one batch (MiniLM)", batch)
+    o = record("queries", f"embed {len(questions)} questions one call each (MiniLM)", one)
+    b = record("queries", f"embed {len(questions)} questions in one batch (MiniLM)", batch)
     ratio("queries", "one at a time / batched", o, b)
     store = EmbeddedPostgres()
     store.start()
@@ -711,7 +711,7 @@ def main() -> None:
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--scifact-cold", type=int, default=1, help="cold SciFact runs (each embeds 5,330 chunks)")
     parser.add_argument("--cache", default=None, help="for SciFact: a cache dir whose embeddings are filled already")
-    parser.add_argument("--only", choices=["dormant", "http", "own", "evaluate", "queries", "scifact", "bundled"],
+    parser.add_argument("--only", choices=["dormant", "http", "own", "evaluate", "queries", "scifact", "bundled", "scaling"],
                         help="run one section and print it (results files untouched)")
     args = parser.parse_args()
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -720,7 +720,7 @@ def main() -> None:
          "evaluate": bench_evaluate,
          "queries": lambda r: bench_queries(r, Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))),
          "scifact": lambda r: bench_scifact(0, r, Path(args.cache) if args.cache else None),
-         "bundled": lambda r: bench_bundled(r, 0)}[args.only](args.repeats)
+         "bundled": lambda r: bench_bundled(r, 0), "scaling": bench_scaling}[args.only](args.repeats)
         return
     bench_dormant(args.repeats)
     bench_http_concurrency(args.repeats)
