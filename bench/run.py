@@ -274,12 +274,14 @@ def bench_ingestion(repeats: int) -> None:
             from haystack.components.writers import DocumentWriter
             from haystack.document_stores.types import DuplicatePolicy
 
-            from pytest_retrieval_eval.hybrid.components import CachedEmbedder
+            from pytest_retrieval_eval.hybrid.components import PluginDocumentEmbedder
 
             start = time.perf_counter()
             writer = document_store(store, f"hnsw_first_{i}", 384, "english", hnsw=True)
             pipeline = chunking_pipeline(IngestConfig(), corpus.name)
-            pipeline.add_component("embedder", CachedEmbedder(embedder))
+            step = PluginDocumentEmbedder()
+            step.use(embedder)
+            pipeline.add_component("embedder", step)
             pipeline.add_component("writer", DocumentWriter(writer, policy=DuplicatePolicy.OVERWRITE))
             pipeline.connect("identity.documents", "embedder.documents")
             pipeline.connect("embedder.documents", "writer.documents")

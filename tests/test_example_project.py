@@ -39,7 +39,7 @@ def test_the_teams_tests_pass_and_their_gate_holds(project):
     table = parse_table(done.stdout)
     # registered two in conftest.py, one query pipeline in YAML, and keyword named in the ini
     assert set(table) == {"helpdesk-bm25", "helpdesk-haystack", "helpdesk-pgvector", "keyword"}
-    assert re.search(r"ingested with ingest\.yaml \(15 chunks;|restored from snapshot \(15 chunks of ingest\.yaml",
+    assert re.search(r"ingested with ingest\.yaml \(17 chunks;|restored from snapshot \(17 chunks of ingest\.yaml",
                      done.stdout) and table["helpdesk-pgvector"]["hit@3"] >= 0.8
     assert table["helpdesk-bm25"]["n"] == 16 and table["helpdesk-bm25"]["hit@3"] >= 0.6
     # the team's versioned article (the old VPN client, superseded) and its shadow comparison
@@ -89,18 +89,18 @@ def test_the_teams_yaml_pipelines_split_as_they_say_and_a_second_run_embeds_noth
     cache = f"--retrieval-cache-dir={project / 'cache'}"
     first = run(project, "-m", "retrieval", "--retrieval-report", cache)
     assert first.returncode == 0, first.stdout + first.stderr
-    assert "ingested with ingest.yaml (15 chunks; embedded 15, 0 from the cache;" in first.stdout
-    assert "corpus lint, kb: 15 chunks" in first.stdout
+    assert "ingested with ingest.yaml (17 chunks; embedded 17, 0 from the cache;" in first.stdout
+    assert "corpus lint, kb: 17 chunks" in first.stdout
     assert "prepare_error" not in first.stdout  # the questions were embedded in one batch without trouble
     again = run(project, "-m", "retrieval", "--retrieval-report", cache, "--retrieval-store-cache-mb=0")
-    assert "ingested with ingest.yaml (15 chunks; embedded 0, 15 from the cache;" in again.stdout  # no snapshot
+    assert "ingested with ingest.yaml (17 chunks; embedded 0, 17 from the cache;" in again.stdout  # no snapshot
     assert parse_table(again.stdout) == parse_table(first.stdout)
     restored = run(project, "-m", "retrieval", "--retrieval-report", cache)  # the first run's snapshot
-    assert "restored from snapshot (15 chunks of ingest.yaml; the pipeline did not run)" in restored.stdout
+    assert "restored from snapshot (17 chunks of ingest.yaml; the pipeline did not run)" in restored.stdout
     assert parse_table(restored.stdout) == parse_table(first.stdout)
     yaml = project / "pipelines" / "ingest.yaml"
     yaml.write_text(yaml.read_text().replace("split_length: 60", "split_length: 30"))
     shorter = run(project, "-m", "retrieval", "--retrieval-report", cache)
     assert shorter.returncode == 0, shorter.stdout
-    assert "ingested with ingest.yaml (26 chunks;" in shorter.stdout and "corpus lint, kb: 26 chunks" in shorter.stdout
+    assert "ingested with ingest.yaml (34 chunks;" in shorter.stdout and "corpus lint, kb: 34 chunks" in shorter.stdout
     assert "restored from snapshot" not in shorter.stdout  # another YAML, another table and snapshot

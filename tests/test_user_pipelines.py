@@ -164,3 +164,31 @@ def test_the_plugins_own_embedder_components_round_trip_through_yaml():
     again = Pipeline.loads(p.dumps(), allowed_modules=["pytest_retrieval_eval.hybrid.components"])
     assert again.get_component("d").spec == "hashing:16"
     assert len(again.get_component("t").run(text="hello")["embedding"]) == 16
+
+
+def test_the_builtin_pair_is_yaml_a_copy_runs_as_a_teams_pipeline_and_the_hybrid_row_is_unchanged(
+        pytester, tmp_path, shared_cache_dir):
+    """The built-in hybrid engine's pipelines ship as YAML, loaded by the same code as a team's;
+    its bundled row (ingested afresh through the YAML) is the one it had when built in code, and
+    a copy of the two files, run as a team's own pipelines, gives the same rankings."""
+    import shutil
+
+    from conftest import CORPUS, QUESTIONS, parse_table
+    from pytest_retrieval_eval.data.pipeline_files import builtin
+
+    for name in ("ingest.yaml", "query.yaml"):
+        shutil.copy(builtin(name).path, tmp_path / name)
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
+                     f"retrieval_cache_dir = {shared_cache_dir}\nretrieval_store_cache_mb = 0\n"
+                     f"retrieval_ingest_pipeline = {tmp_path / 'ingest.yaml'}\n"
+                     f"retrieval_query_pipelines = copy={tmp_path / 'query.yaml'}\n"
+                     "retrieval_engines = hybrid copy\n")
+    pytester.makepyfile("import pytest\n\n@pytest.mark.retrieval\ndef test_x(retrieval_results):\n    pass\n")
+    result = pytester.runpytest_subprocess("-m", "retrieval", "--retrieval-report")
+    assert result.ret == 0, result.stdout.str()
+    table = parse_table(result.stdout.str())
+    # the row of the built-in engine when its pipelines were built in code (68 questions)
+    assert [table["hybrid"][m] for m in ("hit@1", "hit@3", "hit@5", "hit@10", "hit@20", "mrr")] == \
+        [0.809, 0.971, 0.971, 1.0, 1.0, 0.892]
+    assert table["copy"] == table["hybrid"]
+    assert "ingested with ingest.yaml (38 chunks;" in result.stdout.str()  # the copy's table: same chunks

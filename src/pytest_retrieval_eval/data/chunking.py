@@ -56,24 +56,24 @@ def sources(corpus: "Corpus") -> list:
     ]
 
 
+#: the steps of the built-in ingestion (``pipelines/ingest.yaml``) that make the chunks
+CHUNKING_STEPS = ("cleaner", "splitter", "identity")
+
+
+def chunking_settings(chunking: Chunking, dataset: str) -> dict:
+    """The session's settings over the built-in ingestion YAML's chunking steps."""
+    return {"splitter": {"split_by": "word", "split_length": chunking.split_length,
+                         "split_overlap": chunking.split_overlap},
+            "identity": {"org_id": chunking.org_id, "dataset": dataset}}
+
+
 def chunking_pipeline(chunking: Chunking, dataset: str):
-    """clean > split > identify, as a Haystack ``Pipeline`` (ingestion appends its own steps)."""
-    from .._lazy_torch import import_haystack
+    """clean > split > identify: the first steps of the built-in ingestion YAML, which ingestion
+    runs whole and question generation runs alone, so a question's chunk id is the store's."""
+    from .pipeline_files import build, builtin, subset, with_settings
 
-    import_haystack()
-    from haystack import Pipeline
-    from haystack.components.preprocessors import DocumentCleaner, DocumentSplitter
-
-    from ._components import ChunkIdentity
-
-    pipeline = Pipeline()
-    pipeline.add_component("cleaner", DocumentCleaner())
-    pipeline.add_component("splitter", DocumentSplitter(split_by="word", split_length=chunking.split_length,
-                                                        split_overlap=chunking.split_overlap))
-    pipeline.add_component("identity", ChunkIdentity(chunking.org_id, dataset))
-    pipeline.connect("cleaner.documents", "splitter.documents")
-    pipeline.connect("splitter.documents", "identity.documents")
-    return pipeline
+    file = builtin("ingest.yaml")
+    return build(with_settings(subset(file.data(), CHUNKING_STEPS), chunking_settings(chunking, dataset)), file)
 
 
 def chunks_of(documents) -> tuple[Chunk, ...]:

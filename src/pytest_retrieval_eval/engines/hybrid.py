@@ -1,9 +1,11 @@
 """The hybrid engine: pgvector keyword + vector retrieval, reciprocal-rank fusion, optional rerank.
 
-Built from the production Haystack components (``PgvectorKeywordRetriever``,
-``PgvectorEmbeddingRetriever``, ``DocumentJoiner``), called directly rather than through a
-``Pipeline``: a Pipeline deep-copies every input and output, embeddings included, which costs
-more than the retrieval itself at this scale. Results are normalised from chunks to documents:
+Its components (``PgvectorKeywordRetriever``, ``PgvectorEmbeddingRetriever``, ``DocumentJoiner``)
+come from the built-in query YAML (``pipelines/query.yaml``), loaded and pointed at the table as
+a team's own YAML is, and are called directly rather than through ``Pipeline.run``: a Pipeline
+deep-copies every input and output, embeddings included, which costs more than the retrieval
+itself at this scale; the engine also applies the org/dataset filter, embeds the questions in
+one batch, and runs the use_keyword/use_vector variants and the reranker. Results are normalised from chunks to documents:
 the first occurrence of each parent document, order kept.
 """
 
@@ -45,24 +47,28 @@ def chunks_to_docs(chunks: Sequence) -> list[str]:
 class HybridEngine:
     def __init__(self, index: IngestedIndex, config: HybridConfig = HybridConfig(), *, name: str = "hybrid") -> None:
         import_haystack()
-        from haystack.components.joiners import DocumentJoiner
-        from haystack_integrations.components.retrievers.pgvector import (
-            PgvectorEmbeddingRetriever,
-            PgvectorKeywordRetriever,
-        )
-
+        from ..data.pipeline_files import builtin
         from ..hybrid.rerankers import make_reranker
+        from ..hybrid.user_pipelines import load, point_at
 
         self.name = name
         self.index = index
         self.config = config
+        # the built-in query YAML, with the session's settings, pointed at the table as a team's is
+        file = builtin("query.yaml")
+        pipeline = load(file, {"keyword": {"top_k": config.keyword_top_k}, "vector": {"top_k": config.vector_top_k},
+                               "joiner": {"top_k": config.fusion_top_k},
+                               **{c: {"document_store": {"language": index.config.language,
+                                                         "embedding_dimension": index.embedder.dim}}
+                                  for c in ("keyword", "vector")}})
+        # the index's own store: open since ingestion (or restore), rows in binary, ef_search set
+        point_at(pipeline, file, index.store, index.table, document_store=index.document_store)
+        self.keyword, self.vector = pipeline.get_component("keyword"), pipeline.get_component("vector")
+        self.joiner = pipeline.get_component("joiner")
         store = index.document_store
-        self.keyword = PgvectorKeywordRetriever(document_store=store, top_k=config.keyword_top_k)
-        self.vector = PgvectorEmbeddingRetriever(document_store=store, top_k=config.vector_top_k)
         connection = getattr(store, "_connection", None)
         if connection is not None and config.vector_top_k > 200:  # HNSW visits ef_search candidates (200, see ingest)
             connection.execute(f"SET hnsw.ef_search = {int(config.vector_top_k)}")
-        self.joiner = DocumentJoiner(join_mode="reciprocal_rank_fusion", top_k=config.fusion_top_k)
         self.reranker = make_reranker(config.rerank)
         self._query_vectors: dict[str, list[float]] = {}
         self.keyword_empty = 0

@@ -42,13 +42,18 @@ class _PluginEmbedder:
 
         return default_from_dict(cls, data)
 
+    def use(self, embedder: Embedder, progress: Optional[Progress] = None) -> None:
+        """Run ``embedder`` (the session's, behind its cache) instead of one made from ``spec``."""
+        self._embedder, self._progress = embedder, progress
+
     def _embed(self, texts):
         if self._embedder is None:
             from .embedders import backend_for
 
             self._embedder = Embedder(backend_for(self.spec), self.cache)
         before = (self._embedder.stats.computed, self._embedder.stats.cached)
-        vectors = self._embedder.embed(list(texts))
+        progress = getattr(self, "_progress", None)
+        vectors = self._embedder.embed(list(texts), progress=progress) if progress else self._embedder.embed(list(texts))
         if self.counts is not None:
             self.counts.computed += self._embedder.stats.computed - before[0]
             self.counts.cached += self._embedder.stats.cached - before[1]
@@ -72,19 +77,6 @@ class PluginTextEmbedder(_PluginEmbedder):
     @component.output_types(embedding=list[float])
     def run(self, text: str) -> dict:
         return {"embedding": self._embed([text])[0].tolist()}
-
-
-@component
-class CachedEmbedder:
-    """Embeds documents through the embedding cache: no model load when every text is cached."""
-
-    def __init__(self, embedder: Embedder, progress: Optional[Progress] = None) -> None:
-        self.embedder, self.progress = embedder, progress
-
-    @component.output_types(documents=list[Document])
-    def run(self, documents: list[Document]) -> dict:
-        vectors = self.embedder.embed([d.content or "" for d in documents], progress=self.progress)
-        return {"documents": [dataclasses.replace(d, embedding=v.tolist()) for d, v in zip(documents, vectors)]}
 
 
 @component
@@ -112,23 +104,3 @@ class HttpReranker:
         except (KeyError, TypeError, ValueError, IndexError):
             raise RetrievalEvalError(f"{self.url}/rerank answered without a valid 'results' list") from None
         return {"documents": out[:top_k] if top_k else out}
-
-
-@component
-class ChunkLint:
-    """Pass-through after splitting, before embedding: records a ``LintReport`` of the chunks."""
-
-    def __init__(self, dataset: str, embedder: Embedder, near_duplicates: Optional[float] = None) -> None:
-        self.dataset, self.embedder, self.near_duplicates = dataset, embedder, near_duplicates
-        self.report = None
-
-    @component.output_types(documents=list[Document])
-    def run(self, documents: list[Document]) -> dict:
-        from ..data.lint import lint_chunks
-        from ..types import Chunk
-
-        window = self.embedder.token_window()
-        chunks = [Chunk(d.meta.get("doc_id", ""), d.meta.get("chunk_index", 0), d.content or "") for d in documents]
-        self.report = lint_chunks(chunks, dataset=self.dataset, count_tokens=window[0] if window else None,
-                                  window=window[1] if window else None, near_duplicates=self.near_duplicates)
-        return {"documents": documents}

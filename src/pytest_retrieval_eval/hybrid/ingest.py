@@ -1,7 +1,7 @@
-"""Ingestion: corpus -> Haystack pipeline (clean > split > embed > write) -> a pgvector table.
+"""Ingestion: corpus -> Haystack pipeline (clean > split > identify > embed > write) -> a pgvector table.
 
-The pipeline is made of real Haystack components; the embedding step is a small component that
-puts the embedding cache in front of the configured embedder. Rows are written without the
+The pipeline is the built-in YAML ``pipelines/ingest.yaml``, loaded like a team's own; its
+embedding step runs the configured embedder behind the embedding cache. Rows are written without the
 HNSW index, which is then built once over the full table (faster than maintaining it row by
 row), and the table is vacuumed so the planner uses the keyword (GIN) index from the start.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from .._lazy_torch import import_haystack
-from ..data.chunking import Chunking, chunking_pipeline, chunks_of, sources
+from ..data.chunking import Chunking, chunks_of, sources
 from ..data.corpus import Corpus
 from ..errors import RetrievalEvalError
 from .store.base import Store, check_identifier
@@ -61,8 +61,12 @@ class IngestedIndex:
 
 
 def table_name(corpus: Corpus, config: IngestConfig, embedder: Embedder) -> str:
+    """Everything that shapes the table: the corpus, the chunking, the embedder and the built-in
+    ingestion YAML itself (an edit to it is a new table, and a new snapshot)."""
+    from ..data.pipeline_files import builtin
+
     layout = {k: v for k, v in dataclasses.asdict(config).items() if k != "near_duplicates"}  # lint only
-    key = canonical_json([corpus.fingerprint, layout, embedder.identity])
+    key = canonical_json([corpus.fingerprint, layout, embedder.identity, builtin("ingest.yaml").fingerprint])
     return check_identifier(f"chunks_{sha256_text(key)[:16]}", "table")
 
 
@@ -89,11 +93,14 @@ def document_store(store: Store, table: str, dim: int, language: str, *, hnsw: b
 
 def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfig = IngestConfig(),
            progress: Callable[[str], None] | None = None) -> IngestedIndex:
-    import_haystack()
-    from haystack.components.writers import DocumentWriter
-    from haystack.document_stores.types import DuplicatePolicy
-
-    from .components import CachedEmbedder, ChunkLint
+    """The built-in ingestion YAML (``pipelines/ingest.yaml``) with the session's settings, loaded
+    and pointed at the store as a team's own YAML is (``user_pipelines``); its embedder step runs
+    the session's cached embedder."""
+    from ..data.chunking import chunking_settings
+    from ..data.lint import lint_chunks
+    from ..data.pipeline_files import builtin
+    from .components import PluginDocumentEmbedder
+    from .user_pipelines import load, point_at
 
     start = time.perf_counter()
     table = table_name(corpus, config, embedder)
@@ -105,17 +112,17 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
             last_decile[0] = decile
             progress(f"embedding chunks: {done}/{total}")
 
-    writer_store = document_store(store, table, embedder.dim, config.language, hnsw=False)
+    file = builtin("ingest.yaml")
+    pipeline = load(file, {**chunking_settings(config, corpus.name),
+                           "writer": {"document_store": {"embedding_dimension": embedder.dim,
+                                                         "language": config.language}}})
+    step = pipeline.get_component("embedder")
+    if isinstance(step, PluginDocumentEmbedder):
+        step.use(embedder, embed_progress)  # the session's embedder, its cache and its progress lines
+    point_at(pipeline, file, store, table)
+    writer_store = pipeline.get_component("writer").document_store
     writer_store.count_documents()  # creates the table
     _vectors_inline(store, table)
-    pipeline = chunking_pipeline(config, corpus.name)
-    lint = ChunkLint(corpus.name, embedder, config.near_duplicates)
-    pipeline.add_component("lint", lint)
-    pipeline.add_component("embedder", CachedEmbedder(embedder, embed_progress))
-    pipeline.add_component("writer", DocumentWriter(writer_store, policy=DuplicatePolicy.OVERWRITE))
-    pipeline.connect("identity.documents", "lint.documents")
-    pipeline.connect("lint.documents", "embedder.documents")
-    pipeline.connect("embedder.documents", "writer.documents")
 
     documents = sources(corpus)
     if progress and len(documents) >= 200:
@@ -124,6 +131,9 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
     result = pipeline.run({"cleaner": {"documents": documents}}, include_outputs_from={"identity"})
     written = result["writer"]["documents_written"]
     chunks = chunks_of(result["identity"]["documents"])
+    window = embedder.token_window()  # lint of the chunks as split, before embedding
+    lint = lint_chunks(chunks, dataset=corpus.name, count_tokens=window[0] if window else None,
+                       window=window[1] if window else None, near_duplicates=config.near_duplicates)
     writer_store.close()
 
     # Build the HNSW index once over the loaded table, then let the planner see real statistics.
@@ -136,7 +146,7 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
         embedder=embedder, seconds=time.perf_counter() - start,
         stats={"documents": len(documents), "chunks": len(chunks), "written": written,
                "embedded": embedder.stats.computed - computed_before, "cached": embedder.stats.cached - cached_before},
-        lint=lint.report,
+        lint=lint,
     )
 
 

@@ -9,8 +9,9 @@
   ``PluginDocumentEmbedder``/``PluginTextEmbedder``, sentence-transformers and OpenAI, document
   and text) answer from the embedding cache, keyed by the component's settings
   and the text, so a warm run embeds nothing; other embedders run as they are, and are named;
-- ``ingest``: the corpus in as Haystack ``Document``s (``doc_id``, title, description, filename and
-  the document's other fields as meta) through the pipeline's input socket; what it wrote is read
+- ``ingest``: the corpus in as Haystack ``Document``s (title, description and body as the text, as
+  the built-in ingestion has it; ``doc_id``, title, description, filename and the document's other
+  fields as meta) through the pipeline's input socket; what it wrote is read
   back from the table as the session's chunks, and linted;
 - ``PipelineEngine``: a query pipeline as an engine: the question goes to the pipeline's open text
   inputs (``text`` of embedders, ``query`` of keyword retrievers and rankers, or those named),
@@ -22,13 +23,12 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..data.pipeline_files import PipelineFile, build, with_settings
 from ..errors import RetrievalEvalError
 from ..types import Chunk, canonical_json, sha256_text
 
@@ -39,86 +39,36 @@ TEXT_EMBEDDERS = ("SentenceTransformersTextEmbedder", "OpenAITextEmbedder")
 QUESTION_SOCKETS = ("text", "query")
 
 
-@dataclass(frozen=True)
-class PipelineFile:
-    path: Path
-    text: str
-
-    @classmethod
-    def read(cls, path: Path | str) -> "PipelineFile":
-        path = Path(path)
-        try:
-            return cls(path, path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise RetrievalEvalError(f"cannot read the pipeline: {exc.strerror or exc}", path=path) from None
-
-    @property
-    def fingerprint(self) -> str:
-        return sha256_text(self.text)
+def load(file: PipelineFile, settings: dict | None = None) -> Any:
+    """The pipeline of ``file`` (with ``settings`` applied, see ``data.pipeline_files``); every
+    problem names the file, and the component where there is one."""
+    data = file.data()
+    return build(with_settings(data, settings) if settings else data, file)
 
 
-def load(file: PipelineFile) -> Any:
-    """The pipeline of ``file``; every problem names the file, and the component where there is one."""
-    import yaml
-
-    from .._lazy_torch import import_haystack
-
-    import_haystack()
-    from haystack import Pipeline
-
-    try:
-        raw = yaml.safe_load(file.text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise RetrievalEvalError(f"not a YAML pipeline: {getattr(exc, 'problem', exc)}", path=file.path,
-                                 line=mark.line + 1 if mark else None) from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("components"), dict):
-        raise RetrievalEvalError("not a serialised Haystack pipeline (no 'components' mapping)", path=file.path)
-    for name, spec in raw["components"].items():
-        kind = spec.get("type") if isinstance(spec, dict) else None
-        if not isinstance(kind, str) or "." not in kind:
-            raise RetrievalEvalError(f"component '{name}' has no 'type' (module.Class)", path=file.path,
-                                     field=f"components.{name}.type")
-        module, _, cls = kind.rpartition(".")
-        try:
-            found = getattr(importlib.import_module(module), cls, None)
-        except Exception as exc:
-            raise RetrievalEvalError(f"component '{name}': cannot import {kind} ({type(exc).__name__}: {exc})",
-                                     path=file.path, field=f"components.{name}.type") from None
-        if found is None:
-            raise RetrievalEvalError(f"component '{name}': {module} has no {cls}", path=file.path,
-                                     field=f"components.{name}.type")
-    # The YAML is the project's own, named in its configuration: its component modules are trusted
-    # as the project's conftest is (Haystack refuses modules off its allowlist otherwise).
-    modules = sorted({spec["type"].rpartition(".")[0] for spec in raw["components"].values()})
-    try:
-        return Pipeline.loads(file.text, allowed_modules=modules)
-    except Exception as exc:
-        which = next((n for n in raw["components"] if f"'{n}'" in str(exc)), None)
-        where = f"component '{which}': " if which else ""
-        raise RetrievalEvalError(f"{where}the pipeline does not load: {type(exc).__name__}: {exc}", path=file.path,
-                                 field=f"components.{which}" if which else None) from None
-
-
-def point_at(pipeline: Any, file: PipelineFile, store: Any, table: str) -> list[str]:
-    """Every PgvectorDocumentStore of ``pipeline`` replaced by one on ``store``'s table ``table``;
-    the names of the components changed. A pipeline without one is an error."""
+def point_at(pipeline: Any, file: PipelineFile, store: Any, table: str, *, document_store: Any = None) -> list[str]:
+    """Every PgvectorDocumentStore of ``pipeline`` replaced by one on ``store``'s table ``table``
+    (or by ``document_store``, one already open on it); the names of the components changed. A
+    pipeline without one is an error."""
     from haystack.utils import Secret
     from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 
     changed = []
-    made: dict[int, Any] = {}
+    made: dict[str, Any] = {}
     for name, component in pipeline.walk():
         old = getattr(component, "document_store", None)
         if not isinstance(old, PgvectorDocumentStore):
             continue
-        if id(old) not in made:
-            made[id(old)] = PgvectorDocumentStore(
+        key = canonical_json(old.to_dict())  # stores a YAML spells alike are one store (one connection)
+        if document_store is not None:
+            made[key] = document_store
+        if key not in made:
+            made[key] = PgvectorDocumentStore(
                 connection_string=Secret.from_token(store.dsn), schema_name=store.schema, table_name=table,
                 embedding_dimension=old.embedding_dimension, vector_function=old.vector_function,
                 search_strategy=old.search_strategy, language=old.language, keyword_index_name=f"{table}_kw",
                 hnsw_index_name=f"{table}_hnsw", create_extension=False)
-        component.document_store = made[id(old)]
+        component.document_store = made[key]
         changed.append(name)
     if not changed:
         raise RetrievalEvalError("the pipeline has no PgvectorDocumentStore for the plugin to point at its store",
@@ -204,12 +154,16 @@ def cache_embedders(pipeline: Any, cache: Any, counts: EmbedCounts | None = None
     return cached, other
 
 
+#: how the corpus is fed to an ingestion YAML (see ``ingest``); part of every table's name
+FEED = 2
+
+
 def table_for(corpus: Any, file: PipelineFile) -> str:
-    """One table per corpus version and ingestion YAML (content, not path)."""
+    """One table per corpus version, ingestion YAML (content, not path) and way of feeding it."""
     from .store.base import check_identifier
 
-    return check_identifier(f"chunks_{sha256_text(canonical_json([corpus.fingerprint, file.fingerprint]))[:16]}",
-                            "table")
+    key = canonical_json([corpus.fingerprint, file.fingerprint, FEED])
+    return check_identifier(f"chunks_{sha256_text(key)[:16]}", "table")
 
 
 def _input_socket(pipeline: Any, file: PipelineFile, named: str | None) -> tuple[str, str]:
@@ -243,8 +197,11 @@ def ingest(corpus: Any, store: Any, file: PipelineFile, cache: Any, *, input_soc
     counts = EmbedCounts()
     cached, other = cache_embedders(pipeline, cache, counts)
     component, socket = _input_socket(pipeline, file, input_socket)
-    documents = [Document(content=d.content, meta={**dict(d.meta), "doc_id": d.doc_id, "title": d.title,
-                                                    "description": d.description, "filename": d.filename})
+    # as the built-in ingestion feeds its YAML (title and description lead the text), so a copy of
+    # the built-in files ingests the same chunks; every field rides along as meta
+    documents = [Document(id=d.doc_id, content="\n\n".join(p for p in (d.title, d.description, d.content) if p),
+                          meta={**dict(d.meta), "doc_id": d.doc_id, "title": d.title,
+                                "description": d.description, "filename": d.filename})
                  for d in corpus.docs]
     if progress and len(documents) >= 200:
         progress(f"ingesting {len(documents)} documents with {file.path.name}")
@@ -318,6 +275,12 @@ class PipelineEngine:
         self.name, self.file, self.id_field = name, file, id_field
         self.pipeline = load(file)
         point_at(self.pipeline, file, store, table)
+        from .ingest import _fetch_binary
+
+        for ds in {id(c.document_store): c.document_store for _, c in self.pipeline.walk()
+                   if hasattr(c, "document_store")}.values():
+            ds.count_documents()  # connects
+            _fetch_binary(ds)  # binary rows, and as many HNSW candidates as the built-in engine asks for
         self.cached, self.not_cached = cache_embedders(self.pipeline, cache)
         self.inputs = self._question_inputs(inputs)
         self.output = self._documents_output()
