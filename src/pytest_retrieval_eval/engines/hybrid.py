@@ -5,8 +5,8 @@ come from the built-in query YAML (``pipelines/query.yaml``), loaded and pointed
 a team's own YAML is, and are called directly rather than through ``Pipeline.run``: a Pipeline
 deep-copies every input and output, embeddings included, which costs more than the retrieval
 itself at this scale; the engine also applies the org/dataset filter, embeds the questions in
-one batch, and runs the use_keyword/use_vector variants and the reranker. Results are normalised from chunks to documents:
-the first occurrence of each parent document, order kept.
+one batch, and runs the use_keyword/use_vector variants and the reranker. Results are normalised
+from chunks to documents: the first occurrence of each parent document, order kept.
 """
 
 from __future__ import annotations
@@ -57,10 +57,7 @@ class HybridEngine:
         # the built-in query YAML, with the session's settings, pointed at the table as a team's is
         file = builtin("query.yaml")
         pipeline = load(file, {"keyword": {"top_k": config.keyword_top_k}, "vector": {"top_k": config.vector_top_k},
-                               "joiner": {"top_k": config.fusion_top_k},
-                               **{c: {"document_store": {"language": index.config.language,
-                                                         "embedding_dimension": index.embedder.dim}}
-                                  for c in ("keyword", "vector")}})
+                               "joiner": {"top_k": config.fusion_top_k}})
         # the index's own store: open since ingestion (or restore), rows in binary, ef_search set
         point_at(pipeline, file, index.store, index.table, document_store=index.document_store)
         self.keyword, self.vector = pipeline.get_component("keyword"), pipeline.get_component("vector")
