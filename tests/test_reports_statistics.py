@@ -9,16 +9,7 @@ import pytest
 
 from conftest import CORPUS, QUESTIONS
 from pytest_retrieval_eval.cli import main as cli
-from test_reports import CONFTEST, TESTS
-
-
-@pytest.fixture
-def project(pytester):
-    pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
-                     "retrieval_engines = keyword oracle\n")
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(TESTS)
-    return pytester
+from test_reports import project  # noqa: F401 (the same keyword + oracle project)
 
 
 def test_confidence_lower_fails_a_threshold_the_point_estimate_passes(project):

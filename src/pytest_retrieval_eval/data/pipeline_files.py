@@ -6,6 +6,7 @@ always constructed with its final parameters (``with_settings``)."""
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import importlib.resources
 from dataclasses import dataclass
@@ -48,8 +49,10 @@ class PipelineFile:
         return raw
 
 
+@functools.lru_cache(maxsize=None)
 def builtin(name: str) -> PipelineFile:
-    """One of the plugin's own pipelines: ``ingest.yaml`` or ``query.yaml``."""
+    """One of the plugin's own pipelines: ``ingest.yaml`` or ``query.yaml`` (read once per
+    process: table names, chunking, ingestion and every hybrid engine ask for them)."""
     resource = importlib.resources.files("pytest_retrieval_eval").joinpath("pipelines", name)
     return PipelineFile(Path(str(resource)), resource.read_text(encoding="utf-8"))
 

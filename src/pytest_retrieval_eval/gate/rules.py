@@ -11,7 +11,7 @@ from typing import Iterable, Mapping, Sequence
 from ..errors import RetrievalEvalError
 from ..data.lint import KINDS as LINT_KINDS
 from ..run.lint import KINDS as RUN_LINT_KINDS
-from ..ir.measures import DEFAULT_GAIN_WEIGHTS, Measure  # noqa: F401 (the default lives with the measures)
+from ..ir.measures import Measure
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 _RULE = re.compile(

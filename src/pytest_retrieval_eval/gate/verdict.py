@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .baseline import BaselineComparison, compare
-from .rules import (DEFAULT_GAIN_WEIGHTS, Breach, MaxDrop, Row, Threshold, check, check_drops, check_lint,
+from .rules import (Breach, MaxDrop, Row, Threshold, check, check_drops, check_lint,
                     check_shadows, measures_needed, parse_max_drops, parse_thresholds, parse_weights, shadow_measures)
-from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure
+from ..ir.measures import DEFAULT_GAIN_WEIGHTS, DEFAULT_TABLE_MEASURES, Measure
 from ..ir.stats import CORRECTION_NAMES, POWER, detectable_drop, queries_needed
 from ..run.lint import KINDS as RUN_LINT_KINDS
 from ..run.results import Comparison, RunResults

@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..data.pipeline_files import PipelineFile, build, with_settings

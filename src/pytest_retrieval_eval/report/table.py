@@ -117,7 +117,7 @@ def freshness_lines(verdict: Any, *, markdown: bool = False, limit: int = 3) -> 
     for e in evaluations:
         for m in fresh:
             if m.family == "freshness.stale_free":
-                found = {r.query_id: hits for r in e.results if (hits := e.freshness.stale_hits(r.doc_ids, m.k))}
+                found = e.stale_documents(m.k)
                 what = f"{len(found)} of {e.n} queries with a stale document in the top {m.k}"
             else:
                 found = {q: [" and ".join(c) for c in cs] for q, cs in e.conflicting_queries(m.k).items()}

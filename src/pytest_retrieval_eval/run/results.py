@@ -167,16 +167,15 @@ class EvaluationResult:
             return np.full(self.n, math.nan)
         return np.array([per.get(q.query_id, 0.0) for q in self.labeled.queries], dtype=np.float64)
 
-    def stale_queries(self, k: int) -> dict[str, list[str]]:
-        """Query id -> the stale documents in its top k, with why, in labeled-set order."""
+    def stale_documents(self, k: int) -> dict[str, list[str]]:
+        """Query id -> the stale documents in its top k, in labeled-set order."""
         if self.freshness is None:
             return {}
-        out = {}
-        for r in self.results:
-            hits = self.freshness.stale_hits(r.doc_ids, k)
-            if hits:
-                out[r.query_id] = [f"{d} ({self.freshness.stale[d]})" for d in hits]
-        return out
+        return {r.query_id: hits for r in self.results if (hits := self.freshness.stale_hits(r.doc_ids, k))}
+
+    def stale_queries(self, k: int) -> dict[str, list[str]]:
+        """``stale_documents`` with why each is stale."""
+        return {q: [f"{d} ({self.freshness.stale[d]})" for d in docs] for q, docs in self.stale_documents(k).items()}
 
     def conflicting_queries(self, k: int) -> dict[str, list[tuple[str, ...]]]:
         if self.freshness is None:

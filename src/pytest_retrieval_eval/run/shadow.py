@@ -99,12 +99,14 @@ def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measure
         raise RetrievalEvalError(f"shadow {candidate.engine}:{baseline.engine}: the engines were asked different "
                                  f"queries ({candidate.n} and {baseline.n})")
     weights = dict(sorted(weights.items()))  # one order of summation, live or from results.json
-    usable = {m: w for m, w in weights.items() if not np.isnan(candidate.values(m)).any()}
+    names = list(dict.fromkeys([*measures, *weights]))
+    cand = {m: candidate.values(m) for m in names}  # per-query values, in labeled-set order
+    base = {m: baseline.values(m) for m in names}
+    usable = {m: w for m, w in weights.items() if not np.isnan(cand[m]).any()}
     skipped = tuple(m for m in weights if m not in usable)
-    names = list(dict.fromkeys([*measures, *usable]))
     deltas = []
     for m in names:
-        a, b = candidate.values(m), baseline.values(m)
+        a, b = cand[m], base[m]
         if np.isnan(a).any() or np.isnan(b).any():
             continue
         deltas.append(Delta(m, float(a.mean()) if len(a) else math.nan, float(b.mean()) if len(b) else math.nan,
@@ -112,8 +114,8 @@ def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measure
     total = sum(usable.values())
     n = candidate.n
     if usable and n:
-        score_a = sum(w * candidate.values(m) for m, w in usable.items()) / total
-        score_b = sum(w * baseline.values(m) for m, w in usable.items()) / total
+        score_a = sum(w * cand[m] for m, w in usable.items()) / total
+        score_b = sum(w * base[m] for m, w in usable.items()) / total
         diff = score_a - score_b
         gain, p, ci = float(diff.mean()), paired_randomization(score_a, score_b), bootstrap_ci(diff)
     else:
@@ -125,8 +127,7 @@ def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measure
     for i in order[:MOVERS]:
         if diff[i] == 0:
             break
-        changes = tuple((m, float(baseline.values(m)[i]), float(candidate.values(m)[i])) for m in usable
-                        if candidate.values(m)[i] != baseline.values(m)[i])
+        changes = tuple((m, float(base[m][i]), float(cand[m][i])) for m in usable if cand[m][i] != base[m][i])
         movers.append(QueryMove(ids[i], questions[ids[i]], float(diff[i]) / n, changes))
     cutoff = max((Measure.parse(m).k or 0 for m in usable), default=0) or 5
     hit, missed = _moved_documents(candidate, baseline, cutoff)
