@@ -145,7 +145,7 @@ class JsonFolder:
                 docs.append(doc)
         if not docs:
             raise RetrievalEvalError("no documents found (expected *.json or *.jsonl files)", path=root)
-        check_references(docs, source=str(root))
+        check_references(docs, source=str(root), origin=origin)
         return Corpus(tuple(docs), name=root.name, source=str(root))
 
     @staticmethod

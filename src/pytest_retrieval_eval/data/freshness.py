@@ -10,9 +10,11 @@ inside ``metadata``):
 - ``superseded_by``: the doc id of the document that replaces this one.
 
 On the run's "as of" day (``--retrieval-as-of``, default today) a document is **stale** when it
-is marked superseded by a document of the corpus, when a newer version of its key is in effect
-(a document with the same ``version_key`` whose ``valid_from`` is later than this one's, or this
-one has none, and not after the as-of day), or when the day is outside its validity. Two
+is marked superseded by a document of the corpus that is in effect that day (its ``valid_from``,
+if any, not after the day: a successor that starts later replaces nothing yet), when a newer
+version of its key is in effect (a document with the same ``version_key`` whose ``valid_from`` is
+later than this one's, or this one has none, and not after the as-of day), or when the day is
+outside its validity. ``superseded_by`` may chain but not loop. Two
 versions of one key in the same top k are a **conflict**. ``ir.measures`` names the measures
 (``freshness.stale_free@k``, ``freshness.conflict_free@k``); ``run.results`` computes them.
 """
@@ -83,7 +85,7 @@ class Freshness:
         for d in docs:
             meta, reasons = d.meta, []
             newer = meta.get("superseded_by")
-            if newer:
+            if newer and not (newer in start and start[newer] > as_of):  # the successor's validity decides
                 reasons.append(f"superseded by {newer}")
             for other in by_key.get(meta.get("version_key") or "", ()):
                 if other == d.doc_id or other == newer or other not in start or start[other] > as_of:
@@ -136,16 +138,43 @@ class Freshness:
         return cls(d["as_of"], dict(d.get("stale", {})), dict(d.get("versions", {})))
 
 
-def check_references(docs: Iterable[Any], source: str = "") -> None:
-    """A ``superseded_by`` naming no document of the corpus is an error: the marking would say
-    nothing (or a typo would hide a stale document)."""
+def check_references(docs: Iterable[Any], source: str = "", origin: Mapping[str, str] | None = None) -> None:
+    """A ``superseded_by`` naming no document of the corpus, the document itself or a loop back
+    to it is an error: the marking would say nothing, a typo would hide a stale document, and in a
+    loop every version says another one replaces it, so none is current. ``origin`` (doc id ->
+    its file, or file:line) lets the message name the document's own file instead of ``source``."""
     docs = list(docs)
     ids = {d.doc_id for d in docs}
+
+    def where(doc_id: str) -> str | None:
+        return (origin or {}).get(doc_id) or source or None
+
     for d in docs:
         target = d.meta.get("superseded_by")
         if target and target not in ids:
             raise RetrievalEvalError(f"document '{d.doc_id}': superseded_by names '{target}', which is not a "
-                                     "document of the corpus", path=source or None, field="superseded_by")
+                                     "document of the corpus", path=where(d.doc_id), field="superseded_by")
         if target == d.doc_id:
             raise RetrievalEvalError(f"document '{d.doc_id}': superseded_by names the document itself",
-                                     path=source or None, field="superseded_by")
+                                     path=where(d.doc_id), field="superseded_by")
+    loop = _first_cycle({d.doc_id: d.meta["superseded_by"] for d in docs if d.meta.get("superseded_by")})
+    if loop:
+        shown = " -> ".join(loop if len(loop) <= 9 else [*loop[:4], "...", *loop[-4:]])
+        raise RetrievalEvalError(f"superseded_by goes round in a loop of {len(loop) - 1} documents ({shown}), "
+                                 "so none is current: remove superseded_by from the newest one",
+                                 path=where(loop[0]), field="superseded_by")
+
+
+def _first_cycle(successor: Mapping[str, str]) -> list[str]:
+    """The first loop of ``id -> superseded_by`` links, as ids ending where they start, or []."""
+    done: set[str] = set()
+    for first in successor:
+        path: dict[str, int] = {}  # id -> its place on this walk
+        at = first
+        while at in successor and at not in done and at not in path:
+            path[at] = len(path)
+            at = successor[at]
+        if at in path:
+            return [*list(path)[path[at]:], at]
+        done.update(path)
+    return []
