@@ -143,7 +143,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("generator_model", "chat model for question generation", DEFAULT_CHAT_MODEL, metavar="MODEL",
            env=f"{ENV_PREFIX}GENERATOR_MODEL", cli=("generate",), cli_aliases=("--model",)),
     Option("as_of", "the day freshness is judged on: documents outside their validity then, or superseded by a "
-           "document already valid then, are stale (default: today; recorded in the reports)", None, day, metavar="YYYY-MM-DD", env=f"{ENV_PREFIX}AS_OF"),
+           "document already valid then, are stale (default: today; recorded in the reports)", None, day,
+           metavar="YYYY-MM-DD", env=f"{ENV_PREFIX}AS_OF"),
     Option("max_doc_mb", "refuse corpus documents larger than this", 10.0, positive, metavar="MB"),
     Option("trials", "evaluate each engine N times: spread across trials and pass@k / pass^k of each threshold", 1,
            whole(1), metavar="N"),
