@@ -1,5 +1,6 @@
 """Each option is declared once (plugin/options.py): pytest's flags and ini keys, the CLI's shared
-options and the README's table all come from the declarations, and this module keeps them equal."""
+options and the options page of the docs (docs/options.md) all come from the declarations, and
+this module keeps them equal."""
 
 from __future__ import annotations
 
@@ -10,27 +11,48 @@ import pytest
 
 from conftest import REPO
 from pytest_retrieval_eval.plugin import options
-from pytest_retrieval_eval.plugin.options import OPTIONS, Option, markdown_table, readme_block
+from pytest_retrieval_eval.plugin.options import OPTIONS, Option, docs_block, markdown_table
+
+OPTIONS_PAGE = REPO / "docs" / "options.md"
 
 
-def readme_disagreements(readme: str) -> list[str]:
-    """Rows the README's options table lacks or has in excess, against the declarations."""
-    have, want = readme_block(readme), markdown_table()
+def page_disagreements(page: str) -> list[str]:
+    """Rows the options page's table lacks or has in excess, against the declarations."""
+    have, want = docs_block(page), markdown_table()
     return [f"missing: {row}" for row in want if row not in have] + [f"extra: {row}" for row in have if row not in want]
 
 
-def test_the_readme_table_is_the_declarations():
-    problems = readme_disagreements((REPO / "README.md").read_text(encoding="utf-8"))
-    assert not problems, "README options table is out of date; paste:\n" + "\n".join(markdown_table())
-    assert readme_block((REPO / "README.md").read_text(encoding="utf-8")) == markdown_table()
+def undocumented_flags(help_text: str, page: str) -> list[str]:
+    """The ``--retrieval-*`` flags pytest's help lists that no row of the options page names."""
+    flags = sorted(set(re.findall(r"(--retrieval-[a-z-]+)", help_text)))
+    rows = "\n".join(docs_block(page))
+    return [f for f in flags if not re.search(rf"`{re.escape(f)}[ `]", rows)]
 
 
-def test_an_option_declared_but_missing_from_the_readme_is_caught(monkeypatch):
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_options_page_table_is_the_declarations():
+    page = OPTIONS_PAGE.read_text(encoding="utf-8")
+    problems = page_disagreements(page)
+    assert not problems, "docs/options.md table is out of date; paste:\n" + "\n".join(markdown_table())
+    assert docs_block(page) == markdown_table()
+
+
+def test_an_option_declared_but_missing_from_the_options_page_is_caught(monkeypatch):
+    page = OPTIONS_PAGE.read_text(encoding="utf-8")
     extra = Option("frobnicate", "a new option nobody documented", 3, options.whole(1), metavar="N")
     monkeypatch.setattr(options, "OPTIONS", (*OPTIONS, extra))
-    problems = readme_disagreements(readme)
+    problems = page_disagreements(page)
     assert problems == ["missing: | `--retrieval-frobnicate N` | `retrieval_frobnicate` |  | `3` | a new option nobody documented |"]
+
+
+def test_every_flag_pytest_help_lists_is_on_the_options_page(pytester):
+    help_text = pytester.runpytest("--help").stdout.str()
+    page = OPTIONS_PAGE.read_text(encoding="utf-8")
+    assert len(re.findall(r"--retrieval-[a-z-]+", help_text)) >= len(OPTIONS)
+    assert undocumented_flags(help_text, page) == []
+    # the check bites: a page that lost the --retrieval-dsn row reports that flag (and not
+    # --retrieval-dsn-keep, whose row is still there)
+    without_dsn = "\n".join(line for line in page.splitlines() if not line.startswith("| `--retrieval-dsn DSN`"))
+    assert undocumented_flags(help_text, without_dsn) == ["--retrieval-dsn"]
 
 
 def test_every_flag_and_ini_key_pytest_knows_is_declared_once(pytester):

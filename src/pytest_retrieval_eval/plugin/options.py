@@ -336,7 +336,7 @@ def _shown_default(o: Option) -> str:
 
 
 def markdown_table() -> list[str]:
-    """The README's options table, made from the declarations."""
+    """The options table of docs/options.md, made from the declarations."""
     lines = ["| flag | ini | env | default | meaning |", "|---|---|---|---|---|"]
     for o in OPTIONS:
         flag = f"`{o.flag_name}`" if o.kind == "switch" else f"`{o.flag_name} {o.metavar or o.key.upper()}`"
@@ -350,8 +350,8 @@ def markdown_table() -> list[str]:
     return lines
 
 
-def readme_block(text: str) -> list[str]:
-    """The options table as the README holds it (between its two markers)."""
+def docs_block(text: str) -> list[str]:
+    """The options table as docs/options.md holds it (between its two markers)."""
     start, end = "<!-- options-table:start -->", "<!-- options-table:end -->"
     if start not in text or end not in text:
         return []
