@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, requires_hybrid
 
 README = REPO / "README.md"
 README_LIMIT = 12 * 1024
@@ -88,3 +88,79 @@ def test_the_readme_keeps_the_two_commands_ci_runs():
     assert 'pip install torch==2.13.0 -e ".[hybrid]" && pytest -m retrieval --retrieval-report' in text
     assert 'pip install torch==2.13.0 -e ".[dev]" && pytest\n' in text
     assert "python -m pytest_retrieval_eval label import labels.csv" in text
+
+
+# Output shown in the docs is output the plugin prints: the bundled eval's summary (the landing
+# page and the README), the significance table, the corpus lint, the gate's failure lines. The
+# day is pinned (the shown output was judged on it), so the freshness block does not move with
+# the calendar.
+AS_OF = "2026-11-30"
+
+
+def code_blocks(markdown: str) -> list[list[str]]:
+    """The lines of each fenced code block."""
+    return [b.splitlines() for b in re.findall(r"(?ms)^```[^\n]*\n(.*?)^```$", markdown)]
+
+
+def shown_block(path: Path, first_line: str) -> list[str]:
+    blocks = [b for b in code_blocks(path.read_text(encoding="utf-8")) if b and b[0].startswith(first_line)]
+    assert blocks, f"{path.name}: no code block starting {first_line!r}"
+    return blocks[0]
+
+
+def same_line(shown: str, printed: str) -> bool:
+    """``...`` in a shown line stands for what the docs leave out."""
+    return re.fullmatch(".*?".join(map(re.escape, shown.split("..."))), printed) is not None
+
+
+def contiguous_in(block: list[str], lines: list[str]) -> bool:
+    return any(all(same_line(s, p) for s, p in zip(block, lines[i:i + len(block)]))
+               for i in range(len(lines) - len(block) + 1))
+
+
+def run_bundled(bundled_project, sandbox_tmp, tmp_path, *args: str) -> str:
+    """The bundled corpus and questions in a fresh project, a cache of its own, the day pinned."""
+    bundled_project.makepyfile("def test_x(retrieval_results):\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-report",
+                           f"--retrieval-as-of={AS_OF}", f"--retrieval-cache-dir={tmp_path}", *args],
+                          cwd=bundled_project.path, env={**os.environ, "TMPDIR": str(sandbox_tmp)},
+                          capture_output=True, text=True, timeout=600)
+    return done.stdout + done.stderr
+
+
+@pytest.mark.slow
+@requires_hybrid
+def test_the_bundled_eval_output_in_the_docs_is_what_it_prints(bundled_project, sandbox_tmp, tmp_path):
+    lines = run_bundled(bundled_project, sandbox_tmp, tmp_path, "--retrieval-engine=hybrid",
+                        "--retrieval-engine=keyword").splitlines()
+    summary = "----------------------------- retrieval evaluation"
+    for page in (REPO / "docs" / "index.md", README):
+        block = shown_block(page, summary)
+        assert contiguous_in(block, lines), f"{page.name}: the bundled eval now prints:\n" + "\n".join(
+            lines[next(i for i, l in enumerate(lines) if l.startswith(summary)):])
+    for page, first in ((REPO / "docs" / "gates.md", "engine      hit@1"),
+                        (REPO / "docs" / "reports.md", "corpus lint, corpus:")):
+        assert contiguous_in(shown_block(page, first), lines), f"{page.name}: block {first!r} is not what the run prints"
+
+
+def test_a_block_the_run_does_not_print_is_caught():
+    lines = ["engine  hit@1", "keyword 0.118", "  95% CI ±.074"]
+    assert contiguous_in(["keyword 0.118", "  95% CI ±.074"], lines)
+    assert not contiguous_in(["keyword 0.119", "  95% CI ±.074"], lines)
+    assert not contiguous_in(["engine  hit@1", "  95% CI ±.074"], lines)
+    assert contiguous_in(["keyword 0...", "  95% CI ±.074"], lines) and not contiguous_in(["keyword 1..."], lines)
+
+
+def test_the_gate_failures_in_the_docs_are_what_it_prints(bundled_project, sandbox_tmp, tmp_path):
+    """The keyword engine alone: no store, no model."""
+    out = run_bundled(bundled_project, sandbox_tmp, tmp_path, "--retrieval-engine=keyword",
+                      "--retrieval-threshold=keyword:mrr>=0.999",
+                      "--retrieval-threshold=keyword:freshness.stale_free@5>=1.0")
+    shown = {
+        "gates.md": "FAIL retrieval gate: keyword: mrr = 0.2514, required >= 0.999 (from --retrieval-threshold; n=68)",
+        "freshness.md": shown_block(REPO / "docs" / "freshness.md", "FAIL retrieval gate: keyword: freshness")[0],
+    }
+    assert shown["gates.md"] in (REPO / "docs" / "gates.md").read_text(encoding="utf-8")
+    for page, line in shown.items():
+        assert contiguous_in([line], out.splitlines()), f"{page}: {line!r} is not what the gate prints:\n" + "\n".join(
+            l for l in out.splitlines() if l.startswith("FAIL"))
