@@ -21,6 +21,8 @@ class Reply:
     body: Any = None  # dict -> JSON; callable(request_json) -> dict
     headers: dict = field(default_factory=dict)
     delay: float = 0.0
+    #: a misbehaving proxy: answer with ``body`` (text) followed by the request's headers as received
+    echo_headers: bool = False
 
 
 @dataclass
@@ -68,10 +70,12 @@ class FakeApi:
                 with lock:
                     api.in_flight -= 1
                 payload = reply.body(body) if callable(reply.body) else reply.body
+                if reply.echo_headers:
+                    payload = f"{payload or ''}{''.join(f'{k}: {v}' + chr(10) for k, v in self.headers.items())}"
                 data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
                 try:
                     self.send_response(reply.status(body) if callable(reply.status) else reply.status)
-                    self.send_header("content-type", "application/json")
+                    self.send_header("content-type", "text/html" if reply.echo_headers else "application/json")
                     self.send_header("content-length", str(len(data)))
                     for k, v in reply.headers.items():
                         self.send_header(k, v)

@@ -15,7 +15,7 @@ import os
 import time
 from typing import Any, Mapping
 
-from ._secrets import API_KEY_ENVS, redact
+from ._secrets import API_KEY_ENVS, mask_and_cap, redact
 from .errors import RetrievalEvalError
 
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
@@ -62,7 +62,7 @@ def api_key_for(url: str, what: str) -> str | None:
     if is_private(url):
         return None
     raise RetrievalEvalError(
-        f"{what} calls {url}, which needs an API key: set {API_KEY_ENVS[0]} (or {API_KEY_ENVS[1]}); "
+        f"{what} calls {redact(url)}, which needs an API key: set {API_KEY_ENVS[0]} (or {API_KEY_ENVS[1]}); "
         "a local or private server (RETRIEVAL_EVAL_BASE_URL=http://localhost:11434/v1 for Ollama) needs none")
 
 
@@ -92,10 +92,12 @@ def request_json(client: Any, method: str, url: str, *, params: Mapping[str, Any
                  headers: Mapping[str, str] | None = None, secrets: Any = (), retries: int = 3, backoff: float = 0.5,
                  max_wait: float = 30.0, sleep=time.sleep, key_hint: bool = False) -> Any:
     """Send one request and return the decoded JSON answer, retrying 429, 5xx and timeouts;
-    raise ``RetrievalEvalError`` naming the URL, with ``secrets`` masked."""
+    raise ``RetrievalEvalError`` naming the URL, with ``secrets`` (and credentials written into
+    the URL) masked before any text is cut (``mask_and_cap``)."""
     import httpx
 
     secrets = [s for s in secrets if s]
+    shown = f"{method} {redact(url, secrets)}"
     for attempt in range(retries + 1):
         wait = min(max_wait, backoff * (2 ** attempt))
         try:
@@ -103,21 +105,20 @@ def request_json(client: Any, method: str, url: str, *, params: Mapping[str, Any
         except httpx.TimeoutException as exc:
             problem = f"timed out ({type(exc).__name__})"
         except httpx.HTTPError as exc:
-            problem = f"{type(exc).__name__}: {redact(str(exc), secrets)}"
+            problem = f"{type(exc).__name__}: {mask_and_cap(exc, secrets=secrets)}"
         else:
             if response.status_code < 400:
                 try:
                     return response.json()
                 except ValueError:
-                    raise RetrievalEvalError(f"{method} {url}: the answer is not JSON (HTTP {response.status_code})") from None
-            body = redact(response.text[:300], secrets)
-            problem = f"HTTP {response.status_code}: {body}"
+                    raise RetrievalEvalError(f"{shown}: the answer is not JSON (HTTP {response.status_code})") from None
+            problem = f"HTTP {response.status_code}: {mask_and_cap(response.text, secrets=secrets)}"
             if response.status_code not in RETRY_STATUS:
                 hint = " (check the API key variable)" if key_hint and response.status_code in (401, 403) else ""
-                error = RetrievalEvalError(f"{method} {url} failed: {problem}{hint}")
+                error = RetrievalEvalError(f"{shown} failed: {problem}{hint}")
                 error.status = response.status_code  # type: ignore[attr-defined]
                 raise error
             wait = min(max_wait, _retry_after(response.headers.get("retry-after")) or wait)
         if attempt < retries:
             sleep(wait)
-    raise RetrievalEvalError(f"{method} {url} failed after {retries + 1} attempts: {problem}")
+    raise RetrievalEvalError(f"{shown} failed after {retries + 1} attempts: {problem}")

@@ -6,10 +6,19 @@ import logging
 import os
 import re
 import traceback
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 _URI_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)(?P<tail>@)", re.I)
 _KV_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'|\S+)", re.I)
+#: ``https://TOKEN@host``: a user name alone in a web URL is a token more often than a name
+_URL_TOKEN = re.compile(r"(?P<head>\bhttps?://)(?P<pw>[^:/@\s?#]+)(?P<tail>@)", re.I)
+#: ``?api_key=...``, ``&token=...`` and their kin in a URL's query
+_QUERY_SECRET = re.compile(
+    r"(?P<head>[?&;](?:api[_-]?key|apikey|key|access[_-]?token|auth[_-]?token|token|auth|secret|client[_-]?secret|"
+    r"password|passwd|pwd|sig|signature)=)(?P<pw>[^&#\s\"'<>]+)", re.I)
+#: an ``Authorization`` header a proxy echoed back: ``Bearer sk-...``, ``Basic dXNlcjpw...``
+_AUTH_HEADER = re.compile(r"(?P<head>\bbearer\s+|\bauthorization[\"']?\s*[:=]\s*[\"']?(?:(?:basic|token)\s+)?)"
+                          r"(?P<pw>[A-Za-z0-9._~+/=-]{8,})", re.I)
 MASK = "***"
 
 #: Environment variables that hold API keys for remote endpoints (first set wins).
@@ -50,8 +59,13 @@ def dsn_passwords(text: str) -> list[str]:
 
 
 def redact_dsn(text: str) -> str:
-    """Mask the password of every ``scheme://user:password@`` and ``password=...`` in ``text``."""
+    """Mask the credentials written into ``text``: the password of every ``scheme://user:password@``
+    and ``password=...``, a web URL's ``https://token@``, secret query parameters (``?api_key=``,
+    ``key=``, ``token=``, ...) and an echoed ``Bearer``/``Basic`` header value."""
     text = _URI_PASSWORD.sub(lambda m: m["head"] + MASK + m["tail"], text)
+    text = _URL_TOKEN.sub(lambda m: m["head"] + MASK + m["tail"], text)
+    text = _QUERY_SECRET.sub(lambda m: m["head"] + MASK, text)
+    text = _AUTH_HEADER.sub(lambda m: m["head"] + MASK, text)
     return _KV_PASSWORD.sub(lambda m: m["head"] + MASK, text)
 
 
@@ -61,6 +75,28 @@ def redact(text: str, secrets: Iterable[str | None] | None = None) -> str:
                          key=len, reverse=True):
         text = text.replace(secret, MASK)
     return redact_dsn(text)
+
+
+def mask_and_cap(text: object, limit: int = 300, secrets: Iterable[str | None] | None = None) -> str:
+    """``text`` as it may leave the process: secrets masked FIRST (see ``redact``), then cut to
+    ``limit`` characters on one line. Cutting first could split a key, and half a key escapes
+    every mask. The one way a response body, an exception message or a model's answer is shown."""
+    text = " ".join(redact(str(text), secrets).split())
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def redact_values(value: Any) -> Any:
+    """A JSON-like value (an engine's description, settings) with every text in it redacted:
+    what is written into result files and reports."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, Mapping):
+        return {k: redact_values(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_values(v) for v in value]
+    return value
 
 
 def install_log_redaction():

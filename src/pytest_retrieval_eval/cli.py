@@ -31,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     add_to_argparse(gen, "generate", **files)
     mode = gen.add_mutually_exclusive_group()
     mode.add_argument("--only-missing", action="store_true", help="only chunks without a fresh question (default)")
-    mode.add_argument("--regenerate", action="store_true", help="a new question for every chunk")
+    mode.add_argument("--regenerate", action="store_true",
+                      help="a new question for every chunk (imported and hand-written questions are kept)")
     gen.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (default: RETRIEVAL_EVAL_BASE_URL or OpenRouter)")
     gen.add_argument("--concurrency", type=int, default=4)
     check = sub.add_parser("check", help="is the questions cache stale against the corpus?")
@@ -97,6 +98,11 @@ def _generate(args) -> int:
     report = generate_questions(corpus, chunks, Path(args.questions), config=config, split=split,
                                 regenerate=args.regenerate, progress=lambda m: print(m, flush=True))
     print(f"{args.questions}: {report.summary()}")
+    if report.untouched_stale:
+        from .data.staleness import check_command
+
+        print(f"note: generate never changes imported or hand-written questions; {len(report.untouched_stale)} of them "
+              f"are stale against the corpus, named by: {check_command(args.corpus, args.questions)}")
     return 1 if report.failed else 0
 
 

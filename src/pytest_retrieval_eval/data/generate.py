@@ -5,6 +5,9 @@ chat-completions endpoint, written into the questions cache as it goes.
   (``_http.post_json``), temperature 0;
 - fail loud: a chunk whose call or answer fails is logged, left out and counted, never dropped
   silently; the run says how many failed and which;
+- generate touches only its own questions (``labels.is_generated``): imported labels and
+  hand-written entries are kept whatever it decides; their staleness is for ``check`` and the
+  session to report, never acted on here;
 - nothing is lost: an exclusive lock keeps concurrent writers (xdist workers) apart, the cache
   is rewritten atomically after every answer, so a killed run leaves a valid cache holding all it
   had, and the next run fills only what is missing or stale.
@@ -23,14 +26,19 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from .._http import DEFAULT_CHAT_MODEL, api_key_for, base_url, post_json
+from .._secrets import mask_and_cap, redact
 from .corpus import Corpus
 from ..errors import RetrievalEvalError
 from .chunking import Chunking
 from .question_filters import QuestionFilter
 from .labeled import LabeledSet, load_questions_cache, write_questions_cache
+from .labels import is_generated
 from ..types import Chunk, LabeledQuery, sha256_text
 
 log = logging.getLogger(__name__)
+
+#: characters of a model's answer that a message or log line shows
+SHOWN = 200
 
 SYSTEM_PROMPT = (
     "You write evaluation questions for a search system. Given one passage from a knowledge base, "
@@ -65,12 +73,17 @@ class GenerationReport:
     generated: list[str] = field(default_factory=list)  # new query ids
     kept: int = 0
     dropped: list[str] = field(default_factory=list)  # stale query ids removed
+    untouched: list[str] = field(default_factory=list)  # imported or hand-written ids, kept as they are (in ``kept``)
+    untouched_stale: list[str] = field(default_factory=list)  # of those, stale against the corpus: for ``check``
     failed: dict[str, str] = field(default_factory=dict)  # chunk id -> reason
     filtered: dict[str, list[str]] = field(default_factory=dict)  # reason -> chunk ids whose answer was dropped
 
     def summary(self) -> str:
         text = (f"generated {len(self.generated)}, kept {self.kept}, dropped {len(self.dropped)} stale, "
                 f"failed {len(self.failed)}")
+        if self.untouched:
+            text += (f"; {len(self.untouched)} imported or hand-written question(s) left as they are"
+                     + (f" ({len(self.untouched_stale)} stale against the corpus)" if self.untouched_stale else ""))
         if self.filtered:
             text += (f", filtered {sum(map(len, self.filtered.values()))} ("
                      + ", ".join(f"{r} {len(c)}" for r, c in sorted(self.filtered.items())) + ")")
@@ -125,7 +138,7 @@ def question_text(content: str) -> str:
         if isinstance(data, dict):
             question = data.get("question")
             if not isinstance(question, str):
-                raise UnparsableAnswer(f"JSON without a 'question' text: {content[:80]!r}")
+                raise UnparsableAnswer(f"JSON without a 'question' text: {_shown(content)}")
             return _tidy(question, content)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     kept = []
@@ -142,8 +155,13 @@ def question_text(content: str) -> str:
         return _tidy(questions[0], content)
     if len(kept) == 1:
         return _tidy(kept[0], content)
-    raise UnparsableAnswer(f"no question in the answer: {content[:80]!r}" if kept or not lines
-                           else f"only a preamble in the answer: {content[:80]!r}")
+    raise UnparsableAnswer(f"no question in the answer: {_shown(content)}" if kept or not lines
+                           else f"only a preamble in the answer: {_shown(content)}")
+
+
+def _shown(text: str, limit: int = SHOWN) -> str:
+    """A model's answer as a message shows it: masked, then capped (it may be a megabyte)."""
+    return repr(mask_and_cap(text, limit))
 
 
 def _tidy(question: str, content: str) -> str:
@@ -151,7 +169,7 @@ def _tidy(question: str, content: str) -> str:
     for _ in range(3):  # "**\"How ...?\"**"
         question = question.strip("*_ ").strip(_QUOTES).strip()
     if len(question) < 5:
-        raise UnparsableAnswer(f"question {question!r} is empty or too short (answer {content[:80]!r})")
+        raise UnparsableAnswer(f"question {question!r} is empty or too short (answer {_shown(content)})")
     return question
 
 
@@ -185,21 +203,43 @@ def _still_fresh(q: LabeledQuery, corpus: Corpus, chunks: dict[str, Chunk]) -> L
 
 def plan(existing: LabeledSet | None, chunks: Sequence[Chunk], corpus: Corpus, *, regenerate: bool
          ) -> tuple[list[LabeledQuery], list[Chunk], list[str]]:
-    """(entries to keep, chunks that need a question, stale ids dropped). A chunk needs a question
-    when no kept entry comes from it, or always with ``regenerate``, unless its document is out of
-    date (``out_of_date``); a kept entry is replaced only
-    once its chunk's new question has arrived, so a failed regeneration loses no good entry."""
+    """(entries to keep, chunks that need a question, stale ids dropped). Only generated entries
+    (``is_generated``) are judged: every other one is kept as it is. A chunk needs a question
+    when no kept generated entry comes from it, or always with ``regenerate``, unless its document
+    is out of date (``out_of_date``); a kept entry is replaced only once its chunk's new question
+    has arrived, so a failed regeneration loses no good entry."""
     by_id = {c.chunk_id: c for c in chunks}
     keep, dropped = [], []
     for q in (existing.queries if existing else ()):
+        if not is_generated(q):
+            keep.append(q)
+            continue
         fresh = _still_fresh(q, corpus, by_id)
         if fresh is None:
             dropped.append(q.query_id)
         else:
             keep.append(fresh)
-    covered = set() if regenerate else {q.source.get("chunk_id") for q in keep}
+    covered = set() if regenerate else {q.source.get("chunk_id") for q in keep if is_generated(q)}
     stale = out_of_date(corpus)
     return keep, [c for c in chunks if c.chunk_id not in covered and c.doc_id not in stale], dropped
+
+
+def _free_id(chunk_id: str, taken: set[str]) -> str:
+    """``CHUNK#1``, or the next number when a question the generator does not own holds that id."""
+    n = 1
+    while f"{chunk_id}#{n}" in taken:
+        n += 1
+    return f"{chunk_id}#{n}"
+
+
+def _stale_among(keep: Sequence[LabeledQuery], ids: Sequence[str], corpus: Corpus) -> list[str]:
+    """Which of the untouched entries ``ids`` are stale: reported, never acted on."""
+    from .staleness import check
+
+    wanted = set(ids)
+    found = check(LabeledSet(tuple(q for q in keep if q.query_id in wanted)), corpus)
+    stale = {q for docs in (found.changed, found.deleted, found.unknown) for qs in docs.values() for q in qs}
+    return sorted(stale)
 
 
 def out_of_date(corpus: Corpus) -> set[str]:
@@ -228,10 +268,12 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
         existing = load_questions_cache(path) if path.exists() else None
         keep, todo, report.dropped = plan(existing, chunks, corpus, regenerate=regenerate)
         report.kept = len(keep)
+        report.untouched = [q.query_id for q in keep if not is_generated(q)]
+        report.untouched_stale = _stale_among(keep, report.untouched, corpus)
         entries = {q.query_id: q for q in keep}
         header = {
             "generator": {"method": "llm", "model": config.model, "prompt_sha256": PROMPT_SHA256,
-                          "temperature": config.temperature, "endpoint": config.base,
+                          "temperature": config.temperature, "endpoint": redact(config.base),
                           "filters": dataclasses.asdict(config.filters), "filtered": {},
                           "notes": "one question per chunk, generated by the model above with the prompt in "
                                    "pytest_retrieval_eval/data/generate.py and kept when it passes the filters "
@@ -271,7 +313,7 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
             else:
                 answer = post_json(client, url, payload, api_key=api_key, retries=config.retries)
             doc = corpus.get(chunk.doc_id)
-            return LabeledQuery(f"{chunk.chunk_id}#1", parse_question(answer), {chunk.doc_id: 1}, {
+            return LabeledQuery(_free_id(chunk.chunk_id, set(report.untouched)), parse_question(answer), {chunk.doc_id: 1}, {
                 "doc_id": chunk.doc_id, "doc_sha256": doc.fingerprint, "chunk_id": chunk.chunk_id,
                 "chunk_sha256": chunk.fingerprint, "by": config.model,
             })
@@ -292,19 +334,22 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
                             save()
                             continue
                         except Exception as exc:  # recorded, counted, reported
-                            reason = str(exc) if isinstance(exc, RetrievalEvalError) else f"{type(exc).__name__}: {exc}"
+                            reason = mask_and_cap(exc if isinstance(exc, RetrievalEvalError)
+                                                  else f"{type(exc).__name__}: {exc}", 500)
                             report.failed[chunk.chunk_id] = reason
                             log.warning("question generation failed for %s: %s", chunk.chunk_id, reason)
                             continue
-                        others = [e.question for e in entries.values() if e.source.get("chunk_id") != chunk.chunk_id]
+                        others = [e.question for e in entries.values()
+                                  if not (is_generated(e) and e.source.get("chunk_id") == chunk.chunk_id)]
                         reason = config.filters.reject(q.question, chunk.text, others)
                         if reason is not None:  # counted, named, and asked again on the next run
                             report.filtered.setdefault(reason, []).append(chunk.chunk_id)
                             header["generator"]["filtered"] = {r: len(c) for r, c in sorted(report.filtered.items())}
-                            log.warning("question for %s dropped (%s): %r", chunk.chunk_id, reason, q.question)
+                            log.warning("question for %s dropped (%s): %s", chunk.chunk_id, reason, _shown(q.question))
                             save()
                             continue
-                        for old in [k for k, e in entries.items() if e.source.get("chunk_id") == chunk.chunk_id]:
+                        for old in [k for k, e in entries.items()
+                                    if is_generated(e) and e.source.get("chunk_id") == chunk.chunk_id]:
                             del entries[old]  # replaced (with --regenerate) only now that the new one exists
                             report.kept -= 1
                         entries[q.query_id] = q

@@ -90,8 +90,11 @@ class LabeledSet:
                           name=self.name, provenance=self.provenance)
 
 
-def query_problem(qid: str, question: str, relevant: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(what is wrong, which field) of a labeled query that no file could hold, or None."""
+def query_problem(qid: str, question: str, relevant: Mapping[str, int]) -> tuple[str, str] | None:
+    """(what is wrong, which field) of a labeled query that the questions cache cannot hold, or
+    None. The importers and the loader both ask it, so whatever an import writes, the loader reads."""
+    if not qid:
+        return "query id is empty", "id"
     problem = id_problem(qid)
     if problem:
         return f"query {problem}", "id"
@@ -102,6 +105,8 @@ def query_problem(qid: str, question: str, relevant: Mapping[str, Any]) -> tuple
         problem = id_problem(str(doc))
         if problem:
             return f"query '{qid}': judged document {problem}", "relevant"
+    if relevant and not any(g >= 1 for g in relevant.values()):  # (no judgments at all: not asked here)
+        return f"query '{qid}': no document has grade >= 1, so no answer could ever count", "relevant"
     return None
 
 
@@ -160,8 +165,6 @@ def load_questions_cache(path: str | Path, *, known_doc_ids: Iterable[str] | Non
         for doc_id, grade in relevant.items():
             if isinstance(grade, bool) or not isinstance(grade, int):
                 raise bad(f"query '{qid}': grade of '{doc_id}' must be an integer, got {grade!r}", "relevant")
-        if not any(g >= 1 for g in relevant.values()):
-            raise bad(f"query '{qid}': no document has grade >= 1, so no answer could ever count", "relevant")
         problem = query_problem(qid, question, relevant)
         if problem:
             raise bad(*problem)

@@ -13,6 +13,7 @@ import csv
 import difflib
 import io
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -27,8 +28,20 @@ IMPORTED = "imported"
 
 
 def did_you_mean(doc_id: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(doc_id, list(known), n=1, cutoff=0.6)
+    """The nearest known id, as `` (did you mean 'x'?)``; an id that differs only in Unicode
+    normalisation is said so, since the two print identically."""
+    known = list(known)
+    nfc = unicodedata.normalize("NFC", doc_id)
+    same = next((k for k in known if k != doc_id and unicodedata.normalize("NFC", k) == nfc), None)
+    if same is not None:
+        return (f" ('{doc_id}' differs from the corpus id '{same}' only in Unicode normalisation "
+                f"({_form(doc_id)} vs {_form(same)}))")
+    close = difflib.get_close_matches(doc_id, known, n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _form(text: str) -> str:
+    return next((f for f in ("NFC", "NFD") if unicodedata.is_normalized(f, text)), "mixed")
 
 
 def unknown_ids_message(ids: Sequence[str], known: Iterable[str], where: str) -> str:
@@ -43,6 +56,13 @@ def fingerprinted(q: LabeledQuery) -> set[str]:
     if q.source.get("doc_id") and q.source.get("doc_sha256"):
         docs.add(q.source["doc_id"])
     return docs
+
+
+def is_generated(q: LabeledQuery) -> bool:
+    """A per-chunk question, which ``generate`` maintains (drops when stale, replaces with
+    ``--regenerate``): the generator's own, or one written in its shape, as the bundled set is.
+    Imported labels and entries without a source chunk are the team's: generate never touches them."""
+    return bool(q.source.get("chunk_id")) and not str(q.source.get("by") or "").startswith(IMPORTED)
 
 
 def unchecked(labeled: Iterable[LabeledQuery]) -> list[str]:
@@ -84,12 +104,14 @@ def question_id(path: str | Path, question: str) -> str:
     return f"{stem}.{sha256_text(' '.join(question.lower().split()))[:10]}"
 
 
-def _grade(value: Any, where: str) -> int:
+def _grade(value: Any, path: str | Path, line: int, field: str) -> int:
     try:
-        grade = int(str(value).strip())
+        if isinstance(value, (bool, float)):
+            raise ValueError
+        return int(str(value).strip())
     except ValueError:
-        raise RetrievalEvalError(f"{where}: grade must be a whole number, got {value!r}") from None
-    return grade
+        raise RetrievalEvalError(f"grade must be a whole number, got {value!r}", path=path, line=line,
+                                 field=field) from None
 
 
 def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
@@ -116,11 +138,12 @@ def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
             raise bad(f"query '{qid}': must be a non-empty string", "query")
         relevant: dict[str, int] = {}
         if isinstance(docs, dict):
-            relevant = {str(d): _grade(g, f"query '{qid}'") for d, g in docs.items()}
+            relevant = {str(d): _grade(g, path, number, "relevant_docs") for d, g in docs.items()}
         elif isinstance(docs, list):
             for item in docs:
                 if isinstance(item, dict) and "doc_id" in item:
-                    relevant[str(item["doc_id"])] = _grade(item.get("relevance", item.get("grade", 1)), f"query '{qid}'")
+                    relevant[str(item["doc_id"])] = _grade(item.get("relevance", item.get("grade", 1)), path, number,
+                                                          "relevant_docs")
                 elif isinstance(item, (str, int)):
                     relevant[str(item)] = 1
                 else:
@@ -155,6 +178,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
     delimiter = delimiter or ("\t" if str(path).endswith((".tsv", ".tab")) else ",")
     reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
     header = reader.fieldnames or []
+    _refuse_duplicate_columns(header, path)
     for role, name in (("question", columns.question), ("doc id", columns.doc), ("grade", columns.grade),
                        ("query id", columns.id)):
         if name is not None and name not in header:
@@ -162,6 +186,9 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
                                      f"choose one with --{role.replace(' ', '-')}-column", path=path, line=1)
     grouped: dict[str, dict[str, Any]] = {}
     for number, row in enumerate(reader, start=2):
+        if row.get(None):  # cells beyond the header: a delimiter inside an unquoted cell, usually
+            raise RetrievalEvalError(f"{len(header) + len(row[None])} cells, but the header has {len(header)}: quote a "
+                                     f"cell that holds {delimiter!r}", path=path, line=number)
         question = " ".join((row.get(columns.question) or "").split())
         cell = (row.get(columns.doc) or "").strip()
         if not question and not cell:
@@ -170,7 +197,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
             raise RetrievalEvalError("empty question", path=path, line=number, field=columns.question)
         if not cell:
             raise RetrievalEvalError(f"no doc id for {question!r}", path=path, line=number, field=columns.doc)
-        grade = _grade(row[columns.grade], f"{path}:{number}") if columns.grade and row.get(columns.grade, "").strip() else 1
+        grade = _grade(row[columns.grade], path, number, columns.grade) if columns.grade and row.get(columns.grade, "").strip() else 1
         key = (row.get(columns.id) or "").strip() if columns.id else question
         entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number})
         if entry["question"] != question:
@@ -182,6 +209,10 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
     out = []
     for key, entry in grouped.items():
         qid = key if columns.id else question_id(path, entry["question"])
+        if not any(g >= 1 for g in entry["relevant"].values()):
+            raise RetrievalEvalError(f"every grade of {entry['question']!r} is below 1, so no answer could ever count: "
+                                     "give at least one judged document grade >= 1", path=path, line=entry["line"],
+                                     field=columns.grade or columns.doc)
         problem = query_problem(qid, entry["question"], entry["relevant"])
         if problem:
             field = {"id": columns.id or columns.question, "question": columns.question, "relevant": columns.doc}[problem[1]]
@@ -191,11 +222,24 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
     return out
 
 
+def _refuse_duplicate_columns(header: Sequence[str], path: str | Path) -> None:
+    """Two columns of one name: a reader keeps only one of them, silently. Refused instead."""
+    positions: dict[str, list[int]] = {}
+    for i, name in enumerate(header, start=1):
+        if name and name.strip():
+            positions.setdefault(name, []).append(i)
+    for name, where in positions.items():
+        if len(where) > 1:
+            raise RetrievalEvalError(f"column '{name}' appears {len(where)} times in the header (columns "
+                                     f"{', '.join(map(str, where))}): only one could be read; rename or remove the "
+                                     "others", path=path, line=1, field=name)
+
+
 def read_jsonl(path: str | Path) -> list[LabeledQuery]:
     """JSONL of ``{"id"?, "question", "relevant": {doc: grade}}`` or ``{"question", "doc_id"}``."""
     from .._textfiles import json_lines
 
-    out = []
+    out, seen = [], {}
     for number, record in json_lines(path):
         if not isinstance(record, dict):
             raise RetrievalEvalError("expected an object", path=path, line=number)
@@ -204,16 +248,24 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
         question = " ".join(str(record.get("question") or "").split())
         if not question:
             raise RetrievalEvalError("empty question", path=path, line=number, field="question")
-        relevant = record.get("relevant") or ({record["doc_id"]: 1} if record.get("doc_id") else None)
+        doc = record.get("doc_id")
+        if doc is not None and (isinstance(doc, bool) or not isinstance(doc, (str, int))):
+            raise RetrievalEvalError(f"must be a string, got {type(doc).__name__}", path=path, line=number, field="doc_id")
+        relevant = record.get("relevant") or ({doc: 1} if doc not in (None, "") else None)
         if not isinstance(relevant, dict) or not relevant:
             raise RetrievalEvalError("needs 'relevant' ({doc: grade}) or 'doc_id'", path=path, line=number,
                                      field="relevant")
         qid = str(record.get("id") or question_id(path, question))
+        if qid in seen:
+            what = f"query id '{qid}'" if record.get("id") else f"question {question!r} (id '{qid}', from its text)"
+            raise RetrievalEvalError(f"duplicate {what}, first on line {seen[qid]}: merge the two lines or give each "
+                                     "its own 'id'", path=path, line=number, field="id" if record.get("id") else "question")
+        seen[qid] = number
+        relevant = {str(d): _grade(g, path, number, "relevant") for d, g in relevant.items()}
         problem = query_problem(qid, question, relevant)
         if problem:
             raise RetrievalEvalError(problem[0], path=path, line=number, field=problem[1])
-        out.append(LabeledQuery(qid, question, {str(d): _grade(g, f"{path}:{number}") for d, g in relevant.items()},
-                                {"by": f"{IMPORTED}:{Path(path).name}", "_line": number}))
+        out.append(LabeledQuery(qid, question, relevant, {"by": f"{IMPORTED}:{Path(path).name}", "_line": number}))
     return out
 
 
@@ -221,7 +273,24 @@ def read_beir(folder: str | Path, split: str = "test") -> list[LabeledQuery]:
     from .corpus import BeirFolder
 
     labeled = BeirFolder(Path(folder), split=split).labeled()
+    for q in labeled:  # what the questions cache cannot hold is refused here, not when it is loaded
+        if not q.question.strip():
+            raise RetrievalEvalError(f"query '{q.query_id}': the text is empty", path=Path(folder) / "queries.jsonl",
+                                     line=_first_line(Path(folder) / "queries.jsonl", f'"{q.query_id}"'), field="text")
+        if not any(g >= 1 for g in q.relevant.values()):
+            qrels = Path(folder) / "qrels" / f"{split}.tsv"
+            raise RetrievalEvalError(f"query '{q.query_id}': every score is below 1, so no answer could ever count: "
+                                     "give at least one judged document score >= 1", path=qrels,
+                                     line=_first_line(qrels, q.query_id + "\t"))
     return [LabeledQuery(q.query_id, q.question, dict(q.relevant), {"by": f"{IMPORTED}:beir/{split}"}) for q in labeled]
+
+
+def _first_line(path: Path, start: str) -> int | None:
+    """The first line of ``path`` that starts with (or, for a quoted id, holds) ``start``."""
+    from .._textfiles import numbered_lines
+
+    return next((n for n, line in numbered_lines(path) if line.startswith(start) or (start[0] == '"' and start in line)),
+                None)
 
 
 FORMATS = ("csv", "tsv", "jsonl", "qrels-jsonl", "beir")

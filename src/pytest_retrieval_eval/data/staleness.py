@@ -10,19 +10,24 @@ on. Four findings, each said in its own words:
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 
 from .corpus import Corpus
 from .labeled import LabeledSet
-from .labels import did_you_mean, fingerprinted, unchecked
+from .labels import did_you_mean, fingerprinted, is_generated, unchecked
 
 
 def regenerate_command(corpus_path: str, questions_path: str) -> str:
-    return f"python -m pytest_retrieval_eval generate --corpus {corpus_path} --questions {questions_path}"
+    return f"python -m pytest_retrieval_eval generate --corpus {shlex.quote(corpus_path)} --questions {shlex.quote(questions_path)}"
+
+
+def check_command(corpus_path: str, questions_path: str) -> str:
+    return f"python -m pytest_retrieval_eval check --corpus {shlex.quote(corpus_path)} --questions {shlex.quote(questions_path)}"
 
 
 def stamp_command(corpus_path: str, questions_path: str) -> str:
-    return f"python -m pytest_retrieval_eval label stamp --corpus {corpus_path} --questions {questions_path}"
+    return f"python -m pytest_retrieval_eval label stamp --corpus {shlex.quote(corpus_path)} --questions {shlex.quote(questions_path)}"
 
 
 @dataclass
@@ -33,7 +38,7 @@ class Staleness:
     suggestions: dict[str, str] = field(default_factory=dict)  # unknown doc id -> " (did you mean 'x'?)"
     unchecked: list[str] = field(default_factory=list)  # query ids without fingerprints
     corpus_changed: tuple[str, str] | None = None  # (recorded, now) corpus fingerprints, when they differ
-    generated: bool = False  # questions written per chunk, which the generator maintains (regenerating is the fix)
+    generated: set[str] = field(default_factory=set)  # ids of per-chunk questions, which ``generate`` maintains
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.deleted or self.unknown)
@@ -52,11 +57,14 @@ class Staleness:
             lines.append(f"  unknown document id '{doc}'{self.suggestions.get(doc, '')} ({_queries(queries)})")
         if self.unknown:
             lines.append(f"Fix the unknown ids in {labeled_name}.")
-        if self.changed or self.deleted:
-            if self.generated:
-                lines.append(f"Regenerate the questions of what changed: {command}")
-            else:
-                lines.append(f"Check the questions about what changed, then record the new fingerprints: {stamp or command}")
+        # generate fixes only its own questions; the team's (imported, hand-written) are theirs to check
+        moved = {q for docs in (self.changed, self.deleted) for qs in docs.values() for q in qs}
+        if moved & self.generated:
+            lines.append(f"Regenerate the questions of what changed: {command}")
+        if any(q not in self.generated for qs in self.changed.values() for q in qs):
+            lines.append(f"Check the questions about what changed, then record the new fingerprints: {stamp or command}")
+        if any(q not in self.generated for qs in self.deleted.values() for q in qs):
+            lines.append(f"Fix or remove the questions that judge a deleted document in {labeled_name}.")
         lines.append("or evaluate anyway with --retrieval-stale=warn (questions about missing documents are then left out)")
         return "\n".join(lines)
 
@@ -73,7 +81,7 @@ def _queries(queries: list[str]) -> str:
 
 def check(labeled: LabeledSet, corpus: Corpus) -> Staleness:
     """Doc-level check (no chunking needed)."""
-    out = Staleness(unchecked=unchecked(labeled), generated=labeled.provenance.get("splitter") is not None)
+    out = Staleness(unchecked=unchecked(labeled), generated={q.query_id for q in labeled if is_generated(q)})
     recorded = labeled.provenance.get("corpus_fingerprint")
     if recorded and recorded != corpus.fingerprint:
         out.corpus_changed = (recorded, corpus.fingerprint)

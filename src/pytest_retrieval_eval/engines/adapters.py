@@ -206,7 +206,9 @@ def pick(document: Any, path: str) -> list[str]:
         for v in values:
             if key:
                 if not isinstance(v, Mapping) or key not in v:
-                    raise RetrievalEvalError(f"ids path {path!r}: no key {key!r} in {str(v)[:80]}")
+                    from .._secrets import mask_and_cap
+
+                    raise RetrievalEvalError(f"ids path {path!r}: no key {key!r} in {mask_and_cap(v, 80)}")
                 v = v[key]
             if spread:
                 if not isinstance(v, list):

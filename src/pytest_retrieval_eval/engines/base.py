@@ -29,8 +29,11 @@ EngineFactory = Callable[[Any], Engine]
 
 
 def describe(engine: Engine) -> Mapping[str, Any]:
+    """The engine's configuration as reports and result files record it: credentials masked."""
+    from .._secrets import redact_values
+
     info = getattr(engine, "describe", None)
-    return dict(info()) if callable(info) else {"class": type(engine).__qualname__}
+    return redact_values(dict(info())) if callable(info) else {"class": type(engine).__qualname__}
 
 
 class EngineRegistry:

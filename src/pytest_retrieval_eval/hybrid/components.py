@@ -16,6 +16,7 @@ import_haystack()  # before Haystack's first import: no torch until a model must
 from haystack import Document, component  # noqa: E402
 
 from .._http import api_key_for, post_json
+from .._secrets import redact
 from .embedders import Embedder, Progress
 from ..errors import RetrievalEvalError
 
@@ -102,5 +103,5 @@ class HttpReranker:
             ranked = sorted(answer["results"], key=lambda r: -float(r["relevance_score"]))
             out = [dataclasses.replace(documents[int(r["index"])], score=float(r["relevance_score"])) for r in ranked]
         except (KeyError, TypeError, ValueError, IndexError):
-            raise RetrievalEvalError(f"{self.url}/rerank answered without a valid 'results' list") from None
+            raise RetrievalEvalError(f"{redact(self.url)}/rerank answered without a valid 'results' list") from None
         return {"documents": out[:top_k] if top_k else out}
