@@ -19,7 +19,7 @@ pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from pytest_retrieval_eval import Qrels, Run, evaluate  # noqa: E402
+from pytest_retrieval_eval import Measure, Qrels, Run, evaluate  # noqa: E402
 from pytest_retrieval_eval.ir.runs import rank_by_score  # noqa: E402
 
 ALL_MEASURES = [
@@ -34,13 +34,14 @@ ALL_MEASURES = [
 
 def _oracle_one(qrels: dict, run_scores: dict, measure: str) -> dict[str, float]:
     """Per-query values from pytrec_eval for one of our measure names, -c semantics."""
-    family, _, k = measure.partition("@")
+    parsed = Measure.parse(measure)
+    family, k, level = parsed.family, parsed.k, parsed.rel or 1
     truncate = None
     if family == "hit":
         name, key = f"success.{k}", f"success_{k}"
     elif family == "mrr":
         name, key = "recip_rank", "recip_rank"
-        truncate = int(k) if k else None  # trec_eval has no recip_rank cutoff: cut the run
+        truncate = k  # trec_eval has no recip_rank cutoff: cut the run
     elif family == "recall":
         name, key = f"recall.{k}", f"recall_{k}"
     elif family == "precision":
@@ -49,6 +50,9 @@ def _oracle_one(qrels: dict, run_scores: dict, measure: str) -> dict[str, float]
         name, key = (f"ndcg_cut.{k}", f"ndcg_cut_{k}") if k else ("ndcg", "ndcg")
     elif family == "map":
         name, key = (f"map_cut.{k}", f"map_cut_{k}") if k else ("map", "map")
+    elif family in _TREC_NAMES:  # uncut in trec_eval: a cutoff cuts the run
+        name = key = _TREC_NAMES[family]
+        truncate = k
     else:
         raise AssertionError(measure)
     scores = run_scores
@@ -58,20 +62,49 @@ def _oracle_one(qrels: dict, run_scores: dict, measure: str) -> dict[str, float]
         }
     # pytrec_eval leaves out queries absent from the run: give them an empty ranking.
     scores = {q: dict(scores.get(q, {})) for q in qrels}
-    result = pytrec_eval.RelevanceEvaluator(qrels, {name}).evaluate(scores)
-    return {q: result.get(q, {}).get(key, 0.0) for q in qrels}
+    result = pytrec_eval.RelevanceEvaluator(qrels, {name}, relevance_level=level).evaluate(scores)
+    # a query pytrec_eval leaves out scores 0, except its relevant documents, which trec_eval -c counts
+    missing = {q: float(sum(g >= level for g in qrels[q].values())) if family == "num_rel" else 0.0 for q in qrels}
+    return {q: result.get(q, {}).get(key, missing[q]) for q in qrels}
+
+
+_TREC_NAMES = {"rprec": "Rprec", "bpref": "bpref", "num_ret": "num_ret", "num_rel": "num_rel",
+               "num_rel_ret": "num_rel_ret", "set_precision": "set_P", "set_recall": "set_recall", "set_f": "set_F"}
+
+#: the trec_eval 10 measures added for issue 28, with cutoffs and at relevance level 2
+TREC_10_MEASURES = [
+    "rprec", "bpref", "num_ret", "num_rel", "num_rel_ret", "num_ret@5", "num_rel_ret@3",
+    "set_precision", "set_recall", "set_f",
+    "P(rel=2)@5", "recall(rel=2)@10", "map(rel=2)", "mrr(rel=2)", "hit(rel=2)@3", "rprec(rel=2)", "bpref(rel=2)",
+    "num_rel(rel=2)", "num_rel_ret(rel=2)", "set_f(rel=2)", "map(rel=3)@5",
+]
 
 
 def assert_matches_oracle(qrels: dict, run_scores: dict, measures=ALL_MEASURES) -> None:
+    assert_scores_apart(run_scores)
     ours = evaluate(Qrels.from_dict(qrels), Run.from_dict(run_scores), measures, per_query=True)
     means = evaluate(Qrels.from_dict(qrels), Run.from_dict(run_scores), measures)
     for m in measures:
+        name = Measure.parse(m).name
         expected = _oracle_one(qrels, run_scores, m)
-        assert set(ours[m]) == set(qrels), m
+        assert set(ours[name]) == set(qrels), m
         for q in qrels:
-            assert ours[m][q] == pytest.approx(expected[q], abs=1e-9), (m, q, ours[m][q], expected[q])
-        exp_mean = sum(expected.values()) / len(expected)
-        assert means[m] == pytest.approx(exp_mean, abs=1e-9), m
+            assert ours[name][q] == pytest.approx(expected[q], abs=1e-9), (m, q, ours[name][q], expected[q])
+        total = sum(expected.values())
+        summary = total if Measure.parse(m).count else total / len(expected)  # trec_eval sums counts
+        assert means[name] == pytest.approx(summary, abs=1e-9), m
+
+
+def assert_scores_apart(run_scores: dict) -> None:
+    """pytrec_eval rounds scores to float32 (its trec_eval predates double scores): two scores
+    that differ but round to one float32 tie there and not in trec_eval 10 or here. An oracle
+    case must not draw such scores, or it would compare against the old rule."""
+    import numpy as np
+
+    for q, docs in run_scores.items():
+        values = sorted(set(docs.values()))
+        rounded = np.asarray(values, dtype=np.float32)
+        assert len(set(rounded.tolist())) == len(values), f"query {q}: scores closer than float32 resolution"
 
 
 # --- random runs ---------------------------------------------------------------------------
@@ -104,6 +137,13 @@ def test_random_runs_match_trec_eval(data):
     assert_matches_oracle(qrels, run)
 
 
+@settings(max_examples=200, deadline=None)
+@given(qrels_and_run())
+def test_random_runs_match_trec_eval_on_the_trec_eval_10_measures(data):
+    qrels, run = data
+    assert_matches_oracle(qrels, run, TREC_10_MEASURES)
+
+
 def test_larger_random_run_with_graded_qrels_and_ties():
     rng = random.Random(20261130)
     qrels, run = {}, {}
@@ -114,7 +154,7 @@ def test_larger_random_run_with_graded_qrels_and_ties():
         if rng.random() < 0.9:
             retrieved = rng.sample(docs, rng.randint(0, 150))
             run[f"q{q}"] = {d: float(rng.randint(0, 40)) / 4 for d in retrieved}
-    assert_matches_oracle(qrels, run, ALL_MEASURES + ["recall@1000", "precision@100", "hit@200"])
+    assert_matches_oracle(qrels, run, ALL_MEASURES + TREC_10_MEASURES + ["recall@1000", "precision@100", "hit@200"])
 
 
 # --- hand-made edge cases ------------------------------------------------------------------
@@ -216,3 +256,33 @@ def test_ten_thousand_queries_by_one_hundred_docs_is_fast():
     evaluate(qrels, run, ["hit@1", "hit@5", "hit@10", "mrr", "recall@100", "precision@10", "ndcg@10", "map"])
     elapsed = time.perf_counter() - start
     assert elapsed < 2.0, f"evaluate took {elapsed:.2f}s for 10,000 x 100"
+
+
+def test_scores_closer_than_float32_are_ordered_as_trec_eval_10_orders_them():
+    # trec_eval 10 compares double scores: 10.0000001 ranks above 10.0. pytrec_eval rounds both to
+    # one float32, ties them and breaks the tie by doc id ('b' first). trec_eval 10 wins.
+    qrels = {"q": {"a": 1}}
+    run = {"q": {"a": 10.0000001, "b": 10.0}}
+    assert Run.from_dict(run)["q"] == ("a", "b")
+    assert evaluate(qrels, run, ["mrr", "hit@1"]) == {"mrr": 1.0, "hit@1": 1.0}
+    assert pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(run)["q"]["recip_rank"] == 0.5
+    with pytest.raises(AssertionError, match="float32"):
+        assert_scores_apart(run)  # so no oracle case draws such scores
+
+
+def test_bpref_and_rprec_by_hand():
+    # judged: a(1) b(0) c(1) d(0) e(1); ranking x a b c  -> R = 3, non-relevant judged N = 2
+    qrels = {"q": {"a": 1, "b": 0, "c": 1, "d": 0, "e": 1}}
+    run = {"q": ["x", "a", "b", "c"]}
+    got = evaluate(qrels, run, ["bpref", "rprec"])
+    assert got["bpref"] == pytest.approx((1 + (1 - 1 / 2)) / 3)  # x unjudged: skipped
+    assert got["rprec"] == pytest.approx(1 / 3)  # one relevant in the top 3
+    # no judged non-relevant document: each relevant one retrieved counts fully (trec_eval; ranx: NaN)
+    assert evaluate({"q": {"a": 1, "c": 1}}, run, ["bpref"]) == {"bpref": 1.0}
+
+
+def test_a_negative_grade_is_in_the_pool_but_unjudged_as_in_trec_eval():
+    qrels = {"q": {"a": -1, "b": 0, "c": 1}}
+    run = {"q": ["a", "b", "c"]}
+    got = evaluate(qrels, run, ["judged@3", "bpref", "ndcg@3", "num_rel"])
+    assert got == {"judged@3": pytest.approx(2 / 3), "bpref": 0.0, "ndcg@3": pytest.approx(0.5), "num_rel": 1.0}

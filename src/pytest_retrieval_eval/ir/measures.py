@@ -1,70 +1,162 @@
 """Measure names: parsing, validation and the canonical spelling that is a measure's identity.
 
 Like ir_measures, a measure is a small value object; ``Measure.parse("nDCG@10")`` and
-``Measure.parse("ndcg_cut_10")`` are the same measure, spelled ``ndcg@10``.
+``Measure.parse("ndcg_cut_10")`` are the same measure, spelled ``ndcg@10``. trec_eval's names
+(``P_5``, ``Rprec``, ``set_F``), ir_measures' (``P(rel=2)@5``, ``RBP(p=0.8)``, ``Judged@10``, or
+their measure objects) and ranx's (``hit_rate@5``, ``r-precision``, ``precision@5-l2``,
+``ndcg_burges@10``) parse to the same objects; docs/measure-names.md maps them all. A name that
+means something else in another tool (ranx's ``hits@k`` and ``rbp.95``, a bare ``rbp``) is
+refused with the spellings that say what is meant, never read one way silently.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
 from ..errors import RetrievalEvalError
 
-#: family -> (needs a cutoff, trec_eval name used in docs and by the oracle tests)
-FAMILIES: dict[str, tuple[bool, str]] = {
-    "hit": (True, "success"),
-    "mrr": (False, "recip_rank"),
-    "recall": (True, "recall"),
-    "precision": (True, "P"),
-    "ndcg": (False, "ndcg_cut"),
-    "map": (False, "map"),
+
+@dataclass(frozen=True)
+class _Family:
+    cutoff: str  # "required", "optional" or "none"
+    params: tuple[str, ...] = ()  # the parameters it takes: rel, p, gain, beta
+    count: bool = False  # a count per query, summed over queries as trec_eval does
+
+
+#: family -> what it takes. Semantics in ir/metrics.py; names of other tools in docs/measure-names.md.
+FAMILIES: dict[str, _Family] = {
+    "hit": _Family("required", ("rel",)),
+    "mrr": _Family("optional", ("rel",)),
+    "recall": _Family("required", ("rel",)),
+    "precision": _Family("required", ("rel",)),
+    "ndcg": _Family("optional", ("gain",)),
+    "map": _Family("optional", ("rel",)),
+    "rprec": _Family("none", ("rel",)),
+    "bpref": _Family("none", ("rel",)),
+    "judged": _Family("optional"),
+    "num_ret": _Family("optional", count=True),
+    "num_rel": _Family("none", ("rel",), count=True),
+    "num_rel_ret": _Family("optional", ("rel",), count=True),
+    "set_precision": _Family("none", ("rel",)),
+    "set_recall": _Family("none", ("rel",)),
+    "set_f": _Family("none", ("rel", "beta")),
+    "err": _Family("optional"),
+    "rbp": _Family("optional", ("p", "rel")),
     # from the corpus's document versions, not from qrels (see data/freshness.py)
-    "freshness.stale_free": (True, ""),
-    "freshness.conflict_free": (True, ""),
+    "freshness.stale_free": _Family("required"),
+    "freshness.conflict_free": _Family("required"),
 }
 
-_ALIASES = {
-    "hit": "hit",
-    "hits": "hit",
-    "success": "hit",
-    "mrr": "mrr",
-    "rr": "mrr",
-    "recip_rank": "mrr",
-    "recall": "recall",
-    "r": "recall",
-    "precision": "precision",
-    "p": "precision",
-    "ndcg": "ndcg",
-    "ndcg_cut": "ndcg",
-    "map": "map",
-    "ap": "map",
-    "map_cut": "map",
+#: lower-cased spelling -> (family, parameters the spelling implies)
+_ALIASES: dict[str, tuple[str, dict]] = {
+    **{a: ("hit", {}) for a in ("hit", "success", "hit_rate")},
+    **{a: ("mrr", {}) for a in ("mrr", "rr", "recip_rank")},
+    **{a: ("recall", {}) for a in ("recall", "r")},
+    **{a: ("precision", {}) for a in ("precision", "p")},
+    **{a: ("ndcg", {}) for a in ("ndcg", "ndcg_cut")},
+    "ndcg_burges": ("ndcg", {"gain": "exp"}),
+    **{a: ("map", {}) for a in ("map", "ap", "map_cut")},
+    **{a: ("rprec", {}) for a in ("rprec", "r-precision", "r_precision")},
+    "bpref": ("bpref", {}),
+    "judged": ("judged", {}),
+    **{a: ("num_ret", {}) for a in ("num_ret", "numret")},
+    **{a: ("num_rel", {}) for a in ("num_rel", "numrel")},
+    **{a: ("num_rel_ret", {}) for a in ("num_rel_ret", "numrelret")},
+    **{a: ("set_precision", {}) for a in ("set_precision", "set_p", "setp")},
+    **{a: ("set_recall", {}) for a in ("set_recall", "set_r", "setr")},
+    **{a: ("set_f", {}) for a in ("set_f", "setf")},
+    "err": ("err", {}),
+    "rbp": ("rbp", {}),
 }
 
-_PATTERN = re.compile(r"^\s*([a-z_]+?)(?:(?:@|_|\.)([+-]?\d+))?\s*$")
+#: Spellings refused because another tool reads them otherwise: name -> why, and what to write.
+_REFUSED = {
+    "hits": "'{text}' is ambiguous: ranx's hits@k counts the relevant documents in the top k (write "
+            "num_rel_ret@{k}: per query the same count, summed over queries as trec_eval does), the plugin's "
+            "hit@k is 1 if any is there (write hit@{k})",
+}
+
+_PATTERN = re.compile(
+    r"^(?P<name>[a-z][a-z_-]*?)(?:\((?P<params>[^()]*)\))?(?:[@_.](?P<k>[+-]?\d+))?(?:-l(?P<level>\d+))?$"
+)
+_RANX_RBP = re.compile(r"^rbp\.(?P<p>\d+)(?:-l(?P<level>\d+))?$")  # ranx: rbp.95 is p=0.95, raw grades
 _FRESHNESS = re.compile(r"^\s*freshness\.(stale_free|conflict_free)(?:@([+-]?\d+))?\s*$")
+_GAINS = {"exp": "exp", "linear": None, "exp-log2": "exp", "log2": None}
+
+KNOWN = ("hit@k", "mrr", "mrr@k", "recall@k", "precision@k", "ndcg", "ndcg@k", "ndcg(gain=exp)@k", "map", "map@k",
+         "rprec", "bpref", "judged@k", "num_ret", "num_rel", "num_rel_ret", "set_precision", "set_recall", "set_f",
+         "err@k", "rbp(p=0.9)", "P(rel=2)@k", "freshness.stale_free@k", "freshness.conflict_free@k")
+
+
+def _number(value: float) -> str:
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
 
 
 @dataclass(frozen=True, order=True)
 class Measure:
-    """A retrieval measure; ``k`` is the rank cutoff, ``None`` for the whole ranking."""
+    """A retrieval measure; ``k`` is the rank cutoff, ``None`` for the whole ranking.
+
+    ``rel``: the grade from which a document counts as relevant (trec_eval ``-l``, ir_measures
+    ``rel=``), None for the default 1 (for ``rbp``: None is graded gain, a level makes it binary);
+    ``p``: RBP's persistence; ``gain``: ``"exp"`` for nDCG with ``2**grade - 1`` (None: the grade,
+    as trec_eval); ``beta``: set_F's weight of recall (None: 1)."""
 
     family: str
     k: int | None = None
+    rel: int | None = None
+    p: float | None = None
+    gain: str | None = None
+    beta: float | None = None
 
     def __post_init__(self) -> None:
-        if self.family not in FAMILIES:
+        spec = FAMILIES.get(self.family)
+        if spec is None:
             raise RetrievalEvalError(
                 f"unknown measure family '{self.family}'; known: {', '.join(FAMILIES)}"
             )
-        needs_k, _ = FAMILIES[self.family]
-        if needs_k and self.k is None:
+        if spec.cutoff == "required" and self.k is None:
             raise RetrievalEvalError(f"measure '{self.family}' needs a cutoff, e.g. {self.family}@10")
-        if self.k is not None and (not isinstance(self.k, int) or self.k < 1):
+        if spec.cutoff == "none" and self.k is not None:
+            raise RetrievalEvalError(f"measure '{self.family}' takes no cutoff (it reads the whole ranking); "
+                                     f"write {self.family}")
+        if self.k is not None and (not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 1):
             raise RetrievalEvalError(
                 f"measure cutoff must be a whole number >= 1, got {self.family}@{self.k}"
             )
+        given = [n for n in ("rel", "p", "gain", "beta") if getattr(self, n) is not None]
+        wrong = [n for n in given if n not in spec.params]
+        if wrong:
+            takes = ", ".join(spec.params) or "none"
+            raise RetrievalEvalError(f"measure '{self.family}' takes no parameter {wrong[0]!r} (its parameters: {takes})")
+        self._check_values()
+        # one identity per meaning: the defaults are not spelled out
+        if self.rel == 1 and self.family != "rbp":
+            object.__setattr__(self, "rel", None)
+        if self.beta is not None and float(self.beta) == 1.0:
+            object.__setattr__(self, "beta", None)
+
+    def _check_values(self) -> None:
+        if self.rel is not None and (not isinstance(self.rel, int) or isinstance(self.rel, bool) or self.rel < 1):
+            raise RetrievalEvalError(f"measure '{self.family}': rel must be a whole number >= 1 (the lowest "
+                                     f"relevant grade), got {self.rel!r}")
+        if self.family == "rbp":
+            if self.p is None:
+                raise RetrievalEvalError(
+                    "rbp needs its persistence, and the tools differ on the default: write rbp(p=0.9) for "
+                    "trec_eval's rbp or RBP(p=0.8) for ir_measures' RBP")
+            if not isinstance(self.p, (int, float)) or isinstance(self.p, bool) or not 0 < self.p < 1:
+                raise RetrievalEvalError(f"rbp: the persistence p must be a number between 0 and 1, got {self.p!r}")
+            object.__setattr__(self, "p", float(self.p))
+        if self.gain is not None and self.gain not in ("exp",):
+            raise RetrievalEvalError(f"ndcg: gain must be 'exp' (2**grade - 1) or left out (the grade, as "
+                                     f"trec_eval), got {self.gain!r}")
+        if self.beta is not None:
+            if not isinstance(self.beta, (int, float)) or isinstance(self.beta, bool) or not self.beta > 0:
+                raise RetrievalEvalError(f"set_f: beta must be a number > 0, got {self.beta!r}")
+            object.__setattr__(self, "beta", float(self.beta))
 
     @property
     def freshness(self) -> bool:
@@ -72,34 +164,140 @@ class Measure:
         return self.family.startswith("freshness.")
 
     @property
+    def count(self) -> bool:
+        """A count per query (num_ret, num_rel, num_rel_ret): summed over queries, not averaged."""
+        return FAMILIES[self.family].count
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The values one query can take: [0, 1], or [0, inf) for a count."""
+        return (0.0, math.inf) if self.count else (0.0, 1.0)
+
+    def aggregate(self, values) -> float:
+        """trec_eval's summary over queries: the sum for a count, the mean otherwise; NaN over no
+        query (0 of 0 is not a pass)."""
+        n = len(values)
+        if not n:
+            return math.nan
+        if hasattr(values, "mean"):  # numpy: the same mean as before counts existed, to the last bit
+            return float(values.sum() if self.count else values.mean())
+        total = float(sum(values))
+        return total if self.count else total / n
+
+    @property
     def name(self) -> str:
-        return self.family if self.k is None else f"{self.family}@{self.k}"
+        params = [f"{n}={_number(v) if isinstance(v, float) else v}" for n in ("beta", "gain", "p", "rel")
+                  if (v := getattr(self, n)) is not None]
+        head = f"{self.family}({','.join(params)})" if params else self.family
+        return head if self.k is None else f"{head}@{self.k}"
 
     def __str__(self) -> str:
         return self.name
 
     @classmethod
-    def parse(cls, text: "str | Measure") -> "Measure":
-        """Parse ``hit@5``, ``MRR``, ``nDCG@10``, ``P@10``, ``success_5``, ``recall.100`` ..."""
+    def parse(cls, text: "str | Measure | object") -> "Measure":
+        """Parse ``hit@5``, ``MRR``, ``nDCG@10``, ``P@10``, ``success_5``, ``recall.100``,
+        ``P(rel=2)@5``, ``RBP(p=0.8)``, ``nDCG(dcg=exp-log2)@10`` ... or an ir_measures object."""
         if isinstance(text, Measure):
             return text
         if not isinstance(text, str):
+            if hasattr(text, "NAME") and hasattr(text, "params"):
+                return _from_ir_measures(text)
             raise RetrievalEvalError(f"a measure name must be a string, got {text!r}")
-        m = _PATTERN.match(text.lower())
-        family = _ALIASES.get(m.group(1)) if m else None
         fresh = _FRESHNESS.match(text.lower())
         if fresh is not None:
-            m, family = fresh, f"freshness.{fresh.group(1)}"
-        if m is None or family is None:
-            known = ", ".join(["hit@k", "mrr", "mrr@k", "recall@k", "precision@k", "ndcg@k", "map", "map@k",
-                               "freshness.stale_free@k", "freshness.conflict_free@k"])
-            raise RetrievalEvalError(f"unknown measure '{text}'; known measures: {known}")
-        k = int(m.group(2)) if m.group(2) is not None else None
-        if k is not None and k < 1:
+            k = int(fresh.group(2)) if fresh.group(2) is not None else None
+            _check_cutoff(text, k)
+            return cls(f"freshness.{fresh.group(1)}", k)
+        lowered = re.sub(r"\s+", "", text.lower())
+        ranx_rbp = _RANX_RBP.match(lowered)
+        if ranx_rbp is not None:
+            p = f"0.{ranx_rbp['p']}"
             raise RetrievalEvalError(
-                f"measure '{text}': the cutoff must be a whole number >= 1 (got {k})"
-            )
-        return cls(family, k)
+                f"'{text}' is ranx's RBP, which weighs each relevant document by its raw grade; write "
+                f"rbp(p={p}) for trec_eval's (grades scaled by the query's top grade) or rbp(p={p},rel=1) for "
+                "binary relevance (ir_measures' RBP(rel=1); the same as ranx's when grades are 0 and 1)")
+        m = _PATTERN.match(lowered)
+        if m is None or (m["name"] not in _ALIASES and m["name"] not in _REFUSED):
+            raise RetrievalEvalError(f"unknown measure '{text}'; known measures: {', '.join(KNOWN)} "
+                                     "(and their trec_eval, ir_measures and ranx spellings)")
+        k = int(m["k"]) if m["k"] is not None else None
+        _check_cutoff(text, k)
+        if m["name"] in _REFUSED:
+            raise RetrievalEvalError(_REFUSED[m["name"]].format(text=text, k=k if k is not None else "k"))
+        family, implied = _ALIASES[m["name"]]
+        params = {**implied, **_params(text, m["params"] or "")}
+        if m["level"] is not None:
+            params["rel"] = int(m["level"])
+        if family == "num_ret" and "rel" in params:  # ir_measures: NumRelRet is NumRet(rel=1)
+            family = "num_rel_ret"
+        return cls(family, k, **params)
+
+
+def _check_cutoff(text: str, k: int | None) -> None:
+    if k is not None and k < 1:
+        raise RetrievalEvalError(f"measure '{text}': the cutoff must be a whole number >= 1 (got {k})")
+
+
+def _params(text: str, raw: str) -> dict:
+    """``rel=2,p=0.8`` -> {"rel": 2, "p": 0.8}; ir_measures' ``dcg=exp-log2`` is ``gain=exp``."""
+    out: dict = {}
+    for item in filter(None, raw.split(",")):
+        key, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            if key == "rel":
+                out["rel"] = int(value)
+            elif key in ("p", "beta"):
+                out[key] = float(value)
+            elif key in ("gain", "dcg") and value in _GAINS:
+                if _GAINS[value] is not None:
+                    out["gain"] = _GAINS[value]
+            elif key == "cutoff":
+                raise RetrievalEvalError(f"measure '{text}': write the cutoff after the name, e.g. P(rel=2)@5")
+            else:
+                raise RetrievalEvalError(f"measure '{text}': unknown parameter {item!r}; known: rel=N, p=0.8, "
+                                         "gain=exp (or dcg=exp-log2), beta=0.5")
+        except ValueError:
+            raise RetrievalEvalError(f"measure '{text}': parameter {item!r} must be key=number, e.g. rel=2") from None
+    return out
+
+
+#: ir_measures' NAME -> (family, its defaults where they differ from ours)
+_IR_MEASURES = {
+    "Success": ("hit", {}), "RR": ("mrr", {}), "R": ("recall", {}), "P": ("precision", {}),
+    "nDCG": ("ndcg", {}), "AP": ("map", {}), "Rprec": ("rprec", {}), "Bpref": ("bpref", {}),
+    "Judged": ("judged", {}), "NumRet": ("num_ret", {}), "NumRel": ("num_rel", {}),
+    "SetP": ("set_precision", {}), "SetR": ("set_recall", {}), "SetF": ("set_f", {}),
+    "ERR": ("err", {}), "RBP": ("rbp", {"p": 0.8}),
+}
+
+
+def _from_ir_measures(obj) -> Measure:
+    """An ir_measures measure object, with ir_measures' defaults (RBP's p is 0.8 there)."""
+    name = getattr(obj, "NAME", None)
+    if name not in _IR_MEASURES:
+        raise RetrievalEvalError(f"ir_measures measure {obj} has no counterpart here; see docs/measure-names.md")
+    family, defaults = _IR_MEASURES[name]
+    params = dict(getattr(obj, "params", {}) or {})
+    k = params.pop("cutoff", None)
+    for flag in ("judged_only", "relative", "residual"):
+        if params.pop(flag, False):
+            raise RetrievalEvalError(f"ir_measures measure {obj}: {flag}=True is not supported here")
+    if "dcg" in params:
+        params["gain"] = _GAINS.get(params.pop("dcg"), "?")
+        if params["gain"] is None:
+            del params["gain"]
+    if "gains" in params:
+        raise RetrievalEvalError(f"ir_measures measure {obj}: custom gains are not supported; gain=exp is")
+    params = {**defaults, **{key: v for key, v in params.items() if v is not None}}
+    if family == "num_ret" and "rel" in params:
+        family = "num_rel_ret"
+    try:
+        return Measure(family, k, **params)
+    except (RetrievalEvalError, TypeError) as exc:
+        raise RetrievalEvalError(f"ir_measures measure {obj}: {exc}") from None
 
 
 def parse_measures(items) -> list[Measure]:
@@ -110,6 +308,12 @@ def parse_measures(items) -> list[Measure]:
         if m not in out:
             out.append(m)
     return out
+
+
+def split_measures(text: str) -> list[str]:
+    """A comma-separated list of measure names, where commas inside parentheses belong to the
+    name (``rbp(p=0.9,rel=1),hit@5`` is two measures)."""
+    return [part.strip() for part in re.split(r",(?![^()]*\))", text or "") if part.strip()]
 
 
 #: The measures a summary table shows unless configured otherwise.

@@ -68,15 +68,25 @@ class Qrels(Mapping[str, Mapping[str, int]]):
     def to_dict(self) -> dict[str, dict[str, int]]:
         return {q: dict(d) for q, d in self._data.items()}
 
+    def to_ranx(self):
+        """These judgements as a ``ranx.Qrels`` (ranx is optional)."""
+        from .runs import require
+
+        return require("ranx", "Qrels.to_ranx()").Qrels.from_dict(self.to_dict())
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, int]]) -> "Qrels":
         return cls(data)
 
     @classmethod
     def from_trec(cls, path: str | Path) -> "Qrels":
-        """TREC qrels: ``query_id iteration doc_id grade`` per line, whitespace separated."""
+        """TREC qrels: ``query_id iteration doc_id grade`` per line, any whitespace between fields.
+        As in trec_eval 10, a line starting with ``#`` is a comment (a ``#`` later in a line is part
+        of it); blank lines are skipped; a fifth field is an error, as trec_eval refuses it."""
         data: dict[str, dict[str, int]] = {}
         for number, line in enumerate(read_text(path).splitlines(), start=1):
+            if line.startswith("#"):
+                continue
             parts = line.split()
             if not parts:
                 continue

@@ -34,6 +34,17 @@ def _id(value: object, what: str, where: str) -> str:
     raise RetrievalEvalError(f"{where}: {what} {value!r} must be a string, got {type(value).__name__}")
 
 
+def require(module: str, purpose: str):
+    """An optional package, or an error saying how to install it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        package = {"ranx": "ranx", "pandas": "pandas"}.get(module, module)
+        raise RetrievalEvalError(f"{purpose} needs the optional package {package}: pip install {package}") from None
+
+
 def dedupe(doc_ids: Iterable[str]) -> tuple[str, ...]:
     """Keep the first occurrence of each doc id: a document can only be retrieved once."""
     return tuple(dict.fromkeys(doc_ids))
@@ -118,19 +129,21 @@ class Run(Mapping[str, Sequence[str]]):
 
     @classmethod
     def from_trec(cls, path: str | Path, *, name: str | None = None) -> "Run":
-        """TREC run file: ``query_id Q0 doc_id rank score tag``. Order comes from the scores
-        (the rank column is ignored, as trec_eval ignores it). A document listed twice for one
-        query is an error, as in trec_eval."""
+        """TREC run file: ``query_id Q0 doc_id rank score tag``, read by trec_eval 10's rules: any
+        whitespace between fields, fields after the tag ignored, blank lines and lines whose first
+        non-blank character is ``#`` skipped, the run's name from the last line's tag. Order comes
+        from the scores (the rank column is ignored, as trec_eval ignores it). A document listed
+        twice for one query is an error, as in trec_eval."""
         scores: dict[str, dict[str, float]] = {}
         tag, qid_now, docs = None, None, {}
         for number, line in enumerate(read_text(path).splitlines(), start=1):
             parts = line.split()
-            if not parts:
+            if not parts or parts[0].startswith("#"):
                 continue
-            if len(parts) != 6:
+            if len(parts) < 6:
                 raise RetrievalEvalError(f"expected 6 columns 'query_id Q0 doc_id rank score tag', found {len(parts)}",
                                          path=path, line=number)
-            qid, _, doc, _, score_text, tag = parts
+            qid, _, doc, _, score_text, tag = parts[:6]
             if qid != qid_now:  # lines of one query usually come together: one lookup per query
                 qid_now, docs = qid, scores.setdefault(qid, {})
             try:
@@ -157,3 +170,21 @@ class Run(Mapping[str, Sequence[str]]):
             for rank, doc in enumerate(docs, start=1):
                 lines.append(f"{qid} Q0 {doc} {rank} {len(docs) - rank + 1} {tag}\n")
         Path(path).write_text("".join(lines), encoding="utf-8")
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        """``{qid: {doc: score}}``, each query's documents best first. A scored run keeps its
+        scores; a ranked one gets ``n - rank + 1``, as ``to_trec`` writes. Tools that sort ties
+        stably (ranx) then rank exactly as here."""
+        out: dict[str, dict[str, float]] = {}
+        for qid, docs in self._data.items():
+            if self._scores is not None:
+                scores = self._scores[qid]
+                out[qid] = {d: scores[d] for d in docs}
+            else:
+                out[qid] = {d: float(len(docs) - rank) for rank, d in enumerate(docs)}
+        return out
+
+    def to_ranx(self):
+        """This run as a ``ranx.Run`` (ranx is optional), named as this run is."""
+        ranx = require("ranx", "Run.to_ranx()")
+        return ranx.Run.from_dict(self.to_dict(), name=self.name)
