@@ -2,18 +2,24 @@
 
 Every query is asked; an exception, a malformed answer or a call over the time limit is
 recorded against its query (and counted as a miss) instead of stopping the evaluation or being
-hidden. Queries can run ``concurrency`` at a time (threads for a sync engine, one event loop for
-an ``async def retrieve``); the results are those of a serial run, in labeled-set order.
+hidden. Queries can run ``concurrency`` at a time (daemon threads for a sync engine, one event
+loop in a daemon thread for an ``async def retrieve``); the results are those of a serial run, in
+labeled-set order. Those calls run off the main thread, which only waits: a call that never
+returns (even a coroutine that blocks its loop) cannot hold the run past its time limit, and
+Ctrl-C ends the run at once, abandoning the calls in flight (a daemon thread never keeps the
+process alive) and saying how many there were.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import queue
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any, Container, Mapping
 
 from .._secrets import redact
@@ -46,10 +52,9 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
     width = max(1, int(getattr(engine, "concurrency", None) or concurrency))
     questions = [q.question for q in labeled.queries]
     if inspect.iscoroutinefunction(getattr(engine, "retrieve", None)):
-        answers = asyncio.run(_ask_async(engine, questions, depth, timeout, width))
+        answers = _AsyncCalls(engine, depth, timeout, width).run(questions)
     elif width > 1:
-        with ThreadPoolExecutor(width, thread_name_prefix=f"retrieve-{engine.name}") as pool:
-            answers = list(pool.map(lambda question: _ask(engine, question, depth, timeout), questions))
+        answers = _in_threads(engine, questions, depth, timeout, width)
     else:
         answers = [_ask(engine, question, depth, timeout) for question in questions]
     unknown: dict[str, None] = {}
@@ -131,22 +136,215 @@ def _ask(engine: Engine, question: str, depth: int, timeout: float | None) -> tu
         return None, redact(f"{type(exc).__name__}: {exc}"), time.perf_counter() - start
 
 
-async def _ask_async(engine: Engine, questions: list[str], depth: int, timeout: float | None,
-                     width: int) -> list[tuple[Any, str | None, float]]:
-    gate = asyncio.Semaphore(width)
+def _in_threads(engine: Engine, questions: list[str], depth: int, timeout: float | None,
+                width: int) -> list[tuple[Any, str | None, float]]:
+    """Sync calls ``width`` at a time on daemon threads, each taking the next question in order.
+    Not a thread pool: its shutdown (and the interpreter's exit) joins every worker, so one call
+    that never returns would keep pytest, and its PostgreSQL, alive after Ctrl-C."""
+    answers: list[Any] = [None] * len(questions)
+    order = iter(range(len(questions)))
+    lock = threading.Lock()
+    in_flight: set[int] = set()
+    finished = threading.Semaphore(0)
 
-    async def one(question: str) -> tuple[Any, str | None, float]:
-        async with gate:
-            start = time.perf_counter()
+    def work() -> None:
+        while True:
+            with lock:
+                i = next(order, None)
+                if i is None:
+                    return
+                in_flight.add(i)
             try:
-                answer = await asyncio.wait_for(engine.retrieve(question, depth), timeout)
-                return answer, None, time.perf_counter() - start
-            except asyncio.TimeoutError:
-                return None, f"EngineTimeout: no answer within {timeout:g}s (--retrieval-timeout)", time.perf_counter() - start
-            except Exception as exc:
-                return None, redact(f"{type(exc).__name__}: {exc}"), time.perf_counter() - start
+                answers[i] = _ask(engine, questions[i], depth, timeout)
+            except BaseException as exc:  # e.g. SystemExit in an engine: recorded, the run goes on
+                answers[i] = None, redact(f"{type(exc).__name__}: {exc}"), 0.0
+            finally:
+                with lock:
+                    in_flight.discard(i)
+                finished.release()
 
-    return list(await asyncio.gather(*(one(q) for q in questions)))
+    for n in range(min(width, len(questions))):
+        threading.Thread(target=work, name=f"retrieve-{engine.name}-{n}", daemon=True).start()
+    try:
+        for _ in questions:
+            finished.acquire()
+    except KeyboardInterrupt:
+        raise _interrupted(engine, len(in_flight)) from None
+    return answers
+
+
+def _interrupted(engine: Engine, calls: int) -> KeyboardInterrupt:
+    return KeyboardInterrupt(f"engine '{engine.name}': interrupted with {calls} calls in flight, abandoned")
+
+
+def _too_slow(timeout: float | None) -> str:
+    return f"no answer within {timeout or 0:g}s (--retrieval-timeout)"
+
+
+class _Loop:
+    """An event loop running in a daemon thread of its own. A coroutine that blocks it (a
+    ``time.sleep`` inside ``async def``) blocks only that thread; the caller can walk away."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.stopped = False
+        self.thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+        finally:  # what asyncio.run does on the way out
+            tasks = asyncio.all_tasks(self.loop)
+            for task in tasks:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+    def submit(self, coroutine: Any) -> Future:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def responsive(self, within: float) -> bool:
+        """Whether the loop runs a callback within ``within`` seconds (it is not stuck in a call)."""
+        pong = threading.Event()
+        self.loop.call_soon_threadsafe(pong.set)
+        return pong.wait(within)
+
+    def stop(self) -> None:
+        """Ends the loop once it is free; a stuck one is left to its daemon thread."""
+        if not self.stopped:
+            self.stopped = True
+            self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+@dataclass(eq=False)
+class _Call:
+    index: int
+    loop: _Loop
+    since: float  # submitted, then started: the time limit counts from here
+    started: bool = False
+    task: Any = None  # the asyncio task running the engine's code, once started
+    future: Any = None  # for cancelling it
+    answer: Any = None  # (answer, error, seconds), handed over by the call itself
+
+
+class _AsyncCalls:
+    """An ``async def retrieve`` asked ``width`` calls at a time on one event loop in a daemon
+    thread. ``asyncio.wait_for`` ends a call that awaits past the limit; one that blocks the loop
+    (never yields) is seen from this thread when the loop stops answering: it is recorded as an
+    EngineTimeout, the calls frozen behind it are asked again on a fresh loop, and the stuck loop
+    is abandoned. Each call hands its answer over itself: a blocked loop cannot run the callbacks
+    that would otherwise carry it."""
+
+    def __init__(self, engine: Engine, depth: int, timeout: float | None, width: int) -> None:
+        self.engine, self.depth, self.timeout, self.width = engine, depth, timeout, width
+        self.grace = 0.0 if timeout is None else min(1.0, max(0.25, timeout / 2))  # for the loop to end it itself
+        self.finished: queue.SimpleQueue[_Call] = queue.SimpleQueue()
+        self.loops = [self._new_loop()]
+
+    def _new_loop(self) -> _Loop:
+        return _Loop(f"retrieve-{self.engine.name}-loop")
+
+    def run(self, questions: list[str]) -> list[tuple[Any, str | None, float]]:
+        self.questions = questions
+        self.answers: list[Any] = [None] * len(questions)
+        todo = list(range(len(questions)))[::-1]  # popped from the end: labeled-set order
+        waiting: set[_Call] = set()
+        try:
+            while todo or waiting:
+                while todo and len(waiting) < self.width:
+                    waiting.add(self._submit(todo.pop()))
+                try:
+                    call = self.finished.get(timeout=self._next_deadline(waiting))
+                except queue.Empty:
+                    todo += self._overrun(waiting)
+                    continue
+                if call in waiting:  # else given up or asked again already: too late
+                    waiting.discard(call)
+                    self.answers[call.index] = call.answer
+        except KeyboardInterrupt:
+            for loop in self.loops:
+                loop.stop()
+            raise _interrupted(self.engine, len(waiting)) from None
+        self.loops[-1].stop()
+        self.loops[-1].thread.join(5)  # the loop's own cleanup (async generators), within reason
+        return self.answers
+
+    def _submit(self, index: int) -> _Call:
+        call = _Call(index, self.loops[-1], time.perf_counter())
+        call.future = call.loop.submit(self._timed(call))
+        return call
+
+    async def _timed(self, call: _Call) -> None:
+        call.since, call.started = time.perf_counter(), True
+        try:
+            await asyncio.wait_for(self._traced(call), self.timeout)
+        except asyncio.TimeoutError:
+            self._hand_over(call, None, f"EngineTimeout: {_too_slow(self.timeout)}")
+        except asyncio.CancelledError:  # by the run, which has given up on it already
+            raise
+        except BaseException as exc:  # e.g. SystemExit in an engine: recorded, the run goes on
+            self._hand_over(call, None, redact(f"{type(exc).__name__}: {exc}"))
+
+    async def _traced(self, call: _Call) -> None:
+        """The engine's call, answered from inside the task that runs it (wait_for gives it a
+        task of its own, which the blocked loop would otherwise never resume)."""
+        call.task = asyncio.current_task()
+        try:
+            answer = await self.engine.retrieve(self.questions[call.index], self.depth)
+        except Exception as exc:
+            self._hand_over(call, None, redact(f"{type(exc).__name__}: {exc}"))
+        else:
+            self._hand_over(call, answer, None)
+
+    def _hand_over(self, call: _Call, answer: Any, error: str | None) -> None:
+        if call.answer is None:
+            call.answer = answer, error, time.perf_counter() - call.since
+            self.finished.put(call)
+
+    def _next_deadline(self, calls: Any) -> float | None:
+        if self.timeout is None or not calls:
+            return None
+        limit = self.timeout + self.grace
+        return max(0.0, min(c.since for c in calls) + limit - time.perf_counter())
+
+    def _overrun(self, waiting: set[_Call]) -> list[int]:
+        """Calls past their limit that the loop did not end: recorded as EngineTimeout. Returns
+        the questions to ask again (frozen behind a call that blocks the loop)."""
+        now = time.perf_counter()
+        late = [c for c in waiting if c.answer is None and now - c.since >= self.timeout + self.grace]
+        loop = self.loops[-1]
+        if not late:
+            return []
+        if loop.responsive(self.grace):  # calls that ignore their cancellation; the loop is fine
+            for c in late:
+                if not c.started:  # queued on a busy loop: its limit counts from its start
+                    c.since = now
+            self._give_up([c for c in late if c.started], waiting)
+            return []
+        stuck = asyncio.current_task(loop.loop)
+        self._give_up([c for c in waiting if c.task is not None and c.task is stuck]
+                      or [c for c in late if c.started] or late, waiting)
+        again = []  # the calls frozen behind it: asked again on a fresh loop
+        for c in waiting:
+            if c.answer is None:
+                c.future.cancel()  # one not begun never begins on the stuck loop
+                again.append(c.index)
+            else:  # answered, its hand-over still queued
+                self.answers[c.index] = c.answer
+        waiting.clear()
+        loop.stop()
+        self.loops.append(self._new_loop())
+        return sorted(again, reverse=True)
+
+    def _give_up(self, calls: list[_Call], waiting: set[_Call]) -> None:
+        now = time.perf_counter()
+        for c in calls:
+            c.future.cancel()
+            waiting.discard(c)
+            self.answers[c.index] = None, f"EngineTimeout: {_too_slow(self.timeout)}", now - c.since
 
 
 class EngineTimeout(Exception):
@@ -171,7 +369,7 @@ def _call(engine: Engine, question: str, depth: int, timeout: float | None):
     worker.start()
     worker.join(timeout)
     if worker.is_alive():
-        raise EngineTimeout(f"no answer within {timeout:g}s (--retrieval-timeout)")
+        raise EngineTimeout(_too_slow(timeout))
     if "error" in box:
         raise box["error"]
     return box["value"]
