@@ -8,13 +8,14 @@ import contextlib
 import io
 import json
 import shlex
+import shutil
 import tempfile
 import unicodedata
 from pathlib import Path
 
 import pytest
 
-from conftest import requires_hybrid, write_docs
+from conftest import CORPUS, QUESTIONS, requires_hybrid, write_docs
 from fake_api import Reply, chat_reply
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.corpus import JsonFolder
@@ -102,6 +103,19 @@ def test_generate_reports_a_stale_imported_question_but_leaves_it_and_check_says
     assert "Regenerate the questions" not in out  # generate would not touch t1
 
 
+@requires_hybrid
+def test_generate_carries_the_notes_of_a_hand_written_cache(fake_api, tmp_path):
+    fake_api.script("/chat/completions", Reply(200, chat_reply()))
+    folder, cache = tmp_path / "corpus", tmp_path / "q.json"
+    shutil.copytree(CORPUS, folder)
+    shutil.copy(QUESTIONS, cache)
+    (folder / "lost-keys.json").unlink()  # its two generated-shape questions are dropped: the file is rewritten
+    code, out, err = run("generate", "--corpus", folder, "--questions", cache)
+    assert code == 0 and "dropped 2 stale" in out, err
+    notes = json.loads(cache.read_text())["generator"]["notes"]
+    assert "Before generation (handwritten): Written by hand, not by the LLM generator" in notes
+
+
 # --- what the importer accepts, the loader loads -------------------------------------------------
 
 def test_a_csv_with_two_columns_of_one_name_is_refused_naming_file_and_column(corpus, tmp_path):
@@ -159,6 +173,15 @@ def test_the_same_question_on_two_jsonl_lines_names_the_file_and_both_lines(corp
                       f"{json.dumps({'id': 'x', 'question': 'b?', 'doc_id': 'beta'})}\n")
     code, _, err = run("label", "import", labels, "--corpus", corpus, "--questions", cache)
     assert code == 2 and err.startswith(f"error: {labels}:2: field 'id': duplicate query id 'x', first on line 1")
+
+
+def test_a_jsonl_object_naming_one_key_twice_is_refused_with_its_line(corpus, tmp_path):
+    labels, cache = tmp_path / "labels.jsonl", tmp_path / "q.json"
+    labels.write_text('{"question": "Where do the a words start?", "doc_id": "alpha"}\n'
+                      '{"question": "Which page lists b?", "relevant": {"beta": 2, "beta": 0}}\n')
+    code, _, err = run("label", "import", labels, "--corpus", corpus, "--questions", cache)
+    assert code == 2 and not cache.exists()
+    assert err.strip() == f"error: {labels}:2: key 'beta' appears twice in one object: only one could be read"
 
 
 CELLS = ["Where do the a words start?", "  spaced   out  ", "", "Ünïcode ✓ question", "quote \" inside",

@@ -36,12 +36,31 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def json_lines(path: str | Path) -> Iterator[tuple[int, object]]:
-    """Yield ``(line_number, value)`` for each non-blank line of a JSONL file."""
+def json_lines(path: str | Path, *, unique_keys: bool = False) -> Iterator[tuple[int, object]]:
+    """Yield ``(line_number, value)`` for each non-blank line of a JSONL file. With
+    ``unique_keys``, an object that names one key twice is an error (a JSON reader keeps the
+    last silently: labels would vanish)."""
     import json
 
+    hook = _refuse_repeated_keys if unique_keys else None
     for number, line in numbered_lines(path):
         try:
-            yield number, json.loads(line)
+            yield number, json.loads(line, object_pairs_hook=hook)
         except json.JSONDecodeError as exc:
             raise RetrievalEvalError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=number) from None
+        except _RepeatedKey as exc:
+            raise RetrievalEvalError(f"key {exc.args[0]!r} appears twice in one object: only one could be read",
+                                     path=path, line=number) from None
+
+
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _refuse_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out

@@ -121,7 +121,7 @@ def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
     from .._textfiles import json_lines
 
     out, seen = [], {}
-    for number, record in json_lines(path):
+    for number, record in json_lines(path, unique_keys=True):
         def bad(message: str, fld: str) -> RetrievalEvalError:
             return RetrievalEvalError(message, path=path, line=number, field=fld)
 
@@ -240,7 +240,7 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
     from .._textfiles import json_lines
 
     out, seen = [], {}
-    for number, record in json_lines(path):
+    for number, record in json_lines(path, unique_keys=True):
         if not isinstance(record, dict):
             raise RetrievalEvalError("expected an object", path=path, line=number)
         if "relevant_docs" in record:
@@ -296,20 +296,23 @@ def _first_line(path: Path, start: str) -> int | None:
 FORMATS = ("csv", "tsv", "jsonl", "qrels-jsonl", "beir")
 
 
-def read_labels(path: str | Path, *, fmt: str = "auto", columns: Columns = Columns(), split: str = "test") -> list[LabeledQuery]:
+def read_labels(path: str | Path, *, fmt: str = "auto", columns: Columns = Columns(),
+                split: str = "test") -> list[LabeledQuery]:
+    """The labeled questions of a file in one of ``FORMATS``; a file that holds none is an error."""
     path = Path(path)
     if fmt == "auto":
         fmt = ("beir" if path.is_dir() else "tsv" if path.suffix in (".tsv", ".tab") else
                "jsonl" if path.suffix in (".jsonl", ".ndjson") else "csv")
-    if fmt == "beir":
-        return read_beir(path, split)
-    if fmt in ("csv", "tsv"):
-        return read_table(path, delimiter="\t" if fmt == "tsv" else ",", columns=columns)
-    if fmt == "qrels-jsonl":
-        return read_qrels_jsonl(path)
-    if fmt == "jsonl":
-        return read_jsonl(path)
-    raise RetrievalEvalError(f"unknown label format {fmt!r}; choose one of auto, {', '.join(FORMATS)}")
+    readers = {"beir": lambda: read_beir(path, split), "qrels-jsonl": lambda: read_qrels_jsonl(path),
+               "jsonl": lambda: read_jsonl(path),
+               "csv": lambda: read_table(path, delimiter=",", columns=columns),
+               "tsv": lambda: read_table(path, delimiter="\t", columns=columns)}
+    if fmt not in readers:
+        raise RetrievalEvalError(f"unknown label format {fmt!r}; choose one of auto, {', '.join(FORMATS)}")
+    entries = readers[fmt]()
+    if not entries:
+        raise RetrievalEvalError(f"no labeled questions in the file (read as {fmt})", path=path)
+    return entries
 
 
 def load_labels(path: str | Path) -> LabeledSet:

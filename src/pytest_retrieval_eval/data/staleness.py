@@ -18,16 +18,22 @@ from .labeled import LabeledSet
 from .labels import did_you_mean, fingerprinted, is_generated, unchecked
 
 
+def _command(verb: str, corpus_path: str, questions_path: str) -> str:
+    """A command as it is printed: it works when pasted, spaces in paths included."""
+    return (f"python -m pytest_retrieval_eval {verb} --corpus {shlex.quote(str(corpus_path))} "
+            f"--questions {shlex.quote(str(questions_path))}")
+
+
 def regenerate_command(corpus_path: str, questions_path: str) -> str:
-    return f"python -m pytest_retrieval_eval generate --corpus {shlex.quote(corpus_path)} --questions {shlex.quote(questions_path)}"
+    return _command("generate", corpus_path, questions_path)
 
 
 def check_command(corpus_path: str, questions_path: str) -> str:
-    return f"python -m pytest_retrieval_eval check --corpus {shlex.quote(corpus_path)} --questions {shlex.quote(questions_path)}"
+    return _command("check", corpus_path, questions_path)
 
 
 def stamp_command(corpus_path: str, questions_path: str) -> str:
-    return f"python -m pytest_retrieval_eval label stamp --corpus {shlex.quote(corpus_path)} --questions {shlex.quote(questions_path)}"
+    return _command("label stamp", corpus_path, questions_path)
 
 
 @dataclass
