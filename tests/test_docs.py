@@ -113,14 +113,24 @@ def same_line(shown: str, printed: str) -> bool:
     return re.fullmatch(".*?".join(map(re.escape, shown.split("..."))), printed) is not None
 
 
+def block_at(block: list[str], lines: list[str]) -> bool:
+    """``block`` matches the start of ``lines``; a shown line of ``...`` alone stands for one or
+    more printed lines."""
+    if not block:
+        return True
+    if block[0].strip() == "..." and len(block[0]) > 3:
+        return any(block_at(block[1:], lines[n:]) for n in range(1, len(lines) + 1))
+    return bool(lines) and same_line(block[0], lines[0]) and block_at(block[1:], lines[1:])
+
+
 def contiguous_in(block: list[str], lines: list[str]) -> bool:
-    return any(all(same_line(s, p) for s, p in zip(block, lines[i:i + len(block)]))
-               for i in range(len(lines) - len(block) + 1))
+    return any(block_at(block, lines[i:]) for i in range(len(lines)))
 
 
-def run_bundled(bundled_project, sandbox_tmp, tmp_path, *args: str) -> str:
+def run_bundled(bundled_project, sandbox_tmp, tmp_path, *args: str,
+                test: str = "def test_x(retrieval_results):\n    pass\n") -> str:
     """The bundled corpus and questions in a fresh project, a cache of its own, the day pinned."""
-    bundled_project.makepyfile("def test_x(retrieval_results):\n    pass\n")
+    bundled_project.makepyfile(test)
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-report",
                            f"--retrieval-as-of={AS_OF}", f"--retrieval-cache-dir={tmp_path}", *args],
                           cwd=bundled_project.path, env={**os.environ, "TMPDIR": str(sandbox_tmp)},
@@ -128,19 +138,42 @@ def run_bundled(bundled_project, sandbox_tmp, tmp_path, *args: str) -> str:
     return done.stdout + done.stderr
 
 
+def shown_inline(path: Path, start: str) -> str:
+    """An output line a page quotes in running text (a code span, perhaps wrapped)."""
+    spans = re.findall(rf"`({re.escape(start)}[^`]*)`", path.read_text(encoding="utf-8"))
+    assert spans, f"{path.name}: no `{start}...`"
+    return spans[0].replace("\n", " ")
+
+
 @pytest.mark.slow
 @requires_hybrid
 def test_the_bundled_eval_output_in_the_docs_is_what_it_prints(bundled_project, sandbox_tmp, tmp_path):
-    lines = run_bundled(bundled_project, sandbox_tmp, tmp_path, "--retrieval-engine=hybrid",
-                        "--retrieval-engine=keyword").splitlines()
+    docs, both, baseline = REPO / "docs", ("--retrieval-engine=hybrid", "--retrieval-engine=keyword"), tmp_path / "b.json"
+    lines = run_bundled(bundled_project, sandbox_tmp, tmp_path, *both, f"--retrieval-save-baseline={baseline}").splitlines()
     summary = "----------------------------- retrieval evaluation"
-    for page in (REPO / "docs" / "index.md", README):
+    for page in (docs / "index.md", README):
         block = shown_block(page, summary)
         assert contiguous_in(block, lines), f"{page.name}: the bundled eval now prints:\n" + "\n".join(
             lines[next(i for i, l in enumerate(lines) if l.startswith(summary)):])
-    for page, first in ((REPO / "docs" / "gates.md", "engine      hit@1"),
-                        (REPO / "docs" / "reports.md", "corpus lint, corpus:")):
+    for page, first in ((docs / "gates.md", "engine      hit@1"), (docs / "reports.md", "corpus lint, corpus:")):
         assert contiguous_in(shown_block(page, first), lines), f"{page.name}: block {first!r} is not what the run prints"
+
+    # again, warm (embeddings and the store snapshot cached), with what the gate, trials, shadow
+    # and detectable-drop passages show; a variant without vectors shares the ingested table
+    out = run_bundled(bundled_project, sandbox_tmp, tmp_path, *both, "--retrieval-trials=3",
+                      "--retrieval-threshold=hybrid:hit@5>=0.85", "--retrieval-threshold=hybrid:hit@1>=0.75",
+                      "--retrieval-confidence=lower", f"--retrieval-baseline={baseline}", "--retrieval-max-drop=hit@5=0.01",
+                      "--retrieval-shadow=hybrid:keyword", "--retrieval-variant=hybrid-kw: use_vector=false",
+                      "--retrieval-engine=hybrid-kw", "--retrieval-shadow=hybrid-kw:hybrid",
+                      "--retrieval-threshold=shadow.gain>=0")
+    lines = out.splitlines()
+    shown = [(docs / "gates.md", shown_block(docs / "gates.md", "hybrid: 3 trials:")),
+             (docs / "gates.md", shown_block(docs / "gates.md", "warning: max-drop rule hit@5=0.01")),
+             (docs / "gates.md", shown_block(docs / "gates.md", "FAIL retrieval gate: hybrid: hit@1")),
+             (docs / "freshness.md", shown_block(docs / "freshness.md", "shadow hybrid vs keyword")),
+             (docs / "freshness.md", [shown_inline(docs / "freshness.md", "FAIL retrieval gate: shadow")])]
+    for page, block in shown:
+        assert contiguous_in(block, lines), f"{page.name}: {block[0]!r}... is not what the run prints:\n{out}"
 
 
 def test_a_block_the_run_does_not_print_is_caught():
@@ -149,13 +182,20 @@ def test_a_block_the_run_does_not_print_is_caught():
     assert not contiguous_in(["keyword 0.119", "  95% CI ±.074"], lines)
     assert not contiguous_in(["engine  hit@1", "  95% CI ±.074"], lines)
     assert contiguous_in(["keyword 0...", "  95% CI ±.074"], lines) and not contiguous_in(["keyword 1..."], lines)
+    assert contiguous_in(["engine  hit@1", "    ...", "  95% CI ±.074"], lines)
+    assert not contiguous_in(["engine  hit@1", "    ...", "keyword 0.118"], lines + ["x"])
 
 
-def test_the_gate_failures_in_the_docs_are_what_it_prints(bundled_project, sandbox_tmp, tmp_path):
-    """The keyword engine alone: no store, no model."""
+def test_the_failures_in_the_docs_are_what_it_prints(bundled_project, sandbox_tmp, tmp_path):
+    """The quickstart's test file, run as shown, and two gate rules; the keyword engine alone (no
+    store, no model)."""
+    test_file = "\n".join(shown_block(REPO / "docs" / "quickstart.md", "# tests/test_retrieval.py"))
     out = run_bundled(bundled_project, sandbox_tmp, tmp_path, "--retrieval-engine=keyword",
                       "--retrieval-threshold=keyword:mrr>=0.999",
-                      "--retrieval-threshold=keyword:freshness.stale_free@5>=1.0")
+                      "--retrieval-threshold=keyword:freshness.stale_free@5>=1.0", test=test_file)
+    failed = shown_block(REPO / "docs" / "quickstart.md", "E       AssertionError:")
+    assert contiguous_in(failed, out.splitlines()), "quickstart.md: the failed assertion now reads:\n" + "\n".join(
+        l for l in out.splitlines() if l.startswith("E "))
     shown = {
         "gates.md": "FAIL retrieval gate: keyword: mrr = 0.2514, required >= 0.999 (from --retrieval-threshold; n=68)",
         "freshness.md": shown_block(REPO / "docs" / "freshness.md", "FAIL retrieval gate: keyword: freshness")[0],
