@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
+from ..ir.measures import Measure
 from ..run.results import EvaluationResult, RunResults
 from ..ir.stats import adjust, paired_difference_ci, paired_randomization
 
@@ -42,10 +43,26 @@ class MeasureDiff:
     ci: tuple[float, float] = (math.nan, math.nan)
     #: p corrected over every diff of the comparison (the noise-aware gate reads this one)
     p_adjusted: float = math.nan
+    #: a freshness measure judged on two as-of days: (the baseline's day, this run's day)
+    days: tuple[str, str] | None = None
+    #: the baseline's own rankings judged on this run's day (with ``days``): what the engine
+    #: would score had only the calendar moved
+    before_on_run_day: float = math.nan
 
     @property
     def delta(self) -> float:
         return self.after - self.before
+
+    def day_note(self) -> str:
+        """How much of a freshness drop across as-of days the calendar explains, or ''."""
+        if self.days is None:
+            return ""
+        base_day, run_day = self.days
+        drop, by_day = self.before - self.after, self.before - self.before_on_run_day
+        share = ("all of the drop" if by_day >= drop - 1e-12 else "none of the drop" if by_day <= 1e-12
+                 else f"{by_day:.4f} of the drop, the engine for {drop - by_day:.4f}")
+        return (f"freshness judged on different days (baseline as of {base_day}, this run as of {run_day}): the "
+                f"baseline's rankings score {self.before_on_run_day:.4f} as of {run_day}: the day accounts for {share}")
 
     def describe(self) -> str:
         return (f"{self.engine}: {self.measure} {self.before:.4f} -> {self.after:.4f} ({self.delta:+.4f}; "
@@ -59,6 +76,8 @@ class BaselineComparison:
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     correction: str = "holm"
+    #: freshness measures compared across as-of days, one line per pair of days
+    warnings: list[str] = field(default_factory=list)
 
 
 def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult) -> list[str]:
@@ -69,6 +88,24 @@ def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult) -> list
     if now.corpus_fingerprint != base.corpus_fingerprint:
         out.append(f"corpus fingerprint {str(base.corpus_fingerprint)[:12]} -> {str(now.corpus_fingerprint)[:12]}")
     return out
+
+
+def _days(now: EvaluationResult, base: EvaluationResult, measure: str) -> tuple[str, str] | None:
+    """(baseline day, run day) when ``measure`` is a freshness measure judged on two days."""
+    if now.freshness is None or base.freshness is None or not Measure.parse(measure).freshness:
+        return None
+    return None if now.freshness.as_of == base.freshness.as_of else (base.freshness.as_of, now.freshness.as_of)
+
+
+def days_warnings(diffs: Sequence[MeasureDiff]) -> list[str]:
+    """One line per pair of as-of days freshness measures were compared across."""
+    by_days: dict[tuple[str, str], list[str]] = {}
+    for d in diffs:
+        if d.days is not None and d.measure not in by_days.setdefault(d.days, []):
+            by_days[d.days].append(d.measure)
+    return [f"{', '.join(names)} compared across days (baseline as of {b}, this run as of {n}): documents go stale "
+            f"with time alone; pytest --retrieval-as-of={b} compares on the baseline's day"
+            for (b, n), names in by_days.items()]
 
 
 def diff_engine(now: EvaluationResult, base: EvaluationResult, measure: str) -> MeasureDiff:
@@ -88,8 +125,18 @@ def diff_engine(now: EvaluationResult, base: EvaluationResult, measure: str) -> 
         wins=sum(1 for _, x, y in pairs if y > x), losses=sum(1 for _, x, y in pairs if y < x),
         ties=sum(1 for _, x, y in pairs if y == x), p=p_value,
         movers=tuple(Mover(q, questions[q], x, y) for q, x, y in moved[:MOVERS]),
-        ci=paired_difference_ci(a, b), p_adjusted=p_value,
+        ci=paired_difference_ci(a, b), p_adjusted=p_value, **_on_run_day(now, base, measure),
     )
+
+
+def _on_run_day(now: EvaluationResult, base: EvaluationResult, measure: str) -> dict:
+    """For a freshness measure judged on two days: the days, and the baseline's rankings judged
+    with this run's freshness (same corpus: the fingerprints were compared)."""
+    days = _days(now, base, measure)
+    if days is None:
+        return {}
+    rejudged = EvaluationResult(base.engine, base.labeled, base.results, freshness=now.freshness)
+    return {"days": days, "before_on_run_day": rejudged.mean(measure)}
 
 
 def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force: bool = False,
@@ -120,4 +167,5 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
     adjusted = adjust([d.p for d in out.diffs], correction)
     out.diffs = [replace(d, p_adjusted=q) for d, q in zip(out.diffs, adjusted)]
     out.correction = correction
+    out.warnings = days_warnings(out.diffs)
     return out

@@ -277,6 +277,7 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
                 f"{d.engine}: {d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}), more than {rule.delta:g} "
                 f"(from {rule.source}; {d.losses} down, {d.wins} up, p={d.p:.3g}"
                 f"{f', corrected {p:.3g} < {alpha:g}' if noise_aware else ''}); moved: {movers or 'none'}"
+                + (f"; {d.day_note()}" if d.day_note() else "")
             )
     return failures
 

@@ -86,7 +86,7 @@ class Verdict:
     correction: str = "holm"
     confidence: str = "point"
     detectable: list[Detectable] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # underpowered max-drop rules
+    warnings: list[str] = field(default_factory=list)  # underpowered max-drop rules; freshness across days
     baseline: BaselineComparison | None = None
     drop_failures: list[str] = field(default_factory=list)
     other_failures: list[str] = field(default_factory=list)  # lost xdist workers
@@ -132,7 +132,7 @@ def judge(run: RunResults, *, measures: Sequence[str], thresholds: Sequence[Thre
                 {m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness})
             for e in run.evaluations]
     verdict = Verdict(run, list(measures), rows, run.comparisons(measures, correction), alpha,
-                      breaches=check(thresholds, rows, confidence=confidence) if rows else [],
+                      breaches=check(thresholds, rows, confidence=confidence),
                       other_failures=list(other_failures), lint=list(run.lint),
                       lint_failures=check_lint(thresholds, run.lint), correction=correction, confidence=confidence,
                       detectable=detectable_drops(run, gated_measures(thresholds, max_drops), alpha),
@@ -147,7 +147,11 @@ def judge(run: RunResults, *, measures: Sequence[str], thresholds: Sequence[Thre
     if baseline is not None:
         compared = list(dict.fromkeys([*measures, *(d.measure for d in max_drops)]))
         verdict.baseline = compare(run, baseline, compared, force=force, correction=correction)
-        verdict.drop_failures = check_drops(max_drops, verdict.baseline.diffs, noise_aware=noise_aware, alpha=alpha)
+        verdict.warnings += verdict.baseline.warnings
+    # without a baseline (none loaded: nothing was evaluated, or it is unusable) nothing was
+    # compared, so a rule naming an engine fails by name rather than passing unchecked
+    verdict.drop_failures = check_drops(max_drops, verdict.baseline.diffs if verdict.baseline else [],
+                                        noise_aware=noise_aware, alpha=alpha)
     return verdict
 
 

@@ -441,7 +441,10 @@ class RunResults:
         return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=True) + "\n"
 
     @classmethod
-    def load(cls, path: str | Path) -> "RunResults":
+    def load(cls, path: str | Path, *, check_fingerprints: bool = True) -> "RunResults":
+        """A saved run, refused in one line (file and field) when it does not hold together.
+        ``check_fingerprints=False`` (baselines) leaves a labeled-set fingerprint that does not
+        match the questions to the baseline comparison, which refuses it unless forced."""
         text = read_text(path)
         try:
             doc = json.loads(text)
@@ -469,8 +472,12 @@ class RunResults:
             if [q.query_id for q in first.labeled.queries] != [q.query_id for q in e.labeled.queries]:
                 raise RetrievalEvalError(
                     f"engines {first.engine} and {e.engine} hold different queries ({first.n} and {e.n}) for the "
-                    f"same labeled set {e.labeled.name} (fingerprint {e.labeled.fingerprint[:12]}); the file was "
-                    "edited or put together from two runs", path=path, field="evaluations")
+                    f"same labeled set {e.labeled.name} (fingerprint {e.labeled.fingerprint[:12]}): "
+                    f"{_id_difference(first, e)}; the file was edited or put together from two runs",
+                    path=path, field="evaluations")
+        problem = _fit_problem(doc.get("evaluations") or [], evaluations, check_fingerprints)
+        if problem:
+            raise RetrievalEvalError(problem[1], path=path, field=problem[0])
         settings = doc.get("settings", {})
         problem = _settings_problem(settings)
         if problem:
@@ -480,6 +487,83 @@ class RunResults:
             return cls(evaluations, doc["metrics"]["fingerprint"], lint, dict(doc.get("snippets", {})), dict(settings))
         except (KeyError, TypeError, ValueError) as exc:
             raise RetrievalEvalError(f"results file is missing or has a malformed {exc}", path=path) from None
+
+
+def _id_difference(first: EvaluationResult, other: EvaluationResult) -> str:
+    """Which query ids ``other`` lacks and which it holds that ``first`` does not (or: the order)."""
+    def listed(ids: list[str]) -> str:
+        return ", ".join(repr(q) for q in ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+
+    mine, theirs = [q.query_id for q in first.labeled.queries], [q.query_id for q in other.labeled.queries]
+    mine_set, theirs_set = set(mine), set(theirs)
+    lacks, extra = [q for q in mine if q not in theirs_set], [q for q in theirs if q not in mine_set]
+    said = ([f"lacks {listed(lacks)}"] if lacks else []) + ([f"holds {listed(extra)}, which {first.engine} does not"]
+                                                            if extra else [])
+    return f"{other.engine} {' and '.join(said)}" if said else f"{other.engine} holds them in another order"
+
+
+def _fit_problem(docs: Sequence[Mapping[str, Any]], evaluations: Sequence[EvaluationResult],
+                 check_fingerprints: bool = True) -> tuple[str, str] | None:
+    """(field, what is wrong) for the first evaluation whose questions are not the labeled set it
+    names, or whose per-trial rankings and run lint do not fit those questions; every trial figure
+    is rebuilt from them, so a short or long trial would be scored wrong, not refused."""
+    for i, (d, e) in enumerate(zip(docs, evaluations)):
+        problem = _labeled_problem(d, e, check_fingerprints) or _trials_problem(d, e) or _lint_problem(e)
+        if problem:
+            return f"evaluations[{i}].{problem[0]}", problem[1]
+    counts = {1 + len(e.trial_results) for e in evaluations}
+    if len(counts) > 1:  # one run asks every engine the same number of times: the short one was cut
+        i, short = min(enumerate(evaluations), key=lambda p: len(p[1].trial_results))
+        most = max(evaluations, key=lambda e: len(e.trial_results))
+        return (f"evaluations[{i}].trial_rankings", f"{short.engine}: {1 + len(short.trial_results)} trials, but "
+                f"{most.engine} in the same file has {1 + len(most.trial_results)}")
+    return None
+
+
+def _labeled_problem(d: Mapping[str, Any], e: EvaluationResult, check_fingerprint: bool) -> tuple[str, str] | None:
+    recorded = d["labeled"].get("n", e.n)
+    if recorded != e.n:
+        return "queries", f"{e.engine}: {e.n} questions, but labeled set {e.labeled.name} has {recorded}"
+    actual = LabeledSet(e.labeled.queries, name=e.labeled.name).fingerprint if check_fingerprint else None
+    if actual is not None and actual != e.labeled.fingerprint:
+        return "queries", (f"{e.engine}: the questions do not make up labeled set {e.labeled.name} (fingerprint "
+                           f"{e.labeled.fingerprint[:12]}, theirs {actual[:12]}): an id, question or judgement was edited")
+    return None
+
+
+def _trials_problem(d: Mapping[str, Any], e: EvaluationResult) -> tuple[str, str] | None:
+    raw, ids = d.get("trial_rankings", []), [q.query_id for q in e.labeled.queries]
+    if not isinstance(raw, list):
+        return "trial_rankings", f"{e.engine}: must be a list of trials, each a list of [ranked doc ids, error] per question"
+    for t, trial in enumerate(raw):
+        field_, name = f"trial_rankings[{t}]", f"{e.engine}, trial {t + 2}"  # trial 1 is the queries' own ranking
+        if not isinstance(trial, list):
+            return field_, f"{name}: must be a list of [ranked doc ids, error] per question"
+        if len(trial) != len(ids):
+            why = (f"none for {', '.join(repr(q) for q in ids[len(trial):][:3])}" if len(trial) < len(ids) else
+                   "one more than there are questions" if len(trial) == len(ids) + 1 else
+                   f"{len(trial) - len(ids)} more than there are questions")
+            return field_, f"{name}: {len(trial)} rankings for {len(ids)} questions ({why})"
+        for qid, entry in zip(ids, trial):
+            if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], list)
+                    and all(isinstance(x, str) for x in entry[0]) and (entry[1] is None or isinstance(entry[1], str))):
+                return field_, f"{name}, question {qid!r}: expected [ranked doc ids, error or null], got {entry!r:.60}"
+    derived = d.get("trials")
+    if isinstance(derived, dict):  # the per-trial means written beside them, one per trial
+        counts = {len(v) for v in derived.values() if isinstance(v, list)}
+        if counts and counts != {1 + len(raw)} or not derived and raw:
+            held = f"{sorted(counts)[0]} per measure" if counts else "none"
+            return "trial_rankings", f"{e.engine}: {1 + len(raw)} trials recorded, but 'trials' holds {held}"
+    return None
+
+
+def _lint_problem(e: EvaluationResult) -> tuple[str, str] | None:
+    known = e.labeled.by_id()
+    for kind, ids in e.run_lint.items():
+        unknown = next((q for q in ids if q not in known), None)
+        if unknown is not None:
+            return f"run_lint.{kind}", f"{e.engine}: unknown query id {unknown!r} (not in labeled set {e.labeled.name})"
+    return None
 
 
 def _settings_problem(settings: Any) -> str | None:
