@@ -85,6 +85,23 @@ def test_a_base_url_with_user_and_password_stays_out_of_the_questions_cache(fake
 
 
 @requires_hybrid
+def test_a_local_endpoint_without_a_key_still_masks_url_credentials_in_logs(fake_api, monkeypatch, tmp_path, capsys,
+                                                                            caplog):
+    """No API key is set (a private server needs none), so no secret is registered: the password
+    in the base URL must be masked by its shape, also in httpx's per-request log lines."""
+    monkeypatch.delenv("RETRIEVAL_EVAL_API_KEY")
+    fake_api.script("/chat/completions", Reply(200, chat_reply()))
+    monkeypatch.setenv("RETRIEVAL_EVAL_BASE_URL", fake_api.url.replace("http://", f"http://team:{PASSWORD}@"))
+    folder = write_docs(tmp_path / "corpus", [{"doc_id": "alpha", "content": "a b c d e f g h i j"}])
+    with caplog.at_level(logging.INFO):
+        assert cli(["generate", "--corpus", str(folder), "--questions", str(tmp_path / "q.json")]) == 0
+    assert "HTTP Request: POST http://team:***@" in caplog.text
+    printed = capsys.readouterr()
+    assert PASSWORD not in caplog.text + printed.out + printed.err + (tmp_path / "q.json").read_text()
+    assert "authorization" in fake_api.hits("/chat/completions")[0].headers  # httpx sent them as Basic auth
+
+
+@requires_hybrid
 def test_a_megabyte_answer_is_logged_capped(fake_api, tmp_path, caplog):
     huge = "How " + "much " * 200_000 + "?"
     fake_api.script("/chat/completions", Reply(200, chat_reply(lambda passage: huge)))

@@ -101,15 +101,14 @@ def redact_values(value: Any) -> Any:
 
 def install_log_redaction():
     """Mask secrets in every log record, tracebacks included: libraries log request errors
-    (Haystack logs failed embedding calls with the exception), and pytest shows captured logs.
+    (Haystack logs failed embedding calls with the exception, httpx every request's URL), and
+    pytest shows captured logs.
     Returns the function that puts the previous record factory back."""
     previous = logging.getLogRecordFactory()
 
     def factory(*args, **kwargs):
         record = previous(*args, **kwargs)
-        secrets = active_secrets()
-        if not secrets:
-            return record
+        secrets = active_secrets()  # none set: credentials in URLs (httpx logs each request's) are masked all the same
         try:
             message = record.getMessage()
         except Exception:  # a record whose args do not fit its message: logging reports it later

@@ -88,7 +88,7 @@ class GenerationReport:
             text += (f", filtered {sum(map(len, self.filtered.values()))} ("
                      + ", ".join(f"{r} {len(c)}" for r, c in sorted(self.filtered.items())) + ")")
         if self.failed:
-            text += " (" + "; ".join(f"{c}: {r}" for c, r in list(self.failed.items())[:5]) + (
+            text += " (" + "; ".join(f"{c}: {mask_and_cap(r, 160)}" for c, r in list(self.failed.items())[:5]) + (
                 "; ..." if len(self.failed) > 5 else "") + ")"
         return text
 
