@@ -29,6 +29,9 @@ PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hy
 MEASURES = ["hit@5", "mrr", "ndcg@10", "recall@100", "precision@10", "map"]
 TREC_MEASURES = {"success.5", "recip_rank", "ndcg_cut.10", "recall.100", "P.10", "map"}
 RANX_MEASURES = ["hit_rate@5", "mrr", "ndcg@10", "recall@100", "precision@10", "map"]
+#: the trec_eval 10 measures added for issue 28 that pytrec_eval also has, ours then theirs
+TREC10_MEASURES = ["rprec", "bpref", "num_ret", "num_rel", "num_rel_ret", "set_precision", "set_recall", "set_f"]
+TREC10_TREC_MEASURES = {"Rprec", "bpref", "num_ret", "num_rel", "num_rel_ret", "set_P", "set_recall", "set_F"}
 
 rows: list[dict] = []
 
@@ -129,6 +132,13 @@ def bench_evaluate(repeats: int) -> None:
 
         theirs = record("evaluate", f"pytrec-eval-terrier, dicts -> means, {label}", [_time(trec) for _ in range(repeats)])
         ratio("evaluate", f"pytrec-eval-terrier / ours, {label}", theirs, ours)
+        ours_10 = record("evaluate", f"ours, dicts -> trec_eval 10 measures (Rprec, bpref, num_*, set_*), {label}",
+                         [_time(lambda: evaluate(Qrels.from_dict(qrels), Run.from_dict(run), TREC10_MEASURES))
+                          for _ in range(repeats)])
+        theirs_10 = record("evaluate", f"pytrec-eval-terrier, dicts -> the same measures, {label}",
+                           [_time(lambda: pytrec_eval.RelevanceEvaluator(qrels, TREC10_TREC_MEASURES).evaluate(run))
+                            for _ in range(repeats)])
+        ratio("evaluate", f"pytrec-eval-terrier / ours, trec_eval 10 measures, {label}", theirs_10, ours_10)
         ranked_q, ranked_r = synthetic(nq, nd, ranked=True)
         ours_ranked = record("evaluate", f"ours, already-ranked scores, {label}",
                              [_time(lambda: evaluate(Qrels.from_dict(ranked_q), Run.from_dict(ranked_r), MEASURES))
