@@ -237,3 +237,14 @@ def test_ranx_hits_case_counts_where_hit_is_binary():
     assert evaluate(qrels, run, ["hit@5", "num_rel_ret@5"]) == {"hit@5": 1.0, "num_rel_ret@5": 5.0}
     per = evaluate(qrels, run, ["num_rel_ret@5"], per_query=True)["num_rel_ret@5"]
     assert sum(per.values()) / len(per) == 2.5  # ranx averages its hits; trec_eval sums counts
+
+
+def test_labels_with_one_gold_document_per_question_judge_few():
+    generated = Qrels.from_dict({"q1": {"a": 1}, "q2": {"b": 1}})
+    pooled = Qrels.from_dict({"q1": {"a": 1, "b": 0, "c": 2}, "q2": {"d": 1, "e": 0}})
+    assert generated.judges_few() and generated.judged_per_query() == 1.0
+    assert not pooled.judges_few() and pooled.judged_per_query() == 2.5
+    # one gold document each: of a full top 5 at most 1/5 is judged (q1); over a ranking of one
+    # document the share is of that one, as ir_measures' Judged divides by min(k, retrieved) (q2)
+    got = evaluate(generated, {"q1": ["a", "x", "y", "z", "w"], "q2": ["b"]}, ["judged@5"], per_query=True)
+    assert got == {"judged@5": {"q1": pytest.approx(0.2), "q2": 1.0}}

@@ -32,6 +32,10 @@ def _grade(value: object, *, path=None, line=None, field="grade") -> int:
     )
 
 
+#: judged documents per query below which labels "judge few" (see ``Qrels.judges_few``)
+FEW_JUDGED = 2.0
+
+
 class Qrels(Mapping[str, Mapping[str, int]]):
     """``{query_id: {doc_id: grade}}``; grade >= 1 is relevant, 0 judged not relevant.
 
@@ -67,6 +71,18 @@ class Qrels(Mapping[str, Mapping[str, int]]):
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         return {q: dict(d) for q, d in self._data.items()}
+
+    def judged_per_query(self) -> float:
+        """Judged documents (grade >= 0) per query, on average; NaN with no query."""
+        if not self._data:
+            return float("nan")
+        return sum(sum(1 for g in d.values() if g >= 0) for d in self._data.values()) / len(self._data)
+
+    def judges_few(self) -> bool:
+        """The labels judge fewer than ``FEW_JUDGED`` documents per query (one gold document each,
+        as generated questions have): most of what an engine retrieves is then unjudged and counts
+        as not relevant, so ``judged@k`` belongs beside the gated measures."""
+        return self.judged_per_query() < FEW_JUDGED
 
     def to_ranx(self):
         """These judgements as a ``ranx.Qrels`` (ranx is optional)."""
