@@ -248,3 +248,26 @@ def test_labels_with_one_gold_document_per_question_judge_few():
     # document the share is of that one, as ir_measures' Judged divides by min(k, retrieved) (q2)
     got = evaluate(generated, {"q1": ["a", "x", "y", "z", "w"], "q2": ["b"]}, ["judged@5"], per_query=True)
     assert got == {"judged@5": {"q1": pytest.approx(0.2), "q2": 1.0}}
+
+
+# --- through the plugin: tabled and gated like the others -----------------------------------------
+
+def test_new_measures_are_tabled_and_gated_like_the_others(bundled_project):
+    bundled_project.makepyfile("""
+        import pytest
+
+        @pytest.mark.retrieval
+        def test_quality(retrieval_results):
+            assert retrieval_results["r-precision"] >= 0.0
+    """)
+    measures = "--retrieval-measures=hit@5,bpref,judged@5,r-precision,hit_rate@5"
+    result = bundled_project.runpytest("-m", "retrieval", "--retrieval-report", measures,
+                                       "--retrieval-threshold=keyword:bpref>=0.01")
+    assert result.ret == 0, result.stdout.str()
+    header = next(line for line in result.stdout.str().splitlines() if line.startswith("engine"))
+    assert header.split()[:5] == ["engine", "hit@5", "bpref", "judged@5", "rprec"]
+    failing = bundled_project.runpytest("-m", "retrieval", measures, "--retrieval-threshold=keyword:bpref>=0.999")
+    assert failing.ret != 0
+    assert "keyword: bpref = " in failing.stdout.str() and "required >= 0.999" in failing.stdout.str()
+    refused = bundled_project.runpytest("-m", "retrieval", "--retrieval-threshold=keyword:hits@5>=0.5")
+    assert refused.ret != 0 and "write hit@5" in refused.stdout.str() + refused.stderr.str()
