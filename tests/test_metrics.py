@@ -286,3 +286,26 @@ def test_a_negative_grade_is_in_the_pool_but_unjudged_as_in_trec_eval():
     run = {"q": ["a", "b", "c"]}
     got = evaluate(qrels, run, ["judged@3", "bpref", "ndcg@3", "num_rel"])
     assert got == {"judged@3": pytest.approx(2 / 3), "bpref": 0.0, "ndcg@3": pytest.approx(0.5), "num_rel": 1.0}
+
+
+EVERY_MEASURE = ALL_MEASURES + TREC_10_MEASURES + [
+    "judged", "judged@3", "err", "err@5", "rbp(p=0.8)", "rbp(p=0.9,rel=2)@10", "ndcg(gain=exp)", "ndcg(gain=exp)@5",
+    "set_f(beta=0.5)"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(qrels_and_run())
+def test_a_ranked_run_scores_as_the_scored_run_it_came_from(data):
+    # two code paths place the judged documents (from the scores; from the rankings, by scanning
+    # the ranking or looking up each judged document): every measure must agree on them
+    qrels, run = data
+    scored = evaluate(qrels, Run.from_dict(run), EVERY_MEASURE, per_query=True)
+    ranked = evaluate(qrels, Run.from_ranked({q: rank_by_score(d) for q, d in run.items()}), EVERY_MEASURE,
+                      per_query=True)
+    assert scored == ranked
+
+
+def test_every_measure_over_no_judged_query_is_nan_and_over_empty_rankings_is_zero():
+    assert all(math.isnan(v) for v in evaluate({}, {}, EVERY_MEASURE).values())
+    got = evaluate({"q": {"a": 1, "b": 0}}, {"q": []}, EVERY_MEASURE, per_query=True)
+    assert {name: v["q"] for name, v in got.items() if v["q"] != 0.0} == {"num_rel": 1.0}  # judged, not retrieved
