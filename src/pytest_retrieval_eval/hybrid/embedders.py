@@ -29,7 +29,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from .._http import api_key_env, api_key_for, base_url
-from .._secrets import redact
+from .._secrets import mask_and_cap
 from .embedding_cache import EmbeddingCache, text_key
 from ..errors import RetrievalEvalError
 
@@ -62,15 +62,54 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+_file_hashes: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256: each file hashed once
+
+
+def folder_fingerprint(folder: Path) -> str:
+    """sha256 over the content of every file of a local model folder (hidden ones aside): new
+    weights, tokenizer or config are another embedder, wherever the folder is. A file is read
+    once per process while its size and mtime stay the same; the key is its content."""
+    entries = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        st = path.stat()
+        stamp = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+        if stamp not in _file_hashes:
+            _file_hashes[stamp] = _sha256_file(path)
+        entries.append([rel.as_posix(), _file_hashes[stamp]])
+    return hashlib.sha256(repr(entries).encode("utf-8")).hexdigest()
+
+
+def model_identity(model: str) -> str:
+    """``model`` as an embedder's identity: a local folder with its content hash, a hub name as it is."""
+    folder = Path(model)
+    if not folder.is_dir():
+        return model
+    try:
+        return f"{model}@{folder_fingerprint(folder)[:16]}"
+    except OSError as exc:
+        raise RetrievalEvalError(f"the model folder cannot be read: {exc.strerror or exc}", path=folder) from None
+
+
 class SentenceTransformersBackend:
     """A local model folder through ``SentenceTransformersDocumentEmbedder``, loaded lazily."""
 
     def __init__(self, model: str, *, expect_sha256: str | None = None, identity: str | None = None) -> None:
         self.model = model
         self.expect_sha256 = expect_sha256
-        self.identity = identity or f"sentence-transformers:{model}"
+        self._identity = identity
         self._component = None
         self.loads = 0
+
+    @property
+    def identity(self) -> str:
+        """The embedding cache's and the table's key: a local folder by its content, not its path
+        only (changed weights must not reuse old embeddings or snapshots)."""
+        if self._identity is None:
+            self._identity = f"sentence-transformers:{model_identity(self.model)}"
+        return self._identity
 
     def _load(self):
         if Path(self.model).is_dir():
@@ -157,7 +196,7 @@ class OpenAIBackend:
             docs = self._component.run(documents=[Document(content=t) for t in texts])["documents"]
         except Exception as exc:
             raise RetrievalEvalError(
-                f"embedding request to {self.url} failed: {type(exc).__name__}: {redact(str(exc))}"
+                mask_and_cap(f"embedding request to {self.url} failed: {type(exc).__name__}: {exc}", 500)
             ) from None
         if any(d.embedding is None for d in docs):
             raise RetrievalEvalError(f"embedding endpoint {self.url} returned no vector for some texts")

@@ -1,18 +1,22 @@
 """On-disk embedding cache: (model identity, sha256 of text) -> vector, in one SQLite file.
 
 SQLite in WAL mode with a busy timeout lets several pytest-xdist workers read and fill the same
-cache at once; an entry is written once and never changes (``INSERT OR IGNORE``). A cache can
-always be rebuilt, so a corrupt one is set aside (renamed, with a warning) and started afresh; a
+cache at once. SQLite checks no page's content, so every vector carries a crc32 of its model,
+key and floats, verified on read (a few microseconds a vector; nothing is read at open). A cache
+can always be rebuilt, so a damaged one (not SQLite, a page SQLite cannot read, a vector that
+does not match its checksum) is set aside (renamed, with one warning) and started afresh; a
 location that cannot hold one is a clear error naming it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 import threading
 import time
 import warnings
+import zlib
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -31,8 +35,24 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 
+#: ``PRAGMA user_version`` of a cache whose vectors all carry their checksum
+CHECKSUMS = 1
+
+
 def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _crc(model: str, key: str, floats: bytes) -> bytes:
+    return zlib.crc32(floats, zlib.crc32(f"{model}\x1f{key}".encode())).to_bytes(4, "little")
+
+
+def _with_crc(model: str, key: str, floats: bytes) -> bytes:
+    return floats + _crc(model, key, floats)
+
+
+class _Damaged(Exception):
+    """A vector that does not match its checksum."""
 
 
 class EmbeddingCacheWarning(UserWarning):
@@ -58,20 +78,39 @@ class EmbeddingCache:
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError) and not self._corrupt(exc):
                 raise self._unusable(exc) from None
+            self._set_aside(f"not a usable SQLite database ({exc})", stacklevel=3)
+
+    def _set_aside(self, why: str, stacklevel: int = 4) -> None:
+        """Rename the damaged file (with its WAL) and start an empty cache; one warning. A file
+        another worker already set aside is not renamed again: its fresh successor is opened."""
+        from .._secrets import mask_and_cap
+
+        conn, self._conn = getattr(self, "_conn", None), None
+        if conn is not None:
+            conn.close()
+        try:
+            ours = self._inode is None or os.stat(self.path).st_ino == self._inode
+        except OSError:
+            ours = False
+        if ours:
             aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
             self.path.rename(aside)
-            warnings.warn(EmbeddingCacheWarning(f"{self.path}: not a usable SQLite database ({exc}); set aside as "
-                                                f"{aside.name} and rebuilt"), stacklevel=2)
-            try:
-                self._conn = self._open()
-            except sqlite3.DatabaseError as again:
-                raise self._unusable(again) from None
+            for suffix in ("-wal", "-shm"):
+                if Path(f"{self.path}{suffix}").exists():
+                    os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
+            warnings.warn(EmbeddingCacheWarning(mask_and_cap(f"{self.path}: {why}; set aside as {aside.name} and "
+                                                             "rebuilt", 300)), stacklevel=stacklevel)
+        try:
+            self._conn = self._open()
+        except sqlite3.DatabaseError as again:
+            raise self._unusable(again) from None
 
     def _open(self) -> sqlite3.Connection:
         """Open and set up; xdist workers opening a new cache at once meet SQLite's "database is
         locked" (switching to WAL takes the lock without waiting): wait for the other, as the
         busy timeout does for everything else."""
         deadline = time.monotonic() + 60
+        self._inode = None
         while True:
             conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
             try:
@@ -79,6 +118,9 @@ class EmbeddingCache:
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute(_SCHEMA)
                 conn.execute("SELECT COUNT(*) FROM embeddings LIMIT 1").fetchone()
+                if conn.execute("PRAGMA user_version").fetchone()[0] < CHECKSUMS:
+                    self._add_checksums(conn)
+                self._inode = os.stat(self.path).st_ino
                 return conn
             except sqlite3.OperationalError as exc:
                 conn.close()
@@ -90,6 +132,20 @@ class EmbeddingCache:
                 raise
 
     @staticmethod
+    def _add_checksums(conn: sqlite3.Connection) -> None:
+        """A cache written before vectors carried checksums gets them, once (its vectors are kept)."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if conn.execute("PRAGMA user_version").fetchone()[0] < CHECKSUMS:  # another worker was first?
+                conn.create_function("with_crc", 3, _with_crc, deterministic=True)
+                conn.execute("UPDATE embeddings SET vec = with_crc(model, key, vec) WHERE length(vec) = dim * 4")
+                conn.execute(f"PRAGMA user_version = {CHECKSUMS}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    @staticmethod
     def _corrupt(exc: sqlite3.Error) -> bool:
         text = str(exc).lower()
         return "not a database" in text or "malformed" in text or "no such table" in text
@@ -98,27 +154,59 @@ class EmbeddingCache:
         return RetrievalEvalError(f"embedding cache cannot be used: {exc}; {HINT}", path=self.path)
 
     def get_many(self, model: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors of ``keys`` the cache holds; none at all if it proves damaged (set aside)."""
         found: dict[str, np.ndarray] = {}
         unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), 500):
-            part = unique[start:start + 500]
-            with self._lock:
-                rows = self._conn.execute(
-                    f"SELECT key, vec FROM embeddings WHERE model = ? AND key IN ({','.join('?' * len(part))})",
-                    [model, *part],
-                ).fetchall()
-            for key, blob in rows:
-                found[key] = np.frombuffer(blob, dtype=np.float32)
+        with self._lock:
+            try:
+                for start in range(0, len(unique), 500):
+                    part = unique[start:start + 500]
+                    rows = self._conn.execute(
+                        f"SELECT key, dim, vec FROM embeddings WHERE model = ? AND key IN ({','.join('?' * len(part))})",
+                        [model, *part],
+                    ).fetchall()
+                    for key, dim, blob in rows:
+                        vector = self._vector(model, key, dim, blob)
+                        if vector is not None:
+                            found[key] = vector
+            except (sqlite3.DatabaseError, _Damaged) as exc:
+                self._damaged(exc)
+                return {}
         return found
 
-    def put_many(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
-        rows = [(model, k, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items]
-        try:
-            with self._lock, self._conn:
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?, ?)", rows)
-        except sqlite3.OperationalError as exc:  # a read-only or full location
+    @staticmethod
+    def _vector(model: str, key: str, dim: int, blob: bytes) -> np.ndarray | None:
+        """The row's floats once its checksum matches; None for a row an older plugin wrote
+        without one (computed again and replaced)."""
+        size = int(dim) * 4
+        if len(blob) == size:
+            return None
+        if len(blob) != size + 4 or blob[size:] != _crc(model, key, blob[:size]):
+            raise _Damaged(f"a stored vector does not match its checksum ({model}, {key[:12]}…)")
+        return np.frombuffer(blob, dtype=np.float32, count=int(dim))
+
+    def _damaged(self, exc: Exception) -> None:
+        if isinstance(exc, sqlite3.DatabaseError) and not self._corrupt(exc):
             raise self._unusable(exc) from None
+        self._set_aside(f"damaged ({exc})", stacklevel=5)
+
+    def put_many(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
+        rows = []
+        for k, v in items:
+            floats = np.asarray(v, dtype=np.float32).tobytes()
+            rows.append((model, k, int(np.asarray(v).shape[0]), _with_crc(model, k, floats)))
+        for attempt in (1, 2):
+            try:
+                with self._lock, self._conn:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                    # REPLACE: a row an older plugin wrote without its checksum is written again
+                    self._conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)", rows)
+                return
+            except sqlite3.DatabaseError as exc:  # a read-only or full location, or a damaged page
+                if attempt == 2 or isinstance(exc, sqlite3.OperationalError) or not self._corrupt(exc):
+                    raise self._unusable(exc) from None
+                with self._lock:
+                    self._set_aside(f"damaged ({exc})", stacklevel=4)
 
     def count(self, model: str | None = None) -> int:
         if model is None:

@@ -66,11 +66,28 @@ def table_name(corpus: Corpus, config: IngestConfig, embedder: Embedder) -> str:
     from ..data.pipeline_files import builtin
 
     layout = {k: v for k, v in dataclasses.asdict(config).items() if k != "near_duplicates"}  # lint only
-    key = canonical_json([corpus.fingerprint, layout, embedder.identity, builtin("ingest.yaml").fingerprint])
+    # the corpus name is written into every row (meta.dataset) and filtered on: part of the key
+    key = canonical_json([corpus.fingerprint, corpus.name, layout, embedder.identity,
+                          builtin("ingest.yaml").fingerprint])
     return check_identifier(f"chunks_{sha256_text(key)[:16]}", "table")
 
 
-def document_store(store: Store, table: str, dim: int, language: str, *, hnsw: bool):
+#: the most dimensions pgvector's HNSW index takes, per column type
+HNSW_MAX_DIM = {"vector": 2000, "halfvec": 4000}
+
+
+def vector_type(dim: int, embedder: str) -> str:
+    """``vector`` up to HNSW's 2,000 dimensions, ``halfvec`` (half precision) up to its 4,000
+    (3,072-dimension embeddings such as text-embedding-3-large's), else one clear error."""
+    for kind, most in HNSW_MAX_DIM.items():
+        if dim <= most:
+            return kind
+    raise RetrievalEvalError(f"embedder {embedder} gives {dim}-dimension vectors; pgvector's HNSW index takes at "
+                             f"most {HNSW_MAX_DIM['halfvec']:,} (as halfvec): choose an embedder of fewer dimensions "
+                             "with --retrieval-embedder")
+
+
+def document_store(store: Store, table: str, dim: int, language: str, *, hnsw: bool, vectors: str = "vector"):
     import_haystack()
     from haystack.utils import Secret
     from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
@@ -80,6 +97,7 @@ def document_store(store: Store, table: str, dim: int, language: str, *, hnsw: b
         schema_name=store.schema,
         table_name=table,
         embedding_dimension=dim,
+        vector_type=vectors,
         vector_function="cosine_similarity",
         language=language,
         search_strategy="hnsw" if hnsw else "exact_nearest_neighbor",
@@ -113,8 +131,9 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
             progress(f"embedding chunks: {done}/{total}")
 
     file = builtin("ingest.yaml")
+    vectors = vector_type(embedder.dim, embedder.identity)
     pipeline = load(file, {**chunking_settings(config, corpus.name),
-                           "writer": {"document_store": {"embedding_dimension": embedder.dim,
+                           "writer": {"document_store": {"embedding_dimension": embedder.dim, "vector_type": vectors,
                                                          "language": config.language}}})
     step = pipeline.get_component("embedder")
     if isinstance(step, PluginDocumentEmbedder):
@@ -137,7 +156,7 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
     writer_store.close()
 
     # Build the HNSW index once over the loaded table, then let the planner see real statistics.
-    search_store = document_store(store, table, embedder.dim, config.language, hnsw=True)
+    search_store = document_store(store, table, embedder.dim, config.language, hnsw=True, vectors=vectors)
     search_store.count_documents()  # creates the HNSW index on first connection
     _fetch_binary(search_store)
     _vacuum(store, table)
@@ -154,7 +173,8 @@ def restore_index(corpus: Corpus, store: Store, embedder: Embedder, config: Inge
                   chunks: tuple[Chunk, ...], lint: Any, key: str) -> IngestedIndex:
     """The index of a table a snapshot brought back: no pipeline runs, nothing is written."""
     start = time.perf_counter()
-    search_store = document_store(store, table, embedder.dim, config.language, hnsw=True)
+    search_store = document_store(store, table, embedder.dim, config.language, hnsw=True,
+                                  vectors=vector_type(embedder.dim, embedder.identity))
     search_store.count_documents()
     _fetch_binary(search_store)
     return IngestedIndex(chunks=chunks, store=store, document_store=search_store, table=table, dataset=corpus.name,

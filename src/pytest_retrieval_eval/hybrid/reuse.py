@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from ..errors import RetrievalEvalError
 from .ingest import IngestedIndex, ingest, restore_index, table_name
-from .snapshots import Snapshot, Snapshots, describe_chunks, snapshot_key
+from .snapshots import Snapshot, Snapshots, describe_chunks, probe, snapshot_key
 
 
 class StoreReuse:
@@ -18,67 +19,78 @@ class StoreReuse:
         self.progress = progress
         self.events: list[str] = []
         self._restored: Snapshot | None = None  # the snapshot this session's store came from
-        self._kept: dict[str, dict] = {}  # table -> chunks and lint, for the snapshot kept at stop
+        self._kept: dict[str, dict] = {}  # table -> chunks, lint and probe, for the snapshot kept at stop
 
     def index(self, corpus: Any, store: Any, embedder: Any, config: Any) -> IngestedIndex:
         table = table_name(corpus, config, embedder)
         if store.backend == "dsn" and self.dsn_keep:
-            index = self._kept_table(corpus, store, embedder, config, table)
-        else:
-            index = self._from_snapshot(corpus, store, embedder, config, table)
-            if index is None:
-                index = ingest(corpus, store, embedder, config, self.progress)
-                self._event(f"{table}: ingested ({len(index.chunks)} chunks)")
-                self._keep_at_stop(store, table, index)
+            return self._kept_table(corpus, store, embedder, config, table)
+        org_dataset = [config.org_id, corpus.name]  # what the engine filters on
+        snapshot = self._snapshot_with(store, table, org_dataset)
+        if snapshot is not None:
+            from ..data.lint import LintReport
+
+            entry = snapshot.tables[table]
+            lint = LintReport.from_dict(entry["lint"]) if entry.get("lint") else None
+            index = restore_index(corpus, store, embedder, config, table, snapshot.chunks(table), lint, snapshot.key)
+            self._event(f"{table}: restored from snapshot {snapshot.key}")
+            return index
+        index = ingest(corpus, store, embedder, config, self.progress)
+        self._event(f"{table}: ingested ({len(index.chunks)} chunks)")
+        self._keep_at_stop(store, table, index, org_dataset)
         return index
 
     def index_by(self, store: Any, table: str, build: Callable[[], IngestedIndex],
                  restore: Callable[[], IngestedIndex]) -> tuple[IngestedIndex, bool]:
         """An ingestion that is not the plugin's own (a team's YAML pipeline): restored from the
         snapshot of ``table`` when there is one, else built and kept at stop. (index, restored)"""
-        if self.snapshots is not None and hasattr(store, "keep_on_stop") and store.fresh:
-            found = self.snapshots.find(snapshot_key(table, store.version))
-            if found is not None and table in found.manifest()["tables"]:
-                store.restart_from(found.data)
-                self._restored = found
-                index = restore()
-                self.events.append(f"{table}: restored from snapshot {found.key}")
-                return index, True
+        snapshot = self._snapshot_with(store, table, None)
+        if snapshot is not None:
+            index = restore()
+            self.events.append(f"{table}: restored from snapshot {snapshot.key}")
+            return index, True
         index = build()
         self.events.append(f"{table}: ingested ({len(index.chunks)} chunks)")
-        self._keep_at_stop(store, table, index)
+        self._keep_at_stop(store, table, index, None)
         return index, False
 
     def _event(self, text: str) -> None:
         self.events.append(text)
         self.progress(text)
 
-    def _from_snapshot(self, corpus, store, embedder, config, table) -> IngestedIndex | None:
-        """An embedded store nothing was written to yet takes the snapshot of this ingestion."""
-        keeps = self.snapshots is not None and hasattr(store, "keep_on_stop")
-        if keeps and store.fresh:
+    def _snapshot_with(self, store: Any, table: str, org_dataset: list | None) -> Snapshot | None:
+        """The snapshot this session's store holds ``table`` from: an embedded store nothing was
+        written to yet takes the snapshot of this ingestion, if it proves itself."""
+        if self._restored is None and self.snapshots is not None and hasattr(store, "keep_on_stop") and store.fresh:
             found = self.snapshots.find(snapshot_key(table, store.version))
-            if found is not None and table in found.manifest()["tables"]:
-                store.restart_from(found.data)
-                self._restored = found
-        if self._restored is None or table not in self._restored.manifest()["tables"]:
+            if found is not None and table in found.tables:
+                self._restored = self._restore(store, found, table, org_dataset)
+        if self._restored is None or table not in self._restored.tables:
             return None
-        from ..data.lint import LintReport
+        return self._restored
 
-        entry = self._restored.manifest()["tables"][table]
-        lint = LintReport.from_dict(entry["lint"]) if entry.get("lint") else None
-        index = restore_index(corpus, store, embedder, config, table, self._restored.chunks(table), lint,
-                              self._restored.key)
-        self._event(f"{table}: restored from snapshot {self._restored.key}")
-        return index
+    def _restore(self, store: Any, found: Snapshot, table: str, org_dataset: list | None) -> Snapshot | None:
+        """``found`` restored into ``store`` once its tables answer as the manifest says; else set
+        aside (one warning) and the store fresh again, for an ingestion."""
+        try:
+            store.restart_from(found.data)
+            problem = _disagreement(store, found, table, org_dataset)
+        except RetrievalEvalError as exc:  # the server does not start on it
+            problem = f"the store does not start on it ({exc})"
+        if problem is None:
+            return found
+        self.snapshots.set_aside(found.path, problem)
+        store.reset()
+        return None
 
-    def _keep_at_stop(self, store, table: str, index: IngestedIndex) -> None:
+    def _keep_at_stop(self, store, table: str, index: IngestedIndex, org_dataset: list | None) -> None:
         if hasattr(store, "fresh"):
             store.fresh = False  # written to: no snapshot may replace it now
         if self.snapshots is None or not hasattr(store, "keep_on_stop") or self._restored is not None:
             return
         self._kept[table] = {"chunks": describe_chunks(index.chunks),
-                             "lint": index.lint.to_dict() if index.lint is not None else None}
+                             "lint": index.lint.to_dict() if index.lint is not None else None,
+                             "filter": org_dataset, "probe": probe(store, table, org_dataset)}
         key = snapshot_key(next(iter(self._kept)), store.version)
         snapshots, kept = self.snapshots, self._kept
         store.keep_on_stop = lambda data: snapshots.save(key, data, kept)
@@ -94,3 +106,22 @@ class StoreReuse:
                 f"{kept.schema}.{table}"))
         self._event(f"{table}: {'reused the kept table' if reused else 'ingested and kept'} in schema {store.prefix}_kept")
         return index
+
+
+def _disagreement(store: Any, snapshot: Snapshot, table: str, org_dataset: list | None) -> str | None:
+    """Why the restored store is not what the manifest says (row counts, first row ids, the rows
+    the engine's filter keeps), or None."""
+    if snapshot.tables[table].get("filter") != org_dataset:
+        return f"table {table} was filtered on {snapshot.tables[table].get('filter')}, the engine filters on {org_dataset}"
+    for name, entry in snapshot.tables.items():
+        expected = entry.get("probe") or {}
+        try:
+            answer = probe(store, name, entry.get("filter"))
+        except Exception as exc:  # psycopg's errors: a table that is not there, a page it cannot read
+            return f"table {name} cannot be read ({type(exc).__name__}: {exc})"
+        if answer != expected or answer["rows"] != len(entry["chunks"]):
+            return (f"table {name} answers {answer['rows']} rows (first id {answer['first_id']!r}, "
+                    f"{answer['filtered']} kept by the filter), the manifest says {expected.get('rows')} "
+                    f"(first id {expected.get('first_id')!r}, {expected.get('filtered')} kept) and "
+                    f"{len(entry['chunks'])} chunks")
+    return None

@@ -62,11 +62,12 @@ def point_at(pipeline: Any, file: PipelineFile, store: Any, table: str, *, docum
         if document_store is not None:
             made[key] = document_store
         if key not in made:
+            _check_hnsw(old, file, name)
             made[key] = PgvectorDocumentStore(
                 connection_string=Secret.from_token(store.dsn), schema_name=store.schema, table_name=table,
-                embedding_dimension=old.embedding_dimension, vector_function=old.vector_function,
-                search_strategy=old.search_strategy, language=old.language, keyword_index_name=f"{table}_kw",
-                hnsw_index_name=f"{table}_hnsw", create_extension=False)
+                embedding_dimension=old.embedding_dimension, vector_type=old.vector_type,
+                vector_function=old.vector_function, search_strategy=old.search_strategy, language=old.language,
+                keyword_index_name=f"{table}_kw", hnsw_index_name=f"{table}_hnsw", create_extension=False)
         component.document_store = made[key]
         changed.append(name)
     if not changed:
@@ -75,11 +76,28 @@ def point_at(pipeline: Any, file: PipelineFile, store: Any, table: str, *, docum
     return changed
 
 
+def _check_hnsw(document_store: Any, file: PipelineFile, name: str) -> None:
+    """An HNSW index over more dimensions than pgvector takes is one line, not a database traceback."""
+    from .ingest import HNSW_MAX_DIM
+
+    kind, dim = document_store.vector_type, document_store.embedding_dimension
+    if document_store.search_strategy == "hnsw" and dim > HNSW_MAX_DIM[kind]:
+        hint = (" (set vector_type: halfvec for up to 4,000)" if kind == "vector" and dim <= HNSW_MAX_DIM["halfvec"]
+                else "")
+        raise RetrievalEvalError(f"component '{name}': an HNSW index takes {kind} columns of at most "
+                                 f"{HNSW_MAX_DIM[kind]:,} dimensions, the store has {dim:,}{hint}", path=file.path,
+                                 field="embedding_dimension")
+
+
 def _identity(component: Any) -> str:
     """What shapes an embedder's vectors: its class and settings (secrets left out)."""
+    from .embedders import model_identity
+
     params = dict(component.to_dict().get("init_parameters", {}))
     for key in ("api_key", "token", "progress_bar", "batch_size", "timeout", "max_retries", "http_client_kwargs"):
         params.pop(key, None)
+    if isinstance(params.get("model"), str):
+        params["model"] = model_identity(params["model"])  # a local folder by its content
     return f"{type(component).__name__}:{canonical_json(params)}"
 
 
@@ -154,15 +172,32 @@ def cache_embedders(pipeline: Any, cache: Any, counts: EmbedCounts | None = None
 
 
 #: how the corpus is fed to an ingestion YAML (see ``ingest``); part of every table's name
-FEED = 2
+FEED = 3  # 3: the corpus name, every document field and the embedders' models are in the name
 
 
 def table_for(corpus: Any, file: PipelineFile) -> str:
-    """One table per corpus version, ingestion YAML (content, not path) and way of feeding it."""
+    """One table per everything that reaches it: the corpus as fed (its name, every document
+    field, metadata included), the ingestion YAML (content, not path), the models its embedders
+    run (a local folder by its content) and the way of feeding it."""
     from .store.base import check_identifier
 
-    key = canonical_json([corpus.fingerprint, file.fingerprint, FEED])
+    fields = sha256_text(canonical_json(sorted([d.doc_id, dict(d.meta)] for d in corpus.docs)))
+    key = canonical_json([corpus.fingerprint, corpus.name, fields, file.fingerprint, _models(file), FEED])
     return check_identifier(f"chunks_{sha256_text(key)[:16]}", "table")
+
+
+def _models(file: PipelineFile) -> list[str]:
+    """The identity of each model the YAML's components name (``model``, the plugin's ``spec``)."""
+    from .embedders import backend_for, model_identity
+
+    found = []
+    for name, component in sorted(file.data()["components"].items()):
+        params = (component.get("init_parameters") if isinstance(component, dict) else None) or {}
+        if isinstance(params.get("model"), str):
+            found.append(f"{name}={model_identity(params['model'])}")
+        if isinstance(params.get("spec"), str):
+            found.append(f"{name}={backend_for(params['spec']).identity}")
+    return found
 
 
 def _input_socket(pipeline: Any, file: PipelineFile, named: str | None) -> tuple[str, str]:

@@ -249,6 +249,7 @@ class EmbeddedPostgres:
         #: called with the stopped data dir after a clean shutdown (keeps a snapshot)
         self.keep_on_stop: Callable[[Path], None] | None = None
         self._bindir: Path | None = None
+        self._template_dir: Path | None = None
         self._user: tuple[int, int] | None = None
         self._socket_dir: Path | None = None  # None: TCP on 127.0.0.1:_port
         self._short_socket_dir = False  # the socket dir is one of ours under /tmp, removed at stop
@@ -314,7 +315,7 @@ class EmbeddedPostgres:
             )
         self._bindir = bindir = _usable_install(user, self.tmp_root) / "bin"
         self._user = user
-        template = _template(bindir, user, self.tmp_root)
+        self._template_dir = template = _template(bindir, user, self.tmp_root)
         self.dir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=self.tmp_root))
         atexit.register(self.stop)
         try:
@@ -326,16 +327,19 @@ class EmbeddedPostgres:
                 self._socket_dir.chmod(0o711)
                 _chown_tree(self._socket_dir, user)
             self._launch()
-            import psycopg
-            from psycopg import sql
-
-            with psycopg.connect(self.dsn, autocommit=True) as conn:
-                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
-            self.fresh = True
+            self._prepare()
         except BaseException:
             self.stop()
             raise
+
+    def _prepare(self) -> None:
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
+        self.fresh = True
 
     def _launch(self) -> None:
         """Start the server on the socket dir, or on TCP (127.0.0.1 only, trust authentication
@@ -396,16 +400,39 @@ class EmbeddedPostgres:
 
     def restart_from(self, seed: Path) -> None:
         """Replace the data of this server, which nothing has written to yet, with a copy of a
-        snapshot's stopped data dir, and start again on the same socket (the DSN is unchanged)."""
+        snapshot's stopped data dir, and start again on the same socket (the DSN is unchanged).
+        A server that does not start on it is a ``RetrievalEvalError``; ``reset`` then makes the
+        store fresh again."""
         if not self.fresh:
             raise RetrievalEvalError("a snapshot can only replace a store nothing was written to")
+        self.fresh = False
+        self._reseed(seed)
+
+    def reset(self) -> None:
+        """Fresh again, as ``start`` left it (a restored snapshot failed its checks): the template's
+        data, the extension and the schema, on the same socket."""
+        try:
+            self._reseed(self._template_dir)
+            self._prepare()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _reseed(self, seed: Path) -> None:
+        """The server restarted on a copy of ``seed``. A server that does not start on it (or a copy
+        that fails) is a ``RetrievalEvalError`` after which ``reset`` still works."""
         try:
             self._shutdown()
-            shutil.rmtree(self.dir / "data")
+            shutil.rmtree(self.dir / "data", ignore_errors=True)
             shutil.copytree(seed, self.dir / "data", symlinks=True)
             _chown_tree(self.dir / "data", self._user)
             self._launch()
-            self.fresh = False
+        except OSError as exc:
+            from ..snapshots import cause
+
+            raise RetrievalEvalError(f"cannot copy {seed}: {cause(exc)}") from None
+        except RetrievalEvalError:
+            raise
         except BaseException:
             self.stop()
             raise
@@ -465,9 +492,9 @@ class EmbeddedPostgres:
             try:
                 keep(self.dir / "data")
             except Exception as exc:  # a snapshot is an optimisation: say so, never fail the stop
-                import warnings
+                from ..snapshots import cause, warn
 
-                warnings.warn(f"the store snapshot was not kept: {type(exc).__name__}: {exc}", stacklevel=2)
+                warn(f"the store snapshot was not kept: {cause(exc)}")  # one capped line
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None

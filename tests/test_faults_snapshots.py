@@ -1,0 +1,457 @@
+"""Fault class: a restored snapshot must never score the wrong store. A damaged, truncated or
+unreadable snapshot, or one whose tables do not answer as its manifest says, is set aside with
+one warning and the corpus is ingested afresh (the run scores as a fresh one); the key changes
+with everything that reaches the store or the engine's filters (the corpus folder's name, the
+document fields a YAML ingestion reads, a model folder's content); a killed writer's temp dir
+is swept and counted; a damaged embedding cache never answers garbage; 3,072-dimension vectors
+are indexed (halfvec); warnings are one capped line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import CORPUS, QUESTIONS, parse_table, requires_hybrid, write_docs
+
+pytestmark = [requires_hybrid]
+
+TESTS = """
+    import pytest
+
+    @pytest.mark.retrieval
+    def test_q(retrieval_results):
+        assert retrieval_results.n == 68 and retrieval_results.n_errored == 0
+"""
+
+
+@pytest.fixture
+def project(pytester, tmp_path, sandbox_tmp):
+    def ini(corpus: Path, embedder: str = "hashing:64") -> None:
+        pytester.makeini(f"[pytest]\nretrieval_corpus = {corpus}\nretrieval_questions = {QUESTIONS}\n"
+                         f"retrieval_engines = hybrid\nretrieval_cache_dir = {tmp_path / 'cache'}\n"
+                         f"retrieval_embedder = {embedder}\nretrieval_stale = warn\n")
+
+    ini(shutil.copytree(CORPUS, tmp_path / "corpus"))
+    pytester.makepyfile(TESTS)
+    pytester.ini = ini
+    pytester.sandbox = sandbox_tmp
+    return pytester
+
+
+def run(project, *args, ok: bool = True) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["TMPDIR"] = str(project.sandbox)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s", "--retrieval-report",
+                           "-W", "ignore::DeprecationWarning", *args], cwd=project.path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    if ok:
+        assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+def warning_lines(output: str, kind: str = "SnapshotWarning") -> list[str]:
+    return [line for line in output.splitlines() if f"{kind}:" in line]
+
+
+def the_snapshot(tmp_path) -> Path:
+    [kept] = [p for p in (tmp_path / "cache" / "snapshots").iterdir() if not p.name.startswith(".")]
+    return kept
+
+
+def table_file(snapshot: Path) -> Path:
+    """The heap file of the chunks table: of those holding its first row's id (its primary key
+    index too), the largest."""
+    [entry] = json.loads((snapshot / "manifest.json").read_text())["tables"].values()
+    needle = entry["probe"]["first_id"].encode()
+    return max((p for p in (snapshot / "data" / "base").rglob("*") if p.is_file() and needle in p.read_bytes()),
+               key=lambda p: p.stat().st_size)
+
+
+def truncate_table_file(snapshot: Path) -> None:
+    target = table_file(snapshot)
+    target.write_bytes(target.read_bytes()[: target.stat().st_size // 2])
+
+
+def remove_table_file(snapshot: Path) -> None:
+    table_file(snapshot).unlink()
+
+
+def garbage_manifest(snapshot: Path) -> None:
+    (snapshot / "manifest.json").write_bytes(b"\x00\xff not json at all")
+
+
+def truncated_manifest(snapshot: Path) -> None:
+    text = (snapshot / "manifest.json").read_bytes()
+    (snapshot / "manifest.json").write_bytes(text[: len(text) // 2])
+
+
+def older_format_manifest(snapshot: Path) -> None:
+    manifest = json.loads((snapshot / "manifest.json").read_text())
+    manifest["format"] = 3  # the layout before file checksums: rebuilt, never misread
+    del manifest["files"]
+    (snapshot / "manifest.json").write_text(json.dumps(manifest))
+
+
+def tables_disagree(snapshot: Path) -> None:
+    """Every file matches, but the manifest's tables are not what the store holds."""
+    manifest = json.loads((snapshot / "manifest.json").read_text())
+    [entry] = manifest["tables"].values()
+    entry["probe"]["first_id"] = "not-a-chunk:0"
+    (snapshot / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage, cause", [
+    (truncate_table_file, "is * bytes, the manifest says"),
+    (remove_table_file, "is missing"),
+    (garbage_manifest, "its manifest is unreadable"),
+    (truncated_manifest, "its manifest is unreadable"),
+    (older_format_manifest, "not a format-4 manifest"),
+    (tables_disagree, "answers 38 rows (first id *), the manifest says 38 (first id 'not-a-chunk:0'*"),
+])
+def test_a_damaged_snapshot_is_set_aside_with_one_warning_and_the_run_scores_as_fresh(project, tmp_path, damage,
+                                                                                    cause):
+    import fnmatch
+
+    fresh = run(project)
+    assert ": ingested (38 chunks)" in fresh and not warning_lines(fresh)
+    snapshot = the_snapshot(tmp_path)
+    damage(snapshot)
+    out = run(project)
+    [line] = warning_lines(out)
+    assert fnmatch.fnmatch(line, f"*store snapshot {snapshot.name} set aside: *{cause}*; the corpus is ingested afresh")
+    assert len(line) < 400 and "Traceback" not in out
+    assert ": ingested (38 chunks)" in out and "restored from snapshot" not in out
+    assert parse_table(out) == parse_table(fresh) and parse_table(out)["hybrid"]
+    assert "restored from snapshot" in (third := run(project)) and not warning_lines(third)  # kept whole again
+    assert parse_table(third) == parse_table(fresh)
+
+
+@pytest.mark.slow
+def test_a_renamed_corpus_folder_is_ingested_afresh_not_restored_onto_the_old_name(project, tmp_path):
+    """Every row carries the folder's name (meta.dataset) and the engine filters on it: restored
+    under the new name, every vector query would come back empty (hybrid 0.000, 0 errored)."""
+    first = run(project)
+    project.ini(shutil.copytree(tmp_path / "corpus", tmp_path / "renamed"))
+    out = run(project)
+    assert ": ingested (38 chunks)" in out and "restored from snapshot" not in out
+    assert parse_table(out) == parse_table(first)
+
+
+def test_document_fields_a_yaml_reads_and_the_corpus_name_are_in_its_table_key(tmp_path):
+    from pytest_retrieval_eval.data.corpus import JsonFolder
+    from pytest_retrieval_eval.data.pipeline_files import builtin
+    from pytest_retrieval_eval.hybrid.user_pipelines import table_for
+
+    docs = [{"doc_id": "a", "content": "alpha text", "team": "blue"}, {"doc_id": "b", "content": "beta text"}]
+    base = JsonFolder(write_docs(tmp_path / "kb", docs)).load()
+    docs[0]["team"] = "red"  # reaches the YAML's documents as meta, not the corpus fingerprint
+    other_field = JsonFolder(write_docs(tmp_path / "kb2" / "kb", docs)).load()
+    renamed = JsonFolder(shutil.copytree(tmp_path / "kb", tmp_path / "renamed")).load()
+    assert other_field.fingerprint == base.fingerprint == renamed.fingerprint
+    file = builtin("ingest.yaml")
+    assert len({table_for(base, file), table_for(other_field, file), table_for(renamed, file)}) == 3
+
+
+@pytest.fixture
+def model_copy(tmp_path):
+    from pytest_retrieval_eval.hybrid.embedders import packaged_minilm_path
+
+    return Path(shutil.copytree(packaged_minilm_path(), tmp_path / "minilm"))
+
+
+@pytest.mark.parametrize("edit", ["README.md", "model.safetensors"])
+def test_changed_weights_behind_a_model_path_are_another_embedder_snapshot_and_cache_key(model_copy, tmp_path, edit):
+    from pytest_retrieval_eval.data.corpus import JsonFolder
+    from pytest_retrieval_eval.data.pipeline_files import PipelineFile, builtin
+    from pytest_retrieval_eval.hybrid.embedders import Embedder, backend_for
+    from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache, text_key
+    from pytest_retrieval_eval.hybrid.ingest import IngestConfig, table_name
+    from pytest_retrieval_eval.hybrid.user_pipelines import table_for
+
+    spec = f"sentence-transformers:{model_copy}"
+    corpus = JsonFolder(write_docs(tmp_path / "kb", [{"doc_id": "a", "content": "alpha"}])).load()
+    yaml = tmp_path / "ingest.yaml"
+    yaml.write_text(builtin("ingest.yaml").text.replace("spec: minilm", f"spec: {spec}"))
+    cache = EmbeddingCache(tmp_path / "embeddings.sqlite3")
+    before = Embedder(backend_for(spec), cache)
+    cache.put_many(before.identity, [(text_key("alpha"), np.ones(384, dtype=np.float32))])
+    table, yaml_table = table_name(corpus, IngestConfig(), before), table_for(corpus, PipelineFile.read(yaml))
+
+    target = model_copy / edit
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0x01  # one bit of one weight (or of the model card)
+    target.write_bytes(bytes(data))
+    after = Embedder(backend_for(spec), cache)
+    assert after.identity != before.identity and after.identity.startswith(spec + "@")
+    assert table_name(corpus, IngestConfig(), after) != table
+    assert table_for(corpus, PipelineFile.read(yaml)) != yaml_table
+    assert cache.get_many(after.identity, [text_key("alpha")]) == {}  # the old vectors are not reused
+    assert text_key("alpha") in cache.get_many(before.identity, [text_key("alpha")])
+
+
+def test_a_model_folder_is_hashed_once_per_process(model_copy, monkeypatch):
+    from pytest_retrieval_eval.hybrid import embedders
+
+    embedders.backend_for(f"sentence-transformers:{model_copy}").identity
+    calls = []
+    monkeypatch.setattr(embedders, "_sha256_file", lambda path: calls.append(path) or "x")
+    again = embedders.backend_for(f"sentence-transformers:{model_copy}").identity
+    assert calls == [] and again.startswith(f"sentence-transformers:{model_copy}@")
+
+
+WRITER = """
+import sys, time
+from pathlib import Path
+from pytest_retrieval_eval.hybrid.store.embedded import _atomic_dir
+
+def build(tmp):
+    tmp.mkdir()
+    (tmp / "data").mkdir()
+    (tmp / "data" / "half-copied").write_bytes(b"x" * 300_000)
+    print("writing", flush=True)
+    time.sleep(600)
+
+_atomic_dir(Path(sys.argv[1]) / "k", build)
+"""
+
+
+def test_a_writer_killed_with_sigkill_leaves_a_temp_dir_the_next_start_sweeps(tmp_path):
+    from pytest_retrieval_eval.hybrid.snapshots import Snapshots
+
+    root = tmp_path / "snapshots"
+    root.mkdir()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(root)], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "writing"
+    [temp] = root.glob(".k.*")
+    live = root / f".other.{os.getpid()}.cafe"  # a writer that still runs (another xdist worker)
+    (live / "data").mkdir(parents=True)
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait(10)
+    assert temp.is_dir()
+    assert Snapshots(root, 2048).find("k") is None
+    assert not temp.exists() and live.is_dir()
+
+
+def test_temp_dirs_count_against_the_bound(tmp_path):
+    from pytest_retrieval_eval.hybrid.snapshots import Snapshots
+
+    root = tmp_path / "snapshots"
+    (root / "old" / "data").mkdir(parents=True)
+    (root / "old" / "data" / "blob").write_bytes(b"x" * 600_000)
+    os.utime(root / "old", (1_000_000, 1_000_000))
+    (root / "new" / "data").mkdir(parents=True)
+    (root / "new" / "data" / "blob").write_bytes(b"x" * 100_000)
+    live = root / f".writing.{os.getpid()}.beef" / "data"
+    live.mkdir(parents=True)
+    (live / "blob").write_bytes(b"x" * 600_000)
+    assert Snapshots(root, limit_mb=1.0).evict(keep="new") == ["old"]  # 1.3 MB with the temp dir counted
+    assert (root / "new").is_dir() and live.is_dir()
+
+
+def test_a_stale_temp_dir_of_a_live_pid_is_swept_after_the_grace_period(tmp_path):
+    from pytest_retrieval_eval.hybrid.snapshots import STALE_TEMP_SECONDS, Snapshots
+
+    root = tmp_path / "snapshots"
+    young, old = root / f".a.{os.getpid()}.01", root / f".b.{os.getpid()}.02"
+    young.mkdir(parents=True)
+    old.mkdir()
+    past = time.time() - STALE_TEMP_SECONDS - 60
+    os.utime(old, (past, past))
+    assert Snapshots(root, 2048).sweep() == [old.name] and young.is_dir()
+
+
+# --- the embedding cache ----------------------------------------------------------------------------
+
+
+def filled_cache(path: Path, n: int, dim: int) -> dict[str, np.ndarray]:
+    from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
+
+    rng = np.random.default_rng(7)
+    vectors = {f"{i:064x}": rng.random(dim, dtype=np.float32) for i in range(n)}
+    cache = EmbeddingCache(path)
+    cache.put_many("model", vectors.items())
+    cache.close()
+    return vectors
+
+
+def page_of(path: Path, needle: bytes) -> tuple[int, int]:
+    import sqlite3
+
+    size = sqlite3.connect(path).execute("PRAGMA page_size").fetchone()[0]
+    return path.read_bytes().index(needle) // size, size
+
+
+@pytest.mark.parametrize("fill", ["zeros", "random"])
+@pytest.mark.parametrize("dim", [384, 3072])
+def test_an_overwritten_cache_page_never_answers_garbage_vectors(tmp_path, fill, dim):
+    from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache, EmbeddingCacheWarning
+
+    path = tmp_path / "embeddings.sqlite3"
+    vectors = filled_cache(path, 300, dim)
+    victim = list(vectors)[150]
+    page, size = page_of(path, vectors[victim][-16:].tobytes())  # where the victim's last floats are
+    with open(path, "r+b") as fh:
+        fh.seek(page * size)
+        fh.write(bytes(size) if fill == "zeros" else os.urandom(size))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cache = EmbeddingCache(path)
+        found = cache.get_many("model", list(vectors))
+    assert victim not in found
+    assert all(np.array_equal(v, vectors[k]) for k, v in found.items())  # what is answered is right
+    [warning] = [w for w in caught if issubclass(w.category, EmbeddingCacheWarning)]
+    assert "set aside as embeddings.sqlite3.corrupt-" in str(warning.message)
+    assert len(str(warning.message)) <= 330 and "\n" not in str(warning.message)
+    cache.put_many("model", [(victim, vectors[victim])])  # and the cache goes on, rebuilt
+    assert np.array_equal(cache.get_many("model", [victim])[victim], vectors[victim])
+
+
+def test_a_cache_written_before_checksums_keeps_its_vectors(tmp_path):
+    import sqlite3
+
+    from pytest_retrieval_eval.hybrid.embedding_cache import _SCHEMA, EmbeddingCache
+
+    path = tmp_path / "embeddings.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute(_SCHEMA)
+    vector = np.arange(8, dtype=np.float32)
+    conn.execute("INSERT INTO embeddings VALUES ('m', 'k', 8, ?)", (vector.tobytes(),))
+    conn.commit()
+    conn.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.array_equal(EmbeddingCache(path).get_many("m", ["k"])["k"], vector)
+    conn = sqlite3.connect(path)  # the vector was given its checksum in place, once
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert conn.execute("SELECT length(vec) FROM embeddings").fetchone()[0] == 8 * 4 + 4
+
+
+# --- more dimensions than HNSW's vector index takes ----------------------------------------------
+
+DIMS = """
+    import pytest
+
+    def test_dims(ingested_index, pgvector_store):
+        import psycopg
+
+        with psycopg.connect(pgvector_store.dsn) as conn:
+            kind = conn.execute(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = %s::regclass "
+                "AND attname = 'embedding'", (f"{pgvector_store.schema}.{ingested_index.table}",)).fetchone()[0]
+            index = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+                                 (f"{ingested_index.table}_hnsw",)).fetchone()[0]
+        print("COLUMN", kind, "INDEX", index)
+
+    @pytest.mark.retrieval
+    def test_q(retrieval_results):
+        assert retrieval_results.n == 68 and retrieval_results.n_errored == 0
+"""
+
+
+@pytest.mark.slow
+def test_3072_dimension_vectors_are_indexed_as_halfvec_on_the_real_store(project):
+    project.ini(CORPUS, "hashing:3072")
+    project.makepyfile(DIMS)
+    out = run(project)
+    assert "COLUMN halfvec(3072) INDEX" in out and "USING hnsw (embedding halfvec_cosine_ops)" in out
+    hybrid = parse_table(out)["hybrid"]
+    assert hybrid["errored"] == 0 and hybrid["mrr"] > 0.4 and hybrid["hit@20"] > 0.9  # it ranks
+    assert "restored from snapshot" in run(project)
+
+
+@pytest.mark.slow
+def test_more_dimensions_than_halfvec_takes_is_one_line_naming_the_limit_and_the_embedder(project):
+    project.ini(CORPUS, "hashing:4096")
+    out = run(project, ok=False)
+    assert "embedder hashing:v1:4096 gives 4096-dimension vectors; pgvector's HNSW index takes at most 4,000" in out
+    assert "Traceback" not in out and "psycopg" not in out
+
+
+def test_a_teams_hnsw_store_over_2000_dimensions_must_say_halfvec(tmp_path):
+    from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+
+    from pytest_retrieval_eval import RetrievalEvalError
+    from pytest_retrieval_eval.data.pipeline_files import PipelineFile
+    from pytest_retrieval_eval.hybrid.user_pipelines import _check_hnsw
+
+    os.environ.setdefault("PG_CONN_STR", "postgresql://unused")
+    file = PipelineFile(tmp_path / "query.yaml", "")
+    for kind in ("vector", "halfvec"):
+        _check_hnsw(PgvectorDocumentStore(embedding_dimension=2000, vector_type=kind, search_strategy="hnsw"), file, "r")
+    _check_hnsw(PgvectorDocumentStore(embedding_dimension=3072, vector_type="halfvec", search_strategy="hnsw"), file, "r")
+    with pytest.raises(RetrievalEvalError) as info:
+        _check_hnsw(PgvectorDocumentStore(embedding_dimension=3072, search_strategy="hnsw"), file, "retriever")
+    assert str(info.value) == (f"{file.path}: field 'embedding_dimension': component 'retriever': an HNSW index takes "
+                               "vector columns of at most 2,000 dimensions, the store has 3,072 (set vector_type: "
+                               "halfvec for up to 4,000)")
+
+
+# --- warnings are one capped line ---------------------------------------------------------------
+
+
+@pytest.fixture
+def stopped_store(sandbox_tmp):
+    from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
+
+    store = EmbeddedPostgres(tmp_root=sandbox_tmp)
+    store.start()
+    yield store
+    store.stop()
+
+
+def stop_warnings(store) -> list[str]:
+    from pytest_retrieval_eval.hybrid.snapshots import SnapshotWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        store.stop()
+    return [str(w.message) for w in caught if issubclass(w.category, SnapshotWarning)]
+
+
+def test_a_snapshot_save_that_fails_with_a_huge_message_warns_in_one_capped_line(stopped_store):
+    from pytest_retrieval_eval._secrets import register_secret
+
+    register_secret("hunter2-secret-password")
+
+    def full_disk(data):
+        raise shutil.Error([(f"{data}/base/{i}", f"/cache/{i}", "[Errno 28] No space left on device: "
+                             "postgresql://u:hunter2-secret-password@h/db") for i in range(3000)])
+
+    stopped_store.keep_on_stop = full_disk
+    [message] = stop_warnings(stopped_store)
+    assert message.startswith("the store snapshot was not kept: 3000 file(s) could not be copied, the first: "
+                              "[Errno 28] No space left on device: postgresql://u:***@h/db")
+    assert len(message) <= 330 and "\n" not in message and "hunter2" not in message
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    target = tmp_path / "tiny"
+    target.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(target)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"not applicable: cannot mount a tmpfs here ({done.stderr.decode().strip()})")
+    yield target
+    subprocess.run(["umount", str(target)], capture_output=True)
+
+
+def test_a_snapshot_save_onto_a_full_disk_warns_in_one_line_and_leaves_nothing(stopped_store, tiny_disk):
+    from pytest_retrieval_eval.hybrid.snapshots import Snapshots
+
+    snapshots = Snapshots(tiny_disk / "snapshots", 2048)
+    stopped_store.keep_on_stop = lambda data: snapshots.save("k", data, {})
+    [message] = stop_warnings(stopped_store)
+    assert message.startswith("the store snapshot was not kept: ") and "No space left on device" in message
+    assert len(message) <= 330 and "\n" not in message
+    assert list((tiny_disk / "snapshots").iterdir()) == []  # no half-written snapshot, no temp dir
