@@ -160,7 +160,7 @@ def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-class _Query:
+class _Matrices:
     """The matrices of one evaluation (queries x ranks), each built once and only when a measure
     reads it."""
 
@@ -239,11 +239,11 @@ class _Query:
 def _per_query_arrays(
     qrels: Qrels, run: Run, qids: Sequence[str], measures: Sequence[Measure]
 ) -> dict[Measure, np.ndarray]:
-    q = _Query(qrels, run, qids, measures)
+    q = _Matrices(qrels, run, qids, measures)
     return {m: _one(q, m) for m in measures}
 
 
-def _one(q: _Query, m: Measure) -> np.ndarray:
+def _one(q: _Matrices, m: Measure) -> np.ndarray:
     """One measure's value for every query."""
     k = q.depth if m.k is None else min(m.k, q.depth)
     level = m.rel or 1
@@ -306,7 +306,7 @@ def _one(q: _Query, m: Measure) -> np.ndarray:
     raise AssertionError(family)  # pragma: no cover - Measure validates families
 
 
-def _bpref(q: _Query, level: int) -> np.ndarray:
+def _bpref(q: _Matrices, level: int) -> np.ndarray:
     """trec_eval's bpref: each relevant document retrieved scores 1 - (judged non-relevant above
     it, at most R) / min(R, judged non-relevant); unjudged documents are skipped; / R."""
     rel = q.rel(level)
