@@ -271,6 +271,24 @@ def test_a_stale_temp_dir_of_a_live_pid_is_swept_after_the_grace_period(tmp_path
     assert Snapshots(root, 2048).sweep() == [old.name] and young.is_dir()
 
 
+@pytest.mark.slow
+def test_a_kept_table_on_an_existing_server_that_lost_rows_is_built_again_not_reused(project, server):
+    import psycopg
+
+    args = ["--retrieval-store", "dsn", f"--retrieval-dsn={server.dsn}", "--retrieval-dsn-keep"]
+    first = run(project, *args)
+    assert "ingested and kept in schema retrieval_eval_kept" in first
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        [table] = [r[0] for r in conn.execute("SELECT name FROM retrieval_eval_kept.retrieval_eval_manifests")]
+        conn.execute(f"DELETE FROM retrieval_eval_kept.{table} WHERE id IN "
+                     f"(SELECT id FROM retrieval_eval_kept.{table} ORDER BY id DESC LIMIT 5)")
+    out = run(project, *args)
+    [line] = warning_lines(out)
+    assert f"kept table retrieval_eval_kept.{table} is built again: it holds 33 rows" in line
+    assert "ingested and kept in schema retrieval_eval_kept" in out and parse_table(out) == parse_table(first)
+    assert "reused the kept table" in run(project, *args)
+
+
 # --- the embedding cache ----------------------------------------------------------------------------
 
 
@@ -401,7 +419,7 @@ def test_a_teams_hnsw_store_over_2000_dimensions_must_say_halfvec(tmp_path):
 
 
 @pytest.fixture
-def stopped_store(sandbox_tmp):
+def server(sandbox_tmp):
     from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
 
     store = EmbeddedPostgres(tmp_root=sandbox_tmp)
@@ -419,7 +437,7 @@ def stop_warnings(store) -> list[str]:
     return [str(w.message) for w in caught if issubclass(w.category, SnapshotWarning)]
 
 
-def test_a_snapshot_save_that_fails_with_a_huge_message_warns_in_one_capped_line(stopped_store):
+def test_a_snapshot_save_that_fails_with_a_huge_message_warns_in_one_capped_line(server):
     from pytest_retrieval_eval._secrets import register_secret
 
     register_secret("hunter2-secret-password")
@@ -428,8 +446,8 @@ def test_a_snapshot_save_that_fails_with_a_huge_message_warns_in_one_capped_line
         raise shutil.Error([(f"{data}/base/{i}", f"/cache/{i}", "[Errno 28] No space left on device: "
                              "postgresql://u:hunter2-secret-password@h/db") for i in range(3000)])
 
-    stopped_store.keep_on_stop = full_disk
-    [message] = stop_warnings(stopped_store)
+    server.keep_on_stop = full_disk
+    [message] = stop_warnings(server)
     assert message.startswith("the store snapshot was not kept: 3000 file(s) could not be copied, the first: "
                               "[Errno 28] No space left on device: postgresql://u:***@h/db")
     assert len(message) <= 330 and "\n" not in message and "hunter2" not in message
@@ -446,12 +464,12 @@ def tiny_disk(tmp_path):
     subprocess.run(["umount", str(target)], capture_output=True)
 
 
-def test_a_snapshot_save_onto_a_full_disk_warns_in_one_line_and_leaves_nothing(stopped_store, tiny_disk):
+def test_a_snapshot_save_onto_a_full_disk_warns_in_one_line_and_leaves_nothing(server, tiny_disk):
     from pytest_retrieval_eval.hybrid.snapshots import Snapshots
 
     snapshots = Snapshots(tiny_disk / "snapshots", 2048)
-    stopped_store.keep_on_stop = lambda data: snapshots.save("k", data, {})
-    [message] = stop_warnings(stopped_store)
+    server.keep_on_stop = lambda data: snapshots.save("k", data, {})
+    [message] = stop_warnings(server)
     assert message.startswith("the store snapshot was not kept: ") and "No space left on device" in message
     assert len(message) <= 330 and "\n" not in message
     assert list((tiny_disk / "snapshots").iterdir()) == []  # no half-written snapshot, no temp dir
