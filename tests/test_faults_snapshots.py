@@ -82,6 +82,13 @@ def truncate_table_file(snapshot: Path) -> None:
     target.write_bytes(target.read_bytes()[: target.stat().st_size // 2])
 
 
+def flip_a_byte_of_the_table_file(snapshot: Path) -> None:
+    target = table_file(snapshot)
+    data = bytearray(target.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    target.write_bytes(bytes(data))
+
+
 def remove_table_file(snapshot: Path) -> None:
     table_file(snapshot).unlink()
 
@@ -113,6 +120,7 @@ def tables_disagree(snapshot: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("damage, cause", [
     (truncate_table_file, "is * bytes, the manifest says"),
+    (flip_a_byte_of_the_table_file, "does not match its checksum"),
     (remove_table_file, "is missing"),
     (garbage_manifest, "its manifest is unreadable"),
     (truncated_manifest, "its manifest is unreadable"),

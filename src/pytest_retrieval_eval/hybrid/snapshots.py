@@ -94,15 +94,18 @@ class Snapshot:
 
     key: str
     path: Path
-    manifest: dict[str, Any]
+    contents: dict[str, Any]  # the manifest, read once: it holds every chunk (megabytes at SciFact's size)
 
     @property
     def data(self) -> Path:
         return self.path / "data"
 
+    def manifest(self) -> dict[str, Any]:
+        return self.contents
+
     @property
     def tables(self) -> dict[str, dict[str, Any]]:
-        return self.manifest["tables"]
+        return self.contents["tables"]
 
     def chunks(self, table: str) -> tuple[Chunk, ...]:
         return tuple(Chunk(d, i, text, meta) for d, i, text, meta in self.tables[table]["chunks"])
@@ -146,11 +149,11 @@ class Snapshots:
             for rel, (size, digest) in files.items():
                 file = data / rel
                 if rel not in present or not file.is_file():
-                    return {}, f"its table file data/{rel} is missing"
+                    return {}, f"its file data/{rel} is missing"
                 if file.stat().st_size != size:
-                    return {}, f"its table file data/{rel} is {file.stat().st_size} bytes, the manifest says {size}"
+                    return {}, f"its file data/{rel} is {file.stat().st_size} bytes, the manifest says {size}"
                 if file_sha256(file) != digest:
-                    return {}, f"its table file data/{rel} does not match its checksum"
+                    return {}, f"its file data/{rel} does not match its checksum"
         except (OSError, TypeError, ValueError) as exc:
             return {}, f"its files cannot be checked ({type(exc).__name__}: {exc})"
         extra = sorted(present - set(files))
