@@ -88,13 +88,14 @@ class EmbeddingCache:
         conn, self._conn = getattr(self, "_conn", None), None
         if conn is not None:
             conn.close()
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
         try:
             ours = self._inode is None or os.stat(self.path).st_ino == self._inode
-        except OSError:
+            if ours:
+                self.path.rename(aside)
+        except OSError:  # gone: another worker set it aside first
             ours = False
         if ours:
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-            self.path.rename(aside)
             for suffix in ("-wal", "-shm"):
                 if Path(f"{self.path}{suffix}").exists():
                     os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
