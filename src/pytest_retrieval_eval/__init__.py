@@ -19,6 +19,12 @@ _PUBLIC = {
     "evaluate": "ir.metrics",
     "Qrels": "ir.qrels",
     "Run": "ir.runs",
+    "per_query_frame": "ir.metrics",
+    "Corpus": "data.corpus",
+    "LabeledSet": "data.labeled",
+    "Engine": "engines.base",
+    "EngineRegistry": "engines.base",
+    "EvaluationResult": "run.results",
     "hybrid_variant": "plugin.engines",
     "adapters": "engines.adapters",  # a module: adapters.function(...), adapters.http(...)
 }
@@ -26,13 +32,17 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
+    from .data.corpus import Corpus
+    from .data.labeled import LabeledSet
+    from .engines.base import Engine, EngineRegistry
     from .errors import RetrievalEvalError
     from .ir.measures import Measure
-    from .ir.metrics import evaluate
+    from .ir.metrics import evaluate, per_query_frame
     from .ir.qrels import Qrels
     from .ir.runs import Run
     from .engines import adapters
     from .plugin.engines import hybrid_variant
+    from .run.results import EvaluationResult
     from .types import Chunk, Doc, LabeledQuery, QueryResult
 
 
