@@ -145,40 +145,35 @@ def _label(args) -> int:
 
 
 def _report(args) -> int:
+    from dataclasses import replace
+
     from .gate.rules import parse_max_drops, parse_thresholds
+    from .gate.settings import load_run
     from .gate.verdict import judge_recorded, record_settings
-    from .ir.measures import DEFAULT_TABLE_MEASURES, parse_measures
+    from .ir.measures import DEFAULT_TABLE_MEASURES, parse_measures, split_measures
     from .plugin.session import load_baseline
     from .report import table
     from .report.files import markdown
     from .report.outputs import metadata, write_outputs
     from .report.terminal import baseline_lines
-    from .run.results import RunResults
 
-    run = RunResults.load(args.results)
+    run = load_run(args.results)
     recorded = run.settings
-    baseline_path = args.baseline if args.baseline is not None else recorded.get("baseline")
+    baseline_path = args.baseline if args.baseline is not None else recorded.baseline
     if args.max_drop and baseline_path is None:
         raise RetrievalEvalError("--max-drop compares with a baseline: give --baseline PATH")
-    if any(v is not None for v in (args.measures, args.threshold, args.max_drop, args.baseline, args.alpha,
-                                   args.noise_aware, args.baseline_force, args.correction, args.confidence)):
-        # judged anew with what the command line changes, the rest as recorded
-        columns = args.measures or ",".join(recorded.get("table_measures", []))
-        run = record_settings(
-            run,
-            configured=tuple(parse_measures(m for m in columns.split(",") if m.strip())) if columns
-            else DEFAULT_TABLE_MEASURES,
-            thresholds=parse_thresholds((t, "--threshold") for t in args.threshold) if args.threshold is not None
-            else parse_thresholds((t, s) for t, s in recorded.get("thresholds", [])),
-            max_drops=parse_max_drops((t, "--max-drop") for t in args.max_drop) if args.max_drop is not None
-            else parse_max_drops((t, s) for t, s in recorded.get("max_drops", [])),
-            alpha=args.alpha if args.alpha is not None else recorded.get("alpha", 0.05),
-            noise_aware=args.noise_aware if args.noise_aware is not None else bool(recorded.get("noise_aware")),
-            baseline=baseline_path,
-            baseline_force=args.baseline_force if args.baseline_force is not None else bool(recorded.get("baseline_force")),
-            failures=recorded.get("failures", []),
-            correction=args.correction or recorded.get("correction", "holm"),
-            confidence=args.confidence or recorded.get("confidence", "point"))
+    # judged anew with what the command line changes, everything else (shadows too) as recorded
+    changes = {key: value for key, value in (("alpha", args.alpha), ("noise_aware", args.noise_aware),
+                                             ("baseline_force", args.baseline_force), ("correction", args.correction),
+                                             ("confidence", args.confidence)) if value is not None}
+    if args.threshold is not None:
+        changes["thresholds"] = tuple(parse_thresholds((t, "--threshold") for t in args.threshold))
+    if args.max_drop is not None:
+        changes["max_drops"] = tuple(parse_max_drops((t, "--max-drop") for t in args.max_drop))
+    if changes or args.measures is not None or args.baseline is not None:
+        columns = split_measures(args.measures) if args.measures else list(recorded.table_measures)
+        run = record_settings(run, replace(recorded, baseline=baseline_path, **changes),
+                              configured=tuple(parse_measures(columns)) if columns else DEFAULT_TABLE_MEASURES)
     baseline, problems = load_baseline(Path(baseline_path)) if baseline_path else (None, [])
     verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
     if args.out or args.html:

@@ -4,13 +4,14 @@ pytest_retrieval_eval report``, so both give the same answer and the same exit c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from .baseline import BaselineComparison, compare
-from .rules import (Breach, MaxDrop, Row, Threshold, check, check_drops, check_lint,
-                    check_shadows, measures_needed, parse_max_drops, parse_thresholds, parse_weights, shadow_measures)
-from ..ir.measures import DEFAULT_GAIN_WEIGHTS, DEFAULT_TABLE_MEASURES, Measure
+from .rules import (Breach, MaxDrop, Row, Threshold, check, check_drops, check_lint, check_shadows,
+                    measures_needed, shadow_measures)
+from .settings import FRESHNESS_K, GateSettings, table_measures  # noqa: F401  (re-exported)
+from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure
 from ..ir.stats import CORRECTION_NAMES, POWER, detectable_drop, queries_needed
 from ..run.lint import KINDS as RUN_LINT_KINDS
 from ..run.results import Comparison, RunResults
@@ -60,31 +61,15 @@ def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) ->
     return out
 
 
-#: the cutoff of the freshness columns a versioned corpus adds to the table
-FRESHNESS_K = 5
-
-
-def table_measures(run: RunResults, configured: Sequence[Measure]) -> list[str]:
-    """The configured columns; by default, nDCG@10 joins them for qrels-style judgements, and the
-    freshness measures at 5 for a corpus with versioned documents (unless some are configured)."""
-    names = [m.name for m in configured]
-    if tuple(configured) == DEFAULT_TABLE_MEASURES and any(e.labeled.multi_judged for e in run.evaluations):
-        names.append("ndcg@10")
-    if any(e.freshness is not None for e in run.evaluations) and not any(m.freshness for m in configured):
-        names += [f"freshness.stale_free@{FRESHNESS_K}", f"freshness.conflict_free@{FRESHNESS_K}"]
-    return names
-
-
 @dataclass
 class Verdict:
     run: RunResults
     measures: list[str]
     rows: list[Row]
     comparisons: list[Comparison]
-    alpha: float
+    #: what the run was judged by
+    settings: GateSettings = field(default_factory=GateSettings)
     breaches: list[Breach] = field(default_factory=list)
-    correction: str = "holm"
-    confidence: str = "point"
     detectable: list[Detectable] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # underpowered max-drop rules; freshness across days
     baseline: BaselineComparison | None = None
@@ -94,6 +79,18 @@ class Verdict:
     lint_failures: list[str] = field(default_factory=list)
     shadows: list = field(default_factory=list)  # run.shadow.Shadow per configured pair and labeled set
     shadow_failures: list[str] = field(default_factory=list)
+
+    @property
+    def alpha(self) -> float:
+        return self.settings.alpha
+
+    @property
+    def correction(self) -> str:
+        return self.settings.correction
+
+    @property
+    def confidence(self) -> str:
+        return self.settings.confidence
 
     @property
     def failures(self) -> list[str]:
@@ -119,73 +116,53 @@ def _why(e, measure: str) -> str:
     return lines[0] + (f" ({'; '.join(lines[1:])})" if len(lines) > 1 else "") if lines else ""
 
 
-def judge(run: RunResults, *, measures: Sequence[str], thresholds: Sequence[Threshold] = (),
-          max_drops: Sequence[MaxDrop] = (), baseline: RunResults | None = None, force: bool = False,
-          noise_aware: bool = False, alpha: float = 0.05, other_failures: Sequence[str] = (),
-          correction: str = "holm", confidence: str = "point", shadows: Sequence[tuple[str, str]] = (),
-          gain_weights: dict[str, float] | None = None) -> Verdict:
+def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Sequence[str] | None = None,
+          baseline: RunResults | None = None, other_failures: Sequence[str] = (), **changes) -> Verdict:
+    """The verdict on ``run`` under ``settings`` (``changes``: fields of it replaced, e.g.
+    ``correction="bh"``), with ``measures`` as the table's columns (default: the settings')."""
+    s = replace(settings or GateSettings(), **changes)
+    measures = list(measures) if measures is not None else s.columns(run)
+    thresholds, max_drops, alpha = s.thresholds, s.max_drops, s.alpha
     needed = list(dict.fromkeys([*measures, *measures_needed(thresholds)]))
-    gated = measures_needed(thresholds) if confidence == "lower" else []
+    gated = measures_needed(thresholds) if s.confidence == "lower" else []
     rows = [Row(e.engine, e.labeled.name, {**{m: e.mean(m) for m in needed},
                                            **{f"run.{k}": float(len(e.run_lint.get(k, ()))) for k in RUN_LINT_KINDS}},
                 e.n, e.n_errored, {m: e.ci(m) for m in gated},
                 {m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness})
             for e in run.evaluations]
-    verdict = Verdict(run, list(measures), rows, run.comparisons(measures, correction), alpha,
-                      breaches=check(thresholds, rows, confidence=confidence),
-                      other_failures=list(other_failures), lint=list(run.lint),
-                      lint_failures=check_lint(thresholds, run.lint), correction=correction, confidence=confidence,
+    verdict = Verdict(run, measures, rows, run.comparisons(measures, s.correction), s,
+                      breaches=check(thresholds, rows, confidence=s.confidence),
+                      other_failures=[*s.failures, *other_failures], lint=list(run.lint),
+                      lint_failures=check_lint(thresholds, run.lint),
                       detectable=detectable_drops(run, gated_measures(thresholds, max_drops), alpha),
                       warnings=underpowered(run, max_drops, alpha))
-    if shadows or any(t.measure.startswith("shadow.") for t in thresholds):
+    if s.shadows or any(t.measure.startswith("shadow.") for t in thresholds):
         from ..run.shadow import shadows as compare_shadows
 
-        weights = gain_weights or parse_weights(DEFAULT_GAIN_WEIGHTS)
-        verdict.shadows, problems = compare_shadows(run, shadows, weights,
+        verdict.shadows, problems = compare_shadows(run, s.shadows, s.weights,
                                                     list(dict.fromkeys([*measures, *shadow_measures(thresholds)])))
         verdict.shadow_failures = problems + check_shadows(thresholds, verdict.shadows)
     if baseline is not None:
         compared = list(dict.fromkeys([*measures, *(d.measure for d in max_drops)]))
-        verdict.baseline = compare(run, baseline, compared, force=force, correction=correction)
+        verdict.baseline = compare(run, baseline, compared, force=s.baseline_force, correction=s.correction)
         verdict.warnings += verdict.baseline.warnings
     # without a baseline (none loaded: nothing was evaluated, or it is unusable) nothing was
     # compared, so a rule naming an engine fails by name rather than passing unchecked
     verdict.drop_failures = check_drops(max_drops, verdict.baseline.diffs if verdict.baseline else [],
-                                        noise_aware=noise_aware, alpha=alpha)
+                                        noise_aware=s.noise_aware, alpha=alpha)
     return verdict
 
 
-def record_settings(run: RunResults, *, configured: Sequence[Measure], thresholds: Sequence[Threshold] = (),
-                    max_drops: Sequence[MaxDrop] = (), alpha: float = 0.05, noise_aware: bool = False,
-                    baseline: str | None = None, baseline_force: bool = False,
-                    failures: Sequence[str] = (), correction: str = "holm", confidence: str = "point",
-                    shadows: Sequence[tuple[str, str]] = (), gain_weights: Sequence[tuple[str, float]] = ()) -> RunResults:
-    """Write into ``run`` how it is to be judged and rendered, in plain JSON, so a saved
-    results.json is judged again (``judge_recorded``) exactly as the live run was."""
-    measures = table_measures(run, configured)
-    run.settings = {
-        "table_measures": measures,
-        "recorded_measures": list(dict.fromkeys([*measures, *measures_needed(thresholds),
-                                                 *(d.measure for d in max_drops)])),
-        "thresholds": [[str(t), t.source] for t in thresholds],
-        "max_drops": [[str(d), d.source] for d in max_drops],
-        "alpha": alpha, "noise_aware": noise_aware, "baseline": baseline, "baseline_force": baseline_force,
-        "failures": list(failures), "correction": correction, "confidence": confidence,
-    }
-    if shadows:
-        run.settings["shadows"] = [list(p) for p in shadows]
-        run.settings["gain_weights"] = dict(gain_weights) or parse_weights(DEFAULT_GAIN_WEIGHTS)
+def record_settings(run: RunResults, settings: GateSettings | None = None, *,
+                    configured: Sequence[Measure] = DEFAULT_TABLE_MEASURES, **changes) -> RunResults:
+    """Store on ``run`` how it is to be judged and rendered (``settings`` with ``changes``, and
+    the table's columns for it), so a saved results.json is judged again (``judge_recorded``)
+    exactly as the live run was."""
+    run.settings = replace(settings or GateSettings(), **changes).for_run(run, configured)
     return run
 
 
 def judge_recorded(run: RunResults, *, baseline: RunResults | None = None,
                    extra_failures: Sequence[str] = ()) -> Verdict:
-    """The verdict on a run under the settings recorded in it (see ``record_settings``)."""
-    s = run.settings
-    return judge(run, measures=s.get("table_measures") or table_measures(run, DEFAULT_TABLE_MEASURES),
-                 thresholds=parse_thresholds((t, src) for t, src in s.get("thresholds", [])),
-                 max_drops=parse_max_drops((t, src) for t, src in s.get("max_drops", [])),
-                 baseline=baseline, force=bool(s.get("baseline_force")), noise_aware=bool(s.get("noise_aware")),
-                 alpha=float(s.get("alpha", 0.05)), other_failures=[*s.get("failures", []), *extra_failures],
-                 correction=s.get("correction", "holm"), confidence=s.get("confidence", "point"),
-                 shadows=[tuple(p) for p in s.get("shadows", [])], gain_weights=s.get("gain_weights"))
+    """The verdict on a run under the settings stored on it (see ``record_settings``)."""
+    return judge(run, GateSettings.of(run), baseline=baseline, other_failures=extra_failures)

@@ -16,10 +16,11 @@ from .._http import DEFAULT_CHAT_MODEL
 from .._secrets import SecretText
 from ..engines.hybrid import HybridConfig
 from ..errors import RetrievalEvalError
-from ..gate.rules import MaxDrop, Threshold, parse_max_drops, parse_pair, parse_thresholds, parse_weights
+from ..gate.rules import MaxDrop, Threshold
+from ..gate.settings import GateSettings
 from ..hybrid.ingest import IngestConfig
 from ..hybrid.store.base import check_identifier
-from ..ir.measures import Measure, parse_measures
+from ..ir.measures import Measure, parse_measures, split_measures
 from . import options
 from .options import OptionError
 
@@ -74,18 +75,19 @@ class HybridSetup:
 
 @dataclass(frozen=True)
 class GateConfig:
-    """When the run fails: thresholds, and drops against a baseline."""
+    """When the run fails: the gate's settings (thresholds, drops against a baseline, shadows ...),
+    and the baseline file they compare with."""
 
-    thresholds: tuple[Threshold, ...] = ()
-    max_drops: tuple[MaxDrop, ...] = ()
+    settings: GateSettings = GateSettings()
     baseline: Path | None = None
-    baseline_force: bool = False
-    noise_aware: bool = False
-    alpha: float = 0.05
-    correction: str = "holm"  # multiple comparisons: holm, bh or none
-    confidence: str = "point"  # thresholds on the point estimate, or the interval's lower bound
-    shadows: tuple[tuple[str, str], ...] = ()  # (candidate, baseline) engine pairs
-    gain_weights: tuple[tuple[str, float], ...] = (("ndcg@5", 1.0), ("recall@5", 2.0))
+
+    @property
+    def thresholds(self) -> tuple[Threshold, ...]:
+        return self.settings.thresholds
+
+    @property
+    def max_drops(self) -> tuple[MaxDrop, ...]:
+        return self.settings.max_drops
 
 
 @dataclass(frozen=True)
@@ -136,16 +138,7 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool,
                            fusion_top_k=top_k, rerank=get("rerank"))
     variants = tuple(parse_variant(t, engine, ingest) for t, _ in get("variant")
                      if t.strip() and not t.strip().startswith("#"))
-    gate = GateConfig(
-        thresholds=tuple(parse_thresholds(get("threshold"))),
-        max_drops=tuple(parse_max_drops(get("max_drop"))),
-        baseline=get("baseline"), baseline_force=get("baseline_force"),
-        noise_aware=get("noise_aware"), alpha=get("alpha"), correction=get("correction"),
-        confidence=get("confidence"),
-        shadows=tuple(dict.fromkeys(parse_pair(t, src) for t, src in get("shadow")
-                                    if t.strip() and not t.strip().startswith("#"))),
-        gain_weights=tuple(parse_weights(get("gain_weights")).items()),
-    )
+    gate = GateConfig(GateSettings.from_options(get), get("baseline"))  # its shown path is recorded at the end
     if gate.max_drops and gate.baseline is None:
         raise RetrievalEvalError("--retrieval-max-drop / retrieval_max_drops compare with a baseline: "
                                  "give --retrieval-baseline=PATH (save one with --retrieval-save-baseline=PATH)")
@@ -170,7 +163,7 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool,
                            id_field=get("id_field")),
         gate=gate,
         report=ReportConfig(show=get("report"),
-                            table_measures=tuple(parse_measures(m for m in measures.split(",") if m.strip())),
+                            table_measures=tuple(parse_measures(split_measures(measures))),
                             report_dir=get("report_dir"), html=get("html"), save_baseline=get("save_baseline")),
     )
 

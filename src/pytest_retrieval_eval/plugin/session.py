@@ -310,11 +310,8 @@ class RetrievalSession:
         gathered = self.role.gather(records)
         evaluations, lint, snippets, notes, missing = merge(gathered)
         run = record_settings(
-            RunResults(evaluations, lint=lint, snippets=snippets), configured=cfg.report.table_measures,
-            thresholds=cfg.gate.thresholds, max_drops=cfg.gate.max_drops, alpha=cfg.gate.alpha,
-            noise_aware=cfg.gate.noise_aware, baseline=shown(cfg.gate.baseline) or None,
-            baseline_force=cfg.gate.baseline_force, correction=cfg.gate.correction,
-            confidence=cfg.gate.confidence, shadows=cfg.gate.shadows, gain_weights=cfg.gate.gain_weights,
+            RunResults(evaluations, lint=lint, snippets=snippets), cfg.gate.settings,
+            configured=cfg.report.table_measures, baseline=shown(cfg.gate.baseline) or None,
             failures=[*(f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers),
                       *missing])
         baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
@@ -334,10 +331,10 @@ def load_baseline(path: Path | None) -> tuple[Any, list[str]]:
     """The saved baseline, or why it cannot be used (a gate failure, never a silent pass)."""
     if path is None:
         return None, []
-    from ..run.results import RunResults
+    from ..gate.settings import load_run
 
     try:
-        return RunResults.load(path, check_fingerprints=False), []  # compare() refuses, or is forced
+        return load_run(path, check_fingerprints=False), []  # compare() refuses, or is forced
     except RetrievalEvalError as exc:
         return None, [f"baseline unusable: {exc}"]
 

@@ -15,9 +15,8 @@ from ..run.results import METRICS_DEFINITION
 
 def metadata(verdict: Any) -> dict[str, Any]:
     """The run's description in results.md and under the page's title."""
-    settings = verdict.run.settings
     return {"measures": ", ".join(verdict.measures), "metric definition": METRICS_DEFINITION,
-            "alpha": settings.get("alpha", verdict.alpha), "baseline": settings.get("baseline") or "none"}
+            "alpha": verdict.alpha, "baseline": verdict.settings.baseline or "none"}
 
 
 def write_outputs(verdict: Any, *, report_dir: Path | None = None, html: Path | None = None,

@@ -379,8 +379,9 @@ class RunResults:
     lint: list[LintReport] = field(default_factory=list)
     #: doc id -> the text the drill-down page shows for it (top 3 of each query)
     snippets: dict[str, str] = field(default_factory=dict)
-    #: how the run was judged and rendered: measures, rules, alpha, baseline (see plugin.config)
-    settings: dict[str, Any] = field(default_factory=dict)
+    #: how the run is judged and rendered: a ``gate.settings.GateSettings`` (this layer only
+    #: writes it, by its ``to_dict``); as read from a file, its recorded form until the gate reads it
+    settings: Any = field(default_factory=dict)
     _comparisons: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -389,7 +390,12 @@ class RunResults:
     @property
     def measures(self) -> list[str]:
         """Every measure recorded per query: the standard ones plus those the settings use."""
-        return measure_names(self.settings.get("recorded_measures", ()))
+        return measure_names(self.recorded_settings().get("recorded_measures", ()))
+
+    def recorded_settings(self) -> dict[str, Any]:
+        """The settings in results.json's form."""
+        s = self.settings
+        return s.to_dict() if hasattr(s, "to_dict") else dict(s or {})
 
     def get(self, engine: str, labeled: str) -> EvaluationResult | None:
         return next((e for e in self.evaluations if e.key == (engine, labeled)), None)
@@ -420,23 +426,23 @@ class RunResults:
         return out
 
     def to_json(self) -> str:
-        measures = self.measures
+        measures, settings = self.measures, self.recorded_settings()
         doc = {
             "format": FORMAT, "version": VERSION,
             "metrics": {"definition": METRICS_DEFINITION, "fingerprint": self.metrics_fingerprint},
-            "settings": self.settings,
+            "settings": settings,
             "lint": [r.to_dict() for r in self.lint],
             "snippets": self.snippets,
             "evaluations": [e.to_dict(measures) for e in self.evaluations],
         }
-        if self.settings.get("table_measures"):  # derived: the effect sizes the reports show
+        if settings.get("table_measures"):  # derived: the effect sizes the reports show
             doc["comparisons"] = [c.to_dict() for c in self.comparisons(
-                self.settings["table_measures"], self.settings.get("correction", "holm"))]
-        if self.settings.get("shadows"):  # derived: what each candidate gained over its baseline
+                settings["table_measures"], settings.get("correction", "holm"))]
+        if settings.get("shadows"):  # derived: what each candidate gained over its baseline
             from .shadow import shadows
 
-            found, _ = shadows(self, [tuple(p) for p in self.settings["shadows"]], self.settings["gain_weights"],
-                               self.settings.get("table_measures", ()))
+            found, _ = shadows(self, [tuple(p) for p in settings["shadows"]], settings["gain_weights"],
+                               settings.get("table_measures", ()))
             doc["shadows"] = [sh.to_dict() for sh in found]
         return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=True) + "\n"
 
@@ -478,13 +484,11 @@ class RunResults:
         problem = _fit_problem(doc.get("evaluations") or [], evaluations, check_fingerprints)
         if problem:
             raise RetrievalEvalError(problem[1], path=path, field=problem[0])
-        settings = doc.get("settings", {})
-        problem = _settings_problem(settings)
-        if problem:
-            raise RetrievalEvalError(problem, path=path, field="settings")
+        settings = doc.get("settings", {})  # checked when the gate reads it (gate.settings.load_run)
         try:
             lint = [LintReport.from_dict(r) for r in doc.get("lint", [])]
-            return cls(evaluations, doc["metrics"]["fingerprint"], lint, dict(doc.get("snippets", {})), dict(settings))
+            return cls(evaluations, doc["metrics"]["fingerprint"], lint, dict(doc.get("snippets", {})),
+                       dict(settings) if isinstance(settings, dict) else settings)
         except (KeyError, TypeError, ValueError) as exc:
             raise RetrievalEvalError(f"results file is missing or has a malformed {exc}", path=path) from None
 
@@ -563,34 +567,4 @@ def _lint_problem(e: EvaluationResult) -> tuple[str, str] | None:
         unknown = next((q for q in ids if q not in known), None)
         if unknown is not None:
             return f"run_lint.{kind}", f"{e.engine}: unknown query id {unknown!r} (not in labeled set {e.labeled.name})"
-    return None
-
-
-def _settings_problem(settings: Any) -> str | None:
-    """What is wrong with a results file's recorded settings, or None."""
-    if not isinstance(settings, dict):
-        return "must be an object"
-    for key in ("thresholds", "max_drops"):
-        rules = settings.get(key, [])
-        if not isinstance(rules, list) or not all(isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r)
-                                                  for r in rules):
-            return f"{key} must be a list of [rule, source] pairs"
-    for key in ("table_measures", "recorded_measures", "failures"):
-        if not isinstance(settings.get(key, []), list) or not all(isinstance(x, str) for x in settings.get(key, [])):
-            return f"{key} must be a list of strings"
-    alpha = settings.get("alpha", 0.05)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        return f"alpha must be a number between 0 and 1, got {alpha!r}"
-    if settings.get("correction", "holm") not in ("holm", "bh", "none"):
-        return f"correction must be holm, bh or none, got {settings.get('correction')!r}"
-    shadows = settings.get("shadows", [])
-    if not isinstance(shadows, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
-                                                for p in shadows):
-        return "shadows must be a list of [candidate, baseline] pairs"
-    weights = settings.get("gain_weights", {})
-    if not isinstance(weights, dict) or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and w > 0
-                                                for w in weights.values()):
-        return "gain_weights must map measure names to positive numbers"
-    if settings.get("confidence", "point") not in ("point", "lower"):
-        return f"confidence must be point or lower, got {settings.get('confidence')!r}"
     return None

@@ -1,0 +1,171 @@
+"""How a run is judged, as one frozen value: the rules, the statistics' settings, the shadows.
+
+The plugin and ``python -m pytest_retrieval_eval report`` build it from the option table
+(``plugin/options.py``: ``from_options``); the report command changes what its flags name with
+``dataclasses.replace``, so whatever it does not name (shadows, gain weights ...) stays as the run
+recorded it. It is stored on the result model and written to results.json's ``settings`` in the
+same keys as ever (``to_dict``), so a saved run is judged again exactly as the live one was.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ..errors import RetrievalEvalError
+from ..ir.measures import DEFAULT_GAIN_WEIGHTS, DEFAULT_TABLE_MEASURES, Measure
+from ..run.results import RunResults
+from .rules import MaxDrop, Threshold, measures_needed, parse_max_drops, parse_pair, parse_thresholds, parse_weights
+
+#: the cutoff of the freshness columns a versioned corpus adds to the table
+FRESHNESS_K = 5
+DEFAULT_WEIGHTS = tuple(parse_weights(DEFAULT_GAIN_WEIGHTS).items())
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """Everything the verdict on a run depends on besides the run itself."""
+
+    #: the table's columns (the run's, see ``for_run``); empty: the default columns for the run
+    table_measures: tuple[str, ...] = ()
+    thresholds: tuple[Threshold, ...] = ()
+    max_drops: tuple[MaxDrop, ...] = ()
+    alpha: float = 0.05
+    noise_aware: bool = False
+    #: the baseline's path as shown (relative where it can be), or None
+    baseline: str | None = None
+    baseline_force: bool = False
+    #: failures the run carries with it (lost xdist workers, shares that never arrived)
+    failures: tuple[str, ...] = ()
+    correction: str = "holm"
+    confidence: str = "point"
+    shadows: tuple[tuple[str, str], ...] = ()
+    #: (canonical measure name, positive weight), sorted by name
+    gain_weights: tuple[tuple[str, float], ...] = DEFAULT_WEIGHTS
+
+    def __post_init__(self) -> None:  # lists given by callers become tuples: the value is frozen all the way
+        for name in ("table_measures", "thresholds", "max_drops", "failures"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "shadows", tuple(tuple(p) for p in self.shadows))
+        weights = self.gain_weights.items() if isinstance(self.gain_weights, Mapping) else self.gain_weights
+        object.__setattr__(self, "gain_weights", tuple(sorted((str(m), float(w)) for m, w in weights)))
+
+    # --- derived -------------------------------------------------------------------------------
+    @property
+    def recorded_measures(self) -> tuple[str, ...]:
+        """Every measure results.json keeps per query: the columns and what the rules judge."""
+        return tuple(dict.fromkeys([*self.table_measures, *measures_needed(self.thresholds),
+                                    *(d.measure for d in self.max_drops)]))
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return dict(self.gain_weights)
+
+    def columns(self, run: RunResults) -> list[str]:
+        """The table's columns: as recorded, or the default ones for ``run``."""
+        return list(self.table_measures) or table_measures(run, DEFAULT_TABLE_MEASURES)
+
+    def for_run(self, run: RunResults, configured: Sequence[Measure]) -> "GateSettings":
+        """These settings with the table's columns of ``run`` (``table_measures``)."""
+        return replace(self, table_measures=tuple(table_measures(run, configured)))
+
+    # --- built from the option table -------------------------------------------------------------
+    @classmethod
+    def from_options(cls, get: Callable[[str], Any], *, baseline: str | None = None) -> "GateSettings":
+        """From the option table's values (``get(key)``, as ``plugin.options.read`` gives them)."""
+        return cls(thresholds=tuple(parse_thresholds(get("threshold"))),
+                   max_drops=tuple(parse_max_drops(get("max_drop"))),
+                   alpha=get("alpha"), noise_aware=get("noise_aware"), baseline=baseline,
+                   baseline_force=get("baseline_force"), correction=get("correction"), confidence=get("confidence"),
+                   shadows=tuple(dict.fromkeys(parse_pair(t, src) for t, src in get("shadow")
+                                               if t.strip() and not t.strip().startswith("#"))),
+                   gain_weights=tuple(parse_weights(get("gain_weights")).items()))
+
+    # --- results.json's "settings" ---------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "table_measures": list(self.table_measures), "recorded_measures": list(self.recorded_measures),
+            "thresholds": [[str(t), t.source] for t in self.thresholds],
+            "max_drops": [[str(r), r.source] for r in self.max_drops],
+            "alpha": self.alpha, "noise_aware": self.noise_aware, "baseline": self.baseline,
+            "baseline_force": self.baseline_force, "failures": list(self.failures), "correction": self.correction,
+            "confidence": self.confidence,
+        }
+        if self.shadows:
+            d["shadows"] = [list(p) for p in self.shadows]
+            d["gain_weights"] = self.weights
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "GateSettings":
+        """The recorded settings; what is wrong with them raises in one line (the field named)."""
+        problem = settings_problem(d)
+        if problem:
+            raise RetrievalEvalError(problem, field="settings")
+        return cls(table_measures=tuple(d.get("table_measures", ())),
+                   thresholds=tuple(parse_thresholds((t, src) for t, src in d.get("thresholds", []))),
+                   max_drops=tuple(parse_max_drops((t, src) for t, src in d.get("max_drops", []))),
+                   alpha=d.get("alpha", 0.05), noise_aware=bool(d.get("noise_aware")), baseline=d.get("baseline"),
+                   baseline_force=bool(d.get("baseline_force")), failures=tuple(d.get("failures", ())),
+                   correction=d.get("correction", "holm"), confidence=d.get("confidence", "point"),
+                   shadows=tuple(tuple(p) for p in d.get("shadows", [])),
+                   gain_weights=tuple((d.get("gain_weights") or dict(DEFAULT_WEIGHTS)).items()))
+
+    @classmethod
+    def of(cls, run: RunResults) -> "GateSettings":
+        """The settings stored on ``run``: as stored, read from its file's form, or the defaults."""
+        s = run.settings
+        return s if isinstance(s, cls) else cls.from_dict(s) if s else cls()
+
+
+def load_run(path: str | Path, *, check_fingerprints: bool = True) -> RunResults:
+    """A saved run with its settings read (refused in one line naming the file and the field)."""
+    run = RunResults.load(path, check_fingerprints=check_fingerprints)
+    try:
+        run.settings = GateSettings.of(run)
+    except RetrievalEvalError as exc:
+        raise RetrievalEvalError(exc.detail, path=path, field=exc.field or "settings") from None
+    return run
+
+
+def table_measures(run: RunResults, configured: Sequence[Measure]) -> list[str]:
+    """The configured columns; by default, nDCG@10 joins them for qrels-style judgements, and the
+    freshness measures at 5 for a corpus with versioned documents (unless some are configured)."""
+    names = [m.name for m in configured]
+    if tuple(configured) == DEFAULT_TABLE_MEASURES and any(e.labeled.multi_judged for e in run.evaluations):
+        names.append("ndcg@10")
+    if any(e.freshness is not None for e in run.evaluations) and not any(m.freshness for m in configured):
+        names += [f"freshness.stale_free@{FRESHNESS_K}", f"freshness.conflict_free@{FRESHNESS_K}"]
+    return names
+
+
+def settings_problem(settings: Any) -> str | None:
+    """What is wrong with a results file's recorded settings, or None."""
+    if not isinstance(settings, dict):
+        return "must be an object"
+    for key in ("thresholds", "max_drops"):
+        rules = settings.get(key, [])
+        if not isinstance(rules, list) or not all(isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r)
+                                                  for r in rules):
+            return f"{key} must be a list of [rule, source] pairs"
+    for key in ("table_measures", "recorded_measures", "failures"):
+        if not isinstance(settings.get(key, []), list) or not all(isinstance(x, str) for x in settings.get(key, [])):
+            return f"{key} must be a list of strings"
+    alpha = settings.get("alpha", 0.05)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        return f"alpha must be a number between 0 and 1, got {alpha!r}"
+    if settings.get("correction", "holm") not in ("holm", "bh", "none"):
+        return f"correction must be holm, bh or none, got {settings.get('correction')!r}"
+    shadows = settings.get("shadows", [])
+    if not isinstance(shadows, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                                                for p in shadows):
+        return "shadows must be a list of [candidate, baseline] pairs"
+    weights = settings.get("gain_weights", {})
+    if not isinstance(weights, dict) or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and w > 0
+                                                and not math.isinf(w) for w in weights.values()):
+        return "gain_weights must map measure names to positive numbers"
+    if settings.get("confidence", "point") not in ("point", "lower"):
+        return f"confidence must be point or lower, got {settings.get('confidence')!r}"
+    return None
