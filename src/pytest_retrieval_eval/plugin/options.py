@@ -169,7 +169,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("cache_dir", "where embeddings and store snapshots are cached (default: pytest's cache dir)", path=True,
            metavar="DIR"),
     Option("store_cache_mb", "room for snapshots of ingested embedded stores (restored instead of ingesting "
-           "again; least recently used go first; 0 turns them off)", 2048.0, whole(0), metavar="MB"),
+           "again; least recently used go first; killed writers' temp folders count too; 0 turns them off)", 2048.0, whole(0), metavar="MB"),
     Option("split_length", "chunk length in words", Chunking.split_length, whole(1), metavar="WORDS",
            cli=("generate",)),
     Option("split_overlap", "chunk overlap in words", Chunking.split_overlap, whole(0), metavar="WORDS",
