@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 from .._atomic import write_text_atomic
 from ..types import sha256_text
 from . import plot, shadow, table
+from .judged import judged_lines
 
 
 def safe_name(name: str) -> str:
@@ -46,7 +47,10 @@ def per_query_lines(evaluations: Iterable[Any]) -> str:
 def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
     out = ["# Retrieval evaluation", ""]
     out += table.markdown(verdict)
-    out += ["", "95% bootstrap intervals over queries in brackets.", "", "## Run", ""]
+    out += ["", "95% bootstrap intervals over queries in brackets."]
+    judged = judged_lines(verdict, markdown=True)
+    out += ["", *judged] if judged else []
+    out += ["", "## Run", ""]
     out += [f"- {k}: {v}" for k, v in metadata.items()]
     for e in verdict.run.evaluations:
         out += ["", f"### {e.engine} on {e.labeled.name}", "",

@@ -6,6 +6,7 @@ import textwrap
 from typing import Any, Mapping
 
 from . import shadow, table
+from .judged import judged_lines
 
 
 def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unavailable: Mapping[str, str],
@@ -20,6 +21,8 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
             if verbosity >= 0:
                 for line in table.describe_engines(verdict.run.evaluations):
                     tr.write_line(line)
+            for line in judged_lines(verdict):
+                tr.write_line(line)
         else:
             tr.write_line("no retrieval evaluations were recorded in this run")
         for name, why in unavailable.items():
