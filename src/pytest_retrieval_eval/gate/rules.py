@@ -6,16 +6,18 @@ import math
 import operator
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, Union
 
 from ..errors import RetrievalEvalError
 from ..data.lint import KINDS as LINT_KINDS
 from ..run.lint import KINDS as RUN_LINT_KINDS
-from ..ir.measures import Measure
+from ..ir.measures import Measure, split_measures
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+#: a measure name, with a parenthesised parameter list where it has one (``P(rel=2)@5``, ``rbp(p=0.9)``)
+_MEASURE = r"[A-Za-z_][\w@.+-]*(?:\([\w.=,+\- ]*\)[\w@.+-]*)?"
 _RULE = re.compile(
-    r"^\s*(?:(?P<engine>[^\s:<>=]+)\s*:\s*)?(?P<measure>[A-Za-z_][\w@.+-]*)\s*"
+    rf"^\s*(?:(?P<engine>[^\s:<>=]+)\s*:\s*)?(?P<measure>{_MEASURE})\s*"
     r"(?P<op>>=|<=|>|<)\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
 )
 
@@ -26,19 +28,123 @@ COUNTS = ("errors",)
 
 def _measure_name(raw: str, rule: str) -> str:
     """The canonical measure name; a bad one is reported with the rule it came in."""
+    return _measure(raw, rule).name
+
+
+def _measure(raw: str, rule: str) -> Measure:
     try:
-        return Measure.parse(raw).name
+        return Measure.parse(raw)
     except RetrievalEvalError as exc:
         raise RetrievalEvalError(f"{rule}: {exc}") from None
 
 
+# --- what a rule can name, parsed once --------------------------------------------------------
+
+@dataclass(frozen=True)
+class MeasureQuantity:
+    """A retrieval measure of one engine (``hit@5``, ``P(rel=2)@5``)."""
+
+    measure: Measure
+
+    @property
+    def name(self) -> str:
+        return self.measure.name
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        return self.measure.bounds
+
+
+@dataclass(frozen=True)
+class ErrorCount:
+    """The queries whose engine call failed (``errors``)."""
+
+    name: str = "errors"
+    bounds: tuple[float, float] = (0.0, math.inf)
+
+
+@dataclass(frozen=True)
+class LintCount:
+    """A corpus lint count of each ingestion (``lint.truncated``); it belongs to no engine."""
+
+    kind: str
+    bounds: tuple[float, float] = (0.0, math.inf)
+
+    @property
+    def name(self) -> str:
+        return f"lint.{self.kind}"
+
+
+@dataclass(frozen=True)
+class RunLintCount:
+    """A run lint count of one engine (``run.empty``)."""
+
+    kind: str
+    bounds: tuple[float, float] = (0.0, math.inf)
+
+    @property
+    def name(self) -> str:
+        return f"run.{self.kind}"
+
+
+@dataclass(frozen=True)
+class ShadowQuantity:
+    """What a shadow's candidate gained: the knowledge gain (``shadow.gain``, no measure) or one
+    measure's delta (``shadow.recall@5``)."""
+
+    measure: Measure | None = None
+
+    @property
+    def name(self) -> str:
+        return "shadow.gain" if self.measure is None else f"shadow.{self.measure.name}"
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """A difference of two values in the measure's range (the gain: of values in [0, 1])."""
+        low, high = (0.0, 1.0) if self.measure is None else self.measure.bounds
+        return (low - high, high - low)
+
+
+Quantity = Union[MeasureQuantity, ErrorCount, LintCount, RunLintCount, ShadowQuantity]
+#: quantities counted in whole numbers rather than measured
+COUNT_TYPES = (ErrorCount, LintCount, RunLintCount)
+
+
+def parse_quantity(raw: str, rule: str = "") -> Quantity:
+    """``hit@5``, ``errors``, ``lint.KIND``, ``run.KIND``, ``shadow.gain`` or ``shadow.MEASURE``;
+    ``rule`` (how the rule is named in a message) precedes what is wrong."""
+    rule = rule or repr(raw)
+    name = raw.lower()
+    if name.startswith("lint."):
+        if name[5:] not in LINT_KINDS:
+            raise RetrievalEvalError(f"{rule}: unknown lint count {name!r}; known: "
+                                     + ", ".join(f"lint.{k}" for k in LINT_KINDS))
+        return LintCount(name[5:])
+    if name.startswith("run."):
+        if name[4:] not in RUN_LINT_KINDS:
+            raise RetrievalEvalError(f"{rule}: unknown run lint count {name!r}; known: "
+                                     + ", ".join(f"run.{k}" for k in RUN_LINT_KINDS))
+        return RunLintCount(name[4:])
+    if name.startswith("shadow."):
+        return ShadowQuantity(None if name == "shadow.gain" else _measure(raw[7:], rule))
+    if name in COUNTS:
+        return ErrorCount()
+    return MeasureQuantity(_measure(raw, rule))
+
+
 @dataclass(frozen=True)
 class Threshold:
-    measure: str  # canonical measure name, or one of COUNTS
+    measure: str  # the quantity's canonical name (a measure, or one of COUNTS, lint.*, run.*, shadow.*)
     op: str
     value: float
     engine: str | None = None
     source: str = ""
+    #: what ``measure`` names, parsed once (from ``measure`` when not given)
+    quantity: Quantity = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.quantity is None:
+            object.__setattr__(self, "quantity", parse_quantity(self.measure))
 
     @classmethod
     def parse(cls, text: str, *, source: str = "") -> "Threshold":
@@ -49,21 +155,8 @@ class Threshold:
                 f"threshold {text!r}{where} does not parse; expected [ENGINE:]MEASURE>=VALUE, "
                 "e.g. 'hit@5>=0.8', 'keyword:mrr>=0.5' or 'errors<=0'"
             )
-        name = m["measure"].lower()
-        if name.startswith("lint."):
-            if name[5:] not in LINT_KINDS:
-                raise RetrievalEvalError(f"threshold {text!r}{where}: unknown lint count {name!r}; known: "
-                                         + ", ".join(f"lint.{k}" for k in LINT_KINDS))
-        elif name.startswith("run."):
-            if name[4:] not in RUN_LINT_KINDS:
-                raise RetrievalEvalError(f"threshold {text!r}{where}: unknown run lint count {name!r}; known: "
-                                         + ", ".join(f"run.{k}" for k in RUN_LINT_KINDS))
-        elif name.startswith("shadow."):
-            if name != "shadow.gain":
-                name = "shadow." + _measure_name(m["measure"][7:], f"threshold {text!r}{where}")
-        elif name not in COUNTS:
-            name = _measure_name(m["measure"], f"threshold {text!r}{where}")
-        rule = cls(name, m["op"], float(m["value"]), m["engine"], source)
+        quantity = parse_quantity(m["measure"], f"threshold {text!r}{where}")
+        rule = cls(quantity.name, m["op"], float(m["value"]), m["engine"], source, quantity)
         problem = rule.vacuous()
         if problem:
             raise RetrievalEvalError(f"threshold {text!r}{where} {problem}")
@@ -71,16 +164,16 @@ class Threshold:
 
     def vacuous(self) -> str | None:
         """Why the rule decides nothing (its value is outside what the quantity can take, or at
-        its edge the wrong way), or None. Measures lie in [0, 1]; counts are whole numbers >= 0."""
-        low, high = (0.0, 1.0) if not is_count(self.measure) else (0.0, math.inf)
-        if self.measure.startswith("shadow."):
-            low, high = -1.0, 1.0  # a difference of two values in [0, 1]
+        its edge the wrong way), or None. The quantity says its range (``Measure.bounds``: most
+        measures lie in [0, 1]; counts are whole numbers >= 0)."""
+        low, high = self.quantity.bounds
         v, op = self.value, self.op
         never_fails = (op == ">=" and v <= low) or (op == ">" and v < low) or (op == "<=" and v >= high) or (
             op == "<" and v > high)
         never_passes = (op == ">=" and v > high) or (op == ">" and v >= high) or (op == "<=" and v < low) or (
             op == "<" and v <= low)
-        span = f"[{low:g}, {high:g}]" if high != math.inf else f"whole numbers >= {low:g}"
+        whole = isinstance(self.quantity, COUNT_TYPES)
+        span = (f"whole numbers >= {low:g}" if whole else f"[{low:g}, inf)") if high == math.inf else f"[{low:g}, {high:g}]"
         if never_fails:
             return f"can never fail: {self.measure} takes values in {span}"
         if never_passes:
@@ -145,7 +238,7 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
     breaches = []
     engines = {r.engine for r in rows}
     for t in thresholds:
-        if t.measure.startswith(("lint.", "shadow.")):
+        if isinstance(t.quantity, (LintCount, ShadowQuantity)):
             continue  # see check_lint, check_shadows
         if t.engine is not None and t.engine not in engines:
             breaches.append(Breach(t, t.engine, None, f"no evaluation of engine '{t.engine}' was recorded "
@@ -154,7 +247,7 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
         for row in rows:
             if t.engine is not None and row.engine != t.engine:
                 continue
-            if t.measure == "errors":
+            if isinstance(t.quantity, ErrorCount):
                 value, how = float(row.errors), ""
             elif confidence == "lower" and t.measure in row.intervals:
                 point = row.values[t.measure]
@@ -177,27 +270,34 @@ def is_count(name: str) -> bool:
 
 
 def measures_needed(thresholds: Iterable[Threshold]) -> list[str]:
-    return [t.measure for t in thresholds if not is_count(t.measure) and not t.measure.startswith("shadow.")]
+    """The measures rules judge per engine (not counts, not shadow deltas)."""
+    return [t.measure for t in thresholds if isinstance(t.quantity, MeasureQuantity)]
 
 
 def shadow_measures(thresholds: Iterable[Threshold]) -> list[str]:
     """The measures whose shadow deltas rules judge (``shadow.recall@5>=0``)."""
-    return [t.measure[7:] for t in thresholds if t.measure.startswith("shadow.") and t.measure != "shadow.gain"]
+    return [t.quantity.measure.name for t in thresholds
+            if isinstance(t.quantity, ShadowQuantity) and t.quantity.measure is not None]
+
+
+def judges_shadows(thresholds: Iterable[Threshold]) -> bool:
+    return any(isinstance(t.quantity, ShadowQuantity) for t in thresholds)
 
 
 def check_shadows(thresholds: Sequence[Threshold], shadows: Sequence) -> list[str]:
     """``[CANDIDATE:]shadow.gain>=X`` and ``[CANDIDATE:]shadow.MEASURE>=X`` against each shadow
     comparison (``run/shadow.py``); a rule with no comparison to judge is a failure."""
     failures = []
-    for t in (t for t in thresholds if t.measure.startswith("shadow.")):
+    for t in (t for t in thresholds if isinstance(t.quantity, ShadowQuantity)):
+        gain = t.quantity.measure is None
         judged = [sh for sh in shadows if t.engine is None or sh.candidate == t.engine]
         if not judged:
             failures.append(f"{t} ({t.source}): no shadow comparison{f' with candidate {t.engine}' if t.engine else ''} "
                             "ran; name one with --retrieval-shadow CANDIDATE:BASELINE")
         for sh in judged:
-            value = sh.gain if t.measure == "shadow.gain" else sh.delta(t.measure[7:])
+            value = sh.gain if gain else sh.delta(t.quantity.measure.name)
             if not t.holds(value):
-                what = "knowledge gain" if t.measure == "shadow.gain" else f"{t.measure[7:]} delta"
+                what = "knowledge gain" if gain else f"{t.quantity.measure.name} delta"
                 worst = "; ".join(f"{m.query_id} {m.contribution:+.4f}" for m in sh.movers if m.contribution < 0)
                 failures.append(f"shadow {sh.candidate}:{sh.baseline}: {what} = {value:+.4f}, required {t.op} "
                                 f"{t.value:g} (from {t.source}; n={sh.n}, {sh.better} better, {sh.worse} worse; "
@@ -209,17 +309,17 @@ def check_lint(thresholds: Sequence[Threshold], reports: Sequence) -> list[str]:
     """Lint rules against each ingestion's counts; with no ingestion in the run, a rule is a
     failure (it was asked for and nothing could be checked)."""
     failures = []
-    for t in (t for t in thresholds if t.measure.startswith("lint.")):
+    for t in (t for t in thresholds if isinstance(t.quantity, LintCount)):
         if not reports:
             failures.append(f"{t} ({t.source}): no ingestion ran, so no chunk was linted")
         for r in reports:
-            value = r.counts()[t.measure[5:]]
+            value = r.counts()[t.quantity.kind]
             if not t.holds(value):
                 failures.append(f"corpus {r.dataset}: {t.measure} = {value}, required {t.op} {t.value:g} (from {t.source})")
     return failures
 
 
-_DROP = re.compile(r"^\s*(?:(?P<engine>[^\s:=]+)\s*:\s*)?(?P<measure>[A-Za-z_][\w@.]*)\s*=\s*"
+_DROP = re.compile(rf"^\s*(?:(?P<engine>[^\s:=]+)\s*:\s*)?(?P<measure>{_MEASURE})\s*=\s*"
                    r"(?P<value>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 
 
@@ -287,10 +387,8 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
 def parse_weights(text: str) -> dict[str, float]:
     """``recall@5=2,ndcg@5=1`` -> canonical measure name -> weight (positive numbers), by name."""
     weights: dict[str, float] = {}
-    for item in (text or "").split(","):
-        if not item.strip():
-            continue
-        name, sep, raw = item.partition("=")
+    for item in split_measures(text):  # a comma inside rbp(p=0.9,rel=1) stays with the name
+        name, sep, raw = item.rpartition("=")  # the last '=': rbp(p=0.9)=2
         try:
             value = float(raw) if sep else math.nan
         except ValueError:

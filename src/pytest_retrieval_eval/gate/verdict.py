@@ -9,7 +9,7 @@ from typing import Sequence
 
 from .baseline import BaselineComparison, compare
 from .rules import (Breach, MaxDrop, Row, Threshold, check, check_drops, check_lint, check_shadows,
-                    measures_needed, shadow_measures)
+                    judges_shadows, measures_needed, shadow_measures)
 from .settings import FRESHNESS_K, GateSettings, table_measures  # noqa: F401  (re-exported)
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure
 from ..ir.stats import CORRECTION_NAMES, POWER, detectable_drop, queries_needed
@@ -136,7 +136,7 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
                       lint_failures=check_lint(thresholds, run.lint),
                       detectable=detectable_drops(run, gated_measures(thresholds, max_drops), alpha),
                       warnings=underpowered(run, max_drops, alpha))
-    if s.shadows or any(t.measure.startswith("shadow.") for t in thresholds):
+    if s.shadows or judges_shadows(thresholds):
         from ..run.shadow import shadows as compare_shadows
 
         verdict.shadows, problems = compare_shadows(run, s.shadows, s.weights,
