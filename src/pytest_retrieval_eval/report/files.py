@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 from .._atomic import write_text_atomic
 from ..types import sha256_text
 from . import plot, shadow, table
+from .errors import error_lines
 from .judged import judged_lines
 
 
@@ -50,6 +51,8 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
     out += ["", "95% bootstrap intervals over queries in brackets."]
     judged = judged_lines(verdict, markdown=True)
     out += ["", *judged] if judged else []
+    errors = error_lines(verdict, markdown=True)
+    out += ["", *errors] if errors else []
     out += ["", "## Run", ""]
     out += [f"- {k}: {v}" for k, v in metadata.items()]
     for e in verdict.run.evaluations:
@@ -93,7 +96,7 @@ def write_report(folder: str | Path, verdict: Any, *, metadata: Mapping[str, Any
     folder = Path(folder)
     evaluations = verdict.run.evaluations
     (folder / "runs").mkdir(parents=True, exist_ok=True)
-    write_text_atomic(folder / "results.json", verdict.run.to_json())
+    write_text_atomic(folder / "results.json", verdict.run.to_json(verdict))
     write_text_atomic(folder / "results.md", markdown(verdict, metadata))
     write_text_atomic(folder / "per_query.jsonl", per_query_lines(evaluations))
     several_sets = len({r.labeled.name for r in evaluations}) > 1

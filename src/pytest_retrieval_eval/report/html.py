@@ -8,7 +8,7 @@ import importlib.resources
 import math
 from typing import Any, Iterable
 
-from . import plot, shadow, table
+from . import errors, plot, shadow, table
 from .terminal import baseline_lines
 
 MISS_AT = 10
@@ -92,6 +92,7 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
         miss_at=MISS_AT, svg=plot.run_svg(verdict.run, baseline), engines=engines,
         compare=[q for q in by_query.values() if len(q["cells"]) == len(engines)] if len(engines) > 1 else [],
         lint=[{"summary": l.summary(), "findings": [str(f) for f in l.findings]} for l in verdict.lint],
+        engine_errors=[g.describe() for g in errors.groups(verdict.run.evaluations)],
         baseline_lines=baseline_lines(verdict)[1:] if verdict.baseline is not None else [],
         failures=verdict.failures, has_baseline=baseline is not None,
         correction=verdict.correction_text(),

@@ -6,6 +6,7 @@ import textwrap
 from typing import Any, Mapping
 
 from . import shadow, table
+from .errors import error_lines
 from .judged import judged_lines
 
 
@@ -46,6 +47,11 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
         tr.write_line(f"note: {note}", yellow=True)
     if thresholds and not verdict.rows and not outcome.failed:
         tr.write_line(f"retrieval gate: no evaluations recorded; {thresholds} threshold(s) not checked", yellow=True)
+    errors = error_lines(verdict)
+    if errors and not (report or outcome.failed or verdict.baseline is not None or verdict.shadows):
+        tr.write_sep("-", "retrieval evaluation")
+    for line in errors:
+        tr.write_line(line, red=True)
     for failure in outcome.failures:
         tr.write_line(f"FAIL retrieval gate: {failure}", red=True, bold=True)
     if (thresholds or verdict.baseline is not None) and verdict.rows and not outcome.failed:
