@@ -221,7 +221,7 @@ def test_a_model_folder_is_hashed_once_per_process(model_copy, monkeypatch):
 WRITER = """
 import sys, time
 from pathlib import Path
-from pytest_retrieval_eval.hybrid.store.embedded import _atomic_dir
+from pytest_retrieval_eval.hybrid.store.embedded import atomic_dir as _atomic_dir
 
 def build(tmp):
     tmp.mkdir()

@@ -48,6 +48,7 @@ class HybridEngine:
     def __init__(self, index: IngestedIndex, config: HybridConfig = HybridConfig(), *, name: str = "hybrid") -> None:
         import_haystack()
         from ..data.pipeline_files import builtin
+        from ..hybrid.haystack_internals import EF_SEARCH, set_ef_search
         from ..hybrid.rerankers import make_reranker
         from ..hybrid.user_pipelines import load, point_at
 
@@ -62,10 +63,8 @@ class HybridEngine:
         point_at(pipeline, file, index.store, index.table, document_store=index.document_store)
         self.keyword, self.vector = pipeline.get_component("keyword"), pipeline.get_component("vector")
         self.joiner = pipeline.get_component("joiner")
-        store = index.document_store
-        connection = getattr(store, "_connection", None)
-        if connection is not None and config.vector_top_k > 200:  # HNSW visits ef_search candidates (200, see ingest)
-            connection.execute(f"SET hnsw.ef_search = {int(config.vector_top_k)}")
+        if config.vector_top_k > EF_SEARCH:  # HNSW visits ef_search candidates (see ingest)
+            set_ef_search(index.document_store, config.vector_top_k)
         self.reranker = make_reranker(config.rerank)
         self._query_vectors: dict[str, list[float]] = {}
         self.keyword_empty = 0

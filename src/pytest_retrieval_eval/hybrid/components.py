@@ -21,7 +21,7 @@ from .embedders import Embedder, Progress
 from ..errors import RetrievalEvalError
 
 
-class _PluginEmbedder:
+class PluginEmbedder:
     """The plugin's embedder spec (``minilm``, ``sentence-transformers:PATH``, ``openai:MODEL``,
     ``hashing[:DIM]``) behind a component that serialises to YAML. The plugin gives it the
     session's embedding cache when it loads a pipeline (``user_pipelines.cache_embedders``)."""
@@ -47,7 +47,7 @@ class _PluginEmbedder:
         """Run ``embedder`` (the session's, behind its cache) instead of one made from ``spec``."""
         self._embedder, self._progress = embedder, progress
 
-    def _embed(self, texts):
+    def embed(self, texts):
         if self._embedder is None:
             from .embedders import backend_for
 
@@ -62,22 +62,22 @@ class _PluginEmbedder:
 
 
 @component
-class PluginDocumentEmbedder(_PluginEmbedder):
+class PluginDocumentEmbedder(PluginEmbedder):
     """Embeds documents' content with the plugin's embedder spec (for YAML pipelines)."""
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict:
-        vectors = self._embed([d.content or "" for d in documents])
+        vectors = self.embed([d.content or "" for d in documents])
         return {"documents": [dataclasses.replace(d, embedding=v.tolist()) for d, v in zip(documents, vectors)]}
 
 
 @component
-class PluginTextEmbedder(_PluginEmbedder):
+class PluginTextEmbedder(PluginEmbedder):
     """Embeds a query text with the plugin's embedder spec (for YAML query pipelines)."""
 
     @component.output_types(embedding=list[float])
     def run(self, text: str) -> dict:
-        return {"embedding": self._embed([text])[0].tolist()}
+        return {"embedding": self.embed([text])[0].tolist()}
 
 
 @component

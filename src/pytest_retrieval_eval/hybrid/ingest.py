@@ -17,6 +17,7 @@ from .._lazy_torch import import_haystack
 from ..data.chunking import Chunking, chunks_of, sources
 from ..data.corpus import Corpus
 from ..errors import RetrievalEvalError
+from .haystack_internals import fetch_binary
 from .store.base import Store, check_identifier
 from ..types import Chunk, canonical_json, sha256_text
 
@@ -158,7 +159,7 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
     # Build the HNSW index once over the loaded table, then let the planner see real statistics.
     search_store = document_store(store, table, embedder.dim, config.language, hnsw=True, vectors=vectors)
     search_store.count_documents()  # creates the HNSW index on first connection
-    _fetch_binary(search_store)
+    fetch_binary(search_store)
     _vacuum(store, table)
     return IngestedIndex(
         chunks=chunks, store=store, document_store=search_store, table=table, dataset=corpus.name, config=config,
@@ -176,28 +177,10 @@ def restore_index(corpus: Corpus, store: Store, embedder: Embedder, config: Inge
     search_store = document_store(store, table, embedder.dim, config.language, hnsw=True,
                                   vectors=vector_type(embedder.dim, embedder.identity))
     search_store.count_documents()
-    _fetch_binary(search_store)
+    fetch_binary(search_store)
     return IngestedIndex(chunks=chunks, store=store, document_store=search_store, table=table, dataset=corpus.name,
                          config=config, embedder=embedder, seconds=time.perf_counter() - start,
                          stats={"chunks": len(chunks), "restored": key}, lint=lint)
-
-
-#: HNSW candidates per vector query: above every top k the engine asks for (50 by default)
-EF_SEARCH = 200
-
-
-def _fetch_binary(document_store) -> None:
-    """Let retrieval fetch rows in binary. In pgvector's text format the server prints, and
-    Python parses, every float of every returned embedding: a quarter of a hybrid query's time
-    here. The store re-creates its cursors (in text) if it ever reconnects: still correct."""
-    from psycopg.rows import dict_row
-
-    connection = getattr(document_store, "_connection", None)
-    if connection is not None and hasattr(document_store, "_dict_cursor"):
-        document_store._dict_cursor = connection.cursor(row_factory=dict_row, binary=True)
-        # the HNSW search visits 40 candidates by default, fewer than the retriever's top k: every
-        # query would get 40 rows at most where an exact scan gives 50
-        connection.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
 
 
 def _vectors_inline(store: Store, table: str) -> None:

@@ -173,7 +173,7 @@ class Snapshots:
 
     def save(self, key: str, data_dir: Path, tables: dict[str, dict[str, Any]]) -> Snapshot | None:
         """Keep a copy of the stopped ``data_dir``; the first writer of a key wins."""
-        from .store.embedded import _atomic_dir
+        from .store.embedded import atomic_dir
 
         if self.limit <= 0:
             return None
@@ -189,7 +189,7 @@ class Snapshots:
             manifest["files"] = list_files(tmp / "data")
             (tmp / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
 
-        path = _atomic_dir(self.root / key, build)
+        path = atomic_dir(self.root / key, build)
         self.evict(keep=key)
         return Snapshot(key, path, manifest)
 

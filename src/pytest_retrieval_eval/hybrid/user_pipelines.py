@@ -114,20 +114,21 @@ def cache_embedders(pipeline: Any, cache: Any, counts: EmbedCounts | None = None
     what they computed and what the cache answered."""
     import numpy as np
 
-    from .components import _PluginEmbedder
+    from .components import PluginEmbedder
+    from .haystack_internals import output_sockets
 
     counts = counts if counts is not None else EmbedCounts()
     cached, other = [], []
     for name, component in pipeline.walk():
         kind = type(component).__name__
-        if isinstance(component, _PluginEmbedder):
+        if isinstance(component, PluginEmbedder):
             component.cache = cache  # the plugin's own embedder: keyed like the built-in ingestion's
             component.counts = counts
             cached.append(name)
         elif kind in DOCUMENT_EMBEDDERS or kind in TEXT_EMBEDDERS:
             model = _identity(component)
             original = component.run
-            sockets = set(getattr(component, "__haystack_output__")._sockets_dict)
+            sockets = output_sockets(component)
 
             if kind in DOCUMENT_EMBEDDERS:
                 fields = list(getattr(component, "meta_fields_to_embed", None) or [])
@@ -309,12 +310,12 @@ class PipelineEngine:
         self.name, self.file, self.id_field = name, file, id_field
         self.pipeline = load(file)
         point_at(self.pipeline, file, store, table)
-        from .ingest import _fetch_binary
+        from .haystack_internals import fetch_binary
 
         for ds in {id(c.document_store): c.document_store for _, c in self.pipeline.walk()
                    if hasattr(c, "document_store")}.values():
             ds.count_documents()  # connects
-            _fetch_binary(ds)  # binary rows, and as many HNSW candidates as the built-in engine asks for
+            fetch_binary(ds)  # binary rows, and as many HNSW candidates as the built-in engine asks for
         self.cached, self.not_cached = cache_embedders(self.pipeline, cache)
         self.inputs = self._question_inputs(inputs)
         self.output = self._documents_output()
@@ -354,7 +355,7 @@ class PipelineEngine:
 
         for _, component in self.pipeline.walk():
             if isinstance(component, PluginTextEmbedder):
-                component._embed(list(questions))
+                component.embed(list(questions))
 
     def describe(self) -> dict:
         return {"engine": "haystack pipeline", "pipeline": self.file.path.name,

@@ -100,7 +100,7 @@ def _reachable_by_others(install: Path) -> bool:
     return _traversable_by_others(install) and bool(os.stat(install / "bin" / f"postgres{EXE}").st_mode & 0o001)
 
 
-def _atomic_dir(target: Path, build) -> Path:
+def atomic_dir(target: Path, build) -> Path:
     """Build a directory once: into a private temp name, then rename; the loser of a race
     (another xdist worker) drops its copy and uses the winner's."""
     if target.is_dir():
@@ -134,7 +134,7 @@ def _usable_install(user: tuple[int, int] | None, base: Path) -> Path:
                     p.chmod(p.stat().st_mode | 0o055)
         tmp.chmod(0o755)
 
-    return _atomic_dir(_cache_root(base) / f"pginstall-{_version()}", build)
+    return atomic_dir(_cache_root(base) / f"pginstall-{_version()}", build)
 
 
 def _chown_tree(path: Path, user: tuple[int, int] | None) -> None:
@@ -172,7 +172,7 @@ def _template(bindir: Path, user: tuple[int, int] | None, base: Path) -> Path:
         if done.returncode != 0:
             raise RetrievalEvalError(f"initdb failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[-800:]}")
 
-    return _atomic_dir(_cache_root(base) / f"initdb-{_version()}-{uid}-wal1", build)
+    return atomic_dir(_cache_root(base) / f"initdb-{_version()}-{uid}-wal1", build)
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -204,7 +204,7 @@ def _kill(pid: int) -> None:
 def sweep_stale(root: Path) -> list[Path]:
     """Remove temp dirs left by sessions whose process is gone (killed with SIGKILL, say): their
     server dirs, and half-built template or install copies (``.NAME.PID.RANDOM``, see
-    ``_atomic_dir``) in the cache root."""
+    ``atomic_dir``) in the cache root."""
     removed = []
     cache = root / f"pytest-retrieval-eval-{platform.user_id()}"
     for d in cache.glob(".*.*.*") if cache.is_dir() else ():

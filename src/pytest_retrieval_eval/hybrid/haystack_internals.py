@@ -1,0 +1,49 @@
+"""The one place the plugin reaches into third-party internals (pgvector-haystack's store,
+Haystack's component sockets). Each use is one function here, and tests/test_haystack_internals.py
+checks each attribute on the real dependency, so an upgrade that renames one fails a test
+instead of silently losing a speed-up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: HNSW candidates per vector query: above every top k the engine asks for (50 by default)
+EF_SEARCH = 200
+
+
+def connection(document_store: Any) -> Any:
+    """The open psycopg connection of a connected ``PgvectorDocumentStore`` (None before it
+    connects, or if the store no longer keeps it there). The store has no public accessor; its
+    ``_connection`` is what it queries on."""
+    return getattr(document_store, "_connection", None)
+
+
+def fetch_binary(document_store: Any, ef_search: int = EF_SEARCH) -> bool:
+    """Let retrieval fetch rows in binary. In pgvector's text format the server prints, and
+    Python parses, every float of every returned embedding: a quarter of a hybrid query's time
+    here. The store re-creates its cursors (in text) if it ever reconnects: still correct.
+    Whether it applied: a store not yet connected (or one whose internals moved, which the
+    tests catch) is left as it is, still correct, only slower."""
+    from psycopg.rows import dict_row
+
+    conn = connection(document_store)
+    if conn is None or not hasattr(document_store, "_dict_cursor"):
+        return False
+    document_store._dict_cursor = conn.cursor(row_factory=dict_row, binary=True)
+    # the HNSW search visits 40 candidates by default, fewer than the retriever's top k: every
+    # query would get 40 rows at most where an exact scan gives 50
+    set_ef_search(document_store, ef_search)
+    return True
+
+
+def set_ef_search(document_store: Any, candidates: int) -> None:
+    """How many HNSW candidates the store's connection visits per vector query."""
+    conn = connection(document_store)
+    if conn is not None:
+        conn.execute(f"SET hnsw.ef_search = {int(candidates)}")
+
+
+def output_sockets(component: Any) -> set[str]:
+    """The output socket names of a Haystack component instance (Haystack keeps them on
+    ``__haystack_output__``, a ``Sockets`` whose mapping is ``_sockets_dict``)."""
+    return set(component.__haystack_output__._sockets_dict)
