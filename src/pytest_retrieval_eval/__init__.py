@@ -23,6 +23,7 @@ _PUBLIC = {
     "Corpus": "data.corpus",
     "LabeledSet": "data.labeled",
     "Engine": "engines.base",
+    "AsyncEngine": "engines.base",
     "EngineRegistry": "engines.base",
     "EvaluationResult": "run.results",
     "hybrid_variant": "plugin.engines",
@@ -34,7 +35,7 @@ __all__ = sorted(_PUBLIC)
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
     from .data.corpus import Corpus
     from .data.labeled import LabeledSet
-    from .engines.base import Engine, EngineRegistry
+    from .engines.base import AsyncEngine, Engine, EngineRegistry
     from .errors import RetrievalEvalError
     from .ir.measures import Measure
     from .ir.metrics import evaluate, per_query_frame

@@ -79,15 +79,11 @@ class Adapted:
     """An engine made from something else: ``name``, ``retrieve``, ``describe``, ``concurrency``."""
 
     def __init__(self, name: str, call: Callable[[str, int], Any], info: Mapping[str, Any], *,
-                 concurrency: int | None = None, is_async: bool = False) -> None:
+                 concurrency: int | None = None) -> None:
         self.name = name
         self._call = call
         self._info = dict(info)
         self.concurrency = concurrency
-        if is_async:
-            async def retrieve(query: str, k: int) -> list[str]:
-                return ranked_ids(await call(query, k))
-            self.retrieve = retrieve  # type: ignore[method-assign]
 
     def retrieve(self, query: str, k: int) -> list[str]:
         return ranked_ids(self._call(query, k))
@@ -96,12 +92,20 @@ class Adapted:
         return dict(self._info)
 
 
+class AsyncAdapted(Adapted):
+    """An ``AsyncEngine`` made from an ``async def`` callable."""
+
+    async def retrieve(self, query: str, k: int) -> list[str]:  # type: ignore[override]
+        return ranked_ids(await self._call(query, k))
+
+
 def function(fn: Callable[..., Any], *, name: str | None = None, concurrency: int | None = None) -> Adapted:
     """A plain callable ``fn(query, k)`` (sync or ``async def``) returning doc ids, ``(id, score)``
     pairs or ``{id: score}``."""
     label = getattr(fn, "__qualname__", type(fn).__name__)
-    return Adapted(name or getattr(fn, "__name__", "function"), fn, {"adapter": "function", "callable": label},
-                   concurrency=concurrency, is_async=inspect.iscoroutinefunction(fn))
+    kind = AsyncAdapted if inspect.iscoroutinefunction(fn) else Adapted
+    return kind(name or getattr(fn, "__name__", "function"), fn, {"adapter": "function", "callable": label},
+                concurrency=concurrency)
 
 
 def _meta_id(meta: Mapping[str, Any] | None, field: str, fallback: Any) -> str:

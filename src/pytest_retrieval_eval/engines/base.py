@@ -15,12 +15,59 @@ class Engine(Protocol):
     """Anything with a ``name`` and a ``retrieve`` method is an engine.
 
     ``retrieve`` returns document ids, best first; the plugin keeps the first ``k`` and drops
-    repeats. An engine may also offer ``describe() -> dict`` (its configuration, for reports).
+    repeats. The optional parts an engine may add are declared below (``Prepares``,
+    ``Describes``, ``Concurrent``); ``AsyncEngine`` is the same contract with ``async def retrieve``.
     """
 
     name: str
 
     def retrieve(self, query: str, k: int) -> Sequence[str]: ...
+
+
+@runtime_checkable
+class AsyncEngine(Protocol):
+    """An engine whose ``retrieve`` is a coroutine: the plugin asks it on one event loop,
+    ``concurrency`` questions in flight."""
+
+    name: str
+
+    async def retrieve(self, query: str, k: int) -> Sequence[str]: ...
+
+
+@runtime_checkable
+class Prepares(Protocol):
+    """Optional: ``prepare(questions)`` is called once with every question before the first
+    ``retrieve`` (e.g. to embed them in one batch)."""
+
+    def prepare(self, questions: Sequence[str]) -> None: ...
+
+
+@runtime_checkable
+class Describes(Protocol):
+    """Optional: ``describe()`` is the engine's configuration, as reports record it."""
+
+    def describe(self) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class Concurrent(Protocol):
+    """Optional: ``concurrency`` is how many questions the engine takes at a time (None: the
+    session's setting); it wins over ``--retrieval-concurrency``."""
+
+    concurrency: int | None
+
+
+def is_async(engine: Engine) -> bool:
+    """Whether ``engine`` is an ``AsyncEngine`` (its ``retrieve`` is a coroutine function)."""
+    import inspect
+
+    return inspect.iscoroutinefunction(getattr(engine, "retrieve", None))
+
+
+def concurrency_of(engine: Engine, default: int) -> int:
+    """Questions asked at a time: the engine's own ``concurrency`` where it declares one."""
+    own = engine.concurrency if isinstance(engine, Concurrent) else None
+    return max(1, int(own or default))
 
 
 #: Builds an engine on first use; receives the session's fixture request so it can ask for
@@ -32,8 +79,9 @@ def describe(engine: Engine) -> Mapping[str, Any]:
     """The engine's configuration as reports and result files record it: credentials masked."""
     from .._secrets import redact_values
 
-    info = getattr(engine, "describe", None)
-    return redact_values(dict(info())) if callable(info) else {"class": type(engine).__qualname__}
+    if isinstance(engine, Describes):
+        return redact_values(dict(engine.describe()))
+    return {"class": type(engine).__qualname__}
 
 
 class EngineRegistry:
