@@ -13,10 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from ..ir.measures import Measure
+from ..ir.paired import MOVERS, Paired, corrected, paired  # noqa: F401  (MOVERS: re-exported)
 from ..run.results import EvaluationResult, RunResults
-from ..ir.stats import adjust, paired_difference_ci, paired_randomization
-
-MOVERS = 5
 
 
 @dataclass(frozen=True)
@@ -34,15 +32,10 @@ class MeasureDiff:
     measure: str
     before: float
     after: float
-    wins: int
-    losses: int
-    ties: int
-    p: float
+    #: now against the baseline over the queries both hold (``ir.paired``); its p is corrected
+    #: over every diff of the comparison (the noise-aware gate reads that one)
+    paired: Paired
     movers: tuple[Mover, ...]
-    #: 95% bootstrap interval of the paired per-query difference now - baseline (the effect size)
-    ci: tuple[float, float] = (math.nan, math.nan)
-    #: p corrected over every diff of the comparison (the noise-aware gate reads this one)
-    p_adjusted: float = math.nan
     #: a freshness measure judged on two as-of days: (the baseline's day, this run's day)
     days: tuple[str, str] | None = None
     #: the baseline's own rankings judged on this run's day (with ``days``): what the engine
@@ -52,6 +45,14 @@ class MeasureDiff:
     @property
     def delta(self) -> float:
         return self.after - self.before
+
+    wins = property(lambda self: self.paired.wins)
+    losses = property(lambda self: self.paired.losses)
+    ties = property(lambda self: self.paired.ties)
+    p = property(lambda self: self.paired.p)
+    #: 95% bootstrap interval of the paired per-query difference now - baseline (the effect size)
+    ci = property(lambda self: self.paired.ci)
+    p_adjusted = property(lambda self: self.paired.p_adjusted)
 
     def day_note(self) -> str:
         """How much of a freshness drop across as-of days the calendar explains, or ''."""
@@ -116,16 +117,12 @@ def diff_engine(now: EvaluationResult, base: EvaluationResult, measure: str) -> 
     after = now.per_query(measure)
     a = [after.get(q, 0.0) for q in shared]
     b = [before.get(q, 0.0) for q in shared]
-    pairs = list(zip(shared, b, a))
-    p_value = paired_randomization(a, b)
-    moved = sorted((p for p in pairs if p[1] != p[2]), key=lambda p: (-abs(p[2] - p[1]), p[0]))
+    pair = paired(a, b, shared)
     return MeasureDiff(
         engine=now.engine, labeled=now.labeled.name, measure=measure,
-        before=base.mean(measure), after=now.mean(measure),
-        wins=sum(1 for _, x, y in pairs if y > x), losses=sum(1 for _, x, y in pairs if y < x),
-        ties=sum(1 for _, x, y in pairs if y == x), p=p_value,
-        movers=tuple(Mover(q, questions[q], x, y) for q, x, y in moved[:MOVERS]),
-        ci=paired_difference_ci(a, b), p_adjusted=p_value, **_on_run_day(now, base, measure),
+        before=base.mean(measure), after=now.mean(measure), paired=pair,
+        movers=tuple(Mover(shared[i], questions[shared[i]], b[i], a[i]) for i in pair.movers),
+        **_on_run_day(now, base, measure),
     )
 
 
@@ -164,8 +161,7 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
         out.refusals = []
     elif out.refusals:
         out.diffs = []
-    adjusted = adjust([d.p for d in out.diffs], correction)
-    out.diffs = [replace(d, p_adjusted=q) for d, q in zip(out.diffs, adjusted)]
+    out.diffs = [replace(d, paired=c) for d, c in zip(out.diffs, corrected([d.paired for d in out.diffs], correction))]
     out.correction = correction
     out.warnings = days_warnings(out.diffs)
     return out

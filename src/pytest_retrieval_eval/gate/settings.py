@@ -10,7 +10,7 @@ same keys as ever (``to_dict``), so a saved run is judged again exactly as the l
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 

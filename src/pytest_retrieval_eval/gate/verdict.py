@@ -10,7 +10,7 @@ from typing import Sequence
 from .baseline import BaselineComparison, compare
 from .rules import (Breach, MaxDrop, Row, Threshold, check, check_drops, check_lint, check_shadows,
                     judges_shadows, measures_needed, shadow_measures)
-from .settings import FRESHNESS_K, GateSettings, table_measures  # noqa: F401  (re-exported)
+from .settings import FRESHNESS_K, GateSettings, table_measures  # noqa: F401  (FRESHNESS_K, table_measures: re-exported)
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure
 from ..ir.stats import CORRECTION_NAMES, POWER, detectable_drop, queries_needed
 from ..run.lint import KINDS as RUN_LINT_KINDS

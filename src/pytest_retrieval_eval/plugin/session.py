@@ -97,8 +97,7 @@ def join_shares(parts: list[dict]) -> Any:
                          for k in parts[0].get("run_lint", {})}
     whole["labeled"] = {**whole["labeled"], "fingerprint": parts[0]["share"]["of"]}
     result = EvaluationResult.from_dict(whole)
-    result.labeled.__dict__.pop("fingerprint", None)  # recomputed from the joined queries ...
-    if result.labeled.fingerprint != parts[0]["share"]["of"]:  # ... which must be the whole set
+    if result.labeled.computed_fingerprint != parts[0]["share"]["of"]:  # the joined queries: the whole set
         raise RuntimeError(f"shares of {whole['engine']} do not make up the labeled set")
     return result
 

@@ -26,7 +26,7 @@ def write_outputs(verdict: Any, *, report_dir: Path | None = None, html: Path | 
 
     meta = metadata(verdict)
     if save_baseline is not None:
-        write_text_atomic(save_baseline, verdict.run.to_json())
+        write_text_atomic(save_baseline, verdict.run.to_json(verdict))
     if report_dir is not None:
         write_report(report_dir, verdict, metadata=meta, timing=timing, baseline=baseline)
     if html is not None:

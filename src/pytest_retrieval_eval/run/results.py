@@ -4,17 +4,13 @@ Everything else is derived from it in this module: per-query values of every mea
 intervals, the rank of the first relevant document, Hit@k curves, engine comparisons. Tests
 assert on it (``results.hit_at(5)``), xdist workers ship it, reports render it, baselines are
 saved copies of it, and ``results.json`` holds all of it, so a saved run rebuilds every artefact
-(``python -m pytest_retrieval_eval report results.json --out DIR``).
-
-``results.json`` (format version 1) is written with sorted keys and without timings, so
-identical inputs give byte-identical files (timings go to ``timing.json``). Per evaluation it
-holds the source of truth (each query's id, question, judgements, ranked ids and error, and the
-rankings of repeated trials) and, for people and other tools, the values derived from it.
+(``python -m pytest_retrieval_eval report results.json --out DIR``). Its JSON form and the checks
+a file must pass live in ``run/results_json.py``; what a failed assertion says, in
+``run/explain.py``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,18 +18,16 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .._textfiles import read_text
 from ..data.freshness import Freshness
 from ..data.labeled import LabeledSet
 from ..data.lint import LintReport
 from ..engines.base import DEFAULT_DEPTH
-from ..errors import RetrievalEvalError
 from ..ir.measures import Measure, parse_measures
 from ..ir.metrics import evaluate
 from ..ir.runs import Run
-from ..ir.stats import adjust, bootstrap_ci, paired_difference_ci, paired_randomization
+from ..ir.paired import Paired, corrected, paired
+from ..ir.stats import bootstrap_ci
 from ..types import LabeledQuery, QueryResult, sha256_text
-from .lint import KINDS as RUN_LINT_KINDS
 
 FORMAT = "pytest-retrieval-eval/results"
 VERSION = 1
@@ -67,20 +61,9 @@ class MeasureValue(float):
         return f"{self.result.engine} {self.measure}={float(self):.4f}"
 
     def explain(self, op: str, other: object, limit: int = 5) -> list[str]:
-        r = self.result
-        lines = [
-            f"{r.engine}: {self.measure} = {float(self):.4f}, expected {op} {other} "
-            f"(n={r.n} queries, {r.n_errored} errored, labeled set {r.labeled.name})"
-        ]
-        parsed = Measure.parse(self.measure)
-        if parsed.freshness:
-            lines.extend(r.freshness_lines(parsed, limit))
-            return lines
-        misses = r.worst(self.measure, limit)
-        if misses:
-            lines.append(f"worst-scoring queries on {self.measure}:")
-            lines.extend("  " + m for m in misses)
-        return lines
+        from .explain import explain
+
+        return explain(self.result, self.measure, float(self), op, other, limit)
 
 
 @dataclass(eq=False)
@@ -251,102 +234,29 @@ class EvaluationResult:
 
     def worst(self, measure: str, limit: int = 5) -> list[str]:
         """One line per worst-scoring query (below the best possible value), worst first."""
-        values = self.per_query(measure)
-        by_id = self.labeled.by_id()
-        rows = []
-        for r in self.results:
-            v = values.get(r.query_id, 0.0)
-            if v >= 1.0:
-                continue
-            rank = self.gold_rank(by_id[r.query_id], r)
-            rows.append((v, -(rank or math.inf), r.query_id, r, rank))
-        rows.sort(key=lambda row: row[:3])
-        lines = []
-        for v, _, qid, r, rank in rows[:limit]:
-            q = by_id[qid]
-            question = q.question if len(q.question) <= 70 else q.question[:67] + "..."
-            where = f"rank {rank}" if rank else "not retrieved"
-            got = r.error if r.error else (", ".join(r.doc_ids[:3]) or "nothing")
-            lines.append(
-                f"{qid} ({measure}={v:.3f}) {question!r} gold: {', '.join(q.gold)} ({where}); "
-                f"{'error' if r.error else 'top 3'}: {got}"
-            )
-        return lines
+        from .explain import worst
+
+        return worst(self, measure, limit)
 
     def freshness_lines(self, measure: Measure, limit: int = 5) -> list[str]:
-        """Why a freshness measure is below 1: the queries and the documents, or that the corpus
-        has no versioned documents to judge."""
-        if self.freshness is None:
-            return [f"the corpus {self.corpus or ''} has no versioned documents (version_key, valid_from, "
-                    "valid_until, superseded_by): nothing to judge".replace("corpus  has", "corpus has")]
-        if measure.family == "freshness.stale_free":
-            found = {q: ", ".join(docs) for q, docs in self.stale_queries(measure.k).items()}
-            head = f"queries with a stale document in the top {measure.k} (as of {self.freshness.as_of})"
-        else:
-            found = {q: "; ".join(" and ".join(c) for c in cs) for q, cs in self.conflicting_queries(measure.k).items()}
-            head = f"queries with two versions of one document in the top {measure.k}"
-        if not found:
-            return []
-        shown = list(found.items())[:limit]
-        more = f" ... and {len(found) - limit} more" if len(found) > limit else ""
-        return [f"{head}: {len(found)}"] + [f"  {q}: {what}" for q, what in shown] + ([more] if more else [])
+        """Why a freshness measure is below 1 (``run/explain.py``)."""
+        from .explain import freshness_lines
+
+        return freshness_lines(self, measure, limit)
 
     # --- serialisation: one form for xdist, baselines and results.json --------------------------
     def to_dict(self, measures: Sequence[str] | None = None, *, timing: bool = False) -> dict[str, Any]:
         """The source of truth; with ``measures``, also the values derived from it (what
         results.json shows people); with ``timing``, each call's seconds (what xdist ships)."""
-        by_id = self.labeled.by_id()
-        queries = []
-        for r in self.results:
-            q = by_id[r.query_id]
-            entry: dict[str, Any] = {"id": q.query_id, "question": q.question, "relevant": dict(q.relevant),
-                                     "ranked": list(r.doc_ids), "error": r.error}
-            if timing:
-                entry["seconds"] = r.seconds
-            queries.append(entry)
-        d: dict[str, Any] = {
-            "engine": self.engine, "engine_info": dict(self.engine_info), "depth": self.depth,
-            "labeled": {"name": self.labeled.name, "fingerprint": self.labeled.fingerprint, "n": self.n,
-                        "multi_judged": self.labeled.multi_judged},
-            "corpus": {"name": self.corpus, "fingerprint": self.corpus_fingerprint},
-            "queries": queries,
-            "trial_rankings": [[[list(r.doc_ids), r.error] for r in t] for t in self.trial_results],
-            "run_lint": {k: list(self.run_lint.get(k, ())) for k in RUN_LINT_KINDS},
-        }
-        if self.freshness is not None:
-            d["freshness"] = self.freshness.to_dict()
-        if measures is not None:
-            d["errors"] = self.errors
-            d["trials"] = self.trial_means(measures)
-            d["summary"] = {m: {"mean": self.mean(m), "ci95": list(self.ci(m))} for m in sorted(measures)}
-            ranks = self.first_relevant_rank
-            for entry in queries:
-                entry["first_relevant_rank"] = ranks[entry["id"]]
-                entry["values"] = {m: self.per_query(m).get(entry["id"], 0.0) for m in sorted(measures)}
-        return d
+        from .results_json import evaluation_to_dict
+
+        return evaluation_to_dict(self, measures, timing=timing)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "EvaluationResult":
-        lab, queries = d["labeled"], d["queries"]
-        for q in queries:  # what a hand-edited file could get wrong, said before anything is scored
-            if not isinstance(q["id"], str) or not isinstance(q["question"], str):
-                raise ValueError(f"'queries' entry {q.get('id')!r}: id and question must be strings")
-            if not all(isinstance(g, int) and not isinstance(g, bool) for g in q["relevant"].values()):
-                raise ValueError(f"'queries' entry {q['id']!r}: relevance grades must be whole numbers")
-            if not isinstance(q["ranked"], list) or not all(isinstance(r, str) for r in q["ranked"]):
-                raise ValueError(f"'queries' entry {q['id']!r}: ranked must be a list of doc ids")
-        labeled = LabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"]) for q in queries),
-                             name=lab["name"])
-        labeled.__dict__["fingerprint"] = lab["fingerprint"]  # the recorded identity: what was measured
-        results = tuple(QueryResult(q["id"], tuple(q["ranked"]), q["error"], q.get("seconds", 0.0)) for q in queries)
-        trials = tuple(tuple(QueryResult(q["id"], tuple(ranked), error) for q, (ranked, error) in zip(queries, t))
-                       for t in d.get("trial_rankings", []))
-        corpus = d.get("corpus") or {}
-        context = {"corpus": corpus.get("name"), "corpus_fingerprint": corpus.get("fingerprint")}
-        run_lint = {k: tuple(v) for k, v in (d.get("run_lint") or {}).items() if k in RUN_LINT_KINDS}
-        return cls(d["engine"], labeled, results, d.get("engine_info", {}), d.get("depth", DEFAULT_DEPTH),
-                   {k: v for k, v in context.items() if v is not None}, trials, run_lint,
-                   Freshness.from_dict(d.get("freshness")))
+        from .results_json import evaluation_from_dict
+
+        return evaluation_from_dict(d)
 
 
 @dataclass(frozen=True)
@@ -357,12 +267,15 @@ class Comparison:
     measure: str
     a: str
     b: str
-    delta: float  # mean(a) - mean(b)
-    p: float
+    #: the paired comparison (``ir.paired``), its p corrected over the run's grid of comparisons
+    paired: Paired
+
+    delta = property(lambda self: self.paired.delta)  # mean(a) - mean(b)
+    p = property(lambda self: self.paired.p)
     #: 95% bootstrap interval of the paired per-query difference a - b (the effect size)
-    ci: tuple[float, float] = (math.nan, math.nan)
+    ci = property(lambda self: self.paired.ci)
     #: p corrected for the family of comparisons made in the run (``correction``)
-    p_adjusted: float = math.nan
+    p_adjusted = property(lambda self: self.paired.p_adjusted)
 
     def to_dict(self) -> dict[str, Any]:
         return {"labeled": self.labeled, "measure": self.measure, "a": self.a, "b": self.b, "delta": self.delta,
@@ -403,10 +316,10 @@ class RunResults:
     def comparisons(self, measures: Sequence[str], correction: str = "holm") -> list[Comparison]:
         """Every pair of engines on the same labeled set, per measure: a paired test over queries
         and the bootstrap interval of the difference; ``p_adjusted`` corrects every p for the whole
-        grid (all pairs and measures asked for), since each is one more chance of a false mark."""
+        grid (all pairs and measures asked for), since each is one more chance of a false mark.
+        The gate asks once, when it judges the run; reports read the verdict's."""
         raw = self._raw_comparisons(measures)
-        adjusted = adjust([c.p for c in raw], correction)
-        return [replace(c, p_adjusted=q) for c, q in zip(raw, adjusted)]
+        return [replace(c, paired=q) for c, q in zip(raw, corrected([c.paired for c in raw], correction))]
 
     def _raw_comparisons(self, measures: Sequence[str]) -> list[Comparison]:
         out = []
@@ -417,154 +330,23 @@ class RunResults:
                 for m in measures:
                     key = (a.key, b.key, m)
                     if key not in self._comparisons:
-                        va, vb = a.values(m), b.values(m)
+                        ids = [q.query_id for q in a.labeled.queries]
                         self._comparisons[key] = Comparison(a.labeled.name, m, a.engine, b.engine,
-                                                            float(va.mean() - vb.mean()) if len(va) else math.nan,
-                                                            paired_randomization(va, vb),
-                                                            paired_difference_ci(va, vb))
+                                                            paired(a.values(m), b.values(m), ids))
                     out.append(self._comparisons[key])
         return out
 
-    def to_json(self) -> str:
-        measures, settings = self.measures, self.recorded_settings()
-        doc = {
-            "format": FORMAT, "version": VERSION,
-            "metrics": {"definition": METRICS_DEFINITION, "fingerprint": self.metrics_fingerprint},
-            "settings": settings,
-            "lint": [r.to_dict() for r in self.lint],
-            "snippets": self.snippets,
-            "evaluations": [e.to_dict(measures) for e in self.evaluations],
-        }
-        if settings.get("table_measures"):  # derived: the effect sizes the reports show
-            doc["comparisons"] = [c.to_dict() for c in self.comparisons(
-                settings["table_measures"], settings.get("correction", "holm"))]
-        if settings.get("shadows"):  # derived: what each candidate gained over its baseline
-            from .shadow import shadows
+    def to_json(self, judged: Any = None) -> str:
+        """results.json; with ``judged`` (the verdict on this run), its comparisons and shadows
+        are written as the gate computed them rather than computed again."""
+        from .results_json import run_to_json
 
-            found, _ = shadows(self, [tuple(p) for p in settings["shadows"]], settings["gain_weights"],
-                               settings.get("table_measures", ()))
-            doc["shadows"] = [sh.to_dict() for sh in found]
-        return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=True) + "\n"
+        return run_to_json(self, judged)
 
     @classmethod
     def load(cls, path: str | Path, *, check_fingerprints: bool = True) -> "RunResults":
-        """A saved run, refused in one line (file and field) when it does not hold together.
-        ``check_fingerprints=False`` (baselines) leaves a labeled-set fingerprint that does not
-        match the questions to the baseline comparison, which refuses it unless forced."""
-        text = read_text(path)
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise RetrievalEvalError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise RetrievalEvalError(f"not a results file (expected \"format\": \"{FORMAT}\")", path=path, field="format")
-        if doc.get("version") != VERSION:
-            raise RetrievalEvalError(f"unsupported results version {doc.get('version')!r}; this plugin reads {VERSION}",
-                                     path=path, field="version")
-        evaluations = []
-        for i, e in enumerate(doc.get("evaluations") or []):
-            try:
-                evaluations.append(EvaluationResult.from_dict(e))
-            except RetrievalEvalError as exc:
-                raise RetrievalEvalError(exc.detail, path=path, field=f"evaluations[{i}].{exc.field or ''}".rstrip(".")) from None
-            except (KeyError, TypeError, ValueError) as exc:
-                raise RetrievalEvalError(
-                    f"evaluation {i} is missing or has a malformed {exc}; results files from before the rankings "
-                    "were recorded cannot be read: re-save it with this version", path=path,
-                    field=f"evaluations[{i}]") from None
-        same: dict[tuple[str, str], EvaluationResult] = {}
-        for e in evaluations:  # engines on one labeled set were asked the same questions
-            first = same.setdefault((e.labeled.name, e.labeled.fingerprint), e)
-            if [q.query_id for q in first.labeled.queries] != [q.query_id for q in e.labeled.queries]:
-                raise RetrievalEvalError(
-                    f"engines {first.engine} and {e.engine} hold different queries ({first.n} and {e.n}) for the "
-                    f"same labeled set {e.labeled.name} (fingerprint {e.labeled.fingerprint[:12]}): "
-                    f"{_id_difference(first, e)}; the file was edited or put together from two runs",
-                    path=path, field="evaluations")
-        problem = _fit_problem(doc.get("evaluations") or [], evaluations, check_fingerprints)
-        if problem:
-            raise RetrievalEvalError(problem[1], path=path, field=problem[0])
-        settings = doc.get("settings", {})  # checked when the gate reads it (gate.settings.load_run)
-        try:
-            lint = [LintReport.from_dict(r) for r in doc.get("lint", [])]
-            return cls(evaluations, doc["metrics"]["fingerprint"], lint, dict(doc.get("snippets", {})),
-                       dict(settings) if isinstance(settings, dict) else settings)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise RetrievalEvalError(f"results file is missing or has a malformed {exc}", path=path) from None
+        """A saved run, refused in one line (file and field) when it does not hold together
+        (``run/results_json.py``)."""
+        from .results_json import load
 
-
-def _id_difference(first: EvaluationResult, other: EvaluationResult) -> str:
-    """Which query ids ``other`` lacks and which it holds that ``first`` does not (or: the order)."""
-    def listed(ids: list[str]) -> str:
-        return ", ".join(repr(q) for q in ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
-
-    mine, theirs = [q.query_id for q in first.labeled.queries], [q.query_id for q in other.labeled.queries]
-    mine_set, theirs_set = set(mine), set(theirs)
-    lacks, extra = [q for q in mine if q not in theirs_set], [q for q in theirs if q not in mine_set]
-    said = ([f"lacks {listed(lacks)}"] if lacks else []) + ([f"holds {listed(extra)}, which {first.engine} does not"]
-                                                            if extra else [])
-    return f"{other.engine} {' and '.join(said)}" if said else f"{other.engine} holds them in another order"
-
-
-def _fit_problem(docs: Sequence[Mapping[str, Any]], evaluations: Sequence[EvaluationResult],
-                 check_fingerprints: bool = True) -> tuple[str, str] | None:
-    """(field, what is wrong) for the first evaluation whose questions are not the labeled set it
-    names, or whose per-trial rankings and run lint do not fit those questions; every trial figure
-    is rebuilt from them, so a short or long trial would be scored wrong, not refused."""
-    for i, (d, e) in enumerate(zip(docs, evaluations)):
-        problem = _labeled_problem(d, e, check_fingerprints) or _trials_problem(d, e) or _lint_problem(e)
-        if problem:
-            return f"evaluations[{i}].{problem[0]}", problem[1]
-    counts = {1 + len(e.trial_results) for e in evaluations}
-    if len(counts) > 1:  # one run asks every engine the same number of times: the short one was cut
-        i, short = min(enumerate(evaluations), key=lambda p: len(p[1].trial_results))
-        most = max(evaluations, key=lambda e: len(e.trial_results))
-        return (f"evaluations[{i}].trial_rankings", f"{short.engine}: {1 + len(short.trial_results)} trials, but "
-                f"{most.engine} in the same file has {1 + len(most.trial_results)}")
-    return None
-
-
-def _labeled_problem(d: Mapping[str, Any], e: EvaluationResult, check_fingerprint: bool) -> tuple[str, str] | None:
-    recorded = d["labeled"].get("n", e.n)
-    if recorded != e.n:
-        return "queries", f"{e.engine}: {e.n} questions, but labeled set {e.labeled.name} has {recorded}"
-    actual = LabeledSet(e.labeled.queries, name=e.labeled.name).fingerprint if check_fingerprint else None
-    if actual is not None and actual != e.labeled.fingerprint:
-        return "queries", (f"{e.engine}: the questions do not make up labeled set {e.labeled.name} (fingerprint "
-                           f"{e.labeled.fingerprint[:12]}, theirs {actual[:12]}): an id, question or judgement was edited")
-    return None
-
-
-def _trials_problem(d: Mapping[str, Any], e: EvaluationResult) -> tuple[str, str] | None:
-    raw, ids = d.get("trial_rankings", []), [q.query_id for q in e.labeled.queries]
-    if not isinstance(raw, list):
-        return "trial_rankings", f"{e.engine}: must be a list of trials, each a list of [ranked doc ids, error] per question"
-    for t, trial in enumerate(raw):
-        field_, name = f"trial_rankings[{t}]", f"{e.engine}, trial {t + 2}"  # trial 1 is the queries' own ranking
-        if not isinstance(trial, list):
-            return field_, f"{name}: must be a list of [ranked doc ids, error] per question"
-        if len(trial) != len(ids):
-            why = (f"none for {', '.join(repr(q) for q in ids[len(trial):][:3])}" if len(trial) < len(ids) else
-                   "one more than there are questions" if len(trial) == len(ids) + 1 else
-                   f"{len(trial) - len(ids)} more than there are questions")
-            return field_, f"{name}: {len(trial)} rankings for {len(ids)} questions ({why})"
-        for qid, entry in zip(ids, trial):
-            if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], list)
-                    and all(isinstance(x, str) for x in entry[0]) and (entry[1] is None or isinstance(entry[1], str))):
-                return field_, f"{name}, question {qid!r}: expected [ranked doc ids, error or null], got {entry!r:.60}"
-    derived = d.get("trials")
-    if isinstance(derived, dict):  # the per-trial means written beside them, one per trial
-        counts = {len(v) for v in derived.values() if isinstance(v, list)}
-        if counts and counts != {1 + len(raw)} or not derived and raw:
-            held = f"{sorted(counts)[0]} per measure" if counts else "none"
-            return "trial_rankings", f"{e.engine}: {1 + len(raw)} trials recorded, but 'trials' holds {held}"
-    return None
-
-
-def _lint_problem(e: EvaluationResult) -> tuple[str, str] | None:
-    known = e.labeled.by_id()
-    for kind, ids in e.run_lint.items():
-        unknown = next((q for q in ids if q not in known), None)
-        if unknown is not None:
-            return f"run_lint.{kind}", f"{e.engine}: unknown query id {unknown!r} (not in labeled set {e.labeled.name})"
-    return None
+        return load(path, check_fingerprints=check_fingerprints)

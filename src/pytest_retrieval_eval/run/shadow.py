@@ -25,11 +25,9 @@ import numpy as np
 
 from ..errors import RetrievalEvalError
 from ..ir.measures import Measure
-from ..ir.stats import bootstrap_ci, paired_difference_ci, paired_randomization
+from ..ir.paired import MOVERS, paired
 
 #: ``--retrieval-gain-weights`` and the pair syntax are parsed in ``gate/rules.py``
-
-MOVERS = 5
 
 
 @dataclass(frozen=True)
@@ -109,30 +107,29 @@ def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measure
         a, b = cand[m], base[m]
         if np.isnan(a).any() or np.isnan(b).any():
             continue
+        pair = paired(a, b)
         deltas.append(Delta(m, float(a.mean()) if len(a) else math.nan, float(b.mean()) if len(b) else math.nan,
-                            paired_randomization(a, b), paired_difference_ci(a, b)))
+                            pair.p, pair.ci))
     total = sum(usable.values())
     n = candidate.n
+    ids = [q.query_id for q in candidate.labeled.queries]
     if usable and n:
         score_a = sum(w * cand[m] for m, w in usable.items()) / total
         score_b = sum(w * base[m] for m, w in usable.items()) / total
         diff = score_a - score_b
-        gain, p, ci = float(diff.mean()), paired_randomization(score_a, score_b), bootstrap_ci(diff)
+        gain, pair = float(diff.mean()), paired(score_a, score_b, ids)
     else:
-        diff, gain, p, ci = np.zeros(n), math.nan, math.nan, (math.nan, math.nan)
+        diff, gain, pair = np.zeros(n), math.nan, paired(np.zeros(n), np.zeros(n), ids)
+    p, ci = (pair.p, pair.ci) if usable and n else (math.nan, (math.nan, math.nan))
     questions = {q.query_id: q.question for q in candidate.labeled.queries}
-    ids = [q.query_id for q in candidate.labeled.queries]
-    order = sorted(range(n), key=lambda i: (-abs(diff[i]), ids[i]))
     movers = []
-    for i in order[:MOVERS]:
-        if diff[i] == 0:
-            break
+    for i in pair.movers:
         changes = tuple((m, float(base[m][i]), float(cand[m][i])) for m in usable if cand[m][i] != base[m][i])
         movers.append(QueryMove(ids[i], questions[ids[i]], float(diff[i]) / n, changes))
     cutoff = max((Measure.parse(m).k or 0 for m in usable), default=0) or 5
     hit, missed = _moved_documents(candidate, baseline, cutoff)
     return Shadow(candidate.engine, baseline.engine, candidate.labeled.name, n, dict(weights), gain, p, ci,
-                  tuple(deltas), int((diff > 0).sum()), int((diff < 0).sum()), int((diff == 0).sum()), tuple(movers),
+                  tuple(deltas), pair.wins, pair.losses, pair.ties, tuple(movers),
                   cutoff, hit, missed, skipped)
 
 

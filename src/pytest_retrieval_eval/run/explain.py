@@ -1,0 +1,73 @@
+"""Why a measure is what it is, in words: what a failed ``assert result.hit_at(5) >= 0.8`` says
+(the worst-scoring queries, or for a freshness measure the stale documents behind it), and the
+verdict's reason beside a freshness breach. Prose only: it reads the result model, never scores."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from ..ir.measures import Measure
+
+if TYPE_CHECKING:
+    from .results import EvaluationResult
+
+
+def explain(r: "EvaluationResult", measure: str, value: float, op: str, other: object, limit: int = 5) -> list[str]:
+    """The lines under a failed assertion on ``r``'s ``measure``."""
+    lines = [
+        f"{r.engine}: {measure} = {value:.4f}, expected {op} {other} "
+        f"(n={r.n} queries, {r.n_errored} errored, labeled set {r.labeled.name})"
+    ]
+    parsed = Measure.parse(measure)
+    if parsed.freshness:
+        lines.extend(freshness_lines(r, parsed, limit))
+        return lines
+    misses = worst(r, measure, limit)
+    if misses:
+        lines.append(f"worst-scoring queries on {measure}:")
+        lines.extend("  " + m for m in misses)
+    return lines
+
+
+def worst(self: "EvaluationResult", measure: str, limit: int = 5) -> list[str]:
+    """One line per worst-scoring query (below the best possible value), worst first."""
+    values = self.per_query(measure)
+    by_id = self.labeled.by_id()
+    rows = []
+    for r in self.results:
+        v = values.get(r.query_id, 0.0)
+        if v >= 1.0:
+            continue
+        rank = self.gold_rank(by_id[r.query_id], r)
+        rows.append((v, -(rank or math.inf), r.query_id, r, rank))
+    rows.sort(key=lambda row: row[:3])
+    lines = []
+    for v, _, qid, r, rank in rows[:limit]:
+        q = by_id[qid]
+        question = q.question if len(q.question) <= 70 else q.question[:67] + "..."
+        where = f"rank {rank}" if rank else "not retrieved"
+        got = r.error if r.error else (", ".join(r.doc_ids[:3]) or "nothing")
+        lines.append(
+            f"{qid} ({measure}={v:.3f}) {question!r} gold: {', '.join(q.gold)} ({where}); "
+            f"{'error' if r.error else 'top 3'}: {got}"
+        )
+    return lines
+
+def freshness_lines(self: "EvaluationResult", measure: Measure, limit: int = 5) -> list[str]:
+    """Why a freshness measure is below 1: the queries and the documents, or that the corpus
+    has no versioned documents to judge."""
+    if self.freshness is None:
+        return [f"the corpus {self.corpus or ''} has no versioned documents (version_key, valid_from, "
+                "valid_until, superseded_by): nothing to judge".replace("corpus  has", "corpus has")]
+    if measure.family == "freshness.stale_free":
+        found = {q: ", ".join(docs) for q, docs in self.stale_queries(measure.k).items()}
+        head = f"queries with a stale document in the top {measure.k} (as of {self.freshness.as_of})"
+    else:
+        found = {q: "; ".join(" and ".join(c) for c in cs) for q, cs in self.conflicting_queries(measure.k).items()}
+        head = f"queries with two versions of one document in the top {measure.k}"
+    if not found:
+        return []
+    shown = list(found.items())[:limit]
+    more = f" ... and {len(found) - limit} more" if len(found) > limit else ""
+    return [f"{head}: {len(found)}"] + [f"  {q}: {what}" for q, what in shown] + ([more] if more else [])

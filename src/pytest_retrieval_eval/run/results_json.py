@@ -1,0 +1,265 @@
+"""results.json: the result model's JSON form, and the checks a file must pass before it is read.
+
+``results.json`` (format version 1) is written with sorted keys and without timings, so
+identical inputs give byte-identical files (timings go to ``timing.json``). Per evaluation it
+holds the source of truth (each query's id, question, judgements, ranked ids and error, and the
+rankings of repeated trials) and, for people and other tools, the values derived from it. The
+same per-evaluation form travels between xdist workers and makes up a saved baseline.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .._textfiles import read_text
+from ..data.freshness import Freshness
+from ..data.labeled import LabeledSet
+from ..data.lint import LintReport
+from ..engines.base import DEFAULT_DEPTH
+from ..errors import RetrievalEvalError
+from ..types import LabeledQuery, QueryResult
+from .lint import KINDS as RUN_LINT_KINDS
+from .results import FORMAT, METRICS_DEFINITION, VERSION, EvaluationResult, RunResults
+
+
+@dataclass(frozen=True)
+class RecordedLabeledSet(LabeledSet):
+    """A labeled set read back from a file: its identity is the fingerprint recorded with it
+    (what was measured), which a check compares with the one its queries give (``computed``)."""
+
+    recorded_fingerprint: str = ""
+
+    @property
+    def fingerprint(self) -> str:  # type: ignore[override]
+        return self.recorded_fingerprint
+
+    @property
+    def computed_fingerprint(self) -> str:
+        return LabeledSet(self.queries, name=self.name).fingerprint
+
+
+def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = None, *, timing: bool = False) -> dict[str, Any]:
+    """The source of truth; with ``measures``, also the values derived from it (what
+    results.json shows people); with ``timing``, each call's seconds (what xdist ships)."""
+    by_id = self.labeled.by_id()
+    queries = []
+    for r in self.results:
+        q = by_id[r.query_id]
+        entry: dict[str, Any] = {"id": q.query_id, "question": q.question, "relevant": dict(q.relevant),
+                                 "ranked": list(r.doc_ids), "error": r.error}
+        if timing:
+            entry["seconds"] = r.seconds
+        queries.append(entry)
+    d: dict[str, Any] = {
+        "engine": self.engine, "engine_info": dict(self.engine_info), "depth": self.depth,
+        "labeled": {"name": self.labeled.name, "fingerprint": self.labeled.fingerprint, "n": self.n,
+                    "multi_judged": self.labeled.multi_judged},
+        "corpus": {"name": self.corpus, "fingerprint": self.corpus_fingerprint},
+        "queries": queries,
+        "trial_rankings": [[[list(r.doc_ids), r.error] for r in t] for t in self.trial_results],
+        "run_lint": {k: list(self.run_lint.get(k, ())) for k in RUN_LINT_KINDS},
+    }
+    if self.freshness is not None:
+        d["freshness"] = self.freshness.to_dict()
+    if measures is not None:
+        d["errors"] = self.errors
+        d["trials"] = self.trial_means(measures)
+        d["summary"] = {m: {"mean": self.mean(m), "ci95": list(self.ci(m))} for m in sorted(measures)}
+        ranks = self.first_relevant_rank
+        for entry in queries:
+            entry["first_relevant_rank"] = ranks[entry["id"]]
+            entry["values"] = {m: self.per_query(m).get(entry["id"], 0.0) for m in sorted(measures)}
+    return d
+
+
+def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
+    lab, queries = d["labeled"], d["queries"]
+    for q in queries:  # what a hand-edited file could get wrong, said before anything is scored
+        if not isinstance(q["id"], str) or not isinstance(q["question"], str):
+            raise ValueError(f"'queries' entry {q.get('id')!r}: id and question must be strings")
+        if not all(isinstance(g, int) and not isinstance(g, bool) for g in q["relevant"].values()):
+            raise ValueError(f"'queries' entry {q['id']!r}: relevance grades must be whole numbers")
+        if not isinstance(q["ranked"], list) or not all(isinstance(r, str) for r in q["ranked"]):
+            raise ValueError(f"'queries' entry {q['id']!r}: ranked must be a list of doc ids")
+    labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"]) for q in queries),
+                                 name=lab["name"], recorded_fingerprint=lab["fingerprint"])
+    results = tuple(QueryResult(q["id"], tuple(q["ranked"]), q["error"], q.get("seconds", 0.0)) for q in queries)
+    trials = tuple(tuple(QueryResult(q["id"], tuple(ranked), error) for q, (ranked, error) in zip(queries, t))
+                   for t in d.get("trial_rankings", []))
+    corpus = d.get("corpus") or {}
+    context = {"corpus": corpus.get("name"), "corpus_fingerprint": corpus.get("fingerprint")}
+    run_lint = {k: tuple(v) for k, v in (d.get("run_lint") or {}).items() if k in RUN_LINT_KINDS}
+    return EvaluationResult(d["engine"], labeled, results, d.get("engine_info", {}), d.get("depth", DEFAULT_DEPTH),
+                            {k: v for k, v in context.items() if v is not None}, trials, run_lint,
+                            Freshness.from_dict(d.get("freshness")))
+
+
+def run_to_json(self: RunResults, judged: Any = None) -> str:
+    """The run's file. Besides the source of truth it holds, derived for people and other tools,
+    the engine comparisons and shadow comparisons of the table's measures: read from ``judged``
+    (the verdict) when it computed them, so writing never runs a test the gate already ran."""
+    measures, settings = self.measures, self.recorded_settings()
+    doc = {
+        "format": FORMAT, "version": VERSION,
+        "metrics": {"definition": METRICS_DEFINITION, "fingerprint": self.metrics_fingerprint},
+        "settings": settings,
+        "lint": [r.to_dict() for r in self.lint],
+        "snippets": self.snippets,
+        "evaluations": [e.to_dict(measures) for e in self.evaluations],
+    }
+    columns = list(settings.get("table_measures") or ())
+    if columns:  # derived: the effect sizes the reports show
+        found = judged.comparisons if judged is not None and list(judged.measures) == columns else \
+            self.comparisons(columns, settings.get("correction", "holm"))
+        doc["comparisons"] = [c.to_dict() for c in found]
+    if settings.get("shadows"):  # derived: what each candidate gained over its baseline
+        pairs = [tuple(p) for p in settings["shadows"]]
+        if judged is not None and list(judged.measures) == columns and [(s.candidate, s.baseline) for s in
+                                                                        judged.shadows] == _pairs_found(self, pairs):
+            found = [_shadow_of(sh, [*columns, *settings["gain_weights"]]) for sh in judged.shadows]
+        else:
+            from .shadow import shadows
+
+            found, _ = shadows(self, pairs, settings["gain_weights"], columns)
+        doc["shadows"] = [sh.to_dict() for sh in found]
+    return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=True) + "\n"
+
+
+def _pairs_found(run: RunResults, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (candidate, baseline) of each shadow comparison ``run.shadow.shadows`` makes, in order."""
+    return [(cand, base) for cand, base in pairs for a in run.evaluations
+            if a.engine == cand and (b := run.get(base, a.labeled.name)) is not None
+            and b.labeled.fingerprint == a.labeled.fingerprint]
+
+
+def _shadow_of(sh: Any, names: Sequence[str]) -> Any:
+    """A shadow comparison with the deltas of ``names`` only, in their order (the verdict's also
+    holds the measures its rules judge)."""
+    order = {m: i for i, m in enumerate(dict.fromkeys(names))}
+    return replace(sh, deltas=tuple(sorted((d for d in sh.deltas if d.measure in order), key=lambda d: order[d.measure])))
+
+
+def load(path: str | Path, *, check_fingerprints: bool = True) -> RunResults:
+    """A saved run, refused in one line (file and field) when it does not hold together.
+    ``check_fingerprints=False`` (baselines) leaves a labeled-set fingerprint that does not
+    match the questions to the baseline comparison, which refuses it unless forced."""
+    text = read_text(path)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RetrievalEvalError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise RetrievalEvalError(f"not a results file (expected \"format\": \"{FORMAT}\")", path=path, field="format")
+    if doc.get("version") != VERSION:
+        raise RetrievalEvalError(f"unsupported results version {doc.get('version')!r}; this plugin reads {VERSION}",
+                                 path=path, field="version")
+    evaluations = []
+    for i, e in enumerate(doc.get("evaluations") or []):
+        try:
+            evaluations.append(evaluation_from_dict(e))
+        except RetrievalEvalError as exc:
+            raise RetrievalEvalError(exc.detail, path=path, field=f"evaluations[{i}].{exc.field or ''}".rstrip(".")) from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RetrievalEvalError(
+                f"evaluation {i} is missing or has a malformed {exc}; results files from before the rankings "
+                "were recorded cannot be read: re-save it with this version", path=path,
+                field=f"evaluations[{i}]") from None
+    same: dict[tuple[str, str], EvaluationResult] = {}
+    for e in evaluations:  # engines on one labeled set were asked the same questions
+        first = same.setdefault((e.labeled.name, e.labeled.fingerprint), e)
+        if [q.query_id for q in first.labeled.queries] != [q.query_id for q in e.labeled.queries]:
+            raise RetrievalEvalError(
+                f"engines {first.engine} and {e.engine} hold different queries ({first.n} and {e.n}) for the "
+                f"same labeled set {e.labeled.name} (fingerprint {e.labeled.fingerprint[:12]}): "
+                f"{_id_difference(first, e)}; the file was edited or put together from two runs",
+                path=path, field="evaluations")
+    problem = _fit_problem(doc.get("evaluations") or [], evaluations, check_fingerprints)
+    if problem:
+        raise RetrievalEvalError(problem[1], path=path, field=problem[0])
+    settings = doc.get("settings", {})  # checked when the gate reads it (gate.settings.load_run)
+    try:
+        lint = [LintReport.from_dict(r) for r in doc.get("lint", [])]
+        return RunResults(evaluations, doc["metrics"]["fingerprint"], lint, dict(doc.get("snippets", {})),
+                   dict(settings) if isinstance(settings, dict) else settings)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RetrievalEvalError(f"results file is missing or has a malformed {exc}", path=path) from None
+
+
+def _id_difference(first: EvaluationResult, other: EvaluationResult) -> str:
+    """Which query ids ``other`` lacks and which it holds that ``first`` does not (or: the order)."""
+    def listed(ids: list[str]) -> str:
+        return ", ".join(repr(q) for q in ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+
+    mine, theirs = [q.query_id for q in first.labeled.queries], [q.query_id for q in other.labeled.queries]
+    mine_set, theirs_set = set(mine), set(theirs)
+    lacks, extra = [q for q in mine if q not in theirs_set], [q for q in theirs if q not in mine_set]
+    said = ([f"lacks {listed(lacks)}"] if lacks else []) + ([f"holds {listed(extra)}, which {first.engine} does not"]
+                                                            if extra else [])
+    return f"{other.engine} {' and '.join(said)}" if said else f"{other.engine} holds them in another order"
+
+
+def _fit_problem(docs: Sequence[Mapping[str, Any]], evaluations: Sequence[EvaluationResult],
+                 check_fingerprints: bool = True) -> tuple[str, str] | None:
+    """(field, what is wrong) for the first evaluation whose questions are not the labeled set it
+    names, or whose per-trial rankings and run lint do not fit those questions; every trial figure
+    is rebuilt from them, so a short or long trial would be scored wrong, not refused."""
+    for i, (d, e) in enumerate(zip(docs, evaluations)):
+        problem = _labeled_problem(d, e, check_fingerprints) or _trials_problem(d, e) or _lint_problem(e)
+        if problem:
+            return f"evaluations[{i}].{problem[0]}", problem[1]
+    counts = {1 + len(e.trial_results) for e in evaluations}
+    if len(counts) > 1:  # one run asks every engine the same number of times: the short one was cut
+        i, short = min(enumerate(evaluations), key=lambda p: len(p[1].trial_results))
+        most = max(evaluations, key=lambda e: len(e.trial_results))
+        return (f"evaluations[{i}].trial_rankings", f"{short.engine}: {1 + len(short.trial_results)} trials, but "
+                f"{most.engine} in the same file has {1 + len(most.trial_results)}")
+    return None
+
+
+def _labeled_problem(d: Mapping[str, Any], e: EvaluationResult, check_fingerprint: bool) -> tuple[str, str] | None:
+    recorded = d["labeled"].get("n", e.n)
+    if recorded != e.n:
+        return "queries", f"{e.engine}: {e.n} questions, but labeled set {e.labeled.name} has {recorded}"
+    actual = e.labeled.computed_fingerprint if check_fingerprint else None
+    if actual is not None and actual != e.labeled.fingerprint:
+        return "queries", (f"{e.engine}: the questions do not make up labeled set {e.labeled.name} (fingerprint "
+                           f"{e.labeled.fingerprint[:12]}, theirs {actual[:12]}): an id, question or judgement was edited")
+    return None
+
+
+def _trials_problem(d: Mapping[str, Any], e: EvaluationResult) -> tuple[str, str] | None:
+    raw, ids = d.get("trial_rankings", []), [q.query_id for q in e.labeled.queries]
+    if not isinstance(raw, list):
+        return "trial_rankings", f"{e.engine}: must be a list of trials, each a list of [ranked doc ids, error] per question"
+    for t, trial in enumerate(raw):
+        field_, name = f"trial_rankings[{t}]", f"{e.engine}, trial {t + 2}"  # trial 1 is the queries' own ranking
+        if not isinstance(trial, list):
+            return field_, f"{name}: must be a list of [ranked doc ids, error] per question"
+        if len(trial) != len(ids):
+            why = (f"none for {', '.join(repr(q) for q in ids[len(trial):][:3])}" if len(trial) < len(ids) else
+                   "one more than there are questions" if len(trial) == len(ids) + 1 else
+                   f"{len(trial) - len(ids)} more than there are questions")
+            return field_, f"{name}: {len(trial)} rankings for {len(ids)} questions ({why})"
+        for qid, entry in zip(ids, trial):
+            if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], list)
+                    and all(isinstance(x, str) for x in entry[0]) and (entry[1] is None or isinstance(entry[1], str))):
+                return field_, f"{name}, question {qid!r}: expected [ranked doc ids, error or null], got {entry!r:.60}"
+    derived = d.get("trials")
+    if isinstance(derived, dict):  # the per-trial means written beside them, one per trial
+        counts = {len(v) for v in derived.values() if isinstance(v, list)}
+        if counts and counts != {1 + len(raw)} or not derived and raw:
+            held = f"{sorted(counts)[0]} per measure" if counts else "none"
+            return "trial_rankings", f"{e.engine}: {1 + len(raw)} trials recorded, but 'trials' holds {held}"
+    return None
+
+
+def _lint_problem(e: EvaluationResult) -> tuple[str, str] | None:
+    known = e.labeled.by_id()
+    for kind, ids in e.run_lint.items():
+        unknown = next((q for q in ids if q not in known), None)
+        if unknown is not None:
+            return f"run_lint.{kind}", f"{e.engine}: unknown query id {unknown!r} (not in labeled set {e.labeled.name})"
+    return None

@@ -1,0 +1,71 @@
+"""One paired comparison (``ir.paired``) behind engine pairs, baselines and shadows, computed
+once when the run is judged: writing the outputs reads it and runs no test again. A results file
+read back keeps its recorded labeled-set identity without writing into the labeled set."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_retrieval_eval.data.labeled import LabeledSet
+from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.gate.verdict import judge, record_settings
+from pytest_retrieval_eval.ir import paired as paired_module
+from pytest_retrieval_eval.ir.paired import moved, paired
+from pytest_retrieval_eval.report.outputs import write_outputs
+from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.types import LabeledQuery, QueryResult
+
+N = 20
+QUERIES = tuple(LabeledQuery(f"q{i:02d}", f"question {i}", {f"d{i}": 1}) for i in range(N))
+LABELED = LabeledSet(QUERIES, name="set")
+
+
+def _engine(name: str, missed: set[int]) -> EvaluationResult:
+    return EvaluationResult(name, LABELED, tuple(
+        QueryResult(q.query_id, ("x", f"d{i}") if i in missed else (f"d{i}",)) for i, q in enumerate(QUERIES)))
+
+
+def test_the_movers_are_defined_once_largest_first_then_by_id_and_never_unmoved():
+    assert moved([0.0, -0.5, 0.5, 1.0, 0.0], ["e", "d", "c", "b", "a"]) == (3, 2, 1)
+    pair = paired([1.0, 0.5, 0.0], [0.0, 0.5, 1.0], ["a", "b", "c"])
+    assert (pair.delta, pair.wins, pair.losses, pair.ties, pair.movers) == (0.0, 1, 1, 1, (0, 2))
+    assert pair.p_adjusted == pair.p  # uncorrected until the family is known
+
+
+def test_engine_pairs_baselines_and_shadows_read_one_statistic():
+    a, b = _engine("a", set()), _engine("b", {1, 4, 9, 16})
+    run = RunResults([a, b])
+    baseline = RunResults([_engine("a", {1, 4, 9, 16})])  # a's baseline ranked as b does now
+    verdict = judge(run, GateSettings(shadows=(("a", "b"),), correction="none"), measures=["hit@1"],
+                    baseline=baseline)
+    expected = paired(a.values("hit@1"), b.values("hit@1"), [q.query_id for q in QUERIES])
+    [pair] = verdict.comparisons
+    [diff] = [d for d in verdict.baseline.diffs if d.engine == "a"]
+    [delta] = [d for d in verdict.shadows[0].deltas if d.measure == "hit@1"]
+    assert pair.paired == expected and diff.paired == expected
+    assert (delta.p, delta.ci) == (expected.p, expected.ci) and delta.delta == pytest.approx(expected.delta)
+    assert [m.query_id for m in diff.movers] == ["q01", "q04", "q09", "q16"]
+    assert (verdict.shadows[0].better, verdict.shadows[0].worse) == (4, 0)
+
+
+def test_writing_the_outputs_runs_no_paired_test(tmp_path, monkeypatch):
+    run = record_settings(RunResults([_engine("a", set()), _engine("b", {2, 3, 5})]),
+                          GateSettings(shadows=(("a", "b"),), gain_weights={"hit@1": 1.0}))
+    verdict = judge(run, run.settings)
+    expected = run.to_json()
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a paired test ran while the outputs were written")
+
+    monkeypatch.setattr(paired_module, "paired_randomization", refused)
+    write_outputs(verdict, report_dir=tmp_path / "out", save_baseline=tmp_path / "baseline.json")
+    assert (tmp_path / "out" / "results.json").read_text(encoding="utf-8") == expected
+    assert (tmp_path / "baseline.json").read_text(encoding="utf-8") == expected
+
+
+def test_a_recorded_labeled_set_keeps_its_identity_without_writing_into_the_set():
+    d = _engine("a", set()).to_dict()
+    d["labeled"]["fingerprint"] = "f" * 64
+    e = EvaluationResult.from_dict(d)
+    assert e.labeled.fingerprint == "f" * 64 and "fingerprint" not in vars(e.labeled)
+    assert e.labeled.computed_fingerprint == LABELED.fingerprint
