@@ -114,14 +114,16 @@ def _meta_id(meta: Mapping[str, Any] | None, field: str, fallback: Any) -> str:
 
 
 def haystack(obj: Any, *, name: str = "haystack", output: str | None = None, doc_id_field: str = "doc_id",
-             inputs: Callable[[str, int], dict] | None = None, concurrency: int | None = None) -> Adapted:
+             inputs: Callable[[str, int], dict] | None = None, concurrency: int | None = None,
+             id_required: bool = False, path: Any = None) -> Adapted:
     """A Haystack ``Pipeline`` or a retriever component.
 
     A pipeline gets ``inputs(query, k)`` (default ``{"query": query}``, which Haystack hands to
     every component with a ``query`` input); ``output`` names the documents to read
     (``"ranker.documents"``), by default the only documents output the pipeline returns. A
     component is called as ``run(query=query, top_k=k)``. A document's id is its
-    ``meta[doc_id_field]``, else its ``id``."""
+    ``meta[doc_id_field]``, else its ``id`` (with ``id_required``, a document without the meta
+    field is an error naming ``path``, the pipeline's file)."""
     is_pipeline = hasattr(obj, "get_component") and hasattr(obj, "run")
     make_inputs = inputs or (lambda query, k: {"query": query})
 
@@ -142,6 +144,9 @@ def haystack(obj: Any, *, name: str = "haystack", output: str | None = None, doc
     def call(query: str, k: int) -> list[str]:
         result = obj.run(make_inputs(query, k)) if is_pipeline else obj.run(query=query, top_k=k)
         docs = documents(result) if is_pipeline else list(result["documents"])
+        if id_required and any((d.meta or {}).get(doc_id_field) is None for d in docs):
+            raise RetrievalEvalError(f"a retrieved document lacks the id meta field '{doc_id_field}'",
+                                     path=path, field=doc_id_field)
         return fold(_meta_id(d.meta, doc_id_field, d.id) for d in docs)
 
     info = {"adapter": "haystack", "object": type(obj).__name__, "doc_id_field": doc_id_field}

@@ -13,11 +13,8 @@
   the built-in ingestion has it; ``doc_id``, title, description, filename and the document's other
   fields as meta) through the pipeline's input socket; what it wrote is read
   back from the table as the session's chunks, and linted;
-- ``PipelineEngine``: a query pipeline as an engine: the question goes to the pipeline's open text
-  inputs (``text`` of embedders, ``query`` of keyword retrievers and rankers, or those named),
-  documents come back from its ``documents`` output, ids from their meta, chunks folded to
-  their documents in order; questions are embedded in one batch first where the text embedder
-  is the plugin's own.
+
+A query pipeline as an engine is ``engines.pipeline.PipelineEngine``.
 """
 
 from __future__ import annotations
@@ -25,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from ..data.pipeline_files import PipelineFile, build, with_settings
 from ..errors import RetrievalEvalError
@@ -34,8 +31,6 @@ from ..types import Chunk, canonical_json, sha256_text
 #: embedder classes whose answers the plugin caches (class name -> the socket that carries text)
 DOCUMENT_EMBEDDERS = ("SentenceTransformersDocumentEmbedder", "OpenAIDocumentEmbedder")
 TEXT_EMBEDDERS = ("SentenceTransformersTextEmbedder", "OpenAITextEmbedder")
-#: open inputs a question goes to, unless the ini names them
-QUESTION_SOCKETS = ("text", "query")
 
 
 def load(file: PipelineFile, settings: dict | None = None) -> Any:
@@ -297,81 +292,3 @@ def _written(store: Any, table: str, id_field: str, file: PipelineFile) -> tuple
         seen[doc] = seen.get(doc, -1) + 1
         chunks.append(Chunk(doc, seen[doc], content or "", dict(meta)))
     return tuple(chunks)
-
-
-class PipelineEngine:
-    """A query pipeline as an engine (see the module docstring). Asked one question at a time:
-    its document stores share one database connection each."""
-
-    concurrency = 1
-
-    def __init__(self, name: str, file: PipelineFile, store: Any, table: str, cache: Any, *,
-                 inputs: Sequence[str] = (), id_field: str = "doc_id") -> None:
-        self.name, self.file, self.id_field = name, file, id_field
-        self.pipeline = load(file)
-        point_at(self.pipeline, file, store, table)
-        from .haystack_internals import fetch_binary
-
-        for ds in {id(c.document_store): c.document_store for _, c in self.pipeline.walk()
-                   if hasattr(c, "document_store")}.values():
-            ds.count_documents()  # connects
-            fetch_binary(ds)  # binary rows, and as many HNSW candidates as the built-in engine asks for
-        self.cached, self.not_cached = cache_embedders(self.pipeline, cache)
-        self.inputs = self._question_inputs(inputs)
-        self.output = self._documents_output()
-
-    def _question_inputs(self, named: Sequence[str]) -> dict[str, dict[str, str]]:
-        open_inputs = self.pipeline.inputs()
-        chosen: dict[str, list[str]] = {}
-        if named:
-            for item in named:
-                component, _, socket = item.partition(".")
-                if component not in open_inputs or socket not in open_inputs[component]:
-                    shown = ", ".join(f"{c}.{s}" for c, sockets in open_inputs.items() for s in sockets) or "none"
-                    raise RetrievalEvalError(f"question input '{item}' is not an open input of the pipeline "
-                                             f"(open: {shown})", path=self.file.path)
-                chosen.setdefault(component, []).append(socket)
-        else:
-            for component, sockets in open_inputs.items():
-                for socket, spec in sockets.items():
-                    if socket in QUESTION_SOCKETS and spec.get("type") is str:
-                        chosen.setdefault(component, []).append(socket)
-        if not chosen:
-            raise RetrievalEvalError("no open 'text' or 'query' input takes the question; name them with "
-                                     "NAME=PATH:COMPONENT.SOCKET,...", path=self.file.path)
-        return {c: {s: "" for s in sockets} for c, sockets in chosen.items()}
-
-    def _documents_output(self) -> tuple[str, str]:
-        for component, sockets in self.pipeline.outputs().items():
-            if "documents" in sockets:
-                return component, "documents"
-        raise RetrievalEvalError("the pipeline has no 'documents' output to rank", path=self.file.path)
-
-    def prepare(self, questions: Sequence[str]) -> None:
-        """Every question embedded in one batch where the pipeline's text embedder is the
-        plugin's own (its answers land in the cache the pipeline then reads); other embedders
-        are asked one question at a time, through the cache."""
-        from .components import PluginTextEmbedder
-
-        for _, component in self.pipeline.walk():
-            if isinstance(component, PluginTextEmbedder):
-                component.embed(list(questions))
-
-    def describe(self) -> dict:
-        return {"engine": "haystack pipeline", "pipeline": self.file.path.name,
-                "question_to": ", ".join(f"{c}.{s}" for c, sockets in self.inputs.items() for s in sockets),
-                "embedders_cached": ", ".join(self.cached) or "none",
-                "embedders_not_cached": ", ".join(self.not_cached) or "none"}
-
-    def retrieve(self, query: str, k: int) -> list[str]:
-        data = {c: {s: query for s in sockets} for c, sockets in self.inputs.items()}
-        component, socket = self.output
-        found = self.pipeline.run(data)[component][socket]
-        ids = []
-        for d in found:
-            doc = (d.meta or {}).get(self.id_field)
-            if doc is None:
-                raise RetrievalEvalError(f"a retrieved document lacks the id meta field '{self.id_field}'",
-                                         path=self.file.path, field=self.id_field)
-            ids.append(str(doc))
-        return list(dict.fromkeys(ids))[:k]  # chunks folded to their documents, in order

@@ -80,16 +80,16 @@ def register_pipelines(registry: Any, settings: Any) -> None:
 
 def _pipeline_factory(name: str, path: Any, inputs: tuple[str, ...]):
     def factory(request: pytest.FixtureRequest):
-        from ..hybrid import user_pipelines
+        from ..data.pipeline_files import PipelineFile
+        from ..engines.pipeline import PipelineEngine
         from .wake import session_of
 
         session = session_of(request.config)
         if session.config.hybrid.ingest_pipeline is None:
             or_fail(session.pipeline_index, None, None)  # says what to set
         index = request.getfixturevalue("ingested_index")
-        file = or_fail(user_pipelines.PipelineFile.read, path)
-        return or_fail(lambda: user_pipelines.PipelineEngine(name, file, index.store, index.table,
-                                                             session.embedding_cache(), inputs=inputs,
-                                                             id_field=session.config.hybrid.id_field))
+        file = or_fail(PipelineFile.read, path)
+        return or_fail(lambda: PipelineEngine(name, file, index.store, index.table, session.embedding_cache(),
+                                              inputs=inputs, id_field=session.config.hybrid.id_field))
 
     return factory

@@ -135,11 +135,17 @@ class RetrievalSession:
     def worker_id(self) -> str:
         return os.environ.get("PYTEST_XDIST_WORKER", "main")
 
-    def open_store(self):
-        from ..hybrid.store import open_store
+    @property
+    def stack(self):
+        """The process's one stack (store, embedder, embedding cache), made on first ask."""
+        if getattr(self, "_stack", None) is None:
+            from ..hybrid.stack import from_settings
 
-        h = self.config.hybrid
-        return open_store(h.store, dsn=h.dsn, worker=self.worker_id, schema_prefix=h.schema_prefix)
+            self._stack = from_settings(self.config.hybrid, self.cache_dir(), self.worker_id)
+        return self._stack
+
+    def open_store(self):
+        return self.stack.store()
 
     def cache_dir(self) -> Path:
         if self.config.hybrid.cache_dir is not None:
@@ -150,10 +156,7 @@ class RetrievalSession:
         return Path.home() / ".cache" / "pytest-retrieval-eval"
 
     def embedder(self):
-        from ..hybrid.embedders import Embedder, backend_for
-        from ..hybrid.embedding_cache import EmbeddingCache
-
-        return Embedder(backend_for(self.config.hybrid.embedder), EmbeddingCache(self.cache_dir() / "embeddings.sqlite3"))
+        return self.stack.embedder()
 
     def index(self, corpus: Any, store: Any, embedder: Any, config: Any = None):
         """The corpus ingested with ``config`` (default: the session's), once per session; engine
@@ -200,11 +203,7 @@ class RetrievalSession:
         return self._indexes["pipeline"]
 
     def embedding_cache(self):
-        from ..hybrid.embedding_cache import EmbeddingCache
-
-        if getattr(self, "_embedding_cache", None) is None:
-            self._embedding_cache = EmbeddingCache(self.cache_dir() / "embeddings.sqlite3")
-        return self._embedding_cache
+        return self.stack.embedding_cache()
 
     @property
     def store_events(self) -> list[str]:

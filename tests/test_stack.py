@@ -1,0 +1,30 @@
+"""One stack per process: the store, the embedder and a single embedding-cache connection that
+both the embedder and YAML pipelines use (issue 26 item 7)."""
+
+from __future__ import annotations
+
+from conftest import requires_hybrid
+
+from pytest_retrieval_eval.hybrid.stack import Stack
+
+
+def _stack(tmp_path):
+    return Stack(tmp_path, store="embedded", dsn=None, schema_prefix="retrieval_eval", embedder="hashing:16")
+
+
+@requires_hybrid
+def test_the_embedder_answers_from_the_stacks_one_cache_connection(tmp_path):
+    stack = _stack(tmp_path)
+    cache = stack.embedding_cache()
+    assert stack.embedder().cache is cache and stack.embedding_cache() is cache
+    assert stack.embedder() is stack.embedder()
+    stack.embedder().embed(["a question"])
+    assert cache.count() == 1  # what the embedder wrote is in the connection pipelines read
+    stack.close()
+
+
+def test_nothing_is_opened_until_asked(tmp_path):
+    stack = _stack(tmp_path)
+    assert not (tmp_path / "embeddings.sqlite3").exists()
+    assert stack.store() is stack.store()  # opened once (not started: its fixture starts and stops it)
+    assert not (tmp_path / "embeddings.sqlite3").exists()
