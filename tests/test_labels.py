@@ -87,7 +87,7 @@ def test_a_csv_imported_then_gated_and_an_edit_of_a_gold_document_is_caught(team
     doc = json.loads((team.path / "kb" / "guest-wifi.json").read_text())
     doc["content"] += " Vouchers now last two days."
     (team.path / "kb" / "guest-wifi.json").write_text(json.dumps(doc))
-    stale = team.runpytest("-m", "retrieval")
+    stale = team.runpytest("-m", "retrieval", "--retrieval-stale=error")
     assert stale.ret == pytest.ExitCode.TESTS_FAILED
     stale.stdout.fnmatch_lines([f"*changed: guest-wifi (1 question: {wifi})*",
                                 "*label stamp --corpus kb --questions questions.cache.json*"])
@@ -116,7 +116,7 @@ def test_an_unknown_id_stops_the_import_with_a_suggestion_and_writes_nothing(tea
     (team.path / "q.json").write_bytes(before)
     assert cli(["label", "import", "labels.csv", "--corpus", "kb", "--questions", "q.json"]) == 2
     err = capsys.readouterr().err
-    assert "labels.csv:5: query 'labels." in err and "unknown document id 'vpn-stup' (did you mean 'vpn-setup'?)" in err
+    assert "labels.csv:5: query 'q." in err and "unknown document id 'vpn-stup' (did you mean 'vpn-setup'?)" in err
     assert (team.path / "q.json").read_bytes() == before
 
 
@@ -161,7 +161,7 @@ def test_a_hand_written_cache_without_fingerprints_is_unchecked_until_stamped(te
     entries = [{"id": f"h{i}", "question": q, "relevant": {d: 1}} for i, (q, d) in enumerate(TEN, start=1)]
     cache = {"format": "pytest-retrieval-eval/questions", "version": 1, "queries": entries}
     (team.path / "questions.cache.json").write_text(json.dumps(cache, indent=2))
-    refused = team.runpytest("-m", "retrieval")  # all unchecked, --retrieval-stale=error (the default)
+    refused = team.runpytest("-m", "retrieval", "--retrieval-stale=error")  # all unchecked
     assert refused.ret == pytest.ExitCode.TESTS_FAILED
     refused.stdout.fnmatch_lines(["*10 of 10 questions unchecked*label stamp --corpus kb --questions questions.cache.json*"])
     warned = team.runpytest("-m", "retrieval", "--retrieval-stale=warn")
@@ -175,7 +175,7 @@ def test_a_hand_written_cache_without_fingerprints_is_unchecked_until_stamped(te
     doc = json.loads((team.path / "kb" / "vpn-setup.json").read_text())
     doc["content"] = doc["content"].replace("WireGuard", "OpenVPN")
     (team.path / "kb" / "vpn-setup.json").write_text(json.dumps(doc))
-    caught = team.runpytest("-m", "retrieval")
+    caught = team.runpytest("-m", "retrieval", "--retrieval-stale=error")
     assert caught.ret == pytest.ExitCode.TESTS_FAILED
     caught.stdout.fnmatch_lines(["*changed: vpn-setup (1 question: h1)*"])
 

@@ -12,7 +12,7 @@ from conftest import CORPUS, QUESTIONS, requires_hybrid
 from fake_api import Reply, chat_reply
 from pytest_retrieval_eval.data.corpus import JsonFolder
 from pytest_retrieval_eval.data.labeled import load_questions_cache
-from pytest_retrieval_eval.data.staleness import check
+from pytest_retrieval_eval.data.staleness import check, chunk_fingerprints
 from test_corpus import make_beir
 
 TESTS = """
@@ -58,7 +58,7 @@ def test_check_names_changed_and_deleted_documents(tmp_path):
 def test_an_edited_document_fails_the_run_by_name_and_leaves_the_cache_alone(project):
     edit(project.path / "corpus" / "battery-care.json", content="Charge it whenever you like; batteries are immortal.")
     before = (project.path / "questions.cache.json").read_bytes()
-    result = project.runpytest("-m", "retrieval", "--retrieval-report")
+    result = project.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-stale=error")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()
     assert "questions.cache.json is stale against the corpus corpus:" in out
@@ -102,3 +102,30 @@ def test_a_beir_folder_is_its_own_labeled_set(pytester, tmp_path):
     result = pytester.runpytest("-m", "retrieval", "--retrieval-report", f"--retrieval-corpus={beir}",
                                 "--retrieval-split", "train")
     result.stdout.fnmatch_lines(["keyword * 1 *0"])
+
+
+# --- the grain of staleness: a generated question's chunk, a hand label's document -----------------
+
+@requires_hybrid
+def test_an_edit_far_from_a_generated_question_leaves_it_fresh(tmp_path):
+    folder = shutil.copytree(CORPUS, tmp_path / "corpus")
+    doc = json.loads((folder / "damage-assessment.json").read_text())
+    edit(folder / "damage-assessment.json", content=doc["content"] + " Photos may also be sent by post.")
+    labeled, corpus = load_questions_cache(QUESTIONS), JsonFolder(folder).load()
+    assert check(labeled, corpus).changed == {"damage-assessment": [f"damage-assessment.q{i}" for i in (1, 2, 3, 4)]}
+    # only the last chunk holds the added words: the questions of chunks 0 and 1 stay fresh
+    assert check(labeled, corpus, chunk_fingerprints(corpus, labeled)).changed == {
+        "damage-assessment": ["damage-assessment.q4"]}
+
+
+@requires_hybrid
+def test_by_default_a_stale_question_is_listed_and_left_out_not_blocking(project):
+    path = project.path / "corpus" / "damage-assessment.json"
+    edit(path, content=json.loads(path.read_text())["content"] + " Photos may also be sent by post.")
+    result = project.runpytest("-m", "retrieval", "--retrieval-report")
+    assert result.ret == 0, result.stdout.str()
+    out = result.stdout.str()
+    assert "questions.cache.json: n 67, 1 stale left out of the numbers and the gates" in out
+    assert "  damage-assessment.q4 '" in out and "': changed: damage-assessment" in out
+    assert "damage-assessment.q1 '" not in out
+    result.stdout.fnmatch_lines(["keyword *67*0"])

@@ -37,19 +37,30 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--concurrency", type=int, default=4)
     check = sub.add_parser("check", help="is the questions cache stale against the corpus?")
     add_to_argparse(check, "check", **files)
-    label = sub.add_parser("label", help="bring your own labels: import them, or stamp fingerprints")
+    label = sub.add_parser("label", help="bring your own labels: import, list, remove, or stamp fingerprints")
     verbs = label.add_subparsers(dest="verb", required=True)
     imp = verbs.add_parser("import", help="merge labeled questions from a CSV/TSV, JSONL, qrels.jsonl or BEIR folder")
     imp.add_argument("file", help="the labels: .csv, .tsv, .jsonl (incl. rig-style qrels.jsonl) or a BEIR folder")
     add_to_argparse(imp, "check", **files)
     imp.add_argument("--format", default="auto", choices=["auto", "csv", "tsv", "jsonl", "qrels-jsonl", "beir"])
-    imp.add_argument("--question-column", default="question", help="CSV/TSV header of the question (default: question)")
-    imp.add_argument("--doc-column", default="doc_id", help="CSV/TSV header of the judged doc id(s) (default: doc_id)")
+    imp.add_argument("--question-column", default=None, help="CSV/TSV header of the question (default: question or query)")
+    imp.add_argument("--doc-column", default=None,
+                     help="CSV/TSV header of the judged doc id(s) (default: doc_id(s), docid, document_id, gold, relevant)")
     imp.add_argument("--grade-column", default=None, help="CSV/TSV header of the relevance grade (default: 1)")
-    imp.add_argument("--id-column", default=None, help="CSV/TSV header of the query id (default: FILE.N)")
+    imp.add_argument("--id-column", default=None,
+                     help="CSV/TSV header of the query id (default: query_id, qid or id; else from the question's text)")
     imp.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
+    imp.add_argument("--sync", action="store_true",
+                     help="the file is the source of truth for the questions it brought: those gone from it are removed")
     stamp = verbs.add_parser("stamp", help="record the judged documents' fingerprints in a hand-edited cache")
     add_to_argparse(stamp, "check", **files)
+    stamp.add_argument("--drop-deleted", action="store_true",
+                       help="drop judgments of documents deleted from the corpus (a question left with none goes too)")
+    rm = verbs.add_parser("remove", help="remove questions from the cache by id")
+    rm.add_argument("ids", nargs="+", metavar="ID", help="question ids, as 'label list' shows them")
+    add_to_argparse(rm, "check", **files)
+    ls = verbs.add_parser("list", help="every question: id, question, gold documents, state (fresh, stale, unchecked)")
+    add_to_argparse(ls, "check", **files)
     rep = sub.add_parser("report", help="judge a saved results.json again; rebuild its artefacts with --out")
     rep.add_argument("results", help="a results.json written by --retrieval-report-dir or --retrieval-save-baseline")
     add_to_argparse(rep, "report", alpha=None, measures=None, noise_aware=None, baseline_force=None,
@@ -108,12 +119,12 @@ def _generate(args) -> int:
 
 def _check(args) -> int:
     from .data.corpus import open_corpus
-    from .data.staleness import check, regenerate_command, stamp_command
+    from .data.staleness import check, chunk_fingerprints, drop_command, regenerate_command, stamp_command
     from .data.labels import load_labels
 
     corpus = open_corpus(args.corpus).load()
     labeled = load_labels(Path(args.questions))
-    stale = check(labeled, corpus)
+    stale = check(labeled, corpus, chunk_fingerprints(corpus, labeled))
     stamp = stamp_command(args.corpus, args.questions)
     if stale.corpus_changed:
         old, new = stale.corpus_changed
@@ -121,7 +132,8 @@ def _check(args) -> int:
     if stale.unchecked:
         print(stale.unchecked_message(args.questions, len(labeled), stamp))
     if stale:
-        print(stale.describe(args.questions, args.corpus, regenerate_command(args.corpus, args.questions), stamp))
+        print(stale.describe(args.questions, args.corpus, regenerate_command(args.corpus, args.questions), stamp,
+                             drop_command(args.corpus, args.questions)))
         return 1
     checked = len(labeled) - len(stale.unchecked)
     print(f"{args.questions}: {checked} of {len(labeled)} questions checked, up to date with {args.corpus}")
@@ -130,17 +142,49 @@ def _check(args) -> int:
 
 def _label(args) -> int:
     from .data.corpus import open_corpus
-    from .data.labels import Columns, import_labels, read_labels, stamp_cache
+    from .data.labels import Columns, import_labels, read_labels, remove_labels, stamp_cache
 
+    if args.verb == "remove":
+        removed = remove_labels(args.questions, args.ids)
+        print(f"{args.questions}: removed {len(removed)}: {', '.join(removed)}")
+        return 0
     corpus = open_corpus(args.corpus).load()
+    if args.verb == "list":
+        return _label_list(args, corpus)
     if args.verb == "stamp":
-        before = stamp_cache(args.questions, corpus)
+        from .data.staleness import stamp_command
+
+        before, lost = stamp_cache(args.questions, corpus, drop_deleted=args.drop_deleted,
+                                   command=stamp_command(args.corpus, args.questions))
+        for doc, queries in sorted(lost.items()):
+            print(f"deleted {doc}: its judgment dropped from {', '.join(queries)}")
         print(f"{args.questions}: fingerprints recorded ({before} question(s) were unchecked)")
         return 0
     columns = Columns(args.question_column, args.doc_column, args.grade_column, args.id_column)
     entries = read_labels(args.file, fmt=args.format, columns=columns, split=args.split)
-    report = import_labels(entries, corpus, args.questions, origin=args.file)
+    report = import_labels(entries, corpus, args.questions, origin=args.file, sync=args.sync)
+    for note in report.notes:
+        print(f"note: {note}")
     print(f"{args.questions}: imported {len(entries)} from {args.file}: {report.summary()}")
+    if report.removed:
+        print(f"removed (gone from {args.file}): {', '.join(report.removed)}")
+    return 0
+
+
+def _label_list(args, corpus) -> int:
+    """One line per question: id, state, gold documents, question; what changed for a stale one."""
+    from .data.labels import load_labels
+    from .data.staleness import check, chunk_fingerprints, state
+
+    labeled = load_labels(Path(args.questions))
+    stale = check(labeled, corpus, chunk_fingerprints(corpus, labeled))
+    why = stale.why()
+    for q in labeled:
+        gold = ";".join(d for d, g in sorted(q.relevant.items()) if g >= 1)
+        extra = f" ({', '.join(why[q.query_id])})" if q.query_id in why else ""
+        print(f"{q.query_id}\t{state(q.query_id, stale)}{extra}\t{gold}\t{q.question}")
+    counts = {s: sum(state(q.query_id, stale) == s for q in labeled) for s in ("fresh", "stale", "unchecked")}
+    print(f"{args.questions}: {len(labeled)} questions: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
     return 0
 
 

@@ -70,38 +70,52 @@ def unchecked(labeled: Iterable[LabeledQuery]) -> list[str]:
     return [q.query_id for q in labeled if not fingerprinted(q)]
 
 
-def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: str | None = None) -> LabeledSet:
-    """Every entry with the current fingerprint of each judged document. An id the corpus lacks
-    stops it, naming the file and line it came from (``origin``, ``source["_line"]``), the
-    entry and the nearest id."""
+def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: str | None = None,
+          drop_deleted: bool = False, command: str = "") -> tuple[LabeledSet, dict[str, list[str]]]:
+    """Every entry with the current fingerprint of each judged document, and the judgments of
+    deleted documents dropped when asked (``drop_deleted``; a question left with none goes too),
+    as (the set, doc id -> the questions that lost it). An id the corpus never had stops it,
+    naming the file and line it came from (``origin``, ``source["_line"]``), the entry and the
+    nearest id; a deleted one stops it too unless dropped, listing who lost it and ``command``."""
+    lost: dict[str, list[str]] = {}
+    for q in labeled:  # deleted: fingerprinted once, so it existed; unknown: a typo, usually
+        for d in sorted(d for d in q.relevant if d not in corpus and d in fingerprinted(q)):
+            lost.setdefault(d, []).append(q.query_id)
+    if lost and not drop_deleted:
+        listed = "; ".join(f"{d} ({', '.join(qs)})" for d, qs in sorted(lost.items()))
+        raise RetrievalEvalError(f"{sum(map(len, lost.values()))} judgment(s) of deleted documents: {listed}; drop "
+                                 f"them (a question left with no judged document goes too) with: {command} --drop-deleted"
+                                 if command else f"judged documents deleted from the corpus: {listed}",
+                                 path=origin or labeled.provenance.get("path"))
     out = []
     for q in labeled:
-        source = dict(q.source)
-        line = source.pop("_line", None)
-        missing = [d for d in q.relevant if d not in corpus]
+        source = {k: v for k, v in q.source.items() if not k.startswith("_")}
+        line = q.source.get("_line")
+        relevant = {d: g for d, g in q.relevant.items() if q.query_id not in lost.get(d, ())}
+        if not any(g >= 1 for g in relevant.values()):
+            continue  # every judged document it had is gone
+        missing = [d for d in relevant if d not in corpus]
         if missing:
             where = f"query '{q.query_id}'"
             raise RetrievalEvalError(unknown_ids_message(missing, corpus.doc_ids, where),
                                      path=origin or labeled.provenance.get("path"), line=line)
-        source["judged_sha256"] = {d: corpus.get(d).fingerprint for d in sorted(q.relevant)}
+        source["judged_sha256"] = {d: corpus.get(d).fingerprint for d in sorted(relevant)}
         if by and "by" not in source:
             source["by"] = by
-        out.append(LabeledQuery(q.query_id, q.question, dict(q.relevant), source))
-    return LabeledSet(tuple(out), name=labeled.name, provenance=labeled.provenance)
+        out.append(LabeledQuery(q.query_id, q.question, relevant, source))
+    return LabeledSet(tuple(out), name=labeled.name, provenance=labeled.provenance), lost
 
 
 # --- readers -------------------------------------------------------------------------------------
 
 def question_id(path: str | Path, question: str) -> str:
-    """An id for a question that has none: stable across imports (the same question keeps its
-    id, so importing again replaces nothing and loses nothing)."""
+    """An id for a question that has none, from its text alone (never the file name): the same
+    question imported again, from this file or a renamed copy, keeps its id and adds nothing."""
     from ..types import sha256_text, text_problem
 
     if text_problem(question):
         return "unnamed"  # the question itself is refused right after, naming its line
-
-    stem = "_".join(Path(path).stem.split()) or "labels"
-    return f"{stem}.{sha256_text(' '.join(question.lower().split()))[:10]}"
+    return f"q.{sha256_text(' '.join(question.lower().split()))[:10]}"
 
 
 def _grade(value: Any, path: str | Path, line: int, field: str) -> int:
@@ -162,63 +176,99 @@ def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
 
 @dataclass(frozen=True)
 class Columns:
-    """Which columns of a CSV/TSV hold what (header names)."""
+    """Which columns of a CSV/TSV hold what (header names, matched case-insensitively); ``None``
+    finds the column by its common names (``ALIASES``), and a query id column is optional."""
 
-    question: str = "question"
-    doc: str = "doc_id"
+    question: str | None = None
+    doc: str | None = None
     grade: str | None = None
     id: str | None = None
 
 
+#: role -> (the CLI flag naming its column, the header names found without it)
+ALIASES = {
+    "question": ("--question-column", ("question", "query", "query_text", "question_text")),
+    "doc": ("--doc-column", ("doc_id", "doc_ids", "docid", "docids", "document_id", "document_ids", "gold",
+                             "gold_doc", "relevant", "relevant_docs")),
+    "grade": ("--grade-column", ()),
+    "id": ("--id-column", ("query_id", "qid", "id")),
+}
+
+
+def _columns(header: Sequence[str], columns: Columns, path: str | Path) -> dict[str, str | None]:
+    """The header name of each role; a named or required column that is missing is refused with
+    the flag that chooses it."""
+    lower = {h.strip().lower(): h for h in header if h}
+    found: dict[str, str | None] = {}
+    for role, (flag, aliases) in ALIASES.items():
+        asked = getattr(columns, role)
+        names = (asked,) if asked else aliases
+        found[role] = next((lower[n.strip().lower()] for n in names if n.strip().lower() in lower), None)
+        if found[role] is None and (asked or role in ("question", "doc")):
+            nor = "" if asked else f", nor {', '.join(aliases[1:])}"
+            raise RetrievalEvalError(f"no column '{asked or aliases[0]}' for the {'doc id' if role == 'doc' else role} "
+                                     f"(columns: {', '.join(header) or 'none'}{nor}); name it with {flag} NAME",
+                                     path=path, line=1)
+    return found
+
+
 def read_table(path: str | Path, *, delimiter: str | None = None, columns: Columns = Columns()) -> list[LabeledQuery]:
     """CSV or TSV with a header row: one row per (question, judged document); several doc ids in
-    one cell may be separated by ``;`` or ``|``. Rows of the same question (or query id) merge.
-    Without an id column, a question's id is derived from its text (``question_id``)."""
+    one cell may be separated by ``;`` or ``|``. Rows of the same question (or query id) merge,
+    and each merge is said in the entry's ``_notes``. Without an id column, a question's id is
+    derived from its text (``question_id``)."""
     text = read_text(path)
     delimiter = delimiter or ("\t" if str(path).endswith((".tsv", ".tab")) else ",")
     reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
     header = reader.fieldnames or []
     _refuse_duplicate_columns(header, path)
-    for role, name in (("question", columns.question), ("doc id", columns.doc), ("grade", columns.grade),
-                       ("query id", columns.id)):
-        if name is not None and name not in header:
-            raise RetrievalEvalError(f"no column '{name}' for the {role} (columns: {', '.join(header) or 'none'}); "
-                                     f"choose one with --{role.replace(' ', '-')}-column", path=path, line=1)
+    col = _columns(header, columns, path)
+    qcol, dcol, gcol, icol = col["question"], col["doc"], col["grade"], col["id"]
     grouped: dict[str, dict[str, Any]] = {}
     for number, row in enumerate(reader, start=2):
         if row.get(None):  # cells beyond the header: a delimiter inside an unquoted cell, usually
             raise RetrievalEvalError(f"{len(header) + len(row[None])} cells, but the header has {len(header)}: quote a "
                                      f"cell that holds {delimiter!r}", path=path, line=number)
-        question = " ".join((row.get(columns.question) or "").split())
-        cell = (row.get(columns.doc) or "").strip()
+        question = " ".join((row.get(qcol) or "").split())
+        cell = (row.get(dcol) or "").strip()
         if not question and not cell:
             continue  # a blank line
         if not question:
-            raise RetrievalEvalError("empty question", path=path, line=number, field=columns.question)
+            raise RetrievalEvalError("empty question", path=path, line=number, field=qcol)
         if not cell:
-            raise RetrievalEvalError(f"no doc id for {question!r}", path=path, line=number, field=columns.doc)
-        grade = _grade(row[columns.grade], path, number, columns.grade) if columns.grade and row.get(columns.grade, "").strip() else 1
-        key = (row.get(columns.id) or "").strip() if columns.id else question
-        entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number})
+            raise RetrievalEvalError(f"no doc id for {question!r}", path=path, line=number, field=dcol)
+        grade = _grade(row[gcol], path, number, gcol) if gcol and (row.get(gcol) or "").strip() else 1
+        given = (row.get(icol) or "").strip() if icol else ""
+        key = given or question_id(path, question)
+        entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number, "notes": [],
+                                         "given": bool(given)})
         if entry["question"] != question:
             raise RetrievalEvalError(f"query id '{key}' has two questions ({entry['question']!r} on line "
-                                     f"{entry['line']})", path=path, line=number, field=columns.question)
-        for doc in (d.strip() for d in cell.replace("|", ";").split(";")):
-            if doc:
-                entry["relevant"][doc] = max(grade, entry["relevant"].get(doc, grade))
+                                     f"{entry['line']})", path=path, line=number, field=icol or qcol)
+        docs = [d for d in (d.strip() for d in cell.replace("|", ";").split(";")) if d]
+        if number != entry["line"]:
+            new = [d for d in docs if d not in entry["relevant"]]
+            entry["notes"].append(f"line {number} repeats the question of line {entry['line']}: "
+                                  + (f"its judgments merged ({', '.join(new)} added)" if new else
+                                     "the same judgments, counted once"))
+        for doc in docs:
+            entry["relevant"][doc] = max(grade, entry["relevant"].get(doc, grade))
     out = []
-    for key, entry in grouped.items():
-        qid = key if columns.id else question_id(path, entry["question"])
+    for qid, entry in grouped.items():
         if not any(g >= 1 for g in entry["relevant"].values()):
             raise RetrievalEvalError(f"every grade of {entry['question']!r} is below 1, so no answer could ever count: "
                                      "give at least one judged document grade >= 1", path=path, line=entry["line"],
-                                     field=columns.grade or columns.doc)
+                                     field=gcol or dcol)
         problem = query_problem(qid, entry["question"], entry["relevant"])
         if problem:
-            field = {"id": columns.id or columns.question, "question": columns.question, "relevant": columns.doc}[problem[1]]
+            field = {"id": icol or qcol, "question": qcol, "relevant": dcol}[problem[1]]
             raise RetrievalEvalError(problem[0], path=path, line=entry["line"], field=field)
-        out.append(LabeledQuery(qid, entry["question"], entry["relevant"],
-                                {"by": f"{IMPORTED}:{Path(path).name}", "_line": entry["line"]}))
+        source: dict[str, Any] = {"by": f"{IMPORTED}:{Path(path).name}", "_line": entry["line"]}
+        if entry["notes"]:
+            source["_notes"] = entry["notes"]
+        if not entry["given"]:
+            source["_text_id"] = True
+        out.append(LabeledQuery(qid, entry["question"], entry["relevant"], source))
     return out
 
 
@@ -346,25 +396,43 @@ class ImportReport:
     added: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # already there, identical
+    removed: list[str] = field(default_factory=list)  # --sync: brought by this file before, gone from it now
+    notes: list[str] = field(default_factory=list)  # rows merged into one question, said
 
     def summary(self) -> str:
-        return f"added {len(self.added)}, replaced {len(self.replaced)}, unchanged {len(self.skipped)}"
+        removed = f", removed {len(self.removed)}" if self.removed else ""
+        return f"added {len(self.added)}, replaced {len(self.replaced)}, unchanged {len(self.skipped)}{removed}"
+
+
+def _key(question: str) -> str:
+    return " ".join(question.lower().split())
+
+
+def _brought_by(q: LabeledQuery, name: str) -> bool:
+    return str(q.source.get("by") or "") == f"{IMPORTED}:{name}"
 
 
 def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Path, *, origin: str | None = None,
-                  generator_notes: str = "") -> ImportReport:
+                  generator_notes: str = "", sync: bool = False) -> ImportReport:
     """Stamp ``entries`` against ``corpus`` and merge them into the cache at ``cache`` (created if
-    absent): same id and content -> unchanged; same id, new content -> replaced; else added.
+    absent): same id and content -> unchanged; same id, new content -> replaced; else added. A
+    question whose id comes from its text matches an entry holding the same question (an older
+    id form, or a renamed copy of the file), so importing again adds nothing. ``sync``: the file
+    is the source of truth for the questions it brought: those gone from it are removed.
     Written atomically under the cache's lock; a bad entry stops the import before any write."""
     from .generate import locked
     from .labeled import load_questions_cache, write_questions_cache
 
     cache = Path(cache)
-    stamped = stamp(LabeledSet(tuple(entries), name=cache.name), corpus, origin=origin)
-    report = ImportReport()
+    report = ImportReport(notes=[f"{q.query_id}: {n}" for q in entries for n in q.source.get("_notes", ())])
+    text_ids = {q.query_id for q in entries if q.source.get("_text_id")}
+    stamped, _ = stamp(LabeledSet(tuple(entries), name=cache.name), corpus, origin=origin)
     with locked(cache):
         existing = load_questions_cache(cache) if cache.exists() else None
         merged = {q.query_id: q for q in (existing or ())}
+        by_text = {_key(q.question): q.query_id for q in merged.values()}
+        stamped = [LabeledQuery(by_text.get(_key(q.question), q.query_id), q.question, dict(q.relevant), q.source)
+                   if q.query_id in text_ids else q for q in stamped]
         for q in stamped:
             old = merged.get(q.query_id)
             if old is None:
@@ -375,6 +443,11 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
             else:
                 report.replaced.append(q.query_id)
             merged[q.query_id] = q
+        if sync and origin is not None:
+            now = {q.query_id for q in stamped}
+            report.removed = [i for i, q in merged.items() if _brought_by(q, Path(origin).name) and i not in now]
+            for i in report.removed:
+                del merged[i]
         provenance = existing.provenance if existing is not None else {}
         generator = dict(provenance.get("generator") or {"method": "imported", "model": None, "prompt_sha256": None,
                                                         "temperature": None})
@@ -385,9 +458,11 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
     return report
 
 
-def stamp_cache(cache: str | Path, corpus: Any) -> int:
-    """``label stamp``: record the current fingerprints in a hand-edited cache; returns how many
-    entries were unchecked before."""
+def stamp_cache(cache: str | Path, corpus: Any, *, drop_deleted: bool = False,
+                command: str = "") -> tuple[int, dict[str, list[str]]]:
+    """``label stamp``: record the current fingerprints in a hand-edited cache (dropping the
+    judgments of deleted documents when asked); returns how many entries were unchecked before,
+    and doc id -> the questions that lost it."""
     from .generate import locked
     from .labeled import load_questions_cache, write_questions_cache
 
@@ -395,6 +470,28 @@ def stamp_cache(cache: str | Path, corpus: Any) -> int:
         labeled = load_questions_cache(cache)
         before = len(unchecked(labeled))
         provenance = labeled.provenance
-        write_questions_cache(cache, stamp(labeled, corpus), generator=provenance.get("generator") or {},
+        stamped, lost = stamp(labeled, corpus, drop_deleted=drop_deleted, command=command, origin=str(cache))
+        write_questions_cache(cache, stamped, generator=provenance.get("generator") or {},
                               corpus_fingerprint=corpus.fingerprint, splitter=provenance.get("splitter"))
-    return before
+    return before, lost
+
+
+def remove_labels(cache: str | Path, ids: Sequence[str]) -> list[str]:
+    """``label remove``: take these questions out of the cache; an id it lacks stops it, with the
+    nearest id, before any write."""
+    from .generate import locked
+    from .labeled import load_questions_cache, write_questions_cache
+
+    with locked(Path(cache)):
+        labeled = load_questions_cache(cache)
+        known = [q.query_id for q in labeled]
+        missing = [i for i in ids if i not in known]
+        if missing:
+            raise RetrievalEvalError("; ".join(f"no question '{i}' in the cache{did_you_mean(i, known)}" for i in missing)
+                                     + ": see the ids with 'label list'", path=cache)
+        kept = tuple(q for q in labeled if q.query_id not in set(ids))
+        provenance = labeled.provenance
+        write_questions_cache(cache, LabeledSet(kept, name=labeled.name), generator=provenance.get("generator") or {},
+                              corpus_fingerprint=provenance.get("corpus_fingerprint"),
+                              splitter=provenance.get("splitter"))
+    return [i for i in known if i in set(ids)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
 from .corpus import Corpus
 from .labeled import LabeledSet
@@ -36,6 +37,19 @@ def stamp_command(corpus_path: str, questions_path: str) -> str:
     return _command("label stamp", corpus_path, questions_path)
 
 
+def list_command(corpus_path: str, questions_path: str) -> str:
+    return _command("label list", corpus_path, questions_path)
+
+
+def drop_command(corpus_path: str, questions_path: str) -> str:
+    return stamp_command(corpus_path, questions_path) + " --drop-deleted"
+
+
+def state(query_id: str, stale: "Staleness") -> str:
+    """``label list``'s state of one question: stale, unchecked or fresh."""
+    return "stale" if query_id in stale.why() else "unchecked" if query_id in stale.unchecked else "fresh"
+
+
 @dataclass
 class Staleness:
     changed: dict[str, list[str]] = field(default_factory=dict)  # doc id -> query ids
@@ -54,7 +68,28 @@ class Staleness:
         """Queries that can only ever miss: a judged document does not exist."""
         return {q for docs in (self.deleted, self.unknown) for qs in docs.values() for q in qs}
 
-    def describe(self, labeled_name: str, corpus_name: str, command: str, stamp: str = "") -> str:
+    def why(self) -> dict[str, list[str]]:
+        """Query id -> what changed under it (``changed: vpn-setup``), for every stale question."""
+        out: dict[str, list[str]] = {}
+        for kind, docs in (("changed", self.changed), ("deleted", self.deleted), ("unknown id", self.unknown)):
+            for doc, queries in sorted(docs.items()):
+                for q in queries:
+                    out.setdefault(q, []).append(f"{kind}: {doc}")
+        return out
+
+    def left_out(self, labeled: LabeledSet) -> str:
+        """The stale questions a run leaves out of its numbers and gates, one line each."""
+        why = self.why()
+        kept = sum(q.query_id not in why for q in labeled)
+        lines = [f"{labeled.name or 'the labeled set'}: n {kept}, {len(why)} stale left out of the numbers and the "
+                 "gates (--retrieval-stale=warn evaluates them anyway, =error blocks the run):"]
+        for q in labeled:
+            if q.query_id in why:
+                text = q.question if len(q.question) <= 70 else q.question[:67] + "..."
+                lines.append(f"  {q.query_id} {text!r}: {', '.join(why[q.query_id])}")
+        return "\n".join(lines)
+
+    def describe(self, labeled_name: str, corpus_name: str, command: str, stamp: str = "", drop: str = "") -> str:
         lines = [f"{labeled_name} is stale against the corpus {corpus_name}:"]
         for kind, docs in (("changed", self.changed), ("deleted", self.deleted)):
             for doc, queries in sorted(docs.items()):
@@ -70,7 +105,8 @@ class Staleness:
         if any(q not in self.generated for qs in self.changed.values() for q in qs):
             lines.append(f"Check the questions about what changed, then record the new fingerprints: {stamp or command}")
         if any(q not in self.generated for qs in self.deleted.values() for q in qs):
-            lines.append(f"Fix or remove the questions that judge a deleted document in {labeled_name}.")
+            lines.append(f"Drop the judgments of deleted documents: {drop}" if drop else
+                         f"Fix or remove the questions that judge a deleted document in {labeled_name}.")
         lines.append("or evaluate anyway with --retrieval-stale=warn (questions about missing documents are then left out)")
         return "\n".join(lines)
 
@@ -85,8 +121,13 @@ def _queries(queries: list[str]) -> str:
             f"{', ...' if len(queries) > 4 else ''}")
 
 
-def check(labeled: LabeledSet, corpus: Corpus) -> Staleness:
-    """Doc-level check (no chunking needed)."""
+def check(labeled: LabeledSet, corpus: Corpus,
+          chunk_fingerprints: Callable[[str], Mapping[str, str]] | None = None) -> Staleness:
+    """Each question at its own grain: a hand label against its judged documents; a generated
+    question against the text of its source chunk, when ``chunk_fingerprints`` (doc id -> its
+    chunks' fingerprints now) is given, so an edit elsewhere in the document leaves it fresh.
+    Without it, the check is doc-level and needs no chunking."""
+    chunks = _memo(chunk_fingerprints)
     out = Staleness(unchecked=unchecked(labeled), generated={q.query_id for q in labeled if is_generated(q)})
     recorded = labeled.provenance.get("corpus_fingerprint")
     if recorded and recorded != corpus.fingerprint:
@@ -106,7 +147,40 @@ def check(labeled: LabeledSet, corpus: Corpus) -> Staleness:
         recorded_sha = dict(q.source.get("judged_sha256") or {})
         if q.source.get("doc_id") and q.source.get("doc_sha256"):
             recorded_sha.setdefault(q.source["doc_id"], q.source["doc_sha256"])
-        for doc, sha in sorted(recorded_sha.items()):
-            if corpus.get(doc).fingerprint != sha:
-                out.changed.setdefault(doc, []).append(q.query_id)
+        moved = [doc for doc, sha in sorted(recorded_sha.items()) if corpus.get(doc).fingerprint != sha]
+        if moved and chunks is not None and _chunk_unchanged(q, chunks):
+            continue  # a generated question's answer is its chunk: that text is as it was
+        for doc in moved:
+            out.changed.setdefault(doc, []).append(q.query_id)
     return out
+
+
+def _chunk_unchanged(q, chunks: Callable[[str], Mapping[str, str]]) -> bool:
+    src = q.source
+    if not (is_generated(q) and src.get("chunk_sha256") and src.get("doc_id")):
+        return False
+    return chunks(src["doc_id"]).get(src["chunk_id"]) == src["chunk_sha256"]
+
+
+def _memo(fn: Callable[[str], Mapping[str, str]] | None) -> Callable[[str], Mapping[str, str]] | None:
+    """Each changed document chunked once, however many questions it has."""
+    if fn is None:
+        return None
+    seen: dict[str, Mapping[str, str]] = {}
+    return lambda doc: seen[doc] if doc in seen else seen.setdefault(doc, fn(doc))
+
+
+def chunk_fingerprints(corpus: Corpus, labeled: LabeledSet, chunking: Any = None) -> Callable[[str], Mapping[str, str]]:
+    """doc id -> {chunk id: fingerprint} of that document split now as the questions were written
+    against (the cache's recorded splitter; else ``chunking``, else the default)."""
+    from .chunking import Chunking, chunk_corpus
+
+    recorded = labeled.provenance.get("splitter") or {}
+    if recorded.get("split_length") is not None:
+        chunking = Chunking(split_length=recorded["split_length"], split_overlap=recorded.get("split_overlap", 0))
+    chunking = chunking or Chunking()
+
+    def of(doc_id: str) -> Mapping[str, str]:
+        one = Corpus((corpus.get(doc_id),), name=corpus.name)
+        return {c.chunk_id: c.fingerprint for c in chunk_corpus(one, chunking)}
+    return of

@@ -10,14 +10,16 @@ from typing import Callable
 from ..data.corpus import BeirFolder, Corpus, open_corpus
 from ..data.labeled import LabeledSet
 from ..data.labels import is_qrels_jsonl, load_labels
-from ..data.staleness import check, regenerate_command, stamp_command
+from ..data.staleness import (check, chunk_fingerprints, drop_command, list_command, regenerate_command,
+                              stamp_command)
 from ..errors import RetrievalEvalError
 from .config import DataConfig
 from ..hybrid.ingest import IngestConfig
 
 
 class StaleQuestionsWarning(UserWarning):
-    """The questions cache no longer matches the corpus (with --retrieval-stale=warn)."""
+    """The questions cache no longer matches the corpus (left out by default, evaluated with
+    --retrieval-stale=warn)."""
 
 
 class UncheckedQuestionsWarning(UserWarning):
@@ -63,7 +65,7 @@ def load_labeled(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progre
     if cfg.regenerate:
         regenerate(cfg, corpus, chunking, progress)
     labeled = load_labels(cfg.questions)
-    stale = check(labeled, corpus)
+    stale = check(labeled, corpus, chunk_fingerprints(corpus, labeled, chunking))
     stamp = stamp_command(shown(cfg.corpus), shown(cfg.questions))
     external = is_qrels_jsonl(cfg.questions)  # the team's own file: fingerprints live in an imported cache
     if external:
@@ -77,12 +79,27 @@ def load_labeled(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progre
     if not stale:
         return labeled
     message = stale.describe(shown(cfg.questions), shown(cfg.corpus),
-                             regenerate_command(shown(cfg.corpus), shown(cfg.questions)), stamp)
-    if cfg.stale == "error":
-        raise RetrievalEvalError(message)
-    warnings.warn(StaleQuestionsWarning(message), stacklevel=2)
-    dead = stale.dead_queries
-    return LabeledSet(tuple(q for q in labeled if q.query_id not in dead), name=labeled.name, provenance=labeled.provenance)
+                             regenerate_command(shown(cfg.corpus), shown(cfg.questions)), stamp,
+                             "" if external else drop_command(shown(cfg.corpus), shown(cfg.questions)))
+    if cfg.stale == "error" or (cfg.stale == "leave-out" and stale.unknown):
+        raise RetrievalEvalError(message)  # an id the corpus never had is a typo, not a knowledge base moving on
+    if cfg.stale == "warn":  # evaluated anyway; only questions about missing documents are left out
+        warnings.warn(StaleQuestionsWarning(message), stacklevel=2)
+        return _without(labeled, stale.dead_queries, {})
+    # leave-out (the default): a knowledge base that changes daily is not blocked daily
+    why = stale.why()
+    progress(stale.left_out(labeled))
+    warnings.warn(StaleQuestionsWarning(f"{shown(cfg.questions)}: {len(why)} stale question(s) left out of the "
+                                        f"numbers and the gates, named above; to see them again: "
+                                        f"{list_command(shown(cfg.corpus), shown(cfg.questions))}"[:300]), stacklevel=2)
+    return _without(labeled, set(why), why)
+
+
+def _without(labeled: LabeledSet, out: set[str], why: dict) -> LabeledSet:
+    """The set less ``out``; ``stale_left_out`` (query id -> what changed) is what the table and
+    a ``stale<=N`` rule count."""
+    return LabeledSet(tuple(q for q in labeled if q.query_id not in out), name=labeled.name,
+                      provenance={**labeled.provenance, "stale_left_out": why})
 
 
 def regenerate(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progress: Callable[[str], None]) -> None:

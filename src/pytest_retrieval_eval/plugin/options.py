@@ -136,8 +136,10 @@ OPTIONS: tuple[Option, ...] = (
            ini="retrieval_engines", ini_type="args", merge=False, metavar="NAME"),
     Option("depth", "documents asked of each engine", DEFAULT_DEPTH, whole(1), metavar="K"),
     Option("split", "BEIR qrels split to evaluate, qrels/NAME.tsv", "test", metavar="NAME"),
-    Option("stale", "when the questions cache no longer matches the corpus: error, or warn and leave out questions "
-           "about deleted documents", "error", choice("error", "warn"), metavar="MODE"),
+    Option("stale", "when questions no longer match the corpus: leave-out lists the stale ones and leaves them out of "
+           "the numbers and the gates; warn evaluates them anyway (questions about "
+           "deleted documents left out); error blocks the run", "leave-out", choice("leave-out", "warn", "error"),
+           metavar="MODE"),
     Option("regenerate", "before evaluating, generate questions for chunks that lack a fresh one (calls the LLM; "
            "needs RETRIEVAL_EVAL_API_KEY or OPENROUTER_API_KEY)", False, kind="switch", ini=None),
     Option("generator_model", "chat model for question generation", DEFAULT_CHAT_MODEL, metavar="MODEL",
