@@ -202,6 +202,7 @@ def test_an_edited_gold_document_leaves_its_question_out_without_blocking(team):
     out = result.stdout.str()
     assert f"  {wifi} '{ROWS[4][0]}': changed: guest-wifi" in out
     assert "questions.cache.json: n 5, 1 stale left out" in out
+    assert out.count("n 5, 1 stale left out") == 2  # when the questions load, and under the table
     result.stdout.fnmatch_lines(["ours *5*0", "keyword *5*0"])
     suggested = set(printed_commands(out))
     assert suggested  # the run names where to look
@@ -209,6 +210,10 @@ def test_an_edited_gold_document_leaves_its_question_out_without_blocking(team):
         code, said, err = run_as_printed(team, command)
         assert code == 0, (command, err)
         assert f"{wifi}\tstale (changed: guest-wifi)" in said
+    gated = team.runpytest("-m", "retrieval", "--retrieval-threshold", "stale<=0")
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED, gated.stdout.str()
+    gated.stdout.fnmatch_lines([f"*stale = 1*required <= 0*{wifi} (changed: guest-wifi)*"])
+    assert team.runpytest("-m", "retrieval", "--retrieval-threshold", "stale<=1").ret == 0
     blocked = team.runpytest("-m", "retrieval", "--retrieval-stale=error")
     assert blocked.ret == pytest.ExitCode.TESTS_FAILED
     blocked.stdout.fnmatch_lines(["*questions.cache.json is stale against the corpus kb:*",

@@ -23,7 +23,7 @@ _RULE = re.compile(
 
 #: Quantities a rule may name besides measures: the count of queries whose engine call failed,
 #: and corpus lint counts (``lint.truncated`` ...), which belong to no engine.
-COUNTS = ("errors",)
+COUNTS = ("errors", "stale")
 
 
 def _measure_name(raw: str, rule: str) -> str:
@@ -60,6 +60,14 @@ class ErrorCount:
     """The queries whose engine call failed (``errors``)."""
 
     name: str = "errors"
+    bounds: tuple[float, float] = (0.0, math.inf)
+
+
+@dataclass(frozen=True)
+class StaleCount:
+    """The questions left out of the numbers because what they judge changed (``stale``)."""
+
+    name: str = "stale"
     bounds: tuple[float, float] = (0.0, math.inf)
 
 
@@ -105,9 +113,9 @@ class ShadowQuantity:
         return (low - high, high - low)
 
 
-Quantity = Union[MeasureQuantity, ErrorCount, LintCount, RunLintCount, ShadowQuantity]
+Quantity = Union[MeasureQuantity, ErrorCount, StaleCount, LintCount, RunLintCount, ShadowQuantity]
 #: quantities counted in whole numbers rather than measured
-COUNT_TYPES = (ErrorCount, LintCount, RunLintCount)
+COUNT_TYPES = (ErrorCount, StaleCount, LintCount, RunLintCount)
 
 
 def parse_quantity(raw: str, rule: str = "") -> Quantity:
@@ -127,6 +135,8 @@ def parse_quantity(raw: str, rule: str = "") -> Quantity:
         return RunLintCount(name[4:])
     if name.startswith("shadow."):
         return ShadowQuantity(None if name == "shadow.gain" else _measure(raw[7:], rule))
+    if name == "stale":
+        return StaleCount()
     if name in COUNTS:
         return ErrorCount()
     return MeasureQuantity(_measure(raw, rule))
@@ -224,7 +234,10 @@ class Breach:
         t = self.threshold
         if self.value is None:
             return f"{t} ({t.source}): {self.detail}"
-        shown = "nan" if math.isnan(self.value) else f"{self.value:.4f}"
+        counted = isinstance(t.quantity, COUNT_TYPES) or (isinstance(t.quantity, MeasureQuantity)
+                                                           and t.quantity.measure.count)
+        shown = ("nan" if math.isnan(self.value) else
+                 f"{int(self.value)}" if counted and float(self.value).is_integer() else f"{self.value:.4f}")
         return f"{self.engine}: {t.measure} = {shown}, required {t.op} {t.value:g} (from {t.source}; {self.detail})"
 
 
@@ -249,6 +262,8 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
                 continue
             if isinstance(t.quantity, ErrorCount):
                 value, how = float(row.errors), ""
+            elif isinstance(t.quantity, StaleCount):
+                value, how = row.values.get("stale", 0.0), ""
             elif confidence == "lower" and t.measure in row.intervals:
                 point = row.values[t.measure]
                 lo, hi = row.intervals[t.measure]

@@ -116,6 +116,11 @@ def _why(e, measure: str) -> str:
     return lines[0] + (f" ({'; '.join(lines[1:])})" if len(lines) > 1 else "") if lines else ""
 
 
+def _stale(e) -> dict:
+    """The questions of ``e``'s labeled set left out as stale: id -> what changed."""
+    return dict(e.labeled.provenance.get("stale_left_out") or {})
+
+
 def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Sequence[str] | None = None,
           baseline: RunResults | None = None, other_failures: Sequence[str] = (), **changes) -> Verdict:
     """The verdict on ``run`` under ``settings`` (``changes``: fields of it replaced, e.g.
@@ -126,9 +131,12 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
     needed = list(dict.fromkeys([*measures, *measures_needed(thresholds)]))
     gated = measures_needed(thresholds) if s.confidence == "lower" else []
     rows = [Row(e.engine, e.labeled.name, {**{m: e.mean(m) for m in needed},
-                                           **{f"run.{k}": float(len(e.run_lint.get(k, ()))) for k in RUN_LINT_KINDS}},
+                                           **{f"run.{k}": float(len(e.run_lint.get(k, ()))) for k in RUN_LINT_KINDS},
+                                           "stale": float(len(_stale(e)))},
                 e.n, e.n_errored, {m: e.ci(m) for m in gated},
-                {m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness})
+                {**{m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness},
+                 **({"stale": "left out: " + "; ".join(f"{q} ({', '.join(w)})" for q, w in _stale(e).items())}
+                    if _stale(e) else {})})
             for e in run.evaluations]
     verdict = Verdict(run, measures, rows, run.comparisons(measures, s.correction), s,
                       breaches=check(thresholds, rows, confidence=s.confidence),

@@ -26,6 +26,18 @@ def cutoffs(measures: list[str]) -> list[int]:
     return sorted(ks)
 
 
+def stale_lines(verdict: Any) -> list[str]:
+    """Per labeled set with questions left out as stale: how many the numbers rest on."""
+    seen, out = set(), []
+    for e in verdict.run.evaluations:
+        stale = e.labeled.provenance.get("stale_left_out") or {}
+        if stale and e.labeled.name not in seen:
+            seen.add(e.labeled.name)
+            out.append(f"{e.labeled.name}: n {e.n}, {len(stale)} stale left out of the numbers and the gates "
+                       "(a rule: stale<=N)")
+    return out
+
+
 def judged_lines(verdict: Any, *, markdown: bool = False, width: int = 80) -> list[str]:
     """One line per engine with judged@k at the table's cutoffs, when the labels judge fewer than
     two documents per question; nothing otherwise."""

@@ -62,6 +62,9 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
         "trial_rankings": [[[list(r.doc_ids), r.error] for r in t] for t in self.trial_results],
         "run_lint": {k: list(self.run_lint.get(k, ())) for k in RUN_LINT_KINDS},
     }
+    stale = self.labeled.provenance.get("stale_left_out")
+    if stale:  # questions left out of the numbers as stale: the `stale` count a rule can gate
+        d["labeled"]["stale_left_out"] = {q: list(why) for q, why in stale.items()}
     if self.freshness is not None:
         d["freshness"] = self.freshness.to_dict()
     if measures is not None:
@@ -85,7 +88,8 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
         if not isinstance(q["ranked"], list) or not all(isinstance(r, str) for r in q["ranked"]):
             raise ValueError(f"'queries' entry {q['id']!r}: ranked must be a list of doc ids")
     labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"]) for q in queries),
-                                 name=lab["name"], recorded_fingerprint=lab["fingerprint"])
+                                 name=lab["name"], recorded_fingerprint=lab["fingerprint"],
+                                 provenance={"stale_left_out": dict(lab.get("stale_left_out") or {})})
     results = tuple(QueryResult(q["id"], tuple(q["ranked"]), q["error"], q.get("seconds", 0.0)) for q in queries)
     trials = tuple(tuple(QueryResult(q["id"], tuple(ranked), error) for q, (ranked, error) in zip(queries, t))
                    for t in d.get("trial_rankings", []))
