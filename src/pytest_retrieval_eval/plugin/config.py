@@ -35,7 +35,7 @@ class DataConfig:
     questions: Path | None = None
     questions_explicit: bool = False  # given on the command line (wins over a BEIR folder's qrels)
     split: str = "test"  # BEIR qrels split
-    stale: str = "error"  # error | warn
+    stale: str = "leave-out"  # leave-out | warn | error
     regenerate: bool = False
     generator_model: str = DEFAULT_CHAT_MODEL
     max_doc_mb: float = 10.0
