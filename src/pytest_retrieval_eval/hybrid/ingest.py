@@ -10,55 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from .._lazy_torch import import_haystack
-from ..data.chunking import Chunking, chunks_of, sources
+from ..data.chunking import chunks_of, sources
 from ..data.corpus import Corpus
 from ..errors import RetrievalEvalError
 from .haystack_internals import fetch_binary
+from .index import HNSW_MAX_DIM, IngestConfig, IngestedIndex  # re-exported: callers import them from here
 from .store.base import Store, check_identifier
 from ..types import Chunk, canonical_json, sha256_text
 
 if TYPE_CHECKING:
     from .embedders import Embedder
-
-
-@dataclass(frozen=True)
-class IngestConfig(Chunking):
-    """Chunking, plus what only the store and lint need: the keyword index's text-search
-    language and the opt-in near-duplicate threshold."""
-
-    language: str = "english"
-    near_duplicates: float | None = None  # lint: MinHash similarity threshold, opt-in
-
-
-@dataclass
-class IngestedIndex:
-    """The ingested corpus: chunks, the Haystack document store over their table, and costs."""
-
-    chunks: tuple[Chunk, ...]
-    store: Store
-    document_store: Any  # PgvectorDocumentStore (HNSW search strategy)
-    table: str
-    dataset: str
-    config: IngestConfig
-    embedder: Embedder
-    seconds: float
-    stats: dict = field(default_factory=dict)
-    lint: Any = None  # lint.LintReport of the chunks, taken before embedding
-
-    @property
-    def filters(self) -> dict:
-        """The org/dataset meta filter every retrieval applies, as production does."""
-        return {
-            "operator": "AND",
-            "conditions": [
-                {"field": "meta.org_id", "operator": "==", "value": self.config.org_id},
-                {"field": "meta.dataset", "operator": "==", "value": self.dataset},
-            ],
-        }
 
 
 def table_name(corpus: Corpus, config: IngestConfig, embedder: Embedder) -> str:
@@ -71,10 +35,6 @@ def table_name(corpus: Corpus, config: IngestConfig, embedder: Embedder) -> str:
     key = canonical_json([corpus.fingerprint, corpus.name, layout, embedder.identity,
                           builtin("ingest.yaml").fingerprint])
     return check_identifier(f"chunks_{sha256_text(key)[:16]}", "table")
-
-
-#: the most dimensions pgvector's HNSW index takes, per column type
-HNSW_MAX_DIM = {"vector": 2000, "halfvec": 4000}
 
 
 def vector_type(dim: int, embedder: str) -> str:

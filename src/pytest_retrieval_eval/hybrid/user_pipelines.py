@@ -73,7 +73,7 @@ def point_at(pipeline: Any, file: PipelineFile, store: Any, table: str, *, docum
 
 def _check_hnsw(document_store: Any, file: PipelineFile, name: str) -> None:
     """An HNSW index over more dimensions than pgvector takes is one line, not a database traceback."""
-    from .ingest import HNSW_MAX_DIM
+    from .index import HNSW_MAX_DIM
 
     kind, dim = document_store.vector_type, document_store.embedding_dimension
     if document_store.search_strategy == "hnsw" and dim > HNSW_MAX_DIM[kind]:
@@ -218,7 +218,7 @@ def ingest(corpus: Any, store: Any, file: PipelineFile, cache: Any, *, input_soc
     from haystack import Document
 
     from ..data.lint import lint_chunks
-    from .ingest import IngestConfig, IngestedIndex
+    from .index import IngestConfig, IngestedIndex
 
     start = time.perf_counter()
     pipeline = load(file)
@@ -255,7 +255,7 @@ def ingest(corpus: Any, store: Any, file: PipelineFile, cache: Any, *, input_soc
 def restored(corpus: Any, store: Any, file: PipelineFile, *, id_field: str = "doc_id") -> Any:
     """The index of a table a store snapshot brought back: the pipeline is not run."""
     from ..data.lint import lint_chunks
-    from .ingest import IngestConfig, IngestedIndex
+    from .index import IngestConfig, IngestedIndex
 
     start = time.perf_counter()
     table = table_for(corpus, file)
