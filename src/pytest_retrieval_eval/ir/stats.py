@@ -1,6 +1,7 @@
-"""Uncertainty over queries: bootstrap confidence intervals and a paired randomization test.
+"""Uncertainty over queries: confidence intervals (Wilson for measures that are 0 or 1 per query,
+bootstrap for graded ones) and a paired randomization test.
 
-Both are seeded, so the same per-query values always give the same interval and p-value, and
+The resampling ones are seeded, so the same per-query values always give the same interval and p-value, and
 both resample in chunks so memory stays flat with tens of thousands of queries.
 """
 
@@ -35,6 +36,36 @@ def bootstrap_ci(values: Sequence[float], *, level: float = 0.95, resamples: int
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(means, [tail, 100.0 - tail])
     return (float(lo), float(hi))
+
+
+#: Families whose per-query value is 0 or 1 by definition (hit@k/success, the freshness rates),
+#: whatever the observed values: their interval is Wilson's, which keeps width at 0 and at 1.
+BINARY_FAMILIES = frozenset({"hit", "freshness.stale_free", "freshness.conflict_free"})
+
+
+def wilson_ci(rate: float, n: int, *, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a rate over ``n`` queries; unlike the bootstrap (or the normal
+    interval) it does not collapse to a point at 0 or 1: 29 of 29 gives [0.883, 1]."""
+    if n <= 0 or math.isnan(rate):
+        return (math.nan, math.nan)
+    z = _z(1 - (1 - level) / 2)
+    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n))
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mean_ci(values: Sequence[float], *, binary: bool, level: float = 0.95) -> tuple[float, float]:
+    """The interval of the mean over queries: Wilson for a ``binary`` measure; the bootstrap for a
+    graded one, except when every value is equal and in [0, 1], where resampling has nothing to
+    vary and Wilson at that value stands in (a [0, 1] measure's variance is at most
+    mean * (1 - mean), the binary case). Counts with every value equal keep the point."""
+    x = np.asarray(values, dtype=np.float64)
+    if len(x) == 0:
+        return (math.nan, math.nan)
+    mean = float(x.mean())
+    if binary or (np.all(x == x[0]) and 0.0 <= mean <= 1.0):
+        return wilson_ci(mean, len(x), level=level)
+    return bootstrap_ci(x, level=level)
 
 
 def paired_randomization(a: Sequence[float], b: Sequence[float], *, resamples: int = RANDOMIZATION_RESAMPLES,
@@ -101,18 +132,54 @@ def detectable_drop(values: Sequence[float], *, alpha: float = 0.05, power: floa
 
     The per-query standard deviation of the paired differences is not known before the run being
     compared exists, so the spread of the values themselves stands in for it: a change that moves
-    queries between the values this run already takes. nan with no queries."""
+    queries between the values this run already takes. With no spread (every value equal, e.g.
+    hit@5 = 1.000) that would say 0, so the drop is then the exact one of the sign-flip test
+    (``_exact_drop``), never 0. nan with no queries."""
     x = np.asarray(values, dtype=np.float64)
     if len(x) < 2:
         return math.nan
-    return (_z(1 - alpha / 2) + _z(power)) * float(x.std(ddof=1)) / math.sqrt(len(x))
+    sd = float(x.std(ddof=1))
+    if sd == 0.0:
+        return _exact_drop(len(x), alpha=alpha, power=power)
+    return (_z(1 - alpha / 2) + _z(power)) * sd / math.sqrt(len(x))
+
+
+def _exact_drop(n: int, *, alpha: float, power: float) -> float:
+    """With every value equal, a drop moves some queries one way: the sign-flip test flags ``k``
+    such changes (and nothing else) at ``p = 2 / 2^k``, so it needs ``k >= k*`` (the fewest with
+    ``2 / 2^k* <= alpha``). The drop is the smallest rate ``r`` of queries lost for which at least
+    ``k*`` of ``n`` are lost with ``power`` (binomial), i.e. a rate of r per query moved across the
+    full range; 1.0 when even losing every query is not enough."""
+    k_star = max(1, math.ceil(1 - math.log2(alpha)))
+    if k_star > n:
+        return 1.0
+
+    def chance(r: float) -> float:  # P(Binomial(n, r) >= k*)
+        return 1.0 - sum(math.comb(n, i) * r ** i * (1 - r) ** (n - i) for i in range(k_star))
+
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if chance(mid) >= power else (mid, hi)
+    return hi
 
 
 def queries_needed(values: Sequence[float], delta: float, *, alpha: float = 0.05, power: float = POWER) -> int:
     """About how many queries (with this run's per-query spread) a drop of ``delta`` needs to be
-    detected at ``alpha`` with ``power``: ``((z(1-alpha/2) + z(power)) * sd / delta)^2``."""
+    detected at ``alpha`` with ``power``: ``((z(1-alpha/2) + z(power)) * sd / delta)^2``; with no
+    spread, the fewest for which the exact drop (``_exact_drop``) is at most ``delta``."""
     if delta <= 0:
         raise ValueError(f"a drop to detect must be positive, got {delta!r}")
     x = np.asarray(values, dtype=np.float64)
     sd = float(x.std(ddof=1)) if len(x) > 1 else 0.0
+    if sd == 0.0 and len(x) > 1:
+        if delta >= 1.0:
+            return 2
+        lo, hi = 2, 2
+        while _exact_drop(hi, alpha=alpha, power=power) > delta:
+            lo, hi = hi, hi * 2
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if _exact_drop(mid, alpha=alpha, power=power) <= delta else (mid + 1, hi)
+        return hi
     return int(math.ceil(((_z(1 - alpha / 2) + _z(power)) * sd / delta) ** 2))

@@ -117,6 +117,7 @@ class RetrievalSession:
         self._labeled = None
         self._freshness: dict[str, Any] = {}  # corpus fingerprint -> data.freshness.Freshness | None
         self.outcome: Outcome | None = None
+        self._build_errors: dict[str, str] = {}  # engine name -> why its factory failed (a gate failure)
 
     # --- engines -----------------------------------------------------------------------------
     @property
@@ -127,8 +128,25 @@ class RetrievalSession:
 
     def engine(self, name: str, request: Any):
         if name not in self._engines:
-            self._engines[name] = self.registry.build(name, request)
+            try:
+                self._engines[name] = self.registry.build(name, request)
+            except Exception as exc:  # the test errors as before; the gate fails by name too
+                from .._secrets import mask_and_cap
+
+                self._build_errors.setdefault(name, mask_and_cap(f"{type(exc).__name__}: {exc}", 200))
+                raise
         return self._engines[name]
+
+    def engine_failures(self, evaluated: set[str]) -> list[str]:
+        """Engines the gate must not pass over: a factory that raised, and (when anything was
+        evaluated) an engine named by --retrieval-engine / retrieval_engines with no evaluation."""
+        out = [f"engine '{n}' could not be built: {why}" for n, why in self._build_errors.items()]
+        if evaluated:
+            out += [f"engine '{n}' is named by --retrieval-engine / retrieval_engines but recorded no evaluation "
+                    "(its tests errored or were deselected); run them, or leave it out of the selection"
+                    for n in dict.fromkeys(self.config.run.engines)
+                    if n not in evaluated and n not in self._build_errors]
+        return out
 
     # --- the hybrid stack ----------------------------------------------------------------------
     @property
@@ -311,7 +329,7 @@ class RetrievalSession:
             RunResults(evaluations, lint=lint, snippets=snippets), cfg.gate.settings,
             configured=cfg.report.table_measures, baseline=shown(cfg.gate.baseline) or None,
             failures=[*(f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers),
-                      *missing])
+                      *missing, *self.engine_failures({e.engine for e in evaluations})])
         baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
         verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
         self.outcome = Outcome(verdict, notes, list(cfg.gate.thresholds))

@@ -1,6 +1,6 @@
 """The summary table, for the terminal (fits 80 columns with the default measures) and for
-Markdown: one row per evaluation, its 95% bootstrap interval, and ranx-style superscripts that
-mark which engines it beats significantly."""
+Markdown: one row per evaluation, its 95% interval (Wilson for hit@k, bootstrap for graded
+measures), and ranx-style superscripts that mark which engines it beats significantly."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def freshness_lines(verdict: Any, *, markdown: bool = False, limit: int = 3) -> 
 
 
 def render(verdict: Any, *, ci: bool = True) -> list[str]:
-    """Terminal lines. Under each row, ``±`` is the larger side of the 95% bootstrap interval; then
+    """Terminal lines. Under each row, ``±`` is the larger side of the 95% interval; then
     the legend, the freshness columns in a table of their own with the queries behind them (the
     main table keeps to 80 columns), the engines' differences (not with ``ci=False``, the quiet
     form) and what the labeled set can detect."""

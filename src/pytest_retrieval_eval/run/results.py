@@ -26,7 +26,7 @@ from ..ir.measures import Measure, parse_measures
 from ..ir.metrics import evaluate
 from ..ir.runs import Run
 from ..ir.paired import Paired, corrected, paired
-from ..ir.stats import bootstrap_ci
+from ..ir.stats import BINARY_FAMILIES, mean_ci
 from ..types import LabeledQuery, QueryResult, sha256_text
 
 FORMAT = "pytest-retrieval-eval/results"
@@ -195,10 +195,13 @@ class EvaluationResult:
         return self.score(Measure("map", k))
 
     def ci(self, measure: str) -> tuple[float, float]:
-        """95% bootstrap interval of the mean over queries."""
-        name = Measure.parse(measure).name
+        """95% interval of the mean over queries: Wilson for a measure that is 0 or 1 per query
+        (hit@k, the freshness rates), so 1.000 still has a lower end below 1; else the bootstrap
+        (``ir.stats.mean_ci``)."""
+        m = Measure.parse(measure)
+        name = m.name
         if name not in self._cis:
-            self._cis[name] = bootstrap_ci(self.values(name))
+            self._cis[name] = mean_ci(self.values(name), binary=m.family in BINARY_FAMILIES)
         return self._cis[name]
 
     def trial_means(self, measures: Sequence[str]) -> dict[str, list[float]]:
