@@ -18,7 +18,7 @@ def test_confidence_lower_fails_a_threshold_the_point_estimate_passes(project):
     result = project.runpytest("-m", "retrieval", "--retrieval-threshold", rule, "--retrieval-confidence", "lower")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["FAIL retrieval gate: keyword: hit@1 = 0.0*, required >= 0.1 (from --retrieval-threshold; "
-                                 "n=68; judged on the 95% bootstrap lower bound (--retrieval-confidence lower), "
+                                 "n=68; judged on the 95% lower bound (--retrieval-confidence lower), "
                                  "point estimate 0.1176)"])
 
 
@@ -29,7 +29,7 @@ def test_the_ini_sets_correction_and_confidence_and_bad_values_are_usage_errors(
     result = project.runpytest("-m", "retrieval", "--retrieval-report")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = " ".join(result.stdout.str().split())  # the legend wraps at 80 columns
-    assert "Benjamini-Hochberg over 8 comparisons" in out and "judged on the 95% bootstrap lower bound" in out
+    assert "Benjamini-Hochberg over 8 comparisons" in out and "judged on the 95% lower bound" in out
     bad = project.runpytest("--retrieval-correction", "bonferroni")
     assert "must be one of holm, bh, none" in bad.stderr.str()
 

@@ -148,7 +148,7 @@ def test_confidence_lower_judges_the_interval_and_says_so():
     assert check([rule], rows) == []
     [breach] = check([rule], rows, confidence="lower")
     assert breach.value == 0.762
-    assert "judged on the 95% bootstrap lower bound" in str(breach) and "point estimate 0.8410" in str(breach)
+    assert "judged on the 95% lower bound" in str(breach) and "point estimate 0.8410" in str(breach)
     upper = Threshold("hit@1", "<=", 0.9, "hybrid", source="cli")  # the cautious side of an upper rule
     assert "upper bound" in str(check([upper], rows, confidence="lower")[0])
 

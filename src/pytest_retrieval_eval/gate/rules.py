@@ -217,7 +217,8 @@ class Row:
     values: Mapping[str, float]
     n: int
     errors: int
-    #: measure -> 95% bootstrap interval, for rules judged with ``confidence="lower"``
+    #: measure -> 95% interval (Wilson for hit@k and the rates, else bootstrap), for rules judged
+    #: with ``confidence="lower"``
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     #: measure -> why it is below its best (freshness: the stale queries), said with a breach
     details: Mapping[str, str] = field(default_factory=dict)
@@ -245,7 +246,7 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
     """Every rule against every evaluation of the engines it names; a rule naming an engine that
     was never evaluated is a breach, never silently skipped.
 
-    ``confidence="lower"`` judges a measure on the cautious end of its 95% bootstrap interval (the
+    ``confidence="lower"`` judges a measure on the cautious end of its 95% interval (the
     lower bound for ``>=``/``>``, the upper for ``<=``/``<``), so a pass means the rule holds with
     95% confidence over queries, not just on this sample of them."""
     breaches = []
@@ -269,7 +270,7 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
                 lo, hi = row.intervals[t.measure]
                 side = "lower" if t.op in (">=", ">") else "upper"
                 value = lo if side == "lower" else hi
-                how = (f"; judged on the 95% bootstrap {side} bound (--retrieval-confidence lower), "
+                how = (f"; judged on the 95% {side} bound (--retrieval-confidence lower), "
                        f"point estimate {point:.4f}")
             else:
                 value, how = row.values[t.measure], ""

@@ -212,8 +212,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("correction", "multiple-comparison correction of the significance marks and the noise-aware gate: holm "
            "(Holm-Bonferroni), bh (Benjamini-Hochberg) or none", "holm", choice("holm", "bh", "none"),
            metavar="METHOD", cli=("report",)),
-    Option("confidence", "judge threshold rules on the point estimate, or on the lower bound of its 95 percent bootstrap "
-           "interval (lower: pass only when 95 percent sure)", "point", choice("point", "lower"), metavar="MODE",
+    Option("confidence", "judge threshold rules on the point estimate, or on the lower bound of its 95 percent interval "
+           "(Wilson for hit@k and the rates, else bootstrap; lower: pass only when 95 percent sure)", "point", choice("point", "lower"), metavar="MODE",
            cli=("report",)),
     Option("shadow", "compare two engines of this run on the same queries: per-measure deltas with paired tests, "
            "the queries and documents that moved, and one knowledge-gain score; gate with 'shadow.gain>=0'; repeatable",
@@ -224,7 +224,8 @@ OPTIONS: tuple[Option, ...] = (
            "differ", False, kind="switch", ini=None, cli=("report",)),
     # reports
     Option("report", "print the summary table at the end of the run", False, kind="switch"),
-    Option("measures", "comma-separated table columns", ",".join(m.name for m in DEFAULT_TABLE_MEASURES),
+    Option("measures", "comma-separated table columns (a comma inside parentheses belongs to the name: "
+           "rbp(p=0.9,rel=1))", ",".join(m.name for m in DEFAULT_TABLE_MEASURES),
            metavar="LIST", cli=("report",)),
     Option("report_dir", "write results.md, results.json, per_query.jsonl, TREC runs, qrels and a Hit@k plot to DIR",
            path=True, metavar="DIR"),

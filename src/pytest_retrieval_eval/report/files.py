@@ -48,7 +48,7 @@ def per_query_lines(evaluations: Iterable[Any]) -> str:
 def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
     out = ["# Retrieval evaluation", ""]
     out += table.markdown(verdict)
-    out += ["", "95% bootstrap intervals over queries in brackets."]
+    out += ["", "95% intervals in brackets (Wilson for hit@k and the rates, a bootstrap over queries for graded measures)."]
     judged = [*stale_lines(verdict), *judged_lines(verdict, markdown=True)]
     out += ["", *judged] if judged else []
     errors = error_lines(verdict, markdown=True)
