@@ -12,11 +12,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..errors import RetrievalEvalError
 from ..ir.measures import DEFAULT_GAIN_WEIGHTS, DEFAULT_TABLE_MEASURES, Measure
-from ..run.results import RunResults
+if TYPE_CHECKING:  # the model imports numpy: a run that only reads options stays light (plugin/config.py)
+    from ..run.results import RunResults
+
 from .rules import MaxDrop, Threshold, measures_needed, parse_max_drops, parse_pair, parse_thresholds, parse_weights
 
 #: the cutoff of the freshness columns a versioned corpus adds to the table
@@ -122,6 +124,8 @@ class GateSettings:
 
 def load_run(path: str | Path, *, check_fingerprints: bool = True) -> RunResults:
     """A saved run with its settings read (refused in one line naming the file and the field)."""
+    from ..run.results import RunResults
+
     run = RunResults.load(path, check_fingerprints=check_fingerprints)
     try:
         run.settings = GateSettings.of(run)
