@@ -54,7 +54,7 @@ def test_postgres_killed_mid_session(pytester, sandbox_tmp, tmp_path):
     out = done.stdout + done.stderr
     assert time.perf_counter() - start < 120
     assert done.returncode == pytest.ExitCode.TESTS_FAILED, out
-    assert "FAIL retrieval gate: hybrid: errors = 68.0000, required <= 0" in out
+    assert "FAIL retrieval gate: hybrid: errors = 68, required <= 0" in out
     assert "; error: DocumentStoreError" in out or "; error: OperationalError" in out  # each query's error, shown
     deadline = time.monotonic() + 10
     while leftovers(sandbox_tmp) != ([], []) and time.monotonic() < deadline:

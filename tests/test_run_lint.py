@@ -59,7 +59,7 @@ def test_run_lint_is_reported_and_gated(bundled_project, tmp_path):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()
     assert "run lint, tied: ties 68 (queries)" in out
-    assert "FAIL retrieval gate: tied: run.ties = 68.0000, required <= 0" in out
+    assert "FAIL retrieval gate: tied: run.ties = 68, required <= 0" in out
     assert "| tied | ties | 68 |" in (out_dir / "results.md").read_text()
     ok = bundled_project.runpytest("--retrieval-engine", "tied", "--retrieval-threshold", "run.empty<=0")
     assert ok.ret == 0

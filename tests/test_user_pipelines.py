@@ -107,6 +107,24 @@ def test_sentence_transformers_embedders_in_a_teams_yaml_are_cached_and_queried(
     restored.stdout.fnmatch_lines(["*restored from snapshot (6 chunks of ingest.yaml; the pipeline did not run)*"])
 
 
+def test_a_teams_yaml_is_linted_for_truncation_with_its_embedders_window(project, tmp_path):
+    """The window comes from the YAML's own document embedder (here the plugin's MiniLM), so a
+    team's ingestion is checked for truncation as the built-in one is (issue 27)."""
+    from pytest_retrieval_eval.hybrid.components import PluginDocumentEmbedder, PluginTextEmbedder
+
+    write_docs(tmp_path / "kb", [{"doc_id": "manual", "title": "Manual",
+                                  "content": " ".join(f"step{i} of the manual" for i in range(100))}])
+    ingest, query = pipelines(tmp_path / "pipes", document_embedder=PluginDocumentEmbedder("minilm"),
+                              text_embedder=PluginTextEmbedder("minilm"), split_length=400)
+    project.ini(f"retrieval_ingest_pipeline = {ingest}\nretrieval_query_pipelines = theirs={query}\n")
+    result = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*corpus lint, kb: 4 chunks, embedder window 256 tokens: truncated 1*",
+                                 "*truncated: manual:0 (* tokens > 256*"])
+    restored = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report")
+    restored.stdout.fnmatch_lines(["*restored from snapshot*", "*embedder window 256 tokens: truncated 1*"])
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda y: y.replace("haystack.components.preprocessors.document_splitter.DocumentSplitter",
                          "team_tools.splitters.ClauseSplitter"),

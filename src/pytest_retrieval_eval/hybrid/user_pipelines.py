@@ -212,12 +212,40 @@ def _input_socket(pipeline: Any, file: PipelineFile, named: str | None) -> tuple
                              "retrieval_ingest_input = COMPONENT.SOCKET", path=file.path)
 
 
+def embedder_window(pipeline: Any) -> tuple[Callable[[str], int], int] | None:
+    """(count tokens, tokens the model reads) of the pipeline's document embedder, so a team's
+    ingestion is linted for truncation as the built-in one is: the plugin's own component (its
+    spec) or a sentence-transformers one (its model folder); None for any other embedder."""
+    from .components import PluginDocumentEmbedder
+    from .embedders import SentenceTransformersBackend, backend_for
+
+    for _, component in pipeline.walk():
+        if isinstance(component, PluginDocumentEmbedder):
+            backend = backend_for(component.spec)
+        elif type(component).__name__ == "SentenceTransformersDocumentEmbedder" and getattr(component, "model", None):
+            backend = SentenceTransformersBackend(str(component.model))
+        else:
+            continue
+        window = getattr(backend, "token_window", None)
+        found = window() if callable(window) else None
+        if found is not None:
+            return found
+    return None
+
+
+def _lint(chunks: tuple, corpus: Any, pipeline: Any) -> Any:
+    from ..data.lint import lint_chunks
+
+    window = embedder_window(pipeline)
+    return lint_chunks(chunks, dataset=corpus.name, count_tokens=window[0] if window else None,
+                       window=window[1] if window else None)
+
+
 def ingest(corpus: Any, store: Any, file: PipelineFile, cache: Any, *, input_socket: str | None = None,
            id_field: str = "doc_id", progress: Callable[[str], None] | None = None) -> Any:
     """Run the team's ingestion pipeline on the corpus into the session's store."""
     from haystack import Document
 
-    from ..data.lint import lint_chunks
     from .index import IngestConfig, IngestedIndex
 
     start = time.perf_counter()
@@ -242,7 +270,7 @@ def ingest(corpus: Any, store: Any, file: PipelineFile, cache: Any, *, input_soc
     except Exception as exc:
         raise RetrievalEvalError(f"the ingestion pipeline failed: {type(exc).__name__}: {exc}", path=file.path) from None
     chunks = _written(store, table, id_field, file)
-    lint = lint_chunks(chunks, dataset=corpus.name)
+    lint = _lint(chunks, corpus, pipeline)
     return IngestedIndex(chunks=chunks, store=store, document_store=None, table=table, dataset=corpus.name,
                          config=IngestConfig(), embedder=None, seconds=time.perf_counter() - start,
                          stats={"documents": len(documents), "chunks": len(chunks), "pipeline": str(file.path),
@@ -253,8 +281,8 @@ def ingest(corpus: Any, store: Any, file: PipelineFile, cache: Any, *, input_soc
 
 
 def restored(corpus: Any, store: Any, file: PipelineFile, *, id_field: str = "doc_id") -> Any:
-    """The index of a table a store snapshot brought back: the pipeline is not run."""
-    from ..data.lint import lint_chunks
+    """The index of a table a store snapshot brought back: the pipeline is not run (only loaded,
+    so the lint knows its embedder's window)."""
     from .index import IngestConfig, IngestedIndex
 
     start = time.perf_counter()
@@ -263,7 +291,7 @@ def restored(corpus: Any, store: Any, file: PipelineFile, *, id_field: str = "do
     return IngestedIndex(chunks=chunks, store=store, document_store=None, table=table, dataset=corpus.name,
                          config=IngestConfig(), embedder=None, seconds=time.perf_counter() - start,
                          stats={"chunks": len(chunks), "pipeline": str(file.path), "restored": True},
-                         lint=lint_chunks(chunks, dataset=corpus.name))
+                         lint=_lint(chunks, corpus, load(file)))
 
 
 def _written(store: Any, table: str, id_field: str, file: PipelineFile) -> tuple[Chunk, ...]:
