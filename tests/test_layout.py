@@ -62,14 +62,6 @@ def test_the_pure_core_knows_nothing_of_pytest():
 
 #: the one module per third-party internal: the private attributes it alone may touch
 WRAPPERS = {"hybrid/haystack_internals.py": {"_connection", "_dict_cursor", "_sockets_dict"}}
-#: private names still reached across modules in files other engineers own (issue 26 item 5):
-#: this list may only shrink (an entry no longer needed fails the test)
-NOT_YET = {
-    "report/shadow.py": {"_signed"},
-    "report/html.py": {"_sup", "_signed", "_p", "_ci"},
-    "ir/metrics.py": {"_data", "_scores", "_ranked"},
-    "ir/qrels.py": {"_id"},
-}
 
 
 def _private(name: str) -> bool:
@@ -111,16 +103,13 @@ def private_reaches(path: Path) -> set[str]:
 
 
 def test_no_module_reaches_another_modules_private_names():
-    crossing, stale = [], []
+    crossing = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        allowed = WRAPPERS.get(rel, set()) | NOT_YET.get(rel, set())
         found = private_reaches(path)
-        crossing += [f"{rel}: {name}" for name in sorted(found - allowed)]
-        stale += [f"{rel}: {name}" for name in sorted(NOT_YET.get(rel, set()) - found)]
+        crossing += [f"{rel}: {name}" for name in sorted(found - WRAPPERS.get(rel, set()))]
     assert not crossing, "private names reached across modules (make them public, or wrap a third-party one in " \
                          "the one module for it):\n" + "\n".join(crossing)
-    assert not stale, "no longer needed, remove from NOT_YET:\n" + "\n".join(stale)
 
 
 def test_the_private_name_check_catches_each_form(tmp_path):

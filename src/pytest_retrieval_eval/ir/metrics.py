@@ -165,9 +165,9 @@ class _Matrices:
     reads it."""
 
     def __init__(self, qrels: Qrels, run: Run, qids: Sequence[str], measures: Sequence[Measure]) -> None:
-        judgements = qrels._data  # plain dicts: no method call per query
-        scores = run._scores if run._ranked is None else None
-        self.source = scores if scores is not None else run._data
+        judgements = qrels.judgements  # plain dicts: no method call per query
+        scores = run.unranked_scores
+        self.source = scores if scores is not None else run.rankings
         self.qids, self.judgements = qids, judgements
         self.depth = depth = _depth(self.source, qids, measures)
         nq = len(qids)
@@ -178,7 +178,7 @@ class _Matrices:
         if scores is not None:
             _grades_from_scores(self.grades, self.judged, judgements, scores, qids, self.best, depth)
         else:
-            _grades_from_rankings(self.grades, self.judged, judgements, run._data, qids, self.best, depth)
+            _grades_from_rankings(self.grades, self.judged, judgements, run.rankings, qids, self.best, depth)
         self.positions = np.arange(1, depth + 1, dtype=np.float64)
         self._cache: dict = {}
 

@@ -46,16 +46,22 @@ class Qrels(Mapping[str, Mapping[str, int]]):
     __slots__ = ("_data",)
 
     def __init__(self, data: Mapping[str, Mapping[str, int]] | None = None) -> None:
-        from .runs import _id
+        from .runs import checked_id
 
         self._data: dict[str, dict[str, int]] = {}
         for q, docs in (data or {}).items():
-            qid = _id(q, "query id", f"query {q!r}")
+            qid = checked_id(q, "query id", f"query {q!r}")
             if not isinstance(docs, Mapping):
                 raise RetrievalEvalError(f"query '{qid}': expected {{doc_id: grade}}, got {type(docs).__name__}")
-            self._data[qid] = {_id(d, "doc id", f"query '{qid}'"): _grade(g, field=f"{qid}/{d}") for d, g in docs.items()}
+            self._data[qid] = {checked_id(d, "doc id", f"query '{qid}'"): _grade(g, field=f"{qid}/{d}") for d, g in docs.items()}
 
     # Mapping protocol
+    @property
+    def judgements(self) -> dict[str, dict[str, int]]:
+        """``{query_id: {doc_id: grade}}``, the qrels' own dicts (read them, do not change them):
+        what ``evaluate`` reads per query without a method call."""
+        return self._data
+
     def __getitem__(self, qid: str) -> Mapping[str, int]:
         return self._data[qid]
 

@@ -24,7 +24,7 @@ def rank_by_score(scores: Mapping[str, float]) -> tuple[str, ...]:
     return tuple(map(_DOC, sorted(scores.items(), key=_SCORE_THEN_DOC, reverse=True)))
 
 
-def _id(value: object, what: str, where: str) -> str:
+def checked_id(value: object, what: str, where: str) -> str:
     """An id as a string: strings as they are, whole numbers spelled out; anything else is an
     error naming where it was found."""
     if isinstance(value, str):
@@ -63,11 +63,11 @@ class Run(Mapping[str, Sequence[str]]):
         self._ranked: dict[str, tuple[str, ...]] | None = {}
         self._scores: dict[str, dict[str, float]] | None = None
         for q, docs in (rankings or {}).items():
-            qid = _id(q, "query id", f"query {q!r}")
+            qid = checked_id(q, "query id", f"query {q!r}")
             if isinstance(docs, (str, bytes, Mapping)) or not isinstance(docs, Iterable):
                 raise RetrievalEvalError(f"query '{qid}': expected its doc ids best first (a list), got "
                                          f"{type(docs).__name__}{' (scores? use Run.from_dict)' if isinstance(docs, Mapping) else ''}")
-            self._ranked[qid] = dedupe(_id(d, "doc id", f"query '{qid}'") for d in docs)
+            self._ranked[qid] = dedupe(checked_id(d, "doc id", f"query '{qid}'") for d in docs)
         self.name = name
 
     @classmethod
@@ -78,10 +78,18 @@ class Run(Mapping[str, Sequence[str]]):
         return run
 
     @property
-    def _data(self) -> dict[str, tuple[str, ...]]:
+    def rankings(self) -> dict[str, tuple[str, ...]]:
+        """Every query's ranking (the run's own dict: read it, do not change it); a scored run
+        is ranked here, once."""
         if self._ranked is None:
             self._ranked = {q: rank_by_score(d) for q, d in self._scores.items()}
         return self._ranked
+
+    @property
+    def unranked_scores(self) -> dict[str, dict[str, float]] | None:
+        """The scores of a scored run not ranked yet (the run's own dict), else None: what
+        ``evaluate`` reads ranks from without sorting."""
+        return self._scores if self._ranked is None else None
 
     def __getitem__(self, qid: str) -> tuple[str, ...]:
         if self._ranked is None:
@@ -107,11 +115,11 @@ class Run(Mapping[str, Sequence[str]]):
         """Scored runs ``{qid: {doc: score}}``, ranked as trec_eval ranks them."""
         out = {}
         for q, docs in scores.items():
-            qid = _id(q, "query id", f"query {q!r}")
+            qid = checked_id(q, "query id", f"query {q!r}")
             if not isinstance(docs, Mapping):
                 raise RetrievalEvalError(f"query '{qid}': expected {{doc_id: score}}, got {type(docs).__name__}")
             if not all(type(d) is str for d in docs):  # ids as strings before ranking: ties break on them
-                docs = {_id(d, "doc id", f"query '{qid}'"): v for d, v in docs.items()}
+                docs = {checked_id(d, "doc id", f"query '{qid}'"): v for d, v in docs.items()}
             try:
                 total = sum(docs.values())  # TypeError for a non-number; NaN if any is NaN
                 if total != total and any(v != v for v in docs.values()):
@@ -165,8 +173,8 @@ class Run(Mapping[str, Sequence[str]]):
         """Write a TREC run whose scores (n - rank) reproduce this exact order in trec_eval."""
         tag = (tag or self.name).replace(" ", "_") or "run"
         lines = []
-        for qid in sorted(self._data):
-            docs = self._data[qid]
+        for qid in sorted(self.rankings):
+            docs = self.rankings[qid]
             for rank, doc in enumerate(docs, start=1):
                 lines.append(f"{qid} Q0 {doc} {rank} {len(docs) - rank + 1} {tag}\n")
         Path(path).write_text("".join(lines), encoding="utf-8")
@@ -176,7 +184,7 @@ class Run(Mapping[str, Sequence[str]]):
         scores; a ranked one gets ``n - rank + 1``, as ``to_trec`` writes. Tools that sort ties
         stably (ranx) then rank exactly as here."""
         out: dict[str, dict[str, float]] = {}
-        for qid, docs in self._data.items():
+        for qid, docs in self.rankings.items():
             if self._scores is not None:
                 scores = self._scores[qid]
                 out[qid] = {d: scores[d] for d in docs}

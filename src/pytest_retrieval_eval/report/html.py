@@ -51,9 +51,9 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
         cells = []
         for m in verdict.measures:
             lo, hi = e.ci(m)
-            cells.append({"value": table.fmt(row.values[m]), "wins": table._sup(beaten.get((e.key, m), "")),
+            cells.append({"value": table.fmt(row.values[m]), "wins": table.superscript(beaten.get((e.key, m), "")),
                           "ci": "" if math.isnan(lo) else f"[{lo:.3f}, {hi:.3f}]"})
-        summary.append({"engine": e.engine, "letter": table._sup(names.get(e.key, "")), "labeled": e.labeled.name,
+        summary.append({"engine": e.engine, "letter": table.superscript(names.get(e.key, "")), "labeled": e.labeled.name,
                         "cells": cells, "n": row.n, "errored": row.errors})
 
     engines, by_query, text = [], {}, verdict.run.snippets
@@ -96,12 +96,12 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
         baseline_lines=baseline_lines(verdict)[1:] if verdict.baseline is not None else [],
         failures=verdict.failures, has_baseline=baseline is not None,
         correction=verdict.correction_text(),
-        effects=[{"a": c.a, "b": c.b, "labeled": c.labeled, "measure": c.measure, "delta": table._signed(c.delta),
-                  "ci": f"[{table._signed(c.ci[0])}, {table._signed(c.ci[1])}]", "p": f"{c.p:.3g}",
-                  "p_adjusted": f"{table._p(c):.3g}"} for c in verdict.comparisons],
+        effects=[{"a": c.a, "b": c.b, "labeled": c.labeled, "measure": c.measure, "delta": table.signed(c.delta),
+                  "ci": f"[{table.signed(c.ci[0])}, {table.signed(c.ci[1])}]", "p": f"{c.p:.3g}",
+                  "p_adjusted": f"{table.shown_p(c):.3g}"} for c in verdict.comparisons],
         shadows=[{"headline": shadow.headline(sh), "better": sh.better, "worse": sh.worse, "same": sh.same,
                   "deltas": [{"measure": d.measure, "candidate": f"{d.candidate:.4f}", "baseline": f"{d.baseline:.4f}",
-                              "delta": table._signed(d.delta), "ci": shadow._ci(d.ci), "p": f"{d.p:.3g}"}
+                              "delta": table.signed(d.delta), "ci": shadow.interval_text(d.ci), "p": f"{d.p:.3g}"}
                              for d in sh.deltas],
                   "movers": shadow.movers(sh), "documents": shadow.documents(sh)} for sh in verdict.shadows],
         detectable=[f"{d.engine} on {d.labeled}: {d.measure} {d.drop:.3f} at 80% power, alpha {verdict.alpha:g} "

@@ -7,11 +7,12 @@ import math
 import textwrap
 from typing import Any
 
-from .table import _signed
+from .table import signed
 
 
-def _ci(ci: tuple[float, float]) -> str:
-    return f"[{_signed(ci[0])}, {_signed(ci[1])}]"
+def interval_text(ci: tuple[float, float]) -> str:
+    """An interval of differences as the reports print it."""
+    return f"[{signed(ci[0])}, {signed(ci[1])}]"
 
 
 def _weights(sh: Any) -> str:
@@ -21,7 +22,7 @@ def _weights(sh: Any) -> str:
 def headline(sh: Any) -> str:
     p = "nan" if math.isnan(sh.gain_p) else f"{sh.gain_p:.3g}"
     return (f"shadow {sh.candidate} vs {sh.baseline} on {sh.labeled} ({sh.n} queries): knowledge gain "
-            f"{_signed(sh.gain)} {_ci(sh.gain_ci)}, p={p} (weights {_weights(sh)})")
+            f"{signed(sh.gain)} {interval_text(sh.gain_ci)}, p={p} (weights {_weights(sh)})")
 
 
 def movers(sh: Any) -> list[str]:
@@ -45,7 +46,7 @@ def terminal_lines(verdict: Any) -> list[str]:
     lines: list[str] = []
     for sh in verdict.shadows:
         lines += textwrap.wrap(headline(sh), width=80, subsequent_indent="  ", break_on_hyphens=False)
-        deltas = ", ".join(f"{d.measure} {_signed(d.delta)}{'*' if d.p < verdict.alpha else ''} {_ci(d.ci)}"
+        deltas = ", ".join(f"{d.measure} {signed(d.delta)}{'*' if d.p < verdict.alpha else ''} {interval_text(d.ci)}"
                            for d in sh.deltas)
         lines += textwrap.wrap(f"deltas (* p < {verdict.alpha:g}, uncorrected): {deltas}", width=80,
                                initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
@@ -65,7 +66,7 @@ def markdown_lines(verdict: Any) -> list[str]:
     for sh in verdict.shadows:
         out += [f"**{headline(sh)}**", "", f"Queries: {sh.better} better, {sh.worse} worse, {sh.same} same.", "",
                 "| measure | candidate | baseline | delta | 95% CI | p |", "|---|---|---|---|---|---|"]
-        out += [f"| {d.measure} | {d.candidate:.4f} | {d.baseline:.4f} | {_signed(d.delta)} | {_ci(d.ci)} | {d.p:.3g} |"
+        out += [f"| {d.measure} | {d.candidate:.4f} | {d.baseline:.4f} | {signed(d.delta)} | {interval_text(d.ci)} | {d.p:.3g} |"
                 for d in sh.deltas]
         if sh.movers:
             out += ["", "Top movers (each query's share of the gain):", ""] + [f"- {m}" for m in movers(sh)]

@@ -35,7 +35,7 @@ def wins(verdict: Any) -> dict[tuple[tuple[str, str], str], str]:
     names = letters(verdict)
     out: dict[tuple[tuple[str, str], str], str] = {}
     for c in verdict.comparisons:
-        if not _p(c) < verdict.alpha or c.delta == 0 or math.isnan(c.delta):
+        if not shown_p(c) < verdict.alpha or c.delta == 0 or math.isnan(c.delta):
             continue
         winner, loser = ((c.a, c.b) if c.delta > 0 else (c.b, c.a))
         key = ((winner, c.labeled), c.measure)
@@ -43,11 +43,13 @@ def wins(verdict: Any) -> dict[tuple[tuple[str, str], str], str]:
     return out
 
 
-def _p(c: Any) -> float:
+def shown_p(c: Any) -> float:
+    """The p a comparison is judged by: the corrected one, where there is one."""
     return c.p if math.isnan(c.p_adjusted) else c.p_adjusted
 
 
-def _signed(x: float) -> str:
+def signed(x: float) -> str:
+    """A difference as the reports print it: signed, three decimals."""
     return "nan" if math.isnan(x) else f"{x:+.3f}"
 
 
@@ -59,14 +61,14 @@ def effect_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
         return []
     if markdown:
         out = ["| a − b | labeled set | measure | difference | 95% CI | p | corrected p |", "|---|---|---|---|---|---|---|"]
-        out += [f"| {c.a} − {c.b} | {c.labeled} | {c.measure} | {_signed(c.delta)} | [{_signed(c.ci[0])}, "
-                f"{_signed(c.ci[1])}] | {c.p:.3g} | {_p(c):.3g} |" for c in verdict.comparisons]
+        out += [f"| {c.a} − {c.b} | {c.labeled} | {c.measure} | {signed(c.delta)} | [{signed(c.ci[0])}, "
+                f"{signed(c.ci[1])}] | {c.p:.3g} | {shown_p(c):.3g} |" for c in verdict.comparisons]
         return out
     pairs: dict[tuple[str, str, str], list[str]] = {}
     for c in verdict.comparisons:
-        mark = "*" if _p(c) < verdict.alpha else ""
+        mark = "*" if shown_p(c) < verdict.alpha else ""
         pairs.setdefault((c.a, c.b, c.labeled), []).append(
-            f"{c.measure} {_signed(c.delta)}{mark} [{_signed(c.ci[0])}, {_signed(c.ci[1])}]")
+            f"{c.measure} {signed(c.delta)}{mark} [{signed(c.ci[0])}, {signed(c.ci[1])}]")
     lines = ["differences (paired mean, 95% CI; * significant after correction):"]
     for (a, b, _), cells in pairs.items():
         lines += textwrap.wrap(f"{a} − {b}: " + ", ".join(cells), width=80, initial_indent="  ",
@@ -85,7 +87,8 @@ def detectable_lines(verdict: Any) -> list[str]:
     return lines + [f"warning: {w}" for w in verdict.warnings]
 
 
-def _sup(text: str) -> str:
+def superscript(text: str) -> str:
+    """Letters as superscripts (the significance markers)."""
     return "".join(SUPERSCRIPTS.get(ch, ch) for ch in text)
 
 
@@ -93,7 +96,7 @@ def legend(verdict: Any, *, markdown: bool = False) -> list[str]:
     names = letters(verdict)
     if not names:
         return []
-    engines = ", ".join(f"{_sup(l)} {e}" for (e, _), l in sorted(names.items(), key=lambda kv: kv[1]))
+    engines = ", ".join(f"{superscript(l)} {e}" for (e, _), l in sorted(names.items(), key=lambda kv: kv[1]))
     text = (f"{engines}: a superscript marks a significant win over that engine "
             f"(paired randomization test over queries, p < {verdict.alpha:g}, {verdict.correction_text()})")
     return [text] if markdown else textwrap.wrap(text, width=80, break_on_hyphens=False)
@@ -164,9 +167,9 @@ def _grid(verdict: Any, measures: Sequence[str], first: str, *, ci: bool) -> lis
     rows = {(r.engine, r.labeled): r for r in verdict.rows}
     for e in verdict.run.evaluations:
         r = rows[e.key]
-        label = e.engine + (" " + _sup(names[e.key]) if e.key in names else "")
+        label = e.engine + (" " + superscript(names[e.key]) if e.key in names else "")
         cells = [label] + ([e.labeled.name] if several_sets else [])
-        cells += [fmt(r.values[m]) + _sup(beaten.get((e.key, m), "")) for m in measures]
+        cells += [fmt(r.values[m]) + superscript(beaten.get((e.key, m), "")) for m in measures]
         lines.append(cells + [str(r.n), str(r.errors)])
         if ci and r.n:
             spread = []
@@ -193,11 +196,11 @@ def markdown(verdict: Any) -> list[str]:
     rows = {(r.engine, r.labeled): r for r in verdict.rows}
     for e in verdict.run.evaluations:
         r = rows[e.key]
-        cells = [e.engine + (" " + _sup(names[e.key]) if e.key in names else ""), e.labeled.name]
+        cells = [e.engine + (" " + superscript(names[e.key]) if e.key in names else ""), e.labeled.name]
         for m in verdict.measures:
             lo, hi = e.ci(m)
             interval = "" if math.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"
-            cells.append(fmt(r.values[m]) + _sup(beaten.get((e.key, m), "")) + interval)
+            cells.append(fmt(r.values[m]) + superscript(beaten.get((e.key, m), "")) + interval)
         out.append("| " + " | ".join(cells + [str(r.n), str(r.errors)]) + " |")
     out += [""] + legend(verdict)
     fresh = freshness_lines(verdict, markdown=True)
