@@ -8,6 +8,21 @@ import os
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no network here; tests build pipelines directly
 
+#: The tests' inner pytest runs (pytester's, subprocesses') leave out the third-party pytest
+#: plugins the dev extra brings, which they do not test: hypothesis's imports hypothesis (1.8 s a
+#: run) and langsmith's its client (1.5 s), a keyword run 6.1 s instead of 2.3 s. Set after this
+#: session read its own options; kept by every helper that cleans the environment (``inner_env``).
+INNER_ADDOPTS = "-p no:hypothesispytest -p no:langsmith_plugin -p no:anyio"
+os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} {INNER_ADDOPTS}".strip()
+
+
+def inner_env(*drop: str, **extra: str) -> dict[str, str]:
+    """The environment for an inner run: this one's, without xdist's worker variables (an inner
+    run is no worker of ours), variables starting with any of ``drop``, and with ``extra``."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_XDIST", "PYTEST_CURRENT_TEST", *drop)) or k == "PYTEST_ADDOPTS"}
+    return {**env, **extra}
+
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -19,9 +34,68 @@ HYBRID = all(importlib.util.find_spec(m) is not None for m in ("haystack", "psyc
 requires_hybrid = pytest.mark.skipif(not HYBRID, reason="the hybrid extra is not installed (a failure under CI)")
 
 
+# --- tiers ---------------------------------------------------------------------------------------
+# tests/unit: pure (no process started, no pytester, no PostgreSQL, no model), the inner loop,
+# under a minute; tests/plugin: the plugin driven through pytester, without the hybrid stack;
+# tests/system: PostgreSQL, the model, the browser, the example project, installs. Each test is
+# marked with its tier (``pytest -m "not system"``), and a unit test that starts a process or
+# asks for pytester fails saying so.
+TIERS = {
+    "unit": "pure: no process, no pytester, no PostgreSQL, no model (the inner loop: pytest tests/unit)",
+    "plugin": "the plugin through pytester, keyword and own engines, no PostgreSQL",
+    "system": "PostgreSQL, the embedding model, the browser, the example project, package installs",
+}
+
+
 def pytest_configure(config):
     # Registered here rather than in pyproject.toml, so it holds whatever rootdir pytest picks.
-    config.addinivalue_line("markers", "slow: takes more than a few seconds (still runs in .ci/run)")
+    for name, what in TIERS.items():
+        config.addinivalue_line("markers", f"{name}: {what}")
+
+
+def tier_of(path: Path) -> str | None:
+    rel = Path(path).resolve().relative_to(REPO / "tests") if Path(path).resolve().is_relative_to(REPO / "tests") else None
+    return rel.parts[0] if rel is not None and len(rel.parts) > 1 and rel.parts[0] in TIERS else None
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if (tier := tier_of(item.path)) is not None:
+            item.add_marker(tier)
+
+
+class ImpureUnitTest(Exception):
+    pass
+
+
+def _pure(item) -> bool:
+    return tier_of(item.path) == "unit" or bool(os.environ.get("RETRIEVAL_TESTS_PROBE_PURITY"))
+
+
+def pytest_runtest_setup(item):
+    if _pure(item) and "pytester" in item.fixturenames:
+        raise ImpureUnitTest(f"{item.nodeid} asks for pytester: it belongs in tests/plugin")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test under tests/unit that starts a process (PostgreSQL, a model server, pytest), in
+    the test or in a fixture of any scope, fails at once: the tier's minute holds only while it
+    stays pure."""
+    if not _pure(item):
+        return (yield)
+    original = subprocess.Popen.__init__
+
+    def refuse(self, args, *rest, **kwargs):
+        raise ImpureUnitTest(f"{item.nodeid} starts a process ({args!r}): it belongs in tests/plugin or tests/system")
+
+    subprocess.Popen.__init__ = refuse
+    try:
+        return (yield)
+    finally:
+        subprocess.Popen.__init__ = original
+
+
 CORPUS = REPO / "corpus"
 QUESTIONS = REPO / "questions.cache.json"
 
@@ -33,11 +107,60 @@ def _import_once():
     run: imported once here, before any test, they survive them all. (A fixture, not a module
     import: collecting the tests, as ``pytest -m retrieval`` does, imports neither.)"""
     import numpy  # noqa: F401
+    import httpcore  # noqa: F401  httpx reads httpcore's exception classes on first use: were httpcore
+    import httpx  # noqa: F401  imported inside an inline run, later imports would raise other classes
 
     try:
         import psycopg  # noqa: F401
     except ImportError:  # a base install (no hybrid extra): the tests that need it skip
         pass
+
+
+@pytest.fixture
+def pytester(pytester, monkeypatch):
+    """pytester, whose runs (inline and subprocess) leave out the same plugins: it clears
+    PYTEST_ADDOPTS when made, so it is set again here."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)
+    for name in [k for k in os.environ if k.startswith("PYTEST_XDIST")]:
+        monkeypatch.delenv(name)  # an inner run is no worker of this one's
+    return pytester
+
+
+RETRIEVAL_TEST = """
+    import pytest
+
+    @pytest.mark.retrieval
+    def test_quality(retrieval_results):
+        assert retrieval_results.n > 0
+"""
+
+
+@pytest.fixture
+def make_project(pytester):
+    """The one project a plugin test runs in: ``make(corpus=..., questions=..., engines=...,
+    conftest=..., tests=..., copy=..., **ini)`` writes its ini (the bundled corpus and questions,
+    the keyword engine, unless told), a conftest.py and a test file; ``copy`` (``"corpus"``, ``"questions"``) puts those inside the
+    project, for tests that edit them, named relatively."""
+
+    def make(*, corpus: Path = CORPUS, questions: Path | None = QUESTIONS, engines: str = "keyword",
+             conftest: str | None = None, tests: str | None = RETRIEVAL_TEST, copy: tuple[str, ...] = (),
+             **ini: object) -> pytest.Pytester:
+        if "corpus" in copy:
+            shutil.copytree(corpus, pytester.path / corpus.name)
+            corpus = Path(corpus.name)
+        if "questions" in copy and questions is not None:
+            shutil.copy(questions, pytester.path / questions.name)
+            questions = Path(questions.name)
+        lines = {"retrieval_corpus": corpus, "retrieval_questions": questions, "retrieval_engines": engines,
+                 **{f"retrieval_{k}": v for k, v in ini.items()}}
+        pytester.makeini("[pytest]\n" + "".join(f"{k} = {v}\n" for k, v in lines.items() if v is not None))
+        if conftest is not None:
+            pytester.makeconftest(conftest)
+        if tests is not None:
+            pytester.makepyfile(tests)
+        return pytester
+
+    return make
 
 
 @pytest.fixture

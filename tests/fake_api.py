@@ -89,7 +89,9 @@ class FakeApi:
             request_queue_size = 128  # the default 5 drops connections that arrive together: 1 s retries
 
         self.server = Server(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # polled every 20 ms, not the default 0.5 s: shutdown() waits for the next poll, half a second
+        # per test otherwise
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def url(self) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -30,7 +31,7 @@ def text_problem(value: str) -> str | None:
 def id_problem(value: str, *, max_length: int | None = None) -> str | None:
     """Why a doc or query id cannot be used, or None: TREC run and qrels files (ours, trec_eval's,
     pytrec_eval's) separate fields by whitespace, so an id must hold none."""
-    if any(c.isspace() for c in value):
+    if value and value.split() != [value]:  # str.split() splits where str.isspace() holds: one C pass
         return f"id {value!r} contains whitespace, which TREC run and qrels files cannot hold"
     if max_length is not None and len(value) > max_length:
         return f"id {value[:40]!r}... is {len(value)} characters; the store's chunk ids (doc_id:index) hold {max_length + 8}"
@@ -87,6 +88,24 @@ class Chunk:
         return sha256_text(self.text)
 
 
+#: ids the plugin makes from a question's text (``label import`` without an id column): they
+#: say nothing to a reader, so messages name such a question by its text instead
+GENERATED_ID = re.compile(r"q\.[0-9a-f]{10}")
+NAME_WIDTH = 40
+
+
+def query_name(query_id: str, question: str | None) -> str:
+    """How a message names a question: its id, or, where the id was made from the text, the
+    text itself (quoted, shortened to ``NAME_WIDTH``)."""
+    if question is None or not GENERATED_ID.fullmatch(query_id):
+        return query_id
+    import textwrap
+
+    text = " ".join(question.split())
+    short = textwrap.shorten(text, NAME_WIDTH, placeholder="…")
+    return repr(short if short != "…" else text[: NAME_WIDTH - 1] + "…")  # one word longer than the width
+
+
 @dataclass(frozen=True)
 class LabeledQuery:
     """A question with its judged documents.
@@ -100,6 +119,11 @@ class LabeledQuery:
     question: str
     relevant: Mapping[str, int]
     source: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def name(self) -> str:
+        """How messages name this question (``query_name``)."""
+        return query_name(self.query_id, self.question)
 
     @property
     def gold(self) -> tuple[str, ...]:

@@ -88,7 +88,7 @@ class KeywordEngine:
         hit = self._memo.get((kind, needle))
         if hit is None:
             text, starts, _ = self._kinds[kind]
-            at = np.fromiter((m.start() for m in re.finditer(re.escape(needle), text)), dtype=np.int64)
+            at = np.fromiter(_starts(text, needle), dtype=np.int64)
             docs, counts = np.unique(np.searchsorted(starts, at, side="right") - 1, return_counts=True)
             if len(self._memo) >= MEMO_TERMS:
                 self._memo.clear()
@@ -121,3 +121,12 @@ class KeywordEngine:
         keep = np.arange(len(self._ids)) if not normalize(query) else np.flatnonzero(total > 0)
         order = keep[np.lexsort((self._id_rank[keep], -total[keep]))][: max(k, 0)]  # score desc, then doc_id
         return [self._ids[i] for i in order.tolist()]
+
+
+def _starts(text: str, needle: str):
+    """Where ``needle`` occurs in ``text``, left to right, without overlaps (as a regex of the
+    literal finds it, without compiling one per question: most of a question's phrase is new)."""
+    step, at = len(needle) or 1, text.find(needle)
+    while at >= 0:
+        yield at
+        at = text.find(needle, at + step)

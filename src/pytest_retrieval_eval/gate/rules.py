@@ -12,6 +12,7 @@ from ..errors import RetrievalEvalError
 from ..data.lint import KINDS as LINT_KINDS
 from ..run.lint import KINDS as RUN_LINT_KINDS
 from ..ir.measures import Measure, split_measures
+from ..types import query_name
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 #: a measure name, with a parenthesised parameter list where it has one (``P(rel=2)@5``, ``rbp(p=0.9)``)
@@ -314,7 +315,8 @@ def check_shadows(thresholds: Sequence[Threshold], shadows: Sequence) -> list[st
             value = sh.gain if gain else sh.delta(t.quantity.measure.name)
             if not t.holds(value):
                 what = "knowledge gain" if gain else f"{t.quantity.measure.name} delta"
-                worst = "; ".join(f"{m.query_id} {m.contribution:+.4f}" for m in sh.movers if m.contribution < 0)
+                worst = "; ".join(f"{query_name(m.query_id, m.question)} {m.contribution:+.4f}"
+                                  for m in sh.movers if m.contribution < 0)
                 failures.append(f"shadow {sh.candidate}:{sh.baseline}: {what} = {value:+.4f}, required {t.op} "
                                 f"{t.value:g} (from {t.source}; n={sh.n}, {sh.better} better, {sh.worse} worse; "
                                 f"p={sh.gain_p:.3g}){f'; most lost: {worst}' if worst else ''}")
@@ -388,7 +390,7 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
             p = d.p if math.isnan(d.p_adjusted) else d.p_adjusted
             if noise_aware and not p < alpha:
                 continue
-            movers = "; ".join(f"{m.query_id} {m.before:g}->{m.after:g}" for m in d.movers)
+            movers = "; ".join(f"{query_name(m.query_id, m.question)} {m.before:g}->{m.after:g}" for m in d.movers)
             failures.append(
                 f"{d.engine}: {d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}), more than {rule.delta:g} "
                 f"(from {rule.source}; {d.losses} down, {d.wins} up, p={d.p:.3g}"

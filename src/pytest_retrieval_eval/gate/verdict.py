@@ -121,6 +121,11 @@ def _stale(e) -> dict:
     return dict(e.labeled.provenance.get("stale_left_out") or {})
 
 
+def _stale_names(e) -> dict[str, str]:
+    """How messages name those of them whose ids were made from their text (``types.query_name``)."""
+    return dict(e.labeled.provenance.get("stale_names") or {})
+
+
 def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Sequence[str] | None = None,
           baseline: RunResults | None = None, other_failures: Sequence[str] = (), **changes) -> Verdict:
     """The verdict on ``run`` under ``settings`` (``changes``: fields of it replaced, e.g.
@@ -135,7 +140,8 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
                                            "stale": float(len(_stale(e)))},
                 e.n, e.n_errored, {m: e.ci(m) for m in gated},
                 {**{m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness},
-                 **({"stale": "left out: " + "; ".join(f"{q} ({', '.join(w)})" for q, w in _stale(e).items())}
+                 **({"stale": "left out: " + "; ".join(f"{_stale_names(e).get(q, q)} ({', '.join(w)})"
+                                                      for q, w in _stale(e).items())}
                     if _stale(e) else {})})
             for e in run.evaluations]
     verdict = Verdict(run, measures, rows, run.comparisons(measures, s.correction), s,

@@ -1,5 +1,5 @@
 """The one place the plugin reaches into third-party internals (pgvector-haystack's store,
-Haystack's component sockets). Each use is one function here, and tests/test_haystack_internals.py
+Haystack's component sockets). Each use is one function here, and tests/system/test_haystack_internals.py
 checks each attribute on the real dependency, so an upgrade that renames one fails a test
 instead of silently losing a speed-up."""
 

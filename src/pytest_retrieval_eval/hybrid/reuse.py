@@ -19,7 +19,8 @@ class StoreReuse:
         self.progress = progress
         self.events: list[str] = []
         self._restored: Snapshot | None = None  # the snapshot this session's store came from
-        self._kept: dict[str, dict] = {}  # table -> chunks, lint and probe, for the snapshot kept at stop
+        self._used: list[str] = []  # the tables this session asked for, in order
+        self._kept: dict[str, dict] = {}  # table -> chunks, lint and probe, of the tables it ingested
 
     def index(self, corpus: Any, store: Any, embedder: Any, config: Any) -> IngestedIndex:
         table = table_name(corpus, config, embedder)
@@ -59,11 +60,16 @@ class StoreReuse:
         self.progress(text)
 
     def _snapshot_with(self, store: Any, table: str, org_dataset: list | None) -> Snapshot | None:
-        """The snapshot this session's store holds ``table`` from: an embedded store nothing was
-        written to yet takes the snapshot of this ingestion, if it proves itself."""
+        """The snapshot this session's store holds ``table`` from. An embedded store nothing was
+        written to yet takes, if it proves itself, the newest snapshot holding this table (beside
+        others, perhaps), else the newest of this server as a base: a session
+        that ingests one table afresh (a team's YAML changed) still restores the others (the
+        built-in ingestion), whichever it asks for first."""
+        self._used.append(table)
         if self._restored is None and self.snapshots is not None and hasattr(store, "keep_on_stop") and store.fresh:
-            found = self.snapshots.find(snapshot_key(table, store.version))
-            if found is not None and table in found.tables:
+            found = (self.snapshots.holding(table, store.version) or self.snapshots.find(snapshot_key(table, store.version))
+                     or self.snapshots.holding(None, store.version))
+            if found is not None:
                 self._restored = self._restore(store, found, table, org_dataset)
         if self._restored is None or table not in self._restored.tables:
             return None
@@ -74,7 +80,7 @@ class StoreReuse:
         aside (one warning) and the store fresh again, for an ingestion."""
         try:
             store.restart_from(found.data)
-            problem = _disagreement(store, found, table, org_dataset)
+            problem = _disagreement(store, found, table if table in found.tables else None, org_dataset)
         except RetrievalEvalError as exc:  # the server does not start on it
             problem = f"the store does not start on it ({exc})"
         if problem is None:
@@ -84,16 +90,24 @@ class StoreReuse:
         return None
 
     def _keep_at_stop(self, store, table: str, index: IngestedIndex, org_dataset: list | None) -> None:
+        """At stop, a snapshot of the tables this session used: those it ingested and those it
+        restored (a restored snapshot's tables it did not ask for are dropped first)."""
         if hasattr(store, "fresh"):
             store.fresh = False  # written to: no snapshot may replace it now
-        if self.snapshots is None or not hasattr(store, "keep_on_stop") or self._restored is not None:
+        if self.snapshots is None or not hasattr(store, "keep_on_stop"):
             return
         self._kept[table] = {"chunks": describe_chunks(index.chunks),
                              "lint": index.lint.to_dict() if index.lint is not None else None,
                              "filter": org_dataset, "probe": probe(store, table, org_dataset)}
-        key = snapshot_key(next(iter(self._kept)), store.version)
-        snapshots, kept = self.snapshots, self._kept
-        store.keep_on_stop = lambda data: snapshots.save(key, data, kept)
+        snapshots, kept, used, restored = self.snapshots, self._kept, self._used, self._restored
+        old = restored.tables if restored is not None else {}
+
+        def tables() -> dict[str, dict]:
+            return {**{t: old[t] for t in dict.fromkeys(used) if t in old and t not in kept}, **kept}
+
+        store.before_stop = lambda: drop_tables(store, [t for t in old if t not in used])
+        store.keep_on_stop = lambda data: snapshots.save(snapshot_key(list(tables()), store.version), data, tables(),
+                                                         store.version)
 
     def _kept_table(self, corpus, store, embedder, config, table) -> IngestedIndex:
         from ..data.lint import LintReport
@@ -108,10 +122,26 @@ class StoreReuse:
         return index
 
 
-def _disagreement(store: Any, snapshot: Snapshot, table: str, org_dataset: list | None) -> str | None:
+def drop_tables(store: Any, tables: list[str]) -> None:
+    """Drop ``tables`` (a restored snapshot's that this session did not use) before the store
+    stops; a lock held elsewhere gives up after two seconds rather than hang the stop."""
+    if not tables:
+        return
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(store.dsn, autocommit=True) as conn:
+        conn.execute("SET lock_timeout = '2s'")
+        for table in tables:
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}.{} CASCADE").format(sql.Identifier(store.schema),
+                                                                               sql.Identifier(table)))
+
+
+def _disagreement(store: Any, snapshot: Snapshot, table: str | None, org_dataset: list | None) -> str | None:
     """Why the restored store is not what the manifest says (row counts, first row ids, the rows
-    the engine's filter keeps), or None."""
-    if snapshot.tables[table].get("filter") != org_dataset:
+    the engine's filter keeps), or None. ``table``: the one this session asked for, if the
+    snapshot holds it."""
+    if table is not None and snapshot.tables[table].get("filter") != org_dataset:
         return f"table {table} was filtered on {snapshot.tables[table].get('filter')}, the engine filters on {org_dataset}"
     for name, entry in snapshot.tables.items():
         expected = entry.get("probe") or {}

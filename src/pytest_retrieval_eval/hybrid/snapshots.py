@@ -69,9 +69,11 @@ def plugin_version() -> str:
         return "unknown"
 
 
-def snapshot_key(table: str, postgres: str) -> str:
-    """The table name already hashes corpus, chunking and embedder; add the server and plugin."""
-    return sha256_text(canonical_json([FORMAT, table, postgres, plugin_version()]))[:16]
+def snapshot_key(tables: str | list[str], postgres: str) -> str:
+    """The table names already hash corpus, chunking and embedder; add the server and plugin.
+    A snapshot of one table keeps the key it has always had."""
+    names = sorted([tables] if isinstance(tables, str) else tables)
+    return sha256_text(canonical_json([FORMAT, "+".join(names), postgres, plugin_version()]))[:16]
 
 
 def file_sha256(path: Path) -> str:
@@ -116,6 +118,28 @@ class Snapshots:
         self.root = root
         self.limit = limit_mb * 1024 * 1024
         self._swept = False
+
+    def holding(self, table: str | None, postgres: str) -> Snapshot | None:
+        """The newest snapshot of this server and plugin that holds ``table`` (any, for None),
+        checked as ``find`` checks it: a session whose tables were kept by sessions with other
+        tables beside them (the built-in ingestion and a team's YAML) restores them all the same."""
+        self.sweep()
+        found = []
+        for path in self.root.iterdir() if self.root.is_dir() else ():
+            if path.name.startswith(".") or not path.is_dir():
+                continue
+            try:
+                manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+                matches = (manifest.get("postgres") == postgres and manifest.get("plugin") == plugin_version()
+                           and (table is None or table in manifest.get("tables", {})))
+                found += [(path.stat().st_mtime, path.name)] if matches else []
+            except (OSError, ValueError, AttributeError):
+                continue  # unreadable: ``find`` of its own key sets it aside
+        for _, key in sorted(found, reverse=True):
+            snapshot = self.find(key)
+            if snapshot is not None:
+                return snapshot
+        return None
 
     def find(self, key: str) -> Snapshot | None:
         """The snapshot of ``key`` if it proves itself; one that does not is set aside (one warning)."""
@@ -171,7 +195,7 @@ class Snapshots:
         shutil.rmtree(aside, ignore_errors=True)
         warn(f"store snapshot {path.name} set aside: {why}; the corpus is ingested afresh")
 
-    def save(self, key: str, data_dir: Path, tables: dict[str, dict[str, Any]]) -> Snapshot | None:
+    def save(self, key: str, data_dir: Path, tables: dict[str, dict[str, Any]], postgres: str = "") -> Snapshot | None:
         """Keep a copy of the stopped ``data_dir``; the first writer of a key wins."""
         from .store.embedded import atomic_dir
 
@@ -179,7 +203,7 @@ class Snapshots:
             return None
         self.root.mkdir(parents=True, exist_ok=True)
         self.sweep()
-        manifest = {"format": FORMAT, "key": key, "tables": tables}
+        manifest = {"format": FORMAT, "key": key, "postgres": postgres, "plugin": plugin_version(), "tables": tables}
 
         def build(tmp: Path) -> None:
             tmp.mkdir()

@@ -97,9 +97,12 @@ def load_labeled(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progre
 
 def _without(labeled: LabeledSet, out: set[str], why: dict) -> LabeledSet:
     """The set less ``out``; ``stale_left_out`` (query id -> what changed) is what the table and
-    a ``stale<=N`` rule count."""
+    a ``stale<=N`` rule count; ``stale_names``, how messages name those whose ids were made from
+    their text."""
+    names = {q.query_id: q.name for q in labeled if q.query_id in why and q.name != q.query_id}
     return LabeledSet(tuple(q for q in labeled if q.query_id not in out), name=labeled.name,
-                      provenance={**labeled.provenance, "stale_left_out": why})
+                      provenance={**labeled.provenance, "stale_left_out": why,
+                                  **({"stale_names": names} if names else {})})
 
 
 def regenerate(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progress: Callable[[str], None]) -> None:

@@ -32,6 +32,10 @@ class Shipped:
     #: shares of an engine's evaluation (``--retrieval-shard``): the evaluation, plus "share":
     #: {"of": full labeled fingerprint, "k", "n", "positions": index of each query in the full set}
     shares: list[dict] = field(default_factory=list)
+    #: the store's lines (ingested, restored from a snapshot), as this process said them
+    store: list[str] = field(default_factory=list)
+    #: the ingestion YAML this process was given and never ran nor restored (None: used, or none)
+    unused_ingestion: str | None = None
 
 
 @dataclass

@@ -26,6 +26,9 @@ class Outcome:
     verdict: Any  # gate.verdict.Verdict
     notes: list[str] = field(default_factory=list)
     thresholds: list = field(default_factory=list)
+    #: what only the workers printed (their store lines), for the controller to print
+    workers_said: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def failures(self) -> list[str]:
@@ -36,7 +39,21 @@ class Outcome:
         return self.verdict.failed
 
 
-def merge(gathered: Gathered) -> tuple[list, list, dict[str, str], list[str], list[str]]:
+@dataclass
+class Merged:
+    """Every process's records as one run."""
+
+    evaluations: list
+    lint: list
+    snippets: dict[str, str]
+    notes: list[str]  # what merging noticed (workers that ranked differently)
+    missing: list[str]  # shares that never arrived: gate failures
+    store: list[str]  # every process's store lines, a worker's prefixed with its id
+    workers_said: list[str]  # the workers' store lines: the controller prints them
+    warnings: list[str]
+
+
+def merge(gathered: Gathered) -> Merged:
     """Records from several processes: one evaluation per (engine, labeled set). Two workers that
     both evaluated an engine asked it the same questions; the first (by worker id) is kept, and a
     disagreement between them is noted rather than averaged away. Shares of an evaluation
@@ -73,7 +90,14 @@ def merge(gathered: Gathered) -> tuple[list, list, dict[str, str], list[str], li
             missing.append(f"engine '{engine}': share(s) {', '.join(map(str, absent))} of {n} never arrived")
             continue
         kept[(engine, of)] = join_shares([parts[k] for k in range(n)])
-    return list(kept.values()), list(lint.values()), dict(sorted(snippets.items())), notes, missing
+    said = [f"{origin}: {line}" for origin, shipped in gathered.shipped if origin != "local" for line in shipped.store]
+    store = said + [line for origin, shipped in gathered.shipped if origin == "local" for line in shipped.store]
+    unused = {shipped.unused_ingestion for _, shipped in gathered.shipped}
+    warnings = ([f"retrieval_ingest_pipeline {next(iter(unused))} did not run: no engine reads what it ingests "
+                 "(name a query pipeline that does, retrieval_query_pipelines = NAME=PATH, or leave it out)"]
+                if kept and len(unused) == 1 and None not in unused else [])
+    return Merged(list(kept.values()), list(lint.values()), dict(sorted(snippets.items())), notes, missing, store,
+                  said, warnings)
 
 
 def join_shares(parts: list[dict]) -> Any:
@@ -311,30 +335,34 @@ class RetrievalSession:
     # --- end of run --------------------------------------------------------------------------
     def finish(self) -> Outcome | None:
         """Ship or gather; in the reporting process, judge every evaluation and write the outputs."""
+        from .inputs import shown
+
+        ingestion = self.config.hybrid.ingest_pipeline
         records = Shipped([r.to_dict(timing=True) for r in self._results.values()],
                           [i.lint.to_dict() for i in self._indexes.values() if i.lint is not None],
-                          dict(self._snippets), list(self._shares.values()))
+                          dict(self._snippets), list(self._shares.values()), list(self.store_events),
+                          shown(ingestion) if ingestion is not None and "pipeline" not in self._indexes else None)
         self.role.ship(self.pytest_config, records)
         if not self.role.reports:
             return None
         from ..gate.verdict import judge_recorded, record_settings
         from ..report.outputs import step_summary_path, write_outputs
         from ..run.results import RunResults
-        from .inputs import shown
 
         cfg = self.config
         gathered = self.role.gather(records)
-        evaluations, lint, snippets, notes, missing = merge(gathered)
+        merged = merge(gathered)
+        evaluations = merged.evaluations
         run = record_settings(
-            RunResults(evaluations, lint=lint, snippets=snippets), cfg.gate.settings,
+            RunResults(evaluations, lint=merged.lint, snippets=merged.snippets), cfg.gate.settings,
             configured=cfg.report.table_measures, baseline=shown(cfg.gate.baseline) or None,
             failures=[*(f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers),
-                      *missing, *self.engine_failures({e.engine for e in evaluations})])
+                      *merged.missing, *self.engine_failures({e.engine for e in evaluations})])
         baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
         verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
-        self.outcome = Outcome(verdict, notes, list(cfg.gate.thresholds))
+        self.outcome = Outcome(verdict, merged.notes, list(cfg.gate.thresholds), merged.workers_said, merged.warnings)
         if run.evaluations:
-            timing = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "store": self.store_events,
+            timing = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "store": merged.store,
                       "engines": {f"{r.engine} on {r.labeled.name}": {"queries": r.n, "seconds": round(r.seconds, 6)}
                                   for r in evaluations}}
             write_outputs(verdict, report_dir=cfg.report.report_dir, html=cfg.report.html,

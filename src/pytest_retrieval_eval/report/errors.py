@@ -19,7 +19,7 @@ SHOWN_KINDS = 5
 class ErrorGroup:
     engine: str
     error: str  # type and first line, as recorded
-    query_ids: tuple[str, ...]
+    query_ids: tuple[str, ...]  # as messages name them (``types.query_name``)
 
     def describe(self) -> str:
         ids = ", ".join(self.query_ids[:SHOWN_IDS]) + (f" and {len(self.query_ids) - SHOWN_IDS} more"
@@ -37,8 +37,9 @@ def groups(evaluations: Any) -> list[ErrorGroup]:
     out = []
     for e in evaluations:
         by: dict[str, list[str]] = {}
+        names = {q.query_id: q.name for q in e.labeled.queries}
         for qid, error in e.errors.items():
-            by.setdefault(first_line(error), []).append(qid)
+            by.setdefault(first_line(error), []).append(names.get(qid, qid))
         ranked = sorted(by.items(), key=lambda kv: -len(kv[1]))
         out += [ErrorGroup(e.engine, error, tuple(ids)) for error, ids in ranked]
     return out

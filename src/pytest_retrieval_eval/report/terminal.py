@@ -13,6 +13,8 @@ from .judged import judged_lines, stale_lines
 def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unavailable: Mapping[str, str],
                   verbosity: int = 0) -> None:
     verdict = outcome.verdict
+    for line in outcome.workers_said:  # under xdist: the workers' store lines, which only they printed
+        tr.write_line(f"retrieval: {line}")
     if report or outcome.failed or verdict.baseline is not None or verdict.shadows:
         tr.write_sep("-", "retrieval evaluation")
     if report:
@@ -45,6 +47,8 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
         tr.write_line(line)
     for note in outcome.notes:
         tr.write_line(f"note: {note}", yellow=True)
+    for warning in outcome.warnings:
+        tr.write_line(f"warning: {warning}", yellow=True)
     if thresholds and not verdict.rows and not outcome.failed:
         tr.write_line(f"retrieval gate: no evaluations recorded; {thresholds} threshold(s) not checked", yellow=True)
     errors = error_lines(verdict)

@@ -13,7 +13,6 @@ process alive) and saying how many there were.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import queue
 import re
 import threading
@@ -25,7 +24,7 @@ from typing import Any, Container, Mapping
 from .._secrets import redact
 from ..data.labeled import LabeledSet
 from ..engines.adapters import ranked_ids
-from ..engines.base import DEFAULT_DEPTH, Engine, describe
+from ..engines.base import DEFAULT_DEPTH, Engine, Prepares, concurrency_of, describe, is_async
 from ..ir.runs import dedupe
 from ..types import QueryResult, id_problem
 from .lint import KINDS as RUN_LINT_KINDS, TIE_CUTOFFS
@@ -43,15 +42,14 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
     ``doc_id:index`` form are folded into their documents, and other ids that are not in the
     corpus are counted and shown with the engine."""
     prepare_error = None
-    prepare = getattr(engine, "prepare", None)
-    if callable(prepare):  # e.g. embed every question in one batch
+    if isinstance(engine, Prepares) and callable(engine.prepare):  # e.g. embed every question in one batch
         try:
-            prepare([q.question for q in labeled.queries])
+            engine.prepare([q.question for q in labeled.queries])
         except Exception as exc:  # recorded against the engine and shown with it; queries still run
             prepare_error = redact(f"{type(exc).__name__}: {exc}")
-    width = max(1, int(getattr(engine, "concurrency", None) or concurrency))
+    width = concurrency_of(engine, concurrency)
     questions = [q.question for q in labeled.queries]
-    if inspect.iscoroutinefunction(getattr(engine, "retrieve", None)):
+    if is_async(engine):
         answers = _AsyncCalls(engine, depth, timeout, width).run(questions)
     elif width > 1:
         answers = _in_threads(engine, questions, depth, timeout, width)

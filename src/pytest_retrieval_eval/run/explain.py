@@ -48,8 +48,9 @@ def worst(self: "EvaluationResult", measure: str, limit: int = 5) -> list[str]:
         question = q.question if len(q.question) <= 70 else q.question[:67] + "..."
         where = f"rank {rank}" if rank else "not retrieved"
         got = r.error if r.error else (", ".join(r.doc_ids[:3]) or "nothing")
+        named = f"{qid} ({measure}={v:.3f}) {question!r}" if q.name == qid else f"{question!r} ({measure}={v:.3f})"
         lines.append(
-            f"{qid} ({measure}={v:.3f}) {question!r} gold: {', '.join(q.gold)} ({where}); "
+            f"{named} gold: {', '.join(q.gold)} ({where}); "
             f"{'error' if r.error else 'top 3'}: {got}"
         )
     return lines
@@ -70,4 +71,5 @@ def freshness_lines(self: "EvaluationResult", measure: Measure, limit: int = 5) 
         return []
     shown = list(found.items())[:limit]
     more = f" ... and {len(found) - limit} more" if len(found) > limit else ""
-    return [f"{head}: {len(found)}"] + [f"  {q}: {what}" for q, what in shown] + ([more] if more else [])
+    by_id = self.labeled.by_id()
+    return [f"{head}: {len(found)}"] + [f"  {by_id[q].name if q in by_id else q}: {what}" for q, what in shown] + ([more] if more else [])

@@ -65,6 +65,8 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
     stale = self.labeled.provenance.get("stale_left_out")
     if stale:  # questions left out of the numbers as stale: the `stale` count a rule can gate
         d["labeled"]["stale_left_out"] = {q: list(why) for q, why in stale.items()}
+        if self.labeled.provenance.get("stale_names"):
+            d["labeled"]["stale_names"] = dict(self.labeled.provenance["stale_names"])
     if self.freshness is not None:
         d["freshness"] = self.freshness.to_dict()
     if measures is not None:
@@ -89,7 +91,9 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
             raise ValueError(f"'queries' entry {q['id']!r}: ranked must be a list of doc ids")
     labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"]) for q in queries),
                                  name=lab["name"], recorded_fingerprint=lab["fingerprint"],
-                                 provenance={"stale_left_out": dict(lab.get("stale_left_out") or {})})
+                                 provenance={"stale_left_out": dict(lab.get("stale_left_out") or {}),
+                                             **({"stale_names": dict(lab["stale_names"])}
+                                                if lab.get("stale_names") else {})})
     results = tuple(QueryResult(q["id"], tuple(q["ranked"]), q["error"], q.get("seconds", 0.0)) for q in queries)
     trials = tuple(tuple(QueryResult(q["id"], tuple(ranked), error) for q, (ranked, error) in zip(queries, t))
                    for t in d.get("trial_rankings", []))

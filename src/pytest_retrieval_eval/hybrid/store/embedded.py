@@ -248,6 +248,8 @@ class EmbeddedPostgres:
         self.fresh = False
         #: called with the stopped data dir after a clean shutdown (keeps a snapshot)
         self.keep_on_stop: Callable[[Path], None] | None = None
+        #: run while the server is still up, before ``keep_on_stop`` (tidying what is kept)
+        self.before_stop: Callable[[], None] | None = None
         self._bindir: Path | None = None
         self._template_dir: Path | None = None
         self._user: tuple[int, int] | None = None
@@ -486,6 +488,14 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         """Fast shutdown, then remove the temp dir; safe to call twice. After a clean shutdown,
         ``keep_on_stop`` gets the stopped data dir first (a snapshot of a consistent state)."""
+        tidy, self.before_stop = self.before_stop, None
+        if tidy is not None and self.keep_on_stop is not None:
+            try:
+                tidy()
+            except Exception as exc:  # what is kept is then larger than it needs to be, never wrong
+                from ..snapshots import cause, warn
+
+                warn(f"the store snapshot keeps tables this session did not use: {cause(exc)}")
         clean = self._shutdown()
         keep, self.keep_on_stop = self.keep_on_stop, None
         if clean and keep is not None and self.dir is not None:

@@ -1,0 +1,22 @@
+"""Fault class 3: text that cannot be encoded (a lone surrogate from a JSON \\ud800 escape) in a
+document or a question is an error naming file, line and field, never a traceback from the
+fingerprinting."""
+
+from __future__ import annotations
+
+
+import pytest
+
+from conftest import QUESTIONS
+
+
+def test_the_plugin_run_says_file_line_and_field(pytester, tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "a.json").write_text('{"doc_id": "a", "content": "bad \\ud800 text"}')
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {folder}\nretrieval_questions = {QUESTIONS}\nretrieval_engines = keyword\n")
+    pytester.makepyfile("def test_x(retrieval_corpus):\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*a.json:1: field 'content': document 'a': contains an unpaired surrogate*"])
+    assert "Traceback" not in result.stdout.str()

@@ -1,0 +1,207 @@
+"""Fault class 9: gates and baselines that pass (or fail) without saying what they judged. A rule
+naming an engine that did not run fails by name on every path (serial, xdist, shards, the
+``report`` command); a baseline judged on another as-of day says both days wherever freshness is
+compared; ``report`` refuses per-trial data that does not match the labeled set, in one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import CORPUS, QUESTIONS
+from pytest_retrieval_eval.cli import main as cli
+
+RETRIEVAL_TEST = """
+    import pytest
+
+    @pytest.mark.retrieval
+    def test_q(retrieval_results):
+        assert retrieval_results.n == 68
+
+    def test_other():
+        pass
+"""
+ENGINE_ONLY = """
+    def test_engine_built(retrieval_engine):
+        assert retrieval_engine is not None
+"""
+NO_RETRIEVAL = """
+    def test_other():
+        pass
+"""
+RULE = ["--retrieval-threshold", "bm25:hit@5>=0.5"]
+NAMED = "FAIL retrieval gate: bm25:hit@5>=0.5 (--retrieval-threshold): no evaluation of engine 'bm25' was recorded*"
+
+
+# --- 1. a rule naming an engine that did not run ---------------------------------------------
+
+@pytest.mark.parametrize("tests, args", [
+    (RETRIEVAL_TEST, ["-k", "other"]),  # the engine's test deselected
+    (NO_RETRIEVAL, []),  # no retrieval test at all
+    (ENGINE_ONLY, []),  # the engine was built but never evaluated
+], ids=["deselected", "no-retrieval-test", "never-recorded"])
+def test_a_rule_naming_an_engine_that_did_not_run_fails_by_name(bundled_project, tests, args):
+    bundled_project.makepyfile(tests)
+    result = bundled_project.runpytest(*args, *RULE)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines([NAMED + "(evaluated: none)"])
+    assert "not checked" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("extra", [[], ["--retrieval-shard"]], ids=["xdist", "xdist-shards"])
+def test_under_xdist_and_shards_a_rule_naming_an_engine_that_did_not_run_fails(bundled_project, extra):
+    bundled_project.makepyfile(RETRIEVAL_TEST)
+    result = bundled_project.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-k", "other", *extra, *RULE)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines([NAMED + "(evaluated: none)"])
+
+
+def test_serial_shards_with_nothing_evaluated_fail_the_named_rule(bundled_project):
+    bundled_project.makepyfile(RETRIEVAL_TEST)
+    result = bundled_project.runpytest("-k", "other", "--retrieval-shard", *RULE)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([NAMED])
+
+
+def test_a_max_drop_rule_naming_an_engine_that_did_not_run_fails(bundled_project, tmp_path):
+    bundled_project.makepyfile(RETRIEVAL_TEST)
+    base = tmp_path / "base.json"
+    assert bundled_project.runpytest("-k", "test_q", f"--retrieval-save-baseline={base}").ret == 0
+    result = bundled_project.runpytest("-k", "other", f"--retrieval-baseline={base}",
+                                       "--retrieval-max-drop", "keyword:hit@5=0.02")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["FAIL retrieval gate: max-drop rule keyword:hit@5=0.02 (from --retrieval-max-drop): "
+                                 "engine 'keyword' was not compared with the baseline (compared: none)*"])
+
+
+def test_the_report_command_fails_a_rule_naming_an_engine_the_file_does_not_hold(saved, tmp_path, capsys):
+    doc = json.loads(json.dumps(saved))
+    doc["evaluations"] = []
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    assert cli(["report", str(path), "--threshold", "bm25:hit@5>=0.5"]) == 1
+    assert "FAIL retrieval gate: bm25:hit@5>=0.5 (--threshold): no evaluation of engine 'bm25' was recorded " \
+           "(evaluated: none)" in capsys.readouterr().out
+
+
+# --- 2. a baseline judged on another as-of day -----------------------------------------------
+
+BUNDLED = "import pytest\n\n@pytest.mark.retrieval\ndef test_runs(retrieval_results):\n    assert retrieval_results.n == 68\n"
+DAYS = "freshness judged on different days (baseline as of 2025-06-01, this run as of 2026-11-30)"
+
+
+@pytest.fixture
+def old_baseline(bundled_project, tmp_path):
+    bundled_project.makepyfile(BUNDLED)
+    base = tmp_path / "base.json"
+    assert bundled_project.runpytest("--retrieval-as-of=2025-06-01", f"--retrieval-save-baseline={base}").ret == 0
+    return base
+
+
+def test_a_freshness_drop_against_another_day_names_both_days_and_the_calendars_share(bundled_project, old_baseline):
+    result = bundled_project.runpytest("--retrieval-as-of=2026-11-30", f"--retrieval-baseline={old_baseline}",
+                                       "--retrieval-max-drop", "keyword:freshness.stale_free@5=0.01")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    fail = next(l for l in result.stdout.lines if l.startswith("FAIL retrieval gate: keyword: freshness.stale_free@5"))
+    # the engine did not change: the baseline's own rankings, judged on this run's day, score what the run does
+    assert DAYS in fail and "the baseline's rankings score 0.8824 as of 2026-11-30: the day accounts for all " \
+                            "of the drop" in fail, fail
+    warning = next(l for l in result.stdout.lines if "compared across days" in l)
+    assert "baseline as of 2025-06-01, this run as of 2026-11-30" in warning and len(warning) <= 300
+    assert "--retrieval-as-of=2025-06-01" in warning
+
+
+def test_other_measures_compare_as_usual_and_the_day_is_said_without_a_freshness_rule(bundled_project, old_baseline):
+    result = bundled_project.runpytest("--retrieval-as-of=2026-11-30", f"--retrieval-baseline={old_baseline}",
+                                       "--retrieval-max-drop", "keyword:hit@5=0.0")
+    assert result.ret == 0, result.stdout.str()  # relevance does not depend on the day
+    out = result.stdout.str()
+    assert "compared across days" in out and "baseline as of 2025-06-01, this run as of 2026-11-30" in out
+    same_day = bundled_project.runpytest("--retrieval-as-of=2025-06-01", f"--retrieval-baseline={old_baseline}",
+                                         "--retrieval-max-drop", "keyword:freshness.stale_free@5=0.0")
+    assert same_day.ret == 0 and "compared across days" not in same_day.stdout.str()
+
+
+def test_the_report_command_names_both_days_too(bundled_project, old_baseline, tmp_path):
+    out = tmp_path / "now"
+    bundled_project.runpytest("--retrieval-as-of=2026-11-30", f"--retrieval-report-dir={out}")
+    done = subprocess.run([sys.executable, "-m", "pytest_retrieval_eval", "report", str(out / "results.json"),
+                           "--baseline", str(old_baseline), "--max-drop", "keyword:freshness.stale_free@5=0.01"],
+                          capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    assert DAYS in done.stdout and "compared across days" in done.stdout
+
+
+# --- 3. per-trial data that does not match the labeled set -----------------------------------
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A real results.json of keyword and oracle on the bundled set, three trials each."""
+    from projects import ORACLE_CONFTEST as CONFTEST
+
+    folder = tmp_path_factory.mktemp("saved")
+    (folder / "tox.ini").write_text(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
+                                    "retrieval_engines = keyword oracle\n")
+    (folder / "conftest.py").write_text(textwrap.dedent(CONFTEST))
+    (folder / "test_q.py").write_text(BUNDLED)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-trials=3",
+                           "--retrieval-save-baseline=r.json"], cwd=folder, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+    return json.loads((folder / "r.json").read_text())
+
+
+def _last_id(doc, i=0):
+    return doc["evaluations"][i]["queries"][-1]["id"]
+
+
+def _rename(doc, i, new):
+    old = doc["evaluations"][i]["queries"][0]["id"]
+    doc["evaluations"][i]["queries"][0]["id"] = new
+    return old
+
+
+@pytest.mark.parametrize("edit, field, message", [
+    (lambda d: d["evaluations"][1]["trial_rankings"][1].pop(), "evaluations[1].trial_rankings[1]",
+     lambda d: f"oracle, trial 3: 67 rankings for 68 questions (none for '{_last_id(d, 1)}')"),
+    (lambda d: d["evaluations"][0]["trial_rankings"][0].append([[], None]), "evaluations[0].trial_rankings[0]",
+     lambda d: "keyword, trial 2: 69 rankings for 68 questions (one more than there are questions)"),
+    (lambda d: d["evaluations"][0]["trial_rankings"].pop(), "evaluations[0].trial_rankings",
+     lambda d: "keyword: 2 trials recorded, but 'trials' holds 3 per measure"),
+    (lambda d: (d["evaluations"][0]["trial_rankings"].pop(), d["evaluations"][0].pop("trials")),
+     "evaluations[0].trial_rankings", lambda d: "keyword: 2 trials, but oracle in the same file has 3"),
+    (lambda d: [e["queries"].pop() for e in d["evaluations"]], "evaluations[0].queries",
+     lambda d: "keyword: 67 questions, but labeled set questions.cache.json has 68"),
+    (lambda d: [_rename(d, i, "made.up") for i in (0, 1)], "evaluations[0].queries",
+     lambda d: "keyword: the questions do not make up labeled set questions.cache.json"),
+    (lambda d: d["evaluations"][0]["run_lint"]["empty"].append("made.up"), "evaluations[0].run_lint.empty",
+     lambda d: "keyword: unknown query id 'made.up' (not in labeled set questions.cache.json)"),
+], ids=["short-trial", "long-trial", "trial-dropped", "fewer-trials-than-another-engine", "fewer-queries",
+        "unknown-id", "run-lint-unknown-id"])
+def test_report_refuses_per_trial_data_that_does_not_fit_the_labeled_set(saved, tmp_path, capsys, edit, field, message):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(saved))
+    assert cli(["report", str(path)]) == 0, capsys.readouterr()  # as saved, the file is read
+    doc = json.loads(json.dumps(saved))
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    code = cli(["report", str(path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: {path}: field '{field}': {message(doc)}"), err[0]
+
+
+def test_an_id_one_engine_holds_and_the_other_does_not_is_named(saved, tmp_path, capsys):
+    doc = json.loads(json.dumps(saved))
+    old = _rename(doc, 1, "made.up")
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    assert cli(["report", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "hold different queries (68 and 68) for the same labeled set" in err
+    assert f"oracle lacks '{old}' and holds 'made.up', which keyword does not" in err
+

@@ -1,0 +1,153 @@
+"""The documentation: a short README that links into docs/, and a MkDocs site that builds with
+``--strict`` (every page in the nav, every link and anchor resolving)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, requires_hybrid
+
+README = REPO / "README.md"
+
+
+def mkdocs_build(tmp_path: Path, config: Path = REPO / "mkdocs.yml") -> subprocess.CompletedProcess:
+    """``mkdocs build --strict`` with the venv's mkdocs (no ``-q``: it hides the warnings that
+    strict mode counts, and the build then passes whatever they say)."""
+    pytest.importorskip("material", reason="mkdocs-material (the dev extra) builds the site")
+    mkdocs = Path(sys.executable).with_name("mkdocs")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run([str(mkdocs), "build", "--strict", "-f", str(config), "-d", str(tmp_path / "site")],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_the_site_builds_strict(tmp_path):
+    done = mkdocs_build(tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    site = tmp_path / "site"
+    assert (site / "options" / "index.html").is_file()
+    assert "--retrieval-corpus" in (site / "options" / "index.html").read_text(encoding="utf-8")
+    assert (site / "reports" / "index.html").is_file() and (site / "html-report.png").is_file()
+
+
+def test_a_broken_link_fails_the_strict_build(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Home\n\nSee [the gates](gates.md#no-such-heading).\n", encoding="utf-8")
+    (docs / "gates.md").write_text("# Gates\n\n## Threshold rules\n", encoding="utf-8")
+    config = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    config = re.sub(r"(?ms)^nav:.*", "nav:\n  - Home: index.md\n  - Gates: gates.md\n", config)
+    (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
+    done = mkdocs_build(tmp_path, tmp_path / "mkdocs.yml")
+    assert done.returncode != 0
+    assert "does not contain an anchor '#no-such-heading'" in done.stderr
+
+
+# Output shown in the docs is output the plugin prints: the bundled eval's summary (the landing
+# page and the README), the significance table, the corpus lint, the gate's failure lines. The
+# day is pinned (the shown output was judged on it), so the freshness block does not move with
+# the calendar.
+AS_OF = "2026-11-30"
+
+
+def code_blocks(markdown: str) -> list[list[str]]:
+    """The lines of each fenced code block."""
+    return [b.splitlines() for b in re.findall(r"(?ms)^```[^\n]*\n(.*?)^```$", markdown)]
+
+
+def shown_block(path: Path, first_line: str) -> list[str]:
+    blocks = [b for b in code_blocks(path.read_text(encoding="utf-8")) if b and b[0].startswith(first_line)]
+    assert blocks, f"{path.name}: no code block starting {first_line!r}"
+    return blocks[0]
+
+
+def same_line(shown: str, printed: str) -> bool:
+    """``...`` in a shown line stands for what the docs leave out."""
+    return re.fullmatch(".*?".join(map(re.escape, shown.split("..."))), printed) is not None
+
+
+def block_at(block: list[str], lines: list[str]) -> bool:
+    """``block`` matches the start of ``lines``; a shown line of ``...`` alone stands for one or
+    more printed lines."""
+    if not block:
+        return True
+    if block[0].strip() == "..." and len(block[0]) > 3:
+        return any(block_at(block[1:], lines[n:]) for n in range(1, len(lines) + 1))
+    return bool(lines) and same_line(block[0], lines[0]) and block_at(block[1:], lines[1:])
+
+
+def contiguous_in(block: list[str], lines: list[str]) -> bool:
+    return any(block_at(block, lines[i:]) for i in range(len(lines)))
+
+
+def run_bundled(bundled_project, sandbox_tmp, tmp_path, *args: str,
+                test: str = "def test_x(retrieval_results):\n    pass\n") -> str:
+    """The bundled corpus and questions in a fresh project, a cache of its own, the day pinned."""
+    bundled_project.makepyfile(test)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-report",
+                           f"--retrieval-as-of={AS_OF}", f"--retrieval-cache-dir={tmp_path}", *args],
+                          cwd=bundled_project.path, env={**os.environ, "TMPDIR": str(sandbox_tmp)},
+                          capture_output=True, text=True, timeout=600)
+    return done.stdout + done.stderr
+
+
+def shown_inline(path: Path, start: str) -> str:
+    """An output line a page quotes in running text (a code span, perhaps wrapped)."""
+    spans = re.findall(rf"`({re.escape(start)}[^`]*)`", path.read_text(encoding="utf-8"))
+    assert spans, f"{path.name}: no `{start}...`"
+    return spans[0].replace("\n", " ")
+
+
+@requires_hybrid
+def test_the_bundled_eval_output_in_the_docs_is_what_it_prints(bundled_project, sandbox_tmp, tmp_path):
+    docs, both, baseline = REPO / "docs", ("--retrieval-engine=hybrid", "--retrieval-engine=keyword"), tmp_path / "b.json"
+    lines = run_bundled(bundled_project, sandbox_tmp, tmp_path, *both, f"--retrieval-save-baseline={baseline}").splitlines()
+    summary = "----------------------------- retrieval evaluation"
+    for page in (docs / "index.md", README):
+        block = shown_block(page, summary)
+        assert contiguous_in(block, lines), f"{page.name}: the bundled eval now prints:\n" + "\n".join(
+            lines[next(i for i, l in enumerate(lines) if l.startswith(summary)):])
+    for page, first in ((docs / "gates.md", "engine      hit@1"), (docs / "reports.md", "corpus lint, corpus:")):
+        assert contiguous_in(shown_block(page, first), lines), f"{page.name}: block {first!r} is not what the run prints"
+
+    # again, warm (embeddings and the store snapshot cached), with what the gate, trials, shadow
+    # and detectable-drop passages show; a variant without vectors shares the ingested table
+    out = run_bundled(bundled_project, sandbox_tmp, tmp_path, *both, "--retrieval-trials=3",
+                      "--retrieval-threshold=hybrid:hit@5>=0.85", "--retrieval-threshold=hybrid:hit@1>=0.75",
+                      "--retrieval-confidence=lower", f"--retrieval-baseline={baseline}", "--retrieval-max-drop=hit@5=0.01",
+                      "--retrieval-shadow=hybrid:keyword", "--retrieval-variant=hybrid-kw: use_vector=false",
+                      "--retrieval-engine=hybrid-kw", "--retrieval-shadow=hybrid-kw:hybrid",
+                      "--retrieval-threshold=shadow.gain>=0")
+    lines = out.splitlines()
+    shown = [(docs / "gates.md", shown_block(docs / "gates.md", "hybrid: 3 trials:")),
+             (docs / "gates.md", shown_block(docs / "gates.md", "warning: max-drop rule hit@5=0.01")),
+             (docs / "gates.md", shown_block(docs / "gates.md", "FAIL retrieval gate: hybrid: hit@1")),
+             (docs / "freshness.md", shown_block(docs / "freshness.md", "shadow hybrid vs keyword")),
+             (docs / "freshness.md", [shown_inline(docs / "freshness.md", "FAIL retrieval gate: shadow")])]
+    for page, block in shown:
+        assert contiguous_in(block, lines), f"{page.name}: {block[0]!r}... is not what the run prints:\n{out}"
+
+
+def test_the_failures_in_the_docs_are_what_it_prints(bundled_project, sandbox_tmp, tmp_path):
+    """The quickstart's test file, run as shown, and two gate rules; the keyword engine alone (no
+    store, no model)."""
+    test_file = "\n".join(shown_block(REPO / "docs" / "quickstart.md", "# tests/test_retrieval.py"))
+    out = run_bundled(bundled_project, sandbox_tmp, tmp_path, "--retrieval-engine=keyword",
+                      "--retrieval-threshold=keyword:mrr>=0.999",
+                      "--retrieval-threshold=keyword:freshness.stale_free@5>=1.0", test=test_file)
+    failed = shown_block(REPO / "docs" / "quickstart.md", "E       AssertionError:")
+    assert contiguous_in(failed, out.splitlines()), "quickstart.md: the failed assertion now reads:\n" + "\n".join(
+        l for l in out.splitlines() if l.startswith("E "))
+    shown = {
+        "gates.md": "FAIL retrieval gate: keyword: mrr = 0.2514, required >= 0.999 (from --retrieval-threshold; n=68)",
+        "freshness.md": shown_block(REPO / "docs" / "freshness.md", "FAIL retrieval gate: keyword: freshness")[0],
+    }
+    assert shown["gates.md"] in (REPO / "docs" / "gates.md").read_text(encoding="utf-8")
+    for page, line in shown.items():
+        assert contiguous_in([line], out.splitlines()), f"{page}: {line!r} is not what the gate prints:\n" + "\n".join(
+            l for l in out.splitlines() if l.startswith("FAIL"))

@@ -1,0 +1,106 @@
+"""The examples/helpdesk project (its own knowledge base, labels, engine and gate, with the plugin
+installed as a package), copied to a fresh directory and run there as its team would."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, parse_table, requires_hybrid
+
+EXAMPLE = REPO / "examples" / "helpdesk"
+pytestmark = requires_hybrid  # the project's second engine is a Haystack pipeline (found, not imported: no torch at collection)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    target = tmp_path / "helpdesk"
+    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "retrieval-report"))
+    return target
+
+
+def run(project: Path, *args: str, module: str = "pytest") -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "RETRIEVAL_EVAL_")) or k == "PYTEST_ADDOPTS"}
+    flags = ["-p", "no:cacheprovider"] if module == "pytest" else []
+    return subprocess.run([sys.executable, "-m", module, *flags, *args], cwd=project, capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_the_teams_tests_pass_and_their_gate_holds(project):
+    done = run(project, "--retrieval-report")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "11 passed" in done.stdout and "retrieval gate: passed" in done.stdout
+    table = parse_table(done.stdout)
+    # registered two in conftest.py, one query pipeline in YAML, and keyword named in the ini
+    assert set(table) == {"helpdesk-bm25", "helpdesk-haystack", "helpdesk-pgvector", "keyword"}
+    assert re.search(r"ingested with ingest\.yaml \(17 chunks;|restored from snapshot \(17 chunks of ingest\.yaml",
+                     done.stdout) and table["helpdesk-pgvector"]["hit@3"] >= 0.8
+    assert table["helpdesk-bm25"]["n"] == 16 and table["helpdesk-bm25"]["hit@3"] >= 0.6
+    # the team's versioned article (the old VPN client, superseded) and its shadow comparison
+    assert "freshness as of" in done.stdout and "vpn-setup-2025 is stale: superseded by vpn-setup" in done.stdout
+    assert "shadow helpdesk-haystack vs helpdesk-bm25 on labels.json (16 queries): knowledge" in done.stdout
+    assert "top movers:" in done.stdout
+    strict = run(project, "-m", "retrieval", "--retrieval-threshold", "shadow.gain>=0.5")
+    assert strict.returncode == 1
+    assert "FAIL retrieval gate: shadow helpdesk-haystack:helpdesk-bm25: knowledge gain = " in strict.stdout
+    failing = run(project, "-m", "retrieval", "--retrieval-threshold", "helpdesk-bm25:mrr>=0.99")
+    assert failing.returncode == 1
+    assert re.search(r"FAIL retrieval gate: helpdesk-bm25: mrr = 0\.\d+, required >= 0\.99", failing.stdout)
+
+
+def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
+    done = run(project, "-m", "retrieval", "--retrieval-report-dir=out", "--retrieval-html=out/page.html")
+    assert done.returncode == 0, done.stdout + done.stderr
+    again = run(project, "report", "out/results.json", "--out=rebuilt", "--html=rebuilt/page.html",
+                module="pytest_retrieval_eval")
+    assert again.returncode == 0, again.stdout + again.stderr
+    names = sorted(p.relative_to(project / "out").as_posix() for p in (project / "out").rglob("*") if p.is_file())
+    assert "runs/helpdesk-bm25.trec" in names and "page.html" in names
+    for name in names:
+        if name != "timing.json":
+            assert (project / "rebuilt" / name).read_bytes() == (project / "out" / name).read_bytes(), name
+
+
+def test_under_xdist_the_same_table(project):
+    alone = run(project, "-m", "retrieval", "--retrieval-report")
+    parallel = run(project, "-m", "retrieval", "--retrieval-report", "-n", "2")
+    assert parallel.returncode == alone.returncode == 0, parallel.stdout
+    assert parse_table(parallel.stdout) == parse_table(alone.stdout)
+
+
+def test_the_unit_tests_alone_leave_the_plugin_asleep(project):
+    done = run(project, "-m", "not retrieval")
+    assert done.returncode == 0 and "3 passed" in done.stdout
+    assert "retrieval evaluation" not in done.stdout
+    traced = subprocess.run([sys.executable, "-X", "importtime", "-m", "pytest", "-p", "no:cacheprovider", "-m",
+                             "not retrieval"], cwd=project, capture_output=True, text=True, timeout=300)
+    modules = set(re.findall(r"\|\s+(\S+)$", traced.stderr, re.M))
+    assert not {"numpy", "haystack", "pytest_retrieval_eval.plugin.session"} & modules
+    assert "pytest_retrieval_eval.plugin.config" in modules  # the team's ini settings are still checked
+
+
+def test_the_teams_yaml_pipelines_split_as_they_say_and_a_second_run_embeds_nothing(project):
+    cache = f"--retrieval-cache-dir={project / 'cache'}"
+    first = run(project, "-m", "retrieval", "--retrieval-report", cache)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "ingested with ingest.yaml (17 chunks; embedded 17, 0 from the cache;" in first.stdout
+    assert "corpus lint, kb: 17 chunks" in first.stdout
+    assert "prepare_error" not in first.stdout  # the questions were embedded in one batch without trouble
+    again = run(project, "-m", "retrieval", "--retrieval-report", cache, "--retrieval-store-cache-mb=0")
+    assert "ingested with ingest.yaml (17 chunks; embedded 0, 17 from the cache;" in again.stdout  # no snapshot
+    assert parse_table(again.stdout) == parse_table(first.stdout)
+    restored = run(project, "-m", "retrieval", "--retrieval-report", cache)  # the first run's snapshot
+    assert "restored from snapshot (17 chunks of ingest.yaml; the pipeline did not run)" in restored.stdout
+    assert parse_table(restored.stdout) == parse_table(first.stdout)
+    yaml = project / "pipelines" / "ingest.yaml"
+    yaml.write_text(yaml.read_text().replace("split_length: 60", "split_length: 30"))
+    shorter = run(project, "-m", "retrieval", "--retrieval-report", cache)
+    assert shorter.returncode == 0, shorter.stdout
+    assert "ingested with ingest.yaml (34 chunks;" in shorter.stdout and "corpus lint, kb: 34 chunks" in shorter.stdout
+    assert "restored from snapshot" not in shorter.stdout  # another YAML, another table and snapshot

@@ -1,0 +1,135 @@
+"""Embedders and the embedding cache; the OpenAI-compatible path against a real local server."""
+
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+
+from conftest import FAKE_KEY, requires_hybrid
+from fake_api import Reply, embeddings_reply
+from pytest_retrieval_eval import RetrievalEvalError
+from pytest_retrieval_eval.hybrid.embedders import MINILM_SHA256, Embedder, OpenAIBackend, SentenceTransformersBackend, backend_for
+from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
+
+
+pytestmark = requires_hybrid  # chunking and the embedders run Haystack
+
+class Counting:
+    def __init__(self, identity="count:v1", dim=4):
+        self.identity, self.calls, self.texts, self.dim = identity, 0, [], dim
+
+    def embed(self, texts):
+        self.calls += 1
+        self.texts += list(texts)
+        return np.array([[len(t), 1, 0, 0] for t in texts], dtype=np.float32)
+
+
+def test_cache_means_a_rerun_computes_nothing(tmp_path):
+    cache = tmp_path / "c.sqlite3"
+    first = Counting()
+    e = Embedder(first, EmbeddingCache(cache), batch_size=2)
+    v1 = e.embed(["a", "bb", "a", "ccc"])
+    assert first.texts == ["a", "bb", "ccc"]  # duplicates embedded once
+    assert e.stats.computed == 3
+    second = Counting()
+    e2 = Embedder(second, EmbeddingCache(cache))
+    v2 = e2.embed(["ccc", "a", "bb", "a"])
+    assert second.calls == 0 and e2.stats.cached == 4
+    assert np.array_equal(v2, v1[[3, 0, 1, 0]])
+    other_model = Counting(identity="count:v2")
+    Embedder(other_model, EmbeddingCache(cache)).embed(["a"])
+    assert other_model.calls == 1  # keyed by model identity too
+
+
+def test_dimension_probe_is_cached(tmp_path):
+    b = Counting()
+    b.dim = None  # unknown until asked
+    del b.dim
+    assert Embedder(b, EmbeddingCache(tmp_path / "c")).dim == 4
+    b2 = Counting()
+    del b2.dim
+    assert Embedder(b2, EmbeddingCache(tmp_path / "c")).dim == 4 and b2.calls == 0
+
+
+def test_weights_that_do_not_match_the_expected_hash_are_refused(tmp_path):
+    (tmp_path / "model.safetensors").write_bytes(b"not the weights")
+    backend = SentenceTransformersBackend(str(tmp_path), expect_sha256=MINILM_SHA256)
+    with pytest.raises(RetrievalEvalError, match="model weights do not match the expected sha256"):
+        backend.embed(["x"])
+
+
+@pytest.mark.parametrize("spec", ["", "nope", "openai", "sentence-transformers", "hashing:x", "hashing:2"])
+def test_bad_embedder_settings(spec):
+    if spec == "":
+        assert backend_for(spec).identity.startswith("sentence-transformers/all-MiniLM-L6-v2")
+        return
+    with pytest.raises(RetrievalEvalError):
+        backend_for(spec)
+
+
+# --- OpenAI-compatible endpoint through Haystack's OpenAI component, against a real server ---
+
+def no_key_anywhere(*texts):
+    for text in texts:
+        assert FAKE_KEY not in text
+        assert "c0ffee" not in text
+
+
+def test_openai_embeddings_through_haystack(fake_api, tmp_path):
+    fake_api.script("/embeddings", Reply(200, embeddings_reply(8)))
+    e = Embedder(backend_for("openai:test-embed"), EmbeddingCache(tmp_path / "c"))
+    v = e.embed(["one", "three"])
+    assert v.shape == (2, 8)
+    [seen] = fake_api.hits("/embeddings")
+    assert seen.headers["authorization"] == f"Bearer {FAKE_KEY}"
+    assert seen.body["model"] == "test-embed" and seen.body["input"] == ["one", "three"]
+    e.embed(["one"])
+    assert len(fake_api.hits("/embeddings")) == 1  # cached
+
+
+def test_openai_429_is_retried_honouring_retry_after(fake_api):
+    fake_api.script("/embeddings", Reply(429, {"error": {"message": "slow down"}}, {"retry-after": "0"}),
+                    Reply(200, embeddings_reply(8)))
+    assert Embedder(OpenAIBackend("m", max_retries=2), None).embed(["x"]).shape == (1, 8)
+    assert len(fake_api.hits("/embeddings")) == 2
+
+
+def test_openai_401_fails_loud_without_the_key(fake_api, capsys, caplog, retrieval_session):
+    # retrieval_session: the plugin awake, as in every run that embeds (log records are masked then)
+    echo = {"error": {"message": f"Incorrect API key provided: {FAKE_KEY}", "type": "invalid_request_error"}}
+    fake_api.script("/embeddings", Reply(401, echo))
+    with pytest.raises(RetrievalEvalError) as info:
+        Embedder(OpenAIBackend("m", max_retries=0), None).embed(["x"])
+    message = str(info.value)
+    assert "failed" in message and "AuthenticationError" in message
+    out = capsys.readouterr()
+    no_key_anywhere(message, out.out, out.err, caplog.text, "\n".join(r.getMessage() for r in caplog.records))
+
+
+def test_openai_500_gives_up_after_retries(fake_api):
+    fake_api.script("/embeddings", Reply(500, {"error": {"message": "boom"}}, {"retry-after": "0"}))
+    with pytest.raises(RetrievalEvalError, match="InternalServerError"):
+        Embedder(OpenAIBackend("m", max_retries=2), None).embed(["x"])
+    assert len(fake_api.hits("/embeddings")) == 3
+
+
+def test_openai_timeout(fake_api):
+    fake_api.script("/embeddings", Reply(200, embeddings_reply(8), delay=2.0))
+    with pytest.raises(RetrievalEvalError, match="Timeout"):
+        Embedder(OpenAIBackend("m", timeout=0.3, max_retries=0), None).embed(["x"])
+
+
+def test_openai_without_a_key_names_the_variable_for_a_hosted_endpoint(monkeypatch):
+    monkeypatch.delenv("RETRIEVAL_EVAL_API_KEY", raising=False)
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    monkeypatch.delenv("RETRIEVAL_EVAL_BASE_URL", raising=False)  # the hosted default
+    with pytest.raises(RetrievalEvalError, match="needs an API key: set RETRIEVAL_EVAL_API_KEY \\(or OPENROUTER_API_KEY\\)"):
+        Embedder(OpenAIBackend("m"), None).embed(["x"])
+
+
+def test_a_local_embeddings_server_needs_no_key(fake_api, monkeypatch):
+    monkeypatch.delenv("RETRIEVAL_EVAL_API_KEY")
+    fake_api.script("/embeddings", Reply(200, embeddings_reply(8)))
+    assert Embedder(OpenAIBackend("m"), None).embed(["x", "y"]).shape == (2, 8)
+    assert FAKE_KEY not in fake_api.hits("/embeddings")[0].headers.get("authorization", "")

@@ -1,0 +1,43 @@
+"""judged@k beside the tabled measures when the labels judge few documents per question (one gold
+each, as generated questions have): the line says how much of each top k is judged and what the
+unjudged rest does to the numbers; labels that judge more say nothing."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+
+from pytest_retrieval_eval import QueryResult
+from pytest_retrieval_eval.data.labeled import LabeledSet
+from pytest_retrieval_eval.report.judged import judged_lines
+from pytest_retrieval_eval.run.results import EvaluationResult
+from pytest_retrieval_eval.types import LabeledQuery
+
+
+def verdict(labeled: LabeledSet, measures: list[str]) -> SimpleNamespace:
+    ranked = tuple(QueryResult(q.query_id, ("a", "b", "c", "d", "e")) for q in labeled)
+    return SimpleNamespace(measures=measures, run=SimpleNamespace(evaluations=[EvaluationResult("e", labeled, ranked)]))
+
+
+ONE_GOLD = LabeledSet((LabeledQuery("q1", "x", {"a": 1}), LabeledQuery("q2", "y", {"z": 1})), name="gen")
+POOLED = LabeledSet((LabeledQuery("q1", "x", {"a": 1, "b": 0, "c": 2}), LabeledQuery("q2", "y", {"d": 1, "e": 1})),
+                    name="pooled")
+
+
+def test_one_gold_document_each_shows_judged_at_the_tables_cutoffs_and_what_it_means():
+    lines = judged_lines(verdict(ONE_GOLD, ["hit@1", "hit@5", "mrr", "freshness.stale_free@5"]))
+    text = " ".join(line.strip() for line in lines)
+    assert lines[0] == "judged@k, the share of each top k the labels judge (1.0 document per question):"
+    # q1: a judged at rank 1 (1/1, 1/5); q2: nothing of its top 5 judged
+    assert "e: judged@1 0.500, judged@5 0.100" in text
+    assert "precision, map and ndcg are lower bounds" in text
+    md = judged_lines(verdict(ONE_GOLD, ["hit@5"]), markdown=True)
+    assert "- e: judged@5 0.100" in md
+
+
+def test_labels_that_judge_several_documents_per_question_say_nothing():
+    assert judged_lines(verdict(POOLED, ["hit@5", "ndcg@10"])) == []
+
+
+def test_no_cutoff_in_the_table_says_nothing():
+    assert judged_lines(verdict(ONE_GOLD, ["mrr", "map"])) == []

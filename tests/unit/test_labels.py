@@ -1,0 +1,134 @@
+"""Bringing your own labels: the shipped schema, importers (CSV, JSONL, rig-style qrels.jsonl,
+BEIR), fingerprints stamped without an LLM, unchecked entries said out loud, unknown ids with a
+suggestion, and the filters that keep generated questions worth keeping."""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import shutil
+
+import pytest
+
+from conftest import CORPUS, QUESTIONS, REPO, requires_hybrid
+from fake_api import Reply
+from pytest_retrieval_eval import RetrievalEvalError
+from pytest_retrieval_eval.cli import main as cli
+from pytest_retrieval_eval.data.corpus import JsonFolder
+from pytest_retrieval_eval.data.labeled import load_questions_cache
+from pytest_retrieval_eval.data.labels import read_labels
+from pytest_retrieval_eval.data.question_filters import QuestionFilter
+
+
+def test_the_corpus_fingerprint_of_the_cache_is_compared(capsys, tmp_path):
+    kb = shutil.copytree(CORPUS, tmp_path / "corpus")
+    (kb / "extra.json").write_text(json.dumps({"doc_id": "extra", "content": "a new article nobody asked about"}))
+    assert cli(["check", "--corpus", str(kb), "--questions", str(QUESTIONS)]) == 0
+    out = capsys.readouterr().out
+    assert "note: the corpus changed since" in out and "68 of 68 questions checked, up to date" in out
+
+
+# --- the schema ----------------------------------------------------------------------------------
+
+def schema() -> dict:
+    text = importlib.resources.files("pytest_retrieval_eval.data").joinpath("questions.schema.json").read_text()
+    return json.loads(text)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda q: q.__setitem__("relevant", {}),
+    lambda q: q.__setitem__("relevant", {"a": "1"}),
+    lambda q: q.__setitem__("question", ""),
+    lambda q: q.pop("id"),
+])
+def test_what_the_schema_rejects_the_loader_rejects_naming_the_field(tmp_path, edit):
+    jsonschema = pytest.importorskip("jsonschema")  # a failure under CI
+    doc = json.loads(QUESTIONS.read_text())
+    edit(doc["queries"][3])
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps(doc, indent=2))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, schema())
+    with pytest.raises(RetrievalEvalError, match=r"q.json.*field 'queries\[3\]\.(relevant|question|id)'"):
+        load_questions_cache(path)
+
+
+# --- readers ---------------------------------------------------------------------------------------
+
+def test_a_tsv_with_chosen_columns_grades_and_ids(tmp_path):
+    path = tmp_path / "judged.tsv"
+    path.write_text("qid\tasked\tdocs\tgrade\nt1\tguest wifi\tguest-wifi\t2\nt1\tguest wifi\tvpn-setup\t1\n"
+                    "t2\tprinting\tprinter-queue|shared-drives\t1\n")
+    from pytest_retrieval_eval.data.labels import Columns
+
+    entries = read_labels(path, columns=Columns(question="asked", doc="docs", grade="grade", id="qid"))
+    assert [(q.query_id, q.question, dict(q.relevant)) for q in entries] == [
+        ("t1", "guest wifi", {"guest-wifi": 2, "vpn-setup": 1}),
+        ("t2", "printing", {"printer-queue": 1, "shared-drives": 1}),
+    ]
+    with pytest.raises(RetrievalEvalError, match=r"judged.tsv:1: no column 'question' for the question"):
+        read_labels(path)
+
+
+def test_beir_queries_and_qrels_import(tmp_path, capsys):
+    scifact = REPO.parent / "shared" / "datasets" / "scifact"
+    if not scifact.exists():
+        pytest.skip(f"SciFact not found at {scifact}")
+    entries = read_labels(scifact, fmt="beir")
+    assert len(entries) == 300 and all(q.relevant for q in entries)
+
+
+# --- generated questions worth keeping --------------------------------------------------------------
+
+PASSAGE = ("Visitors connect to the guest network. Reception prints a voucher valid for one day; for events, "
+           "the organiser can order a batch of vouchers a week ahead.")
+
+
+@pytest.mark.parametrize("question, reason", [
+    ("Here is a question: how do guests get online?", "preamble"),
+    ("Question: how do guests get online?", "preamble"),
+    ("How do guests get online? And for how long?", "several_questions"),
+    ("Wifi?", "too_short"),
+    ("How " + "very " * 45 + "long?", "too_long"),
+    ("Guests and the internet in the office.", "not_a_question"),
+    ("Can the organiser order a batch of vouchers a week ahead?", "copies_passage"),
+    ("How can visitors to our office get onto the internet?", None),
+])
+def test_the_filters_name_each_kind_of_bad_question(question, reason):
+    assert QuestionFilter().reject(question, PASSAGE) == reason
+
+
+def test_a_near_duplicate_of_a_kept_question_is_dropped():
+    kept = ["How can visitors to our office get onto the internet?"]
+    assert QuestionFilter().reject("How can office visitors get onto the internet?", PASSAGE, kept) == "near_duplicate"
+
+
+@requires_hybrid
+def test_generation_drops_and_counts_bad_canned_answers(fake_api, tmp_path):
+    from fake_api import chat_reply
+    from pytest_retrieval_eval.data.chunking import Chunking, chunk_corpus
+    from pytest_retrieval_eval.data.generate import GeneratorConfig, generate_questions
+    from conftest import write_docs
+
+    docs = [{"doc_id": f"d{i}", "title": f"Doc {i}", "content": " ".join(f"w{i}x{j}" for j in range(40))}
+            for i in range(5)]
+    corpus = JsonFolder(write_docs(tmp_path / "kb", docs)).load()
+    bad = {"d0": "Here is a question: what is w0x3 about?", "d1": "What is w1x3? Why w1x4?", "d2": "Why so?",
+           "d3": "w3x3 w3x4 w3x5 w3x6 w3x7."}
+
+    good = {"d4": "How should a beginner approach the topic covered here in practice?"}
+
+    def answer(passage: str) -> str:
+        doc = f"d{passage.split()[3]}"  # "Passage: <<< Doc N ..."
+        return bad.get(doc) or good[doc]
+
+    fake_api.script("/chat/completions", Reply(200, chat_reply(answer)))
+    split = Chunking(split_length=60, split_overlap=5)
+    path = tmp_path / "q.json"
+    report = generate_questions(corpus, chunk_corpus(corpus, split), path,
+                                config=GeneratorConfig(concurrency=1, retries=0), split=split)
+    assert {r: len(c) for r, c in report.filtered.items()} == {"preamble": 1, "several_questions": 1, "too_short": 1,
+                                                               "not_a_question": 1}
+    assert len(report.generated) == 1 and "filtered 4 (not_a_question 1, preamble 1, several_questions 1, too_short 1)" in report.summary()
+    written = json.loads(path.read_text())
+    assert written["generator"]["filtered"] == {"not_a_question": 1, "preamble": 1, "several_questions": 1, "too_short": 1}

@@ -1,0 +1,119 @@
+"""The package layout follows the data path: a module imports only from its own layer or the
+layers below it (checked on every import statement, those inside functions included)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "pytest_retrieval_eval"
+#: bottom to top: shared helpers, the pure IR core, data, the hybrid stack, engines, running
+#: engines into results, the gate, reports, the pytest side, the command line
+LAYERS = [
+    {"errors", "types", "_atomic", "_textfiles", "_secrets", "_http", "_lazy_torch"},
+    {"ir"}, {"data"}, {"hybrid"}, {"engines"}, {"run"}, {"gate"}, {"report"}, {"plugin"}, {"cli", "__main__"},
+]
+
+
+def layer_of(top: str) -> int:
+    return next(i for i, names in enumerate(LAYERS) if top in names)
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """(line, top-level package module) of every relative import in ``path``."""
+    rel = path.relative_to(PACKAGE).with_suffix("").parts
+    here = list(rel[:-1])  # the package the module lives in
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = here[: len(here) - (node.level - 1)]
+            target = [*base, *(node.module.split(".") if node.module else [])]
+            names = [target] if node.module or base else [[a.name] for a in node.names]
+            out += [(node.lineno, t[0]) for t in names if t]
+    return out
+
+
+def test_every_module_belongs_to_a_layer():
+    tops = {p.relative_to(PACKAGE).parts[0].removesuffix(".py") for p in PACKAGE.rglob("*.py")}
+    tops -= {"__init__"}
+    assert tops <= set().union(*LAYERS), tops - set().union(*LAYERS)
+
+
+def test_imports_point_down_the_data_path():
+    upward = []
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE).parts
+        if rel == ("__init__.py",):
+            continue  # the public API re-exports from every layer (lazily)
+        mine = layer_of(rel[0].removesuffix(".py"))
+        for line, top in imports(path):
+            if layer_of(top) > mine:
+                upward.append(f"{path.relative_to(PACKAGE)}:{line} imports {top}")
+    assert not upward, "\n".join(upward)
+
+
+def test_the_pure_core_knows_nothing_of_pytest():
+    for path in (PACKAGE / "ir").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+        assert not names & {"pytest", "_pytest", "haystack", "psycopg", "httpx"}, path
+
+
+#: the one module per third-party internal: the private attributes it alone may touch
+WRAPPERS = {"hybrid/haystack_internals.py": {"_connection", "_dict_cursor", "_sockets_dict"}}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _own_names(tree: ast.AST) -> set[str]:
+    """Private names a module defines itself (functions, classes, attributes set on self, class
+    fields): reaching them on another instance of its own class is not crossing a boundary."""
+    own = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            own.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            own.add(node.attr)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            own.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            own |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return own
+
+
+def private_reaches(path: Path) -> set[str]:
+    """Private names ``path`` takes from elsewhere: ``from X import _name``, ``obj._name`` and
+    ``getattr(obj, "_name")`` where the module does not define ``_name`` itself."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    own, found = _own_names(tree), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            found |= {a.name for a in node.names if _private(a.name)}
+        elif isinstance(node, ast.Attribute) and _private(node.attr):
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")) and node.attr not in own:
+                found.add(node.attr)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+              and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+              and isinstance(node.args[1].value, str) and _private(node.args[1].value) and node.args[1].value not in own):
+            found.add(node.args[1].value)
+    return found
+
+
+def test_no_module_reaches_another_modules_private_names():
+    crossing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        found = private_reaches(path)
+        crossing += [f"{rel}: {name}" for name in sorted(found - WRAPPERS.get(rel, set()))]
+    assert not crossing, "private names reached across modules (make them public, or wrap a third-party one in " \
+                         "the one module for it):\n" + "\n".join(crossing)
+
+
+def test_the_private_name_check_catches_each_form(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from .table import _signed\nx = table._sup\ny = getattr(store, '_connection', None)\n"
+                     "class A:\n    def f(self, other):\n        self._mine = 1\n        return other._mine\n")
+    assert private_reaches(probe) == {"_signed", "_sup", "_connection"}

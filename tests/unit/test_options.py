@@ -1,0 +1,71 @@
+"""Each option is declared once (plugin/options.py): pytest's flags and ini keys, the CLI's shared
+options and the options page of the docs (docs/options.md) all come from the declarations, and
+this module keeps them equal."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from conftest import REPO
+from pytest_retrieval_eval.plugin import options
+from pytest_retrieval_eval.plugin.options import OPTIONS, Option, docs_block, markdown_table
+
+OPTIONS_PAGE = REPO / "docs" / "options.md"
+
+
+def page_disagreements(page: str) -> list[str]:
+    """Rows the options page's table lacks or has in excess, against the declarations."""
+    have, want = docs_block(page), markdown_table()
+    return [f"missing: {row}" for row in want if row not in have] + [f"extra: {row}" for row in have if row not in want]
+
+
+def test_the_options_page_table_is_the_declarations():
+    page = OPTIONS_PAGE.read_text(encoding="utf-8")
+    problems = page_disagreements(page)
+    assert not problems, "docs/options.md table is out of date; paste:\n" + "\n".join(markdown_table())
+    assert docs_block(page) == markdown_table()
+
+
+def test_an_option_declared_but_missing_from_the_options_page_is_caught(monkeypatch):
+    page = OPTIONS_PAGE.read_text(encoding="utf-8")
+    extra = Option("frobnicate", "a new option nobody documented", 3, options.whole(1), metavar="N")
+    monkeypatch.setattr(options, "OPTIONS", (*OPTIONS, extra))
+    problems = page_disagreements(page)
+    assert problems == ["missing: | `--retrieval-frobnicate N` | `retrieval_frobnicate` |  | `3` | a new option nobody documented |"]
+
+
+def test_the_cli_shares_the_declarations_without_the_prefix(capsys):
+    from pytest_retrieval_eval.cli import _parser
+
+    parser = _parser()
+    generate = parser.parse_args(["generate"])
+    assert (generate.split_length, generate.split_overlap) == (options.BY_KEY["split_length"].default,
+                                                              options.BY_KEY["split_overlap"].default)
+    assert generate.generator_model == options.BY_KEY["generator_model"].default
+    assert parser.parse_args(["generate", "--model", "m1"]).generator_model == "m1"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["generate", "--split-length", "0"])
+    assert "must be a whole number >= 1, got '0'" in capsys.readouterr().err
+    report = parser.parse_args(["report", "r.json", "--threshold", "hit@5>=0.5", "--alpha", "0.01"])
+    assert report.threshold == ["hit@5>=0.5"] and report.alpha == 0.01 and report.noise_aware is None
+
+
+def test_defaults_live_in_one_place():
+    from pytest_retrieval_eval.data.chunking import Chunking
+    from pytest_retrieval_eval.engines.hybrid import HybridConfig
+    from pytest_retrieval_eval.plugin.config import RunConfig
+
+    assert options.BY_KEY["split_length"].default == Chunking().split_length == 400
+    assert options.BY_KEY["top_k"].default == HybridConfig().keyword_top_k
+    assert options.BY_KEY["depth"].default == RunConfig().depth
+    src = (REPO / "src" / "pytest_retrieval_eval").rglob("*.py")
+    spelled = [p.name for p in src if re.search(r"\b(split_length|split-length)\b[^\n]*\b400\b", p.read_text())]
+    assert spelled == ["chunking.py"]
+
+
+def test_option_records_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        OPTIONS[0].key = "x"  # type: ignore[misc]
