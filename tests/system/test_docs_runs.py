@@ -85,12 +85,12 @@ def contiguous_in(block: list[str], lines: list[str]) -> bool:
     return any(block_at(block, lines[i:]) for i in range(len(lines)))
 
 
-def run_bundled(bundled_project, sandbox_tmp, tmp_path, *args: str,
+def run_bundled(bundled_project, sandbox_tmp, cache_dir, *args: str,
                 test: str = "def test_x(retrieval_results):\n    pass\n") -> str:
-    """The bundled corpus and questions in a fresh project, a cache of its own, the day pinned."""
+    """The bundled corpus and questions in a fresh project, on ``cache_dir``, the day pinned."""
     bundled_project.makepyfile(test)
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-report",
-                           f"--retrieval-as-of={AS_OF}", f"--retrieval-cache-dir={tmp_path}", *args],
+                           f"--retrieval-as-of={AS_OF}", f"--retrieval-cache-dir={cache_dir}", *args],
                           cwd=bundled_project.path, env={**os.environ, "TMPDIR": str(sandbox_tmp)},
                           capture_output=True, text=True, timeout=600)
     return done.stdout + done.stderr
@@ -104,9 +104,11 @@ def shown_inline(path: Path, start: str) -> str:
 
 
 @requires_hybrid
-def test_the_bundled_eval_output_in_the_docs_is_what_it_prints(bundled_project, sandbox_tmp, tmp_path):
+def test_the_bundled_eval_output_in_the_docs_is_what_it_prints(bundled_project, sandbox_tmp, tmp_path,
+                                                              shared_cache_dir):
+    """On the session's warm cache (what is shown does not depend on it: a restored table brings its lint)."""
     docs, both, baseline = REPO / "docs", ("--retrieval-engine=hybrid", "--retrieval-engine=keyword"), tmp_path / "b.json"
-    lines = run_bundled(bundled_project, sandbox_tmp, tmp_path, *both, f"--retrieval-save-baseline={baseline}").splitlines()
+    lines = run_bundled(bundled_project, sandbox_tmp, shared_cache_dir, *both, f"--retrieval-save-baseline={baseline}").splitlines()
     summary = "----------------------------- retrieval evaluation"
     for page in (docs / "index.md", README):
         block = shown_block(page, summary)
@@ -117,7 +119,7 @@ def test_the_bundled_eval_output_in_the_docs_is_what_it_prints(bundled_project, 
 
     # again, warm (embeddings and the store snapshot cached), with what the gate, trials, shadow
     # and detectable-drop passages show; a variant without vectors shares the ingested table
-    out = run_bundled(bundled_project, sandbox_tmp, tmp_path, *both, "--retrieval-trials=3",
+    out = run_bundled(bundled_project, sandbox_tmp, shared_cache_dir, *both, "--retrieval-trials=3",
                       "--retrieval-threshold=hybrid:hit@5>=0.85", "--retrieval-threshold=hybrid:hit@1>=0.75",
                       "--retrieval-confidence=lower", f"--retrieval-baseline={baseline}", "--retrieval-max-drop=hit@5=0.01",
                       "--retrieval-shadow=hybrid:keyword", "--retrieval-variant=hybrid-kw: use_vector=false",

@@ -32,7 +32,7 @@ def run(project: Path, *args: str, module: str = "pytest") -> subprocess.Complet
                           env=env, timeout=300)
 
 
-def test_the_teams_tests_pass_and_their_gate_holds(project):
+def test_the_teams_tests_pass_and_their_gate_holds_and_xdist_gives_the_same_table(project):
     done = run(project, "--retrieval-report")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "11 passed" in done.stdout and "retrieval gate: passed" in done.stdout
@@ -46,6 +46,8 @@ def test_the_teams_tests_pass_and_their_gate_holds(project):
     assert "freshness as of" in done.stdout and "vpn-setup-2025 is stale: superseded by vpn-setup" in done.stdout
     assert "shadow helpdesk-haystack vs helpdesk-bm25 on labels.json (16 queries): knowledge" in done.stdout
     assert "top movers:" in done.stdout
+    parallel = run(project, "-m", "retrieval", "--retrieval-report", "-n", "2")  # under xdist, the same table
+    assert parallel.returncode == 0 and parse_table(parallel.stdout) == table, parallel.stdout
     strict = run(project, "-m", "retrieval", "--retrieval-threshold", "shadow.gain>=0.5")
     assert strict.returncode == 1
     assert "FAIL retrieval gate: shadow helpdesk-haystack:helpdesk-bm25: knowledge gain = " in strict.stdout
@@ -65,13 +67,6 @@ def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
     for name in names:
         if name != "timing.json":
             assert (project / "rebuilt" / name).read_bytes() == (project / "out" / name).read_bytes(), name
-
-
-def test_under_xdist_the_same_table(project):
-    alone = run(project, "-m", "retrieval", "--retrieval-report")
-    parallel = run(project, "-m", "retrieval", "--retrieval-report", "-n", "2")
-    assert parallel.returncode == alone.returncode == 0, parallel.stdout
-    assert parse_table(parallel.stdout) == parse_table(alone.stdout)
 
 
 def test_the_unit_tests_alone_leave_the_plugin_asleep(project):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 
-def test_bundled_report_lists_truncation_and_a_duplicated_document_is_flagged(pytester, tmp_path, sandbox_tmp):
+def test_bundled_report_lists_truncation_and_a_duplicated_document_is_flagged(pytester, shared_cache_dir, sandbox_tmp):
     import json
     import os
     import shutil
@@ -22,7 +22,7 @@ def test_bundled_report_lists_truncation_and_a_duplicated_document_is_flagged(py
     copy["doc_id"] = "battery-care-copy"
     (corpus / "battery-care-copy.json").write_text(json.dumps(copy))
     pytester.makeini(f"[pytest]\nretrieval_corpus = corpus\nretrieval_questions = {QUESTIONS}\nretrieval_engines = hybrid\n"
-                     f"retrieval_cache_dir = {tmp_path}\n")
+                     f"retrieval_cache_dir = {shared_cache_dir}\n")  # warm: the lint is of the ingestion, cached embeddings or not
     pytester.makepyfile("def test_x(retrieval_results):\n    pass\n")
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-report",
                            "--retrieval-threshold", "lint.duplicate<=0", "--retrieval-stale=warn"],

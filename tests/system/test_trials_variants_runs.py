@@ -45,11 +45,11 @@ def test_trials_show_zero_spread_for_deterministic_engines_and_pass_at_k(bundled
     assert "pass@4" in " ".join(wrapped) and "pass^4" in " ".join(wrapped)
 
 
-def test_two_hybrid_variants_are_two_rows_with_a_significance_marker(pytester, sandbox_tmp, tmp_path):
+def test_two_hybrid_variants_are_two_rows_with_a_significance_marker(pytester, sandbox_tmp, shared_cache_dir):
     if __import__("importlib.util").util.find_spec("haystack") is None:
         pytest.skip("the hybrid extra is not installed")
     pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
-                     f"retrieval_cache_dir = {tmp_path}\nretrieval_engines = hybrid hybrid-no-vector hybrid-200\n"
+                     f"retrieval_cache_dir = {shared_cache_dir}\nretrieval_engines = hybrid hybrid-no-vector hybrid-200\n"
                      "retrieval_variants =\n    hybrid-no-vector: use_vector=false\n    hybrid-200: split_length=200 split_overlap=40\n")
     pytester.makepyfile("def test_x(retrieval_results):\n    pass\n")
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-report", "-v"],
