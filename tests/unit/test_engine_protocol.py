@@ -44,3 +44,20 @@ def test_optional_parts_are_protocols():
     assert concurrency_of(Full(), 1) == 4 and concurrency_of(Bare(), 3) == 3
     assert describe(Bare()) == {"class": "test_optional_parts_are_protocols.<locals>.Bare"}
     assert describe(Full()) == {"engine": "full"}
+
+
+def test_engine_names_run_together_with_commas_are_refused_with_the_spelling_that_works():
+    import pytest
+
+    from pytest_retrieval_eval import EngineRegistry, RetrievalEvalError
+
+    registry = EngineRegistry()
+    for name in ("keyword", "hybrid"):
+        registry.register(name, lambda request: None)
+    with pytest.raises(RetrievalEvalError) as caught:
+        registry.select(["keyword,hybrid"])
+    assert str(caught.value).endswith("(names are separated by spaces, not commas: retrieval_engines = keyword hybrid)")
+    with pytest.raises(RetrievalEvalError) as other:
+        registry.select(["keyword,nosuch"])  # a comma, but not two registered names: no such hint
+    assert "not commas" not in str(other.value)
+    assert registry.select(["hybrid", "keyword"]) == ["hybrid", "keyword"]

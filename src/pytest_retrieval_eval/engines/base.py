@@ -133,9 +133,12 @@ class EngineRegistry:
                 raise RetrievalEvalError(f"engine '{name}' is not available: {self._unavailable[name]}")
         unknown = [n for n in wanted if n not in names]
         if unknown:
+            split = [part for n in wanted for part in n.split(",") if part]
+            hint = (f" (names are separated by spaces, not commas: retrieval_engines = {' '.join(split)})"
+                    if any("," in n for n in unknown) and all(part in names for part in split) else "")
             raise RetrievalEvalError(
                 f"--retrieval-engine / retrieval_engines names unknown engine(s) {', '.join(unknown)}; "
-                f"registered: {', '.join(names) or 'none'}"
+                f"registered: {', '.join(names) or 'none'}{hint}"
             )
         return list(dict.fromkeys(wanted))
 

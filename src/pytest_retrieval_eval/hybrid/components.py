@@ -80,6 +80,117 @@ class PluginTextEmbedder(PluginEmbedder):
         return {"embedding": self.embed([text])[0].tolist()}
 
 
+def embedder_identity(component) -> str:
+    """What shapes an embedder's vectors: its class and settings (secrets left out)."""
+    from ..types import canonical_json
+    from .embedders import model_identity
+
+    params = dict(component.to_dict().get("init_parameters", {}))
+    for key in ("api_key", "token", "progress_bar", "batch_size", "timeout", "max_retries", "http_client_kwargs"):
+        params.pop(key, None)
+    if isinstance(params.get("model"), str):
+        params["model"] = model_identity(params["model"])  # a local folder by its content
+    return f"{type(component).__name__}:{canonical_json(params)}"
+
+
+class CachedEmbedder:
+    """A team's embedder component (sentence-transformers or OpenAI, document or text) behind the
+    session's embedding cache, keyed by the component's class and settings and the text: a warm
+    run embeds nothing and never warms the model. ``user_pipelines.load`` puts it in the YAML's
+    place before the pipeline is built, with the YAML's component as ``embedder``; it serialises
+    as the component it wraps. The plugin gives it the cache (``user_pipelines.cache_embedders``)."""
+
+    def __init__(self, embedder: dict) -> None:
+        import importlib
+
+        from haystack.core.serialization import component_from_dict
+
+        module, _, name = embedder["type"].rpartition(".")
+        self.inner = component_from_dict(getattr(importlib.import_module(module), name), embedder, name)
+        self.cache = None
+        self.counts = None  # user_pipelines.EmbedCounts
+        self._warm = False
+
+    def to_dict(self) -> dict:
+        from haystack.core.serialization import component_to_dict
+
+        return component_to_dict(self.inner, "embedder")
+
+    @classmethod
+    def from_dict(cls, data: dict):
+        return cls(**data["init_parameters"])
+
+    def warm_up(self) -> None:
+        """Nothing yet: the wrapped model loads when the cache first lacks a text."""
+
+    @property
+    def identity(self) -> str:
+        return embedder_identity(self.inner)
+
+    def _computed(self, **inputs) -> dict:
+        if not self._warm:
+            if hasattr(self.inner, "warm_up"):
+                self.inner.warm_up()
+            self._warm = True
+        return self.inner.run(**inputs)
+
+    def _meta(self, answer: dict) -> dict:
+        from .haystack_internals import output_sockets
+
+        return {"meta": answer.get("meta", {})} if "meta" in output_sockets(self.inner) else {}
+
+    def _count(self, computed: int, cached: int) -> None:
+        if self.counts is not None:
+            self.counts.computed += computed
+            self.counts.cached += cached
+
+
+@component
+class CachedDocumentEmbedder(CachedEmbedder):
+    @component.output_types(documents=list[Document], meta=dict)
+    def run(self, documents: list[Document]) -> dict:
+        import numpy as np
+
+        from ..types import canonical_json, sha256_text
+
+        fields = list(getattr(self.inner, "meta_fields_to_embed", None) or [])
+        keys = [sha256_text((d.content or "") + "\x1f" + canonical_json({f: d.meta.get(f) for f in fields}))
+                for d in documents]
+        model = self.identity
+        found = self.cache.get_many(model, keys) if self.cache is not None else {}
+        missing = [(d, k) for d, k in zip(documents, keys) if k not in found]
+        self._count(len(missing), len(documents) - len(missing))
+        answer: dict = {}
+        if missing:
+            answer = self._computed(documents=[d for d, _ in missing])
+            fresh = {k: np.asarray(d.embedding, dtype=np.float32) for d, (_, k) in zip(answer["documents"], missing)}
+            if self.cache is not None:
+                self.cache.put_many(model, fresh.items())
+            found.update(fresh)
+        out = [dataclasses.replace(d, embedding=found[k].tolist()) for d, k in zip(documents, keys)]
+        return {"documents": out, **self._meta(answer)}
+
+
+@component
+class CachedTextEmbedder(CachedEmbedder):
+    @component.output_types(embedding=list[float], meta=dict)
+    def run(self, text: str) -> dict:
+        import numpy as np
+
+        from ..types import sha256_text
+
+        key, model = sha256_text(text), self.identity
+        found = self.cache.get_many(model, [key]) if self.cache is not None else {}
+        self._count(key not in found, key in found)
+        answer: dict = {}
+        if key not in found:
+            answer = self._computed(text=text)
+            found[key] = np.asarray(answer["embedding"], dtype=np.float32)
+            if self.cache is not None:
+                self.cache.put_many(model, [(key, found[key])])
+        return {"embedding": found[key].tolist(), **self._meta(answer)}
+
+
 @component
 class HttpReranker:
     """Cohere-style ``POST {base}/rerank`` with ``model``, ``query``, ``documents``, ``top_n``."""

@@ -5,10 +5,11 @@
 - ``point_at``: every ``PgvectorDocumentStore`` in the pipeline (a writer's, a retriever's) is
   replaced by one on the session's store and a table of the plugin's own, keeping the settings
   that shape the data (dimension, vector function, search strategy, language);
-- ``cache_embedders``: the embedder components the plugin recognises (its own
-  ``PluginDocumentEmbedder``/``PluginTextEmbedder``, sentence-transformers and OpenAI, document
-  and text) answer from the embedding cache, keyed by the component's settings
-  and the text, so a warm run embeds nothing; other embedders run as they are, and are named;
+- ``wrap_embedders`` and ``cache_embedders``: the embedder components the plugin recognises (its
+  own ``PluginDocumentEmbedder``/``PluginTextEmbedder``; sentence-transformers and OpenAI,
+  document and text, wrapped in ``CachedDocumentEmbedder``/``CachedTextEmbedder`` before the
+  pipeline is built) answer from the embedding cache, keyed by the component's settings and the
+  text, so a warm run embeds nothing; other embedders run as they are, and are named;
 - ``ingest``: the corpus in as Haystack ``Document``s (title, description and body as the text, as
   the built-in ingestion has it; ``doc_id``, title, description, filename and the document's other
   fields as meta) through the pipeline's input socket; what it wrote is read
@@ -19,7 +20,6 @@ A query pipeline as an engine is ``engines.pipeline.PipelineEngine``.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -34,10 +34,36 @@ TEXT_EMBEDDERS = ("SentenceTransformersTextEmbedder", "OpenAITextEmbedder")
 
 
 def load(file: PipelineFile, settings: dict | None = None) -> Any:
-    """The pipeline of ``file`` (with ``settings`` applied, see ``data.pipeline_files``); every
-    problem names the file, and the component where there is one."""
+    """The pipeline of ``file`` (with ``settings`` applied, see ``data.pipeline_files``), the
+    embedders the plugin caches wrapped (``wrap_embedders``); every problem names the file, and
+    the component where there is one."""
     data = file.data()
-    return build(with_settings(data, settings) if settings else data, file)
+    return build(wrap_embedders(with_settings(data, settings) if settings else data), file)
+
+
+def wrap_embedders(data: dict) -> dict:
+    """A copy of ``data`` in which each embedder the plugin caches (``DOCUMENT_EMBEDDERS``,
+    ``TEXT_EMBEDDERS``) is the plugin's ``CachedDocumentEmbedder``/``CachedTextEmbedder`` around
+    it: the pipeline runs the wrapper's ``run``, which asks the cache first (one that does not
+    import is left as it is, for ``build`` to name)."""
+    import copy
+    import importlib
+
+    out = copy.deepcopy(dict(data))
+    for name, spec in (out.get("components") or {}).items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        cls = kind.rpartition(".")[2] if isinstance(kind, str) else None
+        wrapper = ("CachedDocumentEmbedder" if cls in DOCUMENT_EMBEDDERS else
+                   "CachedTextEmbedder" if cls in TEXT_EMBEDDERS else None)
+        if wrapper is None:
+            continue
+        try:
+            importlib.import_module(kind.rpartition(".")[0])
+        except Exception:
+            continue
+        out["components"][name] = {"type": f"pytest_retrieval_eval.hybrid.components.{wrapper}",
+                                   "init_parameters": {"embedder": spec}}
+    return out
 
 
 def point_at(pipeline: Any, file: PipelineFile, store: Any, table: str, *, document_store: Any = None) -> list[str]:
@@ -84,18 +110,6 @@ def _check_hnsw(document_store: Any, file: PipelineFile, name: str) -> None:
                                  field="embedding_dimension")
 
 
-def _identity(component: Any) -> str:
-    """What shapes an embedder's vectors: its class and settings (secrets left out)."""
-    from .embedders import model_identity
-
-    params = dict(component.to_dict().get("init_parameters", {}))
-    for key in ("api_key", "token", "progress_bar", "batch_size", "timeout", "max_retries", "http_client_kwargs"):
-        params.pop(key, None)
-    if isinstance(params.get("model"), str):
-        params["model"] = model_identity(params["model"])  # a local folder by its content
-    return f"{type(component).__name__}:{canonical_json(params)}"
-
-
 @dataclass
 class EmbedCounts:
     """Texts the cached embedders computed, and those the cache answered."""
@@ -105,64 +119,19 @@ class EmbedCounts:
 
 
 def cache_embedders(pipeline: Any, cache: Any, counts: EmbedCounts | None = None) -> tuple[list[str], list[str]]:
-    """(components answering from the cache, embedders left as they are); ``counts`` adds up
+    """(components answering from the cache, embedders left as they are): the plugin's own
+    embedders and the wrapped ones (``wrap_embedders``) are given the cache; ``counts`` adds up
     what they computed and what the cache answered."""
-    import numpy as np
-
-    from .components import PluginEmbedder
-    from .haystack_internals import output_sockets
+    from .components import CachedEmbedder, PluginEmbedder
 
     counts = counts if counts is not None else EmbedCounts()
     cached, other = [], []
     for name, component in pipeline.walk():
-        kind = type(component).__name__
-        if isinstance(component, PluginEmbedder):
-            component.cache = cache  # the plugin's own embedder: keyed like the built-in ingestion's
+        if isinstance(component, (PluginEmbedder, CachedEmbedder)):
+            component.cache = cache  # keyed like the built-in ingestion's (the plugin's own) or by class and settings
             component.counts = counts
             cached.append(name)
-        elif kind in DOCUMENT_EMBEDDERS or kind in TEXT_EMBEDDERS:
-            model = _identity(component)
-            original = component.run
-            sockets = output_sockets(component)
-
-            if kind in DOCUMENT_EMBEDDERS:
-                fields = list(getattr(component, "meta_fields_to_embed", None) or [])
-
-                def run(documents, _original=original, _model=model, _fields=fields, _sockets=sockets, **kwargs):
-                    keys = [sha256_text((d.content or "") + "\x1f" + canonical_json({f: d.meta.get(f) for f in _fields}))
-                            for d in documents]
-                    found = cache.get_many(_model, keys)
-                    missing = [d for d, k in zip(documents, keys) if k not in found]
-                    counts.computed += len(missing)
-                    counts.cached += len(documents) - len(missing)
-                    extra = {}
-                    if missing:
-                        answer = _original(documents=missing, **kwargs)
-                        extra = {k: v for k, v in answer.items() if k != "documents"}
-                        fresh = {k: np.asarray(d.embedding, dtype=np.float32)
-                                 for d, k in zip(answer["documents"], [k for k in keys if k not in found])}
-                        cache.put_many(_model, fresh.items())
-                        found.update(fresh)
-                    out = [dataclasses.replace(d, embedding=found[k].tolist()) for d, k in zip(documents, keys)]
-                    return {"documents": out, **({"meta": extra.get("meta", {})} if "meta" in _sockets else {})}
-            else:
-                def run(text, _original=original, _model=model, _sockets=sockets, **kwargs):
-                    key = sha256_text(text)
-                    found = cache.get_many(_model, [key])
-                    extra = {}
-                    counts.cached += key in found
-                    counts.computed += key not in found
-                    if key not in found:
-                        answer = _original(text=text, **kwargs)
-                        extra = {k: v for k, v in answer.items() if k != "embedding"}
-                        found[key] = np.asarray(answer["embedding"], dtype=np.float32)
-                        cache.put_many(_model, [(key, found[key])])
-                    return {"embedding": found[key].tolist(),
-                            **({"meta": extra.get("meta", {})} if "meta" in _sockets else {})}
-
-            component.run = run  # the pipeline calls the instance's run: the cache answers first
-            cached.append(name)
-        elif "Embedder" in kind:
+        elif "Embedder" in type(component).__name__:
             other.append(name)
     return cached, other
 
@@ -216,10 +185,11 @@ def embedder_window(pipeline: Any) -> tuple[Callable[[str], int], int] | None:
     """(count tokens, tokens the model reads) of the pipeline's document embedder, so a team's
     ingestion is linted for truncation as the built-in one is: the plugin's own component (its
     spec) or a sentence-transformers one (its model folder); None for any other embedder."""
-    from .components import PluginDocumentEmbedder
+    from .components import CachedEmbedder, PluginDocumentEmbedder
     from .embedders import SentenceTransformersBackend, backend_for
 
     for _, component in pipeline.walk():
+        component = component.inner if isinstance(component, CachedEmbedder) else component
         if isinstance(component, PluginDocumentEmbedder):
             backend = backend_for(component.spec)
         elif type(component).__name__ == "SentenceTransformersDocumentEmbedder" and getattr(component, "model", None):
