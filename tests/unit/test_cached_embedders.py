@@ -18,19 +18,13 @@ pytestmark = requires_hybrid
 def yaml_file(tmp_path, monkeypatch):
     from haystack import Pipeline
     from haystack.components.embedders import OpenAITextEmbedder
-    from haystack_integrations.components.retrievers.pgvector import PgvectorEmbeddingRetriever
-    from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 
     from pytest_retrieval_eval.data.pipeline_files import PipelineFile
 
-    monkeypatch.setenv("PG_CONN_STR", "postgresql://unused")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-used")  # nothing listens at the URL: a call would fail
-    query = Pipeline()
+    query = Pipeline()  # the embedder alone: what a store would add is tested in tests/system
     query.add_component("embed", OpenAITextEmbedder(
         model="text-embedding-3-small", api_base_url="http://127.0.0.1:9/v1", timeout=2, max_retries=0))
-    query.add_component("retriever", PgvectorEmbeddingRetriever(document_store=PgvectorDocumentStore(
-        table_name="theirs", embedding_dimension=384)))
-    query.connect("embed.embedding", "retriever.query_embedding")
     (tmp_path / "query.yaml").write_text(query.dumps())
     return PipelineFile.read(tmp_path / "query.yaml")
 
