@@ -11,17 +11,9 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no network here;
 #: The tests' inner pytest runs (pytester's, subprocesses') leave out the third-party pytest
 #: plugins the dev extra brings, which they do not test: hypothesis's imports hypothesis (1.8 s a
 #: run) and langsmith's its client (1.5 s), a keyword run 6.1 s instead of 2.3 s. Set after this
-#: session read its own options; kept by every helper that cleans the environment (``inner_env``).
+#: session read its own options; the helpers that clean the environment for a run keep it.
 INNER_ADDOPTS = "-p no:hypothesispytest -p no:langsmith_plugin -p no:anyio"
 os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} {INNER_ADDOPTS}".strip()
-
-
-def inner_env(*drop: str, **extra: str) -> dict[str, str]:
-    """The environment for an inner run: this one's, without xdist's worker variables (an inner
-    run is no worker of ours), variables starting with any of ``drop``, and with ``extra``."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_XDIST", "PYTEST_CURRENT_TEST", *drop)) or k == "PYTEST_ADDOPTS"}
-    return {**env, **extra}
 
 import pytest
 
