@@ -1,10 +1,13 @@
 """What several test modules build alike: a BEIR folder with the awkward bits real ones have,
-and the oracle engine (the labeled set's own answers) the report tests gate. Imported by name
-(``from projects import ...``): tests/ is on sys.path through its conftest."""
+the oracle engine (the labeled set's own answers) the report tests gate, a small corpus for
+question generation, and the matching of what the docs show against what a run prints.
+Imported by name (``from projects import ...``): tests/ is on sys.path through its conftest."""
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 #: The bundled questions' one retrieval test: all 68 evaluated.
 BUNDLED_TESTS = """
@@ -55,3 +58,53 @@ def make_beir(root, *, crlf=True, bom=True):
         prefix + nl.join(["query-id\tcorpus-id\tscore", "q1\td1\t2", "q1\td2\t0", "q2\td2\t1"]) + nl,
         encoding="utf-8", newline="")
     return root
+
+
+# --- a small corpus for question generation -------------------------------------------------------
+
+def words(n: int, seed: str) -> str:
+    return " ".join(f"{seed}{i}" for i in range(n))
+
+
+def small_corpus(folder):
+    """Three documents, four chunks at 30 words with 5 overlapping (alpha makes two)."""
+    from conftest import write_docs
+
+    return write_docs(folder, [
+        {"doc_id": "alpha", "title": "Alpha", "content": words(50, "a")},
+        {"doc_id": "beta", "title": "Beta", "content": words(20, "b")},
+        {"doc_id": "gamma", "title": "Gamma", "content": words(10, "g")},
+    ])
+
+
+# --- what the docs show, matched against what a run prints -----------------------------------------
+
+
+def code_blocks(markdown: str) -> list[list[str]]:
+    """The lines of each fenced code block."""
+    return [b.splitlines() for b in re.findall(r"(?ms)^```[^\n]*\n(.*?)^```$", markdown)]
+
+
+def shown_block(path: Path, first_line: str) -> list[str]:
+    blocks = [b for b in code_blocks(path.read_text(encoding="utf-8")) if b and b[0].startswith(first_line)]
+    assert blocks, f"{path.name}: no code block starting {first_line!r}"
+    return blocks[0]
+
+
+def same_line(shown: str, printed: str) -> bool:
+    """``...`` in a shown line stands for what the docs leave out."""
+    return re.fullmatch(".*?".join(map(re.escape, shown.split("..."))), printed) is not None
+
+
+def block_at(block: list[str], lines: list[str]) -> bool:
+    """``block`` matches the start of ``lines``; a shown line of ``...`` alone stands for one or
+    more printed lines."""
+    if not block:
+        return True
+    if block[0].strip() == "..." and len(block[0]) > 3:
+        return any(block_at(block[1:], lines[n:]) for n in range(1, len(lines) + 1))
+    return bool(lines) and same_line(block[0], lines[0]) and block_at(block[1:], lines[1:])
+
+
+def contiguous_in(block: list[str], lines: list[str]) -> bool:
+    return any(block_at(block, lines[i:]) for i in range(len(lines)))

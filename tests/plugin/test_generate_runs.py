@@ -11,25 +11,17 @@ import time
 
 import pytest
 
-from conftest import FAKE_KEY, write_docs, requires_hybrid
+from conftest import FAKE_KEY, requires_hybrid
 from fake_api import FakeApi, Reply, chat_reply
+from projects import small_corpus
 from pytest_retrieval_eval.data.labeled import load_questions_cache
 
 pytestmark = requires_hybrid  # chunking and the embedders run Haystack
 
 
-def words(n: int, seed: str) -> str:
-    return " ".join(f"{seed}{i}" for i in range(n))
-
-
 @pytest.fixture
 def small(tmp_path):
-    folder = write_docs(tmp_path / "corpus", [
-        {"doc_id": "alpha", "title": "Alpha", "content": words(50, "a")},  # 2 chunks at 30/5
-        {"doc_id": "beta", "title": "Beta", "content": words(20, "b")},
-        {"doc_id": "gamma", "title": "Gamma", "content": words(10, "g")},
-    ])
-    return folder
+    return small_corpus(tmp_path / "corpus")
 
 
 def test_a_killed_run_leaves_a_valid_cache_and_the_rerun_fills_only_the_rest(small, tmp_path):

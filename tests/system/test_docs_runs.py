@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, requires_hybrid
+from projects import contiguous_in, shown_block
 
 README = REPO / "README.md"
 
@@ -53,36 +54,6 @@ def test_a_broken_link_fails_the_strict_build(tmp_path):
 # day is pinned (the shown output was judged on it), so the freshness block does not move with
 # the calendar.
 AS_OF = "2026-11-30"
-
-
-def code_blocks(markdown: str) -> list[list[str]]:
-    """The lines of each fenced code block."""
-    return [b.splitlines() for b in re.findall(r"(?ms)^```[^\n]*\n(.*?)^```$", markdown)]
-
-
-def shown_block(path: Path, first_line: str) -> list[str]:
-    blocks = [b for b in code_blocks(path.read_text(encoding="utf-8")) if b and b[0].startswith(first_line)]
-    assert blocks, f"{path.name}: no code block starting {first_line!r}"
-    return blocks[0]
-
-
-def same_line(shown: str, printed: str) -> bool:
-    """``...`` in a shown line stands for what the docs leave out."""
-    return re.fullmatch(".*?".join(map(re.escape, shown.split("..."))), printed) is not None
-
-
-def block_at(block: list[str], lines: list[str]) -> bool:
-    """``block`` matches the start of ``lines``; a shown line of ``...`` alone stands for one or
-    more printed lines."""
-    if not block:
-        return True
-    if block[0].strip() == "..." and len(block[0]) > 3:
-        return any(block_at(block[1:], lines[n:]) for n in range(1, len(lines) + 1))
-    return bool(lines) and same_line(block[0], lines[0]) and block_at(block[1:], lines[1:])
-
-
-def contiguous_in(block: list[str], lines: list[str]) -> bool:
-    return any(block_at(block, lines[i:]) for i in range(len(lines)))
 
 
 def run_bundled(bundled_project, sandbox_tmp, cache_dir, *args: str,

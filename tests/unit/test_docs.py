@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from conftest import REPO
+from projects import contiguous_in
 
 README = REPO / "README.md"
 README_LIMIT = 12 * 1024
@@ -51,25 +52,6 @@ def test_the_readme_keeps_the_two_commands_ci_runs():
     assert 'pip install torch==2.13.0 -e ".[hybrid]" && pytest -m retrieval --retrieval-report' in text
     assert 'pip install torch==2.13.0 -e ".[dev]" && pytest -n auto\n' in text
     assert "python -m pytest_retrieval_eval label import labels.csv" in text
-
-
-def same_line(shown: str, printed: str) -> bool:
-    """``...`` in a shown line stands for what the docs leave out."""
-    return re.fullmatch(".*?".join(map(re.escape, shown.split("..."))), printed) is not None
-
-
-def block_at(block: list[str], lines: list[str]) -> bool:
-    """``block`` matches the start of ``lines``; a shown line of ``...`` alone stands for one or
-    more printed lines."""
-    if not block:
-        return True
-    if block[0].strip() == "..." and len(block[0]) > 3:
-        return any(block_at(block[1:], lines[n:]) for n in range(1, len(lines) + 1))
-    return bool(lines) and same_line(block[0], lines[0]) and block_at(block[1:], lines[1:])
-
-
-def contiguous_in(block: list[str], lines: list[str]) -> bool:
-    return any(block_at(block, lines[i:]) for i in range(len(lines)))
 
 
 def test_a_block_the_run_does_not_print_is_caught():

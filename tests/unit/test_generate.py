@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, FAKE_KEY, QUESTIONS, write_docs, requires_hybrid
+from conftest import CORPUS, FAKE_KEY, QUESTIONS, requires_hybrid
 from fake_api import Reply, chat_reply
+from projects import small_corpus, words
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.corpus import JsonFolder
 from pytest_retrieval_eval.data.generate import PROMPT_SHA256, SYSTEM_PROMPT, GeneratorConfig, generate_questions, parse_question
@@ -22,18 +23,9 @@ pytestmark = requires_hybrid  # chunking and the embedders run Haystack
 SPLIT = Chunking(split_length=30, split_overlap=5)
 
 
-def words(n: int, seed: str) -> str:
-    return " ".join(f"{seed}{i}" for i in range(n))
-
-
 @pytest.fixture
 def small(tmp_path):
-    folder = write_docs(tmp_path / "corpus", [
-        {"doc_id": "alpha", "title": "Alpha", "content": words(50, "a")},  # 2 chunks at 30/5
-        {"doc_id": "beta", "title": "Beta", "content": words(20, "b")},
-        {"doc_id": "gamma", "title": "Gamma", "content": words(10, "g")},
-    ])
-    return folder
+    return small_corpus(tmp_path / "corpus")
 
 
 def run(folder: Path, path: Path, **kw):
