@@ -138,3 +138,31 @@ def chat_reply(make_question: Callable[[str], str] | None = None) -> Callable[[d
                              "finish_reason": "stop"}]}
 
     return answer
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in "".join(c.lower() if c.isalnum() else " " for c in text).split() if len(w) > 3}
+
+
+def umbrela_grade(query: str, passage: str) -> int:
+    """A deterministic judge: the share of the question's words (over 3 letters) the passage holds,
+    0.6 or more a 3, 0.4 a 2, 0.2 a 1, less a 0."""
+    q = _words(query)
+    share = len(q & _words(passage)) / max(1, len(q))
+    return 3 if share >= 0.6 else 2 if share >= 0.4 else 1 if share >= 0.2 else 0
+
+
+def judge_reply(grade: Callable[[str, str], int] = umbrela_grade) -> Callable[[dict], dict]:
+    """A chat-completions answer in UMBRELA's format (``##final score: N``) for the plugin's
+    judge prompt, graded by ``grade(query, passage)``."""
+
+    def answer(request: dict) -> dict:
+        content = request["messages"][-1]["content"]
+        query = content.split("\nQuery: ", 1)[1].split("\nPassage: ", 1)[0]
+        passage = content.split("\nPassage: ", 1)[1].split("\n\nSplit this problem", 1)[0]
+        return {"id": "x", "object": "chat.completion", "model": request.get("model"),
+                "choices": [{"index": 0, "message": {"role": "assistant",
+                                                     "content": f"##final score: {grade(query, passage)}"},
+                             "finish_reason": "stop"}]}
+
+    return answer

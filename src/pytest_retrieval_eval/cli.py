@@ -18,6 +18,7 @@ import os
 import sys
 from pathlib import Path
 
+from .data.judgments import KAPPA_FLOOR
 from .errors import RetrievalEvalError
 from .plugin.options import add_to_argparse
 
@@ -64,11 +65,20 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="judge a saved results.json again; rebuild its artefacts with --out")
     rep.add_argument("results", help="a results.json written by --retrieval-report-dir or --retrieval-save-baseline")
     add_to_argparse(rep, "report", alpha=None, measures=None, noise_aware=None, baseline_force=None,
-                    correction=None, confidence=None)
+                    correction=None, confidence=None, corpus=None)
     rep.add_argument("--out", default=None, metavar="DIR",
                      help="write the report folder (results.md, results.json, per_query.jsonl, runs/, qrels, plot)")
     rep.add_argument("--html", default=None, metavar="PATH", help="write the drill-down page")
     rep.add_argument("--markdown", action="store_true", help="print the Markdown report instead of the table")
+    jdg = sub.add_parser("judge", help="grade the unjudged documents of a saved run's top K with an LLM "
+                                       "into a judgments file (--calibrate: agreement with the human labels)")
+    jdg.add_argument("results", help="a results.json written by --retrieval-report-dir or --retrieval-save-baseline")
+    add_to_argparse(jdg, "judge", corpus="corpus", judgments="judgments.jsonl")
+    jdg.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (default: RETRIEVAL_EVAL_BASE_URL or OpenRouter)")
+    jdg.add_argument("--temperature", type=float, default=0.0, help="the judge's sampling temperature (default 0)")
+    jdg.add_argument("--calibrate", action="store_true",
+                     help="grade a sample of the documents the humans judged and report the agreement instead")
+    jdg.add_argument("--sample", type=int, default=100, help="--calibrate: pairs graded (default 100)")
     return parser
 
 
@@ -79,18 +89,21 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     uninstall = install_log_redaction()  # API keys never reach a log line
     try:
-        return {"generate": _generate, "check": _check, "report": _report, "label": _label}[args.command](args)
+        return {"generate": _generate, "check": _check, "report": _report, "label": _label,
+                "judge": _judge}[args.command](args)
     except RetrievalEvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        if args.command != "report":
+        if args.command not in ("report", "judge"):
             raise
         # exit 1 means "the gate failed" and nothing else: a file that cannot be judged is 2
         print(f"error: {args.results}: malformed results file ({type(exc).__name__}: {exc})", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: the questions cache holds every question written so far", file=sys.stderr)
+        kept = "judgments file" if args.command == "judge" else "questions cache"
+        print(f"interrupted: the {kept} holds every {'judgment' if args.command == 'judge' else 'question'} "
+              "written so far", file=sys.stderr)
         return 130
     finally:
         uninstall()
@@ -199,10 +212,13 @@ def _report(args) -> int:
     from .report import table
     from .report.files import markdown
     from .report.outputs import metadata, write_outputs
+    from .report.judged import judged_lines, stale_lines
     from .report.terminal import baseline_lines
 
     run = load_run(args.results)
     recorded = run.settings
+    if args.judgments is not None:
+        _attach(run, args.judgments, args.corpus)
     baseline_path = args.baseline if args.baseline is not None else recorded.baseline
     if args.max_drop and baseline_path is None:
         raise RetrievalEvalError("--max-drop compares with a baseline: give --baseline PATH")
@@ -214,8 +230,10 @@ def _report(args) -> int:
         changes["thresholds"] = tuple(parse_thresholds((t, "--threshold") for t in args.threshold))
     if args.max_drop is not None:
         changes["max_drops"] = tuple(parse_max_drops((t, "--max-drop") for t in args.max_drop))
-    if changes or args.measures is not None or args.baseline is not None:
+    if changes or args.measures is not None or args.baseline is not None or args.judgments is not None:
         columns = split_measures(args.measures) if args.measures else list(recorded.table_measures)
+        if args.judgments is not None and not args.measures:  # the judged twins are laid out again
+            columns = [c for c in columns if not parse_measures([c])[0].judged]
         run = record_settings(run, replace(recorded, baseline=baseline_path, **changes),
                               configured=tuple(parse_measures(columns)) if columns else DEFAULT_TABLE_MEASURES)
     baseline, problems = load_baseline(Path(baseline_path)) if baseline_path else (None, [])
@@ -227,9 +245,73 @@ def _report(args) -> int:
         print(markdown(verdict, metadata(verdict)), end="")
     else:
         print("\n".join(table.render(verdict)))
+        print("\n".join(stale_lines(verdict) + judged_lines(verdict)))
         if verdict.baseline is not None:
             print("\n".join(baseline_lines(verdict)))
+        for warning in verdict.warnings:
+            print(f"warning: {warning}")
     for failure in verdict.failures:
         print(f"FAIL retrieval gate: {failure}")
     return 1 if verdict.failed else 0
 
+
+
+def _attach(run, judgments: str, corpus: str | None):
+    """The file's judgments on every evaluation of ``run`` (staleness checked with a corpus)."""
+    from .data.corpus import open_corpus
+    from .run.judging import attach_file
+
+    found = attach_file(run, Path(judgments), shown_path=str(judgments),
+                        corpus=open_corpus(corpus).load() if corpus else None)
+    if found is None:
+        raise RetrievalEvalError(f"{judgments}: no judgment in the file (python -m pytest_retrieval_eval judge --help)")
+    return found
+
+
+def _judge(args) -> int:
+    """Pool the holes of a saved run, grade what the file lacks, and say what the judgments change."""
+    from .data.corpus import open_corpus
+    from .data.judge import JudgeConfig, judge_pairs
+    from .data.judgments import Judgments
+    from .gate.settings import load_run
+    from .run.judging import attach_file, calibration_pairs, engine_order, pairs, pool
+
+    run = load_run(args.results)
+    corpus = open_corpus(args.corpus).load()
+    config = JudgeConfig(model=args.judge_model, url=args.base_url, temperature=args.temperature,
+                         votes=args.judge_votes, concurrency=args.judge_concurrency, rate=args.judge_rate)
+    path = Path(args.judgments)
+    if args.calibrate:
+        todo = calibration_pairs(run, corpus, args.sample)
+        report = judge_pairs(todo, path, config, progress=lambda m: print(m, flush=True))
+        print(f"{path}: {report.summary()}")
+        judgments = Judgments.load(path)
+        calibration = judgments.calibration(config.judge)
+        print(f"calibration of {config.judge.describe()} on {calibration.n} pairs the humans judged:")
+        print(f"Cohen's kappa {calibration.kappa:.3f} (relevant: human grade >= 1, judged grade >= 2; "
+              f"below {KAPPA_FLOOR} every run using this judge warns)")
+        print("\n".join(calibration.confusion_lines()))
+        print("\n".join(engine_order(run, judgments.of_kind("calibration", config.judge)).lines()))
+        return 1 if report.failed else 0
+    engines = tuple(args.judge_engine or ())
+    holes = pool(run, args.judge_depth, engines)
+    todo, missing = pairs(holes, corpus)
+    before = {e.key: e for e in run.evaluations}
+    ks = sorted({args.judge_depth, 10} if args.judge_depth != 10 else {10})
+    shown_before = {key: {k: e.mean(f"judged@{k}") for k in ks} | {"ndcg@10": e.mean("ndcg@10")}
+                    for key, e in before.items()}
+    report = judge_pairs(todo, path, config, progress=lambda m: print(m, flush=True))
+    print(f"{path}: pooled {len(holes)} unjudged document(s) of the top {args.judge_depth} of "
+          f"{', '.join(engines) or 'every engine'}; {report.summary()}"
+          + (f"; {len(missing)} not in the corpus ({', '.join(missing[:3])})" if missing else ""))
+    found = attach_file(run, path, shown_path=str(path), corpus=corpus, judge=config.judge.fingerprint)
+    if found is not None:
+        for e in run.evaluations:
+            was = shown_before[e.key]
+            judged = ", ".join(f"judged@{k} {was[k]:.3f} -> {e.mean(f'judged@{k}+judged'):.3f}" for k in ks)
+            print(f"{e.engine}: {judged}; ndcg@10 {was['ndcg@10']:.4f}, ndcg@10+judged {e.mean('ndcg@10+judged'):.4f}")
+        for warning in found.warnings():
+            print(f"warning: {warning}")
+        print(f"the numbers on both: python -m pytest_retrieval_eval report {args.results} --judgments {path} "
+              f"--corpus {args.corpus}")
+    return 1 if report.failed else 0

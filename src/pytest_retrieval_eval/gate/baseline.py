@@ -14,6 +14,7 @@ from typing import Sequence
 
 from ..ir.measures import Measure
 from ..ir.paired import MOVERS, Paired, corrected, paired  # noqa: F401  (MOVERS: re-exported)
+from ..run.judging import judge_problem
 from ..run.results import EvaluationResult, RunResults
 
 
@@ -88,6 +89,9 @@ def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult) -> list
                    f"{now.labeled.fingerprint[:12]}")
     if now.corpus_fingerprint != base.corpus_fingerprint:
         out.append(f"corpus fingerprint {str(base.corpus_fingerprint)[:12]} -> {str(now.corpus_fingerprint)[:12]}")
+    problem = judge_problem(now.judge, base.judge)
+    if problem:
+        out.append(problem)
     return out
 
 
@@ -152,7 +156,11 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
         problems = _fingerprint_problems(e, b)
         if problems:
             out.refusals.append(f"{e.engine}: " + "; ".join(problems))
-        out.diffs += [diff_engine(e, b, m) for m in measures]
+        judged_alone = [m for m in measures if Measure.parse(m).judged and (e.judge is None) != (b.judge is None)]
+        if judged_alone:
+            out.notes.append(f"{e.engine}: {', '.join(judged_alone)} not compared: "
+                             f"{'the baseline has' if b.judge is None else 'this run has'} no judgments")
+        out.diffs += [diff_engine(e, b, m) for m in measures if m not in judged_alone]
     for b in base.evaluations:
         if now.get(*b.key) is None:
             out.notes.append(f"{b.engine} on {b.labeled.name} is in the baseline but was not evaluated now")

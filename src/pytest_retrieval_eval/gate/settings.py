@@ -142,6 +142,10 @@ def table_measures(run: RunResults, configured: Sequence[Measure]) -> list[str]:
         names.append("ndcg@10")
     if any(e.freshness is not None for e in run.evaluations) and not any(m.freshness for m in configured):
         names += [f"freshness.stale_free@{FRESHNESS_K}", f"freshness.conflict_free@{FRESHNESS_K}"]
+    if any(e.judge is not None for e in run.evaluations) and not any(m.judged for m in configured):
+        # with judgments, each measure on relevance labels beside its judged counterpart
+        names = [x for n in names for x in ([n] if Measure.parse(n).freshness or Measure.parse(n).count
+                                            else [n, Measure.parse(n).with_judgments().name])]
     return names
 
 

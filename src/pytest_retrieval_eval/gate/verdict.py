@@ -150,6 +150,10 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
                       lint_failures=check_lint(thresholds, run.lint),
                       detectable=detectable_drops(run, gated_measures(thresholds, max_drops), alpha),
                       warnings=underpowered(run, max_drops, alpha))
+    from ..run.judging import used
+
+    if used(run) is not None:  # a judge that agrees too little with the humans, stale judgments
+        verdict.warnings += used(run).warnings()
     if s.shadows or judges_shadows(thresholds):
         from ..run.shadow import shadows as compare_shadows
 

@@ -4,7 +4,9 @@ Like ir_measures, a measure is a small value object; ``Measure.parse("nDCG@10")`
 ``Measure.parse("ndcg_cut_10")`` are the same measure, spelled ``ndcg@10``. trec_eval's names
 (``P_5``, ``Rprec``, ``set_F``), ir_measures' (``P(rel=2)@5``, ``RBP(p=0.8)``, ``Judged@10``, or
 their measure objects) and ranx's (``hit_rate@5``, ``r-precision``, ``precision@5-l2``,
-``ndcg_burges@10``) parse to the same objects; docs/measure-names.md maps them all. A name that
+``ndcg_burges@10``) parse to the same objects; docs/measure-names.md maps them all. A name ending
+in ``+judged`` (``ndcg@10+judged``) is the same measure computed on the human labels plus the
+LLM judgments of the documents they left unjudged (``data/judgments.py``). A name that
 means something else in another tool (ranx's ``hits@k`` and ``rbp.95``, a bare ``rbp``) is
 refused with the spellings that say what is meant, never read one way silently.
 """
@@ -13,9 +15,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import RetrievalEvalError
+
+
+#: the suffix of a measure computed on human labels plus judgments: ``ndcg@10+judged``
+JUDGED = "judged"
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,8 @@ _GAINS = {"exp": "exp", "linear": None, "exp-log2": "exp", "log2": None}
 
 KNOWN = ("hit@k", "mrr", "mrr@k", "recall@k", "precision@k", "ndcg", "ndcg@k", "ndcg(gain=exp)@k", "map", "map@k",
          "rprec", "bpref", "judged@k", "num_ret", "num_rel", "num_rel_ret", "set_precision", "set_recall", "set_f",
-         "err@k", "rbp(p=0.9)", "P(rel=2)@k", "freshness.stale_free@k", "freshness.conflict_free@k")
+         "err@k", "rbp(p=0.9)", "P(rel=2)@k", "freshness.stale_free@k", "freshness.conflict_free@k",
+         "ndcg@k+judged (any of them on human labels plus judgments)")
 
 
 def _number(value: float) -> str:
@@ -102,7 +109,8 @@ class Measure:
     ``rel``: the grade from which a document counts as relevant (trec_eval ``-l``, ir_measures
     ``rel=``), None for the default 1 (for ``rbp``: None is graded gain, a level makes it binary);
     ``p``: RBP's persistence; ``gain``: ``"exp"`` for nDCG with ``2**grade - 1`` (None: the grade,
-    as trec_eval); ``beta``: set_F's weight of recall (None: 1)."""
+    as trec_eval); ``beta``: set_F's weight of recall (None: 1); ``labels``: ``"judged"`` for the
+    human labels with the judged holes filled (name suffix ``+judged``), None for the human labels."""
 
     family: str
     k: int | None = None
@@ -110,6 +118,7 @@ class Measure:
     p: float | None = None
     gain: str | None = None
     beta: float | None = None
+    labels: str | None = None
 
     def __post_init__(self) -> None:
         spec = FAMILIES.get(self.family)
@@ -132,6 +141,11 @@ class Measure:
             takes = ", ".join(spec.params) or "none"
             raise RetrievalEvalError(f"measure '{self.family}' takes no parameter {wrong[0]!r} (its parameters: {takes})")
         self._check_values()
+        if self.labels is not None and self.labels != JUDGED:
+            raise RetrievalEvalError(f"measure labels must be '{JUDGED}' or left out, got {self.labels!r}")
+        if self.labels is not None and self.freshness:
+            raise RetrievalEvalError(f"{self.family}: freshness is judged on document versions, not on labels; "
+                                     f"'+{JUDGED}' does not apply")
         # one identity per meaning: the defaults are not spelled out
         if self.rel == 1 and self.family != "rbp":
             object.__setattr__(self, "rel", None)
@@ -189,7 +203,22 @@ class Measure:
         params = [f"{n}={_number(v) if isinstance(v, float) else v}" for n in ("beta", "gain", "p", "rel")
                   if (v := getattr(self, n)) is not None]
         head = f"{self.family}({','.join(params)})" if params else self.family
-        return head if self.k is None else f"{head}@{self.k}"
+        name = head if self.k is None else f"{head}@{self.k}"
+        return name if self.labels is None else f"{name}+{self.labels}"
+
+    @property
+    def judged(self) -> bool:
+        """Computed on the human labels plus the judgments (``+judged``)."""
+        return self.labels == JUDGED
+
+    @property
+    def on_human_labels(self) -> "Measure":
+        """The same measure on the human labels alone."""
+        return self if self.labels is None else replace(self, labels=None)
+
+    def with_judgments(self) -> "Measure":
+        """The same measure with the judged holes filled (``ndcg@10`` -> ``ndcg@10+judged``)."""
+        return replace(self, labels=JUDGED)
 
     def __str__(self) -> str:
         return self.name
@@ -200,6 +229,12 @@ class Measure:
         ``P(rel=2)@5``, ``RBP(p=0.8)``, ``nDCG(dcg=exp-log2)@10`` ... or an ir_measures object."""
         if isinstance(text, Measure):
             return text
+        if isinstance(text, str) and text.rstrip().lower().endswith(f"+{JUDGED}"):
+            base = cls.parse(text.rstrip()[: -len(JUDGED) - 1])
+            if base.labels is not None or base.freshness:
+                raise RetrievalEvalError(f"measure '{text}': '+{JUDGED}' applies once, to a measure on relevance "
+                                         "labels (not to freshness)")
+            return replace(base, labels=JUDGED)
         if not isinstance(text, str):
             if hasattr(text, "NAME") and hasattr(text, "params"):
                 return _from_ir_measures(text)

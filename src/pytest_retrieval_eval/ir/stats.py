@@ -183,3 +183,33 @@ def queries_needed(values: Sequence[float], delta: float, *, alpha: float = 0.05
             lo, hi = (lo, mid) if _exact_drop(mid, alpha=alpha, power=power) <= delta else (mid + 1, hi)
         return hi
     return int(math.ceil(((_z(1 - alpha / 2) + _z(power)) * sd / delta) ** 2))
+
+
+def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float:
+    """Cohen's kappa of two raters over the same items: (observed - chance agreement) / (1 -
+    chance), chance from each rater's own label shares. 1 is full agreement, 0 what chance gives;
+    NaN with no item, and with one label used by both raters throughout (chance is then 1)."""
+    if len(a) != len(b):
+        raise ValueError(f"two raters of the same items: {len(a)} and {len(b)} labels")
+    n = len(a)
+    if not n:
+        return math.nan
+    observed = sum(x == y for x, y in zip(a, b)) / n
+    labels = set(a) | set(b)
+    chance = sum((sum(x == lab for x in a) / n) * (sum(y == lab for y in b) / n) for lab in labels)
+    return math.nan if chance == 1.0 else (observed - chance) / (1.0 - chance)
+
+
+def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float:
+    """Kendall's tau-a between two scorings of the same items (engines' means under two sets of
+    labels): 1 when they order every pair alike, -1 when they reverse every pair; NaN under two items."""
+    n = len(a)
+    if n != len(b):
+        raise ValueError(f"two scorings of the same items: {n} and {len(b)} values")
+    if n < 2:
+        return math.nan
+    score = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            score += int(np.sign(a[i] - a[j]) * np.sign(b[i] - b[j]))
+    return score / (n * (n - 1) / 2)

@@ -102,12 +102,29 @@ class ReportConfig:
 
 
 @dataclass(frozen=True)
+class JudgingConfig:
+    """The judgments file the run reads, and whether (and how) it grades the holes first."""
+
+    judgments: Path | None = None
+    judge: bool = False
+    model: str = ""
+    depth: int = 10
+    engines: tuple[str, ...] = ()
+    votes: int = 1
+    concurrency: int = 8
+    rate: float | None = None
+    candidates: Path | None = None
+    novelty_weight: float = 0.1
+
+
+@dataclass(frozen=True)
 class RetrievalConfig:
     data: DataConfig
     run: RunConfig
     hybrid: HybridSetup
     gate: GateConfig
     report: ReportConfig
+    judging: JudgingConfig = JudgingConfig()
 
 
 def _checked(fn: Callable[[], T]) -> T:
@@ -143,6 +160,12 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool,
         raise RetrievalEvalError("--retrieval-max-drop / retrieval_max_drops compare with a baseline: "
                                  "give --retrieval-baseline=PATH (save one with --retrieval-save-baseline=PATH)")
     measures = get("measures")
+    judging = JudgingConfig(get("judgments"), get("judge"), get("judge_model"), get("judge_depth"),
+                            tuple(t for t, _ in get("judge_engine")), get("judge_votes"), get("judge_concurrency"),
+                            get("judge_rate"), get("candidates"), get("novelty_weight"))
+    if judging.judge and judging.judgments is None:
+        raise RetrievalEvalError("--retrieval-judge writes its grades to a judgments file: give "
+                                 "--retrieval-judgments=PATH (e.g. judgments.jsonl, committed beside the questions)")
     return RetrievalConfig(
         data=DataConfig(corpus=get("corpus"), questions=get("questions"),
                         questions_explicit=questions_explicit,
@@ -165,6 +188,7 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool,
         report=ReportConfig(show=get("report"),
                             table_measures=tuple(parse_measures(split_measures(measures))),
                             report_dir=get("report_dir"), html=get("html"), save_baseline=get("save_baseline")),
+        judging=judging,
     )
 
 

@@ -129,7 +129,8 @@ class Option:
 _TOP_K = HybridConfig.keyword_top_k
 OPTIONS: tuple[Option, ...] = (
     # what to evaluate
-    Option("corpus", "corpus folder: JSON documents, or a BEIR folder", path=True, metavar="PATH", cli=("generate", "check")),
+    Option("corpus", "corpus folder: JSON documents, or a BEIR folder", path=True, metavar="PATH",
+           cli=("generate", "check", "judge", "report")),
     Option("questions", "labeled questions cache, questions.cache.json (not needed for a BEIR folder)", path=True,
            metavar="PATH", cli=("generate", "check")),
     Option("engine", "evaluate only this engine; repeatable (default: every registered engine)", kind="lines",
@@ -222,6 +223,31 @@ OPTIONS: tuple[Option, ...] = (
            DEFAULT_GAIN_WEIGHTS, metavar="MEASURE=W,..."),
     Option("baseline_force", "compare with a baseline even when its corpus, labeled set or metric fingerprints "
            "differ", False, kind="switch", ini=None, cli=("report",)),
+    # judgments of the documents the labels left unjudged
+    Option("judgments", "LLM judgments of unjudged documents (judgments.jsonl): every measure is also shown and "
+           "gated on the human labels plus the judged ones (NAME+judged, e.g. ndcg@10+judged)", path=True,
+           metavar="PATH", env=f"{ENV_PREFIX}JUDGMENTS", cli=("report", "judge")),
+    Option("judge", "at the end of the run, grade the unjudged documents of each engine's top K with an LLM into "
+           "the judgments file first (calls the endpoint of question generation; asks only what the file lacks)",
+           False, kind="switch", ini=None),
+    Option("judge_model", "chat model of the judge", DEFAULT_CHAT_MODEL, metavar="MODEL",
+           env=f"{ENV_PREFIX}JUDGE_MODEL", cli=("judge",), cli_aliases=("--model",)),
+    Option("judge_depth", "the top K of each engine pooled for judging", 10, whole(1), metavar="K", cli=("judge",),
+           cli_aliases=("--depth",)),
+    Option("judge_engine", "pool only this engine's rankings; repeatable (default: every engine)", kind="lines",
+           ini="retrieval_judge_engines", ini_type="args", merge=False, metavar="NAME", cli=("judge",),
+           cli_aliases=("--engine",)),
+    Option("judge_votes", "votes per judgment (the majority is the grade; a tie goes to the lower one)", 1, whole(1),
+           metavar="N", cli=("judge",), cli_aliases=("--votes",)),
+    Option("judge_concurrency", "judge calls in flight at once", 8, whole(1), metavar="N", cli=("judge",),
+           cli_aliases=("--concurrency",)),
+    Option("judge_rate", "judge calls per second at most (default: no limit)", None, positive, metavar="PER_SECOND",
+           cli=("judge",), cli_aliases=("--rate",)),
+    Option("candidates", "documents a change would add (a corpus folder or JSON file): their novelty against the "
+           "corpus in the report, blended into the shadow comparisons' knowledge gain", path=True, metavar="PATH",
+           cli=("judge",)),
+    Option("novelty_weight", "weight of the candidates' novelty in the shadow comparisons' knowledge gain", 0.1,
+           fraction(closed_top=True), metavar="W"),
     # reports
     Option("report", "print the summary table at the end of the run", False, kind="switch"),
     Option("measures", "comma-separated table columns (a comma inside parentheses belongs to the name: "
@@ -265,7 +291,8 @@ def add_to_argparse(parser: argparse.ArgumentParser, command: str, **defaults: A
         if o.kind == "switch":
             parser.add_argument(o.cli_flag, action="store_true", default=default, dest=o.key, help=o.help)
         elif o.kind == "lines":
-            parser.add_argument(o.cli_flag, action="append", default=None, dest=o.key, metavar=o.metavar, help=o.help)
+            parser.add_argument(o.cli_flag, *o.cli_aliases, action="append", default=None, dest=o.key,
+                                metavar=o.metavar, help=o.help)
         else:
             def typed(text: str, o: Option = o) -> Any:
                 try:

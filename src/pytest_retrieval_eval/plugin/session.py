@@ -333,6 +333,23 @@ class RetrievalSession:
                                        "positions": [position[q.query_id] for q in share.queries]}}
 
     # --- end of run --------------------------------------------------------------------------
+    def judgments(self, run: Any) -> list[str]:
+        """Grade the holes first (``--retrieval-judge``), then attach the file's judgments to
+        every evaluation; what went wrong is a gate failure, never a silent pass on human labels."""
+        from ..run.judging import attach_file
+        from .inputs import shown
+
+        path = self.config.judging.judgments
+        try:
+            judge = _judge_holes(self, run) if self.config.judging.judge else None
+            found = attach_file(run, path, shown_path=shown(path), corpus=self.corpus(), judge=judge)
+        except RetrievalEvalError as exc:
+            return [f"judgments {shown(path)}: {exc}"]
+        if found is None:
+            return [f"judgments {shown(path)}: the file holds no judgment; grade the holes with --retrieval-judge "
+                    "(or see python -m pytest_retrieval_eval judge --help)"]
+        return []
+
     def finish(self) -> Outcome | None:
         """Ship or gather; in the reporting process, judge every evaluation and write the outputs."""
         from .inputs import shown
@@ -353,11 +370,13 @@ class RetrievalSession:
         gathered = self.role.gather(records)
         merged = merge(gathered)
         evaluations = merged.evaluations
+        run = RunResults(evaluations, lint=merged.lint, snippets=merged.snippets)
+        judging = self.judgments(run) if cfg.judging.judgments is not None and run.evaluations else []
         run = record_settings(
-            RunResults(evaluations, lint=merged.lint, snippets=merged.snippets), cfg.gate.settings,
+            run, cfg.gate.settings,
             configured=cfg.report.table_measures, baseline=shown(cfg.gate.baseline) or None,
             failures=[*(f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers),
-                      *merged.missing, *self.engine_failures({e.engine for e in evaluations})])
+                      *merged.missing, *self.engine_failures({e.engine for e in evaluations}), *judging])
         baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
         verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
         self.outcome = Outcome(verdict, merged.notes, list(cfg.gate.thresholds), merged.workers_said, merged.warnings)
@@ -369,6 +388,21 @@ class RetrievalSession:
                           save_baseline=cfg.report.save_baseline, baseline=baseline, timing=timing,
                           step_summary=step_summary_path())
         return self.outcome
+
+
+def _judge_holes(session: "RetrievalSession", run: Any) -> str | None:
+    """``--retrieval-judge``: grade the pooled holes into the judgments file; the judge's fingerprint."""
+    from ..data.judge import JudgeConfig, judge_pairs
+    from ..run.judging import pairs, pool
+    from .inputs import shown
+
+    j = session.config.judging
+    config = JudgeConfig(model=j.model, votes=j.votes, concurrency=j.concurrency, rate=j.rate)
+    todo, missing = pairs(pool(run, j.depth, j.engines), session.corpus())
+    report = judge_pairs(todo, j.judgments, config, progress=session.progress)
+    session.progress(f"{shown(j.judgments)}: {report.summary()}"
+                     + (f"; {len(missing)} pooled document(s) not in the corpus" if missing else ""))
+    return config.judge.fingerprint
 
 
 def load_baseline(path: Path | None) -> tuple[Any, list[str]]:

@@ -38,21 +38,73 @@ def stale_lines(verdict: Any) -> list[str]:
     return out
 
 
+#: a top k judged less than this share draws a "rests on" line per engine
+LOW_JUDGED = 0.5
+
+
+def _rests_on(verdict: Any, e: Any, ks: list[int]) -> list[str]:
+    """``hybrid: hit@5 rests on a top 5 that is 81% unjudged``, per cutoff judged below ``LOW_JUDGED``."""
+    out = []
+    for k in ks:
+        unjudged = 1.0 - e.mean(f"judged@{k}")
+        names = [m for m in verdict.measures if (p := Measure.parse(m)).k == k and not p.judged and not p.freshness]
+        if not names or not unjudged > 1.0 - LOW_JUDGED:
+            continue
+        line = f"{e.engine}: {', '.join(names)} rest{'s' if len(names) == 1 else ''} on a top {k} that is {unjudged:.0%} unjudged"
+        if e.judge is not None:
+            line += f" ({1.0 - e.mean(f'judged@{k}+judged'):.0%} with the judgments)"
+        out.append(line)
+    return out
+
+
+def moved_most(verdict: Any) -> str | None:
+    """Which engine's score the filled holes moved most, on the first column with a judged twin."""
+    pairs = [(m, j) for m in verdict.measures if (j := f"{m}+judged") in verdict.measures]
+    if not pairs:
+        return None
+    m, j = pairs[0]
+    moves = [(r.values[j] - r.values[m], r) for r in verdict.rows if r.values[j] == r.values[j]]
+    if not moves:
+        return None
+    delta, row = max(moves, key=lambda p: abs(p[0]))
+    others = ", ".join(f"{r.engine} {d:+.3f}" for d, r in moves if r is not row)
+    return (f"the judgments moved {row.engine} most: {m} {row.values[m]:.3f} -> {row.values[j]:.3f} ({delta:+.3f})"
+            + (f"; {others}" if others else ""))
+
+
 def judged_lines(verdict: Any, *, markdown: bool = False, width: int = 80) -> list[str]:
-    """One line per engine with judged@k at the table's cutoffs, when the labels judge fewer than
-    two documents per question; nothing otherwise."""
+    """One line per engine with judged@k at the table's cutoffs (and with the judgments, when a
+    run has them), when the labels judge fewer than two documents per question or judgments fill
+    them; a line per engine whose gated top k is mostly unjudged; nothing otherwise."""
+    from ..run.judging import used
+
     ks = cutoffs(list(verdict.measures))
-    few = [e for e in verdict.run.evaluations if e.labeled.qrels.judges_few()]
+    run, use = verdict.run, used(verdict.run)
+    few = [e for e in run.evaluations if e.labeled.qrels.judges_few() or e.judge is not None]
+    top = use.lines() if use is not None else []
+    moved = moved_most(verdict)
+    top += [moved] if moved else []
     if not ks or not few:
-        return []
+        return _shown(top, [], [], markdown, width)
     per_query = {e.labeled.name: e.labeled.qrels.judged_per_query() for e in few}
     sets = ", ".join(f"{v:.1f} document{'' if f'{v:.1f}' == '1.0' else 's'} per question"
                      + (f" ({name})" if len(per_query) > 1 else "") for name, v in per_query.items())
     head = f"judged@k, the share of each top k the labels judge ({sets}):"
-    rows = [f"{e.engine}: " + ", ".join(f"judged@{k} {e.mean(f'judged@{k}'):.3f}" for k in ks) for e in few]
+    rows = [f"{e.engine}: " + ", ".join(f"judged@{k} {e.mean(f'judged@{k}'):.3f}"
+                                        + (f" -> {e.mean(f'judged@{k}+judged'):.3f} with the judgments"
+                                           if e.judge is not None else "") for k in ks) for e in few]
+    rests = [line for e in few for line in _rests_on(verdict, e, ks)]
+    return _shown(top, [head], rows + rests, markdown, width, meaning=True)
+
+
+def _shown(top: list[str], head: list[str], rows: list[str], markdown: bool, width: int, *, meaning: bool = False
+           ) -> list[str]:
     if markdown:
-        return [head, ""] + [f"- {r}" for r in rows] + ["", f"({MEANING})"]
-    out = textwrap.wrap(head, width=width)
+        out = [*top, ""] if top else []
+        out += [*head, ""] + [f"- {r}" for r in rows] if head else []
+        return out + (["", f"({MEANING})"] if meaning else [])
+    out = [w for line in top for w in textwrap.wrap(line, width=width, subsequent_indent="    ")]
+    out += [w for line in head for w in textwrap.wrap(line, width=width)]
     for r in rows:
         out += textwrap.wrap(r, width=width, initial_indent="  ", subsequent_indent="    ")
-    return out + textwrap.wrap(MEANING, width=width, initial_indent="  ", subsequent_indent="    ")
+    return out + (textwrap.wrap(MEANING, width=width, initial_indent="  ", subsequent_indent="    ") if meaning else [])

@@ -83,6 +83,11 @@ class EvaluationResult:
     run_lint: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: the corpus's versioned documents on the run's as-of day; None when it has none
     freshness: Freshness | None = None
+    #: the judge's labels of documents the human labels left unjudged: query id -> doc id -> 0 or 1
+    #: (``data/judgments.py``), read by the ``+judged`` measures
+    judged: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    #: the judge those labels come from (``Judge.to_dict()``); None: no judgments attached
+    judge: Mapping[str, Any] | None = None
     _values: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
     _cis: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
     _run: Run | None = field(default=None, repr=False)
@@ -129,11 +134,28 @@ class EvaluationResult:
             self._run = Run.from_ranked({r.query_id: r.doc_ids for r in self.results}, name=self.engine)
         return self._run
 
+    def set_judged(self, judged: Mapping[str, Mapping[str, int]], judge: Mapping[str, Any] | None) -> None:
+        """Attach the judge's labels of the holes (``run/judging.attach``); values computed on
+        the labels before are forgotten."""
+        self.judged, self.judge = judged, judge
+        self._values.clear()
+        self._cis.clear()
+
+    @property
+    def filled_qrels(self) -> dict[str, dict[str, int]]:
+        """The human labels with the judged holes filled (a human label always wins)."""
+        human = self.labeled.qrels.judgements
+        return {q: {**self.judged.get(q, {}), **docs} for q, docs in human.items()}
+
     def per_query(self, measure: "str | Measure") -> dict[str, float]:
         parsed = Measure.parse(measure)
         name = parsed.name
         if name not in self._values:
-            if parsed.freshness:  # an errored query scores 0, as it does on every measure: never a pass
+            if parsed.judged:  # no judgments attached: no value (NaN), as freshness without versions
+                self._values[name] = {} if self.judge is None else evaluate(
+                    self.filled_qrels, self.run, [parsed.on_human_labels.name], per_query=True
+                )[parsed.on_human_labels.name]
+            elif parsed.freshness:  # an errored query scores 0, as it does on every measure: never a pass
                 kind = parsed.family.split(".", 1)[1]
                 self._values[name] = {} if self.freshness is None else {
                     r.query_id: 0.0 if r.errored else self.freshness.value(kind, r.doc_ids, parsed.k)
@@ -146,7 +168,7 @@ class EvaluationResult:
         """Per-query values in labeled-set order (a query the run left out scores 0). A freshness
         measure on a corpus without versioned documents has no value: NaN for every query."""
         per = self.per_query(measure)
-        if not per and Measure.parse(measure).freshness:
+        if not per and (Measure.parse(measure).freshness or Measure.parse(measure).judged):
             return np.full(self.n, math.nan)
         return np.array([per.get(q.query_id, 0.0) for q in self.labeled.queries], dtype=np.float64)
 
@@ -210,7 +232,8 @@ class EvaluationResult:
             return {}
         out: dict[str, list[float]] = {m: [] for m in measures}
         for results in (self.results, *self.trial_results):
-            trial = EvaluationResult(self.engine, self.labeled, tuple(results), freshness=self.freshness)
+            trial = EvaluationResult(self.engine, self.labeled, tuple(results), freshness=self.freshness,
+                                     judged=self.judged, judge=self.judge)
             for m in measures:
                 out[m].append(trial.mean(m))
         return out
@@ -298,6 +321,9 @@ class RunResults:
     #: how the run is judged and rendered: a ``gate.settings.GateSettings`` (this layer only
     #: writes it, by its ``to_dict``); as read from a file, its recorded form until the gate reads it
     settings: Any = field(default_factory=dict)
+    #: what the judged labels rest on (``run/judging.py``: ``JudgmentsUsed.to_dict()``): the file,
+    #: the judge, how many were used and stale, its agreement with the humans; empty without judgments
+    judgments: dict[str, Any] = field(default_factory=dict)
     _comparisons: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:

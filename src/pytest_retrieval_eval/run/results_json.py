@@ -52,6 +52,8 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
                                  "ranked": list(r.doc_ids), "error": r.error}
         if timing:
             entry["seconds"] = r.seconds
+        if self.judged.get(r.query_id):  # the judge's labels of the holes: what +judged measures read
+            entry["judged"] = dict(sorted(self.judged[r.query_id].items()))
         queries.append(entry)
     d: dict[str, Any] = {
         "engine": self.engine, "engine_info": dict(self.engine_info), "depth": self.depth,
@@ -69,6 +71,8 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
             d["labeled"]["stale_names"] = dict(self.labeled.provenance["stale_names"])
     if self.freshness is not None:
         d["freshness"] = self.freshness.to_dict()
+    if self.judge is not None:
+        d["judge"] = dict(self.judge)
     if measures is not None:
         d["errors"] = self.errors
         d["trials"] = self.trial_means(measures)
@@ -89,6 +93,9 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
             raise ValueError(f"'queries' entry {q['id']!r}: relevance grades must be whole numbers")
         if not isinstance(q["ranked"], list) or not all(isinstance(r, str) for r in q["ranked"]):
             raise ValueError(f"'queries' entry {q['id']!r}: ranked must be a list of doc ids")
+        judged = q.get("judged", {})
+        if not isinstance(judged, dict) or not all(g in (0, 1) and not isinstance(g, bool) for g in judged.values()):
+            raise ValueError(f"'queries' entry {q['id']!r}: judged must map doc ids to 0 or 1")
     labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"]) for q in queries),
                                  name=lab["name"], recorded_fingerprint=lab["fingerprint"],
                                  provenance={"stale_left_out": dict(lab.get("stale_left_out") or {}),
@@ -100,9 +107,13 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
     corpus = d.get("corpus") or {}
     context = {"corpus": corpus.get("name"), "corpus_fingerprint": corpus.get("fingerprint")}
     run_lint = {k: tuple(v) for k, v in (d.get("run_lint") or {}).items() if k in RUN_LINT_KINDS}
+    judge = d.get("judge")
+    if judge is not None and not (isinstance(judge, dict) and isinstance(judge.get("fingerprint"), str)):
+        raise ValueError("'judge' must be an object with the judge's fingerprint")
     return EvaluationResult(d["engine"], labeled, results, d.get("engine_info", {}), d.get("depth", DEFAULT_DEPTH),
                             {k: v for k, v in context.items() if v is not None}, trials, run_lint,
-                            Freshness.from_dict(d.get("freshness")))
+                            Freshness.from_dict(d.get("freshness")),
+                            {q["id"]: dict(q["judged"]) for q in queries if q.get("judged")}, judge)
 
 
 def run_to_json(self: RunResults, judged: Any = None) -> str:
@@ -118,6 +129,8 @@ def run_to_json(self: RunResults, judged: Any = None) -> str:
         "snippets": self.snippets,
         "evaluations": [e.to_dict(measures) for e in self.evaluations],
     }
+    if self.judgments:
+        doc["judgments"] = self.judgments
     columns = list(settings.get("table_measures") or ())
     if columns:  # derived: the effect sizes the reports show
         found = judged.comparisons if judged is not None and list(judged.measures) == columns else \
@@ -190,8 +203,11 @@ def load(path: str | Path, *, check_fingerprints: bool = True) -> RunResults:
     settings = doc.get("settings", {})  # checked when the gate reads it (gate.settings.load_run)
     try:
         lint = [LintReport.from_dict(r) for r in doc.get("lint", [])]
+        judgments = doc.get("judgments") or {}
+        if not isinstance(judgments, dict):
+            raise RetrievalEvalError("'judgments' must be an object", path=path, field="judgments")
         return RunResults(evaluations, doc["metrics"]["fingerprint"], lint, dict(doc.get("snippets", {})),
-                   dict(settings) if isinstance(settings, dict) else settings)
+                          dict(settings) if isinstance(settings, dict) else settings, dict(judgments))
     except (KeyError, TypeError, ValueError) as exc:
         raise RetrievalEvalError(f"results file is missing or has a malformed {exc}", path=path) from None
 

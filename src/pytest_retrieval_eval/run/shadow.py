@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import RetrievalEvalError
 from ..ir.measures import Measure
 from ..ir.paired import MOVERS, paired
+from .judging import judge_problem
 
 #: ``--retrieval-gain-weights`` and the pair syntax are parsed in ``gate/rules.py``
 
@@ -162,8 +163,12 @@ def shadows(run: Any, pairs: Sequence[tuple[str, str]], weights: Mapping[str, fl
         for a in run.evaluations:
             b = run.get(base, a.labeled.name) if a.engine == cand else None
             if b is not None and b.labeled.fingerprint == a.labeled.fingerprint:
-                out.append(compare(a, b, weights, measures))
                 found = True
+                problem = judge_problem(a.judge, b.judge)
+                if problem:  # never compared silently (--retrieval-baseline-force does not apply within a run)
+                    problems.append(f"shadow {cand}:{base} refused: {base} was {problem}")
+                    continue
+                out.append(compare(a, b, weights, measures))
         if not found:
             engines = sorted({e.engine for e in run.evaluations})
             problems.append(f"shadow {cand}:{base}: no labeled set was evaluated with both engines "

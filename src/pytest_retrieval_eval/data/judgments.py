@@ -1,0 +1,305 @@
+"""LLM relevance judgments of the documents the labels left unjudged: the file a team commits.
+
+``judgments.jsonl`` holds one JSON object per line (schema: ``judgments.schema.json``): the
+question and document ids, the judge's grade on UMBRELA's 0-3 scale with each vote, the
+fingerprint of the document text it read, and the judge that gave it (model, prompt hash,
+temperature, votes, endpoint host; their hash is the judge's fingerprint). A grade of
+``RELEVANT_FROM`` (2: "has the answer") or more makes the document relevant in the ``+judged``
+measures, a lower one judged not relevant; human labels always win.
+
+Nothing is lost: judgments are appended one whole line at a time under a lock as they arrive, so
+a killed run keeps every finished one (a line cut off mid-write is dropped on the next write), and
+only a run that finished rewrites the file, atomically, in a stable order for review diffs. A
+judgment whose document changed is stale: listed, and left out of the numbers, like a stale label.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from .._atomic import write_text_atomic
+from ..errors import RetrievalEvalError
+from ..types import canonical_json, sha256_text
+
+#: the lowest judged grade (0-3) that counts as relevant in ``+judged`` measures
+RELEVANT_FROM = 2
+#: a judge whose agreement with the human labels (``judge --calibrate``) is below this Cohen's kappa
+#: draws a warning in every run that uses its judgments ("moderate" agreement starts at 0.41)
+KAPPA_FLOOR = 0.4
+GRADES = (0, 1, 2, 3)
+KINDS = ("hole", "calibration", "candidate")
+
+
+@dataclass(frozen=True)
+class Judge:
+    """Who judged: what a grade depends on besides the question and the document."""
+
+    model: str
+    prompt_sha256: str
+    temperature: float = 0.0
+    votes: int = 1
+    host: str = ""
+
+    @property
+    def fingerprint(self) -> str:
+        return sha256_text(canonical_json(self.to_dict(fingerprint=False)))[:16]
+
+    def to_dict(self, *, fingerprint: bool = True) -> dict[str, Any]:
+        d = {"model": self.model, "prompt_sha256": self.prompt_sha256, "temperature": self.temperature,
+             "votes": self.votes, "host": self.host}
+        return {**d, "fingerprint": self.fingerprint} if fingerprint else d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Judge":
+        return cls(str(d["model"]), str(d["prompt_sha256"]), float(d.get("temperature", 0.0)), int(d.get("votes", 1)),
+                   str(d.get("host", "")))
+
+    def describe(self) -> str:
+        votes = f"{self.votes} vote{'s' if self.votes != 1 else ''}"
+        return (f"{self.model} (temperature {self.temperature:g}, {votes}, host {self.host or '?'}, "
+                f"fingerprint {self.fingerprint})")
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One (question, document) graded by one judge."""
+
+    query_id: str
+    doc_id: str
+    grade: int
+    votes: tuple[int, ...]
+    doc_sha256: str
+    judge: Judge
+    #: ``hole`` (a document the labels left unjudged), ``calibration`` (one they judged: ``human``
+    #: holds their grade) or ``candidate`` (a document a change would add to the corpus)
+    kind: str = "hole"
+    human: int | None = None
+
+    @property
+    def relevance(self) -> int:
+        """The grade as a label of the ``+judged`` measures: 1 from ``RELEVANT_FROM``, else 0."""
+        return 1 if self.grade >= RELEVANT_FROM else 0
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.kind, self.query_id, self.doc_id, self.judge.fingerprint)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"query_id": self.query_id, "doc_id": self.doc_id, "grade": self.grade,
+                             "votes": list(self.votes), "doc_sha256": self.doc_sha256, "judge": self.judge.to_dict(),
+                             "kind": self.kind}
+        if self.human is not None:
+            d["human"] = self.human
+        return d
+
+
+def _problem(d: Any) -> tuple[str, str] | None:
+    """(field, what is wrong) with one line's object, or None: what the schema says, in words."""
+    if not isinstance(d, dict):
+        return "", "each line must be a JSON object"
+    for key in ("query_id", "doc_id", "doc_sha256"):
+        if not isinstance(d.get(key), str) or not d.get(key):
+            return key, f"{key} must be a non-empty string"
+    grade = d.get("grade")
+    if isinstance(grade, bool) or grade not in GRADES:
+        return "grade", f"grade must be 0, 1, 2 or 3, got {grade!r}"
+    votes = d.get("votes")
+    if not isinstance(votes, list) or not votes or any(isinstance(v, bool) or v not in GRADES for v in votes):
+        return "votes", "votes must be a non-empty list of grades 0-3"
+    if d.get("kind", "hole") not in KINDS:
+        return "kind", f"kind must be one of {', '.join(KINDS)}, got {d.get('kind')!r}"
+    if d.get("kind") == "calibration" and (isinstance(d.get("human"), bool) or not isinstance(d.get("human"), int)):
+        return "human", "a calibration judgment records the human grade (an integer)"
+    judge = d.get("judge")
+    if not isinstance(judge, dict):
+        return "judge", "judge must be an object (model, prompt_sha256, temperature, votes, host, fingerprint)"
+    for key in ("model", "prompt_sha256"):
+        if not isinstance(judge.get(key), str) or not judge.get(key):
+            return f"judge.{key}", f"judge.{key} must be a non-empty string"
+    if isinstance(judge.get("votes", 1), bool) or not isinstance(judge.get("votes", 1), int) or judge.get("votes", 1) < 1:
+        return "judge.votes", "judge.votes must be a whole number >= 1"
+    temperature = judge.get("temperature", 0.0)
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+        return "judge.temperature", "judge.temperature must be a number"
+    recorded = judge.get("fingerprint")
+    if recorded is not None and recorded != Judge.from_dict(judge).fingerprint:
+        return "judge.fingerprint", (f"judge.fingerprint {recorded!r} is not the hash of the judge's settings "
+                                     f"({Judge.from_dict(judge).fingerprint}): a setting was edited")
+    return None
+
+
+def parse_line(text: str, *, path: Any = None, line: int | None = None) -> Judgment:
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RetrievalEvalError(f"not valid JSON: {exc.msg}", path=path, line=line) from None
+    problem = _problem(d)
+    if problem is not None:
+        raise RetrievalEvalError(problem[1], path=path, line=line, field=problem[0] or None)
+    return Judgment(d["query_id"], d["doc_id"], d["grade"], tuple(d["votes"]), d["doc_sha256"], Judge.from_dict(d["judge"]),
+                    d.get("kind", "hole"), d.get("human"))
+
+
+@dataclass
+class Calibration:
+    """A judge against the human labels on the documents both judged (``judge --calibrate``)."""
+
+    judge: Judge
+    #: (human grade, judge's grade) per calibrated pair
+    pairs: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def kappa(self) -> float:
+        """Cohen's kappa on relevance: human grade >= 1 against judged grade >= ``RELEVANT_FROM``."""
+        from ..ir.stats import cohen_kappa
+
+        return cohen_kappa([int(h >= 1) for h, _ in self.pairs], [int(g >= RELEVANT_FROM) for _, g in self.pairs])
+
+    def confusion(self) -> dict[int, dict[int, int]]:
+        """Human grade -> judged grade -> pairs."""
+        out: dict[int, dict[int, int]] = {}
+        for h, g in self.pairs:
+            row = out.setdefault(h, {x: 0 for x in GRADES})
+            row[g] += 1
+        return dict(sorted(out.items()))
+
+    def confusion_lines(self) -> list[str]:
+        head = "human \\ judge " + " ".join(f"{g:>5}" for g in GRADES)
+        return [head] + [f"{h:>13} " + " ".join(f"{row[g]:>5}" for g in GRADES) for h, row in self.confusion().items()]
+
+
+class Judgments:
+    """The judgments of one file, the newest line winning per (kind, question, document, judge)."""
+
+    def __init__(self, entries: Iterable[Judgment] = (), path: Path | None = None) -> None:
+        self.path = path
+        self._by_key: dict[tuple[str, str, str, str], Judgment] = {}
+        for j in entries:
+            self._by_key.pop(j.key, None)
+            self._by_key[j.key] = j  # order of arrival: the last line's judge is the newest
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def __iter__(self) -> Iterator[Judgment]:
+        return iter(self._by_key.values())
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Judgments":
+        """The file's judgments (none when it does not exist); a malformed line is refused naming
+        the file, line and field, except a last line cut off mid-write (no newline), which is dropped."""
+        path = Path(path)
+        if not path.exists():
+            return cls(path=path)
+        raw = path.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            raise RetrievalEvalError("not UTF-8 text", path=path, line=line) from None
+        lines = text.split("\n")
+        entries = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                entries.append(parse_line(line, path=path, line=number))
+            except RetrievalEvalError:
+                if number == len(lines) and not text.endswith("\n"):
+                    continue  # the write a kill interrupted: the judgment is asked again
+                raise
+        return cls(entries, path)
+
+    def get(self, query_id: str, doc_id: str, judge: Judge, kind: str = "hole") -> Judgment | None:
+        return self._by_key.get((kind, query_id, doc_id, judge.fingerprint))
+
+    def judges(self) -> list[Judge]:
+        """Every judge in the file, newest (the last line's) last."""
+        seen: dict[str, Judge] = {}
+        for j in self._by_key.values():
+            seen.pop(j.judge.fingerprint, None)
+            seen[j.judge.fingerprint] = j.judge
+        return list(seen.values())
+
+    def current(self, fingerprint: str | None = None) -> Judge | None:
+        """The judge a run reads: the one with ``fingerprint`` (a prefix will do), else the newest."""
+        judges = self.judges()
+        if fingerprint is None:
+            return judges[-1] if judges else None
+        found = [j for j in judges if j.fingerprint.startswith(fingerprint)]
+        if len(found) != 1:
+            known = ", ".join(f"{j.fingerprint} ({j.model})" for j in judges) or "none"
+            raise RetrievalEvalError(f"{'no' if not found else 'more than one'} judge with fingerprint {fingerprint!r} "
+                                     f"(in the file: {known})", path=self.path)
+        return found[0]
+
+    def holes(self, judge: Judge, fingerprints: Mapping[str, str] | None = None
+              ) -> tuple[dict[str, dict[str, Judgment]], list[Judgment]]:
+        """(question id -> doc id -> fresh judgment, stale judgments) of ``judge``; a judgment is
+        stale when its document's fingerprint is not the corpus's (``fingerprints``: doc id ->
+        sha256; None: not checked) or the document is gone."""
+        fresh: dict[str, dict[str, Judgment]] = {}
+        stale = []
+        for j in self._by_key.values():
+            if j.kind != "hole" or j.judge.fingerprint != judge.fingerprint:
+                continue
+            if fingerprints is not None and fingerprints.get(j.doc_id) != j.doc_sha256:
+                stale.append(j)
+            else:
+                fresh.setdefault(j.query_id, {})[j.doc_id] = j
+        return fresh, stale
+
+    def calibration(self, judge: Judge) -> Calibration:
+        return Calibration(judge, [(j.human, j.grade) for j in self._by_key.values()
+                                   if j.kind == "calibration" and j.judge.fingerprint == judge.fingerprint
+                                   and j.human is not None])
+
+    def of_kind(self, kind: str, judge: Judge) -> list[Judgment]:
+        return [j for j in self._by_key.values() if j.kind == kind and j.judge.fingerprint == judge.fingerprint]
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """One writer at a time, across processes (the questions cache's lock)."""
+    from .generate import locked as lock
+
+    with lock(path):
+        yield
+
+
+def append(path: str | Path, judgments: Sequence[Judgment]) -> None:
+    """Add whole lines at the end (the caller holds ``locked``): a line cut off by an earlier kill
+    is cut away first, so the file never holds half a judgment before a whole one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(canonical_json(j.to_dict()) + "\n" for j in judgments)
+    with open(path, "a+b") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        if size:
+            fh.seek(max(0, size - 1))
+            if fh.read(1) != b"\n":  # an interrupted line: back to the end of the last whole one
+                fh.seek(0)
+                data = fh.read()
+                fh.truncate(data.rfind(b"\n") + 1)
+        fh.seek(0, os.SEEK_END)
+        fh.write(text.encode("utf-8"))
+        fh.flush()
+
+
+def rewrite(path: str | Path, judgments: Judgments) -> None:
+    """The whole file in a stable order, written atomically: what a finished run leaves for
+    review. Judges stay in the order they came (the newest last: the one a run reads by default),
+    each one's judgments by kind, question and document."""
+    age = {judge.fingerprint: i for i, judge in enumerate(judgments.judges())}
+    ordered = sorted(judgments, key=lambda j: (age[j.judge.fingerprint], j.key))
+    write_text_atomic(path, "".join(canonical_json(j.to_dict()) + "\n" for j in ordered))

@@ -1,0 +1,226 @@
+"""From a run to its judgments and back: the pool of unjudged documents to grade, the judged
+labels attached to every evaluation (what ``+judged`` measures read), and what they rest on.
+
+Pooling follows TREC: per question, the top ``depth`` documents of every pooled engine that the
+human labels do not judge, once each; every engine is then scored on the same filled labels, so
+the judgments favour no engine that happened to be judged first.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..data.judge import Pair
+from ..data.judgments import KAPPA_FLOOR, Judge, Judgments
+from ..errors import RetrievalEvalError
+from ..ir.metrics import evaluate
+from ..ir.stats import kendall_tau
+from .results import RunResults
+
+#: documents of each engine's ranking pooled per question unless told otherwise
+DEFAULT_POOL_DEPTH = 10
+
+
+@dataclass(frozen=True)
+class Hole:
+    """A document an engine ranked in a question's top k that the labels do not judge."""
+
+    query_id: str
+    question: str
+    doc_id: str
+
+
+def pool(run: RunResults, depth: int = DEFAULT_POOL_DEPTH, engines: Sequence[str] = ()) -> list[Hole]:
+    """The unjudged documents of the top ``depth`` of ``engines`` (default: every engine), per
+    question, once each, in the order the engines ranked them."""
+    known = sorted({e.engine for e in run.evaluations})
+    unknown = [e for e in engines if e not in known]
+    if unknown:
+        raise RetrievalEvalError(f"no evaluation of engine(s) {', '.join(unknown)} to pool; the run has "
+                                 f"{', '.join(known) or 'none'}")
+    seen: dict[tuple[str, str], Hole] = {}
+    for e in run.evaluations:
+        if engines and e.engine not in engines:
+            continue
+        human, by_id = e.labeled.qrels.judgements, e.labeled.by_id()
+        for r in e.results:
+            for doc in r.doc_ids[:depth]:
+                if doc not in human.get(r.query_id, {}) and (r.query_id, doc) not in seen:
+                    seen[(r.query_id, doc)] = Hole(r.query_id, by_id[r.query_id].question, doc)
+    return list(seen.values())
+
+
+def doc_text(doc: Any) -> str:
+    """What the judge reads of a document: its title, then its text."""
+    return f"{doc.title}\n{doc.content}" if doc.title else doc.content
+
+
+def pairs(holes: Iterable[Hole], corpus: Any) -> tuple[list[Pair], list[str]]:
+    """(pairs to grade, doc ids the corpus lacks: not judged, named)."""
+    out, missing = [], []
+    for h in holes:
+        doc = corpus.get(h.doc_id)
+        if doc is None:
+            missing.append(h.doc_id)
+        else:
+            out.append(Pair(h.query_id, h.question, h.doc_id, doc_text(doc), doc.fingerprint))
+    return out, sorted(set(missing))
+
+
+def calibration_pairs(run: RunResults, corpus: Any, sample: int = 100, seed: int = 0) -> list[Pair]:
+    """Up to ``sample`` documents the humans judged, half relevant and half judged not relevant
+    where the labels carry such (the rest relevant), drawn with a fixed seed."""
+    relevant, other, seen = [], [], set()
+    for e in run.evaluations:
+        for q in e.labeled.queries:
+            for doc_id, grade in sorted(q.relevant.items()):
+                doc = corpus.get(doc_id)
+                if doc is None or (q.query_id, doc_id) in seen:
+                    continue
+                seen.add((q.query_id, doc_id))
+                pair = Pair(q.query_id, q.question, doc_id, doc_text(doc), doc.fingerprint, "calibration", grade)
+                (relevant if grade >= 1 else other).append(pair)
+    rng = random.Random(seed)
+    rng.shuffle(relevant)
+    rng.shuffle(other)
+    take_other = min(len(other), sample // 2)
+    return other[:take_other] + relevant[: sample - take_other]
+
+
+@dataclass
+class JudgmentsUsed:
+    """What a run's judged labels rest on (results.json's ``judgments``)."""
+
+    path: str
+    judge: Judge
+    used: int = 0  # judged holes attached
+    stale: list[tuple[str, str]] = field(default_factory=list)  # (question, document) whose document changed
+    other_judges: int = 0  # judgments in the file by other judges, not used
+    calibrated: int = 0
+    kappa: float | None = None
+    checked: bool = True  # staleness checked against the corpus
+
+    def warnings(self) -> list[str]:
+        out = []
+        if self.kappa is not None and self.kappa == self.kappa and self.kappa < KAPPA_FLOOR:
+            out.append(f"judge {self.judge.model} ({self.judge.fingerprint}) agrees with the human labels at Cohen's "
+                       f"kappa {self.kappa:.2f} on {self.calibrated} calibrated pairs, below {KAPPA_FLOOR}: its "
+                       "+judged numbers are doubtful")
+        if self.stale:
+            shown = ", ".join(f"{q}/{d}" for q, d in self.stale[:3]) + (" ..." if len(self.stale) > 3 else "")
+            out.append(f"{len(self.stale)} judgment(s) in {self.path} are stale (their document changed: {shown}); "
+                       "left out of the +judged numbers: judge again to grade the new text")
+        return out
+
+    def lines(self) -> list[str]:
+        """What the table says under it about the judged labels."""
+        calibration = (f"Cohen's kappa {self.kappa:.2f} against the human labels on {self.calibrated} pairs"
+                       if self.kappa is not None and self.calibrated else "not calibrated (judge --calibrate)")
+        out = [f"+judged: human labels with {self.used} judged hole(s) from {self.path}, judge {self.judge.describe()}; "
+               f"{calibration}"]
+        if not self.checked:
+            out.append("  (staleness of the judgments not checked: no corpus given)")
+        if self.other_judges:
+            out.append(f"  {self.other_judges} judgment(s) by other judges in the file are not used")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "judge": self.judge.to_dict(), "used": self.used,
+                "stale": [list(p) for p in self.stale], "other_judges": self.other_judges,
+                "calibrated": self.calibrated, "kappa": self.kappa, "checked": self.checked}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "JudgmentsUsed":
+        return cls(d["path"], Judge.from_dict(d["judge"]), int(d.get("used", 0)),
+                   [tuple(p) for p in d.get("stale", [])], int(d.get("other_judges", 0)), int(d.get("calibrated", 0)),
+                   d.get("kappa"), bool(d.get("checked", True)))
+
+
+def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str | None = None,
+           fingerprints: Mapping[str, str] | None = None) -> JudgmentsUsed | None:
+    """Give every evaluation the judge's labels of the holes (fresh ones only; a human label
+    always wins) and record on ``run`` what they rest on; None when the file holds no judgment."""
+    current = judgments.current(judge)
+    if current is None:
+        return None
+    fresh, stale = judgments.holes(current, fingerprints)
+    used: set[tuple[str, str]] = set()
+    for e in run.evaluations:
+        human = e.labeled.qrels.judgements
+        judged = {q: {d: j.relevance for d, j in docs.items() if d not in human[q]}
+                  for q, docs in fresh.items() if q in human}
+        judged = {q: docs for q, docs in judged.items() if docs}
+        used |= {(q, d) for q, docs in judged.items() for d in docs}
+        e.set_judged(judged, current.to_dict())
+    calibration = judgments.calibration(current)
+    record = JudgmentsUsed(shown_path, current, len(used), sorted((j.query_id, j.doc_id) for j in stale),
+                           sum(1 for j in judgments if j.judge.fingerprint != current.fingerprint),
+                           calibration.n, calibration.kappa if calibration.n else None, fingerprints is not None)
+    run.judgments = record.to_dict()
+    return record
+
+
+def used(run: RunResults) -> JudgmentsUsed | None:
+    """What ``attach`` recorded on ``run`` (also as read from results.json)."""
+    recorded = getattr(run, "judgments", None)
+    return JudgmentsUsed.from_dict(recorded) if recorded else None
+
+
+@dataclass(frozen=True)
+class EngineOrder:
+    """The engines' means of one measure on the human labels and on the judge's (``--calibrate``)."""
+
+    measure: str
+    human: tuple[tuple[str, float], ...]  # (engine, mean), best first
+    judge: tuple[tuple[str, float], ...]
+
+    @property
+    def tau(self) -> float:
+        by_judge = dict(self.judge)
+        return kendall_tau([v for _, v in self.human], [by_judge[e] for e, _ in self.human])
+
+    def lines(self) -> list[str]:
+        def order(pairs):
+            return " > ".join(f"{e} {v:.3f}" for e, v in pairs)
+
+        same = [e for e, _ in self.human] == [e for e, _ in self.judge]
+        tau = self.tau
+        return [f"engines by {self.measure}, human labels: {order(self.human)}",
+                f"engines by {self.measure}, the judge's grades in their place: {order(self.judge)}",
+                f"  {'the same order' if same else 'the order changes'}"
+                + (f" (Kendall's tau {tau:.2f})" if tau == tau else "")]
+
+
+def engine_order(run: RunResults, calibrated: Iterable[Any], measure: str = "ndcg@10") -> EngineOrder:
+    """Each engine's mean of ``measure`` on the human labels, and with the calibrated documents'
+    human grades replaced by the judge's (how the disagreement would reorder the engines)."""
+    swapped: dict[str, dict[str, int]] = {}
+    for j in calibrated:
+        swapped.setdefault(j.query_id, {})[j.doc_id] = j.relevance
+    human, judge = [], []
+    for e in run.evaluations:
+        qrels = e.labeled.qrels.judgements
+        replaced = {q: {**docs, **swapped.get(q, {})} for q, docs in qrels.items()}
+        name = f"{e.engine}" if len({x.labeled.name for x in run.evaluations}) == 1 else f"{e.engine} ({e.labeled.name})"
+        human.append((name, evaluate(qrels, e.run, [measure])[measure]))
+        judge.append((name, evaluate(replaced, e.run, [measure])[measure]))
+    return EngineOrder(measure, tuple(sorted(human, key=lambda p: -p[1])), tuple(sorted(judge, key=lambda p: -p[1])))
+
+
+def judge_problem(now: Mapping[str, Any] | None, base: Mapping[str, Any] | None) -> str | None:
+    """Why the numbers of two evaluations cannot be compared as they stand: their judged labels
+    come from two judges (by fingerprint), so a +judged number would move with the judge."""
+    if now is None or base is None or now.get("fingerprint") == base.get("fingerprint"):
+        return None
+    return (f"judged with another judge ({base.get('model')}, fingerprint {base.get('fingerprint')} -> "
+            f"{now.get('model')}, fingerprint {now.get('fingerprint')}): its +judged numbers would move with the judge")
+
+
+def attach_file(run: RunResults, path: Any, *, shown_path: str, corpus: Any = None,
+                judge: str | None = None) -> JudgmentsUsed | None:
+    """``attach`` the judgments of the file at ``path``, their staleness checked against
+    ``corpus`` when given (doc id -> fingerprint), by the judge ``judge`` names (default: the newest)."""
+    fingerprints = {d.doc_id: d.fingerprint for d in corpus.docs} if corpus is not None else None
+    return attach(run, Judgments.load(path), shown_path=shown_path, judge=judge, fingerprints=fingerprints)
