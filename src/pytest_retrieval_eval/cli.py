@@ -212,7 +212,7 @@ def _report(args) -> int:
     from .report import table
     from .report.files import markdown
     from .report.outputs import metadata, write_outputs
-    from .report.judged import judged_lines, stale_lines
+    from .report.judged import candidate_lines, judged_lines, stale_lines
     from .report.terminal import baseline_lines
 
     run = load_run(args.results)
@@ -245,7 +245,7 @@ def _report(args) -> int:
         print(markdown(verdict, metadata(verdict)), end="")
     else:
         print("\n".join(table.render(verdict)))
-        print("\n".join(stale_lines(verdict) + judged_lines(verdict)))
+        print("\n".join(stale_lines(verdict) + judged_lines(verdict) + candidate_lines(verdict.run)))
         if verdict.baseline is not None:
             print("\n".join(baseline_lines(verdict)))
         for warning in verdict.warnings:
@@ -274,7 +274,8 @@ def _judge(args) -> int:
     from .data.judge import JudgeConfig, judge_pairs
     from .data.judgments import Judgments
     from .gate.settings import load_run
-    from .run.judging import attach_file, calibration_pairs, engine_order, pairs, pool
+    from .run.judging import (attach_file, calibration_pairs, candidate_pairs, candidates_record, engine_order, pairs,
+                              pool)
 
     run = load_run(args.results)
     corpus = open_corpus(args.corpus).load()
@@ -296,6 +297,9 @@ def _judge(args) -> int:
     engines = tuple(args.judge_engine or ())
     holes = pool(run, args.judge_depth, engines)
     todo, missing = pairs(holes, corpus)
+    candidates = open_corpus(args.candidates).load() if args.candidates else None
+    if candidates is not None:  # each candidate against the labeled questions nearest to it
+        todo += candidate_pairs(candidates, run)
     before = {e.key: e for e in run.evaluations}
     ks = sorted({args.judge_depth, 10} if args.judge_depth != 10 else {10})
     shown_before = {key: {k: e.mean(f"judged@{k}") for k in ks} | {"ndcg@10": e.mean("ndcg@10")}
@@ -314,4 +318,14 @@ def _judge(args) -> int:
             print(f"warning: {warning}")
         print(f"the numbers on both: python -m pytest_retrieval_eval report {args.results} --judgments {path} "
               f"--corpus {args.corpus}")
+    if candidates is not None:
+        from .data.chunking import Chunking
+        from .data.novelty import Novelty
+
+        split = Chunking(split_length=args.split_length, split_overlap=args.split_overlap)
+        found = candidates_record(candidates, corpus, split, shown_path=str(args.candidates), weight=0.0,
+                                  judgments=Judgments.load(path), judge=config.judge)
+        print(f"candidates ({len(found['items'])} from {args.candidates}), lexical novelty against {args.corpus}:")
+        for item in found["items"]:
+            print(f"  {Novelty.from_dict(item).describe()}")
     return 1 if report.failed else 0

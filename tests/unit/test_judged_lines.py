@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 from pytest_retrieval_eval import QueryResult
 from pytest_retrieval_eval.data.labeled import LabeledSet
+from pytest_retrieval_eval.gate.settings import GateSettings
 from pytest_retrieval_eval.report.judged import judged_lines
 from pytest_retrieval_eval.run.results import EvaluationResult
 from pytest_retrieval_eval.types import LabeledQuery
@@ -16,7 +17,8 @@ from pytest_retrieval_eval.types import LabeledQuery
 
 def verdict(labeled: LabeledSet, measures: list[str]) -> SimpleNamespace:
     ranked = tuple(QueryResult(q.query_id, ("a", "b", "c", "d", "e")) for q in labeled)
-    return SimpleNamespace(measures=measures, run=SimpleNamespace(evaluations=[EvaluationResult("e", labeled, ranked)]))
+    return SimpleNamespace(measures=measures, run=SimpleNamespace(evaluations=[EvaluationResult("e", labeled, ranked)]),
+                           settings=GateSettings(), rows=[])
 
 
 ONE_GOLD = LabeledSet((LabeledQuery("q1", "x", {"a": 1}), LabeledQuery("q2", "y", {"z": 1})), name="gen")

@@ -174,9 +174,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("store_cache_mb", "room for snapshots of ingested embedded stores (restored instead of ingesting "
            "again; least recently used go first; killed writers' temp folders count too; 0 turns them off)", 2048.0, whole(0), metavar="MB"),
     Option("split_length", "chunk length in words", Chunking.split_length, whole(1), metavar="WORDS",
-           cli=("generate",)),
+           cli=("generate", "judge")),
     Option("split_overlap", "chunk overlap in words", Chunking.split_overlap, whole(0), metavar="WORDS",
-           cli=("generate",)),
+           cli=("generate", "judge")),
     Option("top_k", "hybrid engine: top k of each retriever and of the fusion", _TOP_K, whole(1), metavar="K"),
     Option("rerank", "hybrid engine reranker: off, local:PATH (a cross-encoder folder) or http:MODEL "
            "(a Cohere-style /rerank endpoint)", HybridConfig.rerank, metavar="SPEC"),

@@ -350,6 +350,33 @@ class RetrievalSession:
                     "(or see python -m pytest_retrieval_eval judge --help)"]
         return []
 
+    def candidate_docs(self):
+        """The documents a change would add (``--retrieval-candidates``), read once."""
+        if getattr(self, "_candidates", None) is None:
+            from ..data.corpus import open_corpus
+
+            self._candidates = open_corpus(self.config.judging.candidates).load()
+        return self._candidates
+
+    def candidates(self, run: Any) -> list[str]:
+        """Each candidate's novelty against the corpus (semantic too, with the run's embedder),
+        and the questions the judge says it answers, recorded on ``run``."""
+        from ..data.judgments import Judgments
+        from ..run.judging import candidates_record, used
+        from .inputs import shown
+
+        j = self.config.judging
+        try:
+            found = used(run)
+            judgments = Judgments.load(j.judgments) if j.judgments is not None and found is not None else None
+            run.candidates = candidates_record(self.candidate_docs(), self.corpus(), self.config.hybrid.ingest,
+                                               shown_path=shown(j.candidates), weight=j.novelty_weight,
+                                               embed=self.embedder().embed, judgments=judgments,
+                                               judge=found.judge if found is not None else None)
+        except RetrievalEvalError as exc:
+            return [f"candidates {shown(j.candidates)}: {exc}"]
+        return []
+
     def finish(self) -> Outcome | None:
         """Ship or gather; in the reporting process, judge every evaluation and write the outputs."""
         from .inputs import shown
@@ -372,6 +399,7 @@ class RetrievalSession:
         evaluations = merged.evaluations
         run = RunResults(evaluations, lint=merged.lint, snippets=merged.snippets)
         judging = self.judgments(run) if cfg.judging.judgments is not None and run.evaluations else []
+        judging += self.candidates(run) if cfg.judging.candidates is not None and run.evaluations else []
         run = record_settings(
             run, cfg.gate.settings,
             configured=cfg.report.table_measures, baseline=shown(cfg.gate.baseline) or None,
@@ -399,6 +427,10 @@ def _judge_holes(session: "RetrievalSession", run: Any) -> str | None:
     j = session.config.judging
     config = JudgeConfig(model=j.model, votes=j.votes, concurrency=j.concurrency, rate=j.rate)
     todo, missing = pairs(pool(run, j.depth, j.engines), session.corpus())
+    if j.candidates is not None:  # and what each candidate document would answer
+        from ..run.judging import candidate_pairs
+
+        todo += candidate_pairs(session.candidate_docs(), run)
     report = judge_pairs(todo, j.judgments, config, progress=session.progress)
     session.progress(f"{shown(j.judgments)}: {report.summary()}"
                      + (f"; {len(missing)} pooled document(s) not in the corpus" if missing else ""))

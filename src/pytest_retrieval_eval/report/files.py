@@ -20,7 +20,7 @@ from .._atomic import write_text_atomic
 from ..types import sha256_text
 from . import plot, shadow, table
 from .errors import error_lines
-from .judged import judged_lines, stale_lines
+from .judged import candidate_lines, judged_lines, stale_lines
 
 
 def safe_name(name: str) -> str:
@@ -49,7 +49,8 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
     out = ["# Retrieval evaluation", ""]
     out += table.markdown(verdict)
     out += ["", "95% intervals in brackets (Wilson for hit@k and the rates, a bootstrap over queries for graded measures)."]
-    judged = [*stale_lines(verdict), *judged_lines(verdict, markdown=True)]
+    judged = [*stale_lines(verdict), *judged_lines(verdict, markdown=True),
+              *(f"- {line.strip()}" for line in candidate_lines(verdict.run))]
     out += ["", *judged] if judged else []
     errors = error_lines(verdict, markdown=True)
     out += ["", *errors] if errors else []

@@ -8,7 +8,10 @@ import importlib.resources
 import math
 from typing import Any, Iterable
 
+from ..data.judgments import RELEVANT_FROM
+from ..run.judging import used
 from . import errors, plot, shadow, table
+from .judged import candidate_lines, judged_lines
 from .terminal import baseline_lines
 
 MISS_AT = 10
@@ -41,6 +44,11 @@ def _movement(rank: int | None, before: int | None) -> str | None:
     return None
 
 
+def _judge_text(run: Any) -> str:
+    found = used(run)
+    return found.judge.describe() if found is not None else ""
+
+
 def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
     from jinja2 import Environment
 
@@ -69,8 +77,10 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
             before = base_ranks.get(q.query_id) if known else None
             moved = _movement(rank, before) if known else None
             stale = r.freshness.stale if r.freshness is not None else {}
+            judged = r.judged.get(q.query_id, {})
             ranked = [{"doc": d, "gold": q.relevant.get(d, 0) >= 1, "stale": stale.get(d, ""),
-                       "snippet": text.get(d, "") if i < SNIPPETS_PER_QUERY else ""}
+                       "snippet": text.get(d, "") if i < SNIPPETS_PER_QUERY else "",
+                       "judged": judged.get(d), "judged_relevant": judged.get(d, 0) >= RELEVANT_FROM}
                       for i, d in enumerate(res.doc_ids[:MISS_AT])]
             row = {"id": q.query_id, "question": q.question, "gold": sorted(q.relevant.items(), key=lambda kv: -kv[1]),
                    "ranked": ranked, "rank": rank, "error": res.error, "miss": rank is None or rank > MISS_AT,
@@ -88,7 +98,8 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
     template = importlib.resources.files(__package__).joinpath("page.html.j2").read_text(encoding="utf-8")
     env = Environment(autoescape=True, keep_trailing_newline=True)
     return env.from_string(template).render(
-        subtitle=subtitle, measures=verdict.measures, summary=summary, legend=" ".join(table.legend(verdict, markdown=True)),
+        subtitle=subtitle, measures=verdict.measures, judge=_judge_text(verdict.run),
+        judged_lines=[line.strip() for line in judged_lines(verdict, width=10 ** 6) + candidate_lines(verdict.run)], summary=summary, legend=" ".join(table.legend(verdict, markdown=True)),
         miss_at=MISS_AT, svg=plot.run_svg(verdict.run, baseline), engines=engines,
         compare=[q for q in by_query.values() if len(q["cells"]) == len(engines)] if len(engines) > 1 else [],
         lint=[{"summary": l.summary(), "findings": [str(f) for f in l.findings]} for l in verdict.lint],

@@ -42,12 +42,22 @@ def stale_lines(verdict: Any) -> list[str]:
 LOW_JUDGED = 0.5
 
 
+def _gated(verdict: Any) -> list[str]:
+    """The measures the rules judge, else (no rules) the table's."""
+    from ..gate.rules import measures_needed
+
+    s = verdict.settings
+    named = [*(d.measure for d in s.max_drops), *measures_needed(s.thresholds)]
+    return list(dict.fromkeys(Measure.parse(m).on_human_labels.name for m in named)) or list(verdict.measures)
+
+
 def _rests_on(verdict: Any, e: Any, ks: list[int]) -> list[str]:
-    """``hybrid: hit@5 rests on a top 5 that is 81% unjudged``, per cutoff judged below ``LOW_JUDGED``."""
-    out = []
+    """``hybrid: hit@5 rests on a top 5 that is 81% unjudged``, per cutoff of the gated measures
+    judged below ``LOW_JUDGED``."""
+    out, gated = [], _gated(verdict)
     for k in ks:
         unjudged = 1.0 - e.mean(f"judged@{k}")
-        names = [m for m in verdict.measures if (p := Measure.parse(m)).k == k and not p.judged and not p.freshness]
+        names = [m for m in gated if (p := Measure.parse(m)).k == k and not p.judged and not p.freshness]
         if not names or not unjudged > 1.0 - LOW_JUDGED:
             continue
         line = f"{e.engine}: {', '.join(names)} rest{'s' if len(names) == 1 else ''} on a top {k} that is {unjudged:.0%} unjudged"
@@ -108,3 +118,17 @@ def _shown(top: list[str], head: list[str], rows: list[str], markdown: bool, wid
     for r in rows:
         out += textwrap.wrap(r, width=width, initial_indent="  ", subsequent_indent="    ")
     return out + (textwrap.wrap(MEANING, width=width, initial_indent="  ", subsequent_indent="    ") if meaning else [])
+
+
+def candidate_lines(run: Any) -> list[str]:
+    """One line per candidate document: its novelty, and the questions it would answer."""
+    from ..data.novelty import Novelty
+
+    recorded = getattr(run, "candidates", None) or {}
+    items = [Novelty.from_dict(d) for d in recorded.get("items", [])]
+    if not items:
+        return []
+    mean = sum(n.value for n in items) / len(items)
+    return ([f"candidates ({len(items)} from {recorded.get('path')}): mean novelty {mean:.2f} against the corpus "
+             f"(weight {recorded.get('weight', 0):g} in the shadow comparisons' knowledge gain)"]
+            + [f"  {n.describe()}" for n in items])

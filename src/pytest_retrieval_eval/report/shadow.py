@@ -21,8 +21,12 @@ def _weights(sh: Any) -> str:
 
 def headline(sh: Any) -> str:
     p = "nan" if math.isnan(sh.gain_p) else f"{sh.gain_p:.3g}"
-    return (f"shadow {sh.candidate} vs {sh.baseline} on {sh.labeled} ({sh.n} queries): knowledge gain "
+    text = (f"shadow {sh.candidate} vs {sh.baseline} on {sh.labeled} ({sh.n} queries): knowledge gain "
             f"{signed(sh.gain)} {interval_text(sh.gain_ci)}, p={p} (weights {_weights(sh)})")
+    if sh.blended_gain is not None:
+        text += (f"; with the candidates' novelty {sh.novelty:.2f} at weight {sh.novelty_weight:g}: "
+                 f"{signed(sh.blended_gain)}")
+    return text
 
 
 def movers(sh: Any) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from . import shadow, table
 from .errors import error_lines
-from .judged import judged_lines, stale_lines
+from .judged import candidate_lines, judged_lines, stale_lines
 
 
 def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unavailable: Mapping[str, str],
@@ -24,7 +24,7 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
             if verbosity >= 0:
                 for line in table.describe_engines(verdict.run.evaluations):
                     tr.write_line(line)
-            for line in stale_lines(verdict) + judged_lines(verdict):
+            for line in stale_lines(verdict) + judged_lines(verdict) + candidate_lines(verdict.run):
                 tr.write_line(line)
         else:
             tr.write_line("no retrieval evaluations were recorded in this run")

@@ -149,7 +149,7 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
     used: set[tuple[str, str]] = set()
     for e in run.evaluations:
         human = e.labeled.qrels.judgements
-        judged = {q: {d: j.relevance for d, j in docs.items() if d not in human[q]}
+        judged = {q: {d: j.grade for d, j in docs.items() if d not in human[q]}
                   for q, docs in fresh.items() if q in human}
         judged = {q: docs for q, docs in judged.items() if docs}
         used |= {(q, d) for q, docs in judged.items() for d in docs}
@@ -224,3 +224,39 @@ def attach_file(run: RunResults, path: Any, *, shown_path: str, corpus: Any = No
     ``corpus`` when given (doc id -> fingerprint), by the judge ``judge`` names (default: the newest)."""
     fingerprints = {d.doc_id: d.fingerprint for d in corpus.docs} if corpus is not None else None
     return attach(run, Judgments.load(path), shown_path=shown_path, judge=judge, fingerprints=fingerprints)
+
+
+def candidate_pairs(candidates: Any, run: RunResults) -> list[Pair]:
+    """Each candidate document against the labeled questions nearest to it in words."""
+    from ..data.novelty import nearest_questions
+
+    questions = {q.query_id: q.question for e in run.evaluations for q in e.labeled.queries}
+    out = []
+    for doc in candidates.docs:
+        text = doc_text(doc)
+        for qid in nearest_questions(text, list(questions.items())):
+            out.append(Pair(qid, questions[qid], doc.doc_id, text, doc.fingerprint, "candidate"))
+    return out
+
+
+def candidates_record(candidates: Any, corpus: Any, chunking: Any, *, shown_path: str, weight: float,
+                      embed: Any = None, judgments: Judgments | None = None, judge: Judge | None = None
+                      ) -> dict[str, Any]:
+    """What results.json keeps of the candidates: each one's novelty against ``corpus`` (split
+    with ``chunking``), with the questions ``judge`` says it answers; the weight of the blend."""
+    from dataclasses import replace
+
+    from ..data.chunking import chunk_corpus
+    from ..data.judgments import RELEVANT_FROM
+    from ..data.novelty import novelty
+
+    found = novelty(chunk_corpus(candidates, chunking), chunk_corpus(corpus, chunking), embed)
+    if judgments is not None and judge is not None:
+        fingerprints = {d.doc_id: d.fingerprint for d in candidates.docs}
+        answers: dict[str, list[tuple[str, int]]] = {}
+        for j in judgments.of_kind("candidate", judge):
+            if j.grade >= RELEVANT_FROM and fingerprints.get(j.doc_id) == j.doc_sha256:
+                answers.setdefault(j.doc_id, []).append((j.query_id, j.grade))
+        found = [replace(n, answers=tuple(sorted(answers.get(n.doc_id, []), key=lambda a: (-a[1], a[0]))))
+                 for n in found]
+    return {"path": shown_path, "weight": weight, "items": [n.to_dict() for n in found]}

@@ -83,8 +83,8 @@ class EvaluationResult:
     run_lint: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: the corpus's versioned documents on the run's as-of day; None when it has none
     freshness: Freshness | None = None
-    #: the judge's labels of documents the human labels left unjudged: query id -> doc id -> 0 or 1
-    #: (``data/judgments.py``), read by the ``+judged`` measures
+    #: the judge's grades (0-3) of documents the human labels left unjudged: query id -> doc id ->
+    #: grade (``data/judgments.py``); the ``+judged`` measures read them as labels (``filled_qrels``)
     judged: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     #: the judge those labels come from (``Judge.to_dict()``); None: no judgments attached
     judge: Mapping[str, Any] | None = None
@@ -143,9 +143,13 @@ class EvaluationResult:
 
     @property
     def filled_qrels(self) -> dict[str, dict[str, int]]:
-        """The human labels with the judged holes filled (a human label always wins)."""
+        """The human labels with the judged holes filled (a human label always wins): a judged
+        grade from ``RELEVANT_FROM`` is relevant (1), a lower one judged not relevant (0)."""
+        from ..data.judgments import RELEVANT_FROM
+
         human = self.labeled.qrels.judgements
-        return {q: {**self.judged.get(q, {}), **docs} for q, docs in human.items()}
+        return {q: {**{d: int(g >= RELEVANT_FROM) for d, g in self.judged.get(q, {}).items()}, **docs}
+                for q, docs in human.items()}
 
     def per_query(self, measure: "str | Measure") -> dict[str, float]:
         parsed = Measure.parse(measure)
@@ -324,6 +328,9 @@ class RunResults:
     #: what the judged labels rest on (``run/judging.py``: ``JudgmentsUsed.to_dict()``): the file,
     #: the judge, how many were used and stale, its agreement with the humans; empty without judgments
     judgments: dict[str, Any] = field(default_factory=dict)
+    #: documents a change would add, with their novelty (``run/judging.candidates_record``): path,
+    #: weight, items; empty without ``--retrieval-candidates``
+    candidates: dict[str, Any] = field(default_factory=dict)
     _comparisons: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:

@@ -94,8 +94,8 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
         if not isinstance(q["ranked"], list) or not all(isinstance(r, str) for r in q["ranked"]):
             raise ValueError(f"'queries' entry {q['id']!r}: ranked must be a list of doc ids")
         judged = q.get("judged", {})
-        if not isinstance(judged, dict) or not all(g in (0, 1) and not isinstance(g, bool) for g in judged.values()):
-            raise ValueError(f"'queries' entry {q['id']!r}: judged must map doc ids to 0 or 1")
+        if not isinstance(judged, dict) or not all(g in (0, 1, 2, 3) and not isinstance(g, bool) for g in judged.values()):
+            raise ValueError(f"'queries' entry {q['id']!r}: judged must map doc ids to the judge's grades 0-3")
     labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"]) for q in queries),
                                  name=lab["name"], recorded_fingerprint=lab["fingerprint"],
                                  provenance={"stale_left_out": dict(lab.get("stale_left_out") or {}),
@@ -131,6 +131,8 @@ def run_to_json(self: RunResults, judged: Any = None) -> str:
     }
     if self.judgments:
         doc["judgments"] = self.judgments
+    if self.candidates:
+        doc["candidates"] = self.candidates
     columns = list(settings.get("table_measures") or ())
     if columns:  # derived: the effect sizes the reports show
         found = judged.comparisons if judged is not None and list(judged.measures) == columns else \
@@ -206,8 +208,13 @@ def load(path: str | Path, *, check_fingerprints: bool = True) -> RunResults:
         judgments = doc.get("judgments") or {}
         if not isinstance(judgments, dict):
             raise RetrievalEvalError("'judgments' must be an object", path=path, field="judgments")
+        candidates = doc.get("candidates") or {}
+        if not isinstance(candidates, dict) or not isinstance(candidates.get("items", []), list):
+            raise RetrievalEvalError("'candidates' must be an object with a list of items", path=path,
+                                     field="candidates")
         return RunResults(evaluations, doc["metrics"]["fingerprint"], lint, dict(doc.get("snippets", {})),
-                          dict(settings) if isinstance(settings, dict) else settings, dict(judgments))
+                          dict(settings) if isinstance(settings, dict) else settings, dict(judgments),
+                          dict(candidates))
     except (KeyError, TypeError, ValueError) as exc:
         raise RetrievalEvalError(f"results file is missing or has a malformed {exc}", path=path) from None
 

@@ -73,6 +73,14 @@ class Shadow:
     newly_hit: tuple[tuple[str, int], ...]  # (doc id, queries), most first
     newly_missed: tuple[tuple[str, int], ...]
     skipped: tuple[str, ...] = field(default=())  # weighted measures without a value (freshness, no versions)
+    #: the mean novelty of the documents the change would add (``data/novelty.py``), and its weight
+    novelty: float | None = None
+    novelty_weight: float = 0.0
+
+    @property
+    def blended_gain(self) -> float | None:
+        """The knowledge gain with the candidates' novelty: ``gain + novelty_weight * novelty``."""
+        return None if self.novelty is None else self.gain + self.novelty_weight * self.novelty
 
     def delta(self, measure: str) -> float:
         name = Measure.parse(measure).name
@@ -89,11 +97,15 @@ class Shadow:
                         "changes": [list(c) for c in m.changes]} for m in self.movers],
             "cutoff": self.cutoff, "newly_hit": [list(x) for x in self.newly_hit],
             "newly_missed": [list(x) for x in self.newly_missed], "skipped": list(self.skipped),
+            **({"novelty": self.novelty, "novelty_weight": self.novelty_weight, "blended_gain": self.blended_gain}
+               if self.novelty is not None else {}),
         }
 
 
-def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measures: Sequence[str] = ()) -> Shadow:
-    """``candidate`` and ``baseline`` are ``EvaluationResult``s of the same labeled set."""
+def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measures: Sequence[str] = (), *,
+            novelty: tuple[float, float] | None = None) -> Shadow:
+    """``candidate`` and ``baseline`` are ``EvaluationResult``s of the same labeled set;
+    ``novelty``: (the candidates' mean novelty, its weight) to blend into the gain."""
     if [q.query_id for q in candidate.labeled.queries] != [q.query_id for q in baseline.labeled.queries]:
         raise RetrievalEvalError(f"shadow {candidate.engine}:{baseline.engine}: the engines were asked different "
                                  f"queries ({candidate.n} and {baseline.n})")
@@ -131,7 +143,7 @@ def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measure
     hit, missed = _moved_documents(candidate, baseline, cutoff)
     return Shadow(candidate.engine, baseline.engine, candidate.labeled.name, n, dict(weights), gain, p, ci,
                   tuple(deltas), pair.wins, pair.losses, pair.ties, tuple(movers),
-                  cutoff, hit, missed, skipped)
+                  cutoff, hit, missed, skipped, *(novelty or (None, 0.0)))
 
 
 def _moved_documents(candidate: Any, baseline: Any, k: int) -> tuple[tuple[tuple[str, int], ...], ...]:
@@ -168,9 +180,21 @@ def shadows(run: Any, pairs: Sequence[tuple[str, str]], weights: Mapping[str, fl
                 if problem:  # never compared silently (--retrieval-baseline-force does not apply within a run)
                     problems.append(f"shadow {cand}:{base} refused: {base} was {problem}")
                     continue
-                out.append(compare(a, b, weights, measures))
+                out.append(compare(a, b, weights, measures, novelty=candidates_novelty(run)))
         if not found:
             engines = sorted({e.engine for e in run.evaluations})
             problems.append(f"shadow {cand}:{base}: no labeled set was evaluated with both engines "
                             f"(evaluated: {', '.join(engines) or 'none'})")
     return out, problems
+
+
+def candidates_novelty(run: Any) -> tuple[float, float] | None:
+    """(mean novelty of the run's candidate documents, its weight), or None without candidates."""
+    recorded = getattr(run, "candidates", None) or {}
+    items = recorded.get("items") or []
+    if not items:
+        return None
+    from ..data.novelty import Novelty
+
+    values = [Novelty.from_dict(d).value for d in items]
+    return sum(values) / len(values), float(recorded.get("weight", 0.0))
