@@ -665,6 +665,74 @@ def bench_http_concurrency(repeats: int) -> None:
         raise SystemExit("concurrent results differ from the serial run's")
 
 
+def bench_judging(repeats: int) -> None:
+    """The judge: 1,000 (question, document) pairs graded against a chat-completions server that
+    answers in 50 ms, one call at a time against 8 at a time (``--judge-concurrency``), each run
+    from the pairs to a written judgments file; then the same pairs again, all in the file."""
+    import json as _json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from pytest_retrieval_eval.data.judge import JudgeConfig, Pair, judge_pairs
+    from pytest_retrieval_eval.data.judgments import Judgments
+
+    print("judge: 1,000 pairs, 50 ms per call, serial vs 8 at a time", flush=True)
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = _json.loads(self.rfile.read(int(self.headers["content-length"])))
+            time.sleep(0.05)
+            grade = len(body["messages"][-1]["content"]) % 4
+            data = _json.dumps({"choices": [{"message": {"role": "assistant",
+                                                         "content": f"##final score: {grade}"}}]}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 128
+
+    server = Server(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    pairs = [Pair(f"q{i // 10}", f"question {i // 10} about topic {i % 37}?", f"d{i}", f"passage {i} " * 30, f"sha{i}")
+             for i in range(1000)]
+    folder = Path(tempfile.mkdtemp(prefix="retrieval-bench-judge-"))
+    times: dict[int, list[float]] = {1: [], 8: []}
+    again: list[float] = []
+    try:
+        for r in range(max(1, repeats // 5)):
+            files = {}
+            for width in (1, 8):
+                files[width] = folder / f"j{width}-{r}.jsonl"
+                start = time.perf_counter()
+                report = judge_pairs(pairs, files[width], JudgeConfig(model="bench", url=url, concurrency=width))
+                times[width].append(time.perf_counter() - start)
+                if report.asked != 1000:
+                    raise SystemExit(f"judged {report.asked} of 1000 at concurrency {width}: {report.summary()}")
+            start = time.perf_counter()
+            if judge_pairs(pairs, files[8], JudgeConfig(model="bench", url=url)).asked:
+                raise SystemExit("pairs in the file were asked again")
+            again.append(time.perf_counter() - start)
+            grades = [{(j.query_id, j.doc_id): j.grade for j in Judgments.load(files[w])} for w in (1, 8)]
+            if grades[0] != grades[1]:
+                raise SystemExit("concurrent grades differ from the serial run's")
+    finally:
+        server.shutdown()
+        shutil.rmtree(folder, ignore_errors=True)
+    a = record("judge", "1,000 judgments, one call at a time", times[1])
+    b = record("judge", "1,000 judgments, 8 at a time", times[8])
+    c = record("judge", "the same 1,000 again (all in the file: nothing asked)", again)
+    ratio("judge", "serial / 8 at a time", a, b)
+    ratio("judge", "first judging / again from the file", b, c)
+
+
 def bench_own_engine(repeats: int) -> None:
     """A project with one engine of its own on the bundled corpus: its run alone, against the
     same project naming the built-ins too (keyword, and hybrid: PostgreSQL and the model; its
@@ -723,12 +791,13 @@ def main() -> None:
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--scifact-cold", type=int, default=1, help="cold SciFact runs (each embeds 5,330 chunks)")
     parser.add_argument("--cache", default=None, help="for SciFact: a cache dir whose embeddings are filled already")
-    parser.add_argument("--only", choices=["dormant", "http", "own", "evaluate", "queries", "scifact", "bundled", "scaling"],
+    parser.add_argument("--only", choices=["dormant", "http", "judge", "own", "evaluate", "queries", "scifact", "bundled",
+                                           "scaling"],
                         help="run one section and print it (results files untouched)")
     args = parser.parse_args()
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     if args.only:
-        {"dormant": bench_dormant, "http": bench_http_concurrency, "own": bench_own_engine,
+        {"dormant": bench_dormant, "http": bench_http_concurrency, "judge": bench_judging, "own": bench_own_engine,
          "evaluate": bench_evaluate,
          "queries": lambda r: bench_queries(r, Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))),
          "scifact": lambda r: bench_scifact(0, r, Path(args.cache) if args.cache else None),
@@ -736,6 +805,7 @@ def main() -> None:
         return
     bench_dormant(args.repeats)
     bench_http_concurrency(args.repeats)
+    bench_judging(args.repeats)
     bench_own_engine(args.repeats)
     bench_evaluate(args.repeats)
     bench_bundled(args.repeats, args.cold)

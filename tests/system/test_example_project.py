@@ -3,6 +3,7 @@ installed as a package), copied to a fresh directory and run there as its team w
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, parse_table, requires_hybrid
+from fake_api import FakeApi, Reply, judge_reply
 
 EXAMPLE = REPO / "examples" / "helpdesk"
 pytestmark = requires_hybrid  # the project's second engine is a Haystack pipeline (found, not imported: no torch at collection)
@@ -25,11 +27,11 @@ def project(tmp_path: Path) -> Path:
     return target
 
 
-def run(project: Path, *args: str, module: str = "pytest") -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "RETRIEVAL_EVAL_")) or k == "PYTEST_ADDOPTS"}
+def run(project: Path, *args: str, module: str = "pytest", env: dict | None = None) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "RETRIEVAL_EVAL_")) or k == "PYTEST_ADDOPTS"}
     flags = ["-p", "no:cacheprovider"] if module == "pytest" else []
     return subprocess.run([sys.executable, "-m", module, *flags, *args], cwd=project, capture_output=True, text=True,
-                          env=env, timeout=300)
+                          env={**clean, **(env or {})}, timeout=300)
 
 
 def test_the_teams_tests_pass_and_their_gate_holds_and_xdist_gives_the_same_table(project):
@@ -67,6 +69,33 @@ def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
     for name in names:
         if name != "timing.json":
             assert (project / "rebuilt" / name).read_bytes() == (project / "out" / name).read_bytes(), name
+    # the team fills the holes of its two searches with a judge (the tests' own local server), then
+    # weighs two articles it might add: one that repeats an article, one on a topic the kb lacks
+    candidates = project / "candidates"
+    candidates.mkdir()
+    copy = json.loads((project / "kb" / "printer-queue.json").read_text())
+    (candidates / "printer-copy.json").write_text(json.dumps({**copy, "doc_id": "printer-copy"}))
+    (candidates / "badge-access.json").write_text(json.dumps({
+        "doc_id": "badge-access", "title": "Building badge access after hours",
+        "content": "Security desks issue temporary badges; the turnstile logs each swipe, and facilities revoke "
+                   "lost badges within the hour. Contractors need an escort outside office hours."}))
+    with FakeApi() as api:
+        api.script("/chat/completions", Reply(200, judge_reply()))
+        local = {"RETRIEVAL_EVAL_BASE_URL": api.url}  # a local server needs no key
+        judged = run(project, "judge", "out/results.json", "--corpus", "kb", "--engine", "helpdesk-bm25", "--engine",
+                     "helpdesk-haystack", "--candidates", "candidates", module="pytest_retrieval_eval", env=local)
+        assert judged.returncode == 0, judged.stdout + judged.stderr
+        assert "judgments.jsonl: pooled " in judged.stdout and "helpdesk-bm25: judged@10 " in judged.stdout
+        assert "printer-copy: novelty 0.00" in judged.stdout
+        done = run(project, "-m", "retrieval", "--retrieval-report", "--retrieval-judgments=judgments.jsonl",
+                   "--retrieval-candidates=candidates", "--retrieval-threshold=helpdesk-bm25:hit@3+judged>=0.6",
+                   env=local)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "hit@3+judged" in done.stdout and "+judged: human labels with " in done.stdout
+    assert re.search(r"knowledge gain [-+]\d\.\d+ .*; with the candidates' novelty 0\.\d\d at weight 0\.1: ",
+                     done.stdout.replace("\n  ", " "))
+    assert "printer-copy: novelty 0.00 (lexical 0.00, nearest printer-queue:0; semantic 0.00" in done.stdout
+    assert re.search(r"badge-access: novelty 0\.\d\d \(lexical 0\.(8|9)\d, nearest [\w-]+:\d+; semantic 0\.\d\d", done.stdout)
 
 
 def test_the_unit_tests_alone_leave_the_plugin_asleep(project):

@@ -1,0 +1,156 @@
+"""Judgments in a run and from the command line, against the tests' own deterministic judge (a
+real local chat-completions server): --retrieval-judge fills the holes of the bundled keyword
+engine, the table shows each measure beside its judged twin, rules gate either, the page marks
+judged documents; `judge` resumes after SIGKILL and asks nothing twice; `judge --calibrate`
+prints kappa and the confusion table; a baseline made with another judge is refused."""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import CORPUS, FAKE_KEY
+from fake_api import FakeApi, Reply, judge_reply
+from projects import BUNDLED_TESTS
+from pytest_retrieval_eval.cli import main as cli
+from pytest_retrieval_eval.data.judgments import Judgments
+
+
+@pytest.fixture
+def judged_project(bundled_project, fake_api):
+    bundled_project.makepyfile(BUNDLED_TESTS)
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    return bundled_project
+
+
+def test_a_run_judges_its_holes_shows_both_numbers_and_gates_either(judged_project, fake_api):
+    p = judged_project
+    result = p.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
+                         "--retrieval-report-dir=out", "--retrieval-html=page.html", "--retrieval-judge-depth=5",
+                         "--retrieval-threshold=keyword:hit@5+judged>=0.99", "--retrieval-threshold=keyword:hit@5>=0.3")
+    text = result.stdout.str()
+    asked = len(fake_api.hits("/chat/completions"))
+    assert asked > 100 and f"j.jsonl: judged {asked} pair(s)" in text
+    header = next(line for line in text.splitlines() if line.startswith("engine"))
+    assert "hit@5  hit@5+judged" in header and "mrr  mrr+judged" in header
+    assert "keyword: hit@5 rests on a top 5 that is" in text and "% unjudged (0% with the judgments)" in text
+    assert "judged@5 0.071 -> 1.000 with the judgments" in text
+    assert "the judgments moved keyword most: hit@1" in text
+    assert "FAIL retrieval gate: keyword: hit@5+judged = 0.7647, required >= 0.99" in text
+    assert "FAIL retrieval gate: keyword: hit@5 " not in text  # the rule on the human labels passes
+    assert result.ret == 1
+    doc = json.loads((p.path / "out" / "results.json").read_text())
+    assert doc["judgments"]["used"] == asked and doc["judgments"]["judge"]["model"] == "openai/gpt-4o-mini"
+    assert "hit@5+judged" in doc["evaluations"][0]["summary"]
+    assert any(q.get("judged") for q in doc["evaluations"][0]["queries"])
+    page = (p.path / "page.html").read_text()
+    assert 'class="judged-tag" data-grade="' in page and "What the labels judge" in page
+    assert FAKE_KEY not in text + page + (p.path / "j.jsonl").read_text()
+    again = p.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
+                        "--retrieval-judge-depth=5", "--retrieval-threshold=keyword:hit@5+judged>=0.5")
+    assert len(fake_api.hits("/chat/completions")) == asked  # every pair is in the file: nothing asked
+    assert f"judged 0 pair(s) with openai/gpt-4o-mini (0 call(s), 0.0 s), {asked} already in the file" in again.stdout.str()
+    assert again.ret == 0
+    rebuilt = cli_output(["report", str(p.path / "out" / "results.json")])
+    assert "hit@5+judged" in rebuilt and "the judgments moved keyword most" in rebuilt
+
+
+def cli_output(argv: list[str]) -> str:
+    done = subprocess.run([sys.executable, "-m", "pytest_retrieval_eval", *argv], capture_output=True, text=True,
+                          timeout=60, env=os.environ.copy())
+    return done.stdout + done.stderr
+
+
+def test_judge_without_a_judgments_file_is_a_usage_error_naming_the_flag(judged_project):
+    result = judged_project.runpytest("-m", "retrieval", "--retrieval-judge")
+    assert result.ret == 4
+    assert "--retrieval-judge writes its grades to a judgments file: give --retrieval-judgments=PATH" in \
+        result.stderr.str()
+
+
+def test_an_empty_judgments_file_fails_the_gate_by_name(judged_project):
+    (judged_project.path / "j.jsonl").write_text("")
+    result = judged_project.runpytest("-m", "retrieval", "--retrieval-judgments=j.jsonl")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*FAIL retrieval gate: judgments j.jsonl: the file holds no judgment*"])
+
+
+def test_a_baseline_made_with_another_judge_is_refused_in_one_line(judged_project):
+    p = judged_project
+    first = p.runpytest("-m", "retrieval", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
+                        "--retrieval-judge-model=judge-a", "--retrieval-judge-depth=3", "--retrieval-save-baseline=base.json")
+    assert first.ret == 0
+    second = p.runpytest("-m", "retrieval", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
+                         "--retrieval-judge-model=judge-b", "--retrieval-judge-depth=3", "--retrieval-baseline=base.json")
+    assert second.ret == 1
+    refused = [line for line in second.stdout.lines if line.startswith("FAIL retrieval gate: baseline refused")]
+    assert len(refused) == 1
+    assert "keyword: judged with another judge (judge-a, fingerprint" in refused[0]
+    assert "-> judge-b, fingerprint" in refused[0] and "--retrieval-baseline-force" in refused[0]
+    forced = p.runpytest("-m", "retrieval", "--retrieval-judgments=j.jsonl", "--retrieval-baseline=base.json",
+                         "--retrieval-baseline-force")
+    assert forced.ret == 0 and "compared although keyword: judged with another judge" in forced.stdout.str()
+
+
+@pytest.fixture
+def saved_run(bundled_project):
+    """The bundled keyword engine's results.json, made by a real run."""
+    bundled_project.makepyfile(BUNDLED_TESTS)
+    assert bundled_project.runpytest("-m", "retrieval", "--retrieval-report-dir=out").ret == 0
+    return bundled_project.path / "out" / "results.json"
+
+
+def test_a_judge_killed_midway_keeps_what_it_finished_and_the_rerun_asks_only_the_rest(saved_run, tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")  # a failure under CI
+    path = tmp_path / "judgments.jsonl"
+    with FakeApi() as api:
+        api.script("/chat/completions", Reply(200, judge_reply(), delay=0.02))
+        env = {**os.environ, "RETRIEVAL_EVAL_BASE_URL": api.url, "RETRIEVAL_EVAL_API_KEY": FAKE_KEY}
+        cmd = [sys.executable, "-m", "pytest_retrieval_eval", "judge", str(saved_run), "--corpus", str(CORPUS),
+               "--judgments", str(path), "--depth", "5", "--concurrency", "2"]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not path.exists() or path.read_text().count("\n") < 20):
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kept = len(Judgments.load(path))
+        asked_before = len(api.hits("/chat/completions"))
+        assert kept >= 20 and asked_before >= kept
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        pooled = int(done.stdout.split("pooled ")[1].split()[0])
+        assert pooled > kept and f"{kept} already in the file, 0 failed" in done.stdout
+        assert len(api.hits("/chat/completions")) - asked_before == pooled - kept
+        assert "keyword: judged@5 0.071 -> 1.000" in done.stdout and "ndcg@10+judged" in done.stdout
+        again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        assert f"judged 0 pair(s)" in again.stdout and len(api.hits("/chat/completions")) - asked_before == pooled - kept
+    schema = json.loads(importlib.resources.files("pytest_retrieval_eval.data").joinpath(
+        "judgments.schema.json").read_text())
+    lines = path.read_text().splitlines()
+    assert len(lines) == pooled
+    for line in lines:
+        jsonschema.validate(json.loads(line), schema)
+    assert FAKE_KEY not in path.read_text() + done.stdout
+
+
+def test_calibrate_prints_kappa_the_confusion_table_and_the_engines_order(saved_run, tmp_path, fake_api, capsys):
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    path = tmp_path / "judgments.jsonl"
+    assert cli(["judge", str(saved_run), "--corpus", str(CORPUS), "--judgments", str(path), "--calibrate",
+                "--sample", "30"]) == 0
+    out = capsys.readouterr().out
+    assert "calibration of openai/gpt-4o-mini" in out and "on 30 pairs the humans judged" in out
+    assert "Cohen's kappa " in out and "human \\ judge     0     1     2     3" in out
+    assert "engines by ndcg@10, human labels: keyword" in out
+    assert len([j for j in Judgments.load(path) if j.kind == "calibration"]) == 30
+    assert cli(["report", str(saved_run), "--judgments", str(path)]) == 0
+    out = capsys.readouterr().out  # calibration alone fills no hole; the report says what the judge is worth
+    assert "+judged: human labels with 0 judged hole(s)" in out and "Cohen's kappa" in out

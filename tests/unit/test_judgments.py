@@ -1,0 +1,384 @@
+"""LLM judgments of the documents the labels left unjudged: the +judged measures, the committed
+file (its schema, its one-line errors, what survives a kill), the judge (its answers, votes,
+concurrency, pacing, retries) against the tests' own chat-completions server, pooling, what a run
+rests on, and the refusals that keep a change of judge from moving a number unnoticed."""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import math
+import random
+
+import pytest
+
+from conftest import CORPUS, FAKE_KEY
+from fake_api import Reply, judge_reply, umbrela_grade
+from pytest_retrieval_eval import QueryResult
+from pytest_retrieval_eval.cli import main as cli
+from pytest_retrieval_eval.data.corpus import open_corpus
+from pytest_retrieval_eval.data.judge import JudgeConfig, Pair, grade_of, judge_pairs, majority
+from pytest_retrieval_eval.data.judgments import (Judge, Judgment, Judgments, append, parse_line, rewrite)
+from pytest_retrieval_eval.data.labeled import LabeledSet
+from pytest_retrieval_eval.errors import RetrievalEvalError
+from pytest_retrieval_eval.gate.baseline import compare
+from pytest_retrieval_eval.gate.settings import GateSettings, table_measures
+from pytest_retrieval_eval.gate.verdict import judge as verdict_of
+from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES, Measure
+from pytest_retrieval_eval.ir.metrics import evaluate
+from pytest_retrieval_eval.ir.stats import cohen_kappa, kendall_tau
+from pytest_retrieval_eval.report.judged import judged_lines, moved_most
+from pytest_retrieval_eval.run.judging import attach, calibration_pairs, engine_order, pool
+from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.run.results_json import run_to_json
+from pytest_retrieval_eval.run.shadow import shadows
+from pytest_retrieval_eval.types import LabeledQuery
+
+JUDGE_A = Judge("model-a", "p" * 64, 0.0, 1, "127.0.0.1")
+JUDGE_B = Judge("model-b", "p" * 64, 0.0, 1, "127.0.0.1")
+
+
+def schema() -> dict:
+    text = importlib.resources.files("pytest_retrieval_eval.data").joinpath("judgments.schema.json").read_text()
+    return json.loads(text)
+
+
+def one(q="q1", d="d9", grade=2, judge=JUDGE_A, kind="hole", sha="s" * 64, human=None) -> Judgment:
+    return Judgment(q, d, grade, (grade,), sha, judge, kind, human)
+
+
+# --- measure names -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, name", [("ndcg@10+judged", "ndcg@10+judged"), ("nDCG@10+judged", "ndcg@10+judged"),
+                                        ("ndcg_cut_10+judged", "ndcg@10+judged"), ("P(rel=2)@5+judged",
+                                                                                   "precision(rel=2)@5+judged"),
+                                        ("Judged@10+judged", "judged@10+judged"), ("mrr+judged", "mrr+judged")])
+def test_a_judged_measure_is_the_measure_with_its_labels_named(text, name):
+    m = Measure.parse(text)
+    assert m.name == name and m.judged
+    assert m.on_human_labels == Measure.parse(name.removesuffix("+judged"))
+    assert m.on_human_labels.with_judgments() == m
+
+
+@pytest.mark.parametrize("text, why", [("freshness.stale_free@5+judged", "freshness"),
+                                       ("ndcg@10+judged+judged", "applies once")])
+def test_judged_is_refused_where_it_means_nothing(text, why):
+    with pytest.raises(RetrievalEvalError, match=why):
+        Measure.parse(text)
+
+
+# --- statistics ----------------------------------------------------------------------------------
+
+def test_cohens_kappa_and_kendalls_tau_agree_with_statsmodels_and_scipy():
+    from scipy.stats import kendalltau
+    from statsmodels.stats.inter_rater import cohens_kappa, to_table
+
+    rng = random.Random(7)
+    for _ in range(30):
+        n = rng.randint(5, 60)
+        a = [rng.randint(0, 1) for _ in range(n)]
+        b = [x if rng.random() < 0.7 else 1 - x for x in a]
+        if len(set(a) | set(b)) < 2:
+            continue
+        expected = cohens_kappa(to_table(list(zip(a, b)))[0]).kappa
+        assert cohen_kappa(a, b) == pytest.approx(expected, abs=1e-12)
+        x = rng.sample(range(100), 6)
+        y = [v + rng.gauss(0, 20) for v in x]
+        assert kendall_tau(x, y) == pytest.approx(kendalltau(x, y).statistic, abs=1e-12)  # no ties: tau-a = tau-b
+    assert cohen_kappa([1, 1], [1, 1]) != cohen_kappa([1, 1], [1, 1])  # one label throughout: NaN
+    assert cohen_kappa([0, 1, 0, 1], [1, 0, 1, 0]) == -1.0
+
+
+# --- the file ------------------------------------------------------------------------------------
+
+def test_what_is_written_validates_against_the_shipped_schema_and_reads_back(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")  # a failure under CI
+    path = tmp_path / "judgments.jsonl"
+    written = [one(), one("q2", "d1", 0), one("q1", "d3", 3, kind="calibration", human=1)]
+    append(path, written)
+    for line in path.read_text().splitlines():
+        jsonschema.validate(json.loads(line), schema())
+    assert list(Judgments.load(path)) == written
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d.update(grade=4), "grade"),
+    (lambda d: d.update(grade=True), "grade"),
+    (lambda d: d.update(votes=[]), "votes"),
+    (lambda d: d.pop("doc_sha256"), "doc_sha256"),
+    (lambda d: d.update(kind="calibration"), "human"),
+    (lambda d: d.update(kind="guess"), "kind"),
+    (lambda d: d["judge"].update(model=""), "judge.model"),
+    (lambda d: d["judge"].update(temperature=0.7), "judge.fingerprint"),  # an edited setting
+])
+def test_what_the_schema_rejects_the_loader_rejects_naming_file_line_and_field(tmp_path, edit, field):
+    jsonschema = pytest.importorskip("jsonschema")
+    good = one().to_dict()
+    bad = json.loads(json.dumps(good))
+    edit(bad)
+    path = tmp_path / "judgments.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(RetrievalEvalError) as caught:
+        Judgments.load(path)
+    assert str(caught.value).startswith(f"{path}:2:") and field in str(caught.value)
+    assert "\n" not in str(caught.value)
+    if field != "judge.fingerprint":  # a hash that does not fit is the loader's own check
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema())
+
+
+def test_a_line_cut_off_by_a_kill_is_dropped_and_cut_away_by_the_next_write(tmp_path):
+    path = tmp_path / "judgments.jsonl"
+    append(path, [one("q1"), one("q2")])
+    whole = path.read_text()
+    path.write_text(whole + json.dumps(one("q3").to_dict())[:40])  # killed mid-line
+    assert [j.query_id for j in Judgments.load(path)] == ["q1", "q2"]
+    append(path, [one("q4")])
+    assert path.read_text().startswith(whole) and path.read_text().count("\n") == 3
+    assert [j.query_id for j in Judgments.load(path)] == ["q1", "q2", "q4"]
+    path.write_text(whole.replace('"grade":2', '"grade":9', 1))  # damage inside the file: refused
+    with pytest.raises(RetrievalEvalError, match=":1:"):
+        Judgments.load(path)
+
+
+def test_the_rewrite_is_ordered_and_keeps_the_newest_judge_last(tmp_path):
+    path = tmp_path / "judgments.jsonl"
+    append(path, [one("q2", judge=JUDGE_B), one("q9", judge=JUDGE_A), one("q1", judge=JUDGE_A)])
+    judgments = Judgments.load(path)
+    assert judgments.current() == JUDGE_A  # the last line's judge
+    rewrite(path, judgments)
+    again = Judgments.load(path)
+    assert [(j.judge.model, j.query_id) for j in again] == [("model-b", "q2"), ("model-a", "q1"), ("model-a", "q9")]
+    assert again.current() == JUDGE_A
+    assert again.current(JUDGE_B.fingerprint[:6]) == JUDGE_B
+    with pytest.raises(RetrievalEvalError, match="no judge with fingerprint 'ffff'"):
+        again.current("ffff")
+
+
+# --- the judge's answers -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content, grade", [("##final score: 2", 2), ("## Final Score: 3", 3), ("final score=0", 0),
+                                            ("M: 2, T: 1\n##final score: 1", 1), ("2", 2), (" **3** ", 3)])
+def test_the_grade_is_read_from_the_answer_shapes_judges_give(content, grade):
+    assert grade_of(content) == grade
+
+
+@pytest.mark.parametrize("content", ["", "relevant", "##final score: 7", "1 or 2"])
+def test_an_answer_without_a_grade_is_refused(content):
+    with pytest.raises(RetrievalEvalError, match="no grade"):
+        grade_of(content)
+
+
+def test_the_majority_of_votes_is_the_grade_and_a_tie_goes_to_the_lower_grade():
+    assert majority([3, 2, 3]) == 3 and majority([2, 3]) == 2 and majority([0, 3, 3, 1, 1]) == 1
+
+
+# --- judging against a real local server -----------------------------------------------------------
+
+def bundled_pairs(n: int) -> list[Pair]:
+    corpus = open_corpus(CORPUS).load()
+    docs = corpus.docs[:n]
+    return [Pair(f"q{i}", f"what about {d.title}?", d.doc_id, d.content, d.fingerprint) for i, d in enumerate(docs)]
+
+
+def test_judging_writes_each_grade_asks_only_what_is_missing_and_never_shows_the_key(fake_api, tmp_path, capsys):
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    path = tmp_path / "judgments.jsonl"
+    pairs = bundled_pairs(12)
+    report = judge_pairs(pairs[:8], path, JudgeConfig(model="m", concurrency=4))
+    assert (report.asked, report.reused, report.failed) == (8, 0, {})
+    report = judge_pairs(pairs, path, JudgeConfig(model="m", concurrency=4))
+    assert (report.asked, report.reused) == (4, 8)
+    assert len(fake_api.hits("/chat/completions")) == 12
+    assert judge_pairs(pairs, path, JudgeConfig(model="m")).asked == 0  # again: nothing asked
+    assert len(fake_api.hits("/chat/completions")) == 12
+    judgments = Judgments.load(path)
+    for p in pairs:
+        assert judgments.get(p.query_id, p.doc_id, JudgeConfig(model="m").judge).grade == umbrela_grade(p.question, p.text)
+    changed = [Pair(p.query_id, p.question, p.doc_id, p.text + " new", "changed") for p in pairs[:2]]
+    assert judge_pairs(changed, path, JudgeConfig(model="m")).asked == 2  # the document changed: asked again
+    assert FAKE_KEY not in path.read_text() + capsys.readouterr().out
+    seen = fake_api.hits("/chat/completions")[0]
+    assert seen.headers["authorization"] == f"Bearer {FAKE_KEY}" and seen.body["temperature"] == 0.0
+    assert "Query: what about" in seen.body["messages"][-1]["content"]
+
+
+def test_votes_are_asked_each_and_their_majority_recorded(fake_api, tmp_path):
+    answers = iter([3, 1, 3, 0, 0, 2])
+    fake_api.script("/chat/completions", Reply(200, judge_reply(lambda q, p: next(answers))))
+    path = tmp_path / "j.jsonl"
+    judge_pairs(bundled_pairs(2), path, JudgeConfig(model="m", votes=3, concurrency=1))
+    grades = sorted((j.grade, j.votes) for j in Judgments.load(path))
+    assert grades == [(0, (0, 0, 2)), (3, (3, 1, 3))]
+
+
+def test_failures_are_counted_and_named_never_written_and_asked_again(fake_api, tmp_path):
+    fake_api.script("/chat/completions", Reply(200, judge_reply(lambda q, p: 7 if "battery" in q.lower() else 2)))
+    path = tmp_path / "j.jsonl"
+    pairs = bundled_pairs(10)
+    report = judge_pairs(pairs, path, JudgeConfig(model="m"))
+    bad = [p for p in pairs if "battery" in p.question.lower()]
+    assert bad and len(report.failed) == len(bad) and report.asked == len(pairs) - len(bad)
+    assert "no grade 0-3" in next(iter(report.failed.values())) and "run it again" in report.summary()
+    assert len(Judgments.load(path)) == len(pairs) - len(bad)
+
+
+def test_a_429_with_retry_after_is_waited_for_and_concurrency_is_held_to(fake_api, tmp_path):
+    fake_api.script("/chat/completions", Reply(429, {"error": "slow down"}, headers={"Retry-After": "0.05"}),
+                    Reply(200, judge_reply(), delay=0.05))
+    report = judge_pairs(bundled_pairs(12), tmp_path / "j.jsonl", JudgeConfig(model="m", concurrency=3))
+    assert report.asked == 12 and not report.failed
+    assert fake_api.max_in_flight <= 3
+    assert len(fake_api.hits("/chat/completions")) == 13  # the 429 once, then each pair
+
+
+def test_the_rate_limit_paces_calls(fake_api, tmp_path):
+    import time
+
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    started = time.perf_counter()
+    judge_pairs(bundled_pairs(6), tmp_path / "j.jsonl", JudgeConfig(model="m", concurrency=6, rate=20.0))
+    assert time.perf_counter() - started >= 5 / 20.0 - 0.01  # six calls, 50 ms apart at least
+
+
+def test_a_hosted_endpoint_without_a_key_is_refused_naming_the_variable(monkeypatch, tmp_path):
+    for name in ("RETRIEVAL_EVAL_API_KEY", "OPENROUTER_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(RetrievalEvalError, match="RETRIEVAL_EVAL_API_KEY"):
+        judge_pairs(bundled_pairs(1), tmp_path / "j.jsonl", JudgeConfig(model="m", url="https://api.example.com/v1"))
+    assert not (tmp_path / "j.jsonl").exists()
+
+
+# --- pooling, attaching, what a run rests on --------------------------------------------------------
+
+LABELED = LabeledSet((LabeledQuery("q1", "alpha?", {"a": 1}), LabeledQuery("q2", "beta?", {"b": 1, "x": 0})),
+                     name="set")
+
+
+def run_of(**rankings) -> RunResults:
+    evals = [EvaluationResult(engine, LABELED, tuple(QueryResult(q, tuple(r)) for q, r in zip(("q1", "q2"), ranked)),
+                              context={"corpus": "c", "corpus_fingerprint": "f"})
+             for engine, ranked in rankings.items()]
+    return RunResults(evals)
+
+
+def test_the_pool_holds_each_unjudged_document_of_each_engines_top_k_once():
+    run = run_of(one=[["c", "a", "d"], ["x", "e", "b"]], two=[["d", "f", "a"], ["e", "g"]])
+    assert [(h.query_id, h.doc_id) for h in pool(run, 2)] == [("q1", "c"), ("q2", "e"), ("q1", "d"), ("q1", "f"),
+                                                              ("q2", "g")]
+    assert [(h.query_id, h.doc_id) for h in pool(run, 1, ["two"])] == [("q1", "d"), ("q2", "e")]
+    with pytest.raises(RetrievalEvalError, match="no evaluation of engine.*three.*the run has one, two"):
+        pool(run, 1, ["three"])
+
+
+def test_judged_labels_fill_holes_never_overrule_a_human_and_score_as_trec_eval_would():
+    run = run_of(one=[["c", "a", "d"], ["x", "e", "b"]])
+    judgments = Judgments([one("q1", "c", 3), one("q1", "d", 1), one("q2", "x", 3), one("q2", "e", 2),
+                           one("q1", "a", 0)])  # a and x are the humans': theirs stands
+    e = run.evaluations[0]
+    assert math.isnan(e.mean("ndcg@10+judged"))  # no judgments attached: no value, never a pass
+    used = attach(run, judgments, shown_path="j.jsonl")
+    assert used.used == 3 and e.judged == {"q1": {"c": 3, "d": 1}, "q2": {"e": 2}}
+    filled = {"q1": {"a": 1, "c": 1, "d": 0}, "q2": {"b": 1, "x": 0, "e": 1}}
+    ranked = {"q1": {"c": 3, "a": 2, "d": 1}, "q2": {"x": 3, "e": 2, "b": 1}}
+    for m in ("ndcg@10", "precision@3", "hit@1", "mrr", "judged@3"):
+        assert e.mean(f"{m}+judged") == pytest.approx(evaluate(filled, ranked, [m])[m], abs=1e-12)
+        assert e.mean(m) == pytest.approx(evaluate(LABELED.qrels, ranked, [m])[m], abs=1e-12)
+    assert e.mean("judged@3") == pytest.approx(0.5) and e.mean("judged@3+judged") == 1.0
+
+
+def test_a_judgment_whose_document_changed_is_stale_listed_and_left_out():
+    run = run_of(one=[["c", "a", "d"], ["x", "e", "b"]])
+    judgments = Judgments([one("q1", "c", 3, sha="old"), one("q2", "e", 3, sha="new")])
+    used = attach(run, judgments, shown_path="j.jsonl", fingerprints={"c": "changed", "e": "new"})
+    assert used.stale == [("q1", "c")] and run.evaluations[0].judged == {"q2": {"e": 3}}
+    assert any("1 judgment(s) in j.jsonl are stale" in w and "q1/c" in w for w in used.warnings())
+
+
+def test_results_json_keeps_the_judged_labels_so_a_saved_run_rebuilds_both_numbers(tmp_path):
+    run = run_of(one=[["c", "a", "d"], ["x", "e", "b"]])
+    attach(run, Judgments([one("q1", "c", 3), one("q2", "e", 2)]), shown_path="j.jsonl")
+    run.settings = GateSettings().for_run(run, DEFAULT_TABLE_MEASURES)
+    assert "hit@1+judged" in run.settings.table_measures  # each column beside its judged twin
+    path = tmp_path / "results.json"
+    path.write_text(run_to_json(run))
+    again = RunResults.load(path)
+    for m in ("ndcg@10+judged", "hit@1+judged", "mrr"):
+        assert again.evaluations[0].mean(m) == run.evaluations[0].mean(m)
+    assert again.judgments["judge"]["fingerprint"] == JUDGE_A.fingerprint
+
+
+def test_the_table_twins_each_relevance_measure_and_leaves_counts_and_freshness_alone():
+    run = run_of(one=[["c"], ["x"]])
+    attach(run, Judgments([one("q1", "c", 3)]), shown_path="j.jsonl")
+    names = table_measures(run, [Measure.parse(m) for m in ("hit@5", "num_ret", "ndcg@10")])
+    assert names == ["hit@5", "hit@5+judged", "num_ret", "ndcg@10", "ndcg@10+judged"]
+    assert table_measures(run, [Measure.parse("hit@5+judged")]) == ["hit@5+judged"]  # configured: as configured
+
+
+def test_the_lines_say_what_each_gated_measure_rests_on_and_which_engine_the_judgments_moved_most():
+    run = run_of(one=[["c", "a", "d", "e", "f"], ["x", "e", "b", "g", "h"]],
+                 two=[["d", "e", "f", "g", "a"], ["b", "h", "i", "j", "k"]])
+    attach(run, Judgments([one("q1", "c", 3), one("q1", "d", 0), one("q2", "e", 2)]), shown_path="j.jsonl")
+    verdict = verdict_of(run, GateSettings(), measures=["hit@1", "hit@1+judged", "recall@5"])
+    text = "\n".join(line.strip() for line in judged_lines(verdict, width=10 ** 6))
+    assert "one: judged@1 0.500 -> 1.000 with the judgments, judged@5 0.300 -> 0.600 with the judgments" in text
+    assert "one: recall@5 rests on a top 5 that is 70% unjudged (40% with the judgments)" in text
+    assert "hit@1 rests" not in text  # half of the top 1 judged: not low
+    assert moved_most(verdict) == "the judgments moved one most: hit@1 0.000 -> 0.500 (+0.500); two +0.000"
+    assert "+judged: human labels with 3 judged hole(s) from j.jsonl, judge model-a" in text
+    assert "not calibrated (judge --calibrate)" in text
+
+
+def test_calibration_samples_both_kinds_of_human_label_and_reports_kappa_and_the_order():
+    run = run_of(one=[["a"], ["b"]], two=[["z"], ["x"]])
+
+    class Corpus:
+        def get(self, doc_id):
+            from pytest_retrieval_eval.types import Doc
+            return Doc(doc_id, f"text of {doc_id}")
+
+    sample = calibration_pairs(run, Corpus(), sample=2)
+    assert sorted(p.human for p in sample) == [0, 1] and "x" in [p.doc_id for p in sample]  # one of each kind
+    judgments = Judgments([one("q1", "a", 0, kind="calibration", human=1), one("q2", "b", 0, kind="calibration", human=1),
+                           one("q2", "x", 3, kind="calibration", human=0)])
+    calibration = judgments.calibration(JUDGE_A)
+    assert calibration.n == 3 and calibration.kappa == pytest.approx(cohen_kappa([1, 1, 0], [0, 0, 1]))
+    assert calibration.confusion() == {0: {0: 0, 1: 0, 2: 0, 3: 1}, 1: {0: 2, 1: 0, 2: 0, 3: 0}}
+    order = engine_order(run, judgments.of_kind("calibration", JUDGE_A))
+    assert [e for e, _ in order.human] == ["one", "two"] and [e for e, _ in order.judge] == ["two", "one"]
+    assert "the order changes (Kendall's tau -1.00)" in "\n".join(order.lines())
+    run2 = run_of(one=[["a"], ["b"]])
+    used = attach(run2, Judgments([*judgments, one("q1", "z", 2)]), shown_path="j.jsonl")
+    assert any(f"kappa {calibration.kappa:.2f} on 3 calibrated pairs, below 0.4" in w for w in used.warnings())
+
+
+# --- no silent moves -------------------------------------------------------------------------------
+
+def test_a_baseline_judged_by_another_judge_is_refused_in_one_line_unless_forced():
+    now, base = run_of(one=[["c"], ["e"]]), run_of(one=[["c"], ["e"]])
+    attach(now, Judgments([one("q1", "c", 3, judge=JUDGE_B)]), shown_path="j.jsonl")
+    attach(base, Judgments([one("q1", "c", 0, judge=JUDGE_A)]), shown_path="j.jsonl")
+    refused = compare(now, base, ["hit@1", "hit@1+judged"])
+    assert refused.diffs == [] and len(refused.refusals) == 1
+    assert refused.refusals[0] == (f"one: judged with another judge (model-a, fingerprint {JUDGE_A.fingerprint} -> "
+                                   f"model-b, fingerprint {JUDGE_B.fingerprint}): its +judged numbers would move with "
+                                   "the judge")
+    forced = compare(now, base, ["hit@1", "hit@1+judged"], force=True)
+    assert len(forced.diffs) == 2 and any("compared although" in n and "another judge" in n for n in forced.notes)
+    plain = run_of(one=[["c"], ["e"]])  # no judgments in the baseline: its human numbers compare, the judged not
+    half = compare(now, plain, ["hit@1", "hit@1+judged"])
+    assert [d.measure for d in half.diffs] == ["hit@1"] and "the baseline has no judgments" in half.notes[0]
+
+
+def test_a_shadow_comparison_across_judges_is_refused():
+    run = run_of(one=[["c"], ["e"]], two=[["c"], ["e"]])
+    attach(run, Judgments([one("q1", "c", 3)]), shown_path="j.jsonl")
+    run.evaluations[1].set_judged({}, JUDGE_B.to_dict())
+    found, problems = shadows(run, [("one", "two")], {"hit@1": 1.0})
+    assert found == [] and "shadow one:two refused: two was judged with another judge" in problems[0]
+
+
+def test_the_judge_command_needs_a_saved_run(tmp_path, capsys):
+    assert cli(["judge", str(tmp_path / "missing.json"), "--corpus", str(CORPUS)]) == 2
+    assert "missing.json" in capsys.readouterr().err
