@@ -289,8 +289,8 @@ def _judge(args) -> int:
         judgments = Judgments.load(path)
         calibration = judgments.calibration(config.judge)
         print(f"calibration of {config.judge.describe()} on {calibration.n} pairs the humans judged:")
-        print(f"Cohen's kappa {calibration.kappa:.3f} (relevant: human grade >= 1, judged grade >= 2; "
-              f"below {KAPPA_FLOOR} every run using this judge warns)")
+        print(f"{calibration.describe()} (relevant: human grade >= 1, judged grade >= 2; below kappa {KAPPA_FLOOR} "
+              "every run using this judge warns)")
         print("\n".join(calibration.confusion_lines()))
         print("\n".join(engine_order(run, judgments.of_kind("calibration", config.judge)).lines()))
         return 1 if report.failed else 0

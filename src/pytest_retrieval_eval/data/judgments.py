@@ -159,10 +159,28 @@ class Calibration:
 
     @property
     def kappa(self) -> float:
-        """Cohen's kappa on relevance: human grade >= 1 against judged grade >= ``RELEVANT_FROM``."""
+        """Cohen's kappa on relevance: human grade >= 1 against judged grade >= ``RELEVANT_FROM``;
+        NaN when the sample holds one kind of human label only (qrels that judge relevant
+        documents alone): kappa then cannot tell agreement from chance."""
         from ..ir.stats import cohen_kappa
 
-        return cohen_kappa([int(h >= 1) for h, _ in self.pairs], [int(g >= RELEVANT_FROM) for _, g in self.pairs])
+        human = [int(h >= 1) for h, _ in self.pairs]
+        if len(set(human)) < 2:
+            return float("nan")
+        return cohen_kappa(human, [int(g >= RELEVANT_FROM) for _, g in self.pairs])
+
+    @property
+    def agreement(self) -> float:
+        """The share of pairs on which the judge and the humans agree about relevance."""
+        if not self.pairs:
+            return float("nan")
+        return sum((h >= 1) == (g >= RELEVANT_FROM) for h, g in self.pairs) / len(self.pairs)
+
+    def describe(self) -> str:
+        k = self.kappa
+        kappa = (f"Cohen's kappa {k:.2f}" if k == k else
+                 "Cohen's kappa undefined (the sample's human labels are all of one kind)")
+        return f"{kappa}, agreement {self.agreement:.0%} against the human labels on {self.n} pairs"
 
     def confusion(self) -> dict[int, dict[int, int]]:
         """Human grade -> judged grade -> pairs."""

@@ -52,19 +52,22 @@ def _gated(verdict: Any) -> list[str]:
 
 
 def _rests_on(verdict: Any, e: Any, ks: list[int]) -> list[str]:
-    """``hybrid: hit@5 rests on a top 5 that is 81% unjudged``, per cutoff of the gated measures
-    judged below ``LOW_JUDGED``."""
-    out, gated = [], _gated(verdict)
+    """``hybrid: hit@5 rests on a top 5 that is 81% unjudged``, for the gated measures whose top
+    k is judged below ``LOW_JUDGED``: one line per engine, the first cutoff said in full."""
+    parts, gated = [], _gated(verdict)
     for k in ks:
         unjudged = 1.0 - e.mean(f"judged@{k}")
         names = [m for m in gated if (p := Measure.parse(m)).k == k and not p.judged and not p.freshness]
         if not names or not unjudged > 1.0 - LOW_JUDGED:
             continue
-        line = f"{e.engine}: {', '.join(names)} rest{'s' if len(names) == 1 else ''} on a top {k} that is {unjudged:.0%} unjudged"
-        if e.judge is not None:
-            line += f" ({1.0 - e.mean(f'judged@{k}+judged'):.0%} with the judgments)"
-        out.append(line)
-    return out
+        after = f" ({1.0 - e.mean(f'judged@{k}+judged'):.0%}{' with the judgments' if not parts else ''})" \
+            if e.judge is not None else ""
+        if not parts:
+            parts.append(f"{e.engine}: {', '.join(names)} rest{'s' if len(names) == 1 else ''} on a top {k} that is "
+                         f"{unjudged:.0%} unjudged{after}")
+        else:
+            parts.append(f"{', '.join(names)} {unjudged:.0%}{after}")
+    return ["; ".join(parts)] if parts else []
 
 
 def moved_most(verdict: Any) -> str | None:

@@ -99,7 +99,8 @@ class JudgmentsUsed:
     stale: list[tuple[str, str]] = field(default_factory=list)  # (question, document) whose document changed
     other_judges: int = 0  # judgments in the file by other judges, not used
     calibrated: int = 0
-    kappa: float | None = None
+    kappa: float | None = None  # None: not calibrated, or undefined (one kind of human label)
+    agreement: float | None = None
     checked: bool = True  # staleness checked against the corpus
 
     def warnings(self) -> list[str]:
@@ -116,8 +117,11 @@ class JudgmentsUsed:
 
     def lines(self) -> list[str]:
         """What the table says under it about the judged labels."""
-        calibration = (f"Cohen's kappa {self.kappa:.2f} against the human labels on {self.calibrated} pairs"
-                       if self.kappa is not None and self.calibrated else "not calibrated (judge --calibrate)")
+        if not self.calibrated:
+            calibration = "not calibrated (judge --calibrate)"
+        else:
+            kappa = f"Cohen's kappa {self.kappa:.2f}" if self.kappa is not None else "Cohen's kappa undefined"
+            calibration = f"{kappa}, agreement {self.agreement:.0%} against the human labels on {self.calibrated} pairs"
         out = [f"+judged: human labels with {self.used} judged hole(s) from {self.path}, judge {self.judge.describe()}; "
                f"{calibration}"]
         if not self.checked:
@@ -129,13 +133,13 @@ class JudgmentsUsed:
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "judge": self.judge.to_dict(), "used": self.used,
                 "stale": [list(p) for p in self.stale], "other_judges": self.other_judges,
-                "calibrated": self.calibrated, "kappa": self.kappa, "checked": self.checked}
+                "calibrated": self.calibrated, "kappa": self.kappa, "agreement": self.agreement, "checked": self.checked}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "JudgmentsUsed":
         return cls(d["path"], Judge.from_dict(d["judge"]), int(d.get("used", 0)),
                    [tuple(p) for p in d.get("stale", [])], int(d.get("other_judges", 0)), int(d.get("calibrated", 0)),
-                   d.get("kappa"), bool(d.get("checked", True)))
+                   d.get("kappa"), d.get("agreement"), bool(d.get("checked", True)))
 
 
 def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str | None = None,
@@ -157,7 +161,8 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
     calibration = judgments.calibration(current)
     record = JudgmentsUsed(shown_path, current, len(used), sorted((j.query_id, j.doc_id) for j in stale),
                            sum(1 for j in judgments if j.judge.fingerprint != current.fingerprint),
-                           calibration.n, calibration.kappa if calibration.n else None, fingerprints is not None)
+                           calibration.n, calibration.kappa if calibration.kappa == calibration.kappa else None,
+                           calibration.agreement if calibration.n else None, fingerprints is not None)
     run.judgments = record.to_dict()
     return record
 
