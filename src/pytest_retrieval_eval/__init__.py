@@ -22,6 +22,9 @@ _PUBLIC = {
     "per_query_frame": "ir.metrics",
     "Corpus": "data.corpus",
     "LabeledSet": "data.labeled",
+    "Judge": "data.judgments",
+    "Judgment": "data.judgments",
+    "Judgments": "data.judgments",
     "Engine": "engines.base",
     "AsyncEngine": "engines.base",
     "EngineRegistry": "engines.base",
@@ -34,6 +37,7 @@ __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
     from .data.corpus import Corpus
+    from .data.judgments import Judge, Judgment, Judgments
     from .data.labeled import LabeledSet
     from .engines.base import AsyncEngine, Engine, EngineRegistry
     from .errors import RetrievalEvalError

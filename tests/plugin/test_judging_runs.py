@@ -54,7 +54,7 @@ def test_a_run_judges_its_holes_shows_both_numbers_and_gates_either(judged_proje
     assert 'class="judged-tag" data-grade="' in page and "What the labels judge" in page
     assert FAKE_KEY not in text + page + (p.path / "j.jsonl").read_text()
     again = p.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
-                        "--retrieval-judge-depth=5", "--retrieval-threshold=keyword:hit@5+judged>=0.5")
+                        "--retrieval-judge-depth=5", "--retrieval-threshold=keyword:hit@5+judged>=0.5", "-n", "2")
     assert len(fake_api.hits("/chat/completions")) == asked  # every pair is in the file: nothing asked
     assert f"judged 0 pair(s) with openai/gpt-4o-mini (0 call(s), 0.0 s), {asked} already in the file" in again.stdout.str()
     assert again.ret == 0
