@@ -26,8 +26,9 @@ def api_key_env() -> str | None:
     return next((name for name in API_KEY_ENVS if os.environ.get(name)), None)
 
 
-def base_url() -> str:
-    return os.environ.get("RETRIEVAL_EVAL_BASE_URL") or DEFAULT_BASE_URL
+def base_url(url: str | None = None) -> str:
+    """``url``, else ``RETRIEVAL_EVAL_BASE_URL``, else OpenRouter; without a trailing slash."""
+    return (url or os.environ.get("RETRIEVAL_EVAL_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
 
 
 #: host names that only resolve inside a machine or a private network

@@ -65,7 +65,7 @@ class GeneratorConfig:
 
     @property
     def base(self) -> str:
-        return (self.url or base_url()).rstrip("/")
+        return base_url(self.url)
 
 
 @dataclass
@@ -96,7 +96,7 @@ class GenerationReport:
 def require_api_key(url: str | None = None) -> str | None:
     """The API key for the generation endpoint; None for a local or private server without one;
     an error naming the variable for a hosted endpoint without one (``_http.api_key_for``)."""
-    return api_key_for((url or base_url()).rstrip("/"), "question generation")
+    return api_key_for(base_url(url), "question generation")
 
 
 @contextlib.contextmanager

@@ -82,7 +82,7 @@ class JudgeConfig:
 
     @property
     def base(self) -> str:
-        return (self.url or base_url()).rstrip("/")
+        return base_url(self.url)
 
     @property
     def judge(self) -> Judge:

@@ -165,7 +165,7 @@ class OpenAIBackend:
 
     def __init__(self, model: str, *, url: str | None = None, timeout: float = 30.0, max_retries: int = 3) -> None:
         self.model = model
-        self.url = (url or base_url()).rstrip("/")
+        self.url = base_url(url)
         self.timeout = timeout
         self.max_retries = max_retries
         self.identity = f"openai:{self.url}:{model}"
