@@ -50,27 +50,16 @@ def test_the_teams_tests_pass_and_their_gate_holds_and_xdist_gives_the_same_tabl
     assert "top movers:" in done.stdout
     parallel = run(project, "-m", "retrieval", "--retrieval-report", "-n", "2")  # under xdist, the same table
     assert parallel.returncode == 0 and parse_table(parallel.stdout) == table, parallel.stdout
-    strict = run(project, "-m", "retrieval", "--retrieval-threshold", "shadow.gain>=0.5")
+    strict = run(project, "-m", "retrieval", "--retrieval-threshold", "shadow.gain>=0.5",
+                 "--retrieval-threshold", "helpdesk-bm25:mrr>=0.99")
     assert strict.returncode == 1
     assert "FAIL retrieval gate: shadow helpdesk-haystack:helpdesk-bm25: knowledge gain = " in strict.stdout
-    failing = run(project, "-m", "retrieval", "--retrieval-threshold", "helpdesk-bm25:mrr>=0.99")
-    assert failing.returncode == 1
-    assert re.search(r"FAIL retrieval gate: helpdesk-bm25: mrr = 0\.\d+, required >= 0\.99", failing.stdout)
+    assert re.search(r"FAIL retrieval gate: helpdesk-bm25: mrr = 0\.\d+, required >= 0\.99", strict.stdout)
+    assert len([line for line in strict.stdout.splitlines() if line.startswith("FAIL retrieval gate")]) == 2
 
 
 def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
-    done = run(project, "-m", "retrieval", "--retrieval-report-dir=out", "--retrieval-html=out/page.html")
-    assert done.returncode == 0, done.stdout + done.stderr
-    again = run(project, "report", "out/results.json", "--out=rebuilt", "--html=rebuilt/page.html",
-                module="pytest_retrieval_eval")
-    assert again.returncode == 0, again.stdout + again.stderr
-    names = sorted(p.relative_to(project / "out").as_posix() for p in (project / "out").rglob("*") if p.is_file())
-    assert "runs/helpdesk-bm25.trec" in names and "page.html" in names
-    for name in names:
-        if name != "timing.json":
-            assert (project / "rebuilt" / name).read_bytes() == (project / "out" / name).read_bytes(), name
-    # the team fills the holes of its two searches with a judge (the tests' own local server), then
-    # weighs two articles it might add: one that repeats an article, one on a topic the kb lacks
+    # two articles the team might add: one that repeats an article, one on a topic the kb lacks
     candidates = project / "candidates"
     candidates.mkdir()
     copy = json.loads((project / "kb" / "printer-queue.json").read_text())
@@ -79,23 +68,35 @@ def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
         "doc_id": "badge-access", "title": "Building badge access after hours",
         "content": "Security desks issue temporary badges; the turnstile logs each swipe, and facilities revoke "
                    "lost badges within the hour. Contractors need an escort outside office hours."}))
+    done = run(project, "-m", "retrieval", "--retrieval-report", "--retrieval-report-dir=out",
+               "--retrieval-html=out/page.html", "--retrieval-candidates=candidates")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"knowledge gain [-+]\d\.\d+ .*; with the candidates' novelty 0\.\d\d at weight 0\.1: ",
+                     done.stdout.replace("\n  ", " "))
+    assert "printer-copy: novelty 0.00 (lexical 0.00, nearest printer-queue:0; semantic 0.00" in done.stdout
+    assert re.search(r"badge-access: novelty 0\.\d\d \(lexical 0\.(8|9)\d, nearest [\w-]+:\d+; semantic 0\.\d\d", done.stdout)
+    again = run(project, "report", "out/results.json", "--out=rebuilt", "--html=rebuilt/page.html",
+                module="pytest_retrieval_eval")
+    assert again.returncode == 0, again.stdout + again.stderr
+    names = sorted(p.relative_to(project / "out").as_posix() for p in (project / "out").rglob("*") if p.is_file())
+    assert "runs/helpdesk-bm25.trec" in names and "page.html" in names
+    for name in names:
+        if name != "timing.json":
+            assert (project / "rebuilt" / name).read_bytes() == (project / "out" / name).read_bytes(), name
+    # the team fills the holes of its two searches with a judge (the tests' own local server)
     with FakeApi() as api:
         api.script("/chat/completions", Reply(200, judge_reply()))
         local = {"RETRIEVAL_EVAL_BASE_URL": api.url}  # a local server needs no key
         judged = run(project, "judge", "out/results.json", "--corpus", "kb", "--engine", "helpdesk-bm25", "--engine",
                      "helpdesk-haystack", "--candidates", "candidates", module="pytest_retrieval_eval", env=local)
-        assert judged.returncode == 0, judged.stdout + judged.stderr
-        assert "judgments.jsonl: pooled " in judged.stdout and "helpdesk-bm25: judged@10 " in judged.stdout
-        assert "printer-copy: novelty 0.00" in judged.stdout
-        done = run(project, "-m", "retrieval", "--retrieval-report", "--retrieval-judgments=judgments.jsonl",
-                   "--retrieval-candidates=candidates", "--retrieval-threshold=helpdesk-bm25:hit@3+judged>=0.6",
-                   env=local)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "hit@3+judged" in done.stdout and "+judged: human labels with " in done.stdout
-    assert re.search(r"knowledge gain [-+]\d\.\d+ .*; with the candidates' novelty 0\.\d\d at weight 0\.1: ",
-                     done.stdout.replace("\n  ", " "))
-    assert "printer-copy: novelty 0.00 (lexical 0.00, nearest printer-queue:0; semantic 0.00" in done.stdout
-    assert re.search(r"badge-access: novelty 0\.\d\d \(lexical 0\.(8|9)\d, nearest [\w-]+:\d+; semantic 0\.\d\d", done.stdout)
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    assert "judgments.jsonl: pooled " in judged.stdout and "helpdesk-bm25: judged@10 " in judged.stdout
+    assert "printer-copy: novelty 0.00" in judged.stdout
+    gated = run(project, "report", "out/results.json", "--judgments", "judgments.jsonl", "--corpus", "kb",
+                "--threshold", "helpdesk-bm25:hit@3+judged>=0.6", module="pytest_retrieval_eval")
+    assert gated.returncode == 0, gated.stdout + gated.stderr
+    assert "hit@3+judged" in gated.stdout and "+judged: human labels with " in gated.stdout
+    assert "the judgments moved " in gated.stdout
 
 
 def test_the_unit_tests_alone_leave_the_plugin_asleep(project):

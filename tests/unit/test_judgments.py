@@ -327,7 +327,7 @@ def test_the_lines_say_what_each_gated_measure_rests_on_and_which_engine_the_jud
     assert "hit@1 rests" not in text  # half of the top 1 judged: not low
     assert moved_most(verdict) == "the judgments moved one most: hit@1 0.000 -> 0.500 (+0.500); two +0.000"
     assert "+judged: human labels with 3 judged hole(s) from j.jsonl, judge model-a" in text
-    assert "not calibrated (judge --calibrate)" in text
+    assert "not calibrated against the human labels (the judge command's --calibrate)" in text
 
 
 def test_calibration_samples_both_kinds_of_human_label_and_reports_kappa_and_the_order():

@@ -342,7 +342,11 @@ class RetrievalSession:
         path = self.config.judging.judgments
         try:
             judge = _judge_holes(self, run) if self.config.judging.judge else None
-            found = attach_file(run, path, shown_path=shown(path), corpus=self.corpus(), judge=judge)
+            try:
+                corpus = self.corpus()
+            except RetrievalEvalError:  # engines of a team's own data: staleness unchecked, and said
+                corpus = None
+            found = attach_file(run, path, shown_path=shown(path), corpus=corpus, judge=judge)
         except RetrievalEvalError as exc:
             return [f"judgments {shown(path)}: {exc}"]
         if found is None:

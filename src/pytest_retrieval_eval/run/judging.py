@@ -118,14 +118,14 @@ class JudgmentsUsed:
     def lines(self) -> list[str]:
         """What the table says under it about the judged labels."""
         if not self.calibrated:
-            calibration = "not calibrated (judge --calibrate)"
+            calibration = "not calibrated against the human labels (the judge command's --calibrate)"
         else:
             kappa = f"Cohen's kappa {self.kappa:.2f}" if self.kappa is not None else "Cohen's kappa undefined"
             calibration = f"{kappa}, agreement {self.agreement:.0%} against the human labels on {self.calibrated} pairs"
         out = [f"+judged: human labels with {self.used} judged hole(s) from {self.path}, judge {self.judge.describe()}; "
                f"{calibration}"]
         if not self.checked:
-            out.append("  (staleness of the judgments not checked: no corpus given)")
+            out.append("  (staleness of the judgments not checked: no corpus to check them against)")
         if self.other_judges:
             out.append(f"  {self.other_judges} judgment(s) by other judges in the file are not used")
         return out
