@@ -140,13 +140,42 @@ def fresh(tmp_path_factory) -> tuple[Path, str]:
     return root / "cache", out
 
 
-@pytest.mark.parametrize("damage, cause", [
+#: damage the snapshot's own files and manifest show before any server starts
+FILE_DAMAGE = [
     (truncate_table_file, "is * bytes, the manifest says"),
     (flip_a_byte_of_the_table_file, "does not match its checksum"),
     (remove_table_file, "is missing"),
     (garbage_manifest, "its manifest is unreadable"),
     (truncated_manifest, "its manifest is unreadable"),
     (older_format_manifest, "not a format-4 manifest"),
+]
+
+
+@pytest.mark.parametrize("damage, cause", FILE_DAMAGE)
+def test_a_snapshot_whose_files_do_not_prove_themselves_is_set_aside_with_one_warning(tmp_path, fresh, damage,
+                                                                                     cause):
+    """Each kind of file damage, on a real snapshot, as the session's lookup meets it (the run
+    that follows is the same for every kind: the next test runs it for one of them)."""
+    import fnmatch
+
+    from pytest_retrieval_eval.hybrid.snapshots import SnapshotWarning, Snapshots
+
+    cache, _ = fresh
+    shutil.copytree(cache, tmp_path / "cache")
+    snapshot = the_snapshot(tmp_path)
+    damage(snapshot)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert Snapshots(tmp_path / "cache" / "snapshots", 2048).find(snapshot.name) is None
+    [warning] = [w for w in caught if issubclass(w.category, SnapshotWarning)]
+    line = str(warning.message)
+    assert fnmatch.fnmatch(line, f"store snapshot {snapshot.name} set aside: *{cause}*; the corpus is ingested afresh")
+    assert len(line) < 400 and "\n" not in line
+    assert not snapshot.exists() and not [p for p in snapshot.parent.iterdir() if p.name.startswith(".aside-")]
+
+
+@pytest.mark.parametrize("damage, cause", [
+    FILE_DAMAGE[1],
     (tables_disagree, "answers 38 rows (first id *), the manifest says 38 (first id 'not-a-chunk:0'*"),
 ])
 def test_a_damaged_snapshot_is_set_aside_with_one_warning_and_the_run_scores_as_fresh(project, tmp_path, fresh,
