@@ -255,7 +255,6 @@ def _report(args) -> int:
     return 1 if verdict.failed else 0
 
 
-
 def _attach(run, judgments: str, corpus: str | None):
     """The file's judgments on every evaluation of ``run`` (staleness checked with a corpus)."""
     from .data.corpus import open_corpus
@@ -274,8 +273,7 @@ def _judge(args) -> int:
     from .data.judge import JudgeConfig, judge_pairs
     from .data.judgments import Judgments
     from .gate.settings import load_run
-    from .run.judging import (attach_file, calibration_pairs, candidate_pairs, candidates_record, engine_order, pairs,
-                              pool)
+    from .run.judging import attach, calibration_pairs, candidate_pairs, candidates_record, engine_order, pairs, pool
 
     run = load_run(args.results)
     corpus = open_corpus(args.corpus).load()
@@ -300,18 +298,19 @@ def _judge(args) -> int:
     candidates = open_corpus(args.candidates).load() if args.candidates else None
     if candidates is not None:  # each candidate against the labeled questions nearest to it
         todo += candidate_pairs(candidates, run)
-    before = {e.key: e for e in run.evaluations}
-    ks = sorted({args.judge_depth, 10} if args.judge_depth != 10 else {10})
-    shown_before = {key: {k: e.mean(f"judged@{k}") for k in ks} | {"ndcg@10": e.mean("ndcg@10")}
-                    for key, e in before.items()}
+    ks = sorted({args.judge_depth, 10})
+    before = {e.key: {**{k: e.mean(f"judged@{k}") for k in ks}, "ndcg@10": e.mean("ndcg@10")}
+              for e in run.evaluations}
     report = judge_pairs(todo, path, config, progress=lambda m: print(m, flush=True))
     print(f"{path}: pooled {len(holes)} unjudged document(s) of the top {args.judge_depth} of "
           f"{', '.join(engines) or 'every engine'}; {report.summary()}"
           + (f"; {len(missing)} not in the corpus ({', '.join(missing[:3])})" if missing else ""))
-    found = attach_file(run, path, shown_path=str(path), corpus=corpus, judge=config.judge.fingerprint)
-    if found is not None:
+    judgments = Judgments.load(path)
+    if any(j.judge == config.judge for j in judgments):  # none when every pooled document was judged by humans
+        found = attach(run, judgments, shown_path=str(path), judge=config.judge.fingerprint,
+                       fingerprints={d.doc_id: d.fingerprint for d in corpus.docs})
         for e in run.evaluations:
-            was = shown_before[e.key]
+            was = before[e.key]
             judged = ", ".join(f"judged@{k} {was[k]:.3f} -> {e.mean(f'judged@{k}+judged'):.3f}" for k in ks)
             print(f"{e.engine}: {judged}; ndcg@10 {was['ndcg@10']:.4f}, ndcg@10+judged {e.mean('ndcg@10+judged'):.4f}")
         for warning in found.warnings():
@@ -323,9 +322,9 @@ def _judge(args) -> int:
         from .data.novelty import Novelty
 
         split = Chunking(split_length=args.split_length, split_overlap=args.split_overlap)
-        found = candidates_record(candidates, corpus, split, shown_path=str(args.candidates), weight=0.0,
-                                  judgments=Judgments.load(path), judge=config.judge)
-        print(f"candidates ({len(found['items'])} from {args.candidates}), lexical novelty against {args.corpus}:")
-        for item in found["items"]:
+        record = candidates_record(candidates, corpus, split, shown_path=str(args.candidates), weight=0.0,
+                                   judgments=Judgments.load(path), judge=config.judge)
+        print(f"candidates ({len(record['items'])} from {args.candidates}), lexical novelty against {args.corpus}:")
+        for item in record["items"]:
             print(f"  {Novelty.from_dict(item).describe()}")
     return 1 if report.failed else 0
