@@ -50,10 +50,24 @@ def tier_of(path: Path) -> str | None:
     return rel.parts[0] if rel is not None and len(rel.parts) > 1 and rel.parts[0] in TIERS else None
 
 
+#: the modules that take longest (minutes of CPU between them), started first: under -n the
+#: workers then end on the many short tests, not one of these alone
+SLOWEST_FIRST = ("test_example_project.py", "test_user_pipelines.py", "test_snapshots.py",
+                 "test_faults_snapshots_runs.py", "test_docs_runs.py", "test_plugin_hybrid.py")
+_TIER_ORDER = {"system": 0, "plugin": 1, "unit": 2}
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if (tier := tier_of(item.path)) is not None:
             item.add_marker(tier)
+
+    def rank(item) -> tuple[int, int]:
+        name = item.path.name
+        return (_TIER_ORDER.get(tier_of(item.path), 1),
+                SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST))
+
+    items.sort(key=rank)  # stable: each module keeps its own order
 
 
 class ImpureUnitTest(Exception):

@@ -422,7 +422,7 @@ class RetrievalSession:
         return self.outcome
 
 
-def _judge_holes(session: "RetrievalSession", run: Any) -> str | None:
+def _judge_holes(session: "RetrievalSession", run: Any) -> str:
     """``--retrieval-judge``: grade the pooled holes into the judgments file; the judge's fingerprint."""
     from ..data.judge import JudgeConfig, judge_pairs
     from ..run.judging import pairs, pool
