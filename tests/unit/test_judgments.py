@@ -18,7 +18,7 @@ from pytest_retrieval_eval import QueryResult
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.corpus import open_corpus
 from pytest_retrieval_eval.data.judge import JudgeConfig, Pair, grade_of, judge_pairs, majority
-from pytest_retrieval_eval.data.judgments import (Judge, Judgment, Judgments, append, parse_line, rewrite)
+from pytest_retrieval_eval.data.judgments import Judge, Judgment, Judgments, append, rewrite
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.gate.baseline import compare

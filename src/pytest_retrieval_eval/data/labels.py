@@ -16,7 +16,7 @@ import json
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 from .._textfiles import read_text
 from ..errors import RetrievalEvalError

@@ -152,8 +152,9 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
                       warnings=underpowered(run, max_drops, alpha))
     from ..run.judging import used
 
-    if used(run) is not None:  # a judge that agrees too little with the humans, stale judgments
-        verdict.warnings += used(run).warnings()
+    judgments = used(run)
+    if judgments is not None:  # a judge that agrees too little with the humans, stale judgments
+        verdict.warnings += judgments.warnings()
     if s.shadows or judges_shadows(thresholds):
         from ..run.shadow import shadows as compare_shadows
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from operator import itemgetter
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence

@@ -99,7 +99,8 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
     env = Environment(autoescape=True, keep_trailing_newline=True)
     return env.from_string(template).render(
         subtitle=subtitle, measures=verdict.measures, judge=_judge_text(verdict.run),
-        judged_lines=[line.strip() for line in judged_lines(verdict, width=10 ** 6) + candidate_lines(verdict.run)], summary=summary, legend=" ".join(table.legend(verdict, markdown=True)),
+        judged_lines=[line.strip() for line in judged_lines(verdict, width=10 ** 6) + candidate_lines(verdict.run)],
+        summary=summary, legend=" ".join(table.legend(verdict, markdown=True)),
         miss_at=MISS_AT, svg=plot.run_svg(verdict.run, baseline), engines=engines,
         compare=[q for q in by_query.values() if len(q["cells"]) == len(engines)] if len(engines) > 1 else [],
         lint=[{"summary": l.summary(), "findings": [str(f) for f in l.findings]} for l in verdict.lint],
