@@ -382,3 +382,16 @@ def test_a_shadow_comparison_across_judges_is_refused():
 def test_the_judge_command_needs_a_saved_run(tmp_path, capsys):
     assert cli(["judge", str(tmp_path / "missing.json"), "--corpus", str(CORPUS)]) == 2
     assert "missing.json" in capsys.readouterr().err
+
+
+def test_labels_of_one_kind_give_kappa_0_said_as_such_and_no_warning():
+    run = run_of(one=[["a"], ["b"]])
+    judgments = Judgments([one("q1", "a", 3, kind="calibration", human=1), one("q2", "b", 1, kind="calibration", human=1),
+                           one("q1", "z", 2)])
+    calibration = judgments.calibration(JUDGE_A)
+    assert calibration.one_sided and calibration.kappa == 0.0 and calibration.agreement == 0.5
+    assert calibration.describe().startswith("Cohen's kappa 0.00 (the sample's human labels are all of one kind")
+    used = attach(run, judgments, shown_path="j.jsonl")
+    assert used.one_sided and not [w for w in used.warnings() if "kappa" in w]
+    assert "Cohen's kappa 0.00 (one kind of human label), agreement 50% against the human labels on 2 pairs" in \
+        used.lines()[0]

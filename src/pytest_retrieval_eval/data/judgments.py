@@ -159,15 +159,17 @@ class Calibration:
 
     @property
     def kappa(self) -> float:
-        """Cohen's kappa on relevance: human grade >= 1 against judged grade >= ``RELEVANT_FROM``;
-        NaN when the sample holds one kind of human label only (qrels that judge relevant
-        documents alone): kappa then cannot tell agreement from chance."""
+        """Cohen's kappa on relevance: human grade >= 1 against judged grade >= ``RELEVANT_FROM``
+        (NaN with no pair, or one label used by both throughout)."""
         from ..ir.stats import cohen_kappa
 
-        human = [int(h >= 1) for h, _ in self.pairs]
-        if len(set(human)) < 2:
-            return float("nan")
-        return cohen_kappa(human, [int(g >= RELEVANT_FROM) for _, g in self.pairs])
+        return cohen_kappa([int(h >= 1) for h, _ in self.pairs], [int(g >= RELEVANT_FROM) for _, g in self.pairs])
+
+    @property
+    def one_sided(self) -> bool:
+        """The sample's human labels are all of one kind (qrels that judge relevant documents
+        alone): kappa is then 0 whatever the judge says, and says nothing of it."""
+        return len({h >= 1 for h, _ in self.pairs}) == 1
 
     @property
     def agreement(self) -> float:
@@ -177,10 +179,10 @@ class Calibration:
         return sum((h >= 1) == (g >= RELEVANT_FROM) for h, g in self.pairs) / len(self.pairs)
 
     def describe(self) -> str:
-        k = self.kappa
-        kappa = (f"Cohen's kappa {k:.2f}" if k == k else
-                 "Cohen's kappa undefined (the sample's human labels are all of one kind)")
-        return f"{kappa}, agreement {self.agreement:.0%} against the human labels on {self.n} pairs"
+        why = (" (the sample's human labels are all of one kind: kappa is 0 whatever the judge says, so read the "
+               "agreement)" if self.one_sided else "")
+        k = f"{self.kappa:.2f}" if self.kappa == self.kappa else "undefined"
+        return f"Cohen's kappa {k}{why}, agreement {self.agreement:.0%} against the human labels on {self.n} pairs"
 
     def confusion(self) -> dict[int, dict[int, int]]:
         """Human grade -> judged grade -> pairs."""

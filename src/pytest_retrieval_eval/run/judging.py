@@ -99,13 +99,14 @@ class JudgmentsUsed:
     stale: list[tuple[str, str]] = field(default_factory=list)  # (question, document) whose document changed
     other_judges: int = 0  # judgments in the file by other judges, not used
     calibrated: int = 0
-    kappa: float | None = None  # None: not calibrated, or undefined (one kind of human label)
+    kappa: float | None = None  # None: not calibrated
     agreement: float | None = None
+    one_sided: bool = False  # the calibrated human labels all of one kind: kappa says nothing
     checked: bool = True  # staleness checked against the corpus
 
     def warnings(self) -> list[str]:
         out = []
-        if self.kappa is not None and self.kappa == self.kappa and self.kappa < KAPPA_FLOOR:
+        if self.kappa is not None and self.kappa == self.kappa and self.kappa < KAPPA_FLOOR and not self.one_sided:
             out.append(f"judge {self.judge.model} ({self.judge.fingerprint}) agrees with the human labels at Cohen's "
                        f"kappa {self.kappa:.2f} on {self.calibrated} calibrated pairs, below {KAPPA_FLOOR}: its "
                        "+judged numbers are doubtful")
@@ -120,7 +121,8 @@ class JudgmentsUsed:
         if not self.calibrated:
             calibration = "not calibrated against the human labels (the judge command's --calibrate)"
         else:
-            kappa = f"Cohen's kappa {self.kappa:.2f}" if self.kappa is not None else "Cohen's kappa undefined"
+            shown = f"{self.kappa:.2f}" if self.kappa is not None and self.kappa == self.kappa else "undefined"
+            kappa = f"Cohen's kappa {shown}" + (" (one kind of human label)" if self.one_sided else "")
             calibration = f"{kappa}, agreement {self.agreement:.0%} against the human labels on {self.calibrated} pairs"
         out = [f"+judged: human labels with {self.used} judged hole(s) from {self.path}, judge {self.judge.describe()}; "
                f"{calibration}"]
@@ -133,13 +135,14 @@ class JudgmentsUsed:
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "judge": self.judge.to_dict(), "used": self.used,
                 "stale": [list(p) for p in self.stale], "other_judges": self.other_judges,
-                "calibrated": self.calibrated, "kappa": self.kappa, "agreement": self.agreement, "checked": self.checked}
+                "calibrated": self.calibrated, "kappa": self.kappa, "agreement": self.agreement,
+                "one_sided": self.one_sided, "checked": self.checked}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "JudgmentsUsed":
         return cls(d["path"], Judge.from_dict(d["judge"]), int(d.get("used", 0)),
                    [tuple(p) for p in d.get("stale", [])], int(d.get("other_judges", 0)), int(d.get("calibrated", 0)),
-                   d.get("kappa"), d.get("agreement"), bool(d.get("checked", True)))
+                   d.get("kappa"), d.get("agreement"), bool(d.get("one_sided", False)), bool(d.get("checked", True)))
 
 
 def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str | None = None,
@@ -161,8 +164,9 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
     calibration = judgments.calibration(current)
     record = JudgmentsUsed(shown_path, current, len(used), sorted((j.query_id, j.doc_id) for j in stale),
                            sum(1 for j in judgments if j.judge.fingerprint != current.fingerprint),
-                           calibration.n, calibration.kappa if calibration.kappa == calibration.kappa else None,
-                           calibration.agreement if calibration.n else None, fingerprints is not None)
+                           calibration.n, calibration.kappa if calibration.n else None,
+                           calibration.agreement if calibration.n else None, calibration.n > 0 and calibration.one_sided,
+                           fingerprints is not None)
     run.judgments = record.to_dict()
     return record
 
