@@ -603,12 +603,43 @@ def bench_dormant(repeats: int) -> None:
     ratio("dormant", "configured in the ini / disabled", c, b)
 
 
+def json_server(answer, delay: float = 0.05):
+    """A local server on 127.0.0.1 that answers every GET and POST with ``answer(path, body)``
+    as JSON after ``delay`` seconds (a remote service's latency); (the server, its base URL)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def reply(self, body):
+            time.sleep(delay)
+            data = json.dumps(answer(self.path, body)).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            self.reply(None)
+
+        def do_POST(self):
+            self.reply(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 128
+
+    server = Server(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
 def bench_http_concurrency(repeats: int) -> None:
     """An engine behind HTTP answering in 50 ms: 300 queries serial against 16 at a time, the
     whole user path (adapter, evaluation, results.json), results compared byte for byte."""
-    import json as _json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     from urllib.parse import parse_qs, urlparse
 
     from pytest_retrieval_eval import adapters
@@ -619,28 +650,12 @@ def bench_http_concurrency(repeats: int) -> None:
 
     print("HTTP engine: 300 queries, 50 ms per call, serial vs --retrieval-concurrency 16", flush=True)
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
+    def search(path: str, body: object) -> dict:
+        n = int(parse_qs(urlparse(path).query)["q"][0].split()[-1])
+        return {"hits": [{"id": f"d{(n * 7 + i) % 500}"} for i in range(10)]}
 
-        def do_GET(self):
-            q = parse_qs(urlparse(self.path).query)["q"][0]
-            time.sleep(0.05)
-            n = int(q.split()[-1])
-            body = _json.dumps({"hits": [{"id": f"d{(n * 7 + i) % 500}"} for i in range(10)]}).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    class Server(ThreadingHTTPServer):
-        daemon_threads = True
-        request_queue_size = 128
-
-    server = Server(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/search?q={{query}}&k={{k}}"
+    server, root = json_server(search)
+    url = f"{root}/search?q={{query}}&k={{k}}"
     labeled = LabeledSet(tuple(LabeledQuery(f"q{i}", f"question number {i}", {f"d{(i * 7) % 500}": 1})
                                for i in range(300)), name="synthetic")
     outputs, times = {}, {1: [], 16: []}
@@ -669,38 +684,17 @@ def bench_judging(repeats: int) -> None:
     """The judge: 1,000 (question, document) pairs graded against a chat-completions server that
     answers in 50 ms, one call at a time against 8 at a time (``--judge-concurrency``), each run
     from the pairs to a written judgments file; then the same pairs again, all in the file."""
-    import json as _json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     from pytest_retrieval_eval.data.judge import JudgeConfig, Pair, judge_pairs
     from pytest_retrieval_eval.data.judgments import Judgments
 
     print("judge: 1,000 pairs, 50 ms per call, serial vs 8 at a time", flush=True)
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
+    def grade(path: str, body: dict) -> dict:
+        score = len(body["messages"][-1]["content"]) % 4
+        return {"choices": [{"message": {"role": "assistant", "content": f"##final score: {score}"}}]}
 
-        def do_POST(self):
-            body = _json.loads(self.rfile.read(int(self.headers["content-length"])))
-            time.sleep(0.05)
-            grade = len(body["messages"][-1]["content"]) % 4
-            data = _json.dumps({"choices": [{"message": {"role": "assistant",
-                                                         "content": f"##final score: {grade}"}}]}).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    class Server(ThreadingHTTPServer):
-        daemon_threads = True
-        request_queue_size = 128
-
-    server = Server(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server, root = json_server(grade)
+    url = f"{root}/v1"
     pairs = [Pair(f"q{i // 10}", f"question {i // 10} about topic {i % 37}?", f"d{i}", f"passage {i} " * 30, f"sha{i}")
              for i in range(1000)]
     folder = Path(tempfile.mkdtemp(prefix="retrieval-bench-judge-"))

@@ -207,6 +207,18 @@ def fake_api(monkeypatch):
         yield api
 
 
+@pytest.fixture
+def server(sandbox_tmp):
+    """An embedded PostgreSQL of the test's own, running for the test: the "existing server" a
+    dsn store connects to."""
+    from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
+
+    store = EmbeddedPostgres(tmp_root=sandbox_tmp)
+    store.start()
+    yield store
+    store.stop()
+
+
 @pytest.fixture(scope="session")
 def shared_cache_dir(tmp_path_factory):
     """One embedding cache for the whole test session, so the model loads at most once."""

@@ -108,3 +108,22 @@ def block_at(block: list[str], lines: list[str]) -> bool:
 
 def contiguous_in(block: list[str], lines: list[str]) -> bool:
     return any(block_at(block, lines[i:]) for i in range(len(lines)))
+
+
+def saved_oracle_run(folder: Path, tests: str, *flags: str) -> dict:
+    """A real results.json of the keyword engine and the oracle on the bundled set, saved by a
+    pytest run in ``folder`` (with ``flags``), as read back."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from conftest import CORPUS, QUESTIONS
+
+    (folder / "tox.ini").write_text(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
+                                    "retrieval_engines = keyword oracle\n")
+    (folder / "conftest.py").write_text(textwrap.dedent(ORACLE_CONFTEST))
+    (folder / "test_q.py").write_text(tests)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *flags,
+                           "--retrieval-save-baseline=r.json"], cwd=folder, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+    return json.loads((folder / "r.json").read_text())

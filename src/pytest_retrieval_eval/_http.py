@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ._secrets import API_KEY_ENVS, mask_and_cap, redact
@@ -64,6 +65,23 @@ def api_key_for(url: str, what: str) -> str | None:
     raise RetrievalEvalError(
         f"{what} calls {redact(url)}, which needs an API key: set {API_KEY_ENVS[0]} (or {API_KEY_ENVS[1]}); "
         "a local or private server (RETRIEVAL_EVAL_BASE_URL=http://localhost:11434/v1 for Ollama) needs none")
+
+
+@dataclass(frozen=True)
+class ChatEndpoint:
+    """An OpenAI-compatible chat endpoint and how it is called: question generation and the
+    judge take the same settings (their defaults differ where their work does)."""
+
+    model: str = DEFAULT_CHAT_MODEL
+    url: str | None = None  # default: RETRIEVAL_EVAL_BASE_URL, else OpenRouter
+    temperature: float = 0.0
+    concurrency: int = 4
+    retries: int = 4
+    timeout: float = 60.0
+
+    @property
+    def base(self) -> str:
+        return base_url(self.url)
 
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}

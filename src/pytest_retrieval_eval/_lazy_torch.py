@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.abc
+import importlib.util
 import sys
 
 
@@ -52,11 +53,19 @@ def import_haystack() -> None:
         with _deferred("torch"):
             import haystack  # noqa: F401
             import haystack.utils.device  # noqa: F401
-    if _TOKENIZER not in sys.modules and "nltk" not in sys.modules and "haystack.components" not in sys.modules:
+    if (_TOKENIZER not in sys.modules and "nltk" not in sys.modules and "haystack.components" not in sys.modules
+            and _installed("nltk")):  # without NLTK there is nothing to defer
         with _deferred("nltk"):
             tokenizer = importlib.import_module(_TOKENIZER)
         if not tokenizer.nltk_imports.is_successful():
             _share(tokenizer.nltk_imports, _NltkOnCheck())
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # a finder that refuses it
+        return False
 
 
 class _NltkOnCheck:

@@ -323,7 +323,7 @@ def _judge(args) -> int:
 
         split = Chunking(split_length=args.split_length, split_overlap=args.split_overlap)
         record = candidates_record(candidates, corpus, split, shown_path=str(args.candidates), weight=0.0,
-                                   judgments=Judgments.load(path), judge=config.judge)
+                                   judgments=judgments, judge=config.judge)
         print(f"candidates ({len(record['items'])} from {args.candidates}), lexical novelty against {args.corpus}:")
         for item in record["items"]:
             print(f"  {Novelty.from_dict(item).describe()}")

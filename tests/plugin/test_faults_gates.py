@@ -8,11 +8,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS
 from pytest_retrieval_eval.cli import main as cli
 
 RETRIEVAL_TEST = """
@@ -141,17 +139,9 @@ def test_the_report_command_names_both_days_too(bundled_project, old_baseline, t
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     """A real results.json of keyword and oracle on the bundled set, three trials each."""
-    from projects import ORACLE_CONFTEST as CONFTEST
+    from projects import saved_oracle_run
 
-    folder = tmp_path_factory.mktemp("saved")
-    (folder / "tox.ini").write_text(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
-                                    "retrieval_engines = keyword oracle\n")
-    (folder / "conftest.py").write_text(textwrap.dedent(CONFTEST))
-    (folder / "test_q.py").write_text(BUNDLED)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-trials=3",
-                           "--retrieval-save-baseline=r.json"], cwd=folder, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout
-    return json.loads((folder / "r.json").read_text())
+    return saved_oracle_run(tmp_path_factory.mktemp("saved"), BUNDLED, "--retrieval-trials=3")
 
 
 def _last_id(doc, i=0):

@@ -15,22 +15,9 @@ TESTS = "import pytest\n\n@pytest.mark.retrieval\ndef test_q(retrieval_results):
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     """A real results.json of two engines (keyword and oracle) on the bundled set."""
-    import subprocess
-    import sys
+    from projects import saved_oracle_run
 
-    from conftest import CORPUS, QUESTIONS
-    from projects import ORACLE_CONFTEST as CONFTEST
-
-    folder = tmp_path_factory.mktemp("saved")
-    (folder / "tox.ini").write_text(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
-                                    "retrieval_engines = keyword oracle\n")
-    import textwrap
-    (folder / "conftest.py").write_text(textwrap.dedent(CONFTEST))
-    (folder / "test_q.py").write_text(TESTS)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-save-baseline=r.json"],
-                          cwd=folder, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout
-    return json.loads((folder / "r.json").read_text())
+    return saved_oracle_run(tmp_path_factory.mktemp("saved"), TESTS)
 
 
 def run(tmp_path, doc, *args, capsys):

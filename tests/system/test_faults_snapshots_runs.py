@@ -298,16 +298,6 @@ def test_more_dimensions_than_halfvec_takes_is_one_line_naming_the_limit_and_the
 # --- warnings are one capped line ---------------------------------------------------------------
 
 
-@pytest.fixture
-def server(sandbox_tmp):
-    from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
-
-    store = EmbeddedPostgres(tmp_root=sandbox_tmp)
-    store.start()
-    yield store
-    store.stop()
-
-
 def stop_warnings(store) -> list[str]:
     from pytest_retrieval_eval.hybrid.snapshots import SnapshotWarning
 

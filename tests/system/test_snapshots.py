@@ -109,16 +109,6 @@ def test_the_bound_evicts_the_least_recently_used(tmp_path):
     assert removed == ["mid"] and sorted(p.name for p in root.iterdir()) == ["new", "old"]
 
 
-@pytest.fixture
-def server(sandbox_tmp):
-    from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
-
-    store = EmbeddedPostgres(tmp_root=sandbox_tmp)
-    store.start()
-    yield store
-    store.stop()
-
-
 def test_kept_tables_on_an_existing_server_are_reused_by_the_next_session(project, tmp_path, server):
     import psycopg
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from .._http import DEFAULT_CHAT_MODEL, api_key_for, base_url, post_json
+from .._http import DEFAULT_CHAT_MODEL, ChatEndpoint, api_key_for, base_url, post_json
 from .._secrets import mask_and_cap, redact
 from .corpus import Corpus
 from ..errors import RetrievalEvalError
@@ -54,18 +54,8 @@ DEFAULT_MODEL = DEFAULT_CHAT_MODEL
 
 
 @dataclass(frozen=True)
-class GeneratorConfig:
-    model: str = DEFAULT_MODEL
-    url: str | None = None  # default: RETRIEVAL_EVAL_BASE_URL, else OpenRouter
-    temperature: float = 0.0
-    concurrency: int = 4
-    retries: int = 4
-    timeout: float = 60.0
+class GeneratorConfig(ChatEndpoint):
     filters: QuestionFilter = QuestionFilter()
-
-    @property
-    def base(self) -> str:
-        return base_url(self.url)
 
 
 @dataclass

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .._http import DEFAULT_CHAT_MODEL, api_key_for, base_url, post_json
+from .._http import ChatEndpoint, api_key_for, post_json
 from .._secrets import mask_and_cap
 from ..errors import RetrievalEvalError
 from ..types import sha256_text
@@ -69,20 +69,11 @@ def majority(votes: Sequence[int]) -> int:
 
 
 @dataclass(frozen=True)
-class JudgeConfig:
-    model: str = DEFAULT_CHAT_MODEL
-    url: str | None = None  # default: RETRIEVAL_EVAL_BASE_URL, else OpenRouter
-    temperature: float = 0.0
-    votes: int = 1
+class JudgeConfig(ChatEndpoint):
     concurrency: int = 8
+    votes: int = 1
     #: requests per second at most (None: no limit beyond ``concurrency``)
     rate: float | None = None
-    retries: int = 4
-    timeout: float = 60.0
-
-    @property
-    def base(self) -> str:
-        return base_url(self.url)
 
     @property
     def judge(self) -> Judge:
@@ -194,6 +185,7 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
         with httpx.Client(timeout=config.timeout, limits=limits) as client, \
                 ThreadPoolExecutor(config.concurrency) as pool:
             pending = {pool.submit(ask, p): p for p in todo}
+            written: list[Judgment] = []
             try:
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -207,12 +199,13 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
                                 exc if isinstance(exc, RetrievalEvalError) else f"{type(exc).__name__}: {exc}", 200)
                     if finished:
                         append(path, finished)
+                        written += finished
                         report.asked += len(finished)
             finally:
                 for future in pending:
                     future.cancel()
         report.calls = calls[0]
-        rewrite(path, Judgments.load(path))
+        rewrite(path, Judgments([*existing, *written]))  # the file's lines and ours, under the lock
     report.seconds = time.perf_counter() - started
     return report
 

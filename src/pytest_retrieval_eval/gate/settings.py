@@ -144,8 +144,8 @@ def table_measures(run: RunResults, configured: Sequence[Measure]) -> list[str]:
         names += [f"freshness.stale_free@{FRESHNESS_K}", f"freshness.conflict_free@{FRESHNESS_K}"]
     if any(e.judge is not None for e in run.evaluations) and not any(m.judged for m in configured):
         # with judgments, each measure on relevance labels beside its judged counterpart
-        names = [x for n in names for x in ([n] if Measure.parse(n).freshness or Measure.parse(n).count
-                                            else [n, Measure.parse(n).with_judgments().name])]
+        parsed = [Measure.parse(n) for n in names]
+        names = [x for m in parsed for x in ([m.name] if m.freshness or m.count else [m.name, m.with_judgments().name])]
     return names
 
 

@@ -132,22 +132,23 @@ class Snapshots:
                 manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
                 matches = (manifest.get("postgres") == postgres and manifest.get("plugin") == plugin_version()
                            and (table is None or table in manifest.get("tables", {})))
-                found += [(path.stat().st_mtime, path.name)] if matches else []
+                found += [(path.stat().st_mtime, path.name, manifest)] if matches else []
             except (OSError, ValueError, AttributeError):
                 continue  # unreadable: ``find`` of its own key sets it aside
-        for _, key in sorted(found, reverse=True):
-            snapshot = self.find(key)
+        for _, key, manifest in sorted(found, key=lambda f: f[:2], reverse=True):
+            snapshot = self.find(key, manifest)  # read once: manifests hold every chunk, megabytes
             if snapshot is not None:
                 return snapshot
         return None
 
-    def find(self, key: str) -> Snapshot | None:
-        """The snapshot of ``key`` if it proves itself; one that does not is set aside (one warning)."""
+    def find(self, key: str, manifest: dict[str, Any] | None = None) -> Snapshot | None:
+        """The snapshot of ``key`` if it proves itself (``manifest``: its manifest, read already);
+        one that does not is set aside (one warning)."""
         self.sweep()
         path = self.root / key
         if not path.is_dir():
             return None
-        manifest, problem = self._verify(path, key)
+        manifest, problem = self._verify(path, key, manifest)
         if problem is not None:
             self.set_aside(path, problem)
             return None
@@ -155,10 +156,11 @@ class Snapshots:
         return Snapshot(key, path, manifest)
 
     @staticmethod
-    def _verify(path: Path, key: str) -> tuple[dict[str, Any], str | None]:
+    def _verify(path: Path, key: str, manifest: Any = None) -> tuple[dict[str, Any], str | None]:
         """(manifest, None), or (_, why the snapshot cannot be trusted)."""
         try:
-            manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+            if manifest is None:
+                manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}, "it has no manifest"
         except (OSError, ValueError) as exc:  # truncated, not JSON, not UTF-8, unreadable

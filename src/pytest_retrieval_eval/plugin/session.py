@@ -373,10 +373,12 @@ class RetrievalSession:
         try:
             found = used(run)
             judgments = Judgments.load(j.judgments) if j.judgments is not None and found is not None else None
+            ingested = self._indexes.get(self.config.hybrid.ingest)  # chunked already: not split again
             run.candidates = candidates_record(self.candidate_docs(), self.corpus(), self.config.hybrid.ingest,
                                                shown_path=shown(j.candidates), weight=j.novelty_weight,
                                                embed=self.embedder().embed, judgments=judgments,
-                                               judge=found.judge if found is not None else None)
+                                               judge=found.judge if found is not None else None,
+                                               chunks=ingested.chunks if ingested is not None else None)
         except RetrievalEvalError as exc:
             return [f"candidates {shown(j.candidates)}: {exc}"]
         return []

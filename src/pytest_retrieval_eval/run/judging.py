@@ -249,17 +249,19 @@ def candidate_pairs(candidates: Any, run: RunResults) -> list[Pair]:
 
 
 def candidates_record(candidates: Any, corpus: Any, chunking: Any, *, shown_path: str, weight: float,
-                      embed: Any = None, judgments: Judgments | None = None, judge: Judge | None = None
-                      ) -> dict[str, Any]:
+                      embed: Any = None, judgments: Judgments | None = None, judge: Judge | None = None,
+                      chunks: Sequence[Any] | None = None) -> dict[str, Any]:
     """What results.json keeps of the candidates: each one's novelty against ``corpus`` (split
-    with ``chunking``), with the questions ``judge`` says it answers; the weight of the blend."""
+    with ``chunking``, or its ``chunks`` as ingested), with the questions ``judge`` says it
+    answers; the weight of the blend."""
     from dataclasses import replace
 
     from ..data.chunking import chunk_corpus
     from ..data.judgments import RELEVANT_FROM
     from ..data.novelty import novelty
 
-    found = novelty(chunk_corpus(candidates, chunking), chunk_corpus(corpus, chunking), embed)
+    existing = chunks if chunks is not None else chunk_corpus(corpus, chunking)
+    found = novelty(chunk_corpus(candidates, chunking), existing, embed)
     if judgments is not None and judge is not None:
         fingerprints = {d.doc_id: d.fingerprint for d in candidates.docs}
         answers: dict[str, list[tuple[str, int]]] = {}

@@ -91,6 +91,7 @@ class EvaluationResult:
     _values: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
     _cis: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
     _run: Run | None = field(default=None, repr=False)
+    _filled: dict[str, dict[str, int]] | None = field(default=None, repr=False)
 
     # --- identity and counts -----------------------------------------------------------------
     @property
@@ -140,16 +141,19 @@ class EvaluationResult:
         self.judged, self.judge = judged, judge
         self._values.clear()
         self._cis.clear()
+        self._filled = None
 
     @property
     def filled_qrels(self) -> dict[str, dict[str, int]]:
         """The human labels with the judged holes filled (a human label always wins): a judged
         grade from ``RELEVANT_FROM`` is relevant (1), a lower one judged not relevant (0)."""
-        from ..data.judgments import RELEVANT_FROM
+        if self._filled is None:  # made once: every +judged measure reads them
+            from ..data.judgments import RELEVANT_FROM
 
-        human = self.labeled.qrels.judgements
-        return {q: {**{d: int(g >= RELEVANT_FROM) for d, g in self.judged.get(q, {}).items()}, **docs}
-                for q, docs in human.items()}
+            human = self.labeled.qrels.judgements
+            self._filled = {q: {**{d: int(g >= RELEVANT_FROM) for d, g in self.judged.get(q, {}).items()}, **docs}
+                            for q, docs in human.items()}
+        return self._filled
 
     def per_query(self, measure: "str | Measure") -> dict[str, float]:
         parsed = Measure.parse(measure)
