@@ -28,6 +28,7 @@ _PUBLIC = {
     "Engine": "engines.base",
     "AsyncEngine": "engines.base",
     "EngineRegistry": "engines.base",
+    "Stages": "engines.base",
     "EvaluationResult": "run.results",
     "hybrid_variant": "plugin.engines",
     "adapters": "engines.adapters",  # a module: adapters.function(...), adapters.http(...)
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from .data.corpus import Corpus
     from .data.judgments import Judge, Judgment, Judgments
     from .data.labeled import LabeledSet
-    from .engines.base import AsyncEngine, Engine, EngineRegistry
+    from .engines.base import AsyncEngine, Engine, EngineRegistry, Stages
     from .errors import RetrievalEvalError
     from .ir.measures import Measure
     from .ir.metrics import evaluate, per_query_frame

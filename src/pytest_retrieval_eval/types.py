@@ -119,6 +119,9 @@ class LabeledQuery:
     question: str
     relevant: Mapping[str, int]
     source: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: segments the question belongs to: the team's own tags (a CSV column, a JSONL field, the
+    #: cache's ``tags``) and those the plugin derives (``data/segments.py``), sorted
+    tags: tuple[str, ...] = field(default=(), compare=False, hash=False)
 
     @property
     def name(self) -> str:
@@ -134,6 +137,30 @@ class LabeledQuery:
 
 
 @dataclass(frozen=True)
+class Stage:
+    """Where one stage of an engine put a query's relevant documents (``engines.base.Stages``):
+    a ``leg`` (one retriever's candidates) or a ``step`` (a cut of what came before: fusion, the
+    rerank window, the rerank); ``size`` documents held, ``ranks`` relevant doc id -> 1-based rank
+    (a relevant document it did not hold is not there)."""
+
+    name: str
+    kind: str  # "leg" | "step"
+    size: int
+    ranks: Mapping[str, int] = field(default_factory=dict)
+
+    def to_list(self) -> list:
+        return [self.name, self.kind, self.size, dict(sorted(self.ranks.items()))]
+
+    @classmethod
+    def from_list(cls, raw: Any) -> "Stage":
+        name, kind, size, ranks = raw
+        if kind not in ("leg", "step") or not isinstance(size, int) or not isinstance(ranks, dict) or not all(
+                isinstance(r, int) and r >= 1 for r in ranks.values()):
+            raise ValueError(f"stage {raw!r:.60}: expected [name, 'leg' or 'step', size, {{doc id: rank}}]")
+        return cls(str(name), kind, size, dict(ranks))
+
+
+@dataclass(frozen=True)
 class QueryResult:
     """What one engine returned for one query: a ranking, or the error it raised (never hidden)."""
 
@@ -141,6 +168,8 @@ class QueryResult:
     doc_ids: tuple[str, ...] = ()
     error: str | None = None
     seconds: float = 0.0
+    #: where each of the engine's stages put the relevant documents, when it reports stages
+    stages: tuple[Stage, ...] = ()
 
     @property
     def errored(self) -> bool:

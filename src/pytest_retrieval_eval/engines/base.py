@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..errors import RetrievalEvalError
@@ -55,6 +56,41 @@ class Concurrent(Protocol):
     session's setting); it wins over ``--retrieval-concurrency``."""
 
     concurrency: int | None
+
+
+@dataclass(frozen=True)
+class Stages:
+    """What ``retrieve_stages`` returns: the answer (``ranked``, as ``retrieve`` would return
+    it) and what each stage held on the way, best first: ``legs``, each retriever's candidates
+    (asked side by side), then ``steps`` in order, each a cut of what came before (fusion, a
+    rerank window, the rerank). Ids may be chunk ids (``doc:3``); they are folded as answers are."""
+
+    ranked: Sequence[Any]
+    legs: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    steps: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, value: Any) -> "Stages":
+        """A ``Stages``, or the same as a mapping with ``ranked``, ``legs`` and ``steps``."""
+        if isinstance(value, Stages):
+            return value
+        if isinstance(value, Mapping) and "ranked" in value:
+            return cls(value["ranked"], dict(value.get("legs") or {}), dict(value.get("steps") or {}))
+        raise TypeError(f"retrieve_stages() returned {type(value).__name__}; expected Stages(ranked, legs, steps) "
+                        "or a mapping with 'ranked', 'legs' and 'steps'")
+
+
+@runtime_checkable
+class Staged(Protocol):
+    """Optional: ``retrieve_stages(query, k)`` answers as ``retrieve`` does and says what each
+    stage held (``Stages``); the plugin calls it instead of ``retrieve``, so a miss is
+    attributed to the stage that lost the answer ("cut by fusion", "never a candidate")."""
+
+    def retrieve_stages(self, query: str, k: int) -> Stages: ...
+
+
+def is_staged(engine: Engine) -> bool:
+    return callable(getattr(engine, "retrieve_stages", None)) and not is_async(engine)
 
 
 def is_async(engine: Engine) -> bool:

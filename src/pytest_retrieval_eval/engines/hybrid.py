@@ -95,16 +95,26 @@ class HybridEngine:
         return self._query_vectors[query]
 
     def retrieve(self, query: str, k: int) -> list[str]:
+        return list(self.retrieve_stages(query, k).ranked)
+
+    def retrieve_stages(self, query: str, k: int):
+        """The answer and what each stage held (``engines.base.Stages``): the keyword and vector
+        legs, the fusion, and with a reranker its window and its order, as documents."""
+        from .base import Stages
+
         filters = self.index.filters
-        lists = []
+        legs: dict[str, list] = {}
         self.queries += 1
         if self.config.use_keyword:
             found = self.keyword.run(query=query, filters=filters)["documents"]
             self.keyword_empty += not found
-            lists.append(found)
+            legs["keyword"] = found
         if self.config.use_vector:
-            lists.append(self.vector.run(query_embedding=self._vector_of(query), filters=filters)["documents"])
-        fused = self.joiner.run(documents=lists)["documents"]
+            legs["vector"] = self.vector.run(query_embedding=self._vector_of(query), filters=filters)["documents"]
+        fused = self.joiner.run(documents=list(legs.values()))["documents"]
+        steps = {"fusion": chunks_to_docs(fused)}
         if self.reranker is not None:
-            fused = self.reranker.run(query=query, documents=fused[: self.config.rerank_top_k])["documents"]
-        return chunks_to_docs(fused)[:k]
+            window = fused[: self.config.rerank_top_k]
+            fused = self.reranker.run(query=query, documents=window)["documents"]
+            steps["rerank window"], steps["rerank"] = chunks_to_docs(window), chunks_to_docs(fused)
+        return Stages(chunks_to_docs(fused)[:k], {name: chunks_to_docs(c) for name, c in legs.items()}, steps)

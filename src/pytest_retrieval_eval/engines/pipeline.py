@@ -54,11 +54,12 @@ class PipelineEngine:
     concurrency = 1
 
     def __init__(self, name: str, file: Any, store: Any, table: str, cache: Any, *,
-                 inputs: Sequence[str] = (), id_field: str = "doc_id") -> None:
+                 inputs: Sequence[str] = (), id_field: str = "doc_id", index: Any = None) -> None:
         from ..hybrid.haystack_internals import fetch_binary
         from ..hybrid.user_pipelines import cache_embedders, load, point_at
 
         self.name, self.file, self.id_field = name, file, id_field
+        self.index = index  # what the team's ingestion wrote (its chunks and their lint), when known
         self.pipeline = load(file)
         point_at(self.pipeline, file, store, table)
         for ds in {id(c.document_store): c.document_store for _, c in self.pipeline.walk()

@@ -120,6 +120,10 @@ def join_shares(parts: list[dict]) -> Any:
     whole["run_lint"] = {k: [q for q in order_ids if any(q in p.get("run_lint", {}).get(k, ()) for p in parts)]
                          for k in parts[0].get("run_lint", {})}
     whole["labeled"] = {**whole["labeled"], "fingerprint": parts[0]["share"]["of"]}
+    if any("evidence" in p for p in parts):  # each share gathered it on its own questions
+        from ..run.causes import Evidence
+
+        whole["evidence"] = Evidence.merged([Evidence.from_dict(p.get("evidence")) for p in parts]).to_dict()
     result = EvaluationResult.from_dict(whole)
     if result.labeled.computed_fingerprint != parts[0]["share"]["of"]:  # the joined queries: the whole set
         raise RuntimeError(f"shares of {whole['engine']} do not make up the labeled set")
@@ -311,7 +315,12 @@ class RetrievalSession:
             first = once()
             first.trial_results = tuple(once().results for _ in range(run.trials - 1))
             if corpus is not None:
+                from ..run.causes import gather
+
                 first.freshness = self.freshness(corpus)
+                index = getattr(engine, "index", None)  # the plugin's store it reads: chunks and their lint
+                first.evidence = gather(labeled.queries, corpus, getattr(index, "chunks", None),
+                                        getattr(index, "lint", None))
             if corpus is not None:  # what the drill-down page shows of the documents, taken now
                 self._snippets.update(snippets([first], corpus))
             if not record:

@@ -24,9 +24,9 @@ from typing import Any, Container, Mapping
 from .._secrets import redact
 from ..data.labeled import LabeledSet
 from ..engines.adapters import ranked_ids
-from ..engines.base import DEFAULT_DEPTH, Engine, Prepares, concurrency_of, describe, is_async
+from ..engines.base import DEFAULT_DEPTH, Engine, Prepares, Stages, concurrency_of, describe, is_async, is_staged
 from ..ir.runs import dedupe
-from ..types import QueryResult, id_problem
+from ..types import QueryResult, Stage, id_problem
 from .lint import KINDS as RUN_LINT_KINDS, TIE_CUTOFFS
 from .results import EvaluationResult
 
@@ -61,8 +61,13 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
     lint: dict[str, list[str]] = {k: [] for k in RUN_LINT_KINDS}
     for q, (answer, error, seconds) in zip(labeled.queries, answers):
         doc_ids: tuple[str, ...] = ()
+        stages: tuple[Stage, ...] = ()
         if error is None:
             try:
+                if is_staged(engine):
+                    staged = Stages.of(answer)
+                    answer = staged.ranked
+                    stages = _stages(staged, q.relevant, known_ids)
                 ids = ranked_ids(answer)
                 if known_ids is not None:
                     ids, n = _fold_chunks(ids, known_ids)
@@ -82,7 +87,7 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
                     unknown.update((d, None) for d in doc_ids if d not in known_ids)
             except Exception as exc:  # a malformed answer: recorded, counted as a miss
                 error = redact(f"{type(exc).__name__}: {exc}")
-        results.append(QueryResult(q.query_id, doc_ids, error, seconds))
+        results.append(QueryResult(q.query_id, doc_ids, error, seconds, stages if error is None else ()))
     info = dict(describe(engine))
     if width > 1:
         info["concurrency"] = width
@@ -97,6 +102,22 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
                                f"{', '.join(list(unknown)[:3])}{looks}")
     return EvaluationResult(name or engine.name, labeled, tuple(results), info, depth, dict(context or {}),
                             run_lint={k: tuple(v) for k, v in lint.items() if v})
+
+
+def _stages(staged: Stages, relevant: Mapping[str, int], known: Container[str] | None) -> tuple[Stage, ...]:
+    """Each stage's size and the ranks of the query's relevant documents in it, ids folded as
+    the answer's are (chunks to their documents, repeats dropped)."""
+    wanted = {d for d, g in relevant.items() if g >= 1}
+    out = []
+    for kind, group in (("leg", staged.legs), ("step", staged.steps)):
+        for name, found in group.items():
+            ids = ranked_ids(found)
+            if known is not None:
+                ids, _ = _fold_chunks(ids, known)
+            unique = dedupe(ids)
+            out.append(Stage(str(name), kind, len(unique),
+                             {d: rank for rank, d in enumerate(unique, start=1) if d in wanted}))
+    return tuple(out)
 
 
 def _tied_at_a_cutoff(answer: Any) -> bool:
@@ -353,13 +374,14 @@ def _call(engine: Engine, question: str, depth: int, timeout: float | None):
     """``engine.retrieve``, in a daemon thread when there is a time limit: a hung call is left
     behind (it cannot be killed) and cannot keep the process from exiting. The answer is read
     into a list inside that thread, so a lazy answer (a generator) is also timed."""
+    ask = engine.retrieve_stages if is_staged(engine) else engine.retrieve  # type: ignore[attr-defined]
     if timeout is None:
-        return _materialised(engine.retrieve(question, depth))
+        return _materialised(ask(question, depth))
     box: dict[str, Any] = {}
 
     def run() -> None:
         try:
-            box["value"] = _materialised(engine.retrieve(question, depth))
+            box["value"] = _materialised(ask(question, depth))
         except BaseException as exc:  # handed to the caller
             box["error"] = exc
 

@@ -88,7 +88,11 @@ class EvaluationResult:
     judged: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     #: the judge those labels come from (``Judge.to_dict()``); None: no judgments attached
     judge: Mapping[str, Any] | None = None
+    #: what the run knew of the relevant documents (``run/causes.py``): not in the corpus, not
+    #: ingested, past the embedder window, duplicated; None when the engine was run without a corpus
+    evidence: Any = None
     _values: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
+    _causes: dict[int, Any] = field(default_factory=dict, repr=False)
     _cis: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
     _run: Run | None = field(default=None, repr=False)
     _filled: dict[str, dict[str, int]] | None = field(default=None, repr=False)
@@ -140,6 +144,7 @@ class EvaluationResult:
         the labels before are forgotten."""
         self.judged, self.judge = judged, judge
         self._values.clear()
+        self._causes.clear()
         self._cis.clear()
         self._filled = None
 
@@ -265,6 +270,20 @@ class EvaluationResult:
         ranks = [r for r in self.first_relevant_rank.values() if r is not None]
         n = max(self.n, 1)
         return [sum(1 for r in ranks if r <= k) / n for k in range(1, depth + 1)]
+
+    def causes(self, k: int) -> dict[str, Any]:
+        """Query id -> why it missed at ``k`` (``run.causes.Cause``), for the missed questions."""
+        if k not in self._causes:
+            from .causes import causes
+
+            self._causes[k] = causes(self, k)
+        return self._causes[k]
+
+    def misses(self, k: int) -> Any:
+        """The misses at ``k`` counted by cause (``run.causes.Misses``): the line under the table."""
+        from .causes import Misses
+
+        return Misses(self.engine, self.labeled.name, k, self.n, tuple(self.causes(k).values()))
 
     def worst(self, measure: str, limit: int = 5) -> list[str]:
         """One line per worst-scoring query (below the best possible value), worst first."""

@@ -20,7 +20,8 @@ from ..data.labeled import LabeledSet
 from ..data.lint import LintReport
 from ..engines.base import DEFAULT_DEPTH
 from ..errors import RetrievalEvalError
-from ..types import LabeledQuery, QueryResult
+from ..types import LabeledQuery, QueryResult, Stage
+from .causes import Evidence
 from .lint import KINDS as RUN_LINT_KINDS
 from .results import FORMAT, METRICS_DEFINITION, VERSION, EvaluationResult, RunResults
 
@@ -52,6 +53,10 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
                                  "ranked": list(r.doc_ids), "error": r.error}
         if timing:
             entry["seconds"] = r.seconds
+        if q.tags:
+            entry["tags"] = list(q.tags)
+        if r.stages:  # where each stage put the relevant documents: what a miss's cause reads
+            entry["stages"] = [st.to_list() for st in r.stages]
         if self.judged.get(r.query_id):  # the judge's labels of the holes: what +judged measures read
             entry["judged"] = dict(sorted(self.judged[r.query_id].items()))
         queries.append(entry)
@@ -73,6 +78,8 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
         d["freshness"] = self.freshness.to_dict()
     if self.judge is not None:
         d["judge"] = dict(self.judge)
+    if self.evidence is not None:
+        d["evidence"] = self.evidence.to_dict()
     if measures is not None:
         d["errors"] = self.errors
         d["trials"] = self.trial_means(measures)
@@ -93,15 +100,20 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
             raise ValueError(f"'queries' entry {q['id']!r}: relevance grades must be whole numbers")
         if not isinstance(q["ranked"], list) or not all(isinstance(r, str) for r in q["ranked"]):
             raise ValueError(f"'queries' entry {q['id']!r}: ranked must be a list of doc ids")
+        tags = q.get("tags", [])
+        if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
+            raise ValueError(f"'queries' entry {q['id']!r}: tags must be a list of names")
         judged = q.get("judged", {})
         if not isinstance(judged, dict) or not all(g in (0, 1, 2, 3) and not isinstance(g, bool) for g in judged.values()):
             raise ValueError(f"'queries' entry {q['id']!r}: judged must map doc ids to the judge's grades 0-3")
-    labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"]) for q in queries),
+    labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"], tags=tuple(q.get("tags", ())))
+                                       for q in queries),
                                  name=lab["name"], recorded_fingerprint=lab["fingerprint"],
                                  provenance={"stale_left_out": dict(lab.get("stale_left_out") or {}),
                                              **({"stale_names": dict(lab["stale_names"])}
                                                 if lab.get("stale_names") else {})})
-    results = tuple(QueryResult(q["id"], tuple(q["ranked"]), q["error"], q.get("seconds", 0.0)) for q in queries)
+    results = tuple(QueryResult(q["id"], tuple(q["ranked"]), q["error"], q.get("seconds", 0.0),
+                                tuple(Stage.from_list(st) for st in q.get("stages", ()))) for q in queries)
     trials = tuple(tuple(QueryResult(q["id"], tuple(ranked), error) for q, (ranked, error) in zip(queries, t))
                    for t in d.get("trial_rankings", []))
     corpus = d.get("corpus") or {}
@@ -113,7 +125,8 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
     return EvaluationResult(d["engine"], labeled, results, d.get("engine_info", {}), d.get("depth", DEFAULT_DEPTH),
                             {k: v for k, v in context.items() if v is not None}, trials, run_lint,
                             Freshness.from_dict(d.get("freshness")),
-                            {q["id"]: dict(q["judged"]) for q in queries if q.get("judged")}, judge)
+                            {q["id"]: dict(q["judged"]) for q in queries if q.get("judged")}, judge,
+                            Evidence.from_dict(d.get("evidence")))
 
 
 def run_to_json(self: RunResults, judged: Any = None) -> str:

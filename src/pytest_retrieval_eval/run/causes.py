@@ -1,0 +1,257 @@
+"""Why a question missed: one cause per engine, question and cutoff, from what the run recorded.
+
+A miss (no relevant document in the top k) is attributed, first match wins, to:
+
+- ``error``: the engine call failed;
+- ``not-in-corpus``: no relevant document is in the corpus; ``not-ingested``: none has a chunk in
+  the engine's store;
+- ``judged``: the top k holds documents the judge graded relevant (a hole, not a miss);
+- ``stale-version``: a stale version of a relevant document is in the top k;
+  ``near-duplicate``: a document whose chunks duplicate a relevant one's (corpus lint) is;
+- ``ranked``: a relevant document is retrieved, deeper than k ("ranked 7");
+- with stages (``engines.base.Stages``): ``cut`` (a leg had it, a step let it go: "cut by
+  fusion"), ``never-candidate`` (no leg had it: "keyword leg empty");
+- ``window``: not retrieved, and its text runs past the embedder's window;
+- ``absent``: not retrieved, for no reason the run can see.
+
+What a cause rests on is recorded with the result (stage ranks per query, ``Evidence`` per
+evaluation), so ``report`` rebuilds every cause from results.json.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Container, Iterable, Mapping, Sequence
+
+from ..types import Chunk, LabeledQuery, QueryResult
+
+#: every cause, in the order the summary line lists them
+KINDS = ("error", "not-in-corpus", "not-ingested", "judged", "stale-version", "near-duplicate", "ranked", "cut",
+         "never-candidate", "window", "absent")
+_CHUNK_IDS = re.compile(r"(\S+?):\d+\b")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the run knew of the relevant documents besides the rankings: those not in the
+    corpus, those with no chunk in the engine's store, those with a chunk past the embedder's
+    window (doc id -> what the lint found), and those another document duplicates (doc id ->
+    the other documents, from the lint's exact and near-duplicate checks)."""
+
+    missing: tuple[str, ...] = ()
+    not_ingested: tuple[str, ...] = ()
+    truncated: Mapping[str, str] = field(default_factory=dict)
+    duplicates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"missing": list(self.missing), "not_ingested": list(self.not_ingested),
+                "truncated": dict(sorted(self.truncated.items())),
+                "duplicates": {d: list(v) for d, v in sorted(self.duplicates.items())}}
+
+    @classmethod
+    def merged(cls, parts: Iterable["Evidence | None"]) -> "Evidence":
+        """The evidence of several shares of one labeled set, as one."""
+        found = [p for p in parts if p is not None]
+        dupes: dict[str, set[str]] = {}
+        for p in found:
+            for d, v in p.duplicates.items():
+                dupes.setdefault(d, set()).update(v)
+        return cls(tuple(sorted({d for p in found for d in p.missing})),
+                   tuple(sorted({d for p in found for d in p.not_ingested})),
+                   dict(sorted({d: t for p in found for d, t in p.truncated.items()}.items())),
+                   {d: tuple(sorted(v)) for d, v in sorted(dupes.items())})
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "Evidence | None":
+        if d is None:
+            return None
+        if not isinstance(d, Mapping) or not all(isinstance(v, str) for v in d.get("truncated", {}).values()):
+            raise ValueError("'evidence' must map missing, not_ingested, truncated and duplicates")
+        return cls(tuple(d.get("missing", ())), tuple(d.get("not_ingested", ())), dict(d.get("truncated", {})),
+                   {k: tuple(v) for k, v in d.get("duplicates", {}).items()})
+
+
+def gather(queries: Iterable[LabeledQuery], corpus: Container[str] | None, chunks: Sequence[Chunk] | None = None,
+           lint: Any = None) -> Evidence:
+    """The evidence on the relevant documents of ``queries``: ``corpus`` (ids), the engine's
+    ingested ``chunks`` and their ``lint`` where it reads a store of the plugin's."""
+    relevant = sorted({d for q in queries for d, g in q.relevant.items() if g >= 1})
+    missing = tuple(d for d in relevant if corpus is not None and d not in corpus)
+    stored = {c.doc_id for c in chunks} if chunks is not None else None
+    not_ingested = tuple(d for d in relevant if stored is not None and d not in missing and d not in stored)
+    truncated: dict[str, list[str]] = {}
+    duplicates: dict[str, set[str]] = {}
+    wanted = set(relevant)
+    for f in getattr(lint, "findings", ()) or ():
+        doc = f.chunk_id.rsplit(":", 1)[0]
+        if f.kind == "truncated" and doc in wanted:
+            truncated.setdefault(doc, []).append(f"{f.chunk_id}: {f.detail.split(':')[0]}")
+        elif f.kind in ("duplicate", "near_duplicate"):
+            others = {m for m in _CHUNK_IDS.findall(f.detail)} - {doc}
+            for other in others:
+                if doc in wanted:
+                    duplicates.setdefault(doc, set()).add(other)
+                if other in wanted:
+                    duplicates.setdefault(other, set()).add(doc)
+    return Evidence(missing, not_ingested, {d: "; ".join(v) for d, v in sorted(truncated.items())},
+                    {d: tuple(sorted(v)) for d, v in sorted(duplicates.items())})
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why one question missed at one cutoff: ``kind`` (one of ``KINDS``), what a person reads
+    (``text``), and the group it is counted in on the summary line (``group``)."""
+
+    query_id: str
+    kind: str
+    text: str
+    group: str
+    rank: int | None = None  # of the first relevant document, when retrieved deeper than k
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "text": self.text}
+
+
+def cause_of(query: LabeledQuery, result: QueryResult, k: int, *, evidence: Evidence | None = None,
+             freshness: Any = None, judged: Mapping[str, int] | None = None) -> Cause | None:
+    """The cause of ``query``'s miss at ``k``, or None when a relevant document is in its top k
+    (or nothing is judged relevant, so nothing could count)."""
+    qid = query.query_id
+
+    def cause(kind: str, text: str, group: str | None = None, rank: int | None = None) -> Cause:
+        return Cause(qid, kind, text, group or text, rank)
+
+    if result.error is not None:
+        return cause("error", f"engine error: {result.error[:120]}", "engine error")
+    relevant = [d for d in query.gold]
+    if not relevant:
+        return None
+    ranked = list(result.doc_ids)
+    first = next((i for i, d in enumerate(ranked, start=1) if query.relevant.get(d, 0) >= 1), None)
+    if first is not None and first <= k:
+        return None
+    ev = evidence or Evidence()
+    present = [d for d in relevant if d not in ev.missing]
+    if not present:
+        return cause("not-in-corpus", f"not in the corpus: {', '.join(relevant[:3])}", "not in the corpus")
+    stored = [d for d in present if d not in ev.not_ingested]
+    if not stored:
+        return cause("not-ingested", f"not ingested: {', '.join(present[:3])} has no chunk in the store",
+                     "not ingested")
+    top = ranked[:k]
+    from ..data.judgments import RELEVANT_FROM
+
+    holes = [(r, d, judged[d]) for r, d in enumerate(top, start=1)
+             if judged and d not in query.relevant and judged.get(d, 0) >= RELEVANT_FROM]
+    if holes:
+        r, d, g = holes[0]
+        return cause("judged", f"a hole, not a miss: {d} (rank {r}) judged relevant (grade {g})",
+                     "judged relevant by the judge (holes)")
+    if freshness is not None:
+        for r, d in enumerate(top, start=1):
+            if d in freshness.stale and any(_versions_of(freshness, d, g) for g in stored):
+                return cause("stale-version", f"beaten by a stale version of itself: {d} (rank {r}; "
+                             f"{freshness.stale[d]})", "beaten by a stale version")
+    for r, d in enumerate(top, start=1):
+        twin = next((g for g in stored if d in ev.duplicates.get(g, ())), None)
+        if twin is not None:
+            return cause("near-duplicate", f"outranked by a near-duplicate of {twin}: {d} (rank {r})",
+                         "outranked by a near-duplicate")
+    if first is not None:
+        return cause("ranked", f"ranked {first}", "ranked", first)
+    window = next(((g, ev.truncated[g]) for g in stored if g in ev.truncated), None)
+    if result.stages:
+        return _staged(qid, stored, result, window)
+    if window is not None:
+        return cause("window", f"answer past the embedder window ({window[1]})", "answer past the embedder window")
+    return cause("absent", f"not retrieved (not among the {len(ranked)} returned)", "not retrieved")
+
+
+def _versions_of(freshness: Any, stale: str, gold: str) -> bool:
+    """Whether ``stale`` is another version of ``gold``: one version key, or superseded by it."""
+    key = freshness.versions.get(stale)
+    return (key is not None and key == freshness.versions.get(gold)) or f"superseded by {gold}" in freshness.stale[stale]
+
+
+def _staged(qid: str, stored: Sequence[str], result: QueryResult, window: tuple[str, str] | None) -> Cause:
+    """A relevant document not retrieved, told by the stages: the step that let go of the one
+    that got furthest, or no leg having any (with the legs' sizes)."""
+    legs = [s for s in result.stages if s.kind == "leg"]
+    steps = [s for s in result.stages if s.kind == "step"]
+    best: tuple[int, str, str] | None = None  # (steps passed, doc, step that cut it)
+    for doc in stored:
+        held = [s for s in legs if doc in s.ranks]
+        if not held:
+            continue
+        passed = 0
+        cut = "the depth"
+        for s in steps:
+            if doc not in s.ranks:
+                cut = s.name
+                break
+            passed += 1
+        if best is None or passed > best[0]:
+            best = (passed, doc, cut)
+    if best is not None:
+        _, doc, cut = best
+        had = ", ".join(f"{s.name} leg had it at rank {s.ranks[doc]}" for s in legs if doc in s.ranks)
+        before = steps[best[0] - 1] if best[0] else None
+        where = f"; {before.name} had it at rank {before.ranks[doc]}" if before is not None else ""
+        return Cause(qid, "cut", f"cut by {cut} ({had}{where})", f"cut by {cut}")
+    empty = [s.name for s in legs if s.size == 0]
+    said = "; ".join([*(f"{n} leg empty" for n in empty),
+                      *(f"{s.name} leg: {s.size} others" for s in legs if s.size)])
+    text = f"never a candidate ({said})" if said else "never a candidate"
+    group = "never a candidate" + (f" ({', '.join(n + ' leg empty' for n in empty)})" if empty else "")
+    if window is not None:
+        return Cause(qid, "window", f"answer past the embedder window ({window[1]}); {text}",
+                     "answer past the embedder window")
+    return Cause(qid, "never-candidate", text, group)
+
+
+def causes(e: Any, k: int) -> dict[str, Cause]:
+    """Query id -> the cause of its miss at ``k``, for ``e``'s missed questions in labeled-set order."""
+    by_id = e.labeled.by_id()
+    out = {}
+    for r in e.results:
+        c = cause_of(by_id[r.query_id], r, k, evidence=e.evidence, freshness=e.freshness,
+                     judged=e.judged.get(r.query_id))
+        if c is not None:
+            out[r.query_id] = c
+    return out
+
+
+@dataclass(frozen=True)
+class Misses:
+    """One engine's misses at one cutoff, counted by cause: what the line under the table says."""
+
+    engine: str
+    labeled: str
+    k: int
+    n: int
+    causes: tuple[Cause, ...]
+
+    def groups(self) -> list[tuple[str, int]]:
+        """(group as the line says it, count), in ``KINDS`` order; ranks folded into one range."""
+        order = {kind: i for i, kind in enumerate(KINDS)}
+        counted = Counter((order[c.kind], c.group) for c in self.causes)
+        out = []
+        for (_, group), n in sorted(counted.items()):
+            if group == "ranked":
+                ranks = [c.rank for c in self.causes if c.kind == "ranked" and c.rank is not None]
+                low, high = min(ranks), max(ranks)
+                group = f"ranked {low}" if low == high else f"ranked {low}-{high}"
+            out.append((group, n))
+        return out
+
+    def line(self) -> str:
+        if not self.causes:
+            return f"{self.engine} missed none of {self.n} at hit@{self.k}"
+        said = ", ".join(f"{n} {group}" for group, n in self.groups())
+        return f"{self.engine} missed {len(self.causes)} of {self.n} at hit@{self.k}: {said}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "labeled": self.labeled, "k": self.k, "missed": len(self.causes),
+                "n": self.n, "by_cause": dict(self.groups())}
