@@ -213,6 +213,7 @@ def _report(args) -> int:
     from .report.files import markdown
     from .report.outputs import metadata, write_outputs
     from .report.judged import candidate_lines, judged_lines, stale_lines
+    from .report.misses import coverage_lines, miss_lines, segment_lines
     from .report.terminal import baseline_lines
 
     run = load_run(args.results)
@@ -228,6 +229,8 @@ def _report(args) -> int:
                                              ("confidence", args.confidence)) if value is not None}
     if args.threshold is not None:
         changes["thresholds"] = tuple(parse_thresholds((t, "--threshold") for t in args.threshold))
+    if args.by is not None:
+        changes["by"] = tuple(dict.fromkeys(t.strip() for text in args.by for t in text.split(",") if t.strip()))
     if args.max_drop is not None:
         changes["max_drops"] = tuple(parse_max_drops((t, "--max-drop") for t in args.max_drop))
     if changes or args.measures is not None or args.baseline is not None or args.judgments is not None:
@@ -245,7 +248,8 @@ def _report(args) -> int:
         print(markdown(verdict, metadata(verdict)), end="")
     else:
         print("\n".join(table.render(verdict)))
-        print("\n".join(stale_lines(verdict) + judged_lines(verdict) + candidate_lines(verdict.run)))
+        print("\n".join(stale_lines(verdict) + judged_lines(verdict) + candidate_lines(verdict.run)
+                        + miss_lines(verdict) + segment_lines(verdict) + coverage_lines(verdict)))
         if verdict.baseline is not None:
             print("\n".join(baseline_lines(verdict)))
         for warning in verdict.warnings:

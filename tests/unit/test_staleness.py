@@ -29,7 +29,6 @@ def test_check_names_changed_and_deleted_documents(tmp_path):
     stale = check(labeled, JsonFolder(folder).load())
     assert stale.changed == {"battery-care": ["battery-care.q1", "battery-care.q2"]}
     assert stale.deleted == {"lost-keys": ["lost-keys.q1", "lost-keys.q2"]}
-    assert stale.dead_queries == {"lost-keys.q1", "lost-keys.q2"}
 
 
 # --- the grain of staleness: a generated question's chunk, a hand label's document -----------------

@@ -179,7 +179,13 @@ def load_questions_cache(path: str | Path, *, known_doc_ids: Iterable[str] | Non
         source = entry.get("source") or {}
         if not isinstance(source, dict):
             raise bad(f"query '{qid}': must be an object", "source")
-        queries.append(LabeledQuery(qid, question.strip(), dict(relevant), source))
+        from .segments import parse_tags
+
+        try:
+            tags = parse_tags(entry.get("tags"), "tags")
+        except RetrievalEvalError as exc:
+            raise bad(f"query '{qid}': {exc.detail.split(': ', 1)[-1]}", "tags") from None
+        queries.append(LabeledQuery(qid, question.strip(), dict(relevant), source, tags))
     provenance = {k: raw.get(k) for k in ("generator", "splitter", "corpus_fingerprint")}
     provenance["path"] = str(path)
     return LabeledSet(tuple(queries), name=path.name, provenance=provenance)
@@ -200,6 +206,7 @@ def dump_questions_cache(labeled: LabeledSet, *, generator: Mapping[str, Any], c
                 "question": q.question,
                 "relevant": dict(sorted(q.relevant.items())),
                 "source": dict(sorted(q.source.items())),
+                **({"tags": list(q.tags)} if q.tags else {}),
             }
             for q in labeled.queries
         ],

@@ -102,7 +102,7 @@ def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: st
         source["judged_sha256"] = {d: corpus.get(d).fingerprint for d in sorted(relevant)}
         if by and "by" not in source:
             source["by"] = by
-        out.append(LabeledQuery(q.query_id, q.question, relevant, source))
+        out.append(LabeledQuery(q.query_id, q.question, relevant, source, q.tags))
     return LabeledSet(tuple(out), name=labeled.name, provenance=labeled.provenance), lost
 
 
@@ -224,6 +224,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
     _refuse_duplicate_columns(header, path)
     col = _columns(header, columns, path)
     qcol, dcol, gcol, icol = col["question"], col["doc"], col["grade"], col["id"]
+    tcol = next((h for h in header if h and h.strip().lower() in TAG_COLUMNS), None)
     grouped: dict[str, dict[str, Any]] = {}
     for number, row in enumerate(reader, start=2):
         if row.get(None):  # cells beyond the header: a delimiter inside an unquoted cell, usually
@@ -241,7 +242,9 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
         given = (row.get(icol) or "").strip() if icol else ""
         key = given or question_id(path, question)
         entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number, "notes": [],
-                                         "given": bool(given)})
+                                         "given": bool(given), "tags": set()})
+        if tcol:
+            entry["tags"].update(_tags(row.get(tcol), path, number, tcol))
         if entry["question"] != question:
             raise RetrievalEvalError(f"query id '{key}' has two questions ({entry['question']!r} on line "
                                      f"{entry['line']})", path=path, line=number, field=icol or qcol)
@@ -268,8 +271,21 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
             source["_notes"] = entry["notes"]
         if not entry["given"]:
             source["_text_id"] = True
-        out.append(LabeledQuery(qid, entry["question"], entry["relevant"], source))
+        out.append(LabeledQuery(qid, entry["question"], entry["relevant"], source, tuple(sorted(entry["tags"]))))
     return out
+
+
+#: header names of the optional column of a question's tags (its segments)
+TAG_COLUMNS = ("tags", "tag", "segments")
+
+
+def _tags(raw: Any, path: str | Path, line: int, field: str) -> tuple[str, ...]:
+    from .segments import parse_tags
+
+    try:
+        return parse_tags(raw, field)
+    except RetrievalEvalError as exc:
+        raise RetrievalEvalError(exc.detail.split(": ", 1)[-1], path=path, line=line, field=field) from None
 
 
 def _refuse_duplicate_columns(header: Sequence[str], path: str | Path) -> None:
@@ -315,7 +331,8 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
         problem = query_problem(qid, question, relevant)
         if problem:
             raise RetrievalEvalError(problem[0], path=path, line=number, field=problem[1])
-        out.append(LabeledQuery(qid, question, relevant, {"by": f"{IMPORTED}:{Path(path).name}", "_line": number}))
+        out.append(LabeledQuery(qid, question, relevant, {"by": f"{IMPORTED}:{Path(path).name}", "_line": number},
+                                _tags(record.get("tags"), path, number, "tags")))
     return out
 
 
@@ -431,13 +448,13 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
         existing = load_questions_cache(cache) if cache.exists() else None
         merged = {q.query_id: q for q in (existing or ())}
         by_text = {_key(q.question): q.query_id for q in merged.values()}
-        stamped = [LabeledQuery(by_text.get(_key(q.question), q.query_id), q.question, dict(q.relevant), q.source)
-                   if q.query_id in text_ids else q for q in stamped]
+        stamped = [LabeledQuery(by_text.get(_key(q.question), q.query_id), q.question, dict(q.relevant), q.source,
+                                q.tags) if q.query_id in text_ids else q for q in stamped]
         for q in stamped:
             old = merged.get(q.query_id)
             if old is None:
                 report.added.append(q.query_id)
-            elif (old.question, dict(old.relevant)) == (q.question, dict(q.relevant)):
+            elif (old.question, dict(old.relevant), old.tags) == (q.question, dict(q.relevant), q.tags):
                 report.skipped.append(q.query_id)
                 continue
             else:

@@ -63,11 +63,6 @@ class Staleness:
     def __bool__(self) -> bool:
         return bool(self.changed or self.deleted or self.unknown)
 
-    @property
-    def dead_queries(self) -> set[str]:
-        """Queries that can only ever miss: a judged document does not exist."""
-        return {q for docs in (self.deleted, self.unknown) for qs in docs.values() for q in qs}
-
     def why(self) -> dict[str, list[str]]:
         """Query id -> what changed under it (``changed: vpn-setup``), for every stale question."""
         out: dict[str, list[str]] = {}

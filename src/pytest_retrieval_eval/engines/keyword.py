@@ -17,28 +17,14 @@ quirks included:
 
 from __future__ import annotations
 
-import re
 from typing import Iterable, Sequence
 
+from ..data.terms import normalize, tokenize  # noqa: F401  (tokenize: re-exported)
 from ..types import Doc
 
 WEIGHTS: tuple[tuple[str, float], ...] = (("title", 4.0), ("description", 2.0), ("filename", 3.0))
 #: terms whose occurrences are remembered (then forgotten all at once)
 MEMO_TERMS = 4096
-
-_DASHES = re.compile(r"[_-]+")
-_SPACES = re.compile(r"\s+")
-_NOT_ALNUM = re.compile(r"[^a-z0-9]+")  # ASCII only, as production
-
-
-def normalize(text: str) -> str:
-    return _SPACES.sub(" ", _DASHES.sub(" ", text.lower())).strip()
-
-
-def tokenize(text: str) -> list[str]:
-    """Unique terms of 2+ characters, in first-seen order."""
-    terms = (t for t in _NOT_ALNUM.split(normalize(text)) if len(t) >= 2)
-    return list(dict.fromkeys(terms))
 
 
 def field_score(field: str, phrase: str, terms: Iterable[str], weight: float) -> float:

@@ -6,7 +6,7 @@ import math
 import operator
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence, Union
+from typing import Any, Iterable, Mapping, Sequence, Union
 
 from ..errors import RetrievalEvalError
 from ..data.lint import KINDS as LINT_KINDS
@@ -18,7 +18,7 @@ _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt
 #: a measure name, with a parenthesised parameter list where it has one (``P(rel=2)@5``, ``rbp(p=0.9)``)
 _MEASURE = r"[A-Za-z_][\w@.+-]*(?:\([\w.=,+\- ]*\)[\w@.+-]*)?"
 _RULE = re.compile(
-    rf"^\s*(?:(?P<engine>[^\s:<>=]+)\s*:\s*)?(?P<measure>{_MEASURE})\s*"
+    rf"^\s*(?:(?P<engine>[^\s:<>=\[\]]*)(?:\[(?P<segment>[^\]\s]+)\])?\s*:\s*)?(?P<measure>{_MEASURE})\s*"
     r"(?P<op>>=|<=|>|<)\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
 )
 
@@ -114,7 +114,20 @@ class ShadowQuantity:
         return (low - high, high - low)
 
 
-Quantity = Union[MeasureQuantity, ErrorCount, StaleCount, LintCount, RunLintCount, ShadowQuantity]
+@dataclass(frozen=True)
+class CoverageQuantity:
+    """The share of the corpus's documents (``coverage.documents``) or chunks
+    (``coverage.chunks``) that some question judges; it belongs to no engine."""
+
+    of: str  # "documents" | "chunks"
+    bounds: tuple[float, float] = (0.0, 1.0)
+
+    @property
+    def name(self) -> str:
+        return f"coverage.{self.of}"
+
+
+Quantity = Union[MeasureQuantity, ErrorCount, StaleCount, LintCount, RunLintCount, ShadowQuantity, CoverageQuantity]
 #: quantities counted in whole numbers rather than measured
 COUNT_TYPES = (ErrorCount, StaleCount, LintCount, RunLintCount)
 
@@ -134,6 +147,10 @@ def parse_quantity(raw: str, rule: str = "") -> Quantity:
             raise RetrievalEvalError(f"{rule}: unknown run lint count {name!r}; known: "
                                      + ", ".join(f"run.{k}" for k in RUN_LINT_KINDS))
         return RunLintCount(name[4:])
+    if name.startswith("coverage."):
+        if name[9:] not in ("documents", "chunks"):
+            raise RetrievalEvalError(f"{rule}: unknown coverage {name!r}; known: coverage.documents, coverage.chunks")
+        return CoverageQuantity(name[9:])
     if name.startswith("shadow."):
         return ShadowQuantity(None if name == "shadow.gain" else _measure(raw[7:], rule))
     if name == "stale":
@@ -152,6 +169,8 @@ class Threshold:
     source: str = ""
     #: what ``measure`` names, parsed once (from ``measure`` when not given)
     quantity: Quantity = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    #: judged on the questions carrying this tag only (``hybrid[body-only]:hit@5>=0.9``)
+    segment: str | None = None
 
     def __post_init__(self) -> None:
         if self.quantity is None:
@@ -161,13 +180,15 @@ class Threshold:
     def parse(cls, text: str, *, source: str = "") -> "Threshold":
         m = _RULE.match(text or "")
         where = f" (from {source})" if source else ""
-        if not m:
+        if not m or (m["engine"] == "" and not m["segment"]):
             raise RetrievalEvalError(
-                f"threshold {text!r}{where} does not parse; expected [ENGINE:]MEASURE>=VALUE, "
-                "e.g. 'hit@5>=0.8', 'keyword:mrr>=0.5' or 'errors<=0'"
+                f"threshold {text!r}{where} does not parse; expected [ENGINE][[TAG]:]MEASURE>=VALUE, "
+                "e.g. 'hit@5>=0.8', 'keyword:mrr>=0.5', 'hybrid[body-only]:hit@5>=0.9' or 'errors<=0'"
             )
         quantity = parse_quantity(m["measure"], f"threshold {text!r}{where}")
-        rule = cls(quantity.name, m["op"], float(m["value"]), m["engine"], source, quantity)
+        if m["segment"] and not isinstance(quantity, MeasureQuantity):
+            raise RetrievalEvalError(f"threshold {text!r}{where}: a segment rule judges a measure, not {quantity.name}")
+        rule = cls(quantity.name, m["op"], float(m["value"]), m["engine"] or None, source, quantity, m["segment"])
         problem = rule.vacuous()
         if problem:
             raise RetrievalEvalError(f"threshold {text!r}{where} {problem}")
@@ -193,7 +214,8 @@ class Threshold:
 
     def __str__(self) -> str:
         value = f"{self.value:g}"
-        return f"{self.engine + ':' if self.engine else ''}{self.measure}{self.op}{value}"
+        who = (self.engine or "") + (f"[{self.segment}]" if self.segment else "")
+        return f"{who + ':' if who else ''}{self.measure}{self.op}{value}"
 
     def holds(self, value: float) -> bool:
         return not math.isnan(value) and _OPS[self.op](value, self.value)
@@ -253,8 +275,8 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
     breaches = []
     engines = {r.engine for r in rows}
     for t in thresholds:
-        if isinstance(t.quantity, (LintCount, ShadowQuantity)):
-            continue  # see check_lint, check_shadows
+        if isinstance(t.quantity, (LintCount, ShadowQuantity, CoverageQuantity)) or t.segment:
+            continue  # see check_lint, check_shadows, check_coverage, check_segments
         if t.engine is not None and t.engine not in engines:
             breaches.append(Breach(t, t.engine, None, f"no evaluation of engine '{t.engine}' was recorded "
                                    f"(evaluated: {', '.join(sorted(engines)) or 'none'})"))
@@ -279,6 +301,60 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
                 why = row.details.get(t.measure)
                 breaches.append(Breach(t, row.engine, value, f"n={row.n}{how}" + (f"; {why}" if why else "")))
     return breaches
+
+
+def check_segments(thresholds: Sequence[Threshold], run: Any, alpha: float = 0.05) -> list[str]:
+    """Segment rules (``[ENGINE][TAG]:MEASURE>=V``) against the questions carrying the tag, per
+    engine; a failure names the segment, its n, the smallest drop it can show, and the questions
+    that scored lowest. A tag no question carries is a failure: the rule would check nothing."""
+    from ..ir.stats import detectable_drop
+    from ..run.segments import subset
+
+    failures = []
+    for t in (t for t in thresholds if t.segment):
+        judged = [e for e in run.evaluations if t.engine in (None, e.engine)]
+        if not judged:
+            failures.append(f"{t} ({t.source}): no evaluation of engine '{t.engine}' was recorded")
+        for e in judged:
+            ids = [q.query_id for q in e.labeled.queries if t.segment in q.tags]
+            if not ids:
+                known = sorted({tag for q in e.labeled.queries for tag in q.tags})
+                failures.append(f"{t} ({t.source}): no question of {e.labeled.name} carries tag '{t.segment}' "
+                                f"(tags: {', '.join(known) or 'none'}), so the rule checked nothing")
+                continue
+            values = subset(e, t.measure, ids)
+            value = float(values.mean())
+            if t.holds(value):
+                continue
+            names = {q.query_id: q.name for q in e.labeled.queries}
+            low = [ids[i] for i in sorted(range(len(ids)), key=lambda i: (values[i], i)) if values[i] < 1][:5]
+            more = int((values < 1).sum()) - len(low)
+            failures.append(f"{e.engine}[{t.segment}]: {t.measure} = {value:.4f}, required {t.op} {t.value:g} (from "
+                            f"{t.source}; segment {t.segment}, n={len(ids)} of {e.n}, smallest detectable drop "
+                            f"{detectable_drop(values, alpha=alpha):.3f}); lowest: "
+                            f"{', '.join(names[q] for q in low) or 'none'}{f' and {more} more' if more > 0 else ''}")
+    return failures
+
+
+def check_coverage(thresholds: Sequence[Threshold], coverage: Mapping[str, Any]) -> list[str]:
+    """``coverage.documents`` / ``coverage.chunks`` rules against the share of the corpus some
+    question judges; a failure names the documents no question reaches, largest first."""
+    failures = []
+    for t in (t for t in thresholds if isinstance(t.quantity, CoverageQuantity)):
+        part = (coverage or {}).get(t.quantity.of)
+        if not part or not part.get("total"):
+            failures.append(f"{t} ({t.source}): no {t.quantity.of} to cover were recorded (no corpus, or no ingestion "
+                            "for chunks), so the rule checked nothing")
+            continue
+        value = part["judged"] / part["total"]
+        if not t.holds(value):
+            unreached = coverage.get("unreached", [])
+            shown = ", ".join(f"{d} ({w:,} words)" for d, w in unreached[:10])
+            more = coverage.get("unreached_count", len(unreached)) - min(len(unreached), 10)
+            failures.append(f"{t.measure} = {value:.4f} ({part['judged']} of {part['total']} {t.quantity.of} judged by "
+                            f"some question), required {t.op} {t.value:g} (from {t.source}); no question reaches "
+                            f"{shown or 'none'}{f' and {more} more' if more > 0 else ''}")
+    return failures
 
 
 def is_count(name: str) -> bool:

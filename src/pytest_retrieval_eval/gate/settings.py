@@ -46,9 +46,13 @@ class GateSettings:
     shadows: tuple[tuple[str, str], ...] = ()
     #: (canonical measure name, positive weight), sorted by name
     gain_weights: tuple[tuple[str, float], ...] = DEFAULT_WEIGHTS
+    #: the tags with a row per segment (``--retrieval-by``; ``tags``: every tag)
+    by: tuple[str, ...] = ()
+    #: the cutoff misses are counted at (``miss_cutoff``), set with the run's columns (``for_run``)
+    miss_k: int | None = None
 
     def __post_init__(self) -> None:  # lists given by callers become tuples: the value is frozen all the way
-        for name in ("table_measures", "thresholds", "max_drops", "failures"):
+        for name in ("table_measures", "thresholds", "max_drops", "failures", "by"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "shadows", tuple(tuple(p) for p in self.shadows))
         weights = self.gain_weights.items() if isinstance(self.gain_weights, Mapping) else self.gain_weights
@@ -61,6 +65,19 @@ class GateSettings:
         return tuple(dict.fromkeys([*self.table_measures, *measures_needed(self.thresholds),
                                     *(d.measure for d in self.max_drops)]))
 
+    def miss_cutoff(self, columns: Sequence[str]) -> int:
+        """The k misses are counted at: that of the first hit@k a rule judges, else hit@5 where
+        the table shows it, else its first hit@k column, else 10."""
+        hits = [m for m in (Measure.parse(n) for n in [*measures_needed(self.thresholds),
+                                                        *(d.measure for d in self.max_drops)])
+                if m.family == "hit" and not m.judged]
+        shown = [m for m in (Measure.parse(n) for n in columns) if m.family == "hit" and not m.judged]
+        if hits:
+            return hits[0].k or 10
+        if any(m.k == 5 for m in shown):
+            return 5
+        return (shown[0].k if shown else None) or 10
+
     @property
     def weights(self) -> dict[str, float]:
         return dict(self.gain_weights)
@@ -71,7 +88,8 @@ class GateSettings:
 
     def for_run(self, run: RunResults, configured: Sequence[Measure]) -> "GateSettings":
         """These settings with the table's columns of ``run`` (``table_measures``)."""
-        return replace(self, table_measures=tuple(table_measures(run, configured)))
+        columns = tuple(table_measures(run, configured))
+        return replace(self, table_measures=columns, miss_k=self.miss_cutoff(columns))
 
     # --- built from the option table -------------------------------------------------------------
     @classmethod
@@ -83,7 +101,8 @@ class GateSettings:
                    baseline_force=get("baseline_force"), correction=get("correction"), confidence=get("confidence"),
                    shadows=tuple(dict.fromkeys(parse_pair(t, src) for t, src in get("shadow")
                                                if t.strip() and not t.strip().startswith("#"))),
-                   gain_weights=tuple(parse_weights(get("gain_weights")).items()))
+                   gain_weights=tuple(parse_weights(get("gain_weights")).items()),
+                   by=tuple(dict.fromkeys(t.strip() for text, _ in get("by") for t in text.split(",") if t.strip())))
 
     # --- results.json's "settings" ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -95,6 +114,10 @@ class GateSettings:
             "baseline_force": self.baseline_force, "failures": list(self.failures), "correction": self.correction,
             "confidence": self.confidence,
         }
+        if self.by:
+            d["by"] = list(self.by)
+        if self.miss_k is not None:
+            d["miss_k"] = self.miss_k
         if self.shadows:
             d["shadows"] = [list(p) for p in self.shadows]
             d["gain_weights"] = self.weights
@@ -113,7 +136,8 @@ class GateSettings:
                    baseline_force=bool(d.get("baseline_force")), failures=tuple(d.get("failures", ())),
                    correction=d.get("correction", "holm"), confidence=d.get("confidence", "point"),
                    shadows=tuple(tuple(p) for p in d.get("shadows", [])),
-                   gain_weights=tuple((d.get("gain_weights") or dict(DEFAULT_WEIGHTS)).items()))
+                   gain_weights=tuple((d.get("gain_weights") or dict(DEFAULT_WEIGHTS)).items()),
+                   by=tuple(d.get("by", ())), miss_k=d.get("miss_k"))
 
     @classmethod
     def of(cls, run: RunResults) -> "GateSettings":
@@ -158,7 +182,7 @@ def settings_problem(settings: Any) -> str | None:
         if not isinstance(rules, list) or not all(isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r)
                                                   for r in rules):
             return f"{key} must be a list of [rule, source] pairs"
-    for key in ("table_measures", "recorded_measures", "failures"):
+    for key in ("table_measures", "recorded_measures", "failures", "by"):
         if not isinstance(settings.get(key, []), list) or not all(isinstance(x, str) for x in settings.get(key, [])):
             return f"{key} must be a list of strings"
     alpha = settings.get("alpha", 0.05)
@@ -174,6 +198,9 @@ def settings_problem(settings: Any) -> str | None:
     if not isinstance(weights, dict) or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and w > 0
                                                 and not math.isinf(w) for w in weights.values()):
         return "gain_weights must map measure names to positive numbers"
+    k = settings.get("miss_k")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        return f"miss_k must be a whole number >= 1, got {k!r}"
     if settings.get("confidence", "point") not in ("point", "lower"):
         return f"confidence must be point or lower, got {settings.get('confidence')!r}"
     return None

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from .baseline import BaselineComparison, compare
-from .rules import (Breach, MaxDrop, Row, Threshold, check, check_drops, check_lint, check_shadows,
-                    judges_shadows, measures_needed, shadow_measures)
+from .rules import (Breach, MaxDrop, Row, Threshold, check, check_coverage, check_drops, check_lint,
+                    check_segments, check_shadows, judges_shadows, measures_needed, shadow_measures)
 from .settings import FRESHNESS_K, GateSettings, table_measures  # noqa: F401  (FRESHNESS_K, table_measures: re-exported)
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure
 from ..ir.stats import CORRECTION_NAMES, POWER, detectable_drop, queries_needed
@@ -79,6 +79,13 @@ class Verdict:
     lint_failures: list[str] = field(default_factory=list)
     shadows: list = field(default_factory=list)  # run.shadow.Shadow per configured pair and labeled set
     shadow_failures: list[str] = field(default_factory=list)
+    #: the cutoff misses are counted at, and each evaluation's misses by cause (``run.causes.Misses``)
+    miss_k: int = 10
+    misses: list = field(default_factory=list)
+    #: a row per segment asked for (``--retrieval-by``) and engine (``run.segments.SegmentRow``)
+    segments: list = field(default_factory=list)
+    segment_failures: list[str] = field(default_factory=list)
+    coverage_failures: list[str] = field(default_factory=list)
 
     @property
     def alpha(self) -> float:
@@ -100,7 +107,8 @@ class Verdict:
         if self.baseline is not None:
             out += [f"baseline refused: {r}; re-save the baseline, or compare anyway with --retrieval-baseline-force"
                     for r in self.baseline.refusals]
-        return out + self.drop_failures + self.lint_failures + self.shadow_failures
+        return (out + self.drop_failures + self.lint_failures + self.shadow_failures + self.segment_failures
+                + self.coverage_failures)
 
     @property
     def failed(self) -> bool:
@@ -151,7 +159,13 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
                       detectable=detectable_drops(run, gated_measures(thresholds, max_drops), alpha),
                       warnings=underpowered(run, max_drops, alpha))
     from ..run.judging import used
+    from ..run.segments import segment_rows
 
+    verdict.miss_k = s.miss_k or s.miss_cutoff(measures)
+    verdict.misses = [e.misses(verdict.miss_k) for e in run.evaluations]
+    verdict.segments = segment_rows(run, s.by, f"hit@{verdict.miss_k}", alpha=alpha, correction=s.correction)
+    verdict.segment_failures = check_segments(thresholds, run, alpha)
+    verdict.coverage_failures = check_coverage(thresholds, run.coverage)
     judgments = used(run)
     if judgments is not None:  # a judge that agrees too little with the humans, stale judgments
         verdict.warnings += judgments.warnings()

@@ -83,9 +83,9 @@ def load_labeled(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progre
                              "" if external else drop_command(shown(cfg.corpus), shown(cfg.questions)))
     if cfg.stale == "error" or (cfg.stale == "leave-out" and stale.unknown):
         raise RetrievalEvalError(message)  # an id the corpus never had is a typo, not a knowledge base moving on
-    if cfg.stale == "warn":  # evaluated anyway; only questions about missing documents are left out
+    if cfg.stale == "warn":  # evaluated anyway: a question about a deleted document misses "not in the corpus"
         warnings.warn(StaleQuestionsWarning(message), stacklevel=2)
-        return _without(labeled, stale.dead_queries, {})
+        return labeled
     # leave-out (the default): a knowledge base that changes daily is not blocked daily
     why = stale.why()
     progress(stale.left_out(labeled))

@@ -138,8 +138,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("depth", "documents asked of each engine", DEFAULT_DEPTH, whole(1), metavar="K"),
     Option("split", "BEIR qrels split to evaluate, qrels/NAME.tsv", "test", metavar="NAME"),
     Option("stale", "when questions no longer match the corpus: leave-out lists the stale ones and leaves them out of "
-           "the numbers and the gates; warn evaluates them anyway (questions about "
-           "deleted documents left out); error blocks the run", "leave-out", choice("leave-out", "warn", "error"),
+           "the numbers and the gates; warn evaluates them anyway (a question about a "
+           "deleted document misses, its cause 'not in the corpus'); error blocks the run", "leave-out", choice("leave-out", "warn", "error"),
            metavar="MODE"),
     Option("regenerate", "before evaluating, generate questions for chunks that lack a fresh one (calls the LLM; "
            "needs RETRIEVAL_EVAL_API_KEY or OPENROUTER_API_KEY)", False, kind="switch", ini=None),
@@ -219,6 +219,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("shadow", "compare two engines of this run on the same queries: per-measure deltas with paired tests, "
            "the queries and documents that moved, and one knowledge-gain score; gate with 'shadow.gain>=0'; repeatable",
            kind="lines", ini="retrieval_shadows", metavar="CANDIDATE:BASELINE"),
+    Option("by", "a row per segment: the questions carrying TAG (and those that do not), per engine, with n, the "
+           "interval and the engines' corrected comparisons; 'tags' for every tag (the derived body-only, versioned, "
+           "multi-gold, length:* and the labels' own); repeatable", kind="lines", ini_type="args", merge=False,
+           metavar="TAG", cli=("report",)),
     Option("gain_weights", "weights of the knowledge gain: the weighted mean of the shadow's measure deltas",
            DEFAULT_GAIN_WEIGHTS, metavar="MEASURE=W,..."),
     Option("baseline_force", "compare with a baseline even when its corpus, labeled set or metric fingerprints "

@@ -36,6 +36,8 @@ class Shipped:
     store: list[str] = field(default_factory=list)
     #: the ingestion YAML this process was given and never ran nor restored (None: used, or none)
     unused_ingestion: str | None = None
+    #: the document of each chunk the engines read (the session's ingestion): what coverage counts
+    chunk_docs: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -51,6 +51,7 @@ class Merged:
     store: list[str]  # every process's store lines, a worker's prefixed with its id
     workers_said: list[str]  # the workers' store lines: the controller prints them
     warnings: list[str]
+    chunk_docs: list[str] | None = None  # the document of each ingested chunk, when something was ingested
 
 
 def merge(gathered: Gathered) -> Merged:
@@ -96,8 +97,9 @@ def merge(gathered: Gathered) -> Merged:
     warnings = ([f"retrieval_ingest_pipeline {next(iter(unused))} did not run: no engine reads what it ingests "
                  "(name a query pipeline that does, retrieval_query_pipelines = NAME=PATH, or leave it out)"]
                 if kept and len(unused) == 1 and None not in unused else [])
+    chunk_docs = next((shipped.chunk_docs for _, shipped in gathered.shipped if shipped.chunk_docs), None)
     return Merged(list(kept.values()), list(lint.values()), dict(sorted(snippets.items())), notes, missing, store,
-                  said, warnings)
+                  said, warnings, chunk_docs)
 
 
 def join_shares(parts: list[dict]) -> Any:
@@ -279,9 +281,11 @@ class RetrievalSession:
     def labeled(self, corpus: Any):
         """The configured labeled queries, checked against ``corpus``, read once per process."""
         if self._labeled is None:
+            from ..data.segments import derive
             from .inputs import load_labeled
 
-            self._labeled = load_labeled(self.config.data, corpus, self.config.hybrid.ingest, self.progress)
+            labeled = load_labeled(self.config.data, corpus, self.config.hybrid.ingest, self.progress)
+            self._labeled = derive(labeled, corpus.docs)  # body-only, versioned, multi-gold, length:*
         return self._labeled
 
     def freshness(self, corpus: Any):
@@ -363,6 +367,17 @@ class RetrievalSession:
                     "(or see python -m pytest_retrieval_eval judge --help)"]
         return []
 
+    def coverage(self, run: Any, chunk_docs: list[str] | None) -> dict:
+        """How much of the corpus the run's questions judge; empty when it has no corpus of ours."""
+        from ..run.coverage import coverage_record
+
+        try:
+            corpus = self.corpus()
+        except RetrievalEvalError:  # engines over a team's own data, no corpus configured
+            return {}
+        return coverage_record(corpus.docs, {e.labeled.fingerprint: e.labeled for e in run.evaluations}.values(),
+                               chunk_docs)
+
     def candidate_docs(self):
         """The documents a change would add (``--retrieval-candidates``), read once."""
         if getattr(self, "_candidates", None) is None:
@@ -397,10 +412,12 @@ class RetrievalSession:
         from .inputs import shown
 
         ingestion = self.config.hybrid.ingest_pipeline
+        read = self._indexes.get(self.config.hybrid.ingest) or self._indexes.get("pipeline")
         records = Shipped([r.to_dict(timing=True) for r in self._results.values()],
                           [i.lint.to_dict() for i in self._indexes.values() if i.lint is not None],
                           dict(self._snippets), list(self._shares.values()), list(self.store_events),
-                          shown(ingestion) if ingestion is not None and "pipeline" not in self._indexes else None)
+                          shown(ingestion) if ingestion is not None and "pipeline" not in self._indexes else None,
+                          [c.doc_id for c in read.chunks] if read is not None else [])
         self.role.ship(self.pytest_config, records)
         if not self.role.reports:
             return None
@@ -413,6 +430,7 @@ class RetrievalSession:
         merged = merge(gathered)
         evaluations = merged.evaluations
         run = RunResults(evaluations, lint=merged.lint, snippets=merged.snippets)
+        run.coverage = self.coverage(run, merged.chunk_docs) if run.evaluations else {}
         judging = self.judgments(run) if cfg.judging.judgments is not None and run.evaluations else []
         judging += self.candidates(run) if cfg.judging.candidates is not None and run.evaluations else []
         run = record_settings(

@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from .._atomic import write_text_atomic
 from ..types import sha256_text
 from . import plot, shadow, table
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
+from .misses import coverage_lines, miss_lines, segment_lines, why_of
 
 
 def safe_name(name: str) -> str:
@@ -31,16 +32,20 @@ def safe_name(name: str) -> str:
     return (re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip(".") or "_") + "-" + sha256_text(name)[:8]
 
 
-def per_query_lines(evaluations: Iterable[Any]) -> str:
+def per_query_lines(verdict: Any) -> str:
+    """One line per engine and question; ``why``: the cause of its miss at the verdict's cutoff
+    (``miss_k``), null for a hit."""
     lines = []
-    for r in evaluations:
+    for r in verdict.run.evaluations:
         by_id = r.labeled.by_id()
+        why = why_of(verdict, r)
         for res in r.results:
             q = by_id[res.query_id]
             lines.append(json.dumps({
                 "engine": r.engine, "labeled": r.labeled.name, "query_id": q.query_id, "question": q.question,
                 "gold": dict(q.relevant), "ranked": list(res.doc_ids), "rank_of_gold": r.gold_rank(q, res),
-                "error": res.error,
+                "error": res.error, "tags": list(q.tags), "why": why.get(q.query_id),
+                "stages": {s.name: s.ranks for s in res.stages} if res.stages else None,
             }, sort_keys=True, ensure_ascii=False))
     return "\n".join(lines) + ("\n" if lines else "")
 
@@ -52,6 +57,11 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
     judged = [*stale_lines(verdict), *judged_lines(verdict, markdown=True),
               *(f"- {line.strip()}" for line in candidate_lines(verdict.run))]
     out += ["", *judged] if judged else []
+    why = [*miss_lines(verdict, markdown=True), *coverage_lines(verdict, markdown=True)]
+    out += ["", *why] if why else []
+    segments = segment_lines(verdict, markdown=True)
+    out += ["", "## Segments", "", *segments] if segments else []
+    out += _misses_table(verdict)
     errors = error_lines(verdict, markdown=True)
     out += ["", *errors] if errors else []
     out += ["", "## Run", ""]
@@ -90,6 +100,24 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _misses_table(verdict: Any) -> list[str]:
+    """Every missed question with its cause, per engine (results.md's "why" column)."""
+    out = []
+    for e in verdict.run.evaluations:
+        causes = e.causes(verdict.miss_k)
+        if not causes:
+            continue
+        by_id = e.labeled.by_id()
+        out += ["", f"### Misses of {e.engine} at hit@{verdict.miss_k}", "", "| question | tags | why |", "|---|---|---|"]
+        out += [f"| {_cell(by_id[q].name)}: {_cell(by_id[q].question)} | {', '.join(by_id[q].tags)} | {_cell(c.text)} |"
+                for q, c in causes.items()]
+    return (["", "## Misses"] + out) if out else []
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def write_report(folder: str | Path, verdict: Any, *, metadata: Mapping[str, Any], baseline: Any = None,
                  timing: Mapping[str, Any] | None = None) -> Path:
     """Every file of the report folder from the verdict on a run (``timing.json`` only when
@@ -99,7 +127,7 @@ def write_report(folder: str | Path, verdict: Any, *, metadata: Mapping[str, Any
     (folder / "runs").mkdir(parents=True, exist_ok=True)
     write_text_atomic(folder / "results.json", verdict.run.to_json(verdict))
     write_text_atomic(folder / "results.md", markdown(verdict, metadata))
-    write_text_atomic(folder / "per_query.jsonl", per_query_lines(evaluations))
+    write_text_atomic(folder / "per_query.jsonl", per_query_lines(verdict))
     several_sets = len({r.labeled.name for r in evaluations}) > 1
     qrels_written = set()
     for r in evaluations:

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from . import shadow, table
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
+from .misses import coverage_lines, miss_lines, segment_lines
 
 
 def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unavailable: Mapping[str, str],
@@ -24,7 +25,8 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
             if verbosity >= 0:
                 for line in table.describe_engines(verdict.run.evaluations):
                     tr.write_line(line)
-            for line in stale_lines(verdict) + judged_lines(verdict) + candidate_lines(verdict.run):
+            for line in (stale_lines(verdict) + judged_lines(verdict) + candidate_lines(verdict.run)
+                         + miss_lines(verdict) + segment_lines(verdict) + coverage_lines(verdict)):
                 tr.write_line(line)
         else:
             tr.write_line("no retrieval evaluations were recorded in this run")

@@ -354,6 +354,8 @@ class RunResults:
     #: documents a change would add, with their novelty (``run/judging.candidates_record``): path,
     #: weight, items; empty without ``--retrieval-candidates``
     candidates: dict[str, Any] = field(default_factory=dict)
+    #: how much of the corpus the labeled questions judge (``run/coverage.py``); empty without a corpus
+    coverage: dict[str, Any] = field(default_factory=dict)
     _comparisons: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:

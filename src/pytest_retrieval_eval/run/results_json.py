@@ -146,6 +146,21 @@ def run_to_json(self: RunResults, judged: Any = None) -> str:
         doc["judgments"] = self.judgments
     if self.candidates:
         doc["candidates"] = self.candidates
+    if self.coverage:
+        doc["coverage"] = self.coverage
+    k = settings.get("miss_k")
+    if k:  # derived: each miss's cause, and the segment rows, as the verdict has them (else made here)
+        ours = judged is not None and judged.miss_k == k
+        found = judged.misses if ours else [e.misses(k) for e in self.evaluations]
+        doc["misses"] = [{**m.to_dict(), "queries": [{"id": c.query_id, "kind": c.kind, "why": c.text}
+                                                     for c in m.causes]} for m in found]
+        if settings.get("by"):
+            from .segments import segment_rows
+
+            rows = judged.segments if ours else segment_rows(self, settings["by"], f"hit@{k}",
+                                                              alpha=settings.get("alpha", 0.05),
+                                                              correction=settings.get("correction", "holm"))
+            doc["segments"] = [row.to_dict() for row in rows]
     columns = list(settings.get("table_measures") or ())
     if columns:  # derived: the effect sizes the reports show
         found = judged.comparisons if judged is not None and list(judged.measures) == columns else \
@@ -225,9 +240,13 @@ def load(path: str | Path, *, check_fingerprints: bool = True) -> RunResults:
         if not isinstance(candidates, dict) or not isinstance(candidates.get("items", []), list):
             raise RetrievalEvalError("'candidates' must be an object with a list of items", path=path,
                                      field="candidates")
+        coverage = doc.get("coverage") or {}
+        if not isinstance(coverage, dict) or (coverage and not isinstance(coverage.get("documents"), dict)):
+            raise RetrievalEvalError("'coverage' must be an object with documents {judged, total}", path=path,
+                                     field="coverage")
         return RunResults(evaluations, doc["metrics"]["fingerprint"], lint, dict(doc.get("snippets", {})),
                           dict(settings) if isinstance(settings, dict) else settings, dict(judgments),
-                          dict(candidates))
+                          dict(candidates), dict(coverage))
     except (KeyError, TypeError, ValueError) as exc:
         raise RetrievalEvalError(f"results file is missing or has a malformed {exc}", path=path) from None
 

@@ -1,0 +1,103 @@
+"""Segments of the labeled set: the tags a question carries, its team's and those derived here.
+
+A team tags questions in its labels (a ``tags`` CSV/TSV column or JSONL field, the questions
+cache's ``tags``: product, language, kind); the plugin adds, from the corpus:
+
+- ``body-only``: the question's terms that occur in its relevant document occur in none of that
+  document's title, description or filename (the metadata keyword engine's blind spot; terms as
+  that engine reads them: lowercase ASCII words of 2+ characters, matched as substrings, common
+  English words left out);
+- ``versioned``: a relevant document carries version fields (``valid_from``, ``version_key`` ...);
+- ``multi-gold``: more than one document is relevant;
+- ``length:short`` (up to 10 words), ``length:medium``, ``length:long`` (over 20 words).
+
+A tag with a ``:`` is one value of a family (``length:``, ``product:``): its values split the
+set between them, so reports show no complement for it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any, Iterable, Sequence
+
+from ..errors import RetrievalEvalError
+from .labeled import LabeledSet
+from .terms import normalize, tokenize
+
+DERIVED = ("body-only", "versioned", "multi-gold", "length:short", "length:medium", "length:long")
+_TAG = re.compile(r"^[\w.+-]+(?::[\w.+-]+)?$")
+#: words too common to say where an answer is
+STOPWORDS = frozenset("""a an and are as at be been being but by can could did do does doing for from had has have how
+i if in into is it its me my no not of on or our should so than that the their them then there these they this to
+up us was we what when where which who why will with would you your yours am any all also more most other some such
+only own same too very just out about after before again off over under once here both each few nor""".split())
+
+
+def parse_tags(raw: Any, where: str) -> tuple[str, ...]:
+    """Tags as a file holds them: a list of names, or one string of names separated by commas,
+    semicolons or ``|``; each a word (``product:bikes`` for a value of a family)."""
+    if raw is None or raw == "":
+        return ()
+    items = re.split(r"[,;|]", raw) if isinstance(raw, str) else raw
+    if not isinstance(items, (list, tuple)) or not all(isinstance(t, str) for t in items):
+        raise RetrievalEvalError(f"{where}: tags must be a list of names or one string of names separated by commas")
+    tags = [t.strip() for t in items if t.strip()]
+    bad = next((t for t in tags if not _TAG.match(t)), None)
+    if bad is not None:
+        raise RetrievalEvalError(f"{where}: tag {bad!r} must be a word of letters, digits, '.', '+', '-' or '_' "
+                                 "(with one ':' for a value of a family, e.g. product:bikes)")
+    return tuple(sorted(set(tags)))
+
+
+def _terms(text: str) -> list[str]:
+    return [t for t in tokenize(text) if t not in STOPWORDS]
+
+
+def body_only(question: str, docs: Sequence[Any]) -> bool:
+    """Whether the question's terms found in its relevant documents are in none of their metadata."""
+    terms = _terms(question)
+    shared = False
+    for d in docs:
+        body = set(_terms(d.content))
+        meta = " ".join(normalize(getattr(d, f)) for f in ("title", "description", "filename"))
+        if any(t in meta for t in terms):
+            return False
+        shared = shared or any(t in body for t in terms)
+    return shared
+
+
+def length_band(question: str) -> str:
+    words = len(question.split())
+    return "length:short" if words <= 10 else "length:long" if words > 20 else "length:medium"
+
+
+def derive(labeled: LabeledSet, docs: Iterable[Any]) -> LabeledSet:
+    """``labeled`` with the derived tags added to each question's own (``docs``: the corpus)."""
+    from .freshness import is_versioned
+
+    by_id = {d.doc_id: d for d in docs}
+    queries = []
+    for q in labeled.queries:
+        gold = [by_id[d] for d in q.gold if d in by_id]
+        tags = set(q.tags)
+        tags.add(length_band(q.question))
+        if len(q.gold) > 1:
+            tags.add("multi-gold")
+        if gold and body_only(q.question, gold):
+            tags.add("body-only")
+        if any(is_versioned(d.meta) for d in gold):
+            tags.add("versioned")
+        queries.append(replace(q, tags=tuple(sorted(tags))))
+    return LabeledSet(tuple(queries), name=labeled.name, provenance=labeled.provenance)
+
+
+def members(labeled: Any, tag: str) -> list[str]:
+    """The ids of the questions carrying ``tag``, in labeled-set order."""
+    return [q.query_id for q in labeled.queries if tag in q.tags]
+
+
+def all_tags(labeled: Any) -> list[str]:
+    """Every tag some question carries: the derived ones first, in their order, then the team's."""
+    found = {t for q in labeled.queries for t in q.tags}
+    return [t for t in DERIVED if t in found] + sorted(found - set(DERIVED))

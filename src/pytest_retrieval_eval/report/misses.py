@@ -1,0 +1,87 @@
+"""Why and where: the misses by cause under the table, the segment rows, the labeled set's
+coverage. Read from the verdict (``run/causes.py``, ``run/segments.py``, ``run/coverage.py``
+computed them); nothing is computed here."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from typing import Any
+
+from ..ir.stats import CORRECTION_NAMES, POWER
+from ..run.coverage import coverage_line, tag_lines
+from . import table
+
+
+def _wrap(line: str, markdown: bool) -> list[str]:
+    return [f"- {line}"] if markdown else textwrap.wrap(line, width=80, subsequent_indent="    ")
+
+
+def miss_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
+    """``hybrid missed 7 of 68 at hit@5: 3 ranked 6-20, 2 never a candidate (keyword leg empty) ...``"""
+    several = len({m.labeled for m in verdict.misses}) > 1
+    out = []
+    for m in verdict.misses:
+        line = m.line() + (f" (on {m.labeled})" if several else "")
+        out += _wrap(line, markdown)
+    return out
+
+
+def segment_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
+    """A row per segment: n, each engine's value with its interval and the engines it beats
+    inside the segment, and the smallest drop the segment can show (flagged when it has few questions)."""
+    rows = verdict.segments
+    if not rows:
+        return []
+    names = table.letters(verdict)
+    engines = list(dict.fromkeys(e for r in rows for e in r.values))
+    corrected = CORRECTION_NAMES[verdict.correction]
+    head = (f"segments at {rows[0].measure} (95% interval; a superscript: beats that engine inside the segment, "
+            f"{corrected} over every segment; drop: the smallest the segment can show, {POWER:.0%} power):")
+    out = _wrap(head, markdown)
+
+    def cell(r: Any, engine: str) -> str:
+        if engine not in r.values:
+            return ""
+        mean, lo, hi, _ = r.values[engine]
+        beats = "".join(sorted(names.get((loser, r.labeled), "") for loser in r.wins.get(engine, ())))
+        return f"{table.fmt(mean)}{table.superscript(beats)} [{lo:.2f}, {hi:.2f}]"
+
+    def drop(r: Any) -> str:
+        drops = [v[3] for v in r.values.values() if not math.isnan(v[3])]
+        shown = f"{max(drops):.3f}" if drops else "n/a"
+        return shown + (" (few questions)" if r.few else "")
+
+    several = len({r.labeled for r in rows}) > 1
+    label = {e: e + (f" {table.superscript(names[(e, rows[0].labeled)])}" if (e, rows[0].labeled) in names else "")
+             for e in engines}
+    if markdown:
+        out += ["", "| segment | n | " + " | ".join(label[e] for e in engines) + " | drop |",
+                "|---|---|" + "---|" * len(engines) + "---|"]
+        out += [f"| {r.tag}{f' ({r.labeled})' if several else ''} | {r.n} | "
+                + " | ".join(cell(r, e) for e in engines) + f" | {drop(r)} |" for r in rows]
+        return out
+    width = max(len("segment"), *(len(r.tag) + (len(r.labeled) + 3 if several else 0) for r in rows))
+    widths = {e: max(len(label[e]), *(len(cell(r, e)) for r in rows)) for e in engines}
+    out.append(f"{'segment':<{width}}  {'n':>4}  " + "  ".join(f"{label[e]:<{widths[e]}}" for e in engines) + "  drop")
+    for r in rows:
+        tag = r.tag + (f" ({r.labeled})" if several else "")
+        out.append(f"{tag:<{width}}  {r.n:>4}  " + "  ".join(f"{cell(r, e):<{widths[e]}}" for e in engines)
+                   + f"  {drop(r)}")
+    return out
+
+
+def coverage_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
+    record = verdict.run.coverage
+    line = coverage_line(record)
+    if line is None:
+        return []
+    out = _wrap(line, markdown)
+    if verdict.segments:  # per tag too, where segments are asked for
+        out += [f"- {t.strip()}" if markdown else t for t in tag_lines(record)]
+    return out
+
+
+def why_of(verdict: Any, e: Any) -> dict[str, str]:
+    """Query id -> the cause of its miss at the verdict's cutoff, for ``e``'s missed questions."""
+    return {q: c.text for q, c in e.causes(verdict.miss_k).items()}
