@@ -100,6 +100,15 @@ class KeywordEngine:
     def scores(self, query: str) -> dict[str, float]:
         return dict(zip(self._ids, self._score_array(query).tolist()))
 
+    def retrieve_stages(self, query: str, k: int):
+        """One leg, ``metadata``: every document a term of the question occurs in the title,
+        description or filename of. A relevant document outside it shares no term with them,
+        which is what its miss is attributed to ("never a candidate")."""
+        from .base import Stages
+
+        matched = list(self.retrieve(query, len(self._ids)))  # every document scoring above 0
+        return Stages(matched[: max(k, 0)], {"metadata": matched})
+
     def retrieve(self, query: str, k: int) -> Sequence[str]:
         import numpy as np
 

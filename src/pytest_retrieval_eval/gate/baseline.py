@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
+from ..data.segments import all_tags
 from ..ir.measures import Measure
 from ..ir.paired import MOVERS, Paired, corrected, paired  # noqa: F401  (MOVERS: re-exported)
 from ..run.judging import judge_problem
@@ -80,6 +81,44 @@ class BaselineComparison:
     correction: str = "holm"
     #: freshness measures compared across as-of days, one line per pair of days
     warnings: list[str] = field(default_factory=list)
+    #: each tag's segment on each compared measure (``SegmentDiff``), p corrected over all of them
+    segments: list["SegmentDiff"] = field(default_factory=list)
+
+    def regressed_segments(self, alpha: float) -> list["SegmentDiff"]:
+        """Segments whose measure fell beyond noise (corrected p < alpha), largest fall first."""
+        return sorted((d for d in self.segments if d.delta < 0 and d.paired.p_adjusted < alpha),
+                      key=lambda d: (d.delta, d.engine, d.tag))
+
+
+@dataclass(frozen=True)
+class SegmentDiff:
+    """One engine's measure on the questions carrying one tag, now against the baseline."""
+
+    engine: str
+    tag: str
+    measure: str
+    before: float
+    after: float
+    paired: Paired
+    #: the measure over every question, for the line that says the total held
+    total_delta: float
+    #: the questions of the segment that fell, by name
+    fell: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        return self.paired.wins + self.paired.losses + self.paired.ties
+
+    @property
+    def delta(self) -> float:
+        return self.after - self.before
+
+    def describe(self) -> str:
+        total = "held" if self.total_delta >= 0 else "fell"
+        shown = ", ".join(self.fell[:5]) + (f" and {len(self.fell) - 5} more" if len(self.fell) > 5 else "")
+        return (f"{self.engine}[{self.tag}]: {self.measure} {self.before:.4f} -> {self.after:.4f} ({self.delta:+.4f}; "
+                f"n={self.n}, {self.paired.losses} down, {self.paired.wins} up; p={self.paired.p:.3g}, corrected "
+                f"{self.paired.p_adjusted:.3g}) while the total {total} ({self.total_delta:+.4f}); fell: {shown}")
 
 
 def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult) -> list[str]:
@@ -172,4 +211,24 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
     out.diffs = [replace(d, paired=c) for d, c in zip(out.diffs, corrected([d.paired for d in out.diffs], correction))]
     out.correction = correction
     out.warnings = days_warnings(out.diffs)
+    found = []
+    for d in out.diffs:  # each tag's share of every diff (freshness across days aside)
+        if d.days is not None or Measure.parse(d.measure).freshness:
+            continue
+        e, b = now.get(d.engine, d.labeled), base.get(d.engine, d.labeled)
+        found += [f for tag in all_tags(e.labeled) if (f := segment_diff(e, b, tag, d)) is not None]
+    out.segments = [replace(f, paired=c) for f, c in zip(found, corrected([f.paired for f in found], correction))]
     return out
+
+
+def segment_diff(now: EvaluationResult, base: EvaluationResult, tag: str, total: MeasureDiff) -> SegmentDiff | None:
+    """``total``'s measure on the questions of ``now`` tagged ``tag`` that the baseline also holds."""
+    known = base.labeled.by_id()
+    ids = [q.query_id for q in now.labeled.queries if tag in q.tags and q.query_id in known]
+    if not ids:
+        return None
+    after, before = now.per_query(total.measure), base.per_query(total.measure)
+    a, b = [after.get(q, 0.0) for q in ids], [before.get(q, 0.0) for q in ids]
+    names = {q.query_id: q.name for q in now.labeled.queries}
+    return SegmentDiff(now.engine, tag, total.measure, sum(b) / len(b), sum(a) / len(a), paired(a, b, ids),
+                       total.delta, tuple(names[q] for q, x, y in zip(ids, a, b) if x < y))

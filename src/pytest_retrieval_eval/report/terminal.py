@@ -71,6 +71,10 @@ def baseline_lines(verdict: Any) -> list[str]:
              f"{len(comparison.diffs)} comparisons):"]
     moved = [d for d in comparison.diffs if d.before != d.after]
     lines += [f"  {d.describe()}" for d in moved] or ["  no measure moved"]
+    fell = comparison.regressed_segments(verdict.alpha)
+    if fell:
+        lines.append(f"  segments that fell (p corrected over {len(comparison.segments)} segment comparisons):")
+        lines += [f"    {d.describe()}" for d in fell]
     lines += [f"  note: {n}" for n in comparison.notes]
     return lines
 

@@ -1,0 +1,123 @@
+"""Segments of the labeled set (issue 30): tags, derived segments, rows, rules, baselines, coverage."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_retrieval_eval.data.labeled import LabeledSet, dump_questions_cache, load_questions_cache
+from pytest_retrieval_eval.data.labels import read_jsonl, read_table
+from pytest_retrieval_eval.data.segments import derive, parse_tags
+from pytest_retrieval_eval.errors import RetrievalEvalError
+from pytest_retrieval_eval.gate.baseline import compare
+from pytest_retrieval_eval.gate.rules import Threshold, check_coverage, check_segments
+from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.gate.verdict import judge
+from pytest_retrieval_eval.run.coverage import coverage_line, coverage_record
+from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.run.segments import segment_rows
+from pytest_retrieval_eval.types import Doc, LabeledQuery, QueryResult
+
+DOCS = [Doc("vpn", "Install the WireGuard client and import the profile.", title="VPN setup"),
+        Doc("prices", "The plan costs 10 euros.", title="Prices 2026", meta={"version_key": "prices"}),
+        Doc("big", " ".join(["word"] * 500), title="Handbook")]
+
+
+def test_derived_segments_read_the_question_as_the_keyword_engine_does():
+    labeled = LabeledSet((LabeledQuery("q1", "How do I import a WireGuard profile?", {"vpn": 1}),
+                          LabeledQuery("q2", "What does the VPN cost?", {"vpn": 1, "prices": 1}),
+                          LabeledQuery("q3", "euros", {"prices": 1}, tags=("product:plans",))))
+    tags = {q.query_id: q.tags for q in derive(labeled, DOCS)}
+    assert tags["q1"] == ("body-only", "length:short")  # wireguard, profile: in the body, not the title
+    assert tags["q2"] == ("length:short", "multi-gold", "versioned")  # vpn is in a title
+    assert tags["q3"] == ("body-only", "length:short", "product:plans", "versioned")
+
+
+def test_tags_come_from_a_csv_column_a_jsonl_field_and_the_cache(tmp_path):
+    csv = tmp_path / "labels.csv"
+    csv.write_text("question,doc_id,tags\nHow to set up the VPN?,vpn,product:net; onboarding\n"
+                   "How to set up the VPN?,prices,urgent\n")
+    [q] = read_table(csv)
+    assert q.tags == ("onboarding", "product:net", "urgent")  # rows of one question merge their tags
+    jsonl = tmp_path / "labels.jsonl"
+    jsonl.write_text('{"question": "Price?", "doc_id": "prices", "tags": ["billing"]}\n')
+    assert read_jsonl(jsonl)[0].tags == ("billing",)
+    cache = tmp_path / "questions.cache.json"
+    cache.write_text(dump_questions_cache(LabeledSet((q,)), generator={}, corpus_fingerprint="x"))
+    assert load_questions_cache(cache).queries[0].tags == q.tags
+    jsonl.write_text('{"question": "Price?", "doc_id": "prices", "tags": ["two words"]}\n')
+    with pytest.raises(RetrievalEvalError, match=r"labels.jsonl:1: field 'tags': tag 'two words' must be a word"):
+        read_jsonl(jsonl)
+    with pytest.raises(RetrievalEvalError, match="tags must be a list of names"):
+        parse_tags(3, "tags")
+
+
+def _result(engine: str, hits: dict[str, bool], queries) -> EvaluationResult:
+    return EvaluationResult(engine, LabeledSet(tuple(queries)),
+                            tuple(QueryResult(q.query_id, ("g",) if hits[q.query_id] else ("x",)) for q in queries))
+
+
+QUERIES = [LabeledQuery(f"q{i:02d}", f"question {i}", {"g": 1}, tags=("body-only",) if i < 20 else ())
+           for i in range(60)]
+
+
+def test_segment_rows_and_a_failed_segment_rule_name_the_segment_its_n_and_the_questions():
+    a = _result("a", {q.query_id: True for q in QUERIES}, QUERIES)
+    b = _result("b", {q.query_id: "body-only" not in q.tags for q in QUERIES}, QUERIES)
+    run = RunResults([a, b])
+    rows = {r.tag: r for r in segment_rows(run, ["body-only"], "hit@5")}
+    assert list(rows) == ["all", "body-only", "not body-only"]
+    assert rows["body-only"].values["b"][0] == 0.0 and rows["not body-only"].values["b"][0] == 1.0
+    assert rows["body-only"].wins == {"a": ("b",)} and rows["not body-only"].wins == {}
+    assert rows["body-only"].n == 20 and not rows["body-only"].few
+    [failure] = check_segments([Threshold.parse("b[body-only]:hit@5>=0.9", source="ini")], run)
+    assert failure.startswith("b[body-only]: hit@5 = 0.0000, required >= 0.9 (from ini; segment body-only, n=20 of "
+                              "60, smallest detectable drop ")
+    assert "lowest: q00, q01, q02, q03, q04 and 15 more" in failure
+    assert check_segments([Threshold.parse("[body-only]:hit@5>=0.9")], run)[0].startswith("b[body-only]")
+    [none] = check_segments([Threshold.parse("a[nosuch]:hit@5>=0.5", source="ini")], run)
+    assert "no question of labeled carries tag 'nosuch' (tags: body-only)" in none
+    assert str(Threshold.parse("[body-only]:hit@5>=0.9")) == "[body-only]:hit@5>=0.9"
+    with pytest.raises(RetrievalEvalError, match="does not parse"):
+        Threshold.parse(":hit@5>=0.9")
+    with pytest.raises(RetrievalEvalError, match="a segment rule judges a measure"):
+        Threshold.parse("a[x]:errors<=0")
+
+
+def test_a_baseline_names_the_segment_that_fell_while_the_total_held():
+    before = _result("a", {q.query_id: "body-only" in q.tags for q in QUERIES}, QUERIES)  # 20 of 60
+    after = _result("a", {q.query_id: "body-only" not in q.tags and q.query_id < "q45" for q in QUERIES}, QUERIES)
+    assert after.mean("hit@5") >= before.mean("hit@5")  # 25 of 60: the total held
+    comparison = compare(RunResults([after]), RunResults([before]), ["hit@5"])
+    [fell] = comparison.regressed_segments(0.05)
+    assert fell.tag == "body-only" and (fell.before, fell.after) == (1.0, 0.0)
+    assert fell.describe().startswith("a[body-only]: hit@5 1.0000 -> 0.0000 (-1.0000; n=20, 20 down, 0 up;")
+    assert "while the total held (+0.0833); fell: q00, q01, q02, q03, q04 and 15 more" in fell.describe()
+
+
+def test_coverage_counts_documents_and_chunks_and_a_rule_names_what_no_question_reaches():
+    labeled = derive(LabeledSet((LabeledQuery("q1", "WireGuard profile?", {"vpn": 1, "prices": 0}),)), DOCS)
+    record = coverage_record(DOCS, [labeled], ["vpn", "vpn", "prices", "big", "big", "big"])
+    assert record["documents"] == {"judged": 2, "total": 3}  # a grade-0 judgment judges too
+    assert record["chunks"] == {"judged": 3, "total": 6} and record["unreached"] == [["big", 500]]
+    assert record["by_tag"] == {"body-only": 2, "length:short": 2}
+    assert coverage_line(record) == ("coverage: the questions judge 2 of 3 documents (66.7%) and 3 of 6 chunks "
+                                     "(50.0%); the largest no question reaches: big (500 words)")
+    [failure] = check_coverage([Threshold.parse("coverage.documents>=1.0", source="ini")], record)
+    assert failure == ("coverage.documents = 0.6667 (2 of 3 documents judged by some question), required >= 1 "
+                       "(from ini); no question reaches big (500 words)")
+    assert check_coverage([Threshold.parse("coverage.chunks>=0.5")], record) == []
+    assert "checked nothing" in check_coverage([Threshold.parse("coverage.chunks>=0.5")], {})[0]
+
+
+def test_the_verdict_counts_misses_at_the_gated_cutoff_and_results_json_keeps_them():
+    a = _result("a", {q.query_id: q.query_id < "q50" for q in QUERIES}, QUERIES)
+    run = RunResults([a])
+    run.settings = GateSettings(thresholds=(Threshold.parse("hit@3>=0.5"),), by=("body-only",)).for_run(run, ())
+    verdict = judge(run, run.settings)
+    assert verdict.miss_k == 3 and verdict.misses[0].line() == "a missed 10 of 60 at hit@3: 10 not retrieved"
+    import json
+
+    doc = json.loads(run.to_json(verdict))
+    assert doc["misses"][0]["missed"] == 10 and doc["settings"]["by"] == ["body-only"]
+    assert [r["tag"] for r in doc["segments"]] == ["all", "body-only", "not body-only"]
+    assert run.to_json() == run.to_json(verdict)  # made again from the recorded settings, the same
