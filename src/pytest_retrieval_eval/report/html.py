@@ -12,6 +12,7 @@ from ..data.judgments import RELEVANT_FROM
 from ..run.judging import used
 from . import errors, plot, shadow, table
 from .judged import candidate_lines, judged_lines
+from .misses import coverage_lines, miss_lines, segment_lines
 from .terminal import baseline_lines
 
 MISS_AT = 10
@@ -44,6 +45,12 @@ def _movement(rank: int | None, before: int | None) -> str | None:
     return None
 
 
+def _ranks(stage: Any, q: Any) -> str:
+    """Where a stage put the question's relevant documents: ``4`` (one), ``2, -`` (two, one absent)."""
+    ranks = [str(stage.ranks[d]) if d in stage.ranks else "-" for d in q.gold]
+    return f"{', '.join(ranks) or '-'} of {stage.size}"
+
+
 def _judge_text(run: Any) -> str:
     found = used(run)
     return found.judge.describe() if found is not None else ""
@@ -69,6 +76,7 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
         base = baseline.get(r.engine, r.labeled.name) if baseline is not None else None
         base_ranks = base.first_relevant_rank if base is not None else {}
         by_id = r.labeled.by_id()
+        causes = r.causes(verdict.miss_k)
         rows = []
         for res in r.results:
             q = by_id[res.query_id]
@@ -85,13 +93,19 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
             row = {"id": q.query_id, "question": q.question, "gold": sorted(q.relevant.items(), key=lambda kv: -kv[1]),
                    "ranked": ranked, "rank": rank, "error": res.error, "miss": rank is None or rank > MISS_AT,
                    "stale": any(x["stale"] for x in ranked),
-                   "moved": moved, "base_rank": before,
+                   "moved": moved, "base_rank": before, "tags": " ".join(q.tags),
+                   "why": causes[q.query_id].text if q.query_id in causes else "",
+                   "stages": [f"{st.name} {_ranks(st, q)}" for st in res.stages],
                    "search": " ".join([q.question, q.query_id, *q.relevant, *res.doc_ids[:MISS_AT]]).lower()}
             rows.append(row)
             by_query.setdefault((r.labeled.name, q.query_id), {"id": q.query_id, "question": q.question, "cells": [],
                                                                "search": row["search"], "miss": False, "error": False,
-                                                               "moved": False})["cells"].append(row)
+                                                               "moved": False, "tags": row["tags"]})["cells"].append(row)
+        groups: dict[str, list] = {}
+        for qid, c in causes.items():
+            groups.setdefault(c.group, []).append({"id": qid, "name": by_id[qid].name, "why": c.text})
         engines.append({"name": r.engine, "labeled": r.labeled.name, "info": sorted(r.engine_info.items()),
+                        "causes": sorted(groups.items(), key=lambda g: -len(g[1])),
                         "rows": rows, "misses": sum(x["miss"] for x in rows), "errors": sum(bool(x["error"]) for x in rows),
                         "stale": sum(x["stale"] for x in rows),
                         "as_of": r.freshness.as_of if r.freshness is not None else None})
@@ -100,6 +114,14 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
     return env.from_string(template).render(
         subtitle=subtitle, measures=verdict.measures, judge=_judge_text(verdict.run),
         judged_lines=[line.strip() for line in judged_lines(verdict, width=10 ** 6) + candidate_lines(verdict.run)],
+        miss_k=verdict.miss_k, miss_lines=[line[2:] for line in miss_lines(verdict, markdown=True)],
+        coverage=[line[2:] for line in coverage_lines(verdict, markdown=True)],
+        segments=[{"tag": row.tag, "labeled": row.labeled, "n": row.n, "few": row.few,
+                   "cells": [{"engine": e, "value": table.fmt(v[0]), "ci": f"[{v[1]:.3f}, {v[2]:.3f}]",
+                              "beats": ", ".join(row.wins.get(e, ())), "drop": "n/a" if math.isnan(v[3]) else f"{v[3]:.3f}"}
+                             for e, v in row.values.items()]} for row in verdict.segments],
+        segment_measure=verdict.segments[0].measure if verdict.segments else "",
+        tags=sorted({t for e in verdict.run.evaluations for q in e.labeled.queries for t in q.tags}),
         summary=summary, legend=" ".join(table.legend(verdict, markdown=True)),
         miss_at=MISS_AT, svg=plot.run_svg(verdict.run, baseline), engines=engines,
         compare=[q for q in by_query.values() if len(q["cells"]) == len(engines)] if len(engines) > 1 else [],

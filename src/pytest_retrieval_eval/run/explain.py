@@ -23,6 +23,8 @@ def explain(r: "EvaluationResult", measure: str, value: float, op: str, other: o
     if parsed.freshness:
         lines.extend(freshness_lines(r, parsed, limit))
         return lines
+    if not parsed.judged and not parsed.count:  # the misses at the measure's cutoff, by cause
+        lines.append(r.misses(parsed.k or r.depth).line())
     misses = worst(r, measure, limit)
     if misses:
         lines.append(f"worst-scoring queries on {measure}:")
@@ -43,10 +45,15 @@ def worst(self: "EvaluationResult", measure: str, limit: int = 5) -> list[str]:
         rows.append((v, -(rank or math.inf), r.query_id, r, rank))
     rows.sort(key=lambda row: row[:3])
     lines = []
+    parsed = Measure.parse(measure)
+    causes = self.causes(parsed.k or self.depth) if not parsed.judged else {}
     for v, _, qid, r, rank in rows[:limit]:
         q = by_id[qid]
         question = q.question if len(q.question) <= 70 else q.question[:67] + "..."
+        cause = causes.get(qid)
         where = f"rank {rank}" if rank else "not retrieved"
+        if cause is not None and cause.kind != "ranked":
+            where += f"; why: {cause.text}"
         got = r.error if r.error else (", ".join(r.doc_ids[:3]) or "nothing")
         named = f"{qid} ({measure}={v:.3f}) {question!r}" if q.name == qid else f"{question!r} ({measure}={v:.3f})"
         lines.append(
