@@ -19,6 +19,7 @@ ALLOWED = {
     "pytest_retrieval_eval.plugin.roles", "pytest_retrieval_eval.plugin.hookspecs", "pytest_retrieval_eval.errors",
     "pytest_retrieval_eval.types", "pytest_retrieval_eval._http", "pytest_retrieval_eval._secrets",
     "pytest_retrieval_eval._lazy_torch", "pytest_retrieval_eval.data", "pytest_retrieval_eval.data.chunking",
+    "pytest_retrieval_eval.data.terms",  # the keyword engine's tokenizer, which the derived segments share
     "pytest_retrieval_eval.engines", "pytest_retrieval_eval.engines.base", "pytest_retrieval_eval.engines.hybrid",
     "pytest_retrieval_eval.engines.keyword", "pytest_retrieval_eval.hybrid", "pytest_retrieval_eval.hybrid.store",
     "pytest_retrieval_eval.hybrid.store.base", "pytest_retrieval_eval.ir", "pytest_retrieval_eval.ir.measures",

@@ -117,8 +117,9 @@ def test_a_failed_assertion_explains_measure_value_sample_and_worst_misses(bundl
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "E       AssertionError: assert keyword: hit@5 = 0.*, expected >= 0.99 (n=68 queries, 0 errored, labeled set questions.cache.json)",
+        "E         keyword missed 44 of 68 at hit@5: 30 ranked 6-22, 14 never a candidate",
         "E         worst-scoring queries on hit@5:",
-        "E           * (hit@5=0.000) '*' gold: * (not retrieved); top 3: *",
+        "E           * (hit@5=0.000) '*' gold: * (not retrieved; why: never a candidate (metadata leg: * others)); top 3: *",
     ])
 
 

@@ -38,7 +38,7 @@ def test_report_folder_is_complete_and_byte_identical_across_runs(project, tmp_p
     assert set(oracle["queries"][0]["values"]) >= {"hit@5", "mrr", "ndcg@10", "recall@100", "map"}
     rows = [json.loads(l) for l in (a / "per_query.jsonl").read_text().splitlines()]
     assert len(rows) == 136 and set(rows[0]) == {"engine", "labeled", "query_id", "question", "gold", "ranked",
-                                                 "rank_of_gold", "error"}
+                                                 "rank_of_gold", "error", "tags", "why", "stages"}
     md = (a / "results.md").read_text()
     assert "| oracle ᵇ | questions.cache.json | 1.000ᵃ [0.947, 1.000]" in md and "fingerprint" in md
     svg = (a / "hit_at_k.svg").read_text()

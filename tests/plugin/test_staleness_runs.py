@@ -49,11 +49,11 @@ def test_an_edited_document_fails_the_run_by_name_and_leaves_the_cache_alone(pro
 def test_warn_mode_evaluates_every_question_and_a_deleted_gold_misses_not_in_the_corpus(project):
     (project.path / "corpus" / "lost-keys.json").unlink()
     edit(project.path / "corpus" / "battery-care.json", content="Charge it whenever you like.")
-    result = project.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-stale=warn", "-W", "default")
+    result = project.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-stale=warn", "-W", "default",
+                               f"--retrieval-report-dir={project.path / 'report'}")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["*StaleQuestionsWarning*", "keyword *68*0", "*keyword missed * of 68 at hit@5:*"
-                                 "2 not in the corpus*"])
-    page = json.loads((project.path / "retrieval-report" / "results.json").read_text())
+    result.stdout.fnmatch_lines(["*StaleQuestionsWarning*", "keyword *68*0", "keyword missed 46 of 68 at hit@5: 2 not in the corpus*"])
+    page = json.loads((project.path / "report" / "results.json").read_text())
     causes = {q["id"]: q["why"] for q in page["misses"][0]["queries"]}
     assert causes["lost-keys.q1"] == causes["lost-keys.q2"] == "not in the corpus: lost-keys"
 

@@ -43,3 +43,17 @@ def test_mrr(retrieval_corpus, retrieval_engine, retrieval_results):
 
 def test_no_engine_errors(retrieval_results):
     assert retrieval_results.errors == {}
+
+
+def test_a_segment_is_asserted_on_like_the_whole_set(retrieval_corpus, retrieval_engine, retrieval_results):
+    """The plan's acceptance claim, as a team would write it: the keyword engine, which never reads
+    a body, misses mostly where the question's terms sit in the body alone; the hybrid does not."""
+    body, rest = retrieval_results.segment("body-only"), retrieval_results.segment("not-a-tag")
+    assert rest.n == 0 and rest.hit_at(5) != rest.hit_at(5)  # no such question: NaN, never a pass
+    if Path(retrieval_corpus.source or "") == BUNDLED and retrieval_engine.name in FLOORS:
+        assert body.n >= 20
+        others = (retrieval_results.hit_at(5) * retrieval_results.n - body.hit_at(5) * body.n) / (retrieval_results.n - body.n)
+        if retrieval_engine.name == "keyword":
+            assert body.hit_at(5) < others - 0.3, (body.hit_at(5), others)
+        else:
+            assert body.hit_at(5) >= others - 0.1, (body.hit_at(5), others)

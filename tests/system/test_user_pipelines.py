@@ -196,11 +196,14 @@ def test_the_builtin_pair_is_yaml_a_copy_runs_as_a_teams_pipeline_and_the_hybrid
 
     for name in ("ingest.yaml", "query.yaml"):
         shutil.copy(builtin(name).path, tmp_path / name)
+    # and a copy whose joiner keeps one chunk: its misses are the joiner's cut, read from its stages
+    query = (tmp_path / "query.yaml").read_text()
+    (tmp_path / "cut.yaml").write_text(query.replace("sort_by_score: true\n      top_k: 50", "sort_by_score: true\n      top_k: 1"))
     pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
                      f"retrieval_cache_dir = {shared_cache_dir}\nretrieval_store_cache_mb = 0\n"
                      f"retrieval_ingest_pipeline = {tmp_path / 'ingest.yaml'}\n"
-                     f"retrieval_query_pipelines = copy={tmp_path / 'query.yaml'}\n"
-                     "retrieval_engines = hybrid copy\n")
+                     f"retrieval_query_pipelines =\n    copy={tmp_path / 'query.yaml'}\n    cut={tmp_path / 'cut.yaml'}\n"
+                     "retrieval_engines = hybrid copy cut\n")
     pytester.makepyfile("import pytest\n\n@pytest.mark.retrieval\ndef test_x(retrieval_results):\n    pass\n")
     result = pytester.runpytest_subprocess("-m", "retrieval", "--retrieval-report")
     assert result.ret == 0, result.stdout.str()
@@ -210,6 +213,10 @@ def test_the_builtin_pair_is_yaml_a_copy_runs_as_a_teams_pipeline_and_the_hybrid
         [0.809, 0.971, 0.971, 1.0, 1.0, 0.892]
     assert table["copy"] == table["hybrid"]
     assert "ingested with ingest.yaml (38 chunks;" in result.stdout.str()  # the copy's table: same chunks
+    missed = round((1 - table["cut"]["hit@5"]) * 68)
+    result.stdout.fnmatch_lines(["copy missed 2 of 68 at hit@5: 2 ranked 6",
+                                 f"cut missed {missed} of 68 at hit@5: {missed} cut by joiner"])
+    assert missed > 2
 
 
 def test_an_ingestion_yaml_no_engine_reads_is_a_warning_naming_it(project, tmp_path):

@@ -47,6 +47,20 @@ def _documents_output(pipeline: Any, file: Any) -> str:
     raise RetrievalEvalError("the pipeline has no 'documents' output to rank", path=file.path)
 
 
+def _stage_components(pipeline: Any, last: str) -> tuple[list[str], list[str]]:
+    """The components that output documents, in the pipeline's order: those no documents flow
+    into (the legs: retrievers) and the rest up to ``last``, the one ranked (the steps)."""
+    import networkx as nx
+
+    graph = pipeline.graph
+    makes = [c for c in nx.topological_sort(graph)
+             if any(getattr(e[2].get("from_socket"), "name", None) == "documents" for e in graph.out_edges(c, data=True))
+             or c == last]
+    fed = {c for c in makes if any(getattr(e[2].get("to_socket"), "name", None) == "documents"
+                                   for e in graph.in_edges(c, data=True))}
+    return [c for c in makes if c not in fed and c != last], [c for c in makes if c in fed or c == last]
+
+
 class PipelineEngine:
     """A query pipeline as an engine (see the module docstring). Asked one question at a time:
     its document stores share one database connection each."""
@@ -69,6 +83,7 @@ class PipelineEngine:
         self.cached, self.not_cached = cache_embedders(self.pipeline, cache)
         self.inputs = _open_inputs(self.pipeline, file, inputs)
         self.output = _documents_output(self.pipeline, file)
+        self.legs, self.steps = _stage_components(self.pipeline, self.output.partition(".")[0])
         sockets = self.inputs
         self._adapted = haystack(self.pipeline, name=name, output=self.output, doc_id_field=id_field,
                                  inputs=lambda query, k: {c: {s: query for s in ss} for c, ss in sockets.items()},
@@ -92,3 +107,23 @@ class PipelineEngine:
 
     def retrieve(self, query: str, k: int) -> list[str]:
         return self._adapted.retrieve(query, k)[:k]  # chunks folded to their documents, in order
+
+    def retrieve_stages(self, query: str, k: int):
+        """The answer, and what each retriever (a leg) and each later documents step held, read
+        with Haystack's ``include_outputs_from``: a miss is told as "cut by joiner" or "never a
+        candidate (bm25 leg empty)"."""
+        from .adapters import fold
+        from .base import Stages
+
+        inputs = {c: {s: query for s in ss} for c, ss in self.inputs.items()}
+        result = self.pipeline.run(inputs, include_outputs_from={*self.legs, *self.steps})
+
+        def ids(component: str) -> list[str]:
+            docs = (result.get(component) or {}).get("documents") or []
+            if any((d.meta or {}).get(self.id_field) is None for d in docs):
+                raise RetrievalEvalError(f"a retrieved document lacks the id meta field '{self.id_field}'",
+                                         path=self.file.path, field=self.id_field)
+            return fold(str(d.meta[self.id_field]) for d in docs)
+
+        steps = {c: ids(c) for c in self.steps}
+        return Stages(steps[self.output.partition(".")[0]][:k], {c: ids(c) for c in self.legs}, steps)

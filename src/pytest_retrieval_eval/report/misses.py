@@ -14,7 +14,8 @@ from . import table
 
 
 def _wrap(line: str, markdown: bool) -> list[str]:
-    return [f"- {line}"] if markdown else textwrap.wrap(line, width=80, subsequent_indent="    ")
+    return [f"- {line}"] if markdown else textwrap.wrap(line, width=80, subsequent_indent="    ",
+                                                                 break_on_hyphens=False)
 
 
 def miss_lines(verdict: Any, *, markdown: bool = False) -> list[str]:

@@ -271,6 +271,19 @@ class EvaluationResult:
         n = max(self.n, 1)
         return [sum(1 for r in ranks if r <= k) / n for k in range(1, depth + 1)]
 
+    def segment(self, tag: str) -> "EvaluationResult":
+        """The same evaluation on the questions carrying ``tag`` only (``data/segments.py``), e.g.
+        ``assert results.segment("body-only").hit_at(5) >= 0.8``; an empty one scores NaN."""
+        keep = {q.query_id for q in self.labeled.queries if tag in q.tags}
+        labeled = LabeledSet(tuple(q for q in self.labeled.queries if q.query_id in keep),
+                             name=f"{self.labeled.name}[{tag}]", provenance=self.labeled.provenance)
+        return EvaluationResult(self.engine, labeled, tuple(r for r in self.results if r.query_id in keep),
+                                self.engine_info, self.depth, self.context,
+                                tuple(tuple(r for r in t if r.query_id in keep) for t in self.trial_results),
+                                {k: tuple(q for q in v if q in keep) for k, v in self.run_lint.items()},
+                                self.freshness, {q: j for q, j in self.judged.items() if q in keep}, self.judge,
+                                self.evidence)
+
     def causes(self, k: int) -> dict[str, Any]:
         """Query id -> why it missed at ``k`` (``run.causes.Cause``), for the missed questions."""
         if k not in self._causes:
