@@ -36,7 +36,7 @@ def test_every_miss_has_a_cause_and_every_segment_a_row(bundled_project, sandbox
                     "--retrieval-threshold=keyword[body-only]:hit@5>=0.9",
                     "--retrieval-threshold=coverage.documents>=1.0", f"--retrieval-report-dir={report}")
     assert code == 1, out
-    lines = out.splitlines()
+    lines = out.replace("\n    ", " ").splitlines()  # wrapped lines joined
     line = {engine: next(l for l in lines if l.startswith(f"{engine} missed ")) for engine in ("hybrid", "keyword", "hybrid-f1")}
     table = parse_table(out)
     # both engines' misses attributed; the keyword engine's never "not retrieved" (its one leg says why)
@@ -45,7 +45,10 @@ def test_every_miss_has_a_cause_and_every_segment_a_row(bundled_project, sandbox
     assert round((1 - table["keyword"]["hit@5"]) * 68) == 44
     # fusion keeping one chunk: the new misses are the fusion's cut, not absence
     missed = round((1 - table["hybrid-f1"]["hit@5"]) * 68)
-    assert missed > 2 and line["hybrid-f1"] == f"hybrid-f1 missed {missed} of 68 at hit@5: {missed} cut by fusion"
+    found = re.fullmatch(rf"hybrid-f1 missed {missed} of 68 at hit@5: (?:(\d+) beaten by a stale version, )?(\d+) cut by "
+                         r"fusion", line["hybrid-f1"])
+    assert missed > 2 and found, line["hybrid-f1"]  # one chunk kept: a stale version at rank 1 beats some
+    assert int(found[2]) >= missed - 3
 
     header = next(l for l in lines if l.startswith("segment "))
     engines = [w for w in header.split()[2:-1] if not w.strip("ᵃᵇᶜ") == ""]
@@ -62,7 +65,7 @@ def test_every_miss_has_a_cause_and_every_segment_a_row(bundled_project, sandbox
     assert "lowest: account-deletion.q2," in seg
     # the coverage line, and its rule naming the documents no question reaches
     assert ("coverage: the questions judge 28 of 30 documents (93.3%) and 36 of 38 chunks (94.7%); the largest no "
-            "question reaches: plan-prices-2025 (93 words), hub-opening-hours-2024 (64 words)") in out.replace("\n    ", " ")
+            "question reaches: plan-prices-2025 (93 words), hub-opening-hours-2024 (64 words)") in lines
     cov = next(l for l in failed if "coverage.documents" in l)
     assert "coverage.documents = 0.9333 (28 of 30 documents judged by some question), required >= 1" in cov
     assert "no question reaches plan-prices-2025 (93 words), hub-opening-hours-2024 (64 words)" in cov

@@ -79,13 +79,18 @@ def test_the_bundled_eval_output_in_the_docs_is_what_it_prints(bundled_project, 
                                                               shared_cache_dir):
     """On the session's warm cache (what is shown does not depend on it: a restored table brings its lint)."""
     docs, both, baseline = REPO / "docs", ("--retrieval-engine=hybrid", "--retrieval-engine=keyword"), tmp_path / "b.json"
-    lines = run_bundled(bundled_project, sandbox_tmp, shared_cache_dir, *both, f"--retrieval-save-baseline={baseline}").splitlines()
+    by = ("--retrieval-by=body-only", "--retrieval-by=versioned")  # the repository's retrieval_by
+    assert 'retrieval_by = "body-only versioned"' in (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    lines = run_bundled(bundled_project, sandbox_tmp, shared_cache_dir, *both, *by,
+                        f"--retrieval-save-baseline={baseline}").splitlines()
     summary = "----------------------------- retrieval evaluation"
     for page in (docs / "index.md", README):
         block = shown_block(page, summary)
         assert contiguous_in(block, lines), f"{page.name}: the bundled eval now prints:\n" + "\n".join(
             lines[next(i for i, l in enumerate(lines) if l.startswith(summary)):])
-    for page, first in ((docs / "gates.md", "engine      hit@1"), (docs / "reports.md", "corpus lint, corpus:")):
+    for page, first in ((docs / "gates.md", "engine      hit@1"), (docs / "reports.md", "corpus lint, corpus:"),
+                        (docs / "misses.md", "hybrid missed 2 of 68"), (docs / "misses.md", "segment           n"),
+                        (docs / "misses.md", "coverage: the questions judge")):
         assert contiguous_in(shown_block(page, first), lines), f"{page.name}: block {first!r} is not what the run prints"
 
     # again, warm (embeddings and the store snapshot cached), with what the gate, trials, shadow

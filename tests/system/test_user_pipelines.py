@@ -215,8 +215,8 @@ def test_the_builtin_pair_is_yaml_a_copy_runs_as_a_teams_pipeline_and_the_hybrid
     assert "ingested with ingest.yaml (38 chunks;" in result.stdout.str()  # the copy's table: same chunks
     missed = round((1 - table["cut"]["hit@5"]) * 68)
     result.stdout.fnmatch_lines(["copy missed 2 of 68 at hit@5: 2 ranked 6",
-                                 f"cut missed {missed} of 68 at hit@5: {missed} cut by joiner"])
-    assert missed > 2
+                                 f"cut missed {missed} of 68 at hit@5: 3 beaten by a stale version, {missed - 3} cut by joiner"])
+    assert missed > 2  # the same misses as the built-in engine's with fusion_top_k=1 (tests/system/test_causes_runs.py)
 
 
 def test_an_ingestion_yaml_no_engine_reads_is_a_warning_naming_it(project, tmp_path):

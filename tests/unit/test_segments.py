@@ -94,6 +94,18 @@ def test_a_baseline_names_the_segment_that_fell_while_the_total_held():
     assert "while the total held (+0.0833); fell: q00, q01, q02, q03, q04 and 15 more" in fell.describe()
 
 
+def test_the_baseline_lines_in_the_docs_are_what_it_prints():
+    from conftest import REPO
+    from projects import contiguous_in, shown_block
+    from pytest_retrieval_eval.report.terminal import baseline_lines
+
+    before = _result("a", {q.query_id: "body-only" in q.tags for q in QUERIES}, QUERIES)
+    after = _result("a", {q.query_id: "body-only" not in q.tags and q.query_id < "q45" for q in QUERIES}, QUERIES)
+    verdict = judge(RunResults([after]), GateSettings(), measures=["hit@5"], baseline=RunResults([before]))
+    shown = shown_block(REPO / "docs" / "misses.md", "against the baseline")
+    assert contiguous_in(shown, baseline_lines(verdict)), "\n".join(baseline_lines(verdict))
+
+
 def test_coverage_counts_documents_and_chunks_and_a_rule_names_what_no_question_reaches():
     labeled = derive(LabeledSet((LabeledQuery("q1", "WireGuard profile?", {"vpn": 1, "prices": 0}),)), DOCS)
     record = coverage_record(DOCS, [labeled], ["vpn", "vpn", "prices", "big", "big", "big"])

@@ -78,8 +78,8 @@ def coverage_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
     if line is None:
         return []
     out = _wrap(line, markdown)
-    if verdict.segments:  # per tag too, where segments are asked for
-        out += [f"- {t.strip()}" if markdown else t for t in tag_lines(record)]
+    shown = {r.tag for r in verdict.segments}  # per tag too, for the segments asked for
+    out += [f"- {t.strip()}" if markdown else t for t in tag_lines(record, shown)]
     return out
 
 

@@ -6,7 +6,7 @@ rule (``coverage.documents>=0.5``) and every report say so."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Container, Iterable, Sequence
 
 from ..data.segments import all_tags
 
@@ -54,11 +54,11 @@ def coverage_line(record: dict[str, Any]) -> str | None:
     return line
 
 
-def tag_lines(record: dict[str, Any]) -> list[str]:
-    """Per tag, the share of the corpus its questions judge."""
+def tag_lines(record: dict[str, Any], tags: Container[str]) -> list[str]:
+    """For each of ``tags`` with questions, the share of the corpus they judge."""
     total = record.get("documents", {}).get("total") or 0
     return [f"  {tag}: {n} of {total} documents ({n / total:.1%})" for tag, n in record.get("by_tag", {}).items()
-            if total]
+            if total and tag in tags]
 
 
 def _share(part: dict[str, int]) -> str:
