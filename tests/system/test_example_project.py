@@ -48,14 +48,24 @@ def test_the_teams_tests_pass_and_their_gate_holds_and_xdist_gives_the_same_tabl
     assert "freshness as of" in done.stdout and "vpn-setup-2025 is stale: superseded by vpn-setup" in done.stdout
     assert "shadow helpdesk-haystack vs helpdesk-bm25 on labels.json (16 queries): knowledge" in done.stdout
     assert "top movers:" in done.stdout
+    # why each engine missed, the team's own areas (tags in labels.json) and a derived segment
+    out = done.stdout.replace("\n    ", " ")
+    assert "helpdesk-pgvector missed none of 16 at hit@3" in out
+    assert re.search(r"^helpdesk-bm25 missed 3 of 16 at hit@3: 1 ranked 6, 2 not retrieved$", out, re.M)
+    assert re.search(r"^keyword missed 6 of 16 at hit@3: 4 ranked 4-6, 2 never a candidate$", out, re.M)
+    assert re.search(r"^area:network +6 .*\(few questions\)$", out, re.M) and re.search(r"^body-only +4 ", out, re.M)
+    assert "coverage: the questions judge 8 of 9 documents (88.9%) and 15 of 17 chunks (88.2%); the largest no " \
+           "question reaches: vpn-setup-2025 (63 words)" in out
     parallel = run(project, "-m", "retrieval", "--retrieval-report", "-n", "2")  # under xdist, the same table
     assert parallel.returncode == 0 and parse_table(parallel.stdout) == table, parallel.stdout
     strict = run(project, "-m", "retrieval", "--retrieval-threshold", "shadow.gain>=0.5",
-                 "--retrieval-threshold", "helpdesk-bm25:mrr>=0.99")
+                 "--retrieval-threshold", "helpdesk-bm25:mrr>=0.99", "--retrieval-threshold", "keyword[area:network]:hit@3>=0.9")
     assert strict.returncode == 1
     assert "FAIL retrieval gate: shadow helpdesk-haystack:helpdesk-bm25: knowledge gain = " in strict.stdout
     assert re.search(r"FAIL retrieval gate: helpdesk-bm25: mrr = 0\.\d+, required >= 0\.99", strict.stdout)
-    assert len([line for line in strict.stdout.splitlines() if line.startswith("FAIL retrieval gate")]) == 2
+    assert ("FAIL retrieval gate: keyword[area:network]: hit@3 = 0.5000, required >= 0.9 (from --retrieval-threshold; "
+            "segment area:network, n=6 of 16") in strict.stdout
+    assert len([line for line in strict.stdout.splitlines() if line.startswith("FAIL retrieval gate")]) == 3
 
 
 def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):

@@ -44,6 +44,15 @@ def test_tags_come_from_a_csv_column_a_jsonl_field_and_the_cache(tmp_path):
     cache = tmp_path / "questions.cache.json"
     cache.write_text(dump_questions_cache(LabeledSet((q,)), generator={}, corpus_fingerprint="x"))
     assert load_questions_cache(cache).queries[0].tags == q.tags
+    from pytest_retrieval_eval.data.corpus import Corpus
+    from pytest_retrieval_eval.data.labels import import_labels
+
+    imported = tmp_path / "imported.cache.json"
+    assert import_labels(read_table(csv), Corpus(tuple(DOCS)), imported).added == [q.query_id]
+    assert load_questions_cache(imported).queries[0].tags == ("onboarding", "product:net", "urgent")  # kept
+    csv.write_text("question,doc_id,tags\nHow to set up the VPN?,vpn,product:net\nHow to set up the VPN?,prices,\n")
+    report = import_labels(read_table(csv), Corpus(tuple(DOCS)), imported)  # only the tags changed: replaced
+    assert report.replaced == [q.query_id] and load_questions_cache(imported).queries[0].tags == ("product:net",)
     jsonl.write_text('{"question": "Price?", "doc_id": "prices", "tags": ["two words"]}\n')
     with pytest.raises(RetrievalEvalError, match=r"labels.jsonl:1: field 'tags': tag 'two words' must be a word"):
         read_jsonl(jsonl)
