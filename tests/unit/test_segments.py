@@ -142,3 +142,16 @@ def test_the_verdict_counts_misses_at_the_gated_cutoff_and_results_json_keeps_th
     assert doc["misses"][0]["missed"] == 10 and doc["settings"]["by"] == ["body-only"]
     assert [r["tag"] for r in doc["segments"]] == ["all", "body-only", "not body-only"]
     assert run.to_json() == run.to_json(verdict)  # made again from the recorded settings, the same
+
+
+def test_a_shadow_comparison_says_where_its_gain_came_from():
+    from pytest_retrieval_eval.report.shadow import segment_text
+    from pytest_retrieval_eval.run.shadow import compare as shadow
+
+    base = _result("base", {q.query_id: False for q in QUERIES}, QUERIES)
+    cand = _result("cand", {q.query_id: "body-only" in q.tags for q in QUERIES}, QUERIES)  # gains on 20 of 60
+    sh = shadow(cand, base, {"hit@5": 1.0})
+    [(tag, n, gain, p)] = sh.segments
+    assert (tag, n, gain) == ("body-only", 20, 1.0) and p < 0.001 and sh.gain == pytest.approx(1 / 3)
+    assert segment_text(sh) == f"body-only +1.000 (n=20, p={p:.3g})"
+    assert sh.to_dict()["segments"] == [{"tag": "body-only", "n": 20, "gain": 1.0, "p": p}]

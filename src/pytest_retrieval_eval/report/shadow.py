@@ -60,7 +60,15 @@ def terminal_lines(verdict: Any) -> list[str]:
             lines += textwrap.wrap(text, width=80, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
         if sh.skipped:
             lines.append(f"  not weighted (no value in this run): {', '.join(sh.skipped)}")
+        if sh.segments:
+            lines += textwrap.wrap(f"gain by segment: {segment_text(sh)}", width=80, initial_indent="  ",
+                                   subsequent_indent="    ", break_on_hyphens=False)
     return lines
+
+
+def segment_text(sh: Any) -> str:
+    """``body-only +0.120 (n=30, p=0.004), versioned -0.050 (n=5, p=0.62)``"""
+    return ", ".join(f"{tag} {signed(gain)} (n={n}, p={p:.3g})" for tag, n, gain, p in sh.segments)
 
 
 def markdown_lines(verdict: Any) -> list[str]:
@@ -77,5 +85,7 @@ def markdown_lines(verdict: Any) -> list[str]:
         out += [""] + [f"- {t}" for t in documents(sh)]
         if sh.skipped:
             out.append(f"- not weighted (no value in this run): {', '.join(sh.skipped)}")
+        if sh.segments:
+            out.append(f"- gain by segment: {segment_text(sh)}")
         out.append("")
     return out

@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import RetrievalEvalError
+from ..data.segments import all_tags
 from ..ir.measures import Measure
 from ..ir.paired import MOVERS, paired
 from .judging import judge_problem
@@ -76,6 +77,8 @@ class Shadow:
     #: the mean novelty of the documents the change would add (``data/novelty.py``), and its weight
     novelty: float | None = None
     novelty_weight: float = 0.0
+    #: the gain on each tag's questions: (tag, n, gain, p), in ``all_tags`` order
+    segments: tuple[tuple[str, int, float, float], ...] = ()
 
     @property
     def blended_gain(self) -> float | None:
@@ -99,6 +102,8 @@ class Shadow:
             "newly_missed": [list(x) for x in self.newly_missed], "skipped": list(self.skipped),
             **({"novelty": self.novelty, "novelty_weight": self.novelty_weight, "blended_gain": self.blended_gain}
                if self.novelty is not None else {}),
+            **({"segments": [{"tag": t, "n": n, "gain": g, "p": p} for t, n, g, p in self.segments]}
+               if self.segments else {}),
         }
 
 
@@ -141,9 +146,15 @@ def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measure
         movers.append(QueryMove(ids[i], questions[ids[i]], float(diff[i]) / n, changes))
     cutoff = max((Measure.parse(m).k or 0 for m in usable), default=0) or 5
     hit, missed = _moved_documents(candidate, baseline, cutoff)
+    segments = []
+    if usable and n:  # where the gain came from: each tag's questions
+        for tag in all_tags(candidate.labeled):
+            at = [i for i, q in enumerate(candidate.labeled.queries) if tag in q.tags]
+            part = paired(score_a[at], score_b[at], [ids[i] for i in at])
+            segments.append((tag, len(at), float(diff[at].mean()), part.p))
     return Shadow(candidate.engine, baseline.engine, candidate.labeled.name, n, dict(weights), gain, p, ci,
                   tuple(deltas), pair.wins, pair.losses, pair.ties, tuple(movers),
-                  cutoff, hit, missed, skipped, *(novelty or (None, 0.0)))
+                  cutoff, hit, missed, skipped, *(novelty or (None, 0.0)), tuple(segments))
 
 
 def _moved_documents(candidate: Any, baseline: Any, k: int) -> tuple[tuple[tuple[str, int], ...], ...]:
