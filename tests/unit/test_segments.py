@@ -9,7 +9,7 @@ from pytest_retrieval_eval.data.labels import read_jsonl, read_table
 from pytest_retrieval_eval.data.segments import derive, parse_tags
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.gate.baseline import compare
-from pytest_retrieval_eval.gate.rules import Threshold, check_coverage, check_segments
+from pytest_retrieval_eval.gate.rules import MaxDrop, Threshold, check_coverage, check_segments
 from pytest_retrieval_eval.gate.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import judge
 from pytest_retrieval_eval.run.coverage import coverage_line, coverage_record
@@ -101,6 +101,22 @@ def test_a_baseline_names_the_segment_that_fell_while_the_total_held():
     assert fell.tag == "body-only" and (fell.before, fell.after) == (1.0, 0.0)
     assert fell.describe().startswith("a[body-only]: hit@5 1.0000 -> 0.0000 (-1.0000; n=20, 20 down, 0 up;")
     assert "while the total held (+0.0833); fell: q00, q01, q02, q03, q04 and 15 more" in fell.describe()
+
+
+def test_a_max_drop_rule_on_a_segment_fails_where_the_total_rule_holds():
+    before = _result("a", {q.query_id: "body-only" in q.tags for q in QUERIES}, QUERIES)
+    after = _result("a", {q.query_id: "body-only" not in q.tags and q.query_id < "q45" for q in QUERIES}, QUERIES)
+    rules = (MaxDrop.parse("hit@5=0.05", source="ini"), MaxDrop.parse("a[body-only]:hit@5=0.05", source="ini"),
+             MaxDrop.parse("[nosuch]:hit@5=0.05", source="ini"))
+    verdict = judge(RunResults([after]), GateSettings(max_drops=rules), measures=["hit@5"], baseline=RunResults([before]))
+    assert [str(r) for r in rules] == ["hit@5=0.05", "a[body-only]:hit@5=0.05", "[nosuch]:hit@5=0.05"]
+    assert verdict.drop_failures[0].startswith("a[body-only]: hit@5 dropped 1.0000 (1.0000 -> 0.0000), more than 0.05 "
+                                               "(from ini; segment body-only, n=20, 20 down, 0 up, p=")
+    assert "the total +0.0833); fell: q00, q01, q02, q03, q04 and 15 more" in verdict.drop_failures[0]
+    assert "no segment nosuch of any engine was compared with the baseline" in verdict.drop_failures[1]
+    assert len(verdict.drop_failures) == 2  # the total held
+    assert any("a on labeled[body-only] can only detect a drop of" in w and "with 20 queries" in w
+               for w in verdict.warnings)
 
 
 def test_the_baseline_lines_in_the_docs_are_what_it_prints():

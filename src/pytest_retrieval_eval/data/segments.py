@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import RetrievalEvalError
 from .labeled import LabeledSet
@@ -54,17 +54,21 @@ def _terms(text: str) -> list[str]:
     return [t for t in tokenize(text) if t not in STOPWORDS]
 
 
-def body_only(question: str, docs: Sequence[Any]) -> bool:
-    """Whether the question's terms found in its relevant documents are in none of their metadata."""
+def body_only(question: str, docs: Sequence[Any], read: Callable[[Any], tuple[set[str], str]] | None = None) -> bool:
+    """Whether the question's terms found in its relevant documents are in none of their metadata.
+    ``read``: a document's (body terms, normalised metadata), remembered by the caller."""
     terms = _terms(question)
     shared = False
     for d in docs:
-        body = set(_terms(d.content))
-        meta = " ".join(normalize(getattr(d, f)) for f in ("title", "description", "filename"))
+        body, meta = (read or _read)(d)
         if any(t in meta for t in terms):
             return False
         shared = shared or any(t in body for t in terms)
     return shared
+
+
+def _read(d: Any) -> tuple[set[str], str]:
+    return set(_terms(d.content)), " ".join(normalize(getattr(d, f)) for f in ("title", "description", "filename"))
 
 
 def length_band(question: str) -> str:
@@ -77,6 +81,13 @@ def derive(labeled: LabeledSet, docs: Iterable[Any]) -> LabeledSet:
     from .freshness import is_versioned
 
     by_id = {d.doc_id: d for d in docs}
+    read: dict[str, tuple[set[str], str]] = {}  # each relevant document read once
+
+    def remembered(d: Any) -> tuple[set[str], str]:
+        if d.doc_id not in read:
+            read[d.doc_id] = _read(d)
+        return read[d.doc_id]
+
     queries = []
     for q in labeled.queries:
         gold = [by_id[d] for d in q.gold if d in by_id]
@@ -84,7 +95,7 @@ def derive(labeled: LabeledSet, docs: Iterable[Any]) -> LabeledSet:
         tags.add(length_band(q.question))
         if len(q.gold) > 1:
             tags.add("multi-gold")
-        if gold and body_only(q.question, gold):
+        if gold and body_only(q.question, gold, remembered):
             tags.add("body-only")
         if any(is_versioned(d.meta) for d in gold):
             tags.add("versioned")

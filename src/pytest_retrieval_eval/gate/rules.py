@@ -413,7 +413,7 @@ def check_lint(thresholds: Sequence[Threshold], reports: Sequence) -> list[str]:
     return failures
 
 
-_DROP = re.compile(rf"^\s*(?:(?P<engine>[^\s:=]+)\s*:\s*)?(?P<measure>{_MEASURE})\s*=\s*"
+_DROP = re.compile(rf"^\s*(?:(?P<engine>[^\s:=\[\]]*)(?:\[(?P<segment>[^\]\s]+)\])?\s*:\s*)?(?P<measure>{_MEASURE})\s*=\s*"
                    r"(?P<value>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 
 
@@ -425,33 +425,55 @@ class MaxDrop:
     delta: float
     engine: str | None = None
     source: str = ""
+    #: judged on the questions carrying this tag only (``keyword[body-only]:hit@5=0.05``)
+    segment: str | None = None
 
     @classmethod
     def parse(cls, text: str, *, source: str = "") -> "MaxDrop":
         m = _DROP.match(text or "")
         where = f" (from {source})" if source else ""
-        if not m:
+        if not m or (m["engine"] == "" and not m["segment"]):
             raise RetrievalEvalError(f"max-drop rule {text!r}{where} does not parse; expected [ENGINE:]MEASURE=DELTA, "
                                      "e.g. 'hit@5=0.02' or 'hybrid:ndcg@10=0.01'")
         delta = float(m["value"])
         if not 0 <= delta < 1:
             raise RetrievalEvalError(f"max-drop rule {text!r}{where} can never fail: measures take values in [0, 1], "
                                      "so a drop is below 1; give a DELTA in [0, 1)")
-        return cls(_measure_name(m["measure"], f"max-drop rule {text!r}{where}"), delta, m["engine"], source)
+        return cls(_measure_name(m["measure"], f"max-drop rule {text!r}{where}"), delta, m["engine"] or None, source,
+                   m["segment"])
 
     def __str__(self) -> str:
-        return f"{self.engine + ':' if self.engine else ''}{self.measure}={self.delta:g}"
+        who = (self.engine or "") + (f"[{self.segment}]" if self.segment else "")
+        return f"{who + ':' if who else ''}{self.measure}={self.delta:g}"
 
 
 def parse_max_drops(items: Iterable[tuple[str, str]]) -> list[MaxDrop]:
     return [MaxDrop.parse(t.strip(), source=s) for t, s in items if t.strip() and not t.strip().startswith("#")]
 
 
-def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool, alpha: float) -> list[str]:
+def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool, alpha: float,
+                segments: Sequence = ()) -> list[str]:
     """A failure line per breached rule, with the queries that moved. ``noise_aware`` fails only
-    when the drop is also significant (paired test, its p corrected over every diff < alpha)."""
+    when the drop is also significant (paired test, its p corrected over every diff < alpha).
+    A segment rule reads the baseline comparison's segment diffs (``segments``)."""
     failures = []
-    for rule in rules:
+    for rule in (r for r in rules if r.segment):
+        found = [d for d in segments if d.tag == rule.segment and d.measure == rule.measure
+                 and rule.engine in (None, d.engine)]
+        if not found:
+            failures.append(f"max-drop rule {rule} (from {rule.source}): no segment {rule.segment} of "
+                            f"{rule.engine or 'any engine'} was compared with the baseline, so the rule checked nothing")
+        for d in found:
+            drop = d.before - d.after
+            p = d.paired.p if math.isnan(d.paired.p_adjusted) else d.paired.p_adjusted
+            if drop <= rule.delta + 1e-12 or (noise_aware and not p < alpha):
+                continue
+            failures.append(f"{d.engine}[{d.tag}]: {d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}), "
+                            f"more than {rule.delta:g} (from {rule.source}; segment {d.tag}, n={d.n}, "
+                            f"{d.paired.losses} down, {d.paired.wins} up, p={d.paired.p:.3g}; the total "
+                            f"{d.total_delta:+.4f}); fell: {', '.join(d.fell[:5]) or 'none'}"
+                            + (f" and {len(d.fell) - 5} more" if len(d.fell) > 5 else ""))
+    for rule in (r for r in rules if not r.segment):
         if rule.engine and not any(d.engine == rule.engine and d.measure == rule.measure for d in diffs):
             compared = sorted({d.engine for d in diffs})
             failures.append(f"max-drop rule {rule} (from {rule.source}): engine '{rule.engine}' was not compared with "

@@ -45,19 +45,25 @@ def detectable_drops(run: RunResults, measures: Sequence[str], alpha: float) -> 
 def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) -> list[str]:
     """A warning per max-drop rule whose delta is below what the labeled set can detect: the gate
     then either misses real drops of that size or (without --retrieval-noise-aware) fails on noise."""
+    from ..run.segments import subset
+
     out = []
     for rule in max_drops:
         for e in run.evaluations:
-            if (rule.engine and e.engine != rule.engine) or e.n < 2:
+            if rule.engine and e.engine != rule.engine:
                 continue
-            values = e.values(rule.measure)
+            ids = [q.query_id for q in e.labeled.queries if rule.segment is None or rule.segment in q.tags]
+            values = subset(e, rule.measure, ids)  # a segment rule: its segment's questions
+            if len(values) < 2:
+                continue
             mdd = detectable_drop(values, alpha=alpha)
             if rule.delta < mdd:
                 need = (f"a drop of {rule.delta:g} needs about {queries_needed(values, rule.delta, alpha=alpha)} "
                         "queries") if rule.delta > 0 else "no number of queries tells any drop at all from noise"
-                out.append(f"max-drop rule {rule} (from {rule.source}): {e.engine} on {e.labeled.name} can only "
-                           f"detect a drop of {mdd:.3f} in {rule.measure} with {e.n} queries ({POWER:.0%} power, "
-                           f"alpha {alpha:g}); {need}")
+                on = f"{e.labeled.name}[{rule.segment}]" if rule.segment else e.labeled.name
+                out.append(f"max-drop rule {rule} (from {rule.source}): {e.engine} on {on} can only "
+                           f"detect a drop of {mdd:.3f} in {rule.measure} with {len(values)} queries ({POWER:.0%} "
+                           f"power, alpha {alpha:g}); {need}")
     return out
 
 
@@ -182,6 +188,7 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
     # without a baseline (none loaded: nothing was evaluated, or it is unusable) nothing was
     # compared, so a rule naming an engine fails by name rather than passing unchecked
     verdict.drop_failures = check_drops(max_drops, verdict.baseline.diffs if verdict.baseline else [],
+                                        segments=verdict.baseline.segments if verdict.baseline else [],
                                         noise_aware=s.noise_aware, alpha=alpha)
     return verdict
 
