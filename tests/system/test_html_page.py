@@ -28,9 +28,9 @@ def page_file(pytester, tmp_path):
         {"doc_id": "other", "title": "Something else", "content": "Unrelated words about bicycles."},
     ])
     queries = [
-        {"id": "q-attack", "question": ATTACK, "relevant": {"markup": 1}},
+        {"id": "q-attack", "question": ATTACK, "relevant": {"markup": 1}, "tags": ["team:a"]},
         {"id": "q-plain", "question": "plain document please", "relevant": {"plain": 1}},
-        {"id": "q-miss", "question": "bicycles and unrelated words", "relevant": {"other": 1}},
+        {"id": "q-miss", "question": "bicycles and unrelated words", "relevant": {"other": 1}, "tags": ["team:a"]},
         {"id": "q-boom", "question": "this one breaks the flaky engine", "relevant": {"plain": 1}},
     ]
     (tmp_path / "q.json").write_text(json.dumps({"format": "pytest-retrieval-eval/questions", "version": 1, "queries": queries}))
@@ -116,6 +116,19 @@ def test_the_page_in_chromium(page_file, tmp_path):
         page.fill("#search", "q-plain")
         assert page.locator("section.engine tr.q:visible").count() == 2
         page.fill("#search", "")
+        # a segment: the team's tag, then a derived one; every table of questions follows it
+        page.select_option("#segment", "team:a")
+        for engine in ("keyword", "flaky"):
+            assert page.locator(f"section[data-engine={engine}] tr.q:visible").count() == 2
+        assert page.locator("#compare tr.q:visible").count() == 2
+        page.select_option("#segment", "")
+        assert page.locator("section[data-engine=keyword] tr.q:visible").count() == 4
+        # why each question missed, grouped by cause and beside each row
+        why = {row.locator("code").first.inner_text(): row.locator("td.why").inner_text()
+               for row in page.locator("section[data-engine=flaky] tr.q").all()}
+        assert why["q-boom"].startswith("engine error: RuntimeError: engine <b>exploded</b>")
+        assert why["q-miss"].startswith("not retrieved (not among the 2 returned)") and why["q-plain"] == ""
+        assert page.locator("#miss-lines li").count() == 2
         # side by side: two engine columns at a time
         assert page.locator("#compare th.col:visible").count() == 2
         shot = tmp_path / "page.png"
