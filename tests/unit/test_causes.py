@@ -111,6 +111,13 @@ def test_an_engine_of_a_teams_own_reports_its_stages_and_they_survive_results_js
     assert back.causes(5)["q"].text == "cut by fuse (dense leg had it at rank 2)"
 
 
+def test_stages_come_as_the_type_or_a_mapping_of_its_fields():
+    typed = Stages(["x"], {"dense": ["x"]}, {"fuse": ["x"]})
+    assert Stages.of(typed) is typed
+    assert Stages.of({"ranked": ["x"], "legs": {"dense": ["x"]}, "steps": {"fuse": ["x"]}}) == typed
+    assert Stages.of({"ranked": ["x"]}) == Stages(["x"])
+
+
 def test_a_malformed_stages_answer_is_an_error_of_that_query():
     class Bad(Staged):
         def retrieve_stages(self, query, k):

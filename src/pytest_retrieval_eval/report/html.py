@@ -12,7 +12,7 @@ from ..data.judgments import RELEVANT_FROM
 from ..run.judging import used
 from . import errors, plot, shadow, table
 from .judged import candidate_lines, judged_lines
-from .misses import coverage_lines, miss_lines, segment_lines
+from .misses import coverage_lines, miss_lines
 from .terminal import baseline_lines
 
 MISS_AT = 10
