@@ -100,7 +100,14 @@ def test_a_baseline_names_the_segment_that_fell_while_the_total_held():
     [fell] = comparison.regressed_segments(0.05)
     assert fell.tag == "body-only" and (fell.before, fell.after) == (1.0, 0.0)
     assert fell.describe().startswith("a[body-only]: hit@5 1.0000 -> 0.0000 (-1.0000; n=20, 20 down, 0 up;")
-    assert "while the total held (+0.0833); fell: q00, q01, q02, q03, q04 and 15 more" in fell.describe()
+    assert ": beyond noise) while the total held (+0.0833); fell: q00, q01, q02, q03, q04 and 15 more" in fell.describe()
+    # a fall within noise is named too where the total held; where the total fell, only beyond noise
+    few = [q for q in QUERIES[:23]]  # 3 body-only questions fall, the total of 23 does not
+    small = compare(RunResults([_result("a", {q.query_id: q.query_id in ("q20", "q21", "q22", "q00") for q in few}, few)]),
+                    RunResults([_result("a", {q.query_id: q.query_id in ("q00", "q01", "q02", "q03") for q in few}, few)]),
+                    ["hit@5"])
+    [within] = small.regressed_segments(0.05)
+    assert within.paired.p_adjusted > 0.05 and ": within noise) while the total held (+0.0000)" in within.describe()
 
 
 def test_a_max_drop_rule_on_a_segment_fails_where_the_total_rule_holds():

@@ -85,8 +85,9 @@ class BaselineComparison:
     segments: list["SegmentDiff"] = field(default_factory=list)
 
     def regressed_segments(self, alpha: float) -> list["SegmentDiff"]:
-        """Segments whose measure fell beyond noise (corrected p < alpha), largest fall first."""
-        return sorted((d for d in self.segments if d.delta < 0 and d.paired.p_adjusted < alpha),
+        """Segments whose measure fell beyond noise (corrected p < alpha), and any that fell while
+        the total held (a regression the total hides, however few its questions), largest fall first."""
+        return sorted((d for d in self.segments if d.delta < 0 and (d.paired.p_adjusted < alpha or d.total_delta >= 0)),
                       key=lambda d: (d.delta, d.engine, d.tag))
 
 
@@ -113,12 +114,13 @@ class SegmentDiff:
     def delta(self) -> float:
         return self.after - self.before
 
-    def describe(self) -> str:
+    def describe(self, alpha: float = 0.05) -> str:
         total = "held" if self.total_delta >= 0 else "fell"
+        noise = "beyond noise" if self.paired.p_adjusted < alpha else "within noise"
         shown = ", ".join(self.fell[:5]) + (f" and {len(self.fell) - 5} more" if len(self.fell) > 5 else "")
         return (f"{self.engine}[{self.tag}]: {self.measure} {self.before:.4f} -> {self.after:.4f} ({self.delta:+.4f}; "
                 f"n={self.n}, {self.paired.losses} down, {self.paired.wins} up; p={self.paired.p:.3g}, corrected "
-                f"{self.paired.p_adjusted:.3g}) while the total {total} ({self.total_delta:+.4f}); fell: {shown}")
+                f"{self.paired.p_adjusted:.3g}: {noise}) while the total {total} ({self.total_delta:+.4f}); fell: {shown}")
 
 
 def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult) -> list[str]:

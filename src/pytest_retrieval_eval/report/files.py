@@ -91,8 +91,9 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
             out += [f"- {d.engine} {d.measure} {m.query_id}: {m.before:g} -> {m.after:g} ({m.question})" for d, m in movers]
         fell = verdict.baseline.regressed_segments(verdict.alpha)
         if fell:
-            out += ["", f"Segments that fell (p corrected over {len(verdict.baseline.segments)} segment comparisons):", ""]
-            out += [f"- {d.describe()}" for d in fell]
+            out += ["", f"Segments that fell (p corrected over {len(verdict.baseline.segments)} segment comparisons; the "
+                    "total held, or beyond noise):", ""]
+            out += [f"- {d.describe(verdict.alpha)}" for d in fell]
         out += [f"- note: {n}" for n in verdict.baseline.notes]
     out += shadow.markdown_lines(verdict)
     lints = [(e.engine, k, v) for e in verdict.run.evaluations for k, v in e.run_lint.items() if v]

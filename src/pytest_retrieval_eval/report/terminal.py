@@ -10,6 +10,9 @@ from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
 from .misses import coverage_lines, miss_lines, segment_lines
 
+#: segments that fell against the baseline, shown in the terminal (results.md has them all)
+SEGMENTS_SHOWN = 10
+
 
 def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unavailable: Mapping[str, str],
                   verbosity: int = 0) -> None:
@@ -73,8 +76,10 @@ def baseline_lines(verdict: Any) -> list[str]:
     lines += [f"  {d.describe()}" for d in moved] or ["  no measure moved"]
     fell = comparison.regressed_segments(verdict.alpha)
     if fell:
-        lines.append(f"  segments that fell (p corrected over {len(comparison.segments)} segment comparisons):")
-        lines += [f"    {d.describe()}" for d in fell]
+        lines.append(f"  segments that fell (p corrected over {len(comparison.segments)} segment comparisons; the total "
+                     "held, or beyond noise):")
+        lines += [f"    {d.describe(verdict.alpha)}" for d in fell[:SEGMENTS_SHOWN]]
+        lines += [f"    ... and {len(fell) - SEGMENTS_SHOWN} more"] if len(fell) > SEGMENTS_SHOWN else []
     lines += [f"  note: {n}" for n in comparison.notes]
     return lines
 

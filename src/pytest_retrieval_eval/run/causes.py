@@ -110,9 +110,6 @@ class Cause:
     group: str
     rank: int | None = None  # of the first relevant document, when retrieved deeper than k
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "text": self.text}
-
 
 def cause_of(query: LabeledQuery, result: QueryResult, k: int, *, evidence: Evidence | None = None,
              freshness: Any = None, judged: Mapping[str, int] | None = None) -> Cause | None:
@@ -125,7 +122,7 @@ def cause_of(query: LabeledQuery, result: QueryResult, k: int, *, evidence: Evid
 
     if result.error is not None:
         return cause("error", f"engine error: {result.error[:120]}", "engine error")
-    relevant = [d for d in query.gold]
+    relevant = list(query.gold)
     if not relevant:
         return None
     ranked = list(result.doc_ids)
@@ -172,7 +169,9 @@ def cause_of(query: LabeledQuery, result: QueryResult, k: int, *, evidence: Evid
 def _versions_of(freshness: Any, stale: str, gold: str) -> bool:
     """Whether ``stale`` is another version of ``gold``: one version key, or superseded by it."""
     key = freshness.versions.get(stale)
-    return (key is not None and key == freshness.versions.get(gold)) or f"superseded by {gold}" in freshness.stale[stale]
+    reasons = freshness.stale[stale].split("; ")
+    return (key is not None and key == freshness.versions.get(gold)) or any(
+        r == f"superseded by {gold}" or r.startswith(f"superseded by {gold}, ") for r in reasons)
 
 
 def _staged(qid: str, stored: Sequence[str], result: QueryResult, window: tuple[str, str] | None) -> Cause:
