@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import re
 import time
 
 import pytest
@@ -45,6 +46,10 @@ def test_a_run_judges_its_holes_shows_both_numbers_and_gates_either(judged_proje
     assert "the judgments moved keyword most: hit@1" in text
     assert "FAIL retrieval gate: keyword: hit@5+judged = 0.7647, required >= 0.99" in text
     assert "FAIL retrieval gate: keyword: hit@5 " not in text  # the rule on the human labels passes
+    # a miss whose top 5 holds a document the judge graded relevant: a hole, not a miss
+    holes = re.search(r"^keyword missed 44 of 68 at hit@5: (\d+) judged relevant by the judge \(holes\)",
+                      text.replace("\n    ", " "), re.M)
+    assert holes and int(holes[1]) == round((0.7647 - 0.353) * 68), text
     assert result.ret == 1
     doc = json.loads((p.path / "out" / "results.json").read_text())
     assert doc["judgments"]["used"] == asked and doc["judgments"]["judge"]["model"] == "openai/gpt-4o-mini"

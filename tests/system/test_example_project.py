@@ -107,6 +107,7 @@ def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
     assert gated.returncode == 0, gated.stdout + gated.stderr
     assert "hit@3+judged" in gated.stdout and "+judged: human labels with " in gated.stdout
     assert "the judgments moved " in gated.stdout
+    assert "helpdesk-bm25 missed 3 of 16 at hit@3: 1 ranked 6, 2 not retrieved" in gated.stdout  # at the rule's k
 
 
 def test_the_unit_tests_alone_leave_the_plugin_asleep(project):

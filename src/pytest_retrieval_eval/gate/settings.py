@@ -70,7 +70,7 @@ class GateSettings:
         the table shows it, else its first hit@k column, else 10."""
         hits = [m for m in (Measure.parse(n) for n in [*measures_needed(self.thresholds),
                                                         *(d.measure for d in self.max_drops)])
-                if m.family == "hit" and not m.judged]
+                if m.family == "hit"]  # hit@3+judged too: its misses are counted at 3
         shown = [m for m in (Measure.parse(n) for n in columns) if m.family == "hit" and not m.judged]
         if hits:
             return hits[0].k or 10

@@ -49,9 +49,7 @@ def segment_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
         return f"{table.fmt(mean)}{table.superscript(beats)} [{lo:.2f}, {hi:.2f}]"
 
     def drop(r: Any) -> str:
-        drops = [v[3] for v in r.values.values() if not math.isnan(v[3])]
-        shown = f"{max(drops):.3f}" if drops else "n/a"
-        return shown + (" (few questions)" if r.few else "")
+        return ("n/a" if math.isnan(r.drop) else f"{r.drop:.3f}") + (" (few questions)" if r.few else "")
 
     several = len({r.labeled for r in rows}) > 1
     label = {e: e + (f" {table.superscript(names[(e, rows[0].labeled)])}" if (e, rows[0].labeled) in names else "")

@@ -5,6 +5,7 @@ verdict; renderers only read them."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -41,6 +42,13 @@ class SegmentRow:
     @property
     def few(self) -> bool:
         return self.n < FEW
+
+    @property
+    def drop(self) -> float:
+        """The smallest drop the segment can show for every engine (the largest of theirs); NaN
+        under two questions."""
+        drops = [v[3] for v in self.values.values() if not math.isnan(v[3])]
+        return max(drops) if drops else math.nan
 
     def to_dict(self) -> dict[str, Any]:
         return {"tag": self.tag, "labeled": self.labeled, "measure": self.measure, "n": self.n,
