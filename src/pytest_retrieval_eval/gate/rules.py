@@ -182,8 +182,9 @@ class Threshold:
         where = f" (from {source})" if source else ""
         if not m or (m["engine"] == "" and not m["segment"]):
             raise RetrievalEvalError(
-                f"threshold {text!r}{where} does not parse; expected [ENGINE][[TAG]:]MEASURE>=VALUE, "
-                "e.g. 'hit@5>=0.8', 'keyword:mrr>=0.5', 'hybrid[body-only]:hit@5>=0.9' or 'errors<=0'"
+                f"threshold {text!r}{where} does not parse; expected [ENGINE:]MEASURE>=VALUE, or "
+                "[ENGINE][TAG]:MEASURE>=VALUE for a segment, e.g. 'hit@5>=0.8', 'keyword:mrr>=0.5', "
+                "'hybrid[body-only]:hit@5>=0.9' or 'errors<=0'"
             )
         quantity = parse_quantity(m["measure"], f"threshold {text!r}{where}")
         if m["segment"] and not isinstance(quantity, MeasureQuantity):
@@ -433,8 +434,9 @@ class MaxDrop:
         m = _DROP.match(text or "")
         where = f" (from {source})" if source else ""
         if not m or (m["engine"] == "" and not m["segment"]):
-            raise RetrievalEvalError(f"max-drop rule {text!r}{where} does not parse; expected [ENGINE:]MEASURE=DELTA, "
-                                     "e.g. 'hit@5=0.02' or 'hybrid:ndcg@10=0.01'")
+            raise RetrievalEvalError(f"max-drop rule {text!r}{where} does not parse; expected [ENGINE:]MEASURE=DELTA, or "
+                                     "[ENGINE][TAG]:MEASURE=DELTA for a segment, e.g. 'hit@5=0.02' or "
+                                     "'hybrid:ndcg@10=0.01'")
         delta = float(m["value"])
         if not 0 <= delta < 1:
             raise RetrievalEvalError(f"max-drop rule {text!r}{where} can never fail: measures take values in [0, 1], "
