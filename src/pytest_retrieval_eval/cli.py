@@ -62,8 +62,11 @@ def _parser() -> argparse.ArgumentParser:
     add_to_argparse(rm, "check", **files)
     ls = verbs.add_parser("list", help="every question: id, question, gold documents, state (fresh, stale, unchecked)")
     add_to_argparse(ls, "check", **files)
-    rep = sub.add_parser("report", help="judge a saved results.json again; rebuild its artefacts with --out")
-    rep.add_argument("results", help="a results.json written by --retrieval-report-dir or --retrieval-save-baseline")
+    rep = sub.add_parser("report", help="judge a saved results.json again; rebuild its artefacts with --out; "
+                                        "'report merge A.json B.json ...' combines the slices of CI jobs")
+    rep.add_argument("results", nargs="+", metavar="RESULTS",
+                     help="a results.json written by --retrieval-report-dir or --retrieval-save-baseline; or merge "
+                          "followed by every slice's results.json (--retrieval-slice I/N jobs)")
     add_to_argparse(rep, "report", alpha=None, measures=None, noise_aware=None, baseline_force=None,
                     correction=None, confidence=None, corpus=None)
     rep.add_argument("--out", default=None, metavar="DIR",
@@ -216,7 +219,7 @@ def _report(args) -> int:
     from .report.misses import coverage_lines, miss_lines, segment_lines
     from .report.terminal import baseline_lines
 
-    run = load_run(args.results)
+    run = _results_of(args)
     recorded = run.settings
     if args.judgments is not None:
         _attach(run, args.judgments, args.corpus)
@@ -257,6 +260,25 @@ def _report(args) -> int:
     for failure in verdict.failures:
         print(f"FAIL retrieval gate: {failure}")
     return 1 if verdict.failed else 0
+
+
+def _results_of(args):
+    """``report RESULTS``: the saved run; ``report merge A B ...``: the run its slices make up."""
+    from .gate.settings import GateSettings, load_run
+
+    if args.results[0] != "merge":
+        if len(args.results) > 1:
+            raise RetrievalEvalError(f"report reads one results.json (got {len(args.results)}); to combine the "
+                                     f"slices of CI jobs: report merge {' '.join(args.results)}")
+        args.results = args.results[0]
+        return load_run(args.results)
+    from .run.combine import merge_slices
+
+    paths = args.results[1:]
+    args.results = " ".join(paths)  # how a message names them
+    run = merge_slices(paths)
+    run.settings = GateSettings.of(run)
+    return run
 
 
 def _attach(run, judgments: str, corpus: str | None):

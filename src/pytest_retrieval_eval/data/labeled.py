@@ -83,6 +83,15 @@ class LabeledSet:
     def _by_id(self) -> dict[str, LabeledQuery]:
         return {q.query_id: q for q in self.queries}
 
+    def slice(self, i: int, n: int) -> "LabeledSet":
+        """Slice ``i`` of ``n`` (1-based): every ``n``-th question from the ``i``-th (as even as
+        slices go), recorded in its provenance (which slice, of which whole set, and where each
+        question sits in it), so the slices' results are put back together (``run/combine.py``)."""
+        positions = list(range(i - 1, len(self.queries), n))
+        return LabeledSet(tuple(self.queries[p] for p in positions), name=self.name, provenance={
+            **self.provenance, "slice": {"index": i, "count": n, "of": self.fingerprint, "of_n": len(self),
+                                         "positions": positions}})
+
     def shard(self, k: int, n: int) -> "LabeledSet":
         """Share ``k`` of ``n``: the queries whose id hashes (crc32, stable across processes) to
         ``k``; the shares of ``0..n-1`` are disjoint and together the whole set, order kept."""

@@ -51,6 +51,7 @@ class RunConfig:
     trials: int = 1
     timeout: float | None = None  # seconds per engine call
     concurrency: int = 1  # queries in flight per engine
+    slice: tuple[int, int] | None = None  # (I, N): slice I of N of the labeled set (--retrieval-slice)
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool,
                         generator_model=get("generator_model"), max_doc_mb=get("max_doc_mb"),
                         as_of=get("as_of")),
         run=RunConfig(engines=tuple(t for t, _ in get("engine")), depth=get("depth"), trials=get("trials"),
-                      timeout=get("timeout"), concurrency=get("concurrency")),
+                      timeout=get("timeout"), concurrency=get("concurrency"), slice=get("slice")),
         hybrid=HybridSetup(store=get("store"), dsn=SecretText(get("dsn")) if get("dsn") else None,
                            schema_prefix=check_identifier(get("schema"), names["schema"]), dsn_keep=get("dsn_keep"),
                            embedder=get("embedder"), cache_dir=get("cache_dir"),

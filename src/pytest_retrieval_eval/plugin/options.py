@@ -68,6 +68,18 @@ def fraction(*, closed_top: bool) -> Callable[[str], float]:
     return parse
 
 
+def slice_of(text: str) -> tuple[int, int]:
+    """``I/N`` -> (I, N), 1 <= I <= N."""
+    index, sep, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        i = n = 0
+    if not sep or not 1 <= i <= n:
+        raise ValueError(f"must be I/N with 1 <= I <= N (slice I of N), e.g. 2/3, got {text!r}")
+    return i, n
+
+
 def day(text: str) -> str:
     from ..data.freshness import parse_day
 
@@ -156,6 +168,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("shard", "under pytest-xdist, spread each engine's queries over the workers (a share each, merged "
            "by the controller; gate with thresholds: a test reading retrieval_results still evaluates them all)",
            False, kind="switch"),
+    Option("slice", "evaluate slice I of N of the labeled set (one CI job of N; the same questions in every run) "
+           "and record it; combine the jobs' results.json with python -m pytest_retrieval_eval report merge",
+           None, slice_of, metavar="I/N", env=f"{ENV_PREFIX}SLICE"),
     Option("timeout", "record an engine call slower than this as an error (a miss) and go on (default: no limit)",
            None, positive, metavar="SECONDS"),
     # the hybrid stack

@@ -103,33 +103,10 @@ def merge(gathered: Gathered) -> Merged:
 
 
 def join_shares(parts: list[dict]) -> Any:
-    """One evaluation from its shares: queries, results and trials back in labeled-set order;
-    the engine's description is the first share's, with per-share id counts marked as such."""
-    from ..run.results import EvaluationResult
+    """One evaluation from its xdist shares (``run/combine.join``)."""
+    from ..run.combine import join
 
-    order = sorted((pos, i, j) for i, p in enumerate(parts) for j, pos in enumerate(p["share"]["positions"]))
-    whole = dict(parts[0])
-    whole["queries"] = [parts[i]["queries"][j] for _, i, j in order]
-    whole["trial_rankings"] = [[parts[i]["trial_rankings"][t][j] for _, i, j in order]
-                               for t in range(len(parts[0]["trial_rankings"]))]
-    info = dict(parts[0]["engine_info"])
-    for key in ("unknown_ids", "chunk_ids_folded"):
-        per_share = [p["engine_info"][key] for p in parts if key in p["engine_info"]]
-        if per_share:
-            info[key] = " | ".join(per_share) + " (per share)"
-    whole["engine_info"] = info
-    order_ids = [q["id"] for q in whole["queries"]]
-    whole["run_lint"] = {k: [q for q in order_ids if any(q in p.get("run_lint", {}).get(k, ()) for p in parts)]
-                         for k in parts[0].get("run_lint", {})}
-    whole["labeled"] = {**whole["labeled"], "fingerprint": parts[0]["share"]["of"]}
-    if any("evidence" in p for p in parts):  # each share gathered it on its own questions
-        from ..run.causes import Evidence
-
-        whole["evidence"] = Evidence.merged([Evidence.from_dict(p.get("evidence")) for p in parts]).to_dict()
-    result = EvaluationResult.from_dict(whole)
-    if result.labeled.computed_fingerprint != parts[0]["share"]["of"]:  # the joined queries: the whole set
-        raise RuntimeError(f"shares of {whole['engine']} do not make up the labeled set")
-    return result
+    return join(parts, [p["share"]["positions"] for p in parts], parts[0]["share"]["of"], label="share")
 
 
 class RetrievalSession:
@@ -285,7 +262,10 @@ class RetrievalSession:
             from .inputs import load_labeled
 
             labeled = load_labeled(self.config.data, corpus, self.config.hybrid.ingest, self.progress)
-            self._labeled = derive(labeled, corpus.docs)  # body-only, versioned, multi-gold, length:*
+            self._whole = derive(labeled, corpus.docs)  # body-only, versioned, multi-gold, length:*
+            self._labeled = self._whole
+            if self.config.run.slice is not None:  # one CI job's slice; report merge puts them together
+                self._labeled = self._whole.slice(*self.config.run.slice)
         return self._labeled
 
     def freshness(self, corpus: Any):
@@ -375,8 +355,11 @@ class RetrievalSession:
             corpus = self.corpus()
         except RetrievalEvalError:  # engines over a team's own data, no corpus configured
             return {}
-        return coverage_record(corpus.docs, {e.labeled.fingerprint: e.labeled for e in run.evaluations}.values(),
-                               chunk_docs)
+        whole = getattr(self, "_whole", None)  # a slice's coverage is the whole set's: every job says the same
+        sets = {e.labeled.fingerprint: e.labeled for e in run.evaluations}
+        if whole is not None and self.config.run.slice is not None:
+            sets = {k: whole if l.name == whole.name else l for k, l in sets.items()}
+        return coverage_record(corpus.docs, sets.values(), chunk_docs)
 
     def candidate_docs(self):
         """The documents a change would add (``--retrieval-candidates``), read once."""

@@ -69,6 +69,9 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
         "trial_rankings": [[[list(r.doc_ids), r.error] for r in t] for t in self.trial_results],
         "run_lint": {k: list(self.run_lint.get(k, ())) for k in RUN_LINT_KINDS},
     }
+    part = self.labeled.provenance.get("slice")
+    if part:  # one CI job's slice of the labeled set: report merge puts the slices together
+        d["labeled"]["slice"] = dict(part)
     stale = self.labeled.provenance.get("stale_left_out")
     if stale:  # questions left out of the numbers as stale: the `stale` count a rule can gate
         d["labeled"]["stale_left_out"] = {q: list(why) for q, why in stale.items()}
@@ -109,7 +112,8 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
     labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"], tags=tuple(q.get("tags", ())))
                                        for q in queries),
                                  name=lab["name"], recorded_fingerprint=lab["fingerprint"],
-                                 provenance={"stale_left_out": dict(lab.get("stale_left_out") or {}),
+                                 provenance={**({"slice": dict(lab["slice"])} if lab.get("slice") else {}),
+                                             "stale_left_out": dict(lab.get("stale_left_out") or {}),
                                              **({"stale_names": dict(lab["stale_names"])}
                                                 if lab.get("stale_names") else {})})
     results = tuple(QueryResult(q["id"], tuple(q["ranked"]), q["error"], q.get("seconds", 0.0),

@@ -1,0 +1,136 @@
+"""Putting parts of one evaluation back together: the shares xdist workers evaluated
+(``--retrieval-shard``) and the slices CI jobs evaluated (``--retrieval-slice I/N``, combined by
+``python -m pytest_retrieval_eval report merge``). As ``coverage combine`` does, it refuses what
+does not fit, naming the files: a slice missing or given twice, slices of different labeled sets,
+settings or metric definitions. The result is the run an unsliced job would have written, so
+every artefact and the gate's verdict are the same (timing aside)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..errors import RetrievalEvalError
+from .results import EvaluationResult, RunResults
+
+_FRACTION = re.compile(r"^(\d+)/(\d+)$")
+
+
+def join(parts: Sequence[Mapping[str, Any]], positions: Sequence[Sequence[int]], of: str, *,
+         label: str = "part") -> EvaluationResult:
+    """One evaluation from its parts (``EvaluationResult.to_dict`` forms), each with the position
+    of each of its questions in the whole labeled set (fingerprint ``of``): queries, trials and
+    run lint back in labeled-set order, the evidence merged, the engine's description the
+    parts' (counts like ``66/68`` summed; other values that differ shown per ``label``)."""
+    from .causes import Evidence
+
+    order = sorted((pos, i, j) for i, ps in enumerate(positions) for j, pos in enumerate(ps))
+    whole = dict(parts[0])
+    whole["queries"] = [parts[i]["queries"][j] for _, i, j in order]
+    whole["trial_rankings"] = [[parts[i]["trial_rankings"][t][j] for _, i, j in order]
+                               for t in range(len(parts[0].get("trial_rankings", [])))]
+    whole["engine_info"] = _info([p.get("engine_info", {}) for p in parts], label)
+    ids = [q["id"] for q in whole["queries"]]
+    whole["run_lint"] = {k: [q for q in ids if any(q in p.get("run_lint", {}).get(k, ()) for p in parts)]
+                         for k in parts[0].get("run_lint", {})}
+    labeled = {k: v for k, v in whole["labeled"].items() if k != "slice"}
+    whole["labeled"] = {**labeled, "fingerprint": of, "n": len(ids)}
+    if any("evidence" in p for p in parts):  # each part gathered it on its own questions
+        whole["evidence"] = Evidence.merged([Evidence.from_dict(p.get("evidence")) for p in parts]).to_dict()
+    result = EvaluationResult.from_dict(whole)
+    if result.labeled.computed_fingerprint != of:  # the joined queries: the whole set
+        raise RetrievalEvalError(f"the {label}s of {whole['engine']} do not make up labeled set "
+                                 f"{labeled.get('name')} (fingerprint {of[:12]})")
+    return result
+
+
+def _info(infos: Sequence[Mapping[str, Any]], label: str) -> dict[str, Any]:
+    out = dict(infos[0])
+    for key, first in infos[0].items():
+        values = [i.get(key) for i in infos]
+        if all(v == first for v in values):
+            continue
+        counts = [_FRACTION.match(str(v)) for v in values]
+        if all(counts):
+            out[key] = f"{sum(int(m[1]) for m in counts)}/{sum(int(m[2]) for m in counts)}"
+        else:
+            out[key] = " | ".join(str(v) for v in values) + f" (per {label})"
+    return out
+
+
+def merge_slices(paths: Sequence[str | Path]) -> RunResults:
+    """The run the slices in ``paths`` (results.json files of ``--retrieval-slice I/N`` jobs) make
+    up together, refused in one line naming the files when they do not fit."""
+    from .results_json import load
+
+    if not paths:
+        raise RetrievalEvalError("report merge needs the results.json of every slice: report merge a.json b.json ...")
+    docs = []
+    for path in paths:
+        run = load(path)
+        docs.append((str(path), run, [e.to_dict() for e in run.evaluations]))
+    counts: dict[int, list[str]] = {}
+    by_key: dict[tuple[str, str], dict[int, tuple[str, dict]]] = {}
+    of: dict[str, tuple[str, str]] = {}
+    for path, run, evaluations in docs:
+        if not evaluations:
+            raise RetrievalEvalError("holds no evaluation", path=path)
+        for d in evaluations:
+            part = d["labeled"].get("slice")
+            if not part:
+                raise RetrievalEvalError(f"{d['engine']} on {d['labeled']['name']} is not a slice: run each job "
+                                         "with --retrieval-slice I/N", path=path)
+            counts.setdefault(part["count"], []).append(path)
+            name = d["labeled"]["name"]
+            seen = of.setdefault(name, (part["of"], path))
+            if seen[0] != part["of"]:
+                raise RetrievalEvalError(f"slices of different labeled sets named {name}: {seen[1]} (fingerprint "
+                                         f"{seen[0][:12]}) and {path} (fingerprint {part['of'][:12]})")
+            slot = by_key.setdefault((d["engine"], name), {})
+            if part["index"] in slot:
+                raise RetrievalEvalError(f"slice {part['index']} of {part['count']} of {d['engine']} on {name} is in "
+                                         f"both {slot[part['index']][0]} and {path}")
+            slot[part["index"]] = (path, d)
+    if len(counts) > 1:
+        shown = "; ".join(f"{n}: {', '.join(dict.fromkeys(p))}" for n, p in sorted(counts.items()))
+        raise RetrievalEvalError(f"the files slice the labeled set into different counts ({shown})")
+    n = next(iter(counts))
+    for (engine, name), slot in sorted(by_key.items()):
+        missing = [i for i in range(1, n + 1) if i not in slot]
+        if missing:
+            given = ", ".join(f"{i} ({slot[i][0]})" for i in sorted(slot))
+            raise RetrievalEvalError(f"{engine} on {name}: slice(s) {', '.join(map(str, missing))} of {n} never given "
+                                     f"(given: {given}); pass every job's results.json")
+    settings = _same_settings(docs)
+    first = docs[0][1]
+    for path, run, _ in docs[1:]:
+        for field, mine, theirs in (("metrics", first.metrics_fingerprint, run.metrics_fingerprint),
+                                    ("coverage", first.coverage, run.coverage),
+                                    ("judgments", first.judgments, run.judgments)):
+            if mine != theirs:
+                raise RetrievalEvalError(f"its {field} differ from {docs[0][0]}'s: the jobs ran with different "
+                                         "settings or inputs", path=path, field=field)
+    evaluations = [join([slot[i][1] for i in range(1, n + 1)],
+                        [slot[i][1]["labeled"]["slice"]["positions"] for i in range(1, n + 1)],
+                        of[name][0], label="slice")
+                   for (engine, name), slot in sorted(by_key.items())]
+    lint = {json.dumps(r.to_dict(), sort_keys=True): r for _, run, _ in docs for r in run.lint}
+    snippets = {k: v for _, run, _ in docs for k, v in run.snippets.items()}
+    return RunResults(evaluations, first.metrics_fingerprint, list(lint.values()), dict(sorted(snippets.items())),
+                      settings, first.judgments, first.candidates, first.coverage)
+
+
+def _same_settings(docs: Sequence[tuple[str, RunResults, Any]]) -> dict[str, Any]:
+    """The slices' recorded settings, which must agree (their failures are put together)."""
+    first = docs[0][1].recorded_settings()
+    failures = list(first.get("failures", []))
+    for path, run, _ in docs[1:]:
+        mine = run.recorded_settings()
+        differ = sorted(k for k in {*first, *mine} if k != "failures" and first.get(k) != mine.get(k))
+        if differ:
+            raise RetrievalEvalError(f"its settings differ from {docs[0][0]}'s in {', '.join(differ)}: the jobs must "
+                                     "run with the same rules and options", path=path, field="settings")
+        failures += [f for f in mine.get("failures", []) if f not in failures]
+    return {**first, "failures": failures}
