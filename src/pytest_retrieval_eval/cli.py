@@ -208,7 +208,6 @@ def _report(args) -> int:
     from dataclasses import replace
 
     from .gate.rules import parse_max_drops, parse_thresholds
-    from .gate.settings import load_run
     from .gate.verdict import judge_recorded, record_settings
     from .ir.measures import DEFAULT_TABLE_MEASURES, parse_measures, split_measures
     from .plugin.session import load_baseline
