@@ -63,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     ls = verbs.add_parser("list", help="every question: id, question, gold documents, state (fresh, stale, unchecked)")
     add_to_argparse(ls, "check", **files)
     rep = sub.add_parser("report", help="judge a saved results.json again; rebuild its artefacts with --out; "
-                                        "'report merge A.json B.json ...' combines the slices of CI jobs")
+                                        "'report merge A.json B.json ...' combines the slices of CI jobs; "
+                                        "'report comment RESULTS' prints a pull-request comment")
     rep.add_argument("results", nargs="+", metavar="RESULTS",
                      help="a results.json written by --retrieval-report-dir or --retrieval-save-baseline; or merge "
                           "followed by every slice's results.json (--retrieval-slice I/N jobs)")
@@ -73,6 +74,13 @@ def _parser() -> argparse.ArgumentParser:
                      help="write the report folder (results.md, results.json, per_query.jsonl, runs/, qrels, plot)")
     rep.add_argument("--html", default=None, metavar="PATH", help="write the drill-down page")
     rep.add_argument("--markdown", action="store_true", help="print the Markdown report instead of the table")
+    hist = sub.add_parser("history", help="the runs --retrieval-history kept: list them, or chart a measure "
+                                          "across commits (history trend --measure hit@5)")
+    hist.add_argument("action", nargs="?", default="list", choices=["list", "trend"])
+    add_to_argparse(hist, "history", history="retrieval-history")
+    hist.add_argument("--measure", default="hit@5", help="trend: the measure charted (default hit@5)")
+    hist.add_argument("--engine", default=None, help="trend: one engine only (default: every engine)")
+    hist.add_argument("--out", default="trend.svg", metavar="PATH", help="trend: the SVG written (default trend.svg)")
     jdg = sub.add_parser("judge", help="grade the unjudged documents of a saved run's top K with an LLM "
                                        "into a judgments file (--calibrate: agreement with the human labels)")
     jdg.add_argument("results", help="a results.json written by --retrieval-report-dir or --retrieval-save-baseline")
@@ -93,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     uninstall = install_log_redaction()  # API keys never reach a log line
     try:
         return {"generate": _generate, "check": _check, "report": _report, "label": _label,
-                "judge": _judge}[args.command](args)
+                "judge": _judge, "history": _history}[args.command](args)
     except RetrievalEvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -246,7 +254,11 @@ def _report(args) -> int:
     if args.out or args.html:
         write_outputs(verdict, report_dir=Path(args.out) if args.out else None,
                       html=Path(args.html) if args.html else None, baseline=baseline)
-    if args.markdown:
+    if getattr(args, "comment", False):
+        from .report.comment import comment
+
+        print(comment(verdict), end="")
+    elif args.markdown:
         print(markdown(verdict, metadata(verdict)), end="")
     else:
         print("\n".join(table.render(verdict)))
@@ -256,15 +268,59 @@ def _report(args) -> int:
             print("\n".join(baseline_lines(verdict)))
         for warning in verdict.warnings:
             print(f"warning: {warning}")
-    for failure in verdict.failures:
-        print(f"FAIL retrieval gate: {failure}")
+    if not getattr(args, "comment", False):  # a comment holds its failures
+        for failure in verdict.failures:
+            print(f"FAIL retrieval gate: {failure}")
     return 1 if verdict.failed else 0
+
+
+def _history(args) -> int:
+    """``history``: a line per record; ``history trend``: the measure across commits, as SVG."""
+    from ._atomic import write_text_atomic
+    from .gate.history import History
+    from .ir.measures import Measure
+    from .report.trend import points, trend_svg
+
+    records = History(args.history).records()
+    if not records:
+        raise RetrievalEvalError(f"{args.history}: no history record; keep one per run with "
+                                 f"pytest --retrieval-history={args.history}")
+    if args.action == "list":
+        for r in records:
+            git = r.git
+            where = (f"{(r.commit or 'no commit')[:10]}{' (dirty)' if git.get('dirty') else ''}"
+                     f"{' on ' + git['branch'] if git.get('branch') else ''}")
+            engines = ", ".join(f"{e['engine']} {e['summary'][m]['mean']:.3f}" for e in r.results["evaluations"]
+                                for m in [_shown_measure(e)] if m)
+            print(f"{r.time}  {where}  {engines}  ({r.path.name})")
+        return 0
+    measure = Measure.parse(args.measure).name
+    found = points(records, measure, args.engine)
+    if not found:
+        raise RetrievalEvalError(f"no record holds engine {args.engine!r}" if args.engine else "no record holds an evaluation")
+    write_text_atomic(args.out, trend_svg(records, measure, args.engine))
+    series = len({p["series"] for p in found})
+    print(f"{args.out}: {measure} over {len(records)} record(s), {len(found)} point(s) in {series} series")
+    return 0
+
+
+def _shown_measure(evaluation: dict) -> str | None:
+    """The measure a history line shows: hit@5 where recorded, else the first one."""
+    summary = evaluation.get("summary") or {}
+    return "hit@5" if "hit@5" in summary else next(iter(summary), None)
 
 
 def _results_of(args):
     """``report RESULTS``: the saved run; ``report merge A B ...``: the run its slices make up."""
     from .gate.settings import GateSettings, load_run
 
+    if args.results[0] == "comment":
+        args.comment = True
+        args.results = args.results[1:]
+        if not args.results:
+            raise RetrievalEvalError("report comment reads the run's results.json: report comment results.json")
+        if args.results[0] == "merge":  # report comment merge a.json b.json
+            return _results_of(args)
     if args.results[0] != "merge":
         if len(args.results) > 1:
             raise RetrievalEvalError(f"report reads one results.json (got {len(args.results)}); to combine the "

@@ -98,6 +98,11 @@ class Verdict:
         return self.settings.alpha
 
     @property
+    def miss_measure(self) -> str:
+        """``hit@K`` at the cutoff misses are counted at: what the trend and the segments chart."""
+        return f"hit@{self.miss_k}"
+
+    @property
     def correction(self) -> str:
         return self.settings.correction
 

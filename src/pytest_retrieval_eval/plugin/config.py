@@ -81,6 +81,11 @@ class GateConfig:
 
     settings: GateSettings = GateSettings()
     baseline: Path | None = None
+    #: the history folder (``--retrieval-history``), how many records it keeps, and the ref the
+    #: run is judged against through it (``--retrieval-compare``)
+    history: Path | None = None
+    history_keep: int = 500
+    compare: str | None = None
 
     @property
     def thresholds(self) -> tuple[Threshold, ...]:
@@ -156,8 +161,14 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool,
                            fusion_top_k=top_k, rerank=get("rerank"))
     variants = tuple(parse_variant(t, engine, ingest) for t, _ in get("variant")
                      if t.strip() and not t.strip().startswith("#"))
-    gate = GateConfig(GateSettings.from_options(get), get("baseline"))  # its shown path is recorded at the end
-    if gate.max_drops and gate.baseline is None:
+    gate = GateConfig(GateSettings.from_options(get), get("baseline"), get("history"), get("history_keep"),
+                      get("compare"))  # the baseline's shown path is recorded at the end
+    if gate.compare is not None and (gate.history is None or gate.baseline is not None):
+        raise RetrievalEvalError("--retrieval-compare REF reads the record at REF's merge-base from the history: give "
+                                 "--retrieval-history=DIR" if gate.history is None else
+                                 "--retrieval-compare and --retrieval-baseline both name what the run is compared "
+                                 "with: give one")
+    if gate.max_drops and gate.baseline is None and gate.compare is None:
         raise RetrievalEvalError("--retrieval-max-drop / retrieval_max_drops compare with a baseline: "
                                  "give --retrieval-baseline=PATH (save one with --retrieval-save-baseline=PATH)")
     measures = get("measures")

@@ -231,6 +231,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("confidence", "judge threshold rules on the point estimate, or on the lower bound of its 95 percent interval "
            "(Wilson for hit@k and the rates, else bootstrap; lower: pass only when 95 percent sure)", "point", choice("point", "lower"), metavar="MODE",
            cli=("report",)),
+    Option("history", "keep one record per run in DIR (results.json, commit, branch, dirty flag, time, "
+           "fingerprints); list and chart them with python -m pytest_retrieval_eval history", path=True, metavar="DIR",
+           env=f"{ENV_PREFIX}HISTORY", cli=("history",)),
+    Option("history_keep", "records the history keeps (the oldest beyond go)", 500, whole(1), metavar="N"),
+    Option("compare", "judge the run against the history record at the merge-base of HEAD and REF (a branch, tag "
+           "or commit), with every baseline rule; needs --retrieval-history", metavar="REF"),
     Option("shadow", "compare two engines of this run on the same queries: per-measure deltas with paired tests, "
            "the queries and documents that moved, and one knowledge-gain score; gate with 'shadow.gain>=0'; repeatable",
            kind="lines", ini="retrieval_shadows", metavar="CANDIDATE:BASELINE"),

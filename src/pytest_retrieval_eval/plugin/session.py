@@ -416,21 +416,51 @@ class RetrievalSession:
         run.coverage = self.coverage(run, merged.chunk_docs) if run.evaluations else {}
         judging = self.judgments(run) if cfg.judging.judgments is not None and run.evaluations else []
         judging += self.candidates(run) if cfg.judging.candidates is not None and run.evaluations else []
+        history = None
+        if cfg.gate.history is not None:
+            from ..gate.history import History
+
+            history = History(cfg.gate.history, cfg.gate.history_keep)
+        baseline, problems, against = None, [], shown(cfg.gate.baseline) or None
+        notes = list(merged.notes)
+        if cfg.gate.compare is not None and run.evaluations:  # the record at the ref's merge-base
+            from ..gate.history import compare_ref
+
+            try:
+                record, said = compare_ref(history, cfg.gate.compare, Path(self.pytest_config.rootpath))
+            except RetrievalEvalError as exc:
+                record, said = None, f"--retrieval-compare {cfg.gate.compare}: {exc}"
+            if record is None:
+                problems.append(said)
+            else:
+                baseline, against = record.run(), shown(record.path)  # a record reads as a baseline file
+                notes.append(said)
         run = record_settings(
             run, cfg.gate.settings,
-            configured=cfg.report.table_measures, baseline=shown(cfg.gate.baseline) or None,
+            configured=cfg.report.table_measures, baseline=against,
             failures=[*(f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers),
                       *merged.missing, *self.engine_failures({e.engine for e in evaluations}), *judging])
-        baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
+        if cfg.gate.compare is None:
+            baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
         verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
-        self.outcome = Outcome(verdict, merged.notes, list(cfg.gate.thresholds), merged.workers_said, merged.warnings)
+        self.outcome = Outcome(verdict, notes, list(cfg.gate.thresholds), merged.workers_said, merged.warnings)
         if run.evaluations:
+            trend = None
+            if history is not None:  # this run, remembered by commit; the page charts the history
+                from ..gate.history import commit_info
+
+                path = history.append(run.to_json(verdict), commit_info(Path(self.pytest_config.rootpath)))
+                self.progress(f"history: {shown(path)} ({len(history.records())} record(s) in {shown(history.folder)})")
+                if cfg.report.html is not None:
+                    from ..report.trend import trend_svg
+
+                    trend = trend_svg(history.records(), verdict.miss_measure)
             timing = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "store": merged.store,
                       "engines": {f"{r.engine} on {r.labeled.name}": {"queries": r.n, "seconds": round(r.seconds, 6)}
                                   for r in evaluations}}
             write_outputs(verdict, report_dir=cfg.report.report_dir, html=cfg.report.html,
                           save_baseline=cfg.report.save_baseline, baseline=baseline, timing=timing,
-                          step_summary=step_summary_path())
+                          step_summary=step_summary_path(), trend=trend)
         return self.outcome
 
 

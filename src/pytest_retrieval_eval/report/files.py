@@ -75,26 +75,7 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
             out.append(f"- freshness as of {e.freshness.as_of}: {len(e.freshness.stale)} stale of "
                        f"{len({*e.freshness.versions, *e.freshness.stale})} versioned documents")
         out += [f"- {k}: {v}" for k, v in sorted(e.engine_info.items()) if k != "engine"]
-    if verdict.baseline is not None:
-        out += ["", "## Against the baseline", "",
-                f"Paired tests corrected by {table.CORRECTION_NAMES[verdict.baseline.correction]} over "
-                f"{len(verdict.baseline.diffs)} comparisons; 95% CI: bootstrap interval of the paired difference.", "",
-                "| engine | measure | baseline | now | delta | 95% CI | up | down | same | p | corrected p |",
-                "|---|---|---|---|---|---|---|---|---|---|---|"]
-        for d in verdict.baseline.diffs:
-            out.append(f"| {d.engine} | {d.measure} | {d.before:.4f} | {d.after:.4f} | {d.delta:+.4f} | "
-                       f"[{d.ci[0]:+.3f}, {d.ci[1]:+.3f}] | {d.wins} | {d.losses} | {d.ties} | {d.p:.3g} | "
-                       f"{d.p_adjusted:.3g} |")
-        movers = [(d, m) for d in verdict.baseline.diffs if d.delta for m in d.movers]
-        if movers:
-            out += ["", "Biggest per-query movers:", ""]
-            out += [f"- {d.engine} {d.measure} {m.query_id}: {m.before:g} -> {m.after:g} ({m.question})" for d, m in movers]
-        fell = verdict.baseline.regressed_segments(verdict.alpha)
-        if fell:
-            out += ["", f"Segments that fell (p corrected over {len(verdict.baseline.segments)} segment comparisons; the "
-                    "total held, or beyond noise):", ""]
-            out += [f"- {d.describe(verdict.alpha)}" for d in fell]
-        out += [f"- note: {n}" for n in verdict.baseline.notes]
+    out += baseline_section(verdict)
     out += shadow.markdown_lines(verdict)
     lints = [(e.engine, k, v) for e in verdict.run.evaluations for k, v in e.run_lint.items() if v]
     if lints:
@@ -103,6 +84,33 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
     if verdict.failures:
         out += ["", "## Gate", ""] + [f"- FAIL {f}" for f in verdict.failures]
     return "\n".join(out) + "\n"
+
+
+def baseline_section(verdict: Any, *, movers: int | None = None) -> list[str]:
+    """The run against its baseline, in Markdown: every diff with its interval and corrected p,
+    the queries that moved (the first ``movers``), the segments that fell, the notes."""
+    if verdict.baseline is None:
+        return []
+    out = ["", "## Against the baseline", "",
+           f"Paired tests corrected by {table.CORRECTION_NAMES[verdict.baseline.correction]} over "
+           f"{len(verdict.baseline.diffs)} comparisons; 95% CI: bootstrap interval of the paired difference.", "",
+           "| engine | measure | baseline | now | delta | 95% CI | up | down | same | p | corrected p |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for d in verdict.baseline.diffs:
+        out.append(f"| {d.engine} | {d.measure} | {d.before:.4f} | {d.after:.4f} | {d.delta:+.4f} | "
+                   f"[{d.ci[0]:+.3f}, {d.ci[1]:+.3f}] | {d.wins} | {d.losses} | {d.ties} | {d.p:.3g} | "
+                   f"{d.p_adjusted:.3g} |")
+    moved = [(d, m) for d in verdict.baseline.diffs if d.delta for m in d.movers][:movers]
+    if moved:
+        out += ["", "Biggest per-query movers:", ""]
+        out += [f"- {d.engine} {d.measure} {m.query_id}: {m.before:g} -> {m.after:g} ({m.question})" for d, m in moved]
+    fell = verdict.baseline.regressed_segments(verdict.alpha)
+    if fell:
+        out += ["", f"Segments that fell (p corrected over {len(verdict.baseline.segments)} segment comparisons; the "
+                "total held, or beyond noise):", ""]
+        out += [f"- {d.describe(verdict.alpha)}" for d in fell]
+    out += [f"- note: {n}" for n in verdict.baseline.notes]
+    return out
 
 
 def _misses_table(verdict: Any) -> list[str]:

@@ -56,7 +56,7 @@ def _judge_text(run: Any) -> str:
     return found.judge.describe() if found is not None else ""
 
 
-def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
+def render(verdict: Any, *, baseline: Any = None, subtitle: str = "", trend: str | None = None) -> str:
     from jinja2 import Environment
 
     names, beaten = table.letters(verdict), table.wins(verdict)
@@ -123,7 +123,7 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "") -> str:
         segment_measure=verdict.segments[0].measure if verdict.segments else "",
         tags=sorted({t for e in verdict.run.evaluations for q in e.labeled.queries for t in q.tags}),
         summary=summary, legend=" ".join(table.legend(verdict, markdown=True)),
-        miss_at=MISS_AT, svg=plot.run_svg(verdict.run, baseline), engines=engines,
+        miss_at=MISS_AT, svg=plot.run_svg(verdict.run, baseline), engines=engines, trend=trend,
         compare=[q for q in by_query.values() if len(q["cells"]) == len(engines)] if len(engines) > 1 else [],
         lint=[{"summary": l.summary(), "findings": [str(f) for f in l.findings]} for l in verdict.lint],
         engine_errors=[g.describe() for g in errors.groups(verdict.run.evaluations)],

@@ -21,7 +21,9 @@ def metadata(verdict: Any) -> dict[str, Any]:
 
 def write_outputs(verdict: Any, *, report_dir: Path | None = None, html: Path | None = None,
                   save_baseline: Path | None = None, baseline: Any = None,
-                  timing: Mapping[str, Any] | None = None, step_summary: str | None = None) -> None:
+                  timing: Mapping[str, Any] | None = None, step_summary: str | None = None,
+                  trend: str | None = None) -> None:
+    """Every output asked for; ``trend``: the history's trend SVG, shown on the page."""
     from .files import markdown, write_report
 
     meta = metadata(verdict)
@@ -32,7 +34,7 @@ def write_outputs(verdict: Any, *, report_dir: Path | None = None, html: Path | 
     if html is not None:
         from .html import render
 
-        write_text_atomic(html, render(verdict, baseline=baseline,
+        write_text_atomic(html, render(verdict, baseline=baseline, trend=trend,
                                        subtitle=", ".join(f"{k}: {v}" for k, v in meta.items())))
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as fh:

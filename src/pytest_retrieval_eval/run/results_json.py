@@ -25,6 +25,9 @@ from .causes import Evidence
 from .lint import KINDS as RUN_LINT_KINDS
 from .results import FORMAT, METRICS_DEFINITION, VERSION, EvaluationResult, RunResults
 
+#: a history record's format (``gate/history.py``): results.json inside, readable as a baseline
+HISTORY_FORMAT = "pytest-retrieval-eval/history"
+
 
 @dataclass(frozen=True)
 class RecordedLabeledSet(LabeledSet):
@@ -206,6 +209,8 @@ def load(path: str | Path, *, check_fingerprints: bool = True) -> RunResults:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RetrievalEvalError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    if isinstance(doc, dict) and doc.get("format") == HISTORY_FORMAT and isinstance(doc.get("results"), dict):
+        doc = doc["results"]  # a history record (gate/history.py) holds a run's results.json
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise RetrievalEvalError(f"not a results file (expected \"format\": \"{FORMAT}\")", path=path, field="format")
     if doc.get("version") != VERSION:

@@ -1,0 +1,93 @@
+"""A measure across the history's records (``gate/history.py``) as a dependency-free SVG: one
+point per record and engine with its 95% interval, joined within a series. A series is one
+engine on one labeled set, corpus, description and judge (their fingerprints): where one of them
+changes a new series starts, drawn apart and marked, since the numbers no longer measure the
+same thing."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any, Sequence
+
+from .plot import COLOURS
+
+W, H, LEFT, RIGHT, TOP, BOTTOM = 720, 400, 56, 200, 24, 70
+
+
+def points(records: Sequence[Any], measure: str, engine: str | None = None) -> list[dict[str, Any]]:
+    """One point per record and evaluation: engine, series key, commit, time, mean, interval."""
+    out = []
+    for r in records:
+        run = r.run()
+        for e in run.evaluations:
+            if engine is not None and e.engine != engine:
+                continue
+            key = f"{e.engine} on {e.labeled.name}"
+            fp = r.fingerprints.get("engines", {}).get(key, {})
+            lo, hi = e.ci(measure)
+            out.append({"engine": e.engine, "label": key, "series": (key, *sorted(fp.items())),
+                        "commit": (r.commit or "")[:10] or "no commit", "dirty": bool(r.git.get("dirty")),
+                        "time": r.time, "mean": e.mean(measure), "ci": (lo, hi)})
+    return out
+
+
+def trend_svg(records: Sequence[Any], measure: str, engine: str | None = None) -> str:
+    """Deterministic text: the same records, the same bytes."""
+    found = points(records, measure, engine)
+    times = sorted({p["time"] for p in found})
+    x_of = {t: i for i, t in enumerate(times)}
+    pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
+
+    def x(i: int) -> float:
+        return LEFT + (i + 0.5) * pw / max(len(times), 1)
+
+    def y(v: float) -> float:
+        return TOP + (1 - v) * ph
+
+    title = f"{measure} across commits" + (f" ({engine})" if engine else "")
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
+           'font-family="sans-serif" font-size="12">', f"<title>{escape(title)}</title>",
+           f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>']
+    for i in range(0, 11, 2):
+        v = i / 10
+        out.append(f'<line x1="{LEFT}" y1="{y(v):.1f}" x2="{LEFT + pw}" y2="{y(v):.1f}" stroke="#eee"/>')
+        out.append(f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:.1f}</text>')
+    commits = {}
+    for p in found:
+        commits.setdefault(p["time"], p["commit"] + ("*" if p["dirty"] else ""))
+    for t, label in commits.items():
+        out.append(f'<text x="{x(x_of[t]):.1f}" y="{TOP + ph + 14}" text-anchor="end" '
+                   f'transform="rotate(-40 {x(x_of[t]):.1f} {TOP + ph + 14})">{escape(label)}</text>')
+    out.append(f'<text x="14" y="{TOP + ph / 2:.1f}" transform="rotate(-90 14 {TOP + ph / 2:.1f})" '
+               f'text-anchor="middle">{escape(measure)}</text>')
+    engines = sorted({p["label"] for p in found})
+    series: dict[tuple, list[dict[str, Any]]] = {}
+    for p in found:
+        series.setdefault(p["series"], []).append(p)
+    legend_y = TOP + 8
+    for n, key in enumerate(sorted(series, key=lambda k: (k[0], series[k][0]["time"]))):
+        run = series[key]
+        colour = COLOURS[engines.index(run[0]["label"]) % len(COLOURS)]
+        first_of_engine = all(s[0] != key[0] or s == key or series[s][0]["time"] > run[0]["time"] for s in series)
+        dash = "" if first_of_engine else ' stroke-dasharray="5,4"'
+        if not first_of_engine:  # a fingerprint changed: a new series starts here
+            xs = x(x_of[run[0]["time"]]) - pw / max(len(times), 1) / 2
+            out.append(f'<line class="new-series" x1="{xs:.1f}" y1="{TOP}" x2="{xs:.1f}" y2="{TOP + ph}" '
+                       f'stroke="{colour}" stroke-dasharray="2,3"/>')
+        pts = " ".join(f"{x(x_of[p['time']]):.1f},{y(p['mean']):.1f}" for p in run)
+        out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} points="{pts}"/>')
+        for p in run:
+            px = x(x_of[p["time"]])
+            lo, hi = p["ci"]
+            if lo == lo and hi == hi:
+                out.append(f'<line x1="{px:.1f}" y1="{y(hi):.1f}" x2="{px:.1f}" y2="{y(lo):.1f}" stroke="{colour}"/>')
+            out.append(f'<circle class="point" cx="{px:.1f}" cy="{y(p["mean"]):.1f}" r="3.5" fill="{colour}">'
+                       f'<title>{escape(p["label"])} at {escape(p["commit"])}: {p["mean"]:.3f} '
+                       f'[{lo:.3f}, {hi:.3f}]</title></circle>')
+        label = run[0]["label"] + ("" if first_of_engine else " (new series)")
+        out.append(f'<line x1="{W - RIGHT + 12}" y1="{legend_y}" x2="{W - RIGHT + 36}" y2="{legend_y}" '
+                   f'stroke="{colour}" stroke-width="2"{dash}/>')
+        out.append(f'<text x="{W - RIGHT + 42}" y="{legend_y + 4}">{escape(label)}</text>')
+        legend_y += 18
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
