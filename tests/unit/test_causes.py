@@ -118,13 +118,20 @@ def test_stages_come_as_the_type_or_a_mapping_of_its_fields():
     assert Stages.of({"ranked": ["x"]}) == Stages(["x"])
 
 
-def test_a_malformed_stages_answer_is_an_error_of_that_query():
+@pytest.mark.parametrize("answer, said", [
+    (["x"], "retrieve_stages() returned list; expected Stages(ranked, legs, steps)"),
+    ({"ranked": ["x"], "leg": {}}, "retrieve_stages() returned unknown key(s) 'leg'; expected 'ranked', 'legs' and 'steps'"),
+    ({"ranked": ["x"], "legs": [["x"]]}, "retrieve_stages(): legs must map each stage's name to its doc ids, got list"),
+    ({"ranked": ["x"], "legs": {"bm25": "x"}}, "retrieve_stages(): leg 'bm25': it holds a single str 'x'"),
+    ({"ranked": ["x"], "steps": {"rrf": [1]}}, "retrieve_stages(): step 'rrf': it holds a list whose item 0 is a int"),
+])
+def test_a_malformed_stages_answer_is_an_error_of_that_query_naming_the_stage(answer, said):
     class Bad(Staged):
         def retrieve_stages(self, query, k):
-            return ["x"]
+            return answer
 
     e = evaluate_engine(Bad(), LabeledSet((LabeledQuery("q", "x", {"doc": 1}),)))
-    assert "expected Stages(ranked, legs, steps)" in e.results[0].error
+    assert said in e.results[0].error
     assert e.causes(5)["q"].kind == "error"
 
 

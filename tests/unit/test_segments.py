@@ -83,6 +83,7 @@ def test_segment_rows_and_a_failed_segment_rule_name_the_segment_its_n_and_the_q
                               "60, smallest detectable drop ")
     assert "lowest: q00, q01, q02, q03, q04 and 15 more" in failure
     assert check_segments([Threshold.parse("[body-only]:hit@5>=0.9")], run)[0].startswith("b[body-only]")
+    assert len(check_segments([Threshold.parse("[nosuch]:hit@5>=0.5", source="ini")], run)) == 1  # once, not per engine
     [none] = check_segments([Threshold.parse("a[nosuch]:hit@5>=0.5", source="ini")], run)
     assert "no question of labeled carries tag 'nosuch' (tags: body-only)" in none
     assert str(Threshold.parse("[body-only]:hit@5>=0.9")) == "[body-only]:hit@5>=0.9"
@@ -90,6 +91,19 @@ def test_segment_rows_and_a_failed_segment_rule_name_the_segment_its_n_and_the_q
         Threshold.parse(":hit@5>=0.9")
     with pytest.raises(RetrievalEvalError, match="a segment rule judges a measure"):
         Threshold.parse("a[x]:errors<=0")
+
+
+def test_a_family_name_stands_for_its_values_and_an_unknown_tag_is_said():
+    from pytest_retrieval_eval.run.segments import unknown_tags
+
+    queries = [LabeledQuery(f"q{i}", "x", {"g": 1}, tags=(f"area:{'ab'[i % 2]}",)) for i in range(6)]
+    run = RunResults([_result("a", {q.query_id: True for q in queries}, queries)])
+    assert [r.tag for r in segment_rows(run, ["area"], "hit@5")] == ["all", "area:a", "area:b"]
+    assert unknown_tags(run, ["area", "nope"]) == ["--retrieval-by nope: no question of labeled carries it (tags: "
+                                                   "area:a, area:b)"]
+    two = [LabeledQuery("q0", "x", {"g": 1}, tags=("t",)), LabeledQuery("q1", "x", {"g": 1}, tags=("t",))]
+    tiny = segment_rows(RunResults([_result("a", {"q0": True, "q1": False}, two)]), ["t"], "hit@5")
+    assert tiny[1].drop == 1.0  # the normal approximation says more than hit@5 can fall: at most its range
 
 
 def test_a_baseline_names_the_segment_that_fell_while_the_total_held():

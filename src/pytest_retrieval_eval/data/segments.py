@@ -3,10 +3,10 @@
 A team tags questions in its labels (a ``tags`` CSV/TSV column or JSONL field, the questions
 cache's ``tags``: product, language, kind); the plugin adds, from the corpus:
 
-- ``body-only``: the question's terms that occur in its relevant document occur in none of that
-  document's title, description or filename (the metadata keyword engine's blind spot; terms as
-  that engine reads them: lowercase ASCII words of 2+ characters, matched as substrings, common
-  English words left out);
+- ``body-only``: the question's distinctive terms that occur in its relevant document occur in
+  none of that document's title, description or filename (the metadata keyword engine's blind
+  spot; terms cut as that engine cuts them: lowercase ASCII words of 2+ characters, matched as
+  substrings; common English words left out, which the engine itself still matches);
 - ``versioned``: a relevant document carries version fields (``valid_from``, ``version_key`` ...);
 - ``multi-gold``: more than one document is relevant;
 - ``length:short`` (up to 10 words), ``length:medium``, ``length:long`` (over 20 words).

@@ -72,12 +72,20 @@ class Stages:
     @classmethod
     def of(cls, value: Any) -> "Stages":
         """A ``Stages``, or the same as a mapping with ``ranked``, ``legs`` and ``steps``."""
-        if isinstance(value, Stages):
-            return value
         if isinstance(value, Mapping) and "ranked" in value:
-            return cls(value["ranked"], dict(value.get("legs") or {}), dict(value.get("steps") or {}))
-        raise TypeError(f"retrieve_stages() returned {type(value).__name__}; expected Stages(ranked, legs, steps) "
-                        "or a mapping with 'ranked', 'legs' and 'steps'")
+            unknown = sorted(set(value) - {"ranked", "legs", "steps"})
+            if unknown:
+                raise TypeError(f"retrieve_stages() returned unknown key(s) {', '.join(map(repr, unknown))}; "
+                                "expected 'ranked', 'legs' and 'steps'")
+            value = cls(value["ranked"], value.get("legs") or {}, value.get("steps") or {})
+        if not isinstance(value, Stages):
+            raise TypeError(f"retrieve_stages() returned {type(value).__name__}; expected Stages(ranked, legs, steps) "
+                            "or a mapping with 'ranked', 'legs' and 'steps'")
+        for part in ("legs", "steps"):
+            if not isinstance(getattr(value, part), Mapping):
+                raise TypeError(f"retrieve_stages(): {part} must map each stage's name to its doc ids, got "
+                                f"{type(getattr(value, part)).__name__}")
+        return value
 
 
 @runtime_checkable

@@ -314,11 +314,15 @@ def check_segments(thresholds: Sequence[Threshold], run: Any, alpha: float = 0.0
     failures = []
     for t in (t for t in thresholds if t.segment):
         judged = [e for e in run.evaluations if t.engine in (None, e.engine)]
+        untagged: set[str] = set()  # said once per labeled set, not once per engine
         if not judged:
             failures.append(f"{t} ({t.source}): no evaluation of engine '{t.engine}' was recorded")
         for e in judged:
             ids = [q.query_id for q in e.labeled.queries if t.segment in q.tags]
             if not ids:
+                if e.labeled.name in untagged:
+                    continue
+                untagged.add(e.labeled.name)
                 known = sorted({tag for q in e.labeled.queries for tag in q.tags})
                 failures.append(f"{t} ({t.source}): no question of {e.labeled.name} carries tag '{t.segment}' "
                                 f"(tags: {', '.join(known) or 'none'}), so the rule checked nothing")
@@ -344,8 +348,8 @@ def check_coverage(thresholds: Sequence[Threshold], coverage: Mapping[str, Any])
     for t in (t for t in thresholds if isinstance(t.quantity, CoverageQuantity)):
         part = (coverage or {}).get(t.quantity.of)
         if not part or not part.get("total"):
-            failures.append(f"{t} ({t.source}): no {t.quantity.of} to cover were recorded (no corpus, or no ingestion "
-                            "for chunks), so the rule checked nothing")
+            failures.append(f"{t} ({t.source}): no {t.quantity.of} to cover were recorded (no corpus; for chunks, no "
+                            "ingestion of the plugin's or of a team's YAML ran), so the rule checked nothing")
             continue
         value = part["judged"] / part["total"]
         if not t.holds(value):

@@ -170,11 +170,12 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
                       detectable=detectable_drops(run, gated_measures(thresholds, max_drops), alpha),
                       warnings=underpowered(run, max_drops, alpha))
     from ..run.judging import used
-    from ..run.segments import segment_rows
+    from ..run.segments import segment_rows, unknown_tags
 
     verdict.miss_k = s.miss_k or s.miss_cutoff(measures)
     verdict.misses = [e.misses(verdict.miss_k) for e in run.evaluations]
     verdict.segments = segment_rows(run, s.by, f"hit@{verdict.miss_k}", alpha=alpha, correction=s.correction)
+    verdict.warnings += unknown_tags(run, s.by)
     verdict.segment_failures = check_segments(thresholds, run, alpha)
     verdict.coverage_failures = check_coverage(thresholds, run.coverage)
     judgments = used(run)

@@ -122,9 +122,13 @@ def _misses_table(verdict: Any) -> list[str]:
             continue
         by_id = e.labeled.by_id()
         out += ["", f"### Misses of {e.engine} at hit@{verdict.miss_k}", "", "| question | tags | why |", "|---|---|---|"]
-        out += [f"| {_cell(by_id[q].name)}: {_cell(by_id[q].question)} | {', '.join(by_id[q].tags)} | {_cell(c.text)} |"
-                for q, c in causes.items()]
+        out += [f"| {_asked(by_id[q])} | {', '.join(by_id[q].tags)} | {_cell(c.text)} |" for q, c in causes.items()]
     return (["", "## Misses"] + out) if out else []
+
+
+def _asked(q: Any) -> str:
+    """The question with its id, or alone where its id was made from its text."""
+    return _cell(q.question) if q.name != q.query_id else f"{_cell(q.query_id)}: {_cell(q.question)}"
 
 
 def _cell(text: str) -> str:

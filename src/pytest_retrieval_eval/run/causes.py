@@ -201,7 +201,7 @@ def _staged(qid: str, stored: Sequence[str], result: QueryResult, window: tuple[
         return Cause(qid, "cut", f"cut by {cut} ({had}{where})", f"cut by {cut}")
     empty = [s.name for s in legs if s.size == 0]
     said = "; ".join([*(f"{n} leg empty" for n in empty),
-                      *(f"{s.name} leg: {s.size} others" for s in legs if s.size)])
+                      *(f"{s.name} leg: {s.size} other{'s' * (s.size != 1)}" for s in legs if s.size)])
     text = f"never a candidate ({said})" if said else "never a candidate"
     group = "never a candidate" + (f" ({', '.join(n + ' leg empty' for n in empty)})" if empty else "")
     if window is not None:

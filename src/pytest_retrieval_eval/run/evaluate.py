@@ -111,7 +111,11 @@ def _stages(staged: Stages, relevant: Mapping[str, int], known: Container[str] |
     out = []
     for kind, group in (("leg", staged.legs), ("step", staged.steps)):
         for name, found in group.items():
-            ids = ranked_ids(found)
+            try:
+                ids = ranked_ids(found)
+            except TypeError as exc:  # said of the stage, not of retrieve()
+                raise TypeError(f"retrieve_stages(): {kind} {name!r}: "
+                                + str(exc).replace("retrieve() returned", "it holds")) from None
             if known is not None:
                 ids, _ = _fold_chunks(ids, known)
             unique = dedupe(ids)

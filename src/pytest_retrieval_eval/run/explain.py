@@ -52,7 +52,7 @@ def worst(self: "EvaluationResult", measure: str, limit: int = 5) -> list[str]:
         question = q.question if len(q.question) <= 70 else q.question[:67] + "..."
         cause = causes.get(qid)
         where = f"rank {rank}" if rank else "not retrieved"
-        if cause is not None and cause.kind != "ranked":
+        if cause is not None and cause.kind not in ("ranked", "error"):  # an error is shown as it is
             where += f"; why: {cause.text}"
         got = r.error if r.error else (", ".join(r.doc_ids[:3]) or "nothing")
         named = f"{qid} ({measure}={v:.3f}) {question!r}" if q.name == qid else f"{question!r} ({measure}={v:.3f})"

@@ -45,8 +45,8 @@ class SegmentRow:
 
     @property
     def drop(self) -> float:
-        """The smallest drop the segment can show for every engine (the largest of theirs); NaN
-        under two questions."""
+        """The smallest drop the segment can show for every engine (the largest of theirs, at most
+        the measure's range: there it can show none); NaN under two questions."""
         drops = [v[3] for v in self.values.values() if not math.isnan(v[3])]
         return max(drops) if drops else math.nan
 
@@ -60,7 +60,7 @@ def segments_of(labeled: Any, wanted: Sequence[str]) -> list[tuple[str, list[str
     """(segment, query ids) to show: each tag asked for (every tag for ``tags``), then for a
     plain tag its complement (``not body-only``); a family's values (``length:short``) split
     the set between them and need none."""
-    tags = all_tags(labeled) if EVERY_TAG in wanted else [t for t in wanted if t != EVERY_TAG]
+    tags = all_tags(labeled) if EVERY_TAG in wanted else expand(labeled, [t for t in wanted if t != EVERY_TAG])
     out = [("all", [q.query_id for q in labeled.queries])]
     for tag in tags:
         ids = members(labeled, tag)
@@ -71,6 +71,29 @@ def segments_of(labeled: Any, wanted: Sequence[str]) -> list[tuple[str, list[str
             rest = [q.query_id for q in labeled.queries if tag not in q.tags]
             if rest:
                 out.append((f"not {tag}", rest))
+    return out
+
+
+def expand(labeled: Any, wanted: Sequence[str]) -> list[str]:
+    """The tags asked for, a family's name (``area``) standing for each of its values
+    (``area:network``, ``area:devices`` ...)."""
+    found = all_tags(labeled)
+    out: list[str] = []
+    for tag in wanted:
+        family = [t for t in found if ":" in t and t.split(":", 1)[0] == tag] if tag not in found else []
+        out += family or [tag]
+    return list(dict.fromkeys(out))
+
+
+def unknown_tags(run: Any, wanted: Sequence[str]) -> list[str]:
+    """A line per tag asked for that no question of a labeled set carries (nor a family of that name)."""
+    out = []
+    for labeled in {e.labeled.fingerprint: e.labeled for e in run.evaluations}.values():
+        found = all_tags(labeled)
+        for tag in expand(labeled, [t for t in wanted if t != EVERY_TAG]):
+            if tag not in found:
+                out.append(f"--retrieval-by {tag}: no question of {labeled.name} carries it (tags: "
+                           f"{', '.join(found) or 'none'})")
     return out
 
 
@@ -97,7 +120,8 @@ def segment_rows(run: Any, wanted: Sequence[str], measure: str, *, alpha: float 
             for e in evaluations:
                 v = arrays[e.engine] = subset(e, measure, ids)
                 lo, hi = mean_ci(v, binary=binary)
-                values[e.engine] = (float(v.mean()), lo, hi, detectable_drop(v, alpha=alpha))
+                low, high = Measure.parse(measure).bounds  # the normal approximation can say more than can fall
+                values[e.engine] = (float(v.mean()), lo, hi, min(detectable_drop(v, alpha=alpha), high - low))
             rows.append(SegmentRow(tag, name, measure, tuple(ids), values))
             for i, a in enumerate(evaluations):
                 for b in evaluations[i + 1:]:
