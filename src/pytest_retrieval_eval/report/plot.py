@@ -9,6 +9,25 @@ COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
 W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 56, 170, 24, 44
 
 
+def frame(title: str, width: int, height: int, left: float, top: float, pw: float, ph: float) -> list[str]:
+    """An SVG's opening, its title, the plot's box and the grid of values 0.0 to 1.0, labelled."""
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+           'font-family="sans-serif" font-size="12">',
+           f'<title>{escape(title)}</title>',
+           f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>']
+    for i in range(0, 11, 2):
+        y = top + (1 - i / 10) * ph
+        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="#eee"/>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{i / 10:.1f}</text>')
+    return out
+
+
+def legend_entry(x: float, y: float, colour: str, dash: str, label: str) -> list[str]:
+    """A stroke of the line's style and its label."""
+    return [f'<line x1="{x}" y1="{y}" x2="{x + 24}" y2="{y}" stroke="{colour}" stroke-width="2"{dash}/>',
+            f'<text x="{x + 30}" y="{y + 4}">{escape(label)}</text>']
+
+
 def hit_curve_svg(curves: Mapping[str, Sequence[float]], baseline: Mapping[str, Sequence[float]] | None = None,
                   *, title: str = "Hit@k") -> str:
     """``curves``: label -> [hit@1, ..., hit@K]. Deterministic text: same input, same bytes."""
@@ -22,14 +41,7 @@ def hit_curve_svg(curves: Mapping[str, Sequence[float]], baseline: Mapping[str, 
     def y(v: float) -> float:
         return TOP + (1 - v) * ph
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
-           'font-family="sans-serif" font-size="12">',
-           f'<title>{escape(title)}</title>',
-           f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>']
-    for i in range(0, 11, 2):
-        v = i / 10
-        out.append(f'<line x1="{LEFT}" y1="{y(v):.1f}" x2="{LEFT + pw}" y2="{y(v):.1f}" stroke="#eee"/>')
-        out.append(f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:.1f}</text>')
+    out = frame(title, W, H, LEFT, TOP, pw, ph)
     for k in [1, 5, 10, 15, 20]:
         if k <= depth:
             out.append(f'<text x="{x(k):.1f}" y="{TOP + ph + 16}" text-anchor="middle">{k}</text>')
@@ -44,9 +56,7 @@ def hit_curve_svg(curves: Mapping[str, Sequence[float]], baseline: Mapping[str, 
                 continue
             points = " ".join(f"{x(k):.1f},{y(v):.1f}" for k, v in enumerate(values, start=1))
             out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} points="{points}"/>')
-            out.append(f'<line x1="{W - RIGHT + 12}" y1="{legend_y}" x2="{W - RIGHT + 36}" y2="{legend_y}" '
-                       f'stroke="{colour}" stroke-width="2"{dash}/>')
-            out.append(f'<text x="{W - RIGHT + 42}" y="{legend_y + 4}">{escape(label + suffix)}</text>')
+            out += legend_entry(W - RIGHT + 12, legend_y, colour, dash, label + suffix)
             legend_y += 18
     out.append("</svg>")
     return "\n".join(out) + "\n"

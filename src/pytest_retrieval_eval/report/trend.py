@@ -9,7 +9,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any, Sequence
 
-from .plot import COLOURS
+from .plot import COLOURS, frame, legend_entry
 
 W, H, LEFT, RIGHT, TOP, BOTTOM = 720, 400, 56, 200, 24, 70
 
@@ -45,13 +45,7 @@ def trend_svg(records: Sequence[Any], measure: str, engine: str | None = None) -
         return TOP + (1 - v) * ph
 
     title = f"{measure} across commits" + (f" ({engine})" if engine else "")
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
-           'font-family="sans-serif" font-size="12">', f"<title>{escape(title)}</title>",
-           f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>']
-    for i in range(0, 11, 2):
-        v = i / 10
-        out.append(f'<line x1="{LEFT}" y1="{y(v):.1f}" x2="{LEFT + pw}" y2="{y(v):.1f}" stroke="#eee"/>')
-        out.append(f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:.1f}</text>')
+    out = frame(title, W, H, LEFT, TOP, pw, ph)
     commits = {}
     for p in found:
         commits.setdefault(p["time"], p["commit"] + ("*" if p["dirty"] else ""))
@@ -85,9 +79,7 @@ def trend_svg(records: Sequence[Any], measure: str, engine: str | None = None) -
                        f'<title>{escape(p["label"])} at {escape(p["commit"])}: {p["mean"]:.3f} '
                        f'[{lo:.3f}, {hi:.3f}]</title></circle>')
         label = run[0]["label"] + ("" if first_of_engine else " (new series)")
-        out.append(f'<line x1="{W - RIGHT + 12}" y1="{legend_y}" x2="{W - RIGHT + 36}" y2="{legend_y}" '
-                   f'stroke="{colour}" stroke-width="2"{dash}/>')
-        out.append(f'<text x="{W - RIGHT + 42}" y="{legend_y + 4}">{escape(label)}</text>')
+        out += legend_entry(W - RIGHT + 12, legend_y, colour, dash, label)
         legend_y += 18
     out.append("</svg>")
     return "\n".join(out) + "\n"
