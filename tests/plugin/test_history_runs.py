@@ -87,10 +87,12 @@ def test_three_commits_three_records_a_trend_and_a_new_series(repo):
         if step:
             sh(repo.path, "git", "commit", "-qam", f"step {step}")
         commits.append(sh(repo.path, "git", "rev-parse", "HEAD"))
-        run = repo.runpytest("-m", "retrieval")
+        run = repo.runpytest("-m", "retrieval", *(["--retrieval-html=page.html"] if step == 2 else []))
         assert run.ret == 0, run.stdout.str()
         run.stdout.fnmatch_lines([f"retrieval: history: retrieval-history/*_{commits[-1][:12]}_*.json ({step + 1} record(s) in "
                                   "retrieval-history)"])
+    page = (repo.path / "page.html").read_text()  # the page charts the history it was added to
+    assert "Across commits" in page and page.count('class="point"') == 6
     listed = cli(repo.path, "history")
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()

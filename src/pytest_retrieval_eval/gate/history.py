@@ -95,7 +95,9 @@ class History:
 
     def append(self, results_json: str, git_info: Mapping[str, Any], *, now: float | None = None) -> Path:
         results = json.loads(results_json)
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+        now = time.time() if now is None else now
+        # microseconds in the name: records of one second still sort in the order they were made
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
         record = {"format": FORMAT, "version": VERSION, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
                   "git": dict(git_info), "fingerprints": fingerprints(results), "results": results}
         name = f"{stamp}_{(git_info.get('commit') or 'nocommit')[:12]}_{os.getpid()}_{secrets.token_hex(3)}.json"
@@ -107,7 +109,7 @@ class History:
         return path
 
     def _files(self) -> list[Path]:
-        return sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []
+        return sorted(self.folder.glob("*.json"), key=lambda p: p.name) if self.folder.is_dir() else []
 
     def records(self) -> list[Record]:
         """Every record, oldest first; a file that is not one is refused naming it."""
@@ -121,13 +123,13 @@ class History:
                 raise RetrievalEvalError(f"not a history record (expected \"format\": \"{FORMAT}\", version {VERSION})",
                                          path=path, field="format")
             out.append(Record(path, doc["time"], doc.get("git") or {}, doc.get("fingerprints") or {}, doc["results"]))
-        return sorted(out, key=lambda r: (r.time, r.path.name))
+        return sorted(out, key=lambda r: r.path.name)  # the name starts with the time, to the microsecond
 
     def at(self, commits: Sequence[str]) -> Record | None:
         """The newest record at one of ``commits`` (full or abbreviated), a clean checkout first."""
         found = [r for r in self.records() if r.commit and any(r.commit.startswith(c) or c.startswith(r.commit)
                                                                 for c in commits)]
-        found.sort(key=lambda r: (not r.git.get("dirty"), r.time))
+        found.sort(key=lambda r: (not r.git.get("dirty"), r.path.name))
         return found[-1] if found else None
 
 

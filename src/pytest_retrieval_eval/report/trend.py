@@ -15,7 +15,7 @@ W, H, LEFT, RIGHT, TOP, BOTTOM = 720, 400, 56, 200, 24, 70
 
 
 def points(records: Sequence[Any], measure: str, engine: str | None = None) -> list[dict[str, Any]]:
-    """One point per record and evaluation: engine, series key, commit, time, mean, interval."""
+    """One point per record and evaluation: engine, series key, commit, order (the record's name), mean, interval."""
     out = []
     for r in records:
         run = r.run()
@@ -27,14 +27,14 @@ def points(records: Sequence[Any], measure: str, engine: str | None = None) -> l
             lo, hi = e.ci(measure)
             out.append({"engine": e.engine, "label": key, "series": (key, *sorted(fp.items())),
                         "commit": (r.commit or "")[:10] or "no commit", "dirty": bool(r.git.get("dirty")),
-                        "time": r.time, "mean": e.mean(measure), "ci": (lo, hi)})
+                        "order": r.path.name, "mean": e.mean(measure), "ci": (lo, hi)})  # a record's name: its time to the µs
     return out
 
 
 def trend_svg(records: Sequence[Any], measure: str, engine: str | None = None) -> str:
     """Deterministic text: the same records, the same bytes."""
     found = points(records, measure, engine)
-    times = sorted({p["time"] for p in found})
+    times = sorted({p["order"] for p in found})
     x_of = {t: i for i, t in enumerate(times)}
     pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
 
@@ -48,7 +48,7 @@ def trend_svg(records: Sequence[Any], measure: str, engine: str | None = None) -
     out = frame(title, W, H, LEFT, TOP, pw, ph)
     commits = {}
     for p in found:
-        commits.setdefault(p["time"], p["commit"] + ("*" if p["dirty"] else ""))
+        commits.setdefault(p["order"], p["commit"] + ("*" if p["dirty"] else ""))
     for t, label in commits.items():
         out.append(f'<text x="{x(x_of[t]):.1f}" y="{TOP + ph + 14}" text-anchor="end" '
                    f'transform="rotate(-40 {x(x_of[t]):.1f} {TOP + ph + 14})">{escape(label)}</text>')
@@ -59,19 +59,19 @@ def trend_svg(records: Sequence[Any], measure: str, engine: str | None = None) -
     for p in found:
         series.setdefault(p["series"], []).append(p)
     legend_y = TOP + 8
-    for n, key in enumerate(sorted(series, key=lambda k: (k[0], series[k][0]["time"]))):
+    for n, key in enumerate(sorted(series, key=lambda k: (k[0], series[k][0]["order"]))):
         run = series[key]
         colour = COLOURS[engines.index(run[0]["label"]) % len(COLOURS)]
-        first_of_engine = all(s[0] != key[0] or s == key or series[s][0]["time"] > run[0]["time"] for s in series)
+        first_of_engine = all(s[0] != key[0] or s == key or series[s][0]["order"] > run[0]["order"] for s in series)
         dash = "" if first_of_engine else ' stroke-dasharray="5,4"'
         if not first_of_engine:  # a fingerprint changed: a new series starts here
-            xs = x(x_of[run[0]["time"]]) - pw / max(len(times), 1) / 2
+            xs = x(x_of[run[0]["order"]]) - pw / max(len(times), 1) / 2
             out.append(f'<line class="new-series" x1="{xs:.1f}" y1="{TOP}" x2="{xs:.1f}" y2="{TOP + ph}" '
                        f'stroke="{colour}" stroke-dasharray="2,3"/>')
-        pts = " ".join(f"{x(x_of[p['time']]):.1f},{y(p['mean']):.1f}" for p in run)
+        pts = " ".join(f"{x(x_of[p['order']]):.1f},{y(p['mean']):.1f}" for p in run)
         out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} points="{pts}"/>')
         for p in run:
-            px = x(x_of[p["time"]])
+            px = x(x_of[p["order"]])
             lo, hi = p["ci"]
             if lo == lo and hi == hi:
                 out.append(f'<line x1="{px:.1f}" y1="{y(hi):.1f}" x2="{px:.1f}" y2="{y(lo):.1f}" stroke="{colour}"/>')
