@@ -311,7 +311,8 @@ def _shown_measure(evaluation: dict) -> str | None:
 
 
 def _results_of(args):
-    """``report RESULTS``: the saved run; ``report merge A B ...``: the run its slices make up."""
+    """``report RESULTS``: the saved run; ``report merge A B ...``: the run its slices make up;
+    ``report comment ...``: either, printed as a pull-request comment (``args.comment``)."""
     from .gate.settings import GateSettings, load_run
 
     if args.results[0] == "comment":
