@@ -325,7 +325,8 @@ def _results_of(args):
     if args.results[0] != "merge":
         if len(args.results) > 1:
             raise RetrievalEvalError(f"report reads one results.json (got {len(args.results)}); to combine the "
-                                     f"slices of CI jobs: report merge {' '.join(args.results)}")
+                                     f"slices of CI jobs: python -m pytest_retrieval_eval report merge "
+                                     f"{' '.join(args.results)}")
         args.results = args.results[0]
         return load_run(args.results)
     from .run.combine import merge_slices

@@ -12,7 +12,8 @@ from pytest_retrieval_eval.gate.baseline import compare
 from pytest_retrieval_eval.gate.rules import MaxDrop, Threshold, check_coverage, check_segments
 from pytest_retrieval_eval.gate.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import judge
-from pytest_retrieval_eval.run.coverage import coverage_line, coverage_record
+from pytest_retrieval_eval.report.misses import coverage_line
+from pytest_retrieval_eval.run.coverage import coverage_record
 from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.run.segments import segment_rows
 from pytest_retrieval_eval.types import Doc, LabeledQuery, QueryResult

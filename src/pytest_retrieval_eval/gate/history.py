@@ -108,6 +108,10 @@ class History:
             old.unlink(missing_ok=True)
         return path
 
+    def count(self) -> int:
+        """How many records the folder holds (their names only: nothing is read)."""
+        return len(self._files())
+
     def _files(self) -> list[Path]:
         return sorted(self.folder.glob("*.json"), key=lambda p: p.name) if self.folder.is_dir() else []
 
@@ -125,9 +129,10 @@ class History:
             out.append(Record(path, doc["time"], doc.get("git") or {}, doc.get("fingerprints") or {}, doc["results"]))
         return sorted(out, key=lambda r: r.path.name)  # the name starts with the time, to the microsecond
 
-    def at(self, commits: Sequence[str]) -> Record | None:
-        """The newest record at one of ``commits`` (full or abbreviated), a clean checkout first."""
-        found = [r for r in self.records() if r.commit and any(r.commit.startswith(c) or c.startswith(r.commit)
+    def at(self, commits: Sequence[str], records: Sequence[Record] | None = None) -> Record | None:
+        """The newest record at one of ``commits`` (full or abbreviated), a clean checkout first;
+        ``records``: the folder's, when the caller read them already."""
+        found = [r for r in (self.records() if records is None else records) if r.commit and any(r.commit.startswith(c) or c.startswith(r.commit)
                                                                 for c in commits)]
         found.sort(key=lambda r: (not r.git.get("dirty"), r.path.name))
         return found[-1] if found else None
@@ -140,9 +145,10 @@ def compare_ref(history: History, ref: str, cwd: Path) -> tuple[Record | None, s
     if target is None:
         return None, (f"--retrieval-compare {ref}: not a branch, tag or commit of the repository at {cwd}")
     base = git(cwd, "merge-base", "HEAD", target) or target
-    record = history.at([base, target])
+    records = history.records()  # read once
+    record = history.at([base, target], records)
     if record is None:
-        held = sorted({(r.commit or "no commit")[:10] for r in history.records()})
+        held = sorted({(r.commit or "no commit")[:10] for r in records})
         try:  # as the user would type it
             folder = history.folder.resolve().relative_to(Path.cwd().resolve())
         except ValueError:

@@ -445,12 +445,13 @@ class RetrievalSession:
         verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
         self.outcome = Outcome(verdict, notes, list(cfg.gate.thresholds), merged.workers_said, merged.warnings)
         if run.evaluations:
-            trend = None
+            trend = results_json = None
             if history is not None:  # this run, remembered by commit; the page charts the history
                 from ..gate.history import commit_info
 
-                path = history.append(run.to_json(verdict), commit_info(Path(self.pytest_config.rootpath)))
-                self.progress(f"history: {shown(path)} ({len(history.records())} record(s) in {shown(history.folder)})")
+                results_json = run.to_json(verdict)  # the record's and the report folder's, made once
+                path = history.append(results_json, commit_info(Path(self.pytest_config.rootpath)))
+                self.progress(f"history: {shown(path)} ({history.count()} record(s) in {shown(history.folder)})")
                 if cfg.report.html is not None:
                     from ..report.trend import trend_svg
 
@@ -460,7 +461,7 @@ class RetrievalSession:
                                   for r in evaluations}}
             write_outputs(verdict, report_dir=cfg.report.report_dir, html=cfg.report.html,
                           save_baseline=cfg.report.save_baseline, baseline=baseline, timing=timing,
-                          step_summary=step_summary_path(), trend=trend)
+                          step_summary=step_summary_path(), trend=trend, results_json=results_json)
         return self.outcome
 
 

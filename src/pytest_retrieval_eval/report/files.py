@@ -136,13 +136,14 @@ def _cell(text: str) -> str:
 
 
 def write_report(folder: str | Path, verdict: Any, *, metadata: Mapping[str, Any], baseline: Any = None,
-                 timing: Mapping[str, Any] | None = None) -> Path:
+                 timing: Mapping[str, Any] | None = None, results_json: str | None = None) -> Path:
     """Every file of the report folder from the verdict on a run (``timing.json`` only when
-    timings are known: a live run has them, a saved ``results.json`` does not)."""
+    timings are known: a live run has them, a saved ``results.json`` does not); ``results_json``:
+    the run's results.json when the caller made it already."""
     folder = Path(folder)
     evaluations = verdict.run.evaluations
     (folder / "runs").mkdir(parents=True, exist_ok=True)
-    write_text_atomic(folder / "results.json", verdict.run.to_json(verdict))
+    write_text_atomic(folder / "results.json", results_json if results_json is not None else verdict.run.to_json(verdict))
     write_text_atomic(folder / "results.md", markdown(verdict, metadata))
     write_text_atomic(folder / "per_query.jsonl", per_query_lines(verdict))
     several_sets = len({r.labeled.name for r in evaluations}) > 1

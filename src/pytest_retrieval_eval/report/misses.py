@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import math
 import textwrap
-from typing import Any
+from typing import Any, Container
 
 from ..ir.stats import CORRECTION_NAMES, POWER
-from ..run.coverage import coverage_line, tag_lines
 from . import table
 
 
@@ -84,3 +83,30 @@ def coverage_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
 def why_of(verdict: Any, e: Any) -> dict[str, str]:
     """Query id -> the cause of its miss at the verdict's cutoff, for ``e``'s missed questions."""
     return {q: c.text for q, c in e.causes(verdict.miss_k).items()}
+
+
+def coverage_line(record: dict[str, Any]) -> str | None:
+    """The table's footer line, or None without a record."""
+    if not record:
+        return None
+    d = record["documents"]
+    line = f"coverage: the questions judge {d['judged']} of {d['total']} documents ({_share(d)})"
+    if "chunks" in record:
+        c = record["chunks"]
+        line += f" and {c['judged']} of {c['total']} chunks ({_share(c)})"
+    if record.get("unreached"):
+        named = ", ".join(f"{doc} ({words:,} words)" for doc, words in record["unreached"][:3])
+        more = record["unreached_count"] - min(3, len(record["unreached"]))
+        line += f"; the largest no question reaches: {named}" + (f" and {more} more" if more > 0 else "")
+    return line
+
+
+def tag_lines(record: dict[str, Any], tags: Container[str]) -> list[str]:
+    """For each of ``tags`` with questions, the share of the corpus they judge."""
+    total = record.get("documents", {}).get("total") or 0
+    return [f"  {tag}: {n} of {total} documents ({n / total:.1%})" for tag, n in record.get("by_tag", {}).items()
+            if total and tag in tags]
+
+
+def _share(part: dict[str, int]) -> str:
+    return f"{part['judged'] / part['total']:.1%}" if part["total"] else "n/a"

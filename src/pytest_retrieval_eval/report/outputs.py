@@ -22,15 +22,18 @@ def metadata(verdict: Any) -> dict[str, Any]:
 def write_outputs(verdict: Any, *, report_dir: Path | None = None, html: Path | None = None,
                   save_baseline: Path | None = None, baseline: Any = None,
                   timing: Mapping[str, Any] | None = None, step_summary: str | None = None,
-                  trend: str | None = None) -> None:
-    """Every output asked for; ``trend``: the history's trend SVG, shown on the page."""
+                  trend: str | None = None, results_json: str | None = None) -> None:
+    """Every output asked for; ``trend``: the history's trend SVG, shown on the page;
+    ``results_json``: the run's results.json when the caller made it already."""
     from .files import markdown, write_report
 
     meta = metadata(verdict)
+    if results_json is None and (save_baseline is not None or report_dir is not None):
+        results_json = verdict.run.to_json(verdict)  # made once: the baseline and the report folder's are one text
     if save_baseline is not None:
-        write_text_atomic(save_baseline, verdict.run.to_json(verdict))
+        write_text_atomic(save_baseline, results_json)
     if report_dir is not None:
-        write_report(report_dir, verdict, metadata=meta, timing=timing, baseline=baseline)
+        write_report(report_dir, verdict, metadata=meta, timing=timing, baseline=baseline, results_json=results_json)
     if html is not None:
         from .html import render
 

@@ -59,15 +59,16 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
     folded = 0
     results = []
     lint: dict[str, list[str]] = {k: [] for k in RUN_LINT_KINDS}
+    staged = is_staged(engine)
     for q, (answer, error, seconds) in zip(labeled.queries, answers):
         doc_ids: tuple[str, ...] = ()
         stages: tuple[Stage, ...] = ()
         if error is None:
             try:
-                if is_staged(engine):
-                    staged = Stages.of(answer)
-                    answer = staged.ranked
-                    stages = _stages(staged, q.relevant, known_ids)
+                if staged:
+                    held = Stages.of(answer)
+                    answer = held.ranked
+                    stages = _stages(held, q.relevant, known_ids)
                 ids = ranked_ids(answer)
                 if known_ids is not None:
                     ids, n = _fold_chunks(ids, known_ids)
