@@ -116,6 +116,8 @@ def request_json(client: Any, method: str, url: str, *, params: Mapping[str, Any
     the URL) masked before any text is cut (``mask_and_cap``)."""
     import httpx
 
+    from .usage import record_call
+
     secrets = [s for s in secrets if s]
     shown = f"{method} {redact(url, secrets)}"
     for attempt in range(retries + 1):
@@ -123,15 +125,20 @@ def request_json(client: Any, method: str, url: str, *, params: Mapping[str, Any
         try:
             response = client.request(method, url, params=params, json=json, headers=dict(headers or {}))
         except httpx.TimeoutException as exc:
+            record_call(json)
             problem = f"timed out ({type(exc).__name__})"
         except httpx.HTTPError as exc:
             problem = f"{type(exc).__name__}: {mask_and_cap(exc, secrets=secrets)}"
         else:
             if response.status_code < 400:
                 try:
-                    return response.json()
+                    answer = response.json()
                 except ValueError:
+                    record_call(json)
                     raise RetrievalEvalError(f"{shown}: the answer is not JSON (HTTP {response.status_code})") from None
+                record_call(json, answer)  # with the tokens its usage reports
+                return answer
+            record_call(json)
             problem = f"HTTP {response.status_code}: {mask_and_cap(response.text, secrets=secrets)}"
             if response.status_code not in RETRY_STATUS:
                 hint = " (check the API key variable)" if key_hint and response.status_code in (401, 403) else ""

@@ -162,7 +162,10 @@ class Stage:
 
 @dataclass(frozen=True)
 class QueryResult:
-    """What one engine returned for one query: a ranking, or the error it raised (never hidden)."""
+    """What one engine returned for one query: a ranking, or the error it raised (never hidden),
+    with what it cost: the wall time of the call (``seconds``, a monotonic clock around the
+    engine's call only) and of each stage the engine timed, and the HTTP calls and tokens the
+    plugin counted for it (``usage``: model -> (calls, input tokens, output tokens))."""
 
     query_id: str
     doc_ids: tuple[str, ...] = ()
@@ -170,6 +173,8 @@ class QueryResult:
     seconds: float = 0.0
     #: where each of the engine's stages put the relevant documents, when it reports stages
     stages: tuple[Stage, ...] = ()
+    stage_seconds: Mapping[str, float] = field(default_factory=dict, compare=False, hash=False)
+    usage: Mapping[str, tuple[int, int, int]] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def errored(self) -> bool:

@@ -120,10 +120,11 @@ def test_stages_come_as_the_type_or_a_mapping_of_its_fields():
 
 @pytest.mark.parametrize("answer, said", [
     (["x"], "retrieve_stages() returned list; expected Stages(ranked, legs, steps)"),
-    ({"ranked": ["x"], "leg": {}}, "retrieve_stages() returned unknown key(s) 'leg'; expected 'ranked', 'legs' and 'steps'"),
+    ({"ranked": ["x"], "leg": {}}, "retrieve_stages() returned unknown key(s) 'leg'; expected 'ranked', 'legs', 'steps' and 'seconds'"),
     ({"ranked": ["x"], "legs": [["x"]]}, "retrieve_stages(): legs must map each stage's name to its doc ids, got list"),
     ({"ranked": ["x"], "legs": {"bm25": "x"}}, "retrieve_stages(): leg 'bm25': it holds a single str 'x'"),
     ({"ranked": ["x"], "steps": {"rrf": [1]}}, "retrieve_stages(): step 'rrf': it holds a list whose item 0 is a int"),
+    ({"ranked": ["x"], "seconds": {"rrf": "1ms"}}, "retrieve_stages(): seconds of stage 'rrf' must be a number >= 0, got '1ms'"),
 ])
 def test_a_malformed_stages_answer_is_an_error_of_that_query_naming_the_stage(answer, said):
     class Bad(Staged):

@@ -63,28 +63,37 @@ class Stages:
     """What ``retrieve_stages`` returns: the answer (``ranked``, as ``retrieve`` would return
     it) and what each stage held on the way, best first: ``legs``, each retriever's candidates
     (asked side by side), then ``steps`` in order, each a cut of what came before (fusion, a
-    rerank window, the rerank). Ids may be chunk ids (``doc:3``); they are folded as answers are."""
+    rerank window, the rerank). Ids may be chunk ids (``doc:3``); they are folded as answers are.
+    ``seconds``: the wall time of any stage the engine timed (stage name -> seconds), which the
+    latency figures show per stage (``--retrieval-latency``)."""
 
     ranked: Sequence[Any]
     legs: Mapping[str, Sequence[Any]] = field(default_factory=dict)
     steps: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    seconds: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def of(cls, value: Any) -> "Stages":
         """A ``Stages``, or the same as a mapping with ``ranked``, ``legs`` and ``steps``."""
         if isinstance(value, Mapping) and "ranked" in value:
-            unknown = sorted(set(value) - {"ranked", "legs", "steps"})
+            unknown = sorted(set(value) - {"ranked", "legs", "steps", "seconds"})
             if unknown:
                 raise TypeError(f"retrieve_stages() returned unknown key(s) {', '.join(map(repr, unknown))}; "
-                                "expected 'ranked', 'legs' and 'steps'")
-            value = cls(value["ranked"], value.get("legs") or {}, value.get("steps") or {})
+                                "expected 'ranked', 'legs', 'steps' and 'seconds'")
+            value = cls(value["ranked"], value.get("legs") or {}, value.get("steps") or {}, value.get("seconds") or {})
         if not isinstance(value, Stages):
             raise TypeError(f"retrieve_stages() returned {type(value).__name__}; expected Stages(ranked, legs, steps) "
                             "or a mapping with 'ranked', 'legs' and 'steps'")
-        for part in ("legs", "steps"):
+        for part in ("legs", "steps", "seconds"):
             if not isinstance(getattr(value, part), Mapping):
-                raise TypeError(f"retrieve_stages(): {part} must map each stage's name to its doc ids, got "
+                what = "its seconds" if part == "seconds" else "its doc ids"
+                raise TypeError(f"retrieve_stages(): {part} must map each stage's name to {what}, got "
                                 f"{type(getattr(value, part)).__name__}")
+        bad = next((n for n, s in value.seconds.items() if isinstance(s, bool) or not isinstance(s, (int, float))
+                    or not s >= 0), None)
+        if bad is not None:
+            raise TypeError(f"retrieve_stages(): seconds of stage {bad!r} must be a number >= 0, "
+                            f"got {value.seconds[bad]!r:.40}")
         return value
 
 

@@ -11,6 +11,7 @@ from chunks to documents: the first occurrence of each parent document, order ke
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -104,17 +105,27 @@ class HybridEngine:
 
         filters = self.index.filters
         legs: dict[str, list] = {}
+        seconds: dict[str, float] = {}
+        clock = time.perf_counter
         self.queries += 1
         if self.config.use_keyword:
+            start = clock()
             found = self.keyword.run(query=query, filters=filters)["documents"]
+            seconds["keyword"] = clock() - start
             self.keyword_empty += not found
             legs["keyword"] = found
         if self.config.use_vector:
+            start = clock()  # the question's vector was made in prepare(), or is made here and timed with the leg
             legs["vector"] = self.vector.run(query_embedding=self._vector_of(query), filters=filters)["documents"]
+            seconds["vector"] = clock() - start
+        start = clock()
         fused = self.joiner.run(documents=list(legs.values()))["documents"]
+        seconds["fusion"] = clock() - start
         steps = {"fusion": chunks_to_docs(fused)}
         if self.reranker is not None:
             window = fused[: self.config.rerank_top_k]
+            start = clock()
             fused = self.reranker.run(query=query, documents=window)["documents"]
+            seconds["rerank"] = clock() - start
             steps["rerank window"], steps["rerank"] = chunks_to_docs(window), chunks_to_docs(fused)
-        return Stages(chunks_to_docs(fused)[:k], {name: chunks_to_docs(c) for name, c in legs.items()}, steps)
+        return Stages(chunks_to_docs(fused)[:k], {name: chunks_to_docs(c) for name, c in legs.items()}, steps, seconds)

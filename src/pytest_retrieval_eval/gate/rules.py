@@ -10,6 +10,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 from ..errors import RetrievalEvalError
 from ..data.lint import KINDS as LINT_KINDS
+from ..run.cost import STATISTICS as LATENCY_STATISTICS, USAGE_FIGURES
 from ..run.lint import KINDS as RUN_LINT_KINDS
 from ..ir.measures import Measure, split_measures
 from ..types import query_name
@@ -19,7 +20,7 @@ _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt
 _MEASURE = r"[A-Za-z_][\w@.+-]*(?:\([\w.=,+\- ]*\)[\w@.+-]*)?"
 _RULE = re.compile(
     rf"^\s*(?:(?P<engine>[^\s:<>=\[\]]*)(?:\[(?P<segment>[^\]\s]+)\])?\s*:\s*)?(?P<measure>{_MEASURE})\s*"
-    r"(?P<op>>=|<=|>|<)\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
+    r"(?P<op>>=|<=|>|<)\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>ms|s)?\s*$"
 )
 
 #: Quantities a rule may name besides measures: the count of queries whose engine call failed,
@@ -127,7 +128,36 @@ class CoverageQuantity:
         return f"coverage.{self.of}"
 
 
-Quantity = Union[MeasureQuantity, ErrorCount, StaleCount, LintCount, RunLintCount, ShadowQuantity, CoverageQuantity]
+@dataclass(frozen=True)
+class LatencyQuantity:
+    """A statistic of one engine's call times (``latency.p95``), in milliseconds; a rule states
+    its unit (``150ms``, ``0.15s``), and turns latency on (``--retrieval-latency``)."""
+
+    statistic: str  # run.cost.STATISTICS
+    bounds: tuple[float, float] = (0.0, math.inf)
+    unit: str = "ms"
+
+    @property
+    def name(self) -> str:
+        return f"latency.{self.statistic}"
+
+
+@dataclass(frozen=True)
+class UsageQuantity:
+    """One engine's HTTP calls, tokens (input + output) or cost in dollars (``--retrieval-prices``),
+    per query (``calls.per_query``) or in total (``cost.total``), its ``prepare`` included."""
+
+    figure: str  # run.cost.USAGE_FIGURES
+    per: str  # "per_query" | "total"
+    bounds: tuple[float, float] = (0.0, math.inf)
+
+    @property
+    def name(self) -> str:
+        return f"{self.figure}.{self.per}"
+
+
+Quantity = Union[MeasureQuantity, ErrorCount, StaleCount, LintCount, RunLintCount, ShadowQuantity, CoverageQuantity,
+                 LatencyQuantity, UsageQuantity]
 #: quantities counted in whole numbers rather than measured
 COUNT_TYPES = (ErrorCount, StaleCount, LintCount, RunLintCount)
 
@@ -153,6 +183,17 @@ def parse_quantity(raw: str, rule: str = "") -> Quantity:
         return CoverageQuantity(name[9:])
     if name.startswith("shadow."):
         return ShadowQuantity(None if name == "shadow.gain" else _measure(raw[7:], rule))
+    if name.startswith("latency."):
+        if name[8:] not in LATENCY_STATISTICS:
+            raise RetrievalEvalError(f"{rule}: unknown latency statistic {name!r}; known: "
+                                     + ", ".join(f"latency.{s}" for s in LATENCY_STATISTICS))
+        return LatencyQuantity(name[8:])
+    figure, _, per = name.partition(".")
+    if figure in USAGE_FIGURES:
+        if per not in ("per_query", "total"):
+            raise RetrievalEvalError(f"{rule}: unknown {figure} figure {name!r}; known: {figure}.per_query, "
+                                     f"{figure}.total")
+        return UsageQuantity(figure, per)
     if name == "stale":
         return StaleCount()
     if name in COUNTS:
@@ -189,7 +230,16 @@ class Threshold:
         quantity = parse_quantity(m["measure"], f"threshold {text!r}{where}")
         if m["segment"] and not isinstance(quantity, MeasureQuantity):
             raise RetrievalEvalError(f"threshold {text!r}{where}: a segment rule judges a measure, not {quantity.name}")
-        rule = cls(quantity.name, m["op"], float(m["value"]), m["engine"] or None, source, quantity, m["segment"])
+        value = float(m["value"])
+        if isinstance(quantity, LatencyQuantity):
+            if not m["unit"]:
+                raise RetrievalEvalError(f"threshold {text!r}{where}: say the unit of a latency, e.g. "
+                                         f"'{quantity.name}<={m['value']}ms' or '{quantity.name}<={m['value']}s'")
+            value = value * 1000.0 if m["unit"] == "s" else value
+        elif m["unit"]:
+            raise RetrievalEvalError(f"threshold {text!r}{where}: only a latency takes a unit; {quantity.name} "
+                                     "is a plain number")
+        rule = cls(quantity.name, m["op"], value, m["engine"] or None, source, quantity, m["segment"])
         problem = rule.vacuous()
         if problem:
             raise RetrievalEvalError(f"threshold {text!r}{where} {problem}")
@@ -214,7 +264,7 @@ class Threshold:
         return None
 
     def __str__(self) -> str:
-        value = f"{self.value:g}"
+        value = f"{self.value:g}" + getattr(self.quantity, "unit", "")
         who = (self.engine or "") + (f"[{self.segment}]" if self.segment else "")
         return f"{who + ':' if who else ''}{self.measure}{self.op}{value}"
 
@@ -261,9 +311,13 @@ class Breach:
             return f"{t} ({t.source}): {self.detail}"
         counted = isinstance(t.quantity, COUNT_TYPES) or (isinstance(t.quantity, MeasureQuantity)
                                                            and t.quantity.measure.count)
+        unit = getattr(t.quantity, "unit", "")
         shown = ("nan" if math.isnan(self.value) else
-                 f"{int(self.value)}" if counted and float(self.value).is_integer() else f"{self.value:.4f}")
-        return f"{self.engine}: {t.measure} = {shown}, required {t.op} {t.value:g} (from {t.source}; {self.detail})"
+                 f"{int(self.value)}" if counted and float(self.value).is_integer() else
+                 f"{self.value:.1f} {unit}" if unit else f"{self.value:.4g}" if isinstance(t.quantity, UsageQuantity)
+                 else f"{self.value:.4f}")
+        required = f"{t.value:g} {unit}" if unit else f"{t.value:g}"
+        return f"{self.engine}: {t.measure} = {shown}, required {t.op} {required} (from {t.source}; {self.detail})"
 
 
 def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: str = "point") -> list[Breach]:

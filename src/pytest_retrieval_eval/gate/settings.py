@@ -19,7 +19,7 @@ from ..ir.measures import DEFAULT_GAIN_WEIGHTS, DEFAULT_TABLE_MEASURES, Measure
 if TYPE_CHECKING:  # the model imports numpy: a run that only reads options stays light (plugin/config.py)
     from ..run.results import RunResults
 
-from .rules import MaxDrop, Threshold, measures_needed, parse_max_drops, parse_pair, parse_thresholds, parse_weights
+from .rules import LatencyQuantity, MaxDrop, Threshold, measures_needed, parse_max_drops, parse_pair, parse_thresholds, parse_weights
 
 #: the cutoff of the freshness columns a versioned corpus adds to the table
 FRESHNESS_K = 5
@@ -50,10 +50,17 @@ class GateSettings:
     by: tuple[str, ...] = ()
     #: the cutoff misses are counted at (``miss_cutoff``), set with the run's columns (``for_run``)
     miss_k: int | None = None
+    #: each call's wall time kept in results.json and shown (``--retrieval-latency``, or a latency rule)
+    latency: bool = False
+    #: (model, dollars per million input tokens, per million output tokens), sorted (``--retrieval-prices``)
+    prices: tuple[tuple[str, float, float], ...] = ()
 
     def __post_init__(self) -> None:  # lists given by callers become tuples: the value is frozen all the way
         for name in ("table_measures", "thresholds", "max_drops", "failures", "by"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "prices", tuple(sorted((str(m), float(i), float(o)) for m, i, o in self.prices)))
+        if any(isinstance(t.quantity, LatencyQuantity) for t in self.thresholds):
+            object.__setattr__(self, "latency", True)  # a latency rule needs the figures it judges
         object.__setattr__(self, "shadows", tuple(tuple(p) for p in self.shadows))
         weights = self.gain_weights.items() if isinstance(self.gain_weights, Mapping) else self.gain_weights
         object.__setattr__(self, "gain_weights", tuple(sorted((str(m), float(w)) for m, w in weights)))
@@ -102,7 +109,8 @@ class GateSettings:
                    shadows=tuple(dict.fromkeys(parse_pair(t, src) for t, src in get("shadow")
                                                if t.strip() and not t.strip().startswith("#"))),
                    gain_weights=tuple(parse_weights(get("gain_weights")).items()),
-                   by=tuple(dict.fromkeys(t.strip() for text, _ in get("by") for t in text.split(",") if t.strip())))
+                   by=tuple(dict.fromkeys(t.strip() for text, _ in get("by") for t in text.split(",") if t.strip())),
+                   latency=get("latency"), prices=_prices(get("prices")))
 
     # --- results.json's "settings" ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -121,6 +129,10 @@ class GateSettings:
         if self.shadows:
             d["shadows"] = [list(p) for p in self.shadows]
             d["gain_weights"] = self.weights
+        if self.latency:
+            d["latency"] = True
+        if self.prices:
+            d["prices"] = [list(p) for p in self.prices]
         return d
 
     @classmethod
@@ -137,13 +149,24 @@ class GateSettings:
                    correction=d.get("correction", "holm"), confidence=d.get("confidence", "point"),
                    shadows=tuple(tuple(p) for p in d.get("shadows", [])),
                    gain_weights=tuple((d.get("gain_weights") or dict(DEFAULT_WEIGHTS)).items()),
-                   by=tuple(d.get("by", ())), miss_k=d.get("miss_k"))
+                   by=tuple(d.get("by", ())), miss_k=d.get("miss_k"), latency=bool(d.get("latency")),
+                   prices=tuple(tuple(p) for p in d.get("prices", ())))
 
     @classmethod
     def of(cls, run: RunResults) -> "GateSettings":
         """The settings stored on ``run``: as stored, read from its file's form, or the defaults."""
         s = run.settings
         return s if isinstance(s, cls) else cls.from_dict(s) if s else cls()
+
+
+def _prices(items: Any) -> tuple[tuple[str, float, float], ...]:
+    """``--retrieval-prices`` / the ``retrieval_prices`` lines, as (text, source) pairs."""
+    from ..run.cost import parse_prices
+
+    out: dict[str, tuple[str, float, float]] = {}
+    for text, source in items or ():
+        out.update((p[0], p) for p in parse_prices(text, source=source))
+    return tuple(out.values())
 
 
 def load_run(path: str | Path, *, check_fingerprints: bool = True) -> RunResults:
@@ -201,6 +224,11 @@ def settings_problem(settings: Any) -> str | None:
     k = settings.get("miss_k")
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         return f"miss_k must be a whole number >= 1, got {k!r}"
+    prices = settings.get("prices", [])
+    if not isinstance(prices, list) or not all(
+            isinstance(p, list) and len(p) == 3 and isinstance(p[0], str)
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in p[1:]) for p in prices):
+        return "prices must be a list of [model, dollars per million input tokens, per million output tokens]"
     if settings.get("confidence", "point") not in ("point", "lower"):
         return f"confidence must be point or lower, got {settings.get('confidence')!r}"
     return None

@@ -4,11 +4,12 @@ pytest_retrieval_eval report``, so both give the same answer and the same exit c
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from .baseline import BaselineComparison, compare
-from .rules import (Breach, MaxDrop, Row, Threshold, check, check_coverage, check_drops, check_lint,
+from .rules import (Breach, LatencyQuantity, MaxDrop, Row, Threshold, UsageQuantity, check, check_coverage, check_drops, check_lint,
                     check_segments, check_shadows, judges_shadows, measures_needed, shadow_measures)
 from .settings import FRESHNESS_K, GateSettings, table_measures  # noqa: F401  (FRESHNESS_K, table_measures: re-exported)
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure
@@ -92,6 +93,10 @@ class Verdict:
     segments: list = field(default_factory=list)
     segment_failures: list[str] = field(default_factory=list)
     coverage_failures: list[str] = field(default_factory=list)
+    #: per evaluation, its call times (``run.cost.Latency``; with ``--retrieval-latency``) and its
+    #: HTTP calls, tokens and cost (``run.cost.Usage``; where the plugin counted calls), in run order
+    latency: list = field(default_factory=list)
+    usage: list = field(default_factory=list)
 
     @property
     def alpha(self) -> float:
@@ -145,6 +150,32 @@ def _stale_names(e) -> dict[str, str]:
     return dict(e.labeled.provenance.get("stale_names") or {})
 
 
+def _with_costs(row: Row, thresholds: Sequence[Threshold], latency, usage, timed: bool) -> Row:
+    """``row`` with the latency (ms) and usage figures its rules judge, NaN (with why) where the
+    run has none: such a rule fails rather than passing unchecked."""
+    values, details = dict(row.values), dict(row.details)
+    for t in thresholds:
+        q = t.quantity
+        if isinstance(q, LatencyQuantity):
+            if latency is None:
+                values[t.measure] = math.nan
+                details[t.measure] = ("the run did not time its calls" if timed else
+                                      "the run did not time its calls: run with --retrieval-latency")
+            else:
+                values[t.measure] = latency.ms(q.statistic)
+                details[t.measure] = f"measured at {latency.measured_at}"
+        elif isinstance(q, UsageQuantity):
+            if usage is None:
+                values[t.measure] = 0.0  # no HTTP call was counted for the engine: none was made
+                details[t.measure] = "the plugin counted no HTTP call for this engine"
+                continue
+            values[t.measure] = usage.per_query(q.figure) if q.per == "per_query" else usage.total(q.figure)
+            details[t.measure] = (f"{usage.calls} calls, {usage.tokens} tokens over {usage.n} queries"
+                                  + (f"; no price for {', '.join(usage.unpriced)} (--retrieval-prices)"
+                                     if q.figure == "cost" and usage.unpriced else ""))
+    return replace(row, values=values, details=details)
+
+
 def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Sequence[str] | None = None,
           baseline: RunResults | None = None, other_failures: Sequence[str] = (), **changes) -> Verdict:
     """The verdict on ``run`` under ``settings`` (``changes``: fields of it replaced, e.g.
@@ -154,6 +185,10 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
     thresholds, max_drops, alpha = s.thresholds, s.max_drops, s.alpha
     needed = list(dict.fromkeys([*measures, *measures_needed(thresholds)]))
     gated = measures_needed(thresholds) if s.confidence == "lower" else []
+    from ..run.cost import latency_of, usage_of
+
+    latency = {e.key: latency_of(e) for e in run.evaluations} if s.latency else {}
+    usage = {e.key: usage_of(e, s.prices) for e in run.evaluations}
     rows = [Row(e.engine, e.labeled.name, {**{m: e.mean(m) for m in needed},
                                            **{f"run.{k}": float(len(e.run_lint.get(k, ()))) for k in RUN_LINT_KINDS},
                                            "stale": float(len(_stale(e)))},
@@ -163,6 +198,8 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
                                                       for q, w in _stale(e).items())}
                     if _stale(e) else {})})
             for e in run.evaluations]
+    rows = [_with_costs(row, thresholds, latency.get(e.key), usage.get(e.key), s.latency)
+            for row, e in zip(rows, run.evaluations)]
     verdict = Verdict(run, measures, rows, run.comparisons(measures, s.correction), s,
                       breaches=check(thresholds, rows, confidence=s.confidence),
                       other_failures=[*s.failures, *other_failures], lint=list(run.lint),
@@ -172,6 +209,8 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
     from ..run.judging import used
     from ..run.segments import segment_rows, unknown_tags
 
+    verdict.latency = [x for x in latency.values() if x is not None]
+    verdict.usage = [x for x in usage.values() if x is not None]
     verdict.miss_k = s.miss_k or s.miss_cutoff(measures)
     verdict.misses = [e.misses(verdict.miss_k) for e in run.evaluations]
     verdict.segments = segment_rows(run, s.by, f"hit@{verdict.miss_k}", alpha=alpha, correction=s.correction)

@@ -192,12 +192,17 @@ class OpenAIBackend:
             self._component = self._load()
         from haystack import Document
 
+        from ..usage import record
+
         try:
-            docs = self._component.run(documents=[Document(content=t) for t in texts])["documents"]
+            answer = self._component.run(documents=[Document(content=t) for t in texts])
+            docs = answer["documents"]
         except Exception as exc:
             raise RetrievalEvalError(
                 mask_and_cap(f"embedding request to {self.url} failed: {type(exc).__name__}: {exc}", 500)
             ) from None
+        meta = answer.get("meta") or {}
+        record(meta.get("model") or self.model, -(-len(texts) // self._component.batch_size), meta.get("usage"))
         if any(d.embedding is None for d in docs):
             raise RetrievalEvalError(f"embedding endpoint {self.url} returned no vector for some texts")
         return np.asarray([d.embedding for d in docs], dtype=np.float32)

@@ -244,6 +244,14 @@ OPTIONS: tuple[Option, ...] = (
            "interval and the engines' corrected comparisons; 'tags' for every tag (the derived body-only, versioned, "
            "multi-gold, length:* and the labels' own); repeatable", kind="lines", ini_type="args", merge=False,
            metavar="TAG", cli=("report",)),
+    Option("latency", "time each engine call (a monotonic clock around the call only) and show p50, p95, p99 and max "
+           "per engine, and per stage where the engine times its stages, with the concurrency and machine they were "
+           "measured at; results.json then holds each call's time (so two runs' files differ); a latency rule "
+           "('hybrid:latency.p95<=150ms') turns it on", False, kind="switch"),
+    Option("prices", "what the endpoints' tokens cost, in dollars per million tokens: MODEL=INPUT[/OUTPUT], '*' for "
+           "any other model, e.g. 'text-embedding-3-small=0.02 gpt-4o-mini=0.15/0.60'; gives each engine a cost per "
+           "query (gate with 'cost.per_query<=0.001'); repeatable", kind="lines", ini="retrieval_prices",
+           metavar="MODEL=PRICE", cli=("report",)),
     Option("gain_weights", "weights of the knowledge gain: the weighted mean of the shadow's measure deltas",
            DEFAULT_GAIN_WEIGHTS, metavar="MEASURE=W,..."),
     Option("baseline_force", "compare with a baseline even when its corpus, labeled set or metric fingerprints "

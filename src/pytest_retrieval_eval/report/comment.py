@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import table
+from . import cost, table
 from .files import baseline_section
 from .misses import miss_lines, segment_lines
 
@@ -28,6 +28,8 @@ def comment(verdict: Any) -> str:
     out += ["", "### Why it missed", "", *why] if why else []
     segments = segment_lines(verdict, markdown=True)
     out += ["", "### Segments", "", *segments] if segments else []
+    costs = cost.markdown(verdict)
+    out += ["", "### Cost", "", *costs] if costs else []
     if failures:
         out += ["", "### Gate", "", *(f"- FAIL {f}" for f in failures)]
     return "\n".join(out) + "\n"

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from .._atomic import write_text_atomic
 from ..types import sha256_text
-from . import plot, shadow, table
+from . import cost, plot, shadow, table
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
 from .misses import coverage_lines, miss_lines, segment_lines, why_of
@@ -61,6 +61,8 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
     out += ["", *why] if why else []
     segments = segment_lines(verdict, markdown=True)
     out += ["", "## Segments", "", *segments] if segments else []
+    costs = cost.markdown(verdict)
+    out += ["", "## Cost", "", *costs] if costs else []
     out += _misses_table(verdict)
     errors = error_lines(verdict, markdown=True)
     out += ["", *errors] if errors else []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any, Mapping
 
-from . import shadow, table
+from . import cost, shadow, table
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
 from .misses import coverage_lines, miss_lines, segment_lines
@@ -29,7 +29,8 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
                 for line in table.describe_engines(verdict.run.evaluations):
                     tr.write_line(line)
             for line in (stale_lines(verdict) + judged_lines(verdict) + candidate_lines(verdict.run)
-                         + miss_lines(verdict) + segment_lines(verdict) + coverage_lines(verdict)):
+                         + miss_lines(verdict) + segment_lines(verdict) + coverage_lines(verdict)
+                         + cost.lines(verdict)):
                 tr.write_line(line)
         else:
             tr.write_line("no retrieval evaluations were recorded in this run")

@@ -37,6 +37,16 @@ def join(parts: Sequence[Mapping[str, Any]], positions: Sequence[Sequence[int]],
                          for k in parts[0].get("run_lint", {})}
     labeled = {k: v for k, v in whole["labeled"].items() if k != "slice"}
     whole["labeled"] = {**labeled, "fingerprint": of, "n": len(ids)}
+    measured = [p["measured"] for p in parts if p.get("measured")]
+    if measured:  # one figure per question, timed in each part: how each part timed them, said once
+        whole["measured"] = {**_info(measured, label), "concurrency": measured[0]["concurrency"],
+                             "prepare_seconds": sum(m.get("prepare_seconds", 0.0) for m in measured)}
+    usage: dict[str, list[int]] = {}
+    for p in parts:  # each part's engine prepared its own questions
+        for model, row in (p.get("prepare_usage") or {}).items():
+            usage[model] = [a + b for a, b in zip(usage.get(model, [0, 0, 0]), row)]
+    if usage:
+        whole["prepare_usage"] = dict(sorted(usage.items()))
     if any("evidence" in p for p in parts):  # each part gathered it on its own questions
         whole["evidence"] = Evidence.merged([Evidence.from_dict(p.get("evidence")) for p in parts]).to_dict()
     result = EvaluationResult.from_dict(whole)

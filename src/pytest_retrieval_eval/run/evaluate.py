@@ -13,12 +13,14 @@ process alive) and saying how many there were.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import queue
 import re
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Container, Mapping
 
 from .._secrets import redact
@@ -27,6 +29,7 @@ from ..engines.adapters import ranked_ids
 from ..engines.base import DEFAULT_DEPTH, Engine, Prepares, Stages, concurrency_of, describe, is_async, is_staged
 from ..ir.runs import dedupe
 from ..types import QueryResult, Stage, id_problem
+from ..usage import Meter, metering
 from .lint import KINDS as RUN_LINT_KINDS, TIE_CUTOFFS
 from .results import EvaluationResult
 
@@ -41,12 +44,15 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
     the result into reports. With ``known_ids`` (the corpus), chunk ids of the plugin's
     ``doc_id:index`` form are folded into their documents, and other ids that are not in the
     corpus are counted and shown with the engine."""
-    prepare_error = None
+    prepare_error, prepare_meter, prepare_seconds = None, Meter(), 0.0
     if isinstance(engine, Prepares) and callable(engine.prepare):  # e.g. embed every question in one batch
+        start = time.perf_counter()
         try:
-            engine.prepare([q.question for q in labeled.queries])
+            with metering(prepare_meter):
+                engine.prepare([q.question for q in labeled.queries])
         except Exception as exc:  # recorded against the engine and shown with it; queries still run
             prepare_error = redact(f"{type(exc).__name__}: {exc}")
+        prepare_seconds = time.perf_counter() - start
     width = concurrency_of(engine, concurrency)
     questions = [q.question for q in labeled.queries]
     if is_async(engine):
@@ -60,15 +66,17 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
     results = []
     lint: dict[str, list[str]] = {k: [] for k in RUN_LINT_KINDS}
     staged = is_staged(engine)
-    for q, (answer, error, seconds) in zip(labeled.queries, answers):
+    for q, (answer, error, seconds, used) in zip(labeled.queries, answers):
         doc_ids: tuple[str, ...] = ()
         stages: tuple[Stage, ...] = ()
+        stage_seconds: dict[str, float] = {}
         if error is None:
             try:
                 if staged:
                     held = Stages.of(answer)
                     answer = held.ranked
                     stages = _stages(held, q.relevant, known_ids)
+                    stage_seconds = {str(n): float(v) for n, v in held.seconds.items()}
                 ids = ranked_ids(answer)
                 if known_ids is not None:
                     ids, n = _fold_chunks(ids, known_ids)
@@ -88,7 +96,9 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
                     unknown.update((d, None) for d in doc_ids if d not in known_ids)
             except Exception as exc:  # a malformed answer: recorded, counted as a miss
                 error = redact(f"{type(exc).__name__}: {exc}")
-        results.append(QueryResult(q.query_id, doc_ids, error, seconds, stages if error is None else ()))
+        results.append(QueryResult(q.query_id, doc_ids, error, seconds, stages if error is None else (),
+                                   stage_seconds if error is None else {},
+                                   {m: tuple(v) for m, v in used.to_dict().items()}))
     info = dict(describe(engine))
     if width > 1:
         info["concurrency"] = width
@@ -101,8 +111,27 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
         looks = f"; corpus ids look like {', '.join(sample)}" if sample else ""
         info["unknown_ids"] = (f"{len(unknown)} returned ids are not in the corpus, e.g. "
                                f"{', '.join(list(unknown)[:3])}{looks}")
+    measured = {"concurrency": width, "machine": machine(), "prepare_seconds": prepare_seconds}
     return EvaluationResult(name or engine.name, labeled, tuple(results), info, depth, dict(context or {}),
-                            run_lint={k: tuple(v) for k, v in lint.items() if v})
+                            run_lint={k: tuple(v) for k, v in lint.items() if v}, measured=measured,
+                            prepare_usage={m: tuple(v) for m, v in prepare_meter.to_dict().items()})
+
+
+@functools.lru_cache(maxsize=None)
+def machine() -> str:
+    """What latency was measured on, as a baseline comparison names it: the system, the
+    architecture, the count of CPUs and, on Linux, the processor's model (not the host name: a
+    CI runner has a new one every run; not ``platform.processor()``, which starts a process)."""
+    import os
+    import platform
+
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs" + (f", {model}" if model else "")
 
 
 def _stages(staged: Stages, relevant: Mapping[str, int], known: Container[str] | None) -> tuple[Stage, ...]:
@@ -151,17 +180,21 @@ def _fold_chunks(ids: list, known: Container[str]) -> tuple[list, int]:
     return out, n
 
 
-def _ask(engine: Engine, question: str, depth: int, timeout: float | None) -> tuple[Any, str | None, float]:
-    """(answer, error, seconds) of one call; the answer is checked later, in one place."""
-    start = time.perf_counter()
-    try:
-        return _call(engine, question, depth, timeout), None, time.perf_counter() - start
-    except Exception as exc:  # recorded, counted as a miss, shown in the report
-        return None, redact(f"{type(exc).__name__}: {exc}"), time.perf_counter() - start
+def _ask(engine: Engine, question: str, depth: int, timeout: float | None) -> tuple[Any, str | None, float, Meter]:
+    """(answer, error, seconds, the HTTP calls it made) of one call; the answer is checked
+    later, in one place. The clock (monotonic) runs around the engine's call only."""
+    used = Meter()
+    with metering(used):
+        start = time.perf_counter()
+        try:
+            answer = _call(engine, question, depth, timeout)
+        except Exception as exc:  # recorded, counted as a miss, shown in the report
+            return None, redact(f"{type(exc).__name__}: {exc}"), time.perf_counter() - start, used
+        return answer, None, time.perf_counter() - start, used
 
 
 def _in_threads(engine: Engine, questions: list[str], depth: int, timeout: float | None,
-                width: int) -> list[tuple[Any, str | None, float]]:
+                width: int) -> list[tuple[Any, str | None, float, Meter]]:
     """Sync calls ``width`` at a time on daemon threads, each taking the next question in order.
     Not a thread pool: its shutdown (and the interpreter's exit) joins every worker, so one call
     that never returns would keep pytest, and its PostgreSQL, alive after Ctrl-C."""
@@ -181,14 +214,15 @@ def _in_threads(engine: Engine, questions: list[str], depth: int, timeout: float
             try:
                 answers[i] = _ask(engine, questions[i], depth, timeout)
             except BaseException as exc:  # e.g. SystemExit in an engine: recorded, the run goes on
-                answers[i] = None, redact(f"{type(exc).__name__}: {exc}"), 0.0
+                answers[i] = None, redact(f"{type(exc).__name__}: {exc}"), 0.0, Meter()
             finally:
                 with lock:
                     in_flight.discard(i)
                 finished.release()
 
     for n in range(min(width, len(questions))):
-        threading.Thread(target=work, name=f"retrieve-{engine.name}-{n}", daemon=True).start()
+        threading.Thread(target=contextvars.copy_context().run, args=(work,), name=f"retrieve-{engine.name}-{n}",
+                         daemon=True).start()
     try:
         for _ in questions:
             finished.acquire()
@@ -251,7 +285,8 @@ class _Call:
     started: bool = False
     task: Any = None  # the asyncio task running the engine's code, once started
     future: Any = None  # for cancelling it
-    answer: Any = None  # (answer, error, seconds), handed over by the call itself
+    answer: Any = None  # (answer, error, seconds, meter), handed over by the call itself
+    meter: Meter = field(default_factory=Meter)  # the HTTP calls the engine made for it
 
 
 class _AsyncCalls:
@@ -271,7 +306,7 @@ class _AsyncCalls:
     def _new_loop(self) -> _Loop:
         return _Loop(f"retrieve-{self.engine.name}-loop")
 
-    def run(self, questions: list[str]) -> list[tuple[Any, str | None, float]]:
+    def run(self, questions: list[str]) -> list[tuple[Any, str | None, float, Meter]]:
         self.questions = questions
         self.answers: list[Any] = [None] * len(questions)
         todo = list(range(len(questions)))[::-1]  # popped from the end: labeled-set order
@@ -317,7 +352,8 @@ class _AsyncCalls:
         task of its own, which the blocked loop would otherwise never resume)."""
         call.task = asyncio.current_task()
         try:
-            answer = await self.engine.retrieve(self.questions[call.index], self.depth)
+            with metering(call.meter):  # this task's own context: calls in flight side by side count apart
+                answer = await self.engine.retrieve(self.questions[call.index], self.depth)
         except Exception as exc:
             self._hand_over(call, None, redact(f"{type(exc).__name__}: {exc}"))
         else:
@@ -325,7 +361,7 @@ class _AsyncCalls:
 
     def _hand_over(self, call: _Call, answer: Any, error: str | None) -> None:
         if call.answer is None:
-            call.answer = answer, error, time.perf_counter() - call.since
+            call.answer = answer, error, time.perf_counter() - call.since, call.meter
             self.finished.put(call)
 
     def _next_deadline(self, calls: Any) -> float | None:
@@ -368,7 +404,7 @@ class _AsyncCalls:
         for c in calls:
             c.future.cancel()
             waiting.discard(c)
-            self.answers[c.index] = None, f"EngineTimeout: {_too_slow(self.timeout)}", now - c.since
+            self.answers[c.index] = None, f"EngineTimeout: {_too_slow(self.timeout)}", now - c.since, c.meter
 
 
 class EngineTimeout(Exception):
@@ -390,7 +426,8 @@ def _call(engine: Engine, question: str, depth: int, timeout: float | None):
         except BaseException as exc:  # handed to the caller
             box["error"] = exc
 
-    worker = threading.Thread(target=run, name=f"retrieve-{engine.name}", daemon=True)
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(run,), name=f"retrieve-{engine.name}",
+                              daemon=True)
     worker.start()
     worker.join(timeout)
     if worker.is_alive():

@@ -91,6 +91,13 @@ class EvaluationResult:
     #: what the run knew of the relevant documents (``run/causes.py``): not in the corpus, not
     #: ingested, past the embedder window, duplicated; None when the engine was run without a corpus
     evidence: Any = None
+    #: how the calls were timed: ``concurrency`` (questions in flight), ``machine``
+    #: (``run.evaluate.machine``) and ``prepare_seconds`` (the engine's ``prepare``, apart from
+    #: the per-query figures); empty when unknown (a file saved without latency)
+    measured: Mapping[str, Any] = field(default_factory=dict)
+    #: the HTTP calls and tokens of the engine's ``prepare`` (model -> (calls, input, output));
+    #: each query's own are on its ``QueryResult.usage``
+    prepare_usage: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
     _values: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
     _causes: dict[int, Any] = field(default_factory=dict, repr=False)
     _cis: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
@@ -282,7 +289,7 @@ class EvaluationResult:
                                 tuple(tuple(r for r in t if r.query_id in keep) for t in self.trial_results),
                                 {k: tuple(q for q in v if q in keep) for k, v in self.run_lint.items()},
                                 self.freshness, {q: j for q, j in self.judged.items() if q in keep}, self.judge,
-                                self.evidence)
+                                self.evidence, self.measured)
 
     def causes(self, k: int) -> dict[str, Any]:
         """Query id -> why it missed at ``k`` (``run.causes.Cause``), for the missed questions."""
@@ -311,12 +318,13 @@ class EvaluationResult:
         return freshness_lines(self, measure, limit)
 
     # --- serialisation: one form for xdist, baselines and results.json --------------------------
-    def to_dict(self, measures: Sequence[str] | None = None, *, timing: bool = False) -> dict[str, Any]:
+    def to_dict(self, measures: Sequence[str] | None = None, *, timing: bool = False,
+                prices: Sequence[Sequence[Any]] = ()) -> dict[str, Any]:
         """The source of truth; with ``measures``, also the values derived from it (what
         results.json shows people); with ``timing``, each call's seconds (what xdist ships)."""
         from .results_json import evaluation_to_dict
 
-        return evaluation_to_dict(self, measures, timing=timing)
+        return evaluation_to_dict(self, measures, timing=timing, prices=prices)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "EvaluationResult":

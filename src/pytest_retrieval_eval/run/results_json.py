@@ -45,9 +45,12 @@ class RecordedLabeledSet(LabeledSet):
         return LabeledSet(self.queries, name=self.name).fingerprint
 
 
-def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = None, *, timing: bool = False) -> dict[str, Any]:
+def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = None, *, timing: bool = False,
+                       prices: Sequence[Sequence[Any]] = ()) -> dict[str, Any]:
     """The source of truth; with ``measures``, also the values derived from it (what
-    results.json shows people); with ``timing``, each call's seconds (what xdist ships)."""
+    results.json shows people); with ``timing``, each call's seconds and how they were measured
+    (what xdist ships, and results.json with ``--retrieval-latency``: without it the file holds
+    no time, so the same inputs give the same bytes). Calls and tokens are always kept."""
     by_id = self.labeled.by_id()
     queries = []
     for r in self.results:
@@ -56,6 +59,10 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
                                  "ranked": list(r.doc_ids), "error": r.error}
         if timing:
             entry["seconds"] = r.seconds
+            if r.stage_seconds:
+                entry["stage_seconds"] = dict(r.stage_seconds)
+        if r.usage:  # model -> [calls, input tokens, output tokens]
+            entry["usage"] = {m: list(v) for m, v in sorted(r.usage.items())}
         if q.tags:
             entry["tags"] = list(q.tags)
         if r.stages:  # where each stage put the relevant documents: what a miss's cause reads
@@ -86,7 +93,19 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
         d["judge"] = dict(self.judge)
     if self.evidence is not None:
         d["evidence"] = self.evidence.to_dict()
+    if timing and self.measured:
+        d["measured"] = dict(self.measured)
+    if self.prepare_usage:
+        d["prepare_usage"] = {m: list(v) for m, v in sorted(self.prepare_usage.items())}
     if measures is not None:
+        from .cost import latency_of, usage_of
+
+        latency = latency_of(self) if timing else None
+        if latency is not None:  # derived, for people and other tools: p50, p95, p99, max
+            d["latency"] = {k: v for k, v in latency.to_dict().items() if k not in ("engine", "labeled")}
+        used = usage_of(self, prices)
+        if used is not None:
+            d["usage"] = {k: v for k, v in used.to_dict().items() if k not in ("engine", "labeled")}
         d["errors"] = self.errors
         d["trials"] = self.trial_means(measures)
         d["summary"] = {m: {"mean": self.mean(m), "ci95": list(self.ci(m))} for m in sorted(measures)}
@@ -120,7 +139,9 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
                                              **({"stale_names": dict(lab["stale_names"])}
                                                 if lab.get("stale_names") else {})})
     results = tuple(QueryResult(q["id"], tuple(q["ranked"]), q["error"], q.get("seconds", 0.0),
-                                tuple(Stage.from_list(st) for st in q.get("stages", ()))) for q in queries)
+                                tuple(Stage.from_list(st) for st in q.get("stages", ())),
+                                _seconds(q.get("stage_seconds", {}), q["id"]), _usage(q.get("usage", {}), q["id"]))
+                    for q in queries)
     trials = tuple(tuple(QueryResult(q["id"], tuple(ranked), error) for q, (ranked, error) in zip(queries, t))
                    for t in d.get("trial_rankings", []))
     corpus = d.get("corpus") or {}
@@ -133,7 +154,30 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
                             {k: v for k, v in context.items() if v is not None}, trials, run_lint,
                             Freshness.from_dict(d.get("freshness")),
                             {q["id"]: dict(q["judged"]) for q in queries if q.get("judged")}, judge,
-                            Evidence.from_dict(d.get("evidence")))
+                            Evidence.from_dict(d.get("evidence")), _measured(d.get("measured") or {}),
+                            _usage(d.get("prepare_usage") or {}, None))
+
+
+def _seconds(raw: Any, query: str) -> dict[str, float]:
+    if not isinstance(raw, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+                                            for v in raw.values()):
+        raise ValueError(f"'queries' entry {query!r}: stage_seconds must map stage names to seconds >= 0")
+    return {str(k): float(v) for k, v in raw.items()}
+
+
+def _usage(raw: Any, query: str | None) -> dict[str, tuple[int, int, int]]:
+    """model -> (calls, input tokens, output tokens), checked."""
+    whose = f"'queries' entry {query!r}: usage" if query is not None else "'prepare_usage'"
+    if not isinstance(raw, dict) or not all(isinstance(v, list) and len(v) == 3 and all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v) for v in raw.values()):
+        raise ValueError(f"{whose} must map models to [calls, input tokens, output tokens], whole numbers >= 0")
+    return {str(m): (v[0], v[1], v[2]) for m, v in raw.items()}
+
+
+def _measured(raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict) or (raw and not (isinstance(raw.get("concurrency"), int) and raw["concurrency"] >= 1)):
+        raise ValueError("'measured' must hold the concurrency the calls were timed at (a whole number >= 1)")
+    return dict(raw)
 
 
 def run_to_json(self: RunResults, judged: Any = None) -> str:
@@ -147,7 +191,8 @@ def run_to_json(self: RunResults, judged: Any = None) -> str:
         "settings": settings,
         "lint": [r.to_dict() for r in self.lint],
         "snippets": self.snippets,
-        "evaluations": [e.to_dict(measures) for e in self.evaluations],
+        "evaluations": [e.to_dict(measures, timing=bool(settings.get("latency")), prices=settings.get("prices", ()))
+                        for e in self.evaluations],
     }
     if self.judgments:
         doc["judgments"] = self.judgments

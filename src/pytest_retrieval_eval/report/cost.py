@@ -1,0 +1,80 @@
+"""What each engine's quality cost, as the verdict computed it (``run/cost.py``): latency
+percentiles per engine and stage, HTTP calls, tokens and dollars per query. Only read here."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from typing import Any
+
+
+def _ms(seconds: float) -> str:
+    ms = seconds * 1000.0
+    return "nan" if math.isnan(ms) else f"{ms:.1f}" if ms < 1000 else f"{ms:,.0f}"
+
+
+def _money(value: float) -> str:
+    return "-" if value is None or math.isnan(value) else f"{value:.3g}"
+
+
+def rows(verdict: Any) -> tuple[list[str], list[list[str]], list[str]]:
+    """(header, a row per evaluation, notes): the cells both renderers lay out."""
+    latency = {(x.engine, x.labeled): x for x in verdict.latency}
+    usage = {(x.engine, x.labeled): x for x in verdict.usage}
+    if not latency and not usage:
+        return [], [], []
+    several_sets = len({e.labeled.name for e in verdict.run.evaluations}) > 1
+    header = ["engine"] + (["labeled set"] if several_sets else [])
+    header += ["p50 ms", "p95 ms", "p99 ms", "max ms"] if latency else []
+    header += ["calls/q", "tokens/q", "$/q"] if usage else []
+    out, notes = [], []
+    for e in verdict.run.evaluations:
+        cells = [e.engine] + ([e.labeled.name] if several_sets else [])
+        lat, use = latency.get(e.key), usage.get(e.key)
+        if latency:
+            cells += [_ms(lat.figures[s]) for s in ("p50", "p95", "p99", "max")] if lat else ["-"] * 4
+        if usage:
+            cells += ([f"{use.per_query('calls'):.2f}", f"{use.per_query('tokens'):.1f}", _money(use.per_query("cost"))]
+                      if use else ["0", "0", "0"])
+        out.append(cells)
+        if lat and lat.stages:
+            notes.append(f"{e.engine} stages: " + ", ".join(
+                f"{name} {_ms(f['p50'])}/{_ms(f['p95'])} ms" for name, f in lat.stages.items()) + " (p50/p95)")
+        if lat and lat.prepare_seconds >= 0.0005:
+            notes.append(f"{e.engine}: prepare() took {_ms(lat.prepare_seconds)} ms once, before the timed calls")
+        if use and use.unpriced:
+            notes.append(f"{e.engine}: no price for {', '.join(use.unpriced)}: give --retrieval-prices "
+                         f"'{use.unpriced[0]}=INPUT/OUTPUT' (dollars per million tokens)")
+    measured = sorted({x.measured_at for x in latency.values()})
+    if len(measured) == 1:
+        notes.insert(0, f"latency measured at {measured[0]}")
+    elif measured:
+        notes.insert(0, "latency measured at different settings, not comparable row to row: "
+                     + "; ".join(f"{x.engine} at {x.measured_at}" for x in latency.values()))
+    return header, out, notes
+
+
+def lines(verdict: Any) -> list[str]:
+    """The terminal's cost table and its notes."""
+    header, body, notes = rows(verdict)
+    if not header:
+        return []
+    n_text = 2 if "labeled set" in header else 1
+    grid = [header, *body]
+    widths = [max(len(r[i]) for r in grid) for i in range(len(header))]
+    out = ["what each engine's calls cost (latency; HTTP calls, tokens and dollars per query):"]
+    out += ["  ".join(c.ljust(w) if i < n_text else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+           for r in grid]
+    for note in notes:
+        out += textwrap.wrap(note, width=80, subsequent_indent="    ", break_on_hyphens=False)
+    return out
+
+
+def markdown(verdict: Any) -> list[str]:
+    header, body, notes = rows(verdict)
+    if not header:
+        return []
+    out = ["Cost (latency of the engine's calls; HTTP calls, tokens and dollars per query):", "",
+           "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(r) + " |" for r in body]
+    return out + [""] + [f"- {n}" for n in notes] if notes else out

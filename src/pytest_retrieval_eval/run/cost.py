@@ -1,0 +1,160 @@
+"""What an evaluation cost besides its quality: the wall time of the engine's calls (per query,
+and per stage where the engine timed its stages) and the HTTP calls and tokens the plugin counted
+for it (``usage.py``), priced where the run has prices. Computed once per evaluation (the
+verdict holds them); renderers only read them.
+
+Percentiles are numpy's default (linear between the two nearest calls). A latency figure says
+what it was measured at (questions in flight, the machine), because a p95 at concurrency 8 on a
+laptop is not the p95 at concurrency 1 on a CI runner; comparisons say when those differ.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..errors import RetrievalEvalError
+
+STATISTICS = ("p50", "p95", "p99", "max", "mean")
+#: what a cost rule or column can name: calls, tokens (input + output) or cost, per query or in total
+USAGE_FIGURES = ("calls", "tokens", "cost")
+
+
+@dataclass(frozen=True)
+class Latency:
+    """One evaluation's call times in seconds: the statistics over its queries (errored ones
+    too: a timeout is latency), per stage where timed, and what they were measured at."""
+
+    engine: str
+    labeled: str
+    n: int
+    figures: Mapping[str, float]  # STATISTICS -> seconds
+    concurrency: int
+    machine: str
+    prepare_seconds: float = 0.0
+    #: stage name -> {p50, p95} seconds, for the stages the engine timed
+    stages: Mapping[str, Mapping[str, float]] = None  # type: ignore[assignment]
+
+    def ms(self, statistic: str) -> float:
+        return self.figures[statistic] * 1000.0
+
+    @property
+    def measured_at(self) -> str:
+        return f"concurrency {self.concurrency}, {self.machine}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "labeled": self.labeled, "n": self.n, "concurrency": self.concurrency,
+                "machine": self.machine, "prepare_seconds": self.prepare_seconds,
+                "seconds": dict(self.figures), "stages": {k: dict(v) for k, v in (self.stages or {}).items()}}
+
+
+def _statistics(values: Sequence[float]) -> dict[str, float]:
+    import numpy as np
+
+    if not len(values):
+        return {s: math.nan for s in STATISTICS}
+    a = np.asarray(values, dtype=np.float64)
+    p50, p95, p99 = np.percentile(a, [50, 95, 99])
+    return {"p50": float(p50), "p95": float(p95), "p99": float(p99), "max": float(a.max()), "mean": float(a.mean())}
+
+
+def latency_of(e: Any) -> Latency | None:
+    """The evaluation's latency; None when it was not timed (a file saved without latency)."""
+    measured = e.measured or {}
+    if "concurrency" not in measured:
+        return None
+    stage_names = list(dict.fromkeys(n for r in e.results for n in r.stage_seconds))
+    stages = {}
+    for name in stage_names:
+        found = [r.stage_seconds[name] for r in e.results if name in r.stage_seconds]
+        figures = _statistics(found)
+        stages[name] = {"p50": figures["p50"], "p95": figures["p95"]}
+    return Latency(e.engine, e.labeled.name, len(e.results), _statistics([r.seconds for r in e.results]),
+                   int(measured["concurrency"]), str(measured.get("machine", "")),
+                   float(measured.get("prepare_seconds", 0.0)), stages)
+
+
+# --- calls, tokens and prices ------------------------------------------------------------------
+
+_PRICE = re.compile(r"^(?P<model>[^=\s]+)=(?P<input>\d+(?:\.\d*)?|\.\d+)(?:/(?P<output>\d+(?:\.\d*)?|\.\d+))?$")
+
+
+def parse_prices(text: str | Sequence[str], *, source: str = "--retrieval-prices") -> tuple[tuple[str, float, float], ...]:
+    """``MODEL=INPUT[/OUTPUT]``, in US dollars per million tokens as price pages state them
+    (``text-embedding-3-small=0.02 gpt-4o-mini=0.15/0.60``; ``*=...`` prices every other model);
+    without an output price, output tokens cost what input tokens do."""
+    items = text.split() if isinstance(text, str) else [w for line in text for w in line.split()]
+    out: dict[str, tuple[float, float]] = {}
+    for item in items:
+        if item.startswith("#"):
+            break
+        m = _PRICE.match(item)
+        if not m:
+            raise RetrievalEvalError(f"{source}: price {item!r} not understood; expected MODEL=INPUT[/OUTPUT] in "
+                                     "dollars per million tokens, e.g. 'text-embedding-3-small=0.02' or "
+                                     "'gpt-4o-mini=0.15/0.60'")
+        given = float(m["input"])
+        out[m["model"]] = (given, float(m["output"]) if m["output"] is not None else given)
+    return tuple((model, i, o) for model, (i, o) in sorted(out.items()))
+
+
+def price_of(model: str, prices: Sequence[Sequence[Any]]) -> tuple[float, float] | None:
+    table = {p[0]: (float(p[1]), float(p[2])) for p in prices}
+    return table.get(model, table.get("*"))
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One evaluation's HTTP calls and tokens (its queries' and its ``prepare``'s), per model,
+    and their cost where every model with tokens has a price (else NaN, naming the unpriced)."""
+
+    engine: str
+    labeled: str
+    n: int
+    by_model: Mapping[str, tuple[int, int, int]]  # model -> (calls, input tokens, output tokens)
+    cost: float
+    unpriced: tuple[str, ...] = ()
+
+    @property
+    def calls(self) -> int:
+        return sum(v[0] for v in self.by_model.values())
+
+    @property
+    def tokens(self) -> int:
+        return sum(v[1] + v[2] for v in self.by_model.values())
+
+    def total(self, figure: str) -> float:
+        return float(getattr(self, figure))
+
+    def per_query(self, figure: str) -> float:
+        return self.total(figure) / self.n if self.n else math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "labeled": self.labeled, "n": self.n, "calls": self.calls,
+                "tokens": self.tokens, "by_model": {m: list(v) for m, v in sorted(self.by_model.items())},
+                "cost": None if math.isnan(self.cost) else self.cost, "unpriced": list(self.unpriced),
+                "per_query": {f: (None if math.isnan(v := self.per_query(f)) else v) for f in USAGE_FIGURES}}
+
+
+def usage_of(e: Any, prices: Sequence[Sequence[Any]] = ()) -> Usage | None:
+    """The evaluation's calls and tokens; None when the plugin counted no HTTP call for it."""
+    by_model: dict[str, list[int]] = {}
+    for found in [e.prepare_usage, *(r.usage for r in e.results)]:
+        for model, row in found.items():
+            acc = by_model.setdefault(model, [0, 0, 0])
+            for i in range(3):
+                acc[i] += int(row[i])
+    if not by_model:
+        return None
+    cost, unpriced = 0.0, []
+    for model, (_, given, output) in sorted(by_model.items()):
+        price = price_of(model, prices)
+        if price is None:
+            if given or output:
+                unpriced.append(model)
+            continue
+        cost += (given * price[0] + output * price[1]) / 1e6
+    return Usage(e.engine, e.labeled.name, len(e.results), {m: tuple(v) for m, v in by_model.items()},
+                 math.nan if unpriced else cost, tuple(unpriced))

@@ -1,0 +1,93 @@
+"""Calls and tokens of the plugin's HTTP calls (engines, embedders, rerankers, generation, the
+judge), counted where every call is made (``_http.request_json``) and credited to whatever is
+metering at the time: the question an engine is answering, its ``prepare``, an ingestion.
+
+A ``ContextVar`` carries the meter, so the credit follows the call into the daemon thread or
+event-loop task that makes it (``run/evaluate.py`` copies the context into its threads) and two
+engines asked side by side never count each other's calls.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterator, Mapping
+
+#: how a call's model is named when neither the request nor the answer names one
+UNNAMED = "unnamed"
+
+
+class Meter:
+    """Per model: ``[calls, input tokens, output tokens]``. A call counts once per request sent
+    (a retry is a call: the server did the work); tokens are what the answer's ``usage`` says."""
+
+    def __init__(self) -> None:
+        self.by_model: dict[str, list[int]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, model: str, calls: int = 0, input_tokens: int = 0, output_tokens: int = 0) -> None:
+        with self._lock:
+            row = self.by_model.setdefault(model, [0, 0, 0])
+            row[0] += calls
+            row[1] += input_tokens
+            row[2] += output_tokens
+
+    def to_dict(self) -> dict[str, list[int]]:
+        with self._lock:
+            return {m: list(v) for m, v in sorted(self.by_model.items())}
+
+
+_current: ContextVar[Meter | None] = ContextVar("retrieval_eval_meter", default=None)
+
+
+@contextmanager
+def metering(meter: Meter) -> Iterator[Meter]:
+    """Credit the HTTP calls made inside the block (and in what it starts with the context) to ``meter``."""
+    token = _current.set(meter)
+    try:
+        yield meter
+    finally:
+        _current.reset(token)
+
+
+def tokens_of(usage: Any) -> tuple[int, int]:
+    """(input, output) tokens of an answer's ``usage``: OpenAI's ``prompt_tokens`` /
+    ``completion_tokens`` (embeddings report ``prompt_tokens`` only), the Responses and Anthropic
+    ``input_tokens`` / ``output_tokens``, a rerank's ``total_tokens``."""
+    if not isinstance(usage, Mapping):
+        return 0, 0
+
+    def whole(*keys: str) -> int:
+        for key in keys:
+            value = usage.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+                return int(value)
+        return 0
+
+    output = whole("completion_tokens", "output_tokens")
+    given = whole("prompt_tokens", "input_tokens")
+    return (given or max(0, whole("total_tokens") - output)), output
+
+
+def record(model: str, calls: int, usage: Any = None) -> None:
+    """``calls`` made to ``model`` by a client that is not ours (Haystack's OpenAI embedder),
+    with the ``usage`` it reports for them together."""
+    meter = _current.get()
+    if meter is not None:
+        meter.add(model or UNNAMED, calls, *tokens_of(usage))
+
+
+def record_call(payload: Any, answer: Any = None) -> None:
+    """One request sent; with the decoded ``answer``, the tokens its ``usage`` reports."""
+    meter = _current.get()
+    if meter is None:
+        return
+    model = ""
+    if isinstance(answer, Mapping) and isinstance(answer.get("model"), str):
+        model = answer["model"]
+    if not model and isinstance(payload, Mapping) and isinstance(payload.get("model"), str):
+        model = payload["model"]
+    given, output = tokens_of(answer.get("usage") if isinstance(answer, Mapping) else None)
+    meter.add(model or UNNAMED, 1, given, output)
+

@@ -1,0 +1,59 @@
+"""Latency, calls, tokens and cost in a team's run: an HTTP engine of the test's own (a real
+local server answering in 100 ms, reporting usage) timed, priced and gated end to end."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from fake_api import FakeApi, Reply
+
+CONFTEST = """
+    from pytest_retrieval_eval import adapters
+
+    def pytest_retrieval_engines(registry, config):
+        registry.register("remote", lambda request: adapters.http({url!r}, method="POST", json={{"q": "{{query}}"}},
+                                                                  ids="ids", concurrency=1))
+"""
+
+
+def answer(body):
+    return {"ids": ["battery-care"], "model": "svc-model",
+            "usage": {"prompt_tokens": len(body["q"].split()), "completion_tokens": 2}}
+
+
+def test_an_http_engine_is_timed_priced_and_gated_on_its_p95(bundled_project, tmp_path):
+    with FakeApi() as api:
+        api.script("/search", Reply(200, answer, delay=0.1))
+        bundled_project.makeconftest(CONFTEST.format(url=api.url + "/search"))
+        bundled_project.makepyfile("def test_q(retrieval_results):\n    assert retrieval_results.n == 17\n")
+        out = tmp_path / "out"
+        result = bundled_project.runpytest(
+            "--retrieval-engine", "remote", "--retrieval-slice", "1/4", f"--retrieval-report-dir={out}",
+            "--retrieval-report", "--retrieval-prices", "svc-model=1.5/6", "--retrieval-threshold",
+            "remote:latency.p95<=50ms", "--retrieval-threshold", "remote:cost.per_query<=0.001",
+            "--retrieval-threshold", "remote:calls.per_query<=1")
+    text = result.stdout.str()
+    assert result.ret == 1, text
+    d = json.loads((out / "results.json").read_text())["evaluations"][0]
+    p95 = d["latency"]["seconds"]["p95"]
+    assert 0.100 <= p95 <= 0.160, d["latency"]
+    assert d["latency"]["concurrency"] == 1
+    [failure] = [line for line in text.splitlines() if line.startswith("FAIL retrieval gate")]
+    assert failure.startswith(f"FAIL retrieval gate: remote: latency.p95 = {p95 * 1000:.1f} ms, required <= 50 ms "
+                              "(from --retrieval-threshold; n=17; measured at concurrency 1, ")
+    questions = {q["id"]: q for q in d["queries"]}
+    first = next(iter(questions.values()))
+    assert first["usage"] == {"svc-model": [1, len(first["question"].split()), 2]}  # per query, as the server said
+    tokens_in = sum(len(q["question"].split()) for q in questions.values())
+    cost = (tokens_in * 1.5 + 17 * 2 * 6) / 1e6
+    assert d["usage"]["cost"] == d["usage"]["cost"] and abs(d["usage"]["cost"] - cost) < 1e-12
+    assert d["usage"]["per_query"]["calls"] == 1.0
+    row = next(line for line in text.splitlines() if line.startswith("remote ") and "ms" not in line
+               and len(line.split()) == 8)
+    cells = row.split()
+    assert float(cells[2]) == round(p95 * 1000, 1) and cells[5:] == ["1.00", f"{(tokens_in + 34) / 17:.1f}",
+                                                                    f"{cost / 17:.3g}"]
+    assert re.search(r"^latency measured at concurrency 1, \S+ \S+, \d+ CPUs", text, re.M)
+    md = (out / "results.md").read_text()
+    assert "## Cost" in md and "| remote | " in md

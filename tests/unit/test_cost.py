@@ -1,0 +1,197 @@
+"""Latency, calls, tokens and cost: the rules that judge them, the figures, and that a call is
+credited to the question that made it even with calls side by side (threads, an event loop)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+
+import httpx
+import numpy as np
+import pytest
+
+from fake_api import FakeApi, Reply
+from pytest_retrieval_eval._http import request_json
+from pytest_retrieval_eval.data.labeled import LabeledSet
+from pytest_retrieval_eval.errors import RetrievalEvalError
+from pytest_retrieval_eval.gate.rules import Threshold
+from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.gate.verdict import judge, record_settings
+from pytest_retrieval_eval.run.cost import latency_of, parse_prices, usage_of
+from pytest_retrieval_eval.run.evaluate import evaluate_engine
+from pytest_retrieval_eval.run.results import RunResults
+from pytest_retrieval_eval.run.results_json import evaluation_from_dict
+from pytest_retrieval_eval.types import LabeledQuery
+
+LABELED = LabeledSet(tuple(LabeledQuery(f"q{i}", "word " * (i + 1), {"d1": 1}) for i in range(12)), name="set")
+
+
+@pytest.mark.parametrize("text, value, shown", [
+    ("hybrid:latency.p95<=150ms", 150.0, "hybrid:latency.p95<=150ms"),
+    ("latency.p50 < 0.2s", 200.0, "latency.p50<200ms"),
+    ("remote:calls.per_query<=3", 3.0, "remote:calls.per_query<=3"),
+    ("cost.per_query<=0.001", 0.001, "cost.per_query<=0.001"),
+    ("tokens.total<=5e5", 5e5, "tokens.total<=500000"),
+])
+def test_cost_rules_parse_with_their_units_and_print_back_as_they_parse(text, value, shown):
+    rule = Threshold.parse(text)
+    assert rule.value == value and str(rule) == shown
+    assert Threshold.parse(str(rule)) == rule  # results.json keeps str(rule): read back the same
+
+
+@pytest.mark.parametrize("text, said", [
+    ("latency.p95<=150", "say the unit of a latency, e.g. 'latency.p95<=150ms' or 'latency.p95<=150s'"),
+    ("hit@5>=0.8s", "only a latency takes a unit; hit@5 is a plain number"),
+    ("latency.p90<=1ms", "unknown latency statistic 'latency.p90'; known: latency.p50, latency.p95"),
+    ("calls.per_call<=1", "unknown calls figure 'calls.per_call'; known: calls.per_query, calls.total"),
+    ("latency.max<0ms", "can never pass: latency.max takes values in [0, inf)"),
+    ("hybrid[body-only]:latency.p95<=1ms", "a segment rule judges a measure, not latency.p95"),
+])
+def test_a_cost_rule_that_cannot_mean_anything_is_refused_saying_why(text, said):
+    with pytest.raises(RetrievalEvalError) as exc:
+        Threshold.parse(text)
+    assert said in str(exc.value)
+
+
+class Sleeper:
+    name = "slow"
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def retrieve(self, query, k):
+        time.sleep(self.seconds[len(query.split()) - 1])
+        return ["d1"]
+
+
+def test_latency_figures_are_numpys_percentiles_of_each_call_and_a_rule_names_the_figure():
+    pauses = [0.001 * (i + 1) for i in range(12)]
+    e = evaluate_engine(Sleeper(pauses), LABELED)
+    lat = latency_of(e)
+    seconds = [r.seconds for r in e.results]
+    assert all(s >= p for s, p in zip(seconds, pauses))  # a monotonic clock around the call
+    assert lat.figures["p95"] == pytest.approx(float(np.percentile(seconds, 95)))
+    assert lat.figures["max"] == max(seconds) and lat.concurrency == 1 and "CPUs" in lat.machine
+    run = record_settings(RunResults([e]), GateSettings(thresholds=(Threshold.parse("slow:latency.p95<=5ms", source="t"),)))
+    verdict = judge(run, GateSettings.of(run))
+    [failure] = verdict.failures
+    assert failure.startswith(f"slow: latency.p95 = {lat.ms('p95'):.1f} ms, required <= 5 ms (from t; n=12; "
+                              "measured at concurrency 1, ")
+    assert run.settings.latency  # a latency rule keeps the times in results.json
+
+
+def test_a_latency_rule_on_a_run_that_kept_no_times_fails_saying_so():
+    e = evaluate_engine(Sleeper([0.0] * 12), LABELED)
+    e.measured = {}  # as a results.json saved without --retrieval-latency reads back
+    run = RunResults([e])
+    verdict = judge(run, GateSettings(thresholds=(Threshold.parse("latency.p50<=1s", source="t"),), latency=True))
+    assert verdict.failures == ["slow: latency.p50 = nan, required <= 1000 ms (from t; n=12; the run did not time "
+                                "its calls)"]
+
+
+def test_results_json_holds_the_times_only_with_latency_on_and_rebuilds_byte_identical(tmp_path):
+    e = evaluate_engine(Sleeper([0.001] * 12), LABELED)
+    plain = json.loads(RunResults([e]).to_json())
+    assert "seconds" not in plain["evaluations"][0]["queries"][0] and "latency" not in plain["evaluations"][0]
+    run = record_settings(RunResults([e]), GateSettings(latency=True))
+    text = run.to_json()
+    d = json.loads(text)["evaluations"][0]
+    assert d["latency"]["seconds"]["p95"] == pytest.approx(latency_of(e).figures["p95"])
+    assert d["measured"]["concurrency"] == 1
+    (tmp_path / "r.json").write_text(text)
+    again = RunResults.load(tmp_path / "r.json")
+    assert again.to_json() == text
+
+
+def _usage_server(api: FakeApi) -> None:
+    """Answers a search with the question's words as tokens, under the question's own model name."""
+    def answer(body):
+        time.sleep(0.005)  # calls overlap
+        return {"ids": ["d1"], "model": "m", "usage": {"prompt_tokens": len(body["q"].split()), "completion_tokens": 1}}
+
+    api.script("/search", Reply(200, answer))
+
+
+def test_each_question_is_credited_with_its_own_calls_and_tokens_when_asked_side_by_side():
+    with FakeApi() as api:
+        _usage_server(api)
+        client = httpx.Client()
+
+        class Remote:
+            name = "remote"
+            concurrency = 4
+
+            def retrieve(self, query, k):
+                request_json(client, "POST", api.url + "/search", json={"q": query}, retries=0)
+                return ["d1"]
+
+        e = evaluate_engine(Remote(), LABELED, timeout=5)  # a time limit: each call in a thread of its own
+    assert [dict(r.usage) for r in e.results] == [{"m": (1, i + 1, 1)} for i in range(12)]
+    used = usage_of(e, parse_prices("m=2/10"))
+    assert (used.calls, used.tokens) == (12, sum(range(1, 13)) + 12)
+    assert used.cost == pytest.approx((78 * 2 + 12 * 10) / 1e6)
+    assert used.per_query("calls") == 1.0
+
+
+def test_an_async_engine_credits_each_task_with_its_own_calls():
+    with FakeApi() as api:
+        _usage_server(api)
+        client = httpx.Client()
+
+        class Remote:
+            name = "remote"
+            concurrency = 6
+
+            async def retrieve(self, query, k):
+                await asyncio.to_thread(request_json, client, "POST", api.url + "/search",
+                                        json={"q": query}, retries=0)
+                return ["d1"]
+
+        e = evaluate_engine(Remote(), LABELED)
+    assert [dict(r.usage) for r in e.results] == [{"m": (1, i + 1, 1)} for i in range(12)]
+
+
+def test_a_retry_is_a_call_and_an_unpriced_model_leaves_the_cost_unknown_naming_it():
+    with FakeApi() as api:
+        api.script("/search", Reply(503, {"error": "busy"}), Reply(200, {"ids": ["d1"], "usage": {"total_tokens": 7}}))
+        client = httpx.Client()
+
+        class Remote:
+            name = "remote"
+
+            def retrieve(self, query, k):
+                request_json(client, "POST", api.url + "/search", json={"q": query, "model": "svc"}, retries=1,
+                             backoff=0.0)
+                return ["d1"]
+
+        e = evaluate_engine(Remote(), LabeledSet(LABELED.queries[:2], name="two"))
+    assert dict(e.results[0].usage) == {"svc": (2, 7, 0)}  # the retry counted; tokens from total_tokens
+    assert dict(e.results[1].usage) == {"svc": (1, 7, 0)}
+    used = usage_of(e, parse_prices("other=1"))
+    assert math.isnan(used.cost) and used.unpriced == ("svc",)
+    assert usage_of(e, parse_prices("*=1")).cost == pytest.approx(14 / 1e6)
+    run = record_settings(RunResults([e]), GateSettings(thresholds=(Threshold.parse("cost.per_query<=1", source="t"),)))
+    [failure] = judge(run, GateSettings.of(run)).failures
+    assert "cost.per_query = nan" in failure and "no price for svc (--retrieval-prices)" in failure
+
+
+@pytest.mark.parametrize("text, said", [
+    ("gpt=0.15/", "price 'gpt=0.15/' not understood; expected MODEL=INPUT[/OUTPUT]"),
+    ("gpt", "price 'gpt' not understood"),
+])
+def test_a_malformed_price_is_refused_naming_it(text, said):
+    with pytest.raises(RetrievalEvalError, match=said.replace("[", r"\[").replace("]", r"\]")):
+        parse_prices(text)
+
+
+def test_usage_and_times_survive_the_dict_form_xdist_ships():
+    e = evaluate_engine(Sleeper([0.0] * 12), LABELED)
+    e.results = tuple(r.__class__(r.query_id, r.doc_ids, r.error, r.seconds, r.stages, {"keyword": 0.5},
+                                  {"m": (1, 2, 3)}) for r in e.results)
+    back = evaluation_from_dict(e.to_dict(timing=True))
+    assert [(r.seconds, dict(r.stage_seconds), dict(r.usage)) for r in back.results] == \
+        [(r.seconds, {"keyword": 0.5}, {"m": (1, 2, 3)}) for r in e.results]
+    assert back.measured == e.measured
+    assert latency_of(back).stages == {"keyword": {"p50": 0.5, "p95": 0.5}}
