@@ -116,7 +116,7 @@ def request_json(client: Any, method: str, url: str, *, params: Mapping[str, Any
     the URL) masked before any text is cut (``mask_and_cap``)."""
     import httpx
 
-    from .usage import record_call
+    from ._usage import record_call
 
     secrets = [s for s in secrets if s]
     shown = f"{method} {redact(url, secrets)}"

@@ -244,9 +244,9 @@ def _report(args) -> int:
     if args.max_drop is not None:
         changes["max_drops"] = tuple(parse_max_drops((t, "--max-drop") for t in args.max_drop))
     if args.prices is not None:
-        from .gate.settings import _prices
+        from .gate.settings import prices_of
 
-        changes["prices"] = _prices((t, "--prices") for t in args.prices)
+        changes["prices"] = prices_of((t, "--prices") for t in args.prices)
     if changes or args.measures is not None or args.baseline is not None or args.judgments is not None:
         columns = split_measures(args.measures) if args.measures else list(recorded.table_measures)
         if args.judgments is not None and not args.measures:  # the judged twins are laid out again

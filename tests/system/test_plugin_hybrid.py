@@ -91,9 +91,18 @@ def test_xdist_workers_each_get_a_store_and_the_table_matches(pytester, sandbox_
         assert retrieval_results.n_errored == 0
 """)
     serial, _ = run_inner(pytester, sandbox_tmp, "-m", "retrieval", "--retrieval-report")
-    parallel, _ = run_inner(pytester, sandbox_tmp, "-n", "2", "-m", "retrieval", "--retrieval-report")
+    parallel, _ = run_inner(pytester, sandbox_tmp, "-n", "2", "-m", "retrieval", "--retrieval-report",
+                            "--retrieval-latency")
     assert serial.returncode == parallel.returncode == 0, parallel.stdout + parallel.stderr
     assert "2 workers" in parallel.stdout
+    # each engine's latency, timed in the workers: p50 <= p95 <= max, and the hybrid engine's stages
+    cost = parallel.stdout.split("what each engine's calls cost", 1)[1].splitlines()
+    assert cost[1].split() == ["engine", "p50", "ms", "p95", "ms", "p99", "ms", "max", "ms"], cost
+    figures = {c[0]: [float(x) for x in c[1:]] for c in (line.split() for line in cost[2:4])}
+    assert set(figures) == {"hybrid", "keyword"} and all(0 < f[0] <= f[1] <= f[3] for f in figures.values())
+    assert re.search(r"^hybrid stages: keyword [\d.]+/[\d.]+ ms, vector [\d.]+/[\d.]+ ms, fusion", parallel.stdout,
+                     re.M), parallel.stdout
+    assert "latency measured at concurrency 1" in parallel.stdout and "latency measured at concurrency 1" not in serial.stdout
     assert rows(serial.stdout) == rows(parallel.stdout) and set(rows(parallel.stdout)) == {"hybrid", "keyword"}
     # the workers' store lines, which only they printed (to no terminal), are printed by the controller
     said = re.findall(r"^retrieval: (gw[01]): chunks_\w+: (?:ingested \(38 chunks\)|restored from snapshot \w+)$",

@@ -110,7 +110,7 @@ class GateSettings:
                                                if t.strip() and not t.strip().startswith("#"))),
                    gain_weights=tuple(parse_weights(get("gain_weights")).items()),
                    by=tuple(dict.fromkeys(t.strip() for text, _ in get("by") for t in text.split(",") if t.strip())),
-                   latency=get("latency"), prices=_prices(get("prices")))
+                   latency=get("latency"), prices=prices_of(get("prices")))
 
     # --- results.json's "settings" ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -159,7 +159,7 @@ class GateSettings:
         return s if isinstance(s, cls) else cls.from_dict(s) if s else cls()
 
 
-def _prices(items: Any) -> tuple[tuple[str, float, float], ...]:
+def prices_of(items: Any) -> tuple[tuple[str, float, float], ...]:
     """``--retrieval-prices`` / the ``retrieval_prices`` lines, as (text, source) pairs."""
     from ..run.cost import parse_prices
 

@@ -192,7 +192,7 @@ class OpenAIBackend:
             self._component = self._load()
         from haystack import Document
 
-        from ..usage import record
+        from .._usage import record
 
         try:
             answer = self._component.run(documents=[Document(content=t) for t in texts])

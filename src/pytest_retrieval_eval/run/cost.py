@@ -1,6 +1,6 @@
 """What an evaluation cost besides its quality: the wall time of the engine's calls (per query,
 and per stage where the engine timed its stages) and the HTTP calls and tokens the plugin counted
-for it (``usage.py``), priced where the run has prices. Computed once per evaluation (the
+for it (``_usage.py``), priced where the run has prices. Computed once per evaluation (the
 verdict holds them); renderers only read them.
 
 Percentiles are numpy's default (linear between the two nearest calls). A latency figure says

@@ -29,7 +29,7 @@ from ..engines.adapters import ranked_ids
 from ..engines.base import DEFAULT_DEPTH, Engine, Prepares, Stages, concurrency_of, describe, is_async, is_staged
 from ..ir.runs import dedupe
 from ..types import QueryResult, Stage, id_problem
-from ..usage import Meter, metering
+from .._usage import Meter, metering
 from .lint import KINDS as RUN_LINT_KINDS, TIE_CUTOFFS
 from .results import EvaluationResult
 
