@@ -37,6 +37,10 @@ def test_trials_show_zero_spread_for_deterministic_engines_and_pass_at_k(bundled
     coin = next(l for l in result.stdout.lines if l.startswith("coin: 4 trials: hit@1"))
     low, high = coin.split("hit@1 ")[1].split(" ")[0].split("-")
     assert float(low) < float(high)  # a stochastic engine shows its spread
+    # and how many of its answers moved between identical trials (at the cutoff the rule judges)
+    assert "  top 1 changed between trials for 0 of 68 questions (0.0%): the engine answers\n    the same every time" in out
+    changed = next(l for l in result.stdout.lines if l.startswith("  top 1 changed") and " 0 of 68" not in l)
+    assert int(changed.split(" for ")[1].split(" of ")[0]) > 50  # right half the time: four alike is 1 in 8
     assert "keyword: passed 0/4" not in out
     assert "  hit@1>=0.5: passed 0/4 trials; pass@1 0.00" in out  # keyword never reaches 0.5
     lines = result.stdout.lines

@@ -67,5 +67,5 @@ def test_a_max_drop_breach_names_movers_by_text():
     diff = SimpleNamespace(engine="ours", labeled="labels", measure="hit@5", before=1.0, after=0.5, p=0.01,
                            p_adjusted=float("nan"), losses=1, wins=0, day_note=lambda: "",
                            movers=(Mover(made, LONG, 1.0, 0.0), Mover("w1", SHORT, 1.0, 1.0)))
-    [failure] = check_drops([MaxDrop.parse("hit@5=0.1")], [diff], alpha=0.05, noise_aware=False)
+    [failure], _ = check_drops([MaxDrop.parse("hit@5=0.1")], [diff], alpha=0.05, noise_aware=False)
     assert "moved: 'Someone took my work computer from the…' 1->0; w1 1->1" in failure

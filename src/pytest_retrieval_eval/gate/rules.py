@@ -512,11 +512,14 @@ def parse_max_drops(items: Iterable[tuple[str, str]]) -> list[MaxDrop]:
 
 
 def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool, alpha: float,
-                segments: Sequence = ()) -> list[str]:
-    """A failure line per breached rule, with the queries that moved. ``noise_aware`` fails only
-    when the drop is also significant (paired test, its p corrected over every diff < alpha).
-    A segment rule reads the baseline comparison's segment diffs (``segments``)."""
-    failures = []
+                segments: Sequence = (), spreads: Mapping[tuple[str, str], float | None] | None = None
+                ) -> tuple[list[str], list[str]]:
+    """(a failure line per breached rule, with the queries that moved; warnings). ``noise_aware``
+    fails only when the drop is also significant (paired test, its p corrected over every diff <
+    alpha) and, where the run repeated its trials (``spreads``: (engine, measure) -> highest minus
+    lowest trial mean), larger than the engine's own spread across them: a significant drop
+    inside it is a warning. A segment rule reads the baseline comparison's segment diffs."""
+    failures, warnings = [], []
     for rule in (r for r in rules if r.segment):
         found = [d for d in segments if d.tag == rule.segment and d.measure == rule.measure
                  and rule.engine in (None, d.engine)]
@@ -548,14 +551,22 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
             p = d.p if math.isnan(d.p_adjusted) else d.p_adjusted
             if noise_aware and not p < alpha:
                 continue
+            spread = (spreads or {}).get((d.engine, d.measure))
+            if noise_aware and spread is not None and drop <= spread + 1e-12:
+                warnings.append(f"{d.engine}: {d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}; rule "
+                                f"{rule}, from {rule.source}), significant, but within the engine's own spread "
+                                f"across this run's trials ({spread:.4f}): not failed")
+                continue
             movers = "; ".join(f"{query_name(m.query_id, m.question)} {m.before:g}->{m.after:g}" for m in d.movers)
             failures.append(
                 f"{d.engine}: {d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}), more than {rule.delta:g} "
                 f"(from {rule.source}; {d.losses} down, {d.wins} up, p={d.p:.3g}"
-                f"{f', corrected {p:.3g} < {alpha:g}' if noise_aware else ''}); moved: {movers or 'none'}"
+                f"{f', corrected {p:.3g} < {alpha:g}' if noise_aware else ''}"
+                f"{f', beyond the spread across trials {spread:.4f}' if noise_aware and spread is not None else ''}"
+                f"); moved: {movers or 'none'}"
                 + (f"; {d.day_note()}" if d.day_note() else "")
             )
-    return failures
+    return failures, warnings
 
 
 # --- shadow comparisons (run/shadow.py computes them) ---------------------------------------

@@ -97,6 +97,8 @@ class Verdict:
     #: HTTP calls, tokens and cost (``run.cost.Usage``; where the plugin counted calls), in run order
     latency: list = field(default_factory=list)
     usage: list = field(default_factory=list)
+    #: with repeated trials, per evaluation how much it moved on its own (``run.stability.Stability``)
+    stability: list = field(default_factory=list)
 
     @property
     def alpha(self) -> float:
@@ -213,6 +215,10 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
     verdict.usage = [x for x in usage.values() if x is not None]
     verdict.miss_k = s.miss_k or s.miss_cutoff(measures)
     verdict.misses = [e.misses(verdict.miss_k) for e in run.evaluations]
+    from ..run.stability import stability_of
+
+    spread_of = list(dict.fromkeys([*measures, *measures_needed(thresholds), *(d.measure for d in max_drops)]))
+    verdict.stability = [x for e in run.evaluations if (x := stability_of(e, verdict.miss_k, spread_of)) is not None]
     verdict.segments = segment_rows(run, s.by, f"hit@{verdict.miss_k}", alpha=alpha, correction=s.correction)
     verdict.warnings += unknown_tags(run, s.by)
     verdict.segment_failures = check_segments(thresholds, run, alpha)
@@ -232,9 +238,11 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
         verdict.warnings += verdict.baseline.warnings
     # without a baseline (none loaded: nothing was evaluated, or it is unusable) nothing was
     # compared, so a rule naming an engine fails by name rather than passing unchecked
-    verdict.drop_failures = check_drops(max_drops, verdict.baseline.diffs if verdict.baseline else [],
-                                        segments=verdict.baseline.segments if verdict.baseline else [],
-                                        noise_aware=s.noise_aware, alpha=alpha)
+    spreads = {(x.engine, m): x.width(m) for x in verdict.stability for m in x.spread}
+    verdict.drop_failures, within = check_drops(max_drops, verdict.baseline.diffs if verdict.baseline else [],
+                                                segments=verdict.baseline.segments if verdict.baseline else [],
+                                                noise_aware=s.noise_aware, alpha=alpha, spreads=spreads)
+    verdict.warnings += within
     return verdict
 
 

@@ -132,14 +132,19 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 def trial_lines(verdict: Any, thresholds: list) -> list[str]:
     """With repeated trials: each measure's spread, and pass@k / pass^k of each threshold."""
     lines = []
-    for e in verdict.run.evaluations:
-        trials = e.trial_means(verdict.run.measures)
-        if not trials:
-            continue
-        n = len(next(iter(trials.values())))
-        spread = ", ".join(f"{m} {min(v):.3f}-{max(v):.3f} (sd {_sd(v):.3f})" for m, v in trials.items()
+    evaluations = {(e.engine, e.labeled.name): e for e in verdict.run.evaluations}
+    for st in verdict.stability:
+        e = evaluations[(st.engine, st.labeled)]
+        n = st.trials
+        spread = ", ".join(f"{m} {lo:.3f}-{hi:.3f} (sd {sd:.3f})" for m, (lo, hi, sd) in st.spread.items()
                            if m in verdict.measures)
         lines += textwrap.wrap(f"{e.engine}: {n} trials: {spread}", width=80, subsequent_indent="    ")
+        shown = ", ".join(st.changed[:5]) + (f" and {len(st.changed) - 5} more" if len(st.changed) > 5 else "")
+        lines += textwrap.wrap(f"top {st.k} changed between trials for {len(st.changed)} of {st.n} questions "
+                               f"({st.share:.1%})" + (f": {shown}" if shown else ": the engine answers the same "
+                                                                                  "every time"),
+                               width=80, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+        trials = st.means
         if not thresholds:
             lines.append("  (pass@k / pass^k need a rule: --retrieval-threshold [ENGINE:]MEASURE>=VALUE)")
         for t in thresholds:
@@ -153,6 +158,4 @@ def trial_lines(verdict: Any, thresholds: list) -> list[str]:
     return lines
 
 
-def _sd(values: list[float]) -> float:
-    mean = sum(values) / len(values)
-    return (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+

@@ -206,6 +206,13 @@ def run_to_json(self: RunResults, judged: Any = None) -> str:
         found = judged.misses if ours else [e.misses(k) for e in self.evaluations]
         doc["misses"] = [{**m.to_dict(), "queries": [{"id": c.query_id, "kind": c.kind, "why": c.text}
                                                      for c in m.causes]} for m in found]
+        if any(e.trial_results for e in self.evaluations):  # how much each engine moved between trials
+            from .stability import stability_of
+
+            shown = [*(settings.get("table_measures") or ()), *settings.get("recorded_measures", ())]
+            found = judged.stability if ours else [x for e in self.evaluations
+                                                   if (x := stability_of(e, k, list(dict.fromkeys(shown))))]
+            doc["stability"] = [x.to_dict() for x in found]
         if settings.get("by"):
             from .segments import segment_rows
 

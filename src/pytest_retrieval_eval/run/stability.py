@@ -1,0 +1,55 @@
+"""How much an engine moves on its own: with repeated trials (``--retrieval-trials N``), the
+questions whose top k changed between identical runs, and the spread of each measure across
+the trials. An approximate index (HNSW under concurrent writes, a service behind a load
+balancer) need not answer the same twice; a drop smaller than the engine's own spread is not
+a regression the gate should fail on (``gate/rules.check_drops`` with ``--retrieval-noise-aware``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+
+@dataclass(frozen=True)
+class Stability:
+    engine: str
+    labeled: str
+    trials: int
+    k: int
+    n: int
+    #: the questions whose top k (in order) differs in some trial from the first trial's
+    changed: tuple[str, ...]
+    #: measure -> (lowest, highest, standard deviation) of the trials' means
+    spread: Mapping[str, tuple[float, float, float]]
+    #: measure -> each trial's mean, the first trial first (pass@k of a rule reads them)
+    means: Mapping[str, tuple[float, ...]] = None  # type: ignore[assignment]
+
+    @property
+    def share(self) -> float:
+        return len(self.changed) / self.n if self.n else 0.0
+
+    def width(self, measure: str) -> float | None:
+        """Highest minus lowest trial mean of ``measure``, when it was measured."""
+        found = self.spread.get(measure)
+        return None if found is None else found[1] - found[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "labeled": self.labeled, "trials": self.trials, "k": self.k,
+                "changed_share": self.share, "changed": list(self.changed),
+                "spread": {m: {"min": lo, "max": hi, "sd": sd} for m, (lo, hi, sd) in sorted(self.spread.items())}}
+
+
+def stability_of(e: Any, k: int, measures: Sequence[str]) -> Stability | None:
+    """``e``'s stability at ``k`` over its trials; None when it ran once."""
+    if not e.trial_results:
+        return None
+    changed = tuple(r.query_id for r, *others in zip(e.results, *e.trial_results)
+                    if any(tuple(o.doc_ids[:k]) != tuple(r.doc_ids[:k]) or o.error != r.error for o in others))
+    means = e.trial_means(list(dict.fromkeys(measures)))
+    spread = {}
+    for m, values in means.items():
+        mean = sum(values) / len(values)
+        sd = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+        spread[m] = (min(values), max(values), sd)
+    return Stability(e.engine, e.labeled.name, 1 + len(e.trial_results), k, e.n, changed, spread,
+                     {m: tuple(v) for m, v in means.items()})
