@@ -49,26 +49,6 @@ def test_trials_show_zero_spread_for_deterministic_engines_and_pass_at_k(bundled
     assert "pass@4" in " ".join(wrapped) and "pass^4" in " ".join(wrapped)
 
 
-def test_two_hybrid_variants_are_two_rows_with_a_significance_marker(pytester, sandbox_tmp, shared_cache_dir):
-    if __import__("importlib.util").util.find_spec("haystack") is None:
-        pytest.skip("the hybrid extra is not installed")
-    pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
-                     f"retrieval_cache_dir = {shared_cache_dir}\nretrieval_engines = hybrid hybrid-no-vector hybrid-200\n"
-                     "retrieval_variants =\n    hybrid-no-vector: use_vector=false\n    hybrid-200: split_length=200 split_overlap=40\n")
-    pytester.makepyfile("def test_x(retrieval_results):\n    pass\n")
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-report", "-v"],
-                          cwd=pytester.path, env={**os.environ, "TMPDIR": str(sandbox_tmp)},
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    out = done.stdout
-    assert "test_x[hybrid-no-vector] PASSED" in out and "test_x[hybrid-200] PASSED" in out
-    table = parse_table(out)
-    assert table["hybrid"]["hit@5"] > table["hybrid-no-vector"]["hit@5"]
-    row = next(l for l in out.splitlines() if l.startswith("hybrid ᵃ"))
-    assert "ᶜ" in row  # hybrid significantly beats c = hybrid-no-vector
-    assert out.count("corpus lint, corpus:") == 2  # two ingestions: 400-word and 200-word chunks
-
-
 def test_a_conftest_variant_takes_its_registered_name(bundled_project):
     bundled_project.makeconftest(
         """
@@ -85,3 +65,58 @@ def test_a_conftest_variant_takes_its_registered_name(bundled_project):
     result = bundled_project.runpytest("--retrieval-engine", "renamed", "--retrieval-report")
     assert result.ret == 0
     assert "renamed" in parse_table(result.stdout.str())
+
+
+def test_a_variant_and_a_sweep_are_rows_of_their_own_and_the_sweep_draws_its_front(pytester, sandbox_tmp,
+                                                                                  shared_cache_dir, tmp_path):
+    """A variant is an engine of its own (with significance marks against the base); a sweep
+    evaluates its grid beside it, ingesting each chunking once, sorted, its front marked and drawn."""
+    if __import__("importlib.util").util.find_spec("haystack") is None:
+        pytest.skip("the hybrid extra is not installed")
+    import json
+    import re
+
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
+                     f"retrieval_cache_dir = {shared_cache_dir}\nretrieval_engines = hybrid hybrid-no-vector\n"
+                     "retrieval_variants =\n    hybrid-no-vector: use_vector=false\n")
+    pytester.makepyfile("def test_x(retrieval_results):\n    pass\n")
+    out, page = tmp_path / "out", tmp_path / "page.html"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-report", "-v",
+                           "--retrieval-sweep", "hybrid: split_length=200,400 fusion_top_k=10,50",
+                           f"--retrieval-report-dir={out}", f"--retrieval-html={page}"],
+                          cwd=pytester.path, env={**os.environ, "TMPDIR": str(sandbox_tmp)},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = done.stdout
+    names = ["hybrid-split_length200-fusion_top_k10", "hybrid-split_length200-fusion_top_k50",
+             "hybrid-split_length400-fusion_top_k10", "hybrid"]
+    assert all(f"test_x[{n}] PASSED" in text for n in [*names, "hybrid-no-vector"])  # the base among the 4
+    table = parse_table(text)
+    assert table["hybrid"]["hit@5"] > table["hybrid-no-vector"]["hit@5"]
+    row = next(line for line in text.splitlines() if line.startswith("hybrid ᵃ"))
+    assert "ᵇ" in row  # hybrid significantly beats b = hybrid-no-vector
+    assert text.count("corpus lint, corpus:") == 2  # two ingestions: 400-word and 200-word chunks
+    tables = set(re.findall(r"^retrieval: (chunks_\w+): (?:ingested|restored)", text, re.M))
+    assert len(tables) == 2, text  # one ingestion per chunking; fusion_top_k reuses it
+    sweep = text.split("sweep of hybrid on questions.cache.json", 1)[1].splitlines()
+    header = next(line.split() for line in sweep if line.split()[:2] == ["split_length", "fusion_top_k"])
+    assert header[2:] == ["ndcg@10", "±", "vs", "base", "p", "corr", "p95", "ms", "chunks", "front"]
+    rows = [line.split() for line in sweep[sweep.index(next(l for l in sweep if "split_length" in l)) + 1:][:4]]
+    values = [float(r[2]) for r in rows]
+    assert values == sorted(values, reverse=True) and len(rows) == 4
+    assert sum(r[-1] != "-" for r in rows) >= 1 and any("base" in r for r in rows)
+    d = json.loads((out / "results.json").read_text())
+    [table] = d["sweeps"]
+    assert [p["engine"] for p in table["points"]] == [p["engine"] for p in table["points"]] and \
+        {p["engine"] for p in table["points"]} == set(names)
+    assert {p["chunks"] for p in table["points"]} == {38, next(p["chunks"] for p in table["points"]
+                                                               if p["settings"][0] == ["split_length", "200"])}
+    assert any("latency" in p["front"] for p in table["points"]) and any("size" in p["front"] for p in table["points"])
+    html = page.read_text()
+    assert "<h2>Sweep</h2>" in html and html.count("against p95 latency (ms): sweep of hybrid") == 1 \
+        and "against chunks: sweep of hybrid" in html
+    rebuilt = tmp_path / "rebuilt"
+    again = subprocess.run([sys.executable, "-m", "pytest_retrieval_eval", "report", str(out / "results.json"),
+                            "--out", str(rebuilt)], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (rebuilt / "results.json").read_text() == (out / "results.json").read_text()

@@ -81,6 +81,7 @@ class HybridEngine:
             "store": self.index.store.backend,
             "table": self.index.table,
             "split": f"{self.index.config.split_length} words, {self.index.config.split_overlap} overlap",
+            "chunks": len(self.index.chunks),  # the index's size: what a sweep's front weighs quality against
             "keyword_empty": f"{self.keyword_empty}/{self.queries}" if self.config.use_keyword else "n/a",
         }
 

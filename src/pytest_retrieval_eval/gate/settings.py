@@ -54,13 +54,18 @@ class GateSettings:
     latency: bool = False
     #: (model, dollars per million input tokens, per million output tokens), sorted (``--retrieval-prices``)
     prices: tuple[tuple[str, float, float], ...] = ()
+    #: grids over engine settings (``--retrieval-sweep``): (base engine, measure, ((engine, ((key,
+    #: value), ...)), ...)), the base's own point included
+    sweeps: tuple = ()
 
     def __post_init__(self) -> None:  # lists given by callers become tuples: the value is frozen all the way
         for name in ("table_measures", "thresholds", "max_drops", "failures", "by"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "prices", tuple(sorted((str(m), float(i), float(o)) for m, i, o in self.prices)))
-        if any(isinstance(t.quantity, LatencyQuantity) for t in self.thresholds):
-            object.__setattr__(self, "latency", True)  # a latency rule needs the figures it judges
+        object.__setattr__(self, "sweeps", tuple((b, m, tuple((n, tuple(tuple(kv) for kv in values))
+                                                           for n, values in points)) for b, m, points in self.sweeps))
+        if any(isinstance(t.quantity, LatencyQuantity) for t in self.thresholds) or self.sweeps:
+            object.__setattr__(self, "latency", True)  # a latency rule, a sweep's front: the figures they read
         object.__setattr__(self, "shadows", tuple(tuple(p) for p in self.shadows))
         weights = self.gain_weights.items() if isinstance(self.gain_weights, Mapping) else self.gain_weights
         object.__setattr__(self, "gain_weights", tuple(sorted((str(m), float(w)) for m, w in weights)))
@@ -133,6 +138,9 @@ class GateSettings:
             d["latency"] = True
         if self.prices:
             d["prices"] = [list(p) for p in self.prices]
+        if self.sweeps:
+            d["sweeps"] = [{"base": b, "measure": m, "points": [[n, [list(kv) for kv in values]] for n, values in points]}
+                           for b, m, points in self.sweeps]
         return d
 
     @classmethod
@@ -150,7 +158,9 @@ class GateSettings:
                    shadows=tuple(tuple(p) for p in d.get("shadows", [])),
                    gain_weights=tuple((d.get("gain_weights") or dict(DEFAULT_WEIGHTS)).items()),
                    by=tuple(d.get("by", ())), miss_k=d.get("miss_k"), latency=bool(d.get("latency")),
-                   prices=tuple(tuple(p) for p in d.get("prices", ())))
+                   prices=tuple(tuple(p) for p in d.get("prices", ())),
+                   sweeps=tuple((s["base"], s["measure"], tuple((n, tuple(tuple(kv) for kv in v)) for n, v in s["points"]))
+                                for s in d.get("sweeps", ())))
 
     @classmethod
     def of(cls, run: RunResults) -> "GateSettings":
@@ -229,6 +239,15 @@ def settings_problem(settings: Any) -> str | None:
             isinstance(p, list) and len(p) == 3 and isinstance(p[0], str)
             and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in p[1:]) for p in prices):
         return "prices must be a list of [model, dollars per million input tokens, per million output tokens]"
+    sweeps = settings.get("sweeps", [])
+    if not isinstance(sweeps, list) or not all(
+            isinstance(s, dict) and isinstance(s.get("base"), str) and isinstance(s.get("measure"), str)
+            and isinstance(s.get("points"), list) and all(
+                isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], list)
+                and all(isinstance(kv, list) and len(kv) == 2 and all(isinstance(x, str) for x in kv) for kv in p[1])
+                for p in s["points"])
+            for s in sweeps):
+        return "sweeps must be a list of {base, measure, points: [[engine, [[setting, value], ...]], ...]}"
     if settings.get("confidence", "point") not in ("point", "lower"):
         return f"confidence must be point or lower, got {settings.get('confidence')!r}"
     return None

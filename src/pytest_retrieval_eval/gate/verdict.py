@@ -99,6 +99,8 @@ class Verdict:
     usage: list = field(default_factory=list)
     #: with repeated trials, per evaluation how much it moved on its own (``run.stability.Stability``)
     stability: list = field(default_factory=list)
+    #: a table per sweep and labeled set (``run.sweep.SweepTable``)
+    sweeps: list = field(default_factory=list)
 
     @property
     def alpha(self) -> float:
@@ -212,6 +214,10 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
     from ..run.segments import segment_rows, unknown_tags
 
     verdict.latency = [x for x in latency.values() if x is not None]
+    if s.sweeps:
+        from ..run.sweep import sweep_tables
+
+        verdict.sweeps = sweep_tables(run, s.sweeps, latency, s.correction)
     verdict.usage = [x for x in usage.values() if x is not None]
     verdict.miss_k = s.miss_k or s.miss_cutoff(measures)
     verdict.misses = [e.misses(verdict.miss_k) for e in run.evaluations]

@@ -161,7 +161,14 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool,
                            fusion_top_k=top_k, rerank=get("rerank"))
     variants = tuple(parse_variant(t, engine, ingest) for t, _ in get("variant")
                      if t.strip() and not t.strip().startswith("#"))
-    gate = GateConfig(GateSettings.from_options(get), get("baseline"), get("history"), get("history_keep"),
+    sweeps = tuple(parse_sweep(t, src, engine, ingest, variants, get("sweep_max")) for t, src in get("sweep")
+                   if t.strip() and not t.strip().startswith("#"))
+    variants += tuple(v for s in sweeps for v in s.variants)
+    settings = GateSettings.from_options(get)
+    if sweeps:  # recorded with the run: report and the page lay the sweep out from results.json
+        by = Measure.parse(get("sweep_by")).name
+        settings = dataclasses.replace(settings, sweeps=tuple((s.base, by, s.points) for s in sweeps))
+    gate = GateConfig(settings, get("baseline"), get("history"), get("history_keep"),
                       get("compare"))  # the baseline's shown path is recorded at the end
     if gate.compare is not None and (gate.history is None or gate.baseline is not None):
         raise RetrievalEvalError("--retrieval-compare REF reads the record at REF's merge-base from the history: give "
@@ -226,6 +233,72 @@ def parse_variant(text: str, hybrid: HybridConfig, ingest: IngestConfig) -> tupl
         return (name, *variant(hybrid, ingest, rest.split()))
     except RetrievalEvalError as exc:
         raise RetrievalEvalError(f"engine variant {name}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A grid over a hybrid engine's settings (``--retrieval-sweep``): the ``base`` engine, each
+    point's engine name and swept values (the base's own included), and the variants to register
+    (the points whose settings are not the base's)."""
+
+    base: str
+    points: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+    variants: tuple[tuple[str, HybridConfig, IngestConfig], ...]
+
+
+def parse_sweep(text: str, source: str, hybrid: HybridConfig, ingest: IngestConfig,
+                variants: tuple[tuple[str, HybridConfig, IngestConfig], ...], cap: int) -> Sweep:
+    """``ENGINE: KEY=V1,V2 KEY=V1,V2 ...`` over ``hybrid`` or a variant: every combination is a
+    variant named for its values (``hybrid-split_length200-fusion_top_k10``); the combination
+    equal to the base is the base itself. More than ``cap`` combinations is refused."""
+    import itertools
+
+    name, sep, rest = text.partition(":")
+    base = name.strip()
+    where = f"sweep {text.strip()!r} (from {source})"
+    axes = [(k.strip(), [v.strip() for v in vs.split(",") if v.strip()]) for k, _, vs in
+            (item.partition("=") for item in rest.split())]
+    if not sep or not base or not axes or any(not k or not vs for k, vs in axes):
+        raise RetrievalEvalError(f"{where} not understood; expected 'ENGINE: KEY=V1,V2 ...', e.g. "
+                                 "'hybrid: split_length=200,400 fusion_top_k=10,50'")
+    known = {"hybrid": (hybrid, ingest), **{n: (h, i) for n, h, i in variants}}
+    if base not in known:
+        raise RetrievalEvalError(f"{where}: sweeps vary the hybrid engine or one of its variants; '{base}' is not one "
+                                 f"(known: {', '.join(known)})")
+    keys = [k for k, _ in axes]
+    if len(set(keys)) < len(keys):
+        raise RetrievalEvalError(f"{where}: a setting is swept twice; give each KEY once with all its values")
+    size = 1
+    for _, values in axes:
+        size *= len(values)
+    if size > cap:
+        raise RetrievalEvalError(f"{where} makes {size} configurations, more than {cap}: sweep fewer values, or allow "
+                                 f"more with --retrieval-sweep-max={size}")
+    base_hybrid, base_ingest = known[base]
+    points, out = [], []
+    for combo in itertools.product(*(values for _, values in axes)):
+        items = [f"{k}={v}" for k, v in zip(keys, combo)]
+        try:
+            h, i = variant(base_hybrid, base_ingest, items)
+        except RetrievalEvalError as exc:
+            raise RetrievalEvalError(f"{where}: {exc}") from None
+        if (h, i) == (base_hybrid, base_ingest):
+            points.append((base, tuple(zip(keys, combo))))
+            continue
+        point = base + "".join(f"-{k}{v.lower()}" for k, v in zip(keys, combo))
+        if any(c.isspace() or c in ":,[]" for c in point):
+            raise RetrievalEvalError(f"{where}: a value makes the engine name {point!r}, which cannot hold spaces, "
+                                     "':', ',' or brackets")
+        points.append((point, tuple(zip(keys, combo))))
+        out.append((point, h, i))
+    if not any(name == base for name, _ in points):  # the grid leaves the base out: its row is there all the same
+        points.insert(0, (base, tuple((k, _value_of(base_hybrid, base_ingest, k)) for k in keys)))
+    return Sweep(base, tuple(points), tuple(out))
+
+
+def _value_of(hybrid: HybridConfig, ingest: IngestConfig, key: str) -> str:
+    value = getattr(ingest if key in INGEST_KEYS else hybrid, key)
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 #: settings of a variant that change the ingestion (and so the table) rather than the engine

@@ -200,6 +200,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("variant", "a hybrid engine variant as an engine of its own, e.g. 'hybrid-kw: use_vector=false' or "
            "'hybrid-200: split_length=200 split_overlap=40'; repeatable", kind="lines", ini="retrieval_variants",
            metavar="'NAME: KEY=VALUE ...'"),
+    Option("sweep", "evaluate every combination of hybrid settings as an engine of its own, e.g. 'hybrid: "
+           "split_length=200,400 fusion_top_k=10,50' (each chunking ingested once and kept as a snapshot; query-side "
+           "settings share it); prints them sorted with intervals, corrected significance against the base engine, "
+           "p95 latency and chunk count, the Pareto front marked; repeatable", kind="lines", ini="retrieval_sweeps",
+           metavar="'ENGINE: KEY=V1,V2 ...'"),
+    Option("sweep_by", "the measure a sweep is sorted and judged by", "ndcg@10", metavar="MEASURE"),
+    Option("sweep_max", "the most configurations one sweep may make", 32, whole(1), metavar="N"),
     Option("ingest_pipeline", "your own Haystack ingestion pipeline (YAML, Pipeline.dumps): run on the corpus with "
            "its PgvectorDocumentStore pointed at the session's store; what it writes is ingested_chunks",
            path=True, metavar="PATH", env=f"{ENV_PREFIX}INGEST_PIPELINE"),

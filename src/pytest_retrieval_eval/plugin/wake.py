@@ -88,7 +88,11 @@ def selected_engines(config: pytest.Config) -> list[str]:
     from ..errors import RetrievalEvalError
 
     try:
-        return registry(config).select(settings(config).run.engines)
+        names = registry(config).select(settings(config).run.engines)
+        swept = [n for _, _, points in settings(config).gate.settings.sweeps for n, _ in points]
+        if swept:  # a sweep's engines (its base too) run beside whatever else is selected
+            names += [n for n in registry(config).select(swept) if n not in names]
+        return names
     except RetrievalEvalError as exc:
         config.stash[ENGINE_ERROR_KEY] = str(exc)
         return []

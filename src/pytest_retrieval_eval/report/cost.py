@@ -37,11 +37,14 @@ def rows(verdict: Any) -> tuple[list[str], list[list[str]], list[str]]:
             cells += ([f"{use.per_query('calls'):.2f}", f"{use.per_query('tokens'):.1f}", _money(use.per_query("cost"))]
                       if use else ["0", "0", "0"])
         out.append(cells)
+        said = []
         if lat and lat.stages:
-            notes.append(f"{e.engine} stages: " + ", ".join(
-                f"{name} {_ms(f['p50'])}/{_ms(f['p95'])} ms" for name, f in lat.stages.items()) + " (p50/p95)")
+            said.append("stages " + ", ".join(f"{name} {_ms(f['p50'])}/{_ms(f['p95'])}"
+                                              for name, f in lat.stages.items()) + " ms (p50/p95)")
         if lat and lat.prepare_seconds >= 0.0005:
-            notes.append(f"{e.engine}: prepare() took {_ms(lat.prepare_seconds)} ms once, before the timed calls")
+            said.append(f"prepare() {_ms(lat.prepare_seconds)} ms once, before the timed calls")
+        if said:
+            notes.append(f"{e.engine}: " + "; ".join(said))
         if use and use.unpriced:
             notes.append(f"{e.engine}: no price for {', '.join(use.unpriced)}: give --retrieval-prices "
                          f"'{use.unpriced[0]}=INPUT/OUTPUT' (dollars per million tokens)")

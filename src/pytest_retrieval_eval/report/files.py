@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from .._atomic import write_text_atomic
 from ..types import sha256_text
-from . import cost, plot, shadow, table
+from . import cost, plot, shadow, sweep, table
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
 from .misses import coverage_lines, miss_lines, segment_lines, why_of
@@ -63,6 +63,8 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
     out += ["", "## Segments", "", *segments] if segments else []
     costs = cost.markdown(verdict)
     out += ["", "## Cost", "", *costs] if costs else []
+    sweeps = sweep.markdown(verdict)
+    out += ["", "## Sweeps", "", *sweeps] if sweeps else []
     out += _misses_table(verdict)
     errors = error_lines(verdict, markdown=True)
     out += ["", *errors] if errors else []

@@ -10,7 +10,7 @@ from typing import Any, Iterable
 
 from ..data.judgments import RELEVANT_FROM
 from ..run.judging import used
-from . import cost, errors, plot, shadow, table
+from . import cost, errors, plot, shadow, sweep, table
 from .judged import candidate_lines, judged_lines
 from .misses import coverage_lines, miss_lines
 from .terminal import baseline_lines
@@ -117,6 +117,8 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "", trend: str
         miss_k=verdict.miss_k, miss_lines=[line[2:] for line in miss_lines(verdict, markdown=True)],
         coverage=[line[2:] for line in coverage_lines(verdict, markdown=True)],
         cost=cost.rows(verdict),
+        sweeps=[{"title": sweep.title(t), "cells": sweep.cells(t), "latency": sweep.scatter_svg(t, "latency"),
+                 "size": sweep.scatter_svg(t, "size")} for t in verdict.sweeps],
         segments=[{"tag": row.tag, "labeled": row.labeled, "n": row.n, "few": row.few,
                    "cells": [{"engine": e, "value": table.fmt(v[0]), "ci": f"[{v[1]:.3f}, {v[2]:.3f}]",
                               "beats": ", ".join(row.wins.get(e, ())), "drop": "n/a" if math.isnan(v[3]) else f"{v[3]:.3f}"}

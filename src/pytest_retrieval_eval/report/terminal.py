@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any, Mapping
 
-from . import cost, shadow, table
+from . import cost, shadow, sweep, table
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
 from .misses import coverage_lines, miss_lines, segment_lines
@@ -30,7 +30,7 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
                     tr.write_line(line)
             for line in (stale_lines(verdict) + judged_lines(verdict) + candidate_lines(verdict.run)
                          + miss_lines(verdict) + segment_lines(verdict) + coverage_lines(verdict)
-                         + cost.lines(verdict)):
+                         + cost.lines(verdict) + sweep.lines(verdict)):
                 tr.write_line(line)
         else:
             tr.write_line("no retrieval evaluations were recorded in this run")

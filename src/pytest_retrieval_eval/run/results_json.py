@@ -213,6 +213,18 @@ def run_to_json(self: RunResults, judged: Any = None) -> str:
             found = judged.stability if ours else [x for e in self.evaluations
                                                    if (x := stability_of(e, k, list(dict.fromkeys(shown))))]
             doc["stability"] = [x.to_dict() for x in found]
+        if settings.get("sweeps"):  # derived: each sweep's table, as the verdict has it
+            if ours:
+                tables = judged.sweeps
+            else:
+                from .cost import latency_of
+                from .sweep import sweep_tables
+
+                grids = [(s["base"], s["measure"], [(n, tuple(tuple(kv) for kv in v)) for n, v in s["points"]])
+                         for s in settings["sweeps"]]
+                tables = sweep_tables(self, grids, {e.key: latency_of(e) for e in self.evaluations},
+                                      settings.get("correction", "holm"))
+            doc["sweeps"] = [t.to_dict() for t in tables]
         if settings.get("by"):
             from .segments import segment_rows
 

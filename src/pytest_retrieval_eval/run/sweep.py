@@ -1,0 +1,94 @@
+"""A sweep's table (``--retrieval-sweep``): every configuration of the grid on one labeled set,
+sorted by the sweep's measure, with its interval, the paired difference from the base engine
+(p corrected over the grid), its p95 latency and chunk count, and whether it is on the Pareto
+front: no other configuration is at least as good on quality and on cost (p95 latency; index
+size) and better on one. Computed once (the verdict holds it); renderers only read it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..ir.paired import corrected, paired
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    engine: str
+    settings: tuple[tuple[str, str], ...]
+    value: float
+    ci: tuple[float, float]
+    delta: float  # value - the base's (0 for the base)
+    p: float
+    p_adjusted: float
+    p95_ms: float  # NaN: not timed
+    chunks: int | None
+    base: bool
+    front_latency: bool = False
+    front_size: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "settings": [list(kv) for kv in self.settings], "value": self.value, "ci95": list(self.ci),
+                "delta": self.delta, "p": self.p, "p_adjusted": self.p_adjusted,
+                "p95_ms": None if math.isnan(self.p95_ms) else self.p95_ms, "chunks": self.chunks, "base": self.base,
+                "front": [name for name, on in (("latency", self.front_latency), ("size", self.front_size)) if on]}
+
+
+@dataclass(frozen=True)
+class SweepTable:
+    base: str
+    labeled: str
+    measure: str
+    keys: tuple[str, ...]
+    points: tuple[SweepPoint, ...]  # best first
+    missing: tuple[str, ...] = ()  # configurations of the grid with no evaluation on this labeled set
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"base": self.base, "labeled": self.labeled, "measure": self.measure, "keys": list(self.keys),
+                "points": [p.to_dict() for p in self.points], "missing": list(self.missing)}
+
+
+def front(points: Sequence[tuple[float, float]]) -> list[bool]:
+    """For each (quality, cost) pair (quality higher is better, cost lower), whether no other pair
+    dominates it; a pair with an unknown (NaN) cost is on no front."""
+    out = []
+    for i, (q, c) in enumerate(points):
+        if math.isnan(c) or math.isnan(q):
+            out.append(False)
+            continue
+        out.append(not any(j != i and not math.isnan(c2) and q2 >= q and c2 <= c and (q2 > q or c2 < c)
+                           for j, (q2, c2) in enumerate(points)))
+    return out
+
+
+def sweep_tables(run: Any, sweeps: Sequence, latency: Mapping[tuple[str, str], Any], correction: str = "holm"
+                 ) -> list[SweepTable]:
+    """One table per sweep and labeled set its base was evaluated on."""
+    tables = []
+    for base, measure, grid in sweeps:
+        keys = tuple(k for k, _ in grid[0][1]) if grid else ()
+        for b in (e for e in run.evaluations if e.engine == base):
+            found = [(run.get(name, b.labeled.name), name, values) for name, values in grid]
+            present = [(e, name, values) for e, name, values in found
+                       if e is not None and e.labeled.fingerprint == b.labeled.fingerprint]
+            ids = [q.query_id for q in b.labeled.queries]
+            tests = corrected([paired(e.values(measure), b.values(measure), ids) for e, name, _ in present
+                               if name != base], correction)
+            rows, tested = [], iter(tests)
+            for e, name, values in present:
+                test = None if name == base else next(tested)
+                lat = latency.get(e.key)
+                rows.append(dict(engine=name, settings=tuple(values), value=e.mean(measure), ci=e.ci(measure),
+                                 delta=0.0 if test is None else test.delta, p=math.nan if test is None else test.p,
+                                 p_adjusted=math.nan if test is None else test.p_adjusted,
+                                 p95_ms=lat.ms("p95") if lat is not None else math.nan,
+                                 chunks=e.engine_info.get("chunks") if isinstance(e.engine_info.get("chunks"), int)
+                                 else None, base=name == base))
+            on_latency = front([(r["value"], r["p95_ms"]) for r in rows])
+            on_size = front([(r["value"], math.nan if r["chunks"] is None else float(r["chunks"])) for r in rows])
+            points = [SweepPoint(**r, front_latency=a, front_size=s) for r, a, s in zip(rows, on_latency, on_size)]
+            points.sort(key=lambda p: (-p.value if not math.isnan(p.value) else math.inf, p.engine))
+            tables.append(SweepTable(base, b.labeled.name, measure, keys, tuple(points),
+                                     tuple(name for e, name, _ in found if e is None)))
+    return tables
