@@ -56,6 +56,10 @@ def test_the_teams_tests_pass_and_their_gate_holds_and_xdist_gives_the_same_tabl
     assert re.search(r"^area:network +6 .*\(few questions\)$", out, re.M) and re.search(r"^body-only +4 ", out, re.M)
     assert "coverage: the questions judge 8 of 9 documents (88.9%) and 15 of 17 chunks (88.2%); the largest no " \
            "question reaches: vpn-setup-2025 (63 words)" in out
+    # the team's latency rule: every engine timed, at the project's concurrency
+    assert "latency measured at concurrency 4, " in out
+    cost = out.split("what each engine's calls cost", 1)[1].splitlines()[2:6]
+    assert sorted(c.split()[0] for c in cost) == sorted(table) and all(float(c.split()[2]) < 250 for c in cost)
     parallel = run(project, "-m", "retrieval", "--retrieval-report", "-n", "2")  # under xdist, the same table
     assert parallel.returncode == 0 and parse_table(parallel.stdout) == table, parallel.stdout
     strict = run(project, "-m", "retrieval", "--retrieval-threshold", "shadow.gain>=0.5",

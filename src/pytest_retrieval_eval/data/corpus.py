@@ -56,6 +56,11 @@ class Corpus:
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._by_id  # type: ignore[attr-defined]
 
+    @property
+    def id_set(self):
+        """The doc ids as a set-like view: membership without a Python call per id (a run's ids are many)."""
+        return self._by_id.keys()  # type: ignore[attr-defined]
+
     def get(self, doc_id: str) -> Doc | None:
         return self._by_id.get(doc_id)  # type: ignore[attr-defined]
 

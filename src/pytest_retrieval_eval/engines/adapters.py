@@ -34,6 +34,8 @@ def ranked_ids(answer: Any) -> list[str]:
     """An engine's answer as doc ids, best first: a sequence (or iterator) of ids; ``(id, score)``
     pairs; ``{id: score}``. The answer is read exactly once; any other shape is a ``TypeError``
     that names it (an unordered set, None, a lone string, objects that are not ids)."""
+    if type(answer) in (list, tuple) and all(type(i) is str for i in answer):  # the common answer, checked fast
+        return list(answer)
     from ..ir.runs import rank_by_score
 
     if answer is None:

@@ -191,6 +191,8 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
     gated = measures_needed(thresholds) if s.confidence == "lower" else []
     from ..run.cost import latency_of, usage_of
 
+    for e in run.evaluations:  # every measure the verdict reads, scored in one pass per evaluation
+        e.prefetch([*needed, *(d.measure for d in max_drops), f"hit@{s.miss_k or s.miss_cutoff(measures)}"])
     latency = {e.key: latency_of(e) for e in run.evaluations} if s.latency else {}
     usage = {e.key: usage_of(e, s.prices) for e in run.evaluations}
     rows = [Row(e.engine, e.labeled.name, {**{m: e.mean(m) for m in needed},

@@ -61,7 +61,10 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
         answers = _in_threads(engine, questions, depth, timeout, width)
     else:
         answers = [_ask(engine, question, depth, timeout) for question in questions]
+    corpus_ids = known_ids
+    known_ids = getattr(known_ids, "id_set", known_ids)  # a corpus's ids as a set: asked once per returned id
     unknown: dict[str, None] = {}
+    fine: set[str] = set()
     folded = 0
     results = []
     lint: dict[str, list[str]] = {k: [] for k in RUN_LINT_KINDS}
@@ -88,7 +91,9 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
                                     ("ties", _tied_at_a_cutoff(answer))):
                     if found:
                         lint[kind].append(q.query_id)
-                bad = next((problem for problem in map(id_problem, doc_ids) if problem), None)
+                bad = next((problem for d in doc_ids if d not in fine and (problem := id_problem(d))), None)
+                if bad is None:
+                    fine.update(doc_ids)  # ids repeat across questions: each is checked once
                 if bad:  # reports, TREC runs and results.json could not hold it: never written
                     doc_ids = ()
                     raise ValueError(f"retrieve() returned an {bad}")
@@ -107,7 +112,7 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
     if folded:
         info["chunk_ids_folded"] = f"{folded} chunk hits (doc_id:index) counted as their documents"
     if unknown:
-        sample = list(getattr(known_ids, "doc_ids", ()))[:3]
+        sample = list(getattr(corpus_ids, "doc_ids", ()))[:3]
         looks = f"; corpus ids look like {', '.join(sample)}" if sample else ""
         info["unknown_ids"] = (f"{len(unknown)} returned ids are not in the corpus, e.g. "
                                f"{', '.join(list(unknown)[:3])}{looks}")

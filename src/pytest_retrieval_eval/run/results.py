@@ -184,6 +184,15 @@ class EvaluationResult:
                 self._values[name] = evaluate(self.labeled.qrels, self.run, [name], per_query=True)[name]
         return self._values[name]
 
+    def prefetch(self, measures: Iterable["str | Measure"]) -> None:
+        """Score every measure of ``measures`` on the human labels not scored yet in one pass
+        (the run and the qrels are laid out once for all of them, not once per measure)."""
+        todo = [m for m in (Measure.parse(x) for x in measures) if not (m.judged or m.freshness)
+                and m.name not in self._values]
+        if todo:
+            self._values.update(evaluate(self.labeled.qrels, self.run, list(dict.fromkeys(m.name for m in todo)),
+                                         per_query=True))
+
     def values(self, measure: "str | Measure") -> np.ndarray:
         """Per-query values in labeled-set order (a query the run left out scores 0). A freshness
         measure on a corpus without versioned documents has no value: NaN for every query."""
