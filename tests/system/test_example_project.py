@@ -57,7 +57,9 @@ def test_the_teams_tests_pass_and_their_gate_holds_and_xdist_gives_the_same_tabl
     assert "coverage: the questions judge 8 of 9 documents (88.9%) and 15 of 17 chunks (88.2%); the largest no " \
            "question reaches: vpn-setup-2025 (63 words)" in out
     # the team's latency rule: every engine timed, at the project's concurrency
-    assert "latency measured at concurrency 4, " in out
+    assert re.search(r"latency measured on Linux \S+, \d+ CPUs.* at concurrency 4 \(helpdesk-bm25, "
+                     r"helpdesk-haystack, keyword\); 1 \(helpdesk-pgvector\): rows at a different concurrency do not "
+                     r"compare", out) or sys.platform != "linux", out
     cost = out.split("what each engine's calls cost", 1)[1].splitlines()[2:6]
     assert sorted(c.split()[0] for c in cost) == sorted(table) and all(float(c.split()[2]) < 250 for c in cost)
     parallel = run(project, "-m", "retrieval", "--retrieval-report", "-n", "2")  # under xdist, the same table

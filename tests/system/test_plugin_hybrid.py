@@ -100,8 +100,8 @@ def test_xdist_workers_each_get_a_store_and_the_table_matches(pytester, sandbox_
     assert cost[1].split() == ["engine", "p50", "ms", "p95", "ms", "p99", "ms", "max", "ms"], cost
     figures = {c[0]: [float(x) for x in c[1:]] for c in (line.split() for line in cost[2:4])}
     assert set(figures) == {"hybrid", "keyword"} and all(0 < f[0] <= f[1] <= f[3] for f in figures.values())
-    assert re.search(r"^hybrid stages: keyword [\d.]+/[\d.]+ ms, vector [\d.]+/[\d.]+ ms, fusion", parallel.stdout,
-                     re.M), parallel.stdout
+    assert re.search(r"^hybrid: stages keyword [\d.]+/[\d.]+, vector [\d.]+/[\d.]+, fusion [\d.]+/[\d.]+ ms \(p50/p95\)",
+                     parallel.stdout, re.M), parallel.stdout
     assert "latency measured at concurrency 1" in parallel.stdout and "latency measured at concurrency 1" not in serial.stdout
     assert rows(serial.stdout) == rows(parallel.stdout) and set(rows(parallel.stdout)) == {"hybrid", "keyword"}
     # the workers' store lines, which only they printed (to no terminal), are printed by the controller

@@ -195,3 +195,16 @@ def test_usage_and_times_survive_the_dict_form_xdist_ships():
         [(r.seconds, {"keyword": 0.5}, {"m": (1, 2, 3)}) for r in e.results]
     assert back.measured == e.measured
     assert latency_of(back).stages == {"keyword": {"p50": 0.5, "p95": 0.5}}
+
+
+def test_a_baseline_comparison_says_the_latency_and_whether_it_was_measured_alike():
+    from pytest_retrieval_eval.gate.baseline import latency_note
+
+    now, base = evaluate_engine(Sleeper([0.002] * 12), LABELED), evaluate_engine(Sleeper([0.001] * 12), LABELED)
+    assert latency_note(now, base).startswith(f"slow: latency p95 {latency_of(base).ms('p95'):.1f} ms -> "
+                                              f"{latency_of(now).ms('p95'):.1f} ms (measured alike: concurrency 1, ")
+    base.measured = {**base.measured, "concurrency": 8}
+    assert ", not comparable: measured at concurrency 1, " in latency_note(now, base)
+    assert "the baseline at concurrency 8, " in latency_note(now, base)
+    base.measured = {}  # a baseline saved without latency: nothing to say
+    assert latency_note(now, base) is None

@@ -202,6 +202,9 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
             out.notes.append(f"{e.engine}: {', '.join(judged_alone)} not compared: "
                              f"{'the baseline has' if b.judge is None else 'this run has'} no judgments")
         out.diffs += [diff_engine(e, b, m) for m in measures if m not in judged_alone]
+        said = latency_note(e, b)
+        if said:
+            out.notes.append(said)
     for b in base.evaluations:
         if now.get(*b.key) is None:
             out.notes.append(f"{b.engine} on {b.labeled.name} is in the baseline but was not evaluated now")
@@ -221,6 +224,20 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
         found += [f for tag in all_tags(e.labeled) if (f := segment_diff(e, b, tag, d)) is not None]
     out.segments = [replace(f, paired=c) for f, c in zip(found, corrected([f.paired for f in found], correction))]
     return out
+
+
+def latency_note(now: EvaluationResult, base: EvaluationResult) -> str | None:
+    """The p95 latency against the baseline's, where both were timed; said not comparable when
+    they were measured at a different concurrency or on another machine."""
+    from ..run.cost import latency_of
+
+    a, b = latency_of(now), latency_of(base)
+    if a is None or b is None:
+        return None
+    text = f"{now.engine}: latency p95 {b.ms('p95'):.1f} ms -> {a.ms('p95'):.1f} ms"
+    if a.measured_at != b.measured_at:
+        return f"{text}, not comparable: measured at {a.measured_at}, the baseline at {b.measured_at}"
+    return f"{text} (measured alike: {a.measured_at})"
 
 
 def segment_diff(now: EvaluationResult, base: EvaluationResult, tag: str, total: MeasureDiff) -> SegmentDiff | None:

@@ -260,7 +260,7 @@ def parse_sweep(text: str, source: str, hybrid: HybridConfig, ingest: IngestConf
             (item.partition("=") for item in rest.split())]
     if not sep or not base or not axes or any(not k or not vs for k, vs in axes):
         raise RetrievalEvalError(f"{where} not understood; expected 'ENGINE: KEY=V1,V2 ...', e.g. "
-                                 "'hybrid: split_length=200,400 fusion_top_k=10,50'")
+                                 "'hybrid: split_length=200,300 fusion_top_k=10,50'")
     known = {"hybrid": (hybrid, ingest), **{n: (h, i) for n, h, i in variants}}
     if base not in known:
         raise RetrievalEvalError(f"{where}: sweeps vary the hybrid engine or one of its variants; '{base}' is not one "

@@ -201,7 +201,7 @@ OPTIONS: tuple[Option, ...] = (
            "'hybrid-200: split_length=200 split_overlap=40'; repeatable", kind="lines", ini="retrieval_variants",
            metavar="'NAME: KEY=VALUE ...'"),
     Option("sweep", "evaluate every combination of hybrid settings as an engine of its own, e.g. 'hybrid: "
-           "split_length=200,400 fusion_top_k=10,50' (each chunking ingested once and kept as a snapshot; query-side "
+           "split_length=200,300 fusion_top_k=10,50' (each chunking ingested once and kept as a snapshot; query-side "
            "settings share it); prints them sorted with intervals, corrected significance against the base engine, "
            "p95 latency and chunk count, the Pareto front marked; repeatable", kind="lines", ini="retrieval_sweeps",
            metavar="'ENGINE: KEY=V1,V2 ...'"),

@@ -48,13 +48,24 @@ def rows(verdict: Any) -> tuple[list[str], list[list[str]], list[str]]:
         if use and use.unpriced:
             notes.append(f"{e.engine}: no price for {', '.join(use.unpriced)}: give --retrieval-prices "
                          f"'{use.unpriced[0]}=INPUT/OUTPUT' (dollars per million tokens)")
-    measured = sorted({x.measured_at for x in latency.values()})
-    if len(measured) == 1:
-        notes.insert(0, f"latency measured at {measured[0]}")
-    elif measured:
-        notes.insert(0, "latency measured at different settings, not comparable row to row: "
-                     + "; ".join(f"{x.engine} at {x.measured_at}" for x in latency.values()))
+    if latency:
+        notes.insert(0, measured_text(list(latency.values())))
     return header, out, notes
+
+
+def measured_text(found: list) -> str:
+    """What the rows were measured at, said once; where the concurrency or the machine differs
+    between rows, which rows share which, and that those rows do not compare."""
+    machines = list(dict.fromkeys(x.machine for x in found))
+    widths = list(dict.fromkeys(x.concurrency for x in found))
+    if len(machines) == 1 and len(widths) == 1:
+        return f"latency measured at {found[0].measured_at}"
+    if len(machines) == 1:
+        groups = "; ".join(f"{w} ({', '.join(x.engine for x in found if x.concurrency == w)})" for w in widths)
+        return (f"latency measured on {machines[0]} at concurrency {groups}: rows at a different concurrency do "
+                "not compare")
+    return ("latency measured at different settings, rows do not compare across them: "
+            + "; ".join(f"{x.engine} at {x.measured_at}" for x in found))
 
 
 def lines(verdict: Any) -> list[str]:
