@@ -1,6 +1,7 @@
 """Calls and tokens of the plugin's HTTP calls (engines, embedders, rerankers, generation, the
 judge), counted where every call is made (``_http.request_json``) and credited to whatever is
-metering at the time: the question an engine is answering, its ``prepare``, an ingestion.
+metering at the time: the question an engine is answering, its ``prepare``; what nothing claims
+(ingestion, generation, judging) to the process's ``OUTSIDE`` meter, which the run adds up.
 
 A ``ContextVar`` carries the meter, so the credit follows the call into the daemon thread or
 event-loop task that makes it (``run/evaluate.py`` copies the context into its threads) and two
@@ -39,6 +40,23 @@ class Meter:
 
 
 _current: ContextVar[Meter | None] = ContextVar("retrieval_eval_meter", default=None)
+#: the process's calls no question or engine claims: ingestion's embeddings, generation, the judge
+OUTSIDE = Meter()
+
+
+def summed(*tables: dict) -> dict[str, list[int]]:
+    """Several ``Meter.to_dict()`` tables as one (model by model)."""
+    out: dict[str, list[int]] = {}
+    for table in tables:
+        for model, row in table.items():
+            out[model] = [a + b for a, b in zip(out.get(model, [0, 0, 0]), row)]
+    return dict(sorted(out.items()))
+
+
+def since(now: dict, before: dict) -> dict[str, list[int]]:
+    """What ``now`` holds beyond ``before`` (a later reading of the same meter)."""
+    out = {m: [a - b for a, b in zip(row, before.get(m, [0, 0, 0]))] for m, row in now.items()}
+    return {m: row for m, row in sorted(out.items()) if any(row)}
 
 
 @contextmanager
@@ -73,16 +91,12 @@ def tokens_of(usage: Any) -> tuple[int, int]:
 def record(model: str, calls: int, usage: Any = None) -> None:
     """``calls`` made to ``model`` by a client that is not ours (Haystack's OpenAI embedder),
     with the ``usage`` it reports for them together."""
-    meter = _current.get()
-    if meter is not None:
-        meter.add(model or UNNAMED, calls, *tokens_of(usage))
+    (_current.get() or OUTSIDE).add(model or UNNAMED, calls, *tokens_of(usage))
 
 
 def record_call(payload: Any, answer: Any = None) -> None:
     """One request sent; with the decoded ``answer``, the tokens its ``usage`` reports."""
-    meter = _current.get()
-    if meter is None:
-        return
+    meter = _current.get() or OUTSIDE
     model = ""
     if isinstance(answer, Mapping) and isinstance(answer.get("model"), str):
         model = answer["model"]

@@ -55,5 +55,6 @@ def test_an_http_engine_is_timed_priced_and_gated_on_its_p95(bundled_project, tm
     assert float(cells[2]) == round(p95 * 1000, 1) and cells[5:] == ["1.00", f"{(tokens_in + 34) / 17:.1f}",
                                                                     f"{cost / 17:.3g}"]
     assert re.search(r"^latency measured at concurrency 1, \S+ \S+, \d+ CPUs", text, re.M)
+    assert f"the run's HTTP calls: 17, {tokens_in + 34:,} tokens, ${cost:.4g}" in text.replace("\n    ", " ")
     md = (out / "results.md").read_text()
     assert "## Cost" in md and "| remote | " in md

@@ -208,3 +208,19 @@ def test_a_baseline_comparison_says_the_latency_and_whether_it_was_measured_alik
     assert "the baseline at concurrency 8, " in latency_note(now, base)
     base.measured = {}  # a baseline saved without latency: nothing to say
     assert latency_note(now, base) is None
+
+
+def test_the_openai_embedder_counts_its_batches_and_tokens_and_unclaimed_calls_count_for_the_run():
+    from fake_api import embeddings_reply
+    from pytest_retrieval_eval._usage import OUTSIDE, Meter, metering, since
+    from pytest_retrieval_eval.hybrid.embedders import OpenAIBackend
+
+    with FakeApi() as api:
+        api.script("/embeddings", Reply(200, embeddings_reply(8)))
+        backend = OpenAIBackend("embed-small", url=api.url)
+        with metering(Meter()) as meter:
+            backend.embed([f"text {i}" for i in range(100)])  # batches of 64: two requests
+        before = OUTSIDE.to_dict()
+        backend.embed(["one more"])  # claimed by no question: the run's own (an ingestion)
+    assert meter.to_dict() == {"embed-small": [2, 2, 0]}
+    assert since(OUTSIDE.to_dict(), before) == {"embed-small": [1, 1, 0]}

@@ -38,6 +38,8 @@ class Shipped:
     unused_ingestion: str | None = None
     #: the document of each chunk the engines read (the session's ingestion): what coverage counts
     chunk_docs: list[str] = field(default_factory=list)
+    #: the HTTP calls no engine's question claims (``_usage.OUTSIDE``): model -> [calls, input, output tokens]
+    usage: dict = field(default_factory=dict)
 
 
 @dataclass

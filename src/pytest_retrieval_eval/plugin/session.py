@@ -29,6 +29,8 @@ class Outcome:
     #: what only the workers printed (their store lines), for the controller to print
     workers_said: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: the run's HTTP calls outside the engines' questions (ingestion, generation, judging), per model
+    usage: dict = field(default_factory=dict)
 
     @property
     def failures(self) -> list[str]:
@@ -52,6 +54,7 @@ class Merged:
     workers_said: list[str]  # the workers' store lines: the controller prints them
     warnings: list[str]
     chunk_docs: list[str] | None = None  # the document of each ingested chunk, when something was ingested
+    usage: dict = field(default_factory=dict)  # every process's calls outside the engines' questions, summed
 
 
 def merge(gathered: Gathered) -> Merged:
@@ -98,8 +101,10 @@ def merge(gathered: Gathered) -> Merged:
                  "(name a query pipeline that does, retrieval_query_pipelines = NAME=PATH, or leave it out)"]
                 if kept and len(unused) == 1 and None not in unused else [])
     chunk_docs = next((shipped.chunk_docs for _, shipped in gathered.shipped if shipped.chunk_docs), None)
+    from .._usage import summed
+
     return Merged(list(kept.values()), list(lint.values()), dict(sorted(snippets.items())), notes, missing, store,
-                  said, warnings, chunk_docs)
+                  said, warnings, chunk_docs, summed(*(shipped.usage for _, shipped in gathered.shipped)))
 
 
 def join_shares(parts: list[dict]) -> Any:
@@ -394,13 +399,15 @@ class RetrievalSession:
         """Ship or gather; in the reporting process, judge every evaluation and write the outputs."""
         from .inputs import shown
 
+        from .._usage import OUTSIDE, since, summed
+
         ingestion = self.config.hybrid.ingest_pipeline
         read = self._indexes.get(self.config.hybrid.ingest) or self._indexes.get("pipeline")
         records = Shipped([r.to_dict(timing=True) for r in self._results.values()],
                           [i.lint.to_dict() for i in self._indexes.values() if i.lint is not None],
                           dict(self._snippets), list(self._shares.values()), list(self.store_events),
                           shown(ingestion) if ingestion is not None and "pipeline" not in self._indexes else None,
-                          [c.doc_id for c in read.chunks] if read is not None else [])
+                          [c.doc_id for c in read.chunks] if read is not None else [], OUTSIDE.to_dict())
         self.role.ship(self.pytest_config, records)
         if not self.role.reports:
             return None
@@ -443,7 +450,9 @@ class RetrievalSession:
         if cfg.gate.compare is None:
             baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
         verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
-        self.outcome = Outcome(verdict, notes, list(cfg.gate.thresholds), merged.workers_said, merged.warnings)
+        outside = summed(merged.usage, since(OUTSIDE.to_dict(), records.usage))  # the judge's, made since shipping
+        self.outcome = Outcome(verdict, notes, list(cfg.gate.thresholds), merged.workers_said, merged.warnings,
+                               outside)
         if run.evaluations:
             trend = results_json = None
             if history is not None:  # this run, remembered by commit; the page charts the history
@@ -458,7 +467,7 @@ class RetrievalSession:
                     trend = trend_svg(history.records(), verdict.miss_measure)
             timing = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "store": merged.store,
                       "engines": {f"{r.engine} on {r.labeled.name}": {"queries": r.n, "seconds": round(r.seconds, 6)}
-                                  for r in evaluations}}
+                                  for r in evaluations}, **({"usage_outside_engines": outside} if outside else {})}
             write_outputs(verdict, report_dir=cfg.report.report_dir, html=cfg.report.html,
                           save_baseline=cfg.report.save_baseline, baseline=baseline, timing=timing,
                           step_summary=step_summary_path(), trend=trend, results_json=results_json)

@@ -92,3 +92,28 @@ def markdown(verdict: Any) -> list[str]:
            "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in body]
     return out + [""] + [f"- {n}" for n in notes] if notes else out
+
+
+def run_lines(verdict: Any, outside: dict) -> list[str]:
+    """The run's HTTP calls in all: the engines' (per query, above) and those no question claims
+    (ingestion's embeddings, question generation, the judge), priced where the run has prices."""
+    if not outside and not verdict.usage:
+        return []
+    from ..run.cost import price_of
+
+    prices = verdict.settings.prices
+    calls = sum(u.calls for u in verdict.usage) + sum(r[0] for r in outside.values())
+    tokens = sum(u.tokens for u in verdict.usage) + sum(r[1] + r[2] for r in outside.values())
+    cost, unpriced = sum(0.0 if math.isnan(u.cost) else u.cost for u in verdict.usage), \
+        sorted({m for u in verdict.usage for m in u.unpriced})
+    for model, (_, given, output) in outside.items():
+        price = price_of(model, prices)
+        if price is None:
+            unpriced += [model] if (given or output) and model not in unpriced else []
+        else:
+            cost += (given * price[0] + output * price[1]) / 1e6
+    besides = ", ".join(f"{m} {r[0]} calls ({r[1] + r[2]:,} tokens)" for m, r in outside.items())
+    text = (f"the run's HTTP calls: {calls:,}, {tokens:,} tokens"
+            + (f", ${cost:.4g}" if not unpriced else f" (no price for {', '.join(unpriced)})")
+            + (f"; besides the engines' questions (ingestion, generation, judging): {besides}" if besides else ""))
+    return textwrap.wrap(text, width=80, subsequent_indent="    ", break_on_hyphens=False)

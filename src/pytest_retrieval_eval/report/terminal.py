@@ -37,6 +37,8 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
         for name, why in unavailable.items():
             tr.write_line(f"engine {name} not available: {why}", yellow=True)
     if report:
+        for line in cost.run_lines(verdict, getattr(outcome, "usage", {}) or {}):
+            tr.write_line(line)
         for line in trial_lines(verdict, thresholds_of(outcome)):
             tr.write_line(line)
         for line in lint_lines(verdict, limit=3 if verbosity >= 0 else 0):
