@@ -130,6 +130,9 @@ class RetrievalSession:
         self._freshness: dict[str, Any] = {}  # corpus fingerprint -> data.freshness.Freshness | None
         self.outcome: Outcome | None = None
         self._build_errors: dict[str, str] = {}  # engine name -> why its factory failed (a gate failure)
+        from .._usage import OUTSIDE
+
+        self._outside_before = OUTSIDE.to_dict()  # the process's unclaimed calls so far: not this session's
 
     # --- engines -----------------------------------------------------------------------------
     @property
@@ -407,7 +410,8 @@ class RetrievalSession:
                           [i.lint.to_dict() for i in self._indexes.values() if i.lint is not None],
                           dict(self._snippets), list(self._shares.values()), list(self.store_events),
                           shown(ingestion) if ingestion is not None and "pipeline" not in self._indexes else None,
-                          [c.doc_id for c in read.chunks] if read is not None else [], OUTSIDE.to_dict())
+                          [c.doc_id for c in read.chunks] if read is not None else [],
+                          since(OUTSIDE.to_dict(), self._outside_before))
         self.role.ship(self.pytest_config, records)
         if not self.role.reports:
             return None
@@ -450,7 +454,8 @@ class RetrievalSession:
         if cfg.gate.compare is None:
             baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
         verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
-        outside = summed(merged.usage, since(OUTSIDE.to_dict(), records.usage))  # the judge's, made since shipping
+        # and the judge's, made here since shipping
+        outside = summed(merged.usage, since(since(OUTSIDE.to_dict(), self._outside_before), records.usage))
         self.outcome = Outcome(verdict, notes, list(cfg.gate.thresholds), merged.workers_said, merged.warnings,
                                outside)
         if run.evaluations:
