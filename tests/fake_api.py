@@ -33,7 +33,9 @@ class Seen:
 
 
 class FakeApi:
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = False) -> None:
+        """``keep_alive``: HTTP/1.1 connections kept open between requests, as a production
+        embedding server keeps them (the default closes each, as http.server does)."""
         self.scripts: dict[str, list[Reply]] = {}
         self.requests: list[Seen] = []
         self.in_flight = 0
@@ -42,6 +44,9 @@ class FakeApi:
         api = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+            disable_nagle_algorithm = keep_alive  # headers and body go out at once, not 40 ms apart
+
             def log_message(self, *args):  # keep test output clean
                 pass
 

@@ -84,7 +84,32 @@ class ChatEndpoint:
         return base_url(self.url)
 
 
+#: batches an OpenAI-compatible embedder has in flight by default: a TEI or vLLM server takes several
+EMBED_CONCURRENCY = 4
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+class Pace:
+    """At most ``rate`` calls a second across threads (None: no pacing): a client-side rate
+    limit for endpoints that publish one (the server's own 429 and Retry-After are honoured
+    by the retries besides)."""
+
+    def __init__(self, rate: float | None) -> None:
+        import threading
+
+        self.interval = 1.0 / rate if rate else 0.0
+        self.next = 0.0
+        self.lock = threading.Lock()
+
+    def wait(self) -> None:
+        if not self.interval:
+            return
+        with self.lock:
+            now = time.monotonic()
+            start = max(now, self.next)
+            self.next = start + self.interval
+        if start > now:
+            time.sleep(start - now)
 
 
 def _retry_after(value: str | None) -> float | None:

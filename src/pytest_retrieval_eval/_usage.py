@@ -88,12 +88,6 @@ def tokens_of(usage: Any) -> tuple[int, int]:
     return (given or max(0, whole("total_tokens") - output)), output
 
 
-def record(model: str, calls: int, usage: Any = None) -> None:
-    """``calls`` made to ``model`` by a client that is not ours (Haystack's OpenAI embedder),
-    with the ``usage`` it reports for them together."""
-    (_current.get() or OUTSIDE).add(model or UNNAMED, calls, *tokens_of(usage))
-
-
 def record_call(payload: Any, answer: Any = None) -> None:
     """One request sent; with the decoded ``answer``, the tokens its ``usage`` reports."""
     meter = _current.get() or OUTSIDE

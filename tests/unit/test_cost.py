@@ -213,13 +213,13 @@ def test_a_baseline_comparison_says_the_latency_and_whether_it_was_measured_alik
 def test_the_openai_embedder_counts_its_batches_and_tokens_and_unclaimed_calls_count_for_the_run():
     from fake_api import embeddings_reply
     from pytest_retrieval_eval._usage import OUTSIDE, Meter, metering, since
-    from pytest_retrieval_eval.hybrid.embedders import OpenAIBackend
+    from pytest_retrieval_eval.hybrid.embedders import Embedder, OpenAIBackend
 
     with FakeApi() as api:
         api.script("/embeddings", Reply(200, embeddings_reply(8)))
         backend = OpenAIBackend("embed-small", url=api.url)
-        with metering(Meter()) as meter:
-            backend.embed([f"text {i}" for i in range(100)])  # batches of 64: two requests
+        with metering(Meter()) as meter:  # batches of 64, sent side by side: two requests, each credited here
+            Embedder(backend, None).embed([f"text {i}" for i in range(100)])
         before = OUTSIDE.to_dict()
         backend.embed(["one more"])  # claimed by no question: the run's own (an ingestion)
     assert meter.to_dict() == {"embed-small": [2, 2, 0]}

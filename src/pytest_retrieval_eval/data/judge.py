@@ -12,14 +12,13 @@ asked again; a failed call is counted and named, never written.
 from __future__ import annotations
 
 import re
-import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .._http import ChatEndpoint, api_key_for, post_json
+from .._http import ChatEndpoint, Pace, api_key_for, post_json
 from .._secrets import mask_and_cap
 from ..errors import RetrievalEvalError
 from ..types import sha256_text
@@ -115,25 +114,6 @@ class JudgingReport:
         return text
 
 
-class _Pace:
-    """At most ``rate`` calls a second across threads (None: no pacing)."""
-
-    def __init__(self, rate: float | None) -> None:
-        self.interval = 1.0 / rate if rate else 0.0
-        self.next = 0.0
-        self.lock = threading.Lock()
-
-    def wait(self) -> None:
-        if not self.interval:
-            return
-        with self.lock:
-            now = time.monotonic()
-            start = max(now, self.next)
-            self.next = start + self.interval
-        if start > now:
-            time.sleep(start - now)
-
-
 def messages(question: str, text: str) -> list[dict[str, str]]:
     passage = " ".join(text.split())[:MAX_PASSAGE_CHARS]
     return [{"role": "system", "content": SYSTEM_PROMPT},
@@ -163,7 +143,7 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
         api_key = api_key_for(config.base, "judging")
         if progress:
             progress(f"judging {len(todo)} pair(s) with {config.model} ({config.concurrency} at a time)")
-        pace, url = _Pace(config.rate), f"{config.base}/chat/completions"
+        pace, url = Pace(config.rate), f"{config.base}/chat/completions"
         calls = [0]
 
         def ask(p: Pair) -> Judgment:

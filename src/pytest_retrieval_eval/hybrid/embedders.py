@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +29,8 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from .._http import api_key_env, api_key_for, base_url
-from .._secrets import mask_and_cap
+from .._http import EMBED_CONCURRENCY, api_key_for, base_url
+from .._secrets import mask_and_cap, redact
 from .embedding_cache import EmbeddingCache, text_key
 from ..errors import RetrievalEvalError
 
@@ -161,51 +162,58 @@ class SentenceTransformersBackend:
 
 
 class OpenAIBackend:
-    """An OpenAI-compatible ``/embeddings`` endpoint through ``OpenAIDocumentEmbedder``."""
+    """An OpenAI-compatible ``/embeddings`` endpoint, called with the plugin's own client
+    (``_http.post_json``: 429, 5xx and timeouts retried honouring Retry-After, the key masked
+    in every message, each call and its tokens counted): one request per batch, ``concurrency``
+    batches in flight (``Embedder`` sends them), at most ``rate`` requests a second. The vectors
+    do not depend on how they were sent: the identity (and so the cache) is the model's."""
 
-    def __init__(self, model: str, *, url: str | None = None, timeout: float = 30.0, max_retries: int = 3) -> None:
+    def __init__(self, model: str, *, url: str | None = None, timeout: float = 30.0, max_retries: int = 3,
+                 concurrency: int = EMBED_CONCURRENCY, rate: float | None = None) -> None:
+        from .._http import Pace
+
         self.model = model
         self.url = base_url(url)
         self.timeout = timeout
         self.max_retries = max_retries
+        self.concurrency = max(1, int(concurrency))
+        self.pace = Pace(rate)
         self.identity = f"openai:{self.url}:{model}"
-        self._component = None
+        self._client = None
+        self._key: str | None = None
+        self._lock = threading.Lock()
 
-    def _load(self):
-        from .._lazy_torch import import_haystack
+    def _connected(self):
+        with self._lock:  # batches sent side by side share one client (httpx's is thread-safe)
+            if self._client is None:
+                import httpx
 
-        import_haystack()
-        from haystack.components.embedders import OpenAIDocumentEmbedder
-        from haystack.utils import Secret
-
-        env = api_key_env()
-        api_key_for(self.url, "the openai embedder")  # a hosted endpoint without a key stops here
-        # a private server needs no key; the OpenAI client wants one all the same
-        key = Secret.from_env_var(env) if env else Secret.from_token("no-key-needed")
-        return OpenAIDocumentEmbedder(
-            api_key=key, model=self.model, api_base_url=self.url, progress_bar=False,
-            timeout=self.timeout, max_retries=self.max_retries, raise_on_failure=True, batch_size=64,
-        )
+                self._key = api_key_for(self.url, "the openai embedder")  # a hosted endpoint without one stops here
+                self._client = httpx.Client(timeout=self.timeout,
+                                            limits=httpx.Limits(max_connections=max(self.concurrency, 10)))
+            return self._client
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if self._component is None:
-            self._component = self._load()
-        from haystack import Document
+        from .._http import post_json
 
-        from .._usage import record
-
+        client = self._connected()
+        self.pace.wait()
+        url = f"{self.url}/embeddings"
         try:
-            answer = self._component.run(documents=[Document(content=t) for t in texts])
-            docs = answer["documents"]
-        except Exception as exc:
-            raise RetrievalEvalError(
-                mask_and_cap(f"embedding request to {self.url} failed: {type(exc).__name__}: {exc}", 500)
-            ) from None
-        meta = answer.get("meta") or {}
-        record(meta.get("model") or self.model, -(-len(texts) // self._component.batch_size), meta.get("usage"))
-        if any(d.embedding is None for d in docs):
-            raise RetrievalEvalError(f"embedding endpoint {self.url} returned no vector for some texts")
-        return np.asarray([d.embedding for d in docs], dtype=np.float32)
+            answer = post_json(client, url, {"model": self.model, "input": list(texts), "encoding_format": "float"},
+                               api_key=self._key, retries=self.max_retries, max_wait=self.timeout)
+        except RetrievalEvalError as exc:
+            raise RetrievalEvalError(mask_and_cap(f"the openai embedder: {exc}", 500)) from None
+        data = answer.get("data") if isinstance(answer, dict) else None
+        try:
+            rows = sorted(data, key=lambda d: d["index"]) if isinstance(data, list) else None
+            vectors = None if rows is None else np.asarray([r["embedding"] for r in rows], dtype=np.float32)
+        except (KeyError, TypeError, ValueError):
+            vectors = None
+        if vectors is None or vectors.ndim != 2 or len(vectors) != len(texts):
+            raise RetrievalEvalError(f"embedding endpoint {redact(url)} returned no vector for some texts "
+                                     f"({len(data) if isinstance(data, list) else 'no'} 'data' rows for {len(texts)} texts)")
+        return vectors
 
 
 _WORDS = re.compile(r"\w+")
@@ -235,8 +243,9 @@ class HashingBackend:
         return np.stack([self._one(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
 
 
-def backend_for(spec: str) -> Backend:
-    """Parse the ``retrieval_embedder`` setting."""
+def backend_for(spec: str, *, concurrency: int = EMBED_CONCURRENCY, rate: float | None = None) -> Backend:
+    """Parse the ``retrieval_embedder`` setting; ``concurrency`` and ``rate`` are a remote
+    endpoint's (``--retrieval-embed-concurrency``, ``--retrieval-embed-rate``)."""
     kind, _, arg = (spec or "minilm").partition(":")
     if kind == "minilm" and not arg:
         return SentenceTransformersBackend(
@@ -246,7 +255,7 @@ def backend_for(spec: str) -> Backend:
     if kind == "sentence-transformers" and arg:
         return SentenceTransformersBackend(arg)
     if kind == "openai" and arg:
-        return OpenAIBackend(arg)
+        return OpenAIBackend(arg, concurrency=concurrency, rate=rate)
     if kind == "hashing":
         try:
             return HashingBackend(int(arg) if arg else 384)
@@ -288,6 +297,27 @@ class Embedder:
             self._dim = int(self.embed(["dimension probe"]).shape[1])
         return self._dim
 
+    def _embedded(self, batches: list[list[str]]):
+        """Each batch's vectors, in order: one at a time, or ``backend.concurrency`` batches in
+        flight for a remote endpoint (each in the caller's context: its calls are metered as the
+        caller's). Cached as they arrive, so an interrupted run keeps what was paid for."""
+        width = min(getattr(self.backend, "concurrency", 1), len(batches))
+        if width <= 1:
+            yield from (self.backend.embed(b) for b in batches)
+            return
+        import contextvars
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(width, thread_name_prefix="retrieval-embed")
+        futures = [pool.submit(contextvars.copy_context().run, self.backend.embed, b) for b in batches]
+        try:
+            for future in futures:
+                yield future.result()
+        except BaseException:  # a failed batch, Ctrl-C: the batches not sent yet never are
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+
     def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         keys = [text_key(t) for t in texts]
         found = self.cache.get_many(self.identity, keys) if self.cache else {}
@@ -295,16 +325,17 @@ class Embedder:
         self.stats.cached += len(keys) - sum(1 for k in keys if k not in found)
         if missing:
             text_of = dict(zip(keys, texts))
-            for start in range(0, len(missing), self.batch_size):
-                part = missing[start:start + self.batch_size]
-                vectors = self.backend.embed([text_of[k] for k in part])
+            parts = [missing[start:start + self.batch_size] for start in range(0, len(missing), self.batch_size)]
+            done = 0
+            for part, vectors in zip(parts, self._embedded([[text_of[k] for k in part] for part in parts])):
                 new = list(zip(part, vectors))
                 found.update(new)
                 if self.cache:
                     self.cache.put_many(self.identity, new)
                 self.stats.computed += len(part)
+                done += len(part)
                 if progress:
-                    progress(min(start + len(part), len(missing)), len(missing))
+                    progress(done, len(missing))
         if not keys:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)

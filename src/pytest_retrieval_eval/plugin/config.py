@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from .._http import DEFAULT_CHAT_MODEL
+from .._http import DEFAULT_CHAT_MODEL, EMBED_CONCURRENCY
 from .._secrets import SecretText
 from ..engines.hybrid import HybridConfig
 from ..errors import RetrievalEvalError
@@ -63,6 +63,8 @@ class HybridSetup:
     schema_prefix: str = "retrieval_eval"
     dsn_keep: bool = False  # dsn store: keep ingested tables (schema <prefix>_kept) for later sessions
     embedder: str = "minilm"
+    embed_concurrency: int = EMBED_CONCURRENCY  # an OpenAI-compatible embedder's batches in flight
+    embed_rate: float | None = None  # its requests a second (None: no limit)
     cache_dir: Path | None = None  # None: pytest's cache dir, else ~/.cache/pytest-retrieval-eval
     store_cache_mb: float = 2048.0  # snapshots of ingested embedded stores; 0: none
     ingest: IngestConfig = IngestConfig()
@@ -195,7 +197,8 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool,
                       timeout=get("timeout"), concurrency=get("concurrency"), slice=get("slice")),
         hybrid=HybridSetup(store=get("store"), dsn=SecretText(get("dsn")) if get("dsn") else None,
                            schema_prefix=check_identifier(get("schema"), names["schema"]), dsn_keep=get("dsn_keep"),
-                           embedder=get("embedder"), cache_dir=get("cache_dir"),
+                           embedder=get("embedder"), embed_concurrency=get("embed_concurrency"),
+                           embed_rate=get("embed_rate"), cache_dir=get("cache_dir"),
                            store_cache_mb=get("store_cache_mb"), ingest=ingest, engine=engine,
                            variants=variants, ingest_pipeline=get("ingest_pipeline"),
                            ingest_input=get("ingest_input"),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .._http import DEFAULT_CHAT_MODEL
+from .._http import DEFAULT_CHAT_MODEL, EMBED_CONCURRENCY
 from ..data.chunking import Chunking
 from ..engines.base import DEFAULT_DEPTH
 from ..engines.hybrid import HybridConfig
@@ -184,6 +184,11 @@ OPTIONS: tuple[Option, ...] = (
            "sessions with the same ingestion (never dropped by the plugin)", False, kind="switch"),
     Option("embedder", "minilm (offline), sentence-transformers:PATH, openai:MODEL or hashing[:DIM]", "minilm",
            metavar="SPEC", env=f"{ENV_PREFIX}EMBEDDER"),
+    Option("embed_concurrency", "batches an openai:MODEL embedder sends at a time (a TEI or vLLM server behind an "
+           "OpenAI-compatible API embeds a large corpus at its pace; the vectors are those of a serial run)",
+           EMBED_CONCURRENCY, whole(1), metavar="N"),
+    Option("embed_rate", "at most this many requests a second to an openai:MODEL embedder (default: no limit; the "
+           "server's 429 and Retry-After are honoured besides)", None, positive, metavar="PER_SECOND"),
     Option("cache_dir", "where embeddings and store snapshots are cached (default: pytest's cache dir)", path=True,
            metavar="DIR"),
     Option("store_cache_mb", "room for snapshots of ingested embedded stores (restored instead of ingesting "
