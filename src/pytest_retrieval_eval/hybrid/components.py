@@ -216,3 +216,31 @@ class HttpReranker:
         except (KeyError, TypeError, ValueError, IndexError):
             raise RetrievalEvalError(f"{redact(self.url)}/rerank answered without a valid 'results' list") from None
         return {"documents": out[:top_k] if top_k else out}
+
+
+@component
+class CopyDocumentWriter:
+    """The built-in ingestion's writer: the documents into its ``PgvectorDocumentStore``'s table
+    with one COPY, as ``DocumentWriter(policy=OVERWRITE)`` would write them row by row (the same
+    columns, values and duplicate rule: ``haystack_internals.copy_documents``). A team's YAML
+    keeps the writer it names."""
+
+    def __init__(self, document_store) -> None:
+        self.document_store = document_store
+
+    def to_dict(self) -> dict:
+        from haystack import default_to_dict
+
+        return default_to_dict(self, document_store=self.document_store.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict):
+        from haystack import default_from_dict
+
+        return default_from_dict(cls, data)  # the store is deserialised from its own type, as DocumentWriter's
+
+    @component.output_types(documents_written=int)
+    def run(self, documents: list[Document]) -> dict:
+        from .haystack_internals import copy_documents
+
+        return {"documents_written": copy_documents(self.document_store, documents)}

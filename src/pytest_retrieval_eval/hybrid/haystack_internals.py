@@ -47,3 +47,34 @@ def output_sockets(component: Any) -> set[str]:
     """The output socket names of a Haystack component instance (Haystack keeps them on
     ``__haystack_output__``, a ``Sockets`` whose mapping is ``_sockets_dict``)."""
     return set(component.__haystack_output__._sockets_dict)
+
+
+#: the columns of pgvector-haystack's table, in its own order
+COLUMNS = ("id", "embedding", "content", "blob_data", "blob_meta", "blob_mime_type", "meta")
+
+
+def copy_documents(document_store: Any, documents: list) -> int:
+    """``documents`` written into the store's table with one ``COPY``, as ``write_documents``
+    with ``DuplicatePolicy.OVERWRITE`` writes them: the same columns and values (the store's own
+    conversion, ``_from_haystack_to_pg_documents``), a repeated id written once (the last), an id
+    already in the table replaced. Its ``executemany`` asks one INSERT ... RETURNING per document;
+    a COPY streams them all (about 3x here)."""
+    from haystack_integrations.document_stores.pgvector.converters import _from_haystack_to_pg_documents
+    from psycopg import sql
+
+    rows = {d["id"]: d for d in _from_haystack_to_pg_documents(documents)}
+    if not rows:
+        return 0
+    document_store.count_documents()  # connects (and creates the table) as any first use does
+    conn = connection(document_store)
+    table = sql.Identifier(document_store.schema_name, document_store.table_name)
+    with conn.transaction():
+        with conn.cursor() as cur:
+            cur.execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(table), [list(rows)])
+            statement = sql.SQL("COPY {} ({}) FROM STDIN").format(table, sql.SQL(", ").join(map(sql.Identifier, COLUMNS)))
+            with cur.copy(statement) as copy:
+                for d in rows.values():
+                    vector = d.get("embedding")
+                    copy.write_row((d["id"], None if vector is None else "[" + ",".join(map(repr, vector)) + "]",
+                                    *(d.get(c) for c in COLUMNS[2:])))
+    return len(rows)
