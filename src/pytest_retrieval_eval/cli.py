@@ -219,7 +219,7 @@ def _report(args) -> int:
     from .gate.verdict import judge_recorded, record_settings
     from .ir.measures import DEFAULT_TABLE_MEASURES, parse_measures, split_measures
     from .plugin.session import load_baseline
-    from .report import table
+    from .report import cost, sweep, table
     from .report.files import markdown
     from .report.outputs import metadata, write_outputs
     from .report.judged import candidate_lines, judged_lines, stale_lines
@@ -267,7 +267,8 @@ def _report(args) -> int:
     else:
         print("\n".join(table.render(verdict)))
         print("\n".join(stale_lines(verdict) + judged_lines(verdict) + candidate_lines(verdict.run)
-                        + miss_lines(verdict) + segment_lines(verdict) + coverage_lines(verdict)))
+                        + miss_lines(verdict) + segment_lines(verdict) + coverage_lines(verdict)
+                        + cost.lines(verdict) + sweep.lines(verdict)))
         if verdict.baseline is not None:
             print("\n".join(baseline_lines(verdict)))
         for warning in verdict.warnings:

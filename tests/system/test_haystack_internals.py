@@ -45,3 +45,34 @@ def test_output_sockets_reads_haystack_components_outputs():
     assert output_sockets(PluginTextEmbedder(spec="hashing")) == {"embedding"}
     assert output_sockets(PluginDocumentEmbedder(spec="hashing")) == {"documents"}
     assert output_sockets(DocumentJoiner()) == {"documents"}
+
+
+def test_the_copy_writer_writes_what_document_writer_writes_and_overwrites_as_it_does(pg):
+    """The same documents through Haystack's DocumentWriter (OVERWRITE) and the plugin's COPY
+    writer: the same rows, column for column; written again, replaced rather than doubled."""
+    import psycopg
+    from haystack import Document
+    from haystack.components.writers import DocumentWriter
+    from haystack.document_stores.types import DuplicatePolicy
+
+    from pytest_retrieval_eval.hybrid.components import CopyDocumentWriter
+    from pytest_retrieval_eval.hybrid.ingest import document_store
+
+    docs = [Document(id=f"d{i}:0", content=f"text {i} \x00with a NUL" if i == 3 else f"text {i}",
+                     embedding=[0.1 * i + 1e-7 * j for j in range(8)],
+                     meta={"doc_id": f"d{i}", "dataset": "x", "nested": {"n": i}}) for i in range(6)]
+    docs.append(Document(id="d1:0", content="text 1 again", embedding=[0.5] * 8, meta={"doc_id": "d1"}))  # repeated id
+    theirs, ours = document_store(pg, "writer_theirs", 8, "english", hnsw=False), \
+        document_store(pg, "writer_ours", 8, "english", hnsw=False)
+    DocumentWriter(theirs, policy=DuplicatePolicy.OVERWRITE).run(documents=docs)
+    assert CopyDocumentWriter(ours).run(documents=docs) == {"documents_written": 6}
+    CopyDocumentWriter(ours).run(documents=docs[1:])  # again: replaced, not doubled
+
+    def rows(table):
+        with psycopg.connect(pg.dsn) as conn:
+            return conn.execute(f"SELECT id, embedding::text, content, blob_data, blob_meta, blob_mime_type, meta "
+                                f"FROM {pg.schema}.{table} ORDER BY id").fetchall()
+
+    assert rows("writer_ours") == rows("writer_theirs") and len(rows("writer_ours")) == 6
+    theirs.close()
+    ours.close()

@@ -87,7 +87,7 @@ def test_a_latency_rule_on_a_run_that_kept_no_times_fails_saying_so():
     e.measured = {}  # as a results.json saved without --retrieval-latency reads back
     run = RunResults([e])
     verdict = judge(run, GateSettings(thresholds=(Threshold.parse("latency.p50<=1s", source="t"),), latency=True))
-    assert verdict.failures == ["slow: latency.p50 = nan, required <= 1000 ms (from t; n=12; the run did not time "
+    assert verdict.failures == ["slow: latency.p50 = unknown, required <= 1000 ms (from t; n=12; the run did not time "
                                 "its calls)"]
 
 
@@ -174,7 +174,7 @@ def test_a_retry_is_a_call_and_an_unpriced_model_leaves_the_cost_unknown_naming_
     assert usage_of(e, parse_prices("*=1")).cost == pytest.approx(14 / 1e6)
     run = record_settings(RunResults([e]), GateSettings(thresholds=(Threshold.parse("cost.per_query<=1", source="t"),)))
     [failure] = judge(run, GateSettings.of(run)).failures
-    assert "cost.per_query = nan" in failure and "no price for svc (--retrieval-prices)" in failure
+    assert "cost.per_query = unknown" in failure and "no price for svc (--retrieval-prices)" in failure
 
 
 @pytest.mark.parametrize("text, said", [
@@ -224,3 +224,22 @@ def test_the_openai_embedder_counts_its_batches_and_tokens_and_unclaimed_calls_c
         backend.embed(["one more"])  # claimed by no question: the run's own (an ingestion)
     assert meter.to_dict() == {"embed-small": [2, 2, 0]}
     assert since(OUTSIDE.to_dict(), before) == {"embed-small": [1, 1, 0]}
+
+
+@pytest.mark.parametrize("text, said", [
+    ("m=1,n=2", "separate models with spaces"),
+    ("m=1 m=2", "m is priced twice; give each model one price"),
+])
+def test_prices_that_could_be_read_two_ways_are_refused(text, said):
+    with pytest.raises(RetrievalEvalError, match=said):
+        parse_prices(text)
+
+
+@pytest.mark.parametrize("text, said", [
+    ("slow:latency<=1ms", "latency needs a figure, e.g. 'latency.p95<=150ms' (latency.p50, latency.p95"),
+    ("cost<=1", "cost needs a figure, e.g. 'cost.per_query<=3' (cost.per_query, cost.total)"),
+])
+def test_a_bare_cost_name_says_the_figures_it_takes(text, said):
+    with pytest.raises(RetrievalEvalError) as exc:
+        Threshold.parse(text)
+    assert said in str(exc.value)

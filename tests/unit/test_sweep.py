@@ -37,7 +37,7 @@ def test_a_grid_without_the_base_point_keeps_the_base_row_with_its_own_values():
     ("hybrid fusion_top_k=1,2", "not understood; expected 'ENGINE: KEY=V1,V2 ...'"),
     ("keyword: fusion_top_k=1,2", "sweeps vary the hybrid engine or one of its variants; 'keyword' is not one"),
     ("hybrid: fusion_top_k=1 fusion_top_k=2", "a setting is swept twice"),
-    ("hybrid: fusoin_top_k=1,2", "hybrid setting 'fusoin_top_k=1' not understood"),
+    ("hybrid: fusoin_top_k=1,2", "unknown setting 'fusoin_top_k'"),
     ("hybrid: fusion_top_k=x", "hybrid setting fusion_top_k must be a whole number, got 'x'"),
 ])
 def test_a_sweep_that_cannot_run_is_refused_in_one_line(text, said):
@@ -71,3 +71,19 @@ def test_a_sweep_table_is_sorted_best_first_with_the_base_marked_and_corrected_t
     assert base.base and math.isnan(base.p) and a.delta == pytest.approx(14 / 30) and a.p_adjusted < 0.05
     assert a.p_adjusted >= a.p  # corrected over the grid's two comparisons
     assert not any(p.front_latency for p in t.points)  # no latency: no front drawn on it
+
+
+@pytest.mark.parametrize("text, said", [
+    ("hybrid: fusion_topk=5,20", "unknown setting 'fusion_topk'; a sweep varies one of keyword_top_k, vector_top_k, "
+                                 "fusion_top_k, use_keyword, use_vector, rerank, rerank_top_k, split_length, split_overlap"),
+    ("hybrid: rerank_top_k=5,10", "rerank_top_k changes nothing while rerank is off"),
+])
+def test_a_sweep_that_would_say_nothing_is_refused(text, said):
+    with pytest.raises(RetrievalEvalError) as exc:
+        parse_sweep(text, "--retrieval-sweep", HybridConfig(), IngestConfig(), (), 32)
+    assert said in str(exc.value)
+
+
+def test_a_value_given_twice_is_one_configuration():
+    s = parse_sweep("hybrid: fusion_top_k=5,5,20", "t", HybridConfig(), IngestConfig(), (), 32)
+    assert [n for n, _ in s.points] == ["hybrid", "hybrid-fusion_top_k5", "hybrid-fusion_top_k20"]

@@ -183,6 +183,11 @@ def parse_quantity(raw: str, rule: str = "") -> Quantity:
         return CoverageQuantity(name[9:])
     if name.startswith("shadow."):
         return ShadowQuantity(None if name == "shadow.gain" else _measure(raw[7:], rule))
+    if name in ("latency", *USAGE_FIGURES):
+        example = "latency.p95<=150ms" if name == "latency" else f"{name}.per_query<=3"
+        raise RetrievalEvalError(f"{rule}: {name} needs a figure, e.g. '{example}' (" + (
+            ", ".join(f"latency.{s}" for s in LATENCY_STATISTICS) if name == "latency" else
+            f"{name}.per_query, {name}.total") + ")")
     if name.startswith("latency."):
         if name[8:] not in LATENCY_STATISTICS:
             raise RetrievalEvalError(f"{rule}: unknown latency statistic {name!r}; known: "
@@ -298,6 +303,12 @@ class Row:
     details: Mapping[str, str] = field(default_factory=dict)
 
 
+def _plain(value: float) -> str:
+    """A count or a dollar figure as a decimal (0.000015, not 1.5e-05)."""
+    text = f"{value:.10f}".rstrip("0").rstrip(".")
+    return text if text not in ("", "-0") else "0"
+
+
 @dataclass(frozen=True)
 class Breach:
     threshold: Threshold
@@ -312,9 +323,10 @@ class Breach:
         counted = isinstance(t.quantity, COUNT_TYPES) or (isinstance(t.quantity, MeasureQuantity)
                                                            and t.quantity.measure.count)
         unit = getattr(t.quantity, "unit", "")
-        shown = ("nan" if math.isnan(self.value) else
+        costs = isinstance(t.quantity, (LatencyQuantity, UsageQuantity))
+        shown = (("unknown" if costs else "nan") if math.isnan(self.value) else
                  f"{int(self.value)}" if counted and float(self.value).is_integer() else
-                 f"{self.value:.1f} {unit}" if unit else f"{self.value:.4g}" if isinstance(t.quantity, UsageQuantity)
+                 f"{self.value:.1f} {unit}" if unit else _plain(self.value) if isinstance(t.quantity, UsageQuantity)
                  else f"{self.value:.4f}")
         required = f"{t.value:g} {unit}" if unit else f"{t.value:g}"
         return f"{self.engine}: {t.measure} = {shown}, required {t.op} {required} (from {t.source}; {self.detail})"

@@ -259,8 +259,8 @@ def parse_sweep(text: str, source: str, hybrid: HybridConfig, ingest: IngestConf
     name, sep, rest = text.partition(":")
     base = name.strip()
     where = f"sweep {text.strip()!r} (from {source})"
-    axes = [(k.strip(), [v.strip() for v in vs.split(",") if v.strip()]) for k, _, vs in
-            (item.partition("=") for item in rest.split())]
+    axes = [(k.strip(), list(dict.fromkeys(v.strip() for v in vs.split(",") if v.strip()))) for k, _, vs in
+            (item.partition("=") for item in rest.split())]  # a value given twice is one configuration
     if not sep or not base or not axes or any(not k or not vs for k, vs in axes):
         raise RetrievalEvalError(f"{where} not understood; expected 'ENGINE: KEY=V1,V2 ...', e.g. "
                                  "'hybrid: split_length=200,300 fusion_top_k=10,50'")
@@ -271,6 +271,10 @@ def parse_sweep(text: str, source: str, hybrid: HybridConfig, ingest: IngestConf
     keys = [k for k, _ in axes]
     if len(set(keys)) < len(keys):
         raise RetrievalEvalError(f"{where}: a setting is swept twice; give each KEY once with all its values")
+    settable = [f.name for f in dataclasses.fields(HybridConfig)] + list(INGEST_KEYS)
+    unknown = [k for k in keys if k not in settable]
+    if unknown:
+        raise RetrievalEvalError(f"{where}: unknown setting {unknown[0]!r}; a sweep varies one of {', '.join(settable)}")
     size = 1
     for _, values in axes:
         size *= len(values)
@@ -278,6 +282,9 @@ def parse_sweep(text: str, source: str, hybrid: HybridConfig, ingest: IngestConf
         raise RetrievalEvalError(f"{where} makes {size} configurations, more than {cap}: sweep fewer values, or allow "
                                  f"more with --retrieval-sweep-max={size}")
     base_hybrid, base_ingest = known[base]
+    if base_hybrid.rerank == "off" and any(k == "rerank_top_k" and len(v) > 1 for k, v in axes):
+        raise RetrievalEvalError(f"{where}: rerank_top_k changes nothing while rerank is off: every value would be "
+                                 "the same engine; sweep rerank too (rerank=off,local:PATH) or give it one value")
     points, out = [], []
     for combo in itertools.product(*(values for _, values in axes)):
         items = [f"{k}={v}" for k, v in zip(keys, combo)]

@@ -305,7 +305,13 @@ class RetrievalSession:
                                        timeout=run.timeout, known_ids=corpus, concurrency=run.concurrency)
 
             first = once()
-            first.trial_results = tuple(once().results for _ in range(run.trials - 1))
+            trials = [once() for _ in range(run.trials - 1)]
+            first.trial_results = tuple(t.results for t in trials)
+            if trials:  # what the trials after the first cost: the run's HTTP total counts them too
+                from .._usage import summed
+
+                first.trial_usage = {m: tuple(v) for m, v in summed(
+                    *(t.prepare_usage for t in trials), *(r.usage for t in trials for r in t.results)).items()}
             if corpus is not None:
                 from ..run.causes import gather
 

@@ -14,7 +14,13 @@ def _ms(seconds: float) -> str:
 
 
 def _money(value: float) -> str:
-    return "-" if value is None or math.isnan(value) else f"{value:.3g}"
+    """Dollars as a decimal with three significant digits (0.0000355, not 3.55e-05)."""
+    if value is None or math.isnan(value):
+        return "-"
+    if value == 0:
+        return "0"
+    digits = max(2, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:.{digits}f}"
 
 
 def rows(verdict: Any) -> tuple[list[str], list[list[str]], list[str]]:
@@ -76,7 +82,7 @@ def lines(verdict: Any) -> list[str]:
     n_text = 2 if "labeled set" in header else 1
     grid = [header, *body]
     widths = [max(len(r[i]) for r in grid) for i in range(len(header))]
-    out = ["what each engine's calls cost (latency; HTTP calls, tokens and dollars per query):"]
+    out = ["what each engine's calls cost (latency; HTTP calls, tokens, dollars a query):"]
     out += ["  ".join(c.ljust(w) if i < n_text else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
            for r in grid]
     for note in notes:
@@ -88,7 +94,7 @@ def markdown(verdict: Any) -> list[str]:
     header, body, notes = rows(verdict)
     if not header:
         return []
-    out = ["Cost (latency of the engine's calls; HTTP calls, tokens and dollars per query):", "",
+    out = ["What each engine's calls cost (latency; HTTP calls, tokens, dollars a query):", "",
            "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in body]
     return out + [""] + [f"- {n}" for n in notes] if notes else out
@@ -102,6 +108,10 @@ def run_lines(verdict: Any, outside: dict) -> list[str]:
     from ..run.cost import price_of
 
     prices = verdict.settings.prices
+    from .._usage import summed
+
+    trials = summed(*(dict(e.trial_usage) for e in verdict.run.evaluations))  # the trials after the first
+    outside = summed(outside, trials)
     calls = sum(u.calls for u in verdict.usage) + sum(r[0] for r in outside.values())
     tokens = sum(u.tokens for u in verdict.usage) + sum(r[1] + r[2] for r in outside.values())
     cost, unpriced = sum(0.0 if math.isnan(u.cost) else u.cost for u in verdict.usage), \
@@ -114,6 +124,7 @@ def run_lines(verdict: Any, outside: dict) -> list[str]:
             cost += (given * price[0] + output * price[1]) / 1e6
     besides = ", ".join(f"{m} {r[0]} calls ({r[1] + r[2]:,} tokens)" for m, r in outside.items())
     text = (f"the run's HTTP calls: {calls:,}, {tokens:,} tokens"
-            + (f", ${cost:.4g}" if not unpriced else f" (no price for {', '.join(unpriced)})")
-            + (f"; besides the engines' questions (ingestion, generation, judging): {besides}" if besides else ""))
+            + (f", ${_money(cost)}" if not unpriced else f" (no price for {', '.join(unpriced)})")
+            + (f"; besides the engines' first trial (later trials, ingestion, generation, judging): {besides}"
+               if besides else ""))
     return textwrap.wrap(text, width=80, subsequent_indent="    ", break_on_hyphens=False)

@@ -18,7 +18,8 @@ def cells(t: Any, *, compact: bool = False) -> tuple[list[str], list[list[str]]]
     body = []
     for p in t.points:
         settings = dict(p.settings)
-        vs = "base" if p.base else f"{p.delta:+.3f}" + ("*" if p.p_adjusted < 0.05 else "")
+        vs = "base" if p.base else f"{p.delta + 0.0:+.3f}".replace("-0.000", "+0.000") + (
+            "*" if p.p_adjusted < 0.05 else "")
         marks = "".join(m for m, on in (("L", p.front_latency), ("S", p.front_size)) if on)
         half = max(p.value - p.ci[0], p.ci[1] - p.value)
         interval = ("" if math.isnan(half) else f"{half:.3f}".lstrip("0")) if compact else \

@@ -109,7 +109,7 @@ def lint_lines(verdict: Any, *, limit: int = 3) -> list[str]:
             shown[f.kind] = shown.get(f.kind, 0) + 1
             if shown[f.kind] <= limit:
                 lines.append(f"  {f}")
-        lines += [f"  ... and {n - limit} more {kind}" for kind, n in shown.items() if n > limit]
+        lines += [f"  ... and {n - limit} more {kind}" for kind, n in shown.items() if n > limit and limit]
     return lines
 
 

@@ -47,6 +47,12 @@ def join(parts: Sequence[Mapping[str, Any]], positions: Sequence[Sequence[int]],
             usage[model] = [a + b for a, b in zip(usage.get(model, [0, 0, 0]), row)]
     if usage:
         whole["prepare_usage"] = dict(sorted(usage.items()))
+    trials: dict[str, list[int]] = {}
+    for p in parts:
+        for model, row in (p.get("trial_usage") or {}).items():
+            trials[model] = [a + b for a, b in zip(trials.get(model, [0, 0, 0]), row)]
+    if trials:
+        whole["trial_usage"] = dict(sorted(trials.items()))
     if any("evidence" in p for p in parts):  # each part gathered it on its own questions
         whole["evidence"] = Evidence.merged([Evidence.from_dict(p.get("evidence")) for p in parts]).to_dict()
     result = EvaluationResult.from_dict(whole)

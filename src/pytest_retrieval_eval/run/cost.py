@@ -92,9 +92,12 @@ def parse_prices(text: str | Sequence[str], *, source: str = "--retrieval-prices
             break
         m = _PRICE.match(item)
         if not m:
+            hint = "; separate models with spaces" if "," in item and "=" in item.split(",", 1)[1] else ""
             raise RetrievalEvalError(f"{source}: price {item!r} not understood; expected MODEL=INPUT[/OUTPUT] in "
                                      "dollars per million tokens, e.g. 'text-embedding-3-small=0.02' or "
-                                     "'gpt-4o-mini=0.15/0.60'")
+                                     f"'gpt-4o-mini=0.15/0.60'{hint}")
+        if m["model"] in out:
+            raise RetrievalEvalError(f"{source}: {m['model']} is priced twice; give each model one price")
         given = float(m["input"])
         out[m["model"]] = (given, float(m["output"]) if m["output"] is not None else given)
     return tuple((model, i, o) for model, (i, o) in sorted(out.items()))

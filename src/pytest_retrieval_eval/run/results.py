@@ -98,6 +98,9 @@ class EvaluationResult:
     #: the HTTP calls and tokens of the engine's ``prepare`` (model -> (calls, input, output));
     #: each query's own are on its ``QueryResult.usage``
     prepare_usage: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
+    #: the HTTP calls and tokens of the trials after the first (``--retrieval-trials``), together:
+    #: the run's total counts them; the per-query figures are the first trial's
+    trial_usage: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
     _values: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
     _causes: dict[int, Any] = field(default_factory=dict, repr=False)
     _cis: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)

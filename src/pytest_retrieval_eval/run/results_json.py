@@ -59,8 +59,8 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
                                  "ranked": list(r.doc_ids), "error": r.error}
         if timing:
             entry["seconds"] = r.seconds
-            if r.stage_seconds:
-                entry["stage_seconds"] = dict(r.stage_seconds)
+            if r.stage_seconds:  # pairs, in the engine's order (the file's keys are sorted)
+                entry["stage_seconds"] = [[n, s] for n, s in r.stage_seconds.items()]
         if r.usage:  # model -> [calls, input tokens, output tokens]
             entry["usage"] = {m: list(v) for m, v in sorted(r.usage.items())}
         if q.tags:
@@ -97,6 +97,8 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
         d["measured"] = dict(self.measured)
     if self.prepare_usage:
         d["prepare_usage"] = {m: list(v) for m, v in sorted(self.prepare_usage.items())}
+    if self.trial_usage:
+        d["trial_usage"] = {m: list(v) for m, v in sorted(self.trial_usage.items())}
     if measures is not None:
         from .cost import latency_of, usage_of
 
@@ -140,7 +142,7 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
                                                 if lab.get("stale_names") else {})})
     results = tuple(QueryResult(q["id"], tuple(q["ranked"]), q["error"], q.get("seconds", 0.0),
                                 tuple(Stage.from_list(st) for st in q.get("stages", ())),
-                                _seconds(q.get("stage_seconds", {}), q["id"]), _usage(q.get("usage", {}), q["id"]))
+                                _seconds(q.get("stage_seconds", []), q["id"]), _usage(q.get("usage", {}), q["id"]))
                     for q in queries)
     trials = tuple(tuple(QueryResult(q["id"], tuple(ranked), error) for q, (ranked, error) in zip(queries, t))
                    for t in d.get("trial_rankings", []))
@@ -155,14 +157,16 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
                             Freshness.from_dict(d.get("freshness")),
                             {q["id"]: dict(q["judged"]) for q in queries if q.get("judged")}, judge,
                             Evidence.from_dict(d.get("evidence")), _measured(d.get("measured") or {}),
-                            _usage(d.get("prepare_usage") or {}, None))
+                            _usage(d.get("prepare_usage") or {}, None), _usage(d.get("trial_usage") or {}, None))
 
 
 def _seconds(raw: Any, query: str) -> dict[str, float]:
-    if not isinstance(raw, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
-                                            for v in raw.values()):
-        raise ValueError(f"'queries' entry {query!r}: stage_seconds must map stage names to seconds >= 0")
-    return {str(k): float(v) for k, v in raw.items()}
+    """[[stage, seconds], ...] in the engine's order."""
+    if not isinstance(raw, list) or not all(
+            isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], (int, float))
+            and not isinstance(p[1], bool) and p[1] >= 0 for p in raw):
+        raise ValueError(f"'queries' entry {query!r}: stage_seconds must be [stage name, seconds >= 0] pairs")
+    return {k: float(v) for k, v in raw}
 
 
 def _usage(raw: Any, query: str | None) -> dict[str, tuple[int, int, int]]:

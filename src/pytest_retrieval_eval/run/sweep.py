@@ -88,7 +88,8 @@ def sweep_tables(run: Any, sweeps: Sequence, latency: Mapping[tuple[str, str], A
             on_latency = front([(r["value"], r["p95_ms"]) for r in rows])
             on_size = front([(r["value"], math.nan if r["chunks"] is None else float(r["chunks"])) for r in rows])
             points = [SweepPoint(**r, front_latency=a, front_size=s) for r, a, s in zip(rows, on_latency, on_size)]
-            points.sort(key=lambda p: (-p.value if not math.isnan(p.value) else math.inf, p.engine))
+            # best first; ties in the grid's own order (the values as given, not as strings)
+            points.sort(key=lambda p: -p.value if not math.isnan(p.value) else math.inf)
             tables.append(SweepTable(base, b.labeled.name, measure, keys, tuple(points),
                                      tuple(name for e, name, _ in found if e is None)))
     return tables
