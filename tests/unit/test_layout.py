@@ -61,8 +61,7 @@ def test_the_pure_core_knows_nothing_of_pytest():
 
 
 #: the one module per third-party internal: the private attributes it alone may touch
-WRAPPERS = {"hybrid/haystack_internals.py": {"_connection", "_dict_cursor", "_sockets_dict",
-                                             "_from_haystack_to_pg_documents"}}
+WRAPPERS = {"hybrid/haystack_internals.py": {"_connection", "_dict_cursor", "_sockets_dict"}}
 
 
 def _private(name: str) -> bool:

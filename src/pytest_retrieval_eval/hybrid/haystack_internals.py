@@ -55,14 +55,24 @@ COLUMNS = ("id", "embedding", "content", "blob_data", "blob_meta", "blob_mime_ty
 
 def copy_documents(document_store: Any, documents: list) -> int:
     """``documents`` written into the store's table with one ``COPY``, as ``write_documents``
-    with ``DuplicatePolicy.OVERWRITE`` writes them: the same columns and values (the store's own
-    conversion, ``_from_haystack_to_pg_documents``), a repeated id written once (the last), an id
-    already in the table replaced. Its ``executemany`` asks one INSERT ... RETURNING per document;
-    a COPY streams them all (about 3x here)."""
-    from haystack_integrations.document_stores.pgvector.converters import _from_haystack_to_pg_documents
+    with ``DuplicatePolicy.OVERWRITE`` writes them: the same columns and values as its converter
+    makes them (``_from_haystack_to_pg_documents``: content without NUL bytes, meta and blob meta
+    as JSONB; tests/system/test_haystack_internals.py compares the rows), a repeated id written
+    once (the last), an id already in the table replaced. Its ``executemany`` asks one INSERT ...
+    RETURNING per document; a COPY streams them all. The converter is not called: it deep-copies
+    every embedding through ``Document.to_dict``, which costs more than the COPY itself."""
     from psycopg import sql
+    from psycopg.types.json import Jsonb
 
-    rows = {d["id"]: d for d in _from_haystack_to_pg_documents(documents)}
+    rows = {}
+    for doc in documents:
+        blob = doc.blob
+        rows[doc.id] = {"id": doc.id, "embedding": doc.embedding,
+                        "content": doc.content.replace("\x00", "") if doc.content else doc.content,
+                        "blob_data": blob.data if blob else None,
+                        "blob_meta": Jsonb(blob.meta) if blob and blob.meta else None,
+                        "blob_mime_type": blob.mime_type if blob and blob.mime_type else None,
+                        "meta": Jsonb(doc.meta)}
     if not rows:
         return 0
     document_store.count_documents()  # connects (and creates the table) as any first use does

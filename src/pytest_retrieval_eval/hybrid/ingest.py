@@ -108,7 +108,7 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
     if progress and len(documents) >= 200:
         progress(f"ingesting {len(documents)} documents into {store.backend} pgvector")
     cached_before, computed_before = embedder.stats.cached, embedder.stats.computed
-    result = pipeline.run({"cleaner": {"documents": documents}}, include_outputs_from={"identity"})
+    result = run_in_order(pipeline, {"cleaner": {"documents": documents}})
     written = result["writer"]["documents_written"]
     chunks = chunks_of(result["identity"]["documents"])
     window = embedder.token_window()  # lint of the chunks as split, before embedding
@@ -128,6 +128,24 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
                "embedded": embedder.stats.computed - computed_before, "cached": embedder.stats.cached - cached_before},
         lint=lint,
     )
+
+
+def run_in_order(pipeline: Any, inputs: dict) -> dict:
+    """The built-in ingestion pipeline (a chain: one component's output is the next one's
+    input) run component by component, each output handed on as it is. ``Pipeline.run`` deep-copies
+    every component's inputs and every output it keeps; here those are the corpus's chunks with
+    their embeddings, and the copies cost more than writing them (a team's YAML still runs through
+    ``Pipeline.run``). Returns every component's outputs."""
+    import networkx as nx
+
+    pipeline.warm_up()
+    pending: dict[str, dict] = {name: dict(inputs.get(name, {})) for name in pipeline.graph.nodes}
+    outputs: dict[str, dict] = {}
+    for name in nx.topological_sort(pipeline.graph):
+        outputs[name] = pipeline.get_component(name).run(**pending[name])
+        for _, receiver, edge in pipeline.graph.out_edges(name, data=True):
+            pending[receiver][edge["to_socket"].name] = outputs[name][edge["from_socket"].name]
+    return outputs
 
 
 def restore_index(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfig, table: str,
