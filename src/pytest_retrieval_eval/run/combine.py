@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .._usage import summed
 from ..errors import RetrievalEvalError
 from .results import EvaluationResult, RunResults
 
@@ -41,18 +42,10 @@ def join(parts: Sequence[Mapping[str, Any]], positions: Sequence[Sequence[int]],
     if measured:  # one figure per question, timed in each part: how each part timed them, said once
         whole["measured"] = {**_info(measured, label), "concurrency": measured[0]["concurrency"],
                              "prepare_seconds": sum(m.get("prepare_seconds", 0.0) for m in measured)}
-    usage: dict[str, list[int]] = {}
-    for p in parts:  # each part's engine prepared its own questions
-        for model, row in (p.get("prepare_usage") or {}).items():
-            usage[model] = [a + b for a, b in zip(usage.get(model, [0, 0, 0]), row)]
-    if usage:
-        whole["prepare_usage"] = dict(sorted(usage.items()))
-    trials: dict[str, list[int]] = {}
-    for p in parts:
-        for model, row in (p.get("trial_usage") or {}).items():
-            trials[model] = [a + b for a, b in zip(trials.get(model, [0, 0, 0]), row)]
-    if trials:
-        whole["trial_usage"] = dict(sorted(trials.items()))
+    for key in ("prepare_usage", "trial_usage"):  # each part's engine prepared (and repeated) its own questions
+        found = summed(*(p.get(key) or {} for p in parts))
+        if found:
+            whole[key] = found
     if any("evidence" in p for p in parts):  # each part gathered it on its own questions
         whole["evidence"] = Evidence.merged([Evidence.from_dict(p.get("evidence")) for p in parts]).to_dict()
     result = EvaluationResult.from_dict(whole)

@@ -143,12 +143,9 @@ class Usage:
 
 def usage_of(e: Any, prices: Sequence[Sequence[Any]] = ()) -> Usage | None:
     """The evaluation's calls and tokens; None when the plugin counted no HTTP call for it."""
-    by_model: dict[str, list[int]] = {}
-    for found in [e.prepare_usage, *(r.usage for r in e.results)]:
-        for model, row in found.items():
-            acc = by_model.setdefault(model, [0, 0, 0])
-            for i in range(3):
-                acc[i] += int(row[i])
+    from .._usage import summed
+
+    by_model = summed(e.prepare_usage, *(r.usage for r in e.results))
     if not by_model:
         return None
     cost, unpriced = 0.0, []
