@@ -35,7 +35,7 @@ def run(project: Path, *args: str, module: str = "pytest", env: dict | None = No
 
 
 def test_the_teams_tests_pass_and_their_gate_holds_and_xdist_gives_the_same_table(project):
-    done = run(project, "--retrieval-report")
+    done = run(project, "--retrieval-report", "--retrieval-report-dir=out")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "11 passed" in done.stdout and "retrieval gate: passed" in done.stdout
     table = parse_table(done.stdout)
@@ -64,12 +64,14 @@ def test_the_teams_tests_pass_and_their_gate_holds_and_xdist_gives_the_same_tabl
     assert sorted(c.split()[0] for c in cost) == sorted(table) and all(float(c.split()[2]) < 250 for c in cost)
     parallel = run(project, "-m", "retrieval", "--retrieval-report", "-n", "2")  # under xdist, the same table
     assert parallel.returncode == 0 and parse_table(parallel.stdout) == table, parallel.stdout
-    strict = run(project, "-m", "retrieval", "--retrieval-threshold", "shadow.gain>=0.5",
-                 "--retrieval-threshold", "helpdesk-bm25:mrr>=0.99", "--retrieval-threshold", "keyword[area:network]:hit@3>=0.9")
+    # stricter rules, judged again on the saved run (what a team does to try a rule before committing it)
+    strict = run(project, "report", "out/results.json", "--threshold", "shadow.gain>=0.5",
+                 "--threshold", "helpdesk-bm25:mrr>=0.99", "--threshold", "keyword[area:network]:hit@3>=0.9",
+                 module="pytest_retrieval_eval")
     assert strict.returncode == 1
     assert "FAIL retrieval gate: shadow helpdesk-haystack:helpdesk-bm25: knowledge gain = " in strict.stdout
     assert re.search(r"FAIL retrieval gate: helpdesk-bm25: mrr = 0\.\d+, required >= 0\.99", strict.stdout)
-    assert ("FAIL retrieval gate: keyword[area:network]: hit@3 = 0.5000, required >= 0.9 (from --retrieval-threshold; "
+    assert ("FAIL retrieval gate: keyword[area:network]: hit@3 = 0.5000, required >= 0.9 (from --threshold; "
             "segment area:network, n=6 of 16") in strict.stdout
     assert len([line for line in strict.stdout.splitlines() if line.startswith("FAIL retrieval gate")]) == 3
 
