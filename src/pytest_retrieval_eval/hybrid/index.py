@@ -42,6 +42,8 @@ class IngestedIndex:
     seconds: float
     stats: dict = field(default_factory=dict)
     lint: Any = None  # lint.LintReport of the chunks, taken before embedding
+    #: (leg, question) the engines on this index have asked once, untimed (``HybridEngine.prepare``)
+    warmed: set = field(default_factory=set, repr=False, compare=False)
 
     @property
     def filters(self) -> dict:
