@@ -191,8 +191,9 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
     gated = measures_needed(thresholds) if s.confidence == "lower" else []
     from ..run.cost import latency_of, usage_of
 
+    miss_k = s.miss_k or s.miss_cutoff(measures)
     for e in run.evaluations:  # every measure the verdict reads, scored in one pass per evaluation
-        e.prefetch([*needed, *(d.measure for d in max_drops), f"hit@{s.miss_k or s.miss_cutoff(measures)}"])
+        e.prefetch([*needed, *(d.measure for d in max_drops), f"hit@{miss_k}"])
     latency = {e.key: latency_of(e) for e in run.evaluations} if s.latency else {}
     usage = {e.key: usage_of(e, s.prices) for e in run.evaluations}
     rows = [Row(e.engine, e.labeled.name, {**{m: e.mean(m) for m in needed},
@@ -221,7 +222,7 @@ def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Se
 
         verdict.sweeps = sweep_tables(run, s.sweeps, latency, s.correction)
     verdict.usage = [x for x in usage.values() if x is not None]
-    verdict.miss_k = s.miss_k or s.miss_cutoff(measures)
+    verdict.miss_k = miss_k
     verdict.misses = [e.misses(verdict.miss_k) for e in run.evaluations]
     from ..run.stability import stability_of
 

@@ -67,7 +67,7 @@ def _factory(hybrid: Any, ingest: Any, items: list[str] = ()):
         index = or_fail(session.index, request.getfixturevalue("retrieval_corpus"),
                         request.getfixturevalue("pgvector_store"), request.getfixturevalue("retrieval_embedder"),
                         chunking)
-        return HybridEngine(index, engine)
+        return HybridEngine(index, engine, warm=session.config.gate.settings.latency)
 
     return factory
 

@@ -29,8 +29,8 @@ class Outcome:
     #: what only the workers printed (their store lines), for the controller to print
     workers_said: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: the run's HTTP calls outside the engines' questions (ingestion, generation, judging), per model
-    usage: dict = field(default_factory=dict)
+    #: the run's HTTP calls in all (``run.cost.RunUsage``), the engines' and those no question claims
+    run_usage: Any = None
 
     @property
     def failures(self) -> list[str]:
@@ -462,8 +462,10 @@ class RetrievalSession:
         verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
         # and the judge's, made here since shipping
         outside = summed(merged.usage, since(since(OUTSIDE.to_dict(), self._outside_before), records.usage))
+        from ..run.cost import run_usage
+
         self.outcome = Outcome(verdict, notes, list(cfg.gate.thresholds), merged.workers_said, merged.warnings,
-                               outside)
+                               run_usage(evaluations, outside, verdict.settings.prices))
         if run.evaluations:
             trend = results_json = None
             if history is not None:  # this run, remembered by commit; the page charts the history

@@ -52,8 +52,8 @@ def rows(verdict: Any) -> tuple[list[str], list[list[str]], list[str]]:
         if said:
             notes.append(f"{e.engine}: " + "; ".join(said))
         if use and use.unpriced:
-            notes.append(f"{e.engine}: no price for {', '.join(use.unpriced)}: give --retrieval-prices "
-                         f"'{use.unpriced[0]}=INPUT/OUTPUT' (dollars per million tokens)")
+            notes.append(f"{e.engine}: no price for {', '.join(use.unpriced)}: price it with --retrieval-prices, "
+                         "MODEL=INPUT[/OUTPUT] in dollars per million tokens")
     if latency:
         notes.insert(0, measured_text(list(latency.values())))
     return header, out, notes
@@ -100,31 +100,13 @@ def markdown(verdict: Any) -> list[str]:
     return out + [""] + [f"- {n}" for n in notes] if notes else out
 
 
-def run_lines(verdict: Any, outside: dict) -> list[str]:
-    """The run's HTTP calls in all: the engines' (per query, above) and those no question claims
-    (ingestion's embeddings, question generation, the judge), priced where the run has prices."""
-    if not outside and not verdict.usage:
+def run_lines(total: Any) -> list[str]:
+    """The run's HTTP calls in all (``run.cost.RunUsage``), priced where the run has prices."""
+    if total is None:
         return []
-    from ..run.cost import price_of
-
-    prices = verdict.settings.prices
-    from .._usage import summed
-
-    trials = summed(*(dict(e.trial_usage) for e in verdict.run.evaluations))  # the trials after the first
-    outside = summed(outside, trials)
-    calls = sum(u.calls for u in verdict.usage) + sum(r[0] for r in outside.values())
-    tokens = sum(u.tokens for u in verdict.usage) + sum(r[1] + r[2] for r in outside.values())
-    cost, unpriced = sum(0.0 if math.isnan(u.cost) else u.cost for u in verdict.usage), \
-        sorted({m for u in verdict.usage for m in u.unpriced})
-    for model, (_, given, output) in outside.items():
-        price = price_of(model, prices)
-        if price is None:
-            unpriced += [model] if (given or output) and model not in unpriced else []
-        else:
-            cost += (given * price[0] + output * price[1]) / 1e6
-    besides = ", ".join(f"{m} {r[0]} calls ({r[1] + r[2]:,} tokens)" for m, r in outside.items())
-    text = (f"the run's HTTP calls: {calls:,}, {tokens:,} tokens"
-            + (f", ${_money(cost)}" if not unpriced else f" (no price for {', '.join(unpriced)})")
+    besides = ", ".join(f"{m} {r[0]} calls ({r[1] + r[2]:,} tokens)" for m, r in total.outside.items())
+    text = (f"the run's HTTP calls: {total.calls:,}, {total.tokens:,} tokens"
+            + (f", ${_money(total.cost)}" if not total.unpriced else f" (no price for {', '.join(total.unpriced)})")
             + (f"; besides the engines' first trial (later trials, ingestion, generation, judging): {besides}"
                if besides else ""))
     return textwrap.wrap(text, width=80, subsequent_indent="    ", break_on_hyphens=False)

@@ -37,7 +37,7 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
         for name, why in unavailable.items():
             tr.write_line(f"engine {name} not available: {why}", yellow=True)
     if report:
-        for line in cost.run_lines(verdict, getattr(outcome, "usage", {}) or {}):
+        for line in cost.run_lines(getattr(outcome, "run_usage", None)):
             tr.write_line(line)
         for line in trial_lines(verdict, thresholds_of(outcome)):
             tr.write_line(line)

@@ -148,6 +148,14 @@ def usage_of(e: Any, prices: Sequence[Sequence[Any]] = ()) -> Usage | None:
     by_model = summed(e.prepare_usage, *(r.usage for r in e.results))
     if not by_model:
         return None
+    cost, unpriced = priced(by_model, prices)
+    return Usage(e.engine, e.labeled.name, len(e.results), {m: tuple(v) for m, v in by_model.items()},
+                 cost, unpriced)
+
+
+def priced(by_model: Mapping[str, Sequence[int]], prices: Sequence[Sequence[Any]]) -> tuple[float, tuple[str, ...]]:
+    """(dollars, the models with tokens but no price) of ``model -> (calls, input, output)``;
+    NaN dollars where any model is unpriced: the cost is unknown, not lower."""
     cost, unpriced = 0.0, []
     for model, (_, given, output) in sorted(by_model.items()):
         price = price_of(model, prices)
@@ -156,5 +164,31 @@ def usage_of(e: Any, prices: Sequence[Sequence[Any]] = ()) -> Usage | None:
                 unpriced.append(model)
             continue
         cost += (given * price[0] + output * price[1]) / 1e6
-    return Usage(e.engine, e.labeled.name, len(e.results), {m: tuple(v) for m, v in by_model.items()},
-                 math.nan if unpriced else cost, tuple(unpriced))
+    return (math.nan if unpriced else cost), tuple(unpriced)
+
+
+@dataclass(frozen=True)
+class RunUsage:
+    """The run's HTTP calls in all: every engine's first trial, and what no question claims
+    (``outside``: later trials, ingestion, generation, judging), priced together."""
+
+    calls: int
+    tokens: int
+    cost: float
+    unpriced: tuple[str, ...]
+    outside: Mapping[str, Sequence[int]]
+
+
+def run_usage(evaluations: Sequence[Any], outside: Mapping[str, Sequence[int]],
+              prices: Sequence[Sequence[Any]] = ()) -> RunUsage | None:
+    """None when the run made no HTTP call the plugin counted."""
+    from .._usage import summed
+
+    outside = summed(dict(outside), *(dict(e.trial_usage) for e in evaluations))
+    engines = summed(*(dict(e.prepare_usage) for e in evaluations), *(r.usage for e in evaluations for r in e.results))
+    every = summed(engines, outside)
+    if not every:
+        return None
+    cost, unpriced = priced(every, prices)
+    return RunUsage(sum(r[0] for r in every.values()), sum(r[1] + r[2] for r in every.values()), cost, unpriced,
+                    outside)
