@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from conftest import requires_hybrid
-from pytest_retrieval_eval.hybrid.embedders import Embedder, HashingBackend, backend_for, packaged_minilm_path
+from pytest_retrieval_eval.hybrid.embedders import (MINILM_SHA256, Embedder, HashingBackend, backend_for,
+                                                     packaged_minilm_path)
 from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
 
 
@@ -46,6 +47,73 @@ def test_packaged_minilm_embeds_offline(tmp_path, monkeypatch):
     assert q @ tyre > q @ privacy
     assert e.identity.startswith("sentence-transformers/all-MiniLM-L6-v2@53aa5117")
     assert (packaged_minilm_path() / "model.safetensors").is_file()
+
+
+ONNX_CHILD = """
+import json, sys
+import numpy as np
+from pathlib import Path
+from pytest_retrieval_eval.hybrid.embedders import backend_for
+backend = backend_for(sys.argv[1], model_cache=Path(sys.argv[2]))
+np.save(sys.argv[3], backend.embed(json.loads(sys.argv[4])))
+print(json.dumps({"identity": backend.identity, "torch": "torch" in sys.modules}))
+"""
+
+
+def _bundled_texts() -> list[str]:
+    from pytest_retrieval_eval.data.chunking import chunk_corpus
+    from pytest_retrieval_eval.data.corpus import JsonFolder
+
+    return [c.text for c in chunk_corpus(JsonFolder(Path(__file__).resolve().parents[2] / "corpus").load())]
+
+
+def test_onnx_minilm_is_exported_once_for_workers_at_once_runs_without_torch_and_matches_torch(tmp_path):
+    """Two processes ask a fresh model cache at once: one exports (through sentence-transformers
+    and optimum), the other waits and reads it; no temporary folder is left. A third finds it and
+    never imports torch. Every bundled chunk's vector is the torch path's, to a cosine of
+    0.9999998, and the identity names the runtime."""
+    texts = _bundled_texts() + ["my back wheel went soft", "", "a " * 600]  # empty and over-long too
+    cache = tmp_path / "models"
+
+    def start(name: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", ONNX_CHILD, "minilm", str(cache), str(tmp_path / f"{name}.npy"),
+                                 json.dumps(texts)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    racing = [start("a"), start("b")]
+    answers = [p.communicate(timeout=300) for p in racing]
+    assert [p.returncode for p in racing] == [0, 0], [err[-2000:] for _, err in answers]
+    assert sorted(p.name for p in cache.iterdir() if not p.name.endswith(".lock")) == [
+        "all-MiniLM-L6-v2-53aa51172d142c89-onnx-O2"]  # one export, no temporary folder left
+    third = start("c")
+    out, err = third.communicate(timeout=120)
+    assert third.returncode == 0, err[-2000:]
+    found = json.loads(out)
+    assert found == {"identity": "sentence-transformers/all-MiniLM-L6-v2@53aa51172d14+onnx-O2", "torch": False}
+
+    torch_vectors = backend_for("minilm:torch").embed(texts)
+    for name in ("a", "b", "c"):
+        onnx_vectors = np.load(tmp_path / f"{name}.npy")
+        assert onnx_vectors.shape == torch_vectors.shape == (len(texts), 384)
+        cosines = (onnx_vectors * torch_vectors).sum(axis=1)
+        assert cosines.min() >= 0.9999998, cosines.min()
+
+
+def test_a_damaged_onnx_export_is_made_again(tmp_path):
+    """A graph that no longer matches its recorded hash is set aside and exported again, with a warning."""
+    from pytest_retrieval_eval.hybrid import onnx_embedder
+
+    cache = tmp_path / "models"
+    backend = backend_for("minilm:onnx", model_cache=cache)
+    first = backend.embed(["a flat tyre"])
+    graph = onnx_embedder.export_folder(cache, MINILM_SHA256) / "onnx" / onnx_embedder.ONNX_FILE
+    data = bytearray(graph.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size: only the hash can tell
+    graph.write_bytes(bytes(data))
+    again = backend_for("minilm:onnx", model_cache=cache)
+    with pytest.warns(UserWarning, match="does not match the sha256 its export recorded; exported again"):
+        vector = again.embed(["a flat tyre"])
+    assert np.allclose(vector, first, atol=1e-6)
+    assert [p.name for p in cache.iterdir() if not p.name.endswith(".lock")] == [graph.parents[1].name]
 
 
 SERVER = """

@@ -68,7 +68,8 @@ class PipelineEngine:
     concurrency = 1
 
     def __init__(self, name: str, file: Any, store: Any, table: str, cache: Any, *,
-                 inputs: Sequence[str] = (), id_field: str = "doc_id", index: Any = None) -> None:
+                 inputs: Sequence[str] = (), id_field: str = "doc_id", index: Any = None,
+                 model_cache: Any = None) -> None:
         from ..hybrid.haystack_internals import fetch_binary
         from ..hybrid.user_pipelines import cache_embedders, load, point_at
 
@@ -80,7 +81,7 @@ class PipelineEngine:
                    if hasattr(c, "document_store")}.values():
             ds.count_documents()  # connects
             fetch_binary(ds)  # binary rows, and as many HNSW candidates as the built-in engine asks for
-        self.cached, self.not_cached = cache_embedders(self.pipeline, cache)
+        self.cached, self.not_cached = cache_embedders(self.pipeline, cache, model_cache=model_cache)
         self.inputs = _open_inputs(self.pipeline, file, inputs)
         self.output = _documents_output(self.pipeline, file)
         self.legs, self.steps = _stage_components(self.pipeline, self.output.partition(".")[0])

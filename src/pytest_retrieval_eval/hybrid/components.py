@@ -30,6 +30,7 @@ class PluginEmbedder:
         self.spec = spec
         self.cache = None
         self.counts = None  # user_pipelines.EmbedCounts, when the plugin loaded the pipeline
+        self.model_cache = None  # where the built-in MiniLM's ONNX export is (None: its default)
         self._embedder: Optional[Embedder] = None
 
     def to_dict(self) -> dict:
@@ -51,7 +52,7 @@ class PluginEmbedder:
         if self._embedder is None:
             from .embedders import backend_for
 
-            self._embedder = Embedder(backend_for(self.spec), self.cache)
+            self._embedder = Embedder(backend_for(self.spec, model_cache=self.model_cache), self.cache)
         before = (self._embedder.stats.computed, self._embedder.stats.cached)
         progress = getattr(self, "_progress", None)
         vectors = self._embedder.embed(list(texts), progress=progress) if progress else self._embedder.embed(list(texts))

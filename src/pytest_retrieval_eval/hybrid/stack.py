@@ -18,11 +18,13 @@ class Stack:
     each part made on first ask and kept. The caller starts and stops the store."""
 
     def __init__(self, cache_dir: Path, *, store: str, dsn: str | None, schema_prefix: str, embedder: str,
-                 worker: str = "main", embed_concurrency: int = 1, embed_rate: float | None = None) -> None:
+                 worker: str = "main", embed_concurrency: int = 1, embed_rate: float | None = None,
+                 model_cache: Path | None = None) -> None:
         self.cache_dir = cache_dir
         self._spec = {"store": store, "dsn": dsn, "schema_prefix": schema_prefix, "worker": worker}
         self._embedder_spec = embedder
         self._remote = {"concurrency": embed_concurrency, "rate": embed_rate}
+        self.model_cache = model_cache
         self._store: Store | None = None
         self._embedder: Embedder | None = None
         self._cache: EmbeddingCache | None = None
@@ -49,7 +51,7 @@ class Stack:
         if self._embedder is None:
             from .embedders import Embedder, backend_for
 
-            self._embedder = Embedder(backend_for(self._embedder_spec, **self._remote), self.embedding_cache())
+            self._embedder = Embedder(backend_for(self._embedder_spec, **self._remote, model_cache=self.model_cache), self.embedding_cache())
         return self._embedder
 
     def close(self) -> None:
@@ -64,4 +66,4 @@ def from_settings(settings: Any, cache_dir: Path, worker: str) -> Stack:
     """A stack from the plugin's hybrid settings (``store``, ``dsn``, ``schema_prefix``, ``embedder``)."""
     return Stack(cache_dir, store=settings.store, dsn=settings.dsn, schema_prefix=settings.schema_prefix,
                  embedder=settings.embedder, worker=worker, embed_concurrency=settings.embed_concurrency,
-                 embed_rate=settings.embed_rate)
+                 embed_rate=settings.embed_rate, model_cache=settings.model_cache)

@@ -118,10 +118,12 @@ class EmbedCounts:
     cached: int = 0
 
 
-def cache_embedders(pipeline: Any, cache: Any, counts: EmbedCounts | None = None) -> tuple[list[str], list[str]]:
+def cache_embedders(pipeline: Any, cache: Any, counts: EmbedCounts | None = None,
+                    model_cache: Any = None) -> tuple[list[str], list[str]]:
     """(components answering from the cache, embedders left as they are): the plugin's own
-    embedders and the wrapped ones (``wrap_embedders``) are given the cache; ``counts`` adds up
-    what they computed and what the cache answered."""
+    embedders and the wrapped ones (``wrap_embedders``) are given the cache (and the plugin's
+    own the model cache, ``--retrieval-model-cache``); ``counts`` adds up what they computed
+    and what the cache answered."""
     from .components import CachedEmbedder, PluginEmbedder
 
     counts = counts if counts is not None else EmbedCounts()
@@ -130,6 +132,8 @@ def cache_embedders(pipeline: Any, cache: Any, counts: EmbedCounts | None = None
         if isinstance(component, (PluginEmbedder, CachedEmbedder)):
             component.cache = cache  # keyed like the built-in ingestion's (the plugin's own) or by class and settings
             component.counts = counts
+            if isinstance(component, PluginEmbedder):
+                component.model_cache = model_cache
             cached.append(name)
         elif "Embedder" in type(component).__name__:
             other.append(name)
@@ -212,7 +216,7 @@ def _lint(chunks: tuple, corpus: Any, pipeline: Any) -> Any:
 
 
 def ingest(corpus: Any, store: Any, file: PipelineFile, cache: Any, *, input_socket: str | None = None,
-           id_field: str = "doc_id", progress: Callable[[str], None] | None = None) -> Any:
+           id_field: str = "doc_id", progress: Callable[[str], None] | None = None, model_cache: Any = None) -> Any:
     """Run the team's ingestion pipeline on the corpus into the session's store."""
     from haystack import Document
 
@@ -223,7 +227,7 @@ def ingest(corpus: Any, store: Any, file: PipelineFile, cache: Any, *, input_soc
     table = table_for(corpus, file)
     point_at(pipeline, file, store, table)
     counts = EmbedCounts()
-    cached, other = cache_embedders(pipeline, cache, counts)
+    cached, other = cache_embedders(pipeline, cache, counts, model_cache)
     component, socket = _input_socket(pipeline, file, input_socket)
     # as the built-in ingestion feeds its YAML (title and description lead the text), so a copy of
     # the built-in files ingests the same chunks; every field rides along as meta

@@ -66,6 +66,7 @@ class HybridSetup:
     embed_concurrency: int = EMBED_CONCURRENCY  # an OpenAI-compatible embedder's batches in flight
     embed_rate: float | None = None  # its requests a second (None: no limit)
     cache_dir: Path | None = None  # None: pytest's cache dir, else ~/.cache/pytest-retrieval-eval
+    model_cache: Path | None = None  # the built-in MiniLM's ONNX export; None: onnx_embedder.default_model_cache()
     store_cache_mb: float = 2048.0  # snapshots of ingested embedded stores; 0: none
     ingest: IngestConfig = IngestConfig()
     engine: HybridConfig = HybridConfig()
@@ -199,6 +200,7 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool,
                            schema_prefix=check_identifier(get("schema"), names["schema"]), dsn_keep=get("dsn_keep"),
                            embedder=get("embedder"), embed_concurrency=get("embed_concurrency"),
                            embed_rate=get("embed_rate"), cache_dir=get("cache_dir"),
+                           model_cache=get("model_cache"),
                            store_cache_mb=get("store_cache_mb"), ingest=ingest, engine=engine,
                            variants=variants, ingest_pipeline=get("ingest_pipeline"),
                            ingest_input=get("ingest_input"),

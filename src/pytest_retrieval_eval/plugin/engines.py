@@ -90,6 +90,7 @@ def _pipeline_factory(name: str, path: Any, inputs: tuple[str, ...]):
         index = request.getfixturevalue("ingested_index")
         file = or_fail(PipelineFile.read, path)
         return or_fail(lambda: PipelineEngine(name, file, index.store, index.table, session.embedding_cache(),
-                                              inputs=inputs, id_field=session.config.hybrid.id_field, index=index))
+                                              inputs=inputs, id_field=session.config.hybrid.id_field, index=index,
+                                              model_cache=session.config.hybrid.model_cache))
 
     return factory

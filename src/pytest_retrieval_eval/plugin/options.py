@@ -182,7 +182,8 @@ OPTIONS: tuple[Option, ...] = (
            "retrieval_eval", metavar="NAME"),
     Option("dsn_keep", "dsn store: keep ingested tables in the schema PREFIX_kept and reuse them in later "
            "sessions with the same ingestion (never dropped by the plugin)", False, kind="switch"),
-    Option("embedder", "minilm (offline), sentence-transformers:PATH, openai:MODEL or hashing[:DIM]", "minilm",
+    Option("embedder", "minilm (offline; on ONNX Runtime where installed, else torch; minilm:onnx or minilm:torch "
+           "chooses), sentence-transformers:PATH, openai:MODEL or hashing[:DIM]", "minilm",
            metavar="SPEC", env=f"{ENV_PREFIX}EMBEDDER"),
     Option("embed_concurrency", "batches an openai:MODEL embedder sends at a time (a TEI or vLLM server behind an "
            "OpenAI-compatible API embeds a large corpus at its pace; the vectors are those of a serial run)",
@@ -191,6 +192,9 @@ OPTIONS: tuple[Option, ...] = (
            "server's 429 and Retry-After are honoured besides)", None, positive, metavar="PER_SECOND"),
     Option("cache_dir", "where embeddings and store snapshots are cached (default: pytest's cache dir)", path=True,
            metavar="DIR"),
+    Option("model_cache", "where the built-in embedder's ONNX export is kept (made once per weights hash, shared by "
+           "every project on the machine; default: the user's cache folder, ~/.cache/pytest-retrieval-eval/models)",
+           path=True, metavar="DIR", env=f"{ENV_PREFIX}MODEL_CACHE"),
     Option("store_cache_mb", "room for snapshots of ingested embedded stores (restored instead of ingesting "
            "again; least recently used go first; killed writers' temp folders count too; 0 turns them off)", 2048.0, whole(0), metavar="MB"),
     Option("split_length", "chunk length in words", Chunking.split_length, whole(1), metavar="WORDS",

@@ -222,7 +222,7 @@ class RetrievalSession:
                 store, user_pipelines.table_for(corpus, file),
                 build=lambda: user_pipelines.ingest(corpus, store, file, self.embedding_cache(),
                                                     input_socket=h.ingest_input, id_field=h.id_field,
-                                                    progress=self.progress),
+                                                    progress=self.progress, model_cache=h.model_cache),
                 restore=lambda: user_pipelines.restored(corpus, store, file, id_field=h.id_field))
             self._indexes["pipeline"] = index
             st = index.stats
