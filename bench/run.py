@@ -571,6 +571,80 @@ def _scifact_setup(cache: Path, repeats: int) -> tuple[list[float], list[float]]
     return setup, floor
 
 
+EMBED_CHILD = """
+import json, sys, time
+start = time.perf_counter()
+from pathlib import Path
+import numpy as np
+from pytest_retrieval_eval.hybrid.embedders import backend_for
+texts = json.loads(Path(sys.argv[2]).read_text())
+backend = backend_for(sys.argv[1], model_cache=Path(sys.argv[3]))
+backend.embed(texts[:1])
+loaded = time.perf_counter()
+vectors = backend.embed(texts)
+done = time.perf_counter()
+np.save(sys.argv[4], vectors)
+print(json.dumps({"load": loaded - start, "embed": done - loaded, "torch": "torch" in sys.modules,
+                  "identity": backend.identity}))
+"""
+
+
+def bench_embedding(repeats: int, texts_wanted: int = 400) -> None:
+    """The built-in MiniLM cold, from a fresh process to the vectors: on ONNX Runtime (the
+    export made once beforehand, as a machine has it after its first run) against the torch
+    path, in the same run, alternating; each one's steady throughput too, and every vector's
+    cosine to torch's. SciFact's first documents chunked as the plugin chunks them (the bundled
+    corpus without SciFact)."""
+    from pytest_retrieval_eval.data.chunking import chunk_corpus
+    from pytest_retrieval_eval.data.corpus import BeirFolder, Corpus, JsonFolder
+
+    import numpy as np
+
+    if SCIFACT.is_dir():
+        corpus = Corpus(BeirFolder(SCIFACT).load().docs[:texts_wanted], name="scifact")
+    else:
+        corpus = JsonFolder(REPO / "corpus").load()
+    texts = [c.text for c in chunk_corpus(corpus)][:texts_wanted]
+    print(f"embedding: the built-in MiniLM, {len(texts)} chunks of {corpus.name}, cold (a fresh process each)", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-embed-"))
+    try:
+        (tmp / "texts.json").write_text(json.dumps(texts))
+        models = tmp / "models"
+
+        def run(spec: str, out: str) -> tuple[float, dict]:
+            seconds, _, stdout = child([sys.executable, "-c", EMBED_CHILD, spec, str(tmp / "texts.json"), str(models),
+                                        str(tmp / out)])
+            return seconds, json.loads(stdout.strip().splitlines()[-1])
+
+        export, _ = run("minilm:onnx", "export.npy")  # the one-time export, then a first embedding
+        record("embedding", "ONNX export once per machine (torch + optimum), then the same texts", [export])
+        cold = {"minilm:torch": [], "minilm:onnx": []}
+        steady = {"minilm:torch": [], "minilm:onnx": []}
+        imported = {}
+        for _ in range(repeats):
+            for spec in cold:
+                seconds, info = run(spec, f"{spec.split(':')[1]}.npy")
+                cold[spec].append(len(texts) / seconds)
+                steady[spec].append(len(texts) / info["embed"])
+                imported[spec] = info["torch"]
+        t = record("embedding", "torch path (sentence-transformers), cold: process start to vectors", cold["minilm:torch"],
+                   unit="texts/s")
+        o = record("embedding", f"ONNX Runtime, cold: process start to vectors (torch imported: "
+                   f"{imported['minilm:onnx']})", cold["minilm:onnx"], unit="texts/s")
+        ratio("embedding", "cold throughput, ONNX / torch", o, t)
+        ts = record("embedding", "torch path, steady (model loaded)", steady["minilm:torch"], unit="texts/s")
+        os_ = record("embedding", "ONNX Runtime, steady (model loaded)", steady["minilm:onnx"], unit="texts/s")
+        ratio("embedding", "steady throughput, ONNX / torch", os_, ts)
+        a, b = np.load(tmp / "torch.npy"), np.load(tmp / "onnx.npy")
+        cosines = (a * b).sum(axis=1)
+        rows.append({"section": "embedding", "name": "cosine of each ONNX vector to torch's", "min": float(cosines.min()),
+                     "mean": float(cosines.mean())})
+        label = "cosine of each ONNX vector to torch's: min"
+        print(f"  {label:58} {cosines.min():10.7f}  mean {cosines.mean():.7f}", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def bench_scaling(repeats: int) -> None:
     """Cost against corpus size: writing and querying 1k and 5k SciFact documents (hashing
     vectors, so the embedding model's share is left out: it is linear in chunks, see cold runs)."""
@@ -821,7 +895,7 @@ def main() -> None:
     parser.add_argument("--scifact-cold", type=int, default=1, help="cold SciFact runs (each embeds 5,330 chunks)")
     parser.add_argument("--cache", default=None, help="for SciFact: a cache dir whose embeddings are filled already")
     parser.add_argument("--only", choices=["dormant", "http", "judge", "own", "evaluate", "queries", "scifact", "bundled",
-                                           "scaling", "ingestion", "memory"],
+                                           "scaling", "ingestion", "memory", "embedding"],
                         help="run one section and print it (results files untouched)")
     args = parser.parse_args()
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -831,7 +905,7 @@ def main() -> None:
          "queries": lambda r: bench_queries(r, Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))),
          "scifact": lambda r: bench_scifact(0, r, Path(args.cache) if args.cache else None),
          "bundled": lambda r: bench_bundled(r, 0), "scaling": bench_scaling, "ingestion": bench_ingestion,
-         "memory": lambda r: bench_memory()}[args.only](args.repeats)
+         "memory": lambda r: bench_memory(), "embedding": bench_embedding}[args.only](args.repeats)
         return
     bench_dormant(args.repeats)
     bench_http_concurrency(args.repeats)
@@ -844,6 +918,7 @@ def main() -> None:
     bench_queries(args.repeats, cache)
     shutil.rmtree(cache, ignore_errors=True)
     bench_ingestion(max(1, args.repeats // 2))
+    bench_embedding(max(1, args.repeats // 2))
     bench_memory()
     if not args.no_scifact:
         bench_scaling(max(1, args.repeats // 2))

@@ -87,6 +87,28 @@ def test_reingesting_the_same_corpus_embeds_nothing(store, corpus, hashed):
     assert again.table == hashed.table and again.stats["embedded"] == 0 and again.stats["cached"] == len(hashed.chunks)
 
 
+def test_ingestion_in_small_batches_writes_the_rows_of_one_pass(store, corpus, hashed, monkeypatch):
+    """Batch after batch (here 3 documents a batch) the table holds the rows one pass over the
+    corpus writes: ids, text, metadata and vectors, and the chunks come back in corpus order."""
+    from pytest_retrieval_eval.hybrid import ingest as ingestion
+
+    monkeypatch.setattr(ingestion, "BATCH_DOCUMENTS", 3)
+    said = []
+    batched = ingest(corpus, store, hashed.embedder, IngestConfig(org_id="batched"), progress=said.append)
+    assert len(corpus.docs) > 3 * 5 and batched.stats["written"] == len(batched.chunks) == len(hashed.chunks)
+    assert [c.chunk_id for c in batched.chunks] == [c.chunk_id for c in hashed.chunks]
+    assert [c.text for c in batched.chunks] == [c.text for c in hashed.chunks]
+    assert batched.stats["index_seconds"] > 0
+
+    def rows(table):
+        with psycopg.connect(store.dsn) as conn:
+            return conn.execute(f"SELECT id, content, meta - 'org_id', embedding::text FROM {store.schema}.{table} "
+                                "ORDER BY id").fetchall()
+
+    assert rows(batched.table) == rows(hashed.table)
+    assert not [line for line in said if "ingested" in line]  # under 200 documents: no progress lines
+
+
 @pytest.mark.parametrize("length, overlap", [(0, 0), (100, 100), (100, -1)])
 def test_bad_split_settings(length, overlap):
     with pytest.raises(RetrievalEvalError, match="split settings"):

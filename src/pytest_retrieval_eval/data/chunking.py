@@ -42,8 +42,9 @@ class Chunking:
         return {"split_by": "word", "split_length": self.split_length, "split_overlap": self.split_overlap}
 
 
-def sources(corpus: "Corpus") -> list:
-    """One Haystack Document per source document: title and description lead the text."""
+def sources(corpus: "Corpus", start: int = 0, stop: int | None = None) -> list:
+    """One Haystack Document per source document (``corpus.docs[start:stop]``): title and
+    description lead the text."""
     from .._lazy_torch import import_haystack
 
     import_haystack()
@@ -52,7 +53,7 @@ def sources(corpus: "Corpus") -> list:
     return [
         Document(id=d.doc_id, content="\n\n".join(p for p in (d.title, d.description, d.content) if p),
                  meta={"doc_id": d.doc_id, "title": d.title})
-        for d in corpus.docs
+        for d in corpus.docs[start:stop]
     ]
 
 

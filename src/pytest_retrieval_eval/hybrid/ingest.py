@@ -1,9 +1,12 @@
 """Ingestion: corpus -> Haystack pipeline (clean > split > identify > embed > write) -> a pgvector table.
 
 The pipeline is the built-in YAML ``pipelines/ingest.yaml``, loaded like a team's own; its
-embedding step runs the configured embedder behind the embedding cache. Rows are written without the
-HNSW index, which is then built once over the full table (faster than maintaining it row by
-row), and the table is vacuumed so the planner uses the keyword (GIN) index from the start.
+embedding step runs the configured embedder behind the embedding cache. It runs on the corpus
+``BATCH_DOCUMENTS`` documents at a time, so the embeddings in memory are one batch's whatever the
+corpus's size (every step is per document: the same rows as one run over all of them). Rows are
+written without the HNSW index, which is then built once over the full table (faster than
+maintaining it row by row), and the table is vacuumed so the planner uses the keyword (GIN)
+index from the start.
 """
 
 from __future__ import annotations
@@ -14,6 +17,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .._lazy_torch import import_haystack
 from ..data.chunking import chunks_of, sources
+
+#: documents per pass of the ingestion chain: bounds the embeddings held at once (a batch's chunks
+#: as Haystack documents with their vectors as Python floats, about 10 kB a 384-dimension chunk)
+BATCH_DOCUMENTS = 500
 from ..data.corpus import Corpus
 from ..errors import RetrievalEvalError
 from .haystack_internals import fetch_binary
@@ -84,12 +91,13 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
     start = time.perf_counter()
     table = table_name(corpus, config, embedder)
     last_decile = [-1]
+    done_before = [0]  # chunks embedded by earlier batches
 
     def embed_progress(done: int, total: int) -> None:
         decile = done * 10 // total
         if progress and total >= 200 and decile != last_decile[0]:
             last_decile[0] = decile
-            progress(f"embedding chunks: {done}/{total}")
+            progress(f"embedding chunks: {done_before[0] + done}/{done_before[0] + total}")
 
     file = builtin("ingest.yaml")
     vectors = vector_type(embedder.dim, embedder.identity)
@@ -104,13 +112,23 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
     writer_store.count_documents()  # creates the table
     _vectors_inline(store, table)
 
-    documents = sources(corpus)
-    if progress and len(documents) >= 200:
-        progress(f"ingesting {len(documents)} documents into {store.backend} pgvector")
+    n = len(corpus.docs)
+    if progress and n >= 200:
+        progress(f"ingesting {n} documents into {store.backend} pgvector")
     cached_before, computed_before = embedder.stats.cached, embedder.stats.computed
-    result = run_in_order(pipeline, {"cleaner": {"documents": documents}})
-    written = result["writer"]["documents_written"]
-    chunks = chunks_of(result["identity"]["documents"])
+    pipeline.warm_up()
+    written, parts = 0, []
+    for first in range(0, n, BATCH_DOCUMENTS):
+        result = run_in_order(pipeline, {"cleaner": {"documents": sources(corpus, first, first + BATCH_DOCUMENTS)}},
+                              warm=False)
+        written += result["writer"]["documents_written"]
+        parts.append(chunks_of(result["identity"]["documents"]))
+        done_before[0] += len(parts[-1])
+        last_decile[0] = -1
+        if progress and n >= 200 and n > BATCH_DOCUMENTS:
+            progress(f"ingested {min(n, first + BATCH_DOCUMENTS)}/{n} documents ({done_before[0]} chunks)")
+        del result  # this batch's embeddings
+    chunks = tuple(c for part in parts for c in part)
     window = embedder.token_window()  # lint of the chunks as split, before embedding
     lint = lint_chunks(chunks, dataset=corpus.name, count_tokens=window[0] if window else None,
                        window=window[1] if window else None, near_duplicates=config.near_duplicates)
@@ -118,27 +136,31 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
 
     # Build the HNSW index once over the loaded table, then let the planner see real statistics.
     search_store = document_store(store, table, embedder.dim, config.language, hnsw=True, vectors=vectors)
+    indexing = time.perf_counter()
     search_store.count_documents()  # creates the HNSW index on first connection
     fetch_binary(search_store)
     _vacuum(store, table)
+    indexed = time.perf_counter()
     return IngestedIndex(
         chunks=chunks, store=store, document_store=search_store, table=table, dataset=corpus.name, config=config,
-        embedder=embedder, seconds=time.perf_counter() - start,
-        stats={"documents": len(documents), "chunks": len(chunks), "written": written,
+        embedder=embedder, seconds=indexed - start,
+        stats={"documents": n, "chunks": len(chunks), "written": written, "index_seconds": round(indexed - indexing, 3),
                "embedded": embedder.stats.computed - computed_before, "cached": embedder.stats.cached - cached_before},
         lint=lint,
     )
 
 
-def run_in_order(pipeline: Any, inputs: dict) -> dict:
+def run_in_order(pipeline: Any, inputs: dict, *, warm: bool = True) -> dict:
     """The built-in ingestion pipeline (a chain: one component's output is the next one's
     input) run component by component, each output handed on as it is. ``Pipeline.run`` deep-copies
     every component's inputs and every output it keeps; here those are the corpus's chunks with
     their embeddings, and the copies cost more than writing them (a team's YAML still runs through
-    ``Pipeline.run``). Returns every component's outputs."""
+    ``Pipeline.run``). Returns every component's outputs; ``warm``: warm the components up first
+    (once is enough for a pipeline run batch after batch)."""
     import networkx as nx
 
-    pipeline.warm_up()
+    if warm:
+        pipeline.warm_up()
     pending: dict[str, dict] = {name: dict(inputs.get(name, {})) for name in pipeline.graph.nodes}
     outputs: dict[str, dict] = {}
     for name in nx.topological_sort(pipeline.graph):
