@@ -681,6 +681,130 @@ def bench_scaling(repeats: int) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def synthetic_beir(folder: Path, docs: int, queries: int = 300, seed: int = 7) -> Path:
+    """A BEIR folder of ``docs`` documents of 60 to 180 words (one chunk each at the default
+    400-word windows) drawn from SciFact's word frequencies (the bundled corpus's without
+    SciFact), and ``queries`` questions of six words taken from one document each, that document
+    judged relevant. Written as it is made: memory does not grow with ``docs``."""
+    import re
+    from collections import Counter
+
+    import numpy as np
+
+    if SCIFACT.is_dir():
+        texts = (json.loads(line)["text"] for line in (SCIFACT / "corpus.jsonl").open(encoding="utf-8"))
+    else:
+        texts = (json.loads(p.read_text())["content"] for p in (REPO / "corpus").glob("*.json"))
+    counts = Counter(w for t in texts for w in re.findall(r"[a-z]{3,}", t.lower()))
+    words = np.array(sorted(counts))
+    weights = np.array([counts[w] for w in words], dtype=np.float64)
+    weights /= weights.sum()
+    rng = np.random.default_rng(seed)
+    asked = set(rng.choice(docs, size=min(queries, docs), replace=False).tolist())
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    questions = []
+    with (folder / "corpus.jsonl").open("w", encoding="utf-8") as out:
+        for start in range(0, docs, 10_000):
+            block = min(10_000, docs - start)
+            lengths = rng.integers(60, 181, size=block)
+            drawn = rng.choice(len(words), size=int(lengths.sum()) + 6 * block, p=weights)
+            at = 0
+            for i in range(block):
+                body = words[drawn[at:at + lengths[i]]]
+                title = words[drawn[at + lengths[i]:at + lengths[i] + 6]]
+                at += lengths[i] + 6
+                doc_id = f"s{start + i}"
+                out.write(json.dumps({"_id": doc_id, "title": " ".join(title), "text": " ".join(body)}) + "\n")
+                if start + i in asked:
+                    questions.append((doc_id, " ".join(rng.choice(body, size=6, replace=False))))
+    with (folder / "queries.jsonl").open("w", encoding="utf-8") as out:
+        for n, (_, text) in enumerate(questions):
+            out.write(json.dumps({"_id": f"q{n}", "text": text}) + "\n")
+    with (folder / "qrels" / "test.tsv").open("w", encoding="utf-8") as out:
+        out.write("query-id\tcorpus-id\tscore\n")
+        for n, (doc_id, _) in enumerate(questions):
+            out.write(f"q{n}\t{doc_id}\t1\n")
+    return folder
+
+
+SCALE_TEST = ("import pytest\n\n\n@pytest.mark.retrieval\ndef test_quality(retrieval_results):\n"
+              "    assert retrieval_results.hit_at(5) >= 0.0\n")
+
+
+def _growth(sizes: list[int], values: list[float]) -> str:
+    """How a figure grows between the two largest sizes: the exponent of n, named."""
+    import math
+
+    if len(sizes) < 2 or not min(values[-2:]) > 0:  # nan too
+        return "-"
+
+    b = math.log(values[-1] / values[-2]) / math.log(sizes[-1] / sizes[-2])
+    name = ("flat" if b < 0.25 else "sublinear" if b < 0.85 else "linear" if b < 1.15 else "n log n" if b < 1.35
+            else "superlinear")
+    return f"n^{b:.2f} ({name})"
+
+
+def bench_scale(sizes: list[int]) -> None:
+    """The plugin at corpus sizes a real knowledge base has: a team's project evaluating a
+    synthetic BEIR folder of N one-chunk documents (``synthetic_beir``) with the keyword and
+    hybrid engines, hashing vectors so the model is out of the figure. Cold (ingestion, indexes,
+    snapshot kept) then warm (snapshot restored), each a fresh pytest session: wall, the
+    session's peak RSS, ingestion and index times as the session prints them, the snapshot's
+    size, p50/p95 per query per engine (``--retrieval-latency``), results.json bytes a query.
+    Each figure's growth between the two largest sizes is named."""
+    import re
+
+    print(f"scale: synthetic BEIR folders of {', '.join(f'{n:,}' for n in sizes)} chunks, keyword + hybrid, "
+          "hashing vectors", flush=True)
+    figures: dict[str, list[float]] = {}
+    tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-scale-"))
+    try:
+        for n in sizes:
+            folder = synthetic_beir(tmp / f"beir-{n}", n)
+            project = tmp / f"project-{n}"
+            project.mkdir()
+            (project / "test_retrieval.py").write_text(SCALE_TEST)
+            cache = tmp / f"cache-{n}"
+            cmd = PYTEST + ["-p", "no:langsmith_plugin", "-m", "retrieval", f"--retrieval-corpus={folder}",
+                            "--retrieval-embedder=hashing", f"--retrieval-cache-dir={cache}", "--retrieval-latency",
+                            "--retrieval-report", f"--retrieval-report-dir={project / 'report'}",
+                            "--retrieval-store-cache-mb=100000"]
+            cold_wall, cold_rss, out = child(cmd, cwd=project)
+            written = re.search(r"written (\d+) chunks in ([\d.]+) s; indexes built in ([\d.]+) s", out)
+            results = json.loads((project / "report" / "results.json").read_text())
+            snapshot = sum(p.stat().st_size for p in (cache / "snapshots").rglob("*") if p.is_file())
+            warm_wall, warm_rss, _ = child(cmd, cwd=project)
+            latency = {e["engine"]: e.get("latency", {}).get("seconds", {}) for e in results["evaluations"]}
+            per_query = len((project / "report" / "results.json").read_bytes()) / sum(
+                len(e.get("queries", [])) or 1 for e in results["evaluations"])
+            row = {"cold wall (s)": cold_wall, "cold peak RSS (MB)": cold_rss / 1024,
+                   "ingestion: write (s)": float(written.group(2)) if written else float("nan"),
+                   "ingestion: indexes (s)": float(written.group(3)) if written else float("nan"),
+                   "snapshot (MB)": snapshot / 2 ** 20, "warm wall (s)": warm_wall, "warm peak RSS (MB)": warm_rss / 1024,
+                   "hybrid p50 (ms)": 1000 * latency.get("hybrid", {}).get("p50", float("nan")),
+                   "hybrid p95 (ms)": 1000 * latency.get("hybrid", {}).get("p95", float("nan")),
+                   "keyword p50 (ms)": 1000 * latency.get("keyword", {}).get("p50", float("nan")),
+                   "keyword p95 (ms)": 1000 * latency.get("keyword", {}).get("p95", float("nan")),
+                   "results.json bytes a query": per_query}
+            for name, value in row.items():
+                figures.setdefault(name, []).append(value)
+            print(f"  {n:>9,} chunks: " + ", ".join(f"{k} {v:.1f}" for k, v in row.items()), flush=True)
+            shutil.rmtree(cache, ignore_errors=True)
+            shutil.rmtree(folder, ignore_errors=True)
+        header = ["figure"] + [f"{n:,}" for n in sizes] + ["growth"]
+        table = [header] + [[name] + [f"{v:.1f}" for v in values] + [_growth(sizes, values)]
+                            for name, values in figures.items()]
+        widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+        lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in table]
+        print("\n".join("  " + line for line in lines), flush=True)
+        rows.append({"section": "scale", "name": "table", "lines": lines})
+        for name, values in figures.items():
+            rows.append({"section": "scale", "name": name, "sizes": sizes, "values": values,
+                         "growth": _growth(sizes, values)})
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def bench_dormant(repeats: int) -> None:
     """What installing the plugin costs a project's plain test run: one plain test, run with the
     plugin and with ``-p no:retrieval_eval``, alternating; and with the plugin configured in the
@@ -894,10 +1018,13 @@ def main() -> None:
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--scifact-cold", type=int, default=1, help="cold SciFact runs (each embeds 5,330 chunks)")
     parser.add_argument("--cache", default=None, help="for SciFact: a cache dir whose embeddings are filled already")
+    parser.add_argument("--scale", default="5330,100000",
+                        help="corpus sizes (chunks) of the scale section, comma-separated; 1000000 takes about an hour")
     parser.add_argument("--only", choices=["dormant", "http", "judge", "own", "evaluate", "queries", "scifact", "bundled",
-                                           "scaling", "ingestion", "memory", "embedding"],
+                                           "scaling", "ingestion", "memory", "embedding", "scale"],
                         help="run one section and print it (results files untouched)")
     args = parser.parse_args()
+    sizes = [int(n) for n in args.scale.split(",") if n.strip()]
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     if args.only:
         {"dormant": bench_dormant, "http": bench_http_concurrency, "judge": bench_judging, "own": bench_own_engine,
@@ -905,7 +1032,8 @@ def main() -> None:
          "queries": lambda r: bench_queries(r, Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))),
          "scifact": lambda r: bench_scifact(0, r, Path(args.cache) if args.cache else None),
          "bundled": lambda r: bench_bundled(r, 0), "scaling": bench_scaling, "ingestion": bench_ingestion,
-         "memory": lambda r: bench_memory(), "embedding": bench_embedding}[args.only](args.repeats)
+         "memory": lambda r: bench_memory(), "embedding": bench_embedding,
+         "scale": lambda r: bench_scale(sizes)}[args.only](args.repeats)
         return
     bench_dormant(args.repeats)
     bench_http_concurrency(args.repeats)
@@ -922,6 +1050,7 @@ def main() -> None:
     bench_memory()
     if not args.no_scifact:
         bench_scaling(max(1, args.repeats // 2))
+        bench_scale(sizes)
         bench_scifact(args.scifact_cold, max(1, args.repeats // 2), Path(args.cache) if args.cache else None)
     write_results()
 

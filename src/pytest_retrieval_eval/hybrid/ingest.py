@@ -141,6 +141,9 @@ def ingest(corpus: Corpus, store: Store, embedder: Embedder, config: IngestConfi
     fetch_binary(search_store)
     _vacuum(store, table)
     indexed = time.perf_counter()
+    if progress and n >= 200:
+        progress(f"{table}: written {len(chunks)} chunks in {indexing - start:.1f} s; indexes built in "
+                 f"{indexed - indexing:.1f} s")
     return IngestedIndex(
         chunks=chunks, store=store, document_store=search_store, table=table, dataset=corpus.name, config=config,
         embedder=embedder, seconds=indexed - start,
