@@ -35,6 +35,14 @@ TREC10_TREC_MEASURES = {"Rprec", "bpref", "num_ret", "num_rel", "num_rel_ret", "
 
 rows: list[dict] = []
 
+#: ``--quick``: every section at small sizes and one repetition (tests/system/test_bench.py runs
+#: it, so a change that breaks a section fails the suite); the figures mean nothing then
+QUICK = False
+
+
+def sized(normal, quick):
+    return quick if QUICK else normal
+
 
 def record(section: str, name: str, values: list[float], unit: str = "s", **extra) -> float:
     median = statistics.median(values)
@@ -119,7 +127,7 @@ def bench_evaluate(repeats: int) -> None:
         ranx = None
     print("evaluate(): the user's whole path, from plain dicts (scores in random order, ties) to six means",
           flush=True)
-    for nq, nd in [(10_000, 100), (1_000, 1_000)]:
+    for nq, nd in sized([(10_000, 100), (1_000, 1_000)], [(200, 50)]):
         label = f"{nq:,} queries x {nd:,} docs"
         qrels, run = synthetic(nq, nd)
         ours = record("evaluate", f"ours, dicts -> means, {label}",
@@ -253,7 +261,7 @@ def bench_ingestion(repeats: int) -> None:
 
     if SCIFACT.is_dir():
         full = BeirFolder(SCIFACT).load()
-        corpus = Corpus(full.docs[:2000], name="scifact-2000")
+        corpus = Corpus(full.docs[:sized(2000, 100)], name=f"scifact-{sized(2000, 100)}")
     else:
         corpus = JsonFolder(REPO / "corpus").load()
     print(f"ingestion: {corpus.name}, {len(corpus)} documents (hashing vectors, cached: this measures writing)", flush=True)
@@ -445,7 +453,8 @@ def bench_memory() -> None:
     words = " ".join(d.title for d in corpus).split()
     rng = random.Random(3)
     peaks = {}
-    for n in (2_000, 20_000):
+    small, large = sized((2_000, 20_000), (200, 2_000))
+    for n in (small, large):
         labeled = LabeledSet(tuple(LabeledQuery(f"q{i}", " ".join(rng.sample(words, 6)), {corpus.docs[i % len(corpus)].doc_id: 1})
                                    for i in range(n)))
         tracemalloc.start()
@@ -453,22 +462,22 @@ def bench_memory() -> None:
         result.hit_at(5), result.mrr()
         peaks[n] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    per_query = (peaks[20_000] - peaks[2_000]) / 18_000
-    rows.append({"section": "memory", "name": "peak traced bytes per query (2k -> 20k queries)", "median": per_query, "unit": "B",
-                 "peaks": peaks})
-    print(f"  {'peak traced memory per query, 2k -> 20k queries (depth 20)':58} {per_query:10.0f} B", flush=True)
+    per_query = (peaks[large] - peaks[small]) / (large - small)
+    label = f"peak traced bytes per query ({small:,} -> {large:,} queries, depth 20)"
+    rows.append({"section": "memory", "name": label, "median": per_query, "unit": "B", "peaks": peaks})
+    print(f"  {label:58} {per_query:10.0f} B", flush=True)
 
 
 #: the first landing's last commit: the warm path issue 16 measured (re-ingests every session)
 FIRST_LANDING = "f2132c6"
 
 
-def user_project(folder: Path) -> Path:
+def user_project(folder: Path, floor: float = 0.2) -> Path:
     """A team's project as the README shows one: a test file, nothing else."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "test_retrieval.py").write_text(
         "import pytest\n\n\n@pytest.mark.retrieval\ndef test_quality(retrieval_results):\n"
-        "    assert retrieval_results.hit_at(5) >= 0.2\n")
+        f"    assert retrieval_results.hit_at(5) >= {floor}\n")
     return folder
 
 
@@ -480,24 +489,31 @@ def first_landing(tmp: Path) -> Path | None:
     return out / "src" if done.returncode == 0 else None
 
 
-def bench_scifact(cold_runs: int, repeats: int, cache: Path | None = None) -> None:
-    """SciFact end to end, from a user's project: cold; warm restoring the store snapshot; the
+def bench_scifact(cold_runs: int, repeats: int, cache: Path | None = None, folder: Path = SCIFACT) -> None:
+    """SciFact end to end, from a user's project: cold, on ONNX Runtime and on the torch path
+    (``--retrieval-embedder minilm:torch``) alternating; warm restoring the store snapshot; the
     same warm run with the first landing's code (what issue 16 called today's warm path: every
     session re-ingests); warm with snapshots off; the hybrid setup in process against its floor
-    (PostgreSQL start + snapshot restore); and -n 2 with the queries sharded over the workers."""
-    if not SCIFACT.is_dir():
-        print(f"SciFact: skipped, {SCIFACT} not found", flush=True)
-        rows.append({"section": "scifact", "name": "skipped", "reason": f"{SCIFACT} not found"})
+    (PostgreSQL start + snapshot restore); and -n 2 with the queries sharded over the workers.
+    ``folder``: another BEIR folder (``--quick`` gives a small synthetic one)."""
+    if not folder.is_dir():
+        print(f"SciFact: skipped, {folder} not found", flush=True)
+        rows.append({"section": "scifact", "name": "skipped", "reason": f"{folder} not found"})
         return
     print("BEIR SciFact: 5,183 documents, 300 test queries, keyword + hybrid engines, from a project of one test file",
           flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-"))
-    project = user_project(tmp / "project")
-    cmd = PYTEST + ["-p", "no:langsmith_plugin", "-m", "retrieval", f"--retrieval-corpus={SCIFACT}", "--retrieval-report"]
+    project = user_project(tmp / "project", floor=sized(0.2, 0.0))  # a synthetic folder's keyword engine finds little
+    cmd = PYTEST + ["-p", "no:langsmith_plugin", "-m", "retrieval", f"--retrieval-corpus={folder}", "--retrieval-report"]
     old_src = None
     try:
-        cold = [child(cmd + [f"--retrieval-cache-dir={tmp / f'c{i}'}"], cwd=project) for i in range(cold_runs)]
+        cold, cold_torch = [], []
+        for i in range(cold_runs):  # alternating: the machine's drift falls on both
+            cold.append(child(cmd + [f"--retrieval-cache-dir={tmp / f'c{i}'}"], cwd=project))
+            cold_torch.append(child(cmd + [f"--retrieval-cache-dir={tmp / f't{i}'}", "--retrieval-embedder=minilm:torch"],
+                                    cwd=project))
         cache = cache or tmp / "c0"
+        torch_cache = tmp / "t0" if cold_runs else cache  # the first landing embeds on torch: its vectors are there
         if not cold:
             child(cmd + [f"--retrieval-cache-dir={cache}"], cwd=project)  # embeddings and the snapshot
         warm = [child(cmd + [f"--retrieval-cache-dir={cache}"], cwd=project) for _ in range(repeats)]
@@ -505,7 +521,7 @@ def bench_scifact(cold_runs: int, repeats: int, cache: Path | None = None) -> No
         record("scifact", "warm run, peak RSS", [x[1] / 1024 for x in warm], unit="MB")
         old_src = first_landing(tmp)
         if old_src is not None:
-            old = [child(cmd + [f"--retrieval-cache-dir={cache}"], cwd=project, env={"PYTHONPATH": str(old_src)})
+            old = [child(cmd + [f"--retrieval-cache-dir={torch_cache}"], cwd=project, env={"PYTHONPATH": str(old_src)})
                    for _ in range(repeats)]
             o = record("scifact", f"warm run, the first landing's code ({FIRST_LANDING}: re-ingests), wall",
                        [x[0] for x in old])
@@ -515,10 +531,19 @@ def bench_scifact(cold_runs: int, repeats: int, cache: Path | None = None) -> No
         r = record("scifact", "warm run re-ingesting (today's code, snapshots off), wall", [x[0] for x in reingest])
         ratio("scifact", "re-ingesting / restoring (warm, end to end)", r, w)
         if cold:
-            c = record("scifact", "cold run (embeds 5,330 chunks with MiniLM), wall", [x[0] for x in cold])
+            c = record("scifact", "cold run, MiniLM on ONNX Runtime (the export made once before), wall",
+                       [x[0] for x in cold])
             record("scifact", "cold run, peak RSS", [x[1] / 1024 for x in cold], unit="MB")
+            t = record("scifact", "cold run, MiniLM on torch (--retrieval-embedder minilm:torch), wall",
+                       [x[0] for x in cold_torch])
+            record("scifact", "cold run on torch, peak RSS", [x[1] / 1024 for x in cold_torch], unit="MB")
+            ratio("scifact", "cold on torch / cold on ONNX Runtime", t, c)
             ratio("scifact", "cold / warm", c, w)
-        setup, floor = _scifact_setup(cache, repeats)
+            for name, runs in (("cold table, ONNX Runtime", cold), ("cold table, torch", cold_torch)):
+                lines = [l for l in runs[-1][2].splitlines() if l.startswith(("engine", "hybrid", "keyword"))]
+                rows.append({"section": "scifact", "name": name, "lines": lines})
+                print(f"  {name}:\n" + "\n".join("    " + l for l in lines), flush=True)
+        setup, floor = _scifact_setup(cache, repeats, folder)
         a = record("scifact", "hybrid setup in process: store start + restore + index ready", setup)
         b = record("scifact", "floor: PostgreSQL start + snapshot restore", floor)
         ratio("scifact", "hybrid setup / floor", a, b)
@@ -536,7 +561,7 @@ def bench_scifact(cold_runs: int, repeats: int, cache: Path | None = None) -> No
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _scifact_setup(cache: Path, repeats: int) -> tuple[list[float], list[float]]:
+def _scifact_setup(cache: Path, repeats: int, folder: Path = SCIFACT) -> tuple[list[float], list[float]]:
     """In process: what the session does to have a hybrid index, against its floor."""
     from pytest_retrieval_eval.data.corpus import open_corpus
     from pytest_retrieval_eval.hybrid.embedders import Embedder, backend_for
@@ -545,7 +570,7 @@ def _scifact_setup(cache: Path, repeats: int) -> tuple[list[float], list[float]]
     from pytest_retrieval_eval.hybrid.snapshots import Snapshots, snapshot_key
     from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
 
-    corpus = open_corpus(SCIFACT).load()
+    corpus = open_corpus(folder).load()
     embedder = Embedder(backend_for("minilm"), EmbeddingCache(cache / "embeddings.sqlite3"))
     config = IngestConfig()
     table = table_name(corpus, config, embedder)
@@ -597,6 +622,7 @@ def bench_embedding(repeats: int, texts_wanted: int = 400) -> None:
     corpus without SciFact)."""
     from pytest_retrieval_eval.data.chunking import chunk_corpus
     from pytest_retrieval_eval.data.corpus import BeirFolder, Corpus, JsonFolder
+    from pytest_retrieval_eval.hybrid.onnx_embedder import default_model_cache
 
     import numpy as np
 
@@ -604,12 +630,13 @@ def bench_embedding(repeats: int, texts_wanted: int = 400) -> None:
         corpus = Corpus(BeirFolder(SCIFACT).load().docs[:texts_wanted], name="scifact")
     else:
         corpus = JsonFolder(REPO / "corpus").load()
+    texts_wanted = sized(texts_wanted, 16)
     texts = [c.text for c in chunk_corpus(corpus)][:texts_wanted]
     print(f"embedding: the built-in MiniLM, {len(texts)} chunks of {corpus.name}, cold (a fresh process each)", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-embed-"))
     try:
         (tmp / "texts.json").write_text(json.dumps(texts))
-        models = tmp / "models"
+        models = tmp / "models" if not QUICK else default_model_cache()  # quick: the machine's export, if made
 
         def run(spec: str, out: str) -> tuple[float, dict]:
             seconds, _, stdout = child([sys.executable, "-c", EMBED_CHILD, spec, str(tmp / "texts.json"), str(models),
@@ -617,7 +644,8 @@ def bench_embedding(repeats: int, texts_wanted: int = 400) -> None:
             return seconds, json.loads(stdout.strip().splitlines()[-1])
 
         export, _ = run("minilm:onnx", "export.npy")  # the one-time export, then a first embedding
-        record("embedding", "ONNX export once per machine (torch + optimum), then the same texts", [export])
+        record("embedding", "ONNX export once per machine (torch + optimum), then the same texts"
+               + (" (quick: the machine's export, made earlier if at all)" if QUICK else ""), [export])
         cold = {"minilm:torch": [], "minilm:onnx": []}
         steady = {"minilm:torch": [], "minilm:onnx": []}
         imported = {}
@@ -667,7 +695,7 @@ def bench_scaling(repeats: int) -> None:
     store.start()
     try:
         embedder = Embedder(HashingBackend(384), EmbeddingCache(tmp / "e.sqlite3"))
-        for n in (1000, len(full)):
+        for n in sized((1000, len(full)), (100, 300)):
             corpus = Corpus(full.docs[:n], name=f"scifact-{n}")
             ingest(corpus, store, embedder, IngestConfig(org_id="warmup"))  # fill the vector cache
             writes = [ingest(corpus, store, embedder, IngestConfig(org_id=f"s{n}-{i}")) for i in range(repeats)]
@@ -820,7 +848,7 @@ def bench_dormant(repeats: int) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RETRIEVAL_EVAL_")}
     with_plugin, without, with_ini = [], [], []
     try:
-        for _ in range(max(5, repeats)):
+        for _ in range(sized(max(5, repeats), repeats)):
             for out, cmd, cwd in ((without, base + ["-p", "no:retrieval_eval"], project), (with_plugin, base, project),
                                   (with_ini, base, configured)):
                 start = time.perf_counter()
@@ -881,7 +909,8 @@ def bench_http_concurrency(repeats: int) -> None:
     from pytest_retrieval_eval.run.results import RunResults
     from pytest_retrieval_eval.types import LabeledQuery
 
-    print("HTTP engine: 300 queries, 50 ms per call, serial vs --retrieval-concurrency 16", flush=True)
+    n = sized(300, 40)
+    print(f"HTTP engine: {n} queries, 50 ms per call, serial vs --retrieval-concurrency 16", flush=True)
 
     def search(path: str, body: object) -> dict:
         n = int(parse_qs(urlparse(path).query)["q"][0].split()[-1])
@@ -890,7 +919,7 @@ def bench_http_concurrency(repeats: int) -> None:
     server, root = json_server(search)
     url = f"{root}/search?q={{query}}&k={{k}}"
     labeled = LabeledSet(tuple(LabeledQuery(f"q{i}", f"question number {i}", {f"d{(i * 7) % 500}": 1})
-                               for i in range(300)), name="synthetic")
+                               for i in range(n)), name="synthetic")
     outputs, times = {}, {1: [], 16: []}
     try:
         for _ in range(max(1, repeats // 2)):
@@ -903,8 +932,8 @@ def bench_http_concurrency(repeats: int) -> None:
                 times[width].append(time.perf_counter() - start)
     finally:
         server.shutdown()
-    a = record("http", "300 queries, one at a time", times[1])
-    b = record("http", "300 queries, 16 at a time", times[16])
+    a = record("http", f"{n} queries, one at a time", times[1])
+    b = record("http", f"{n} queries, 16 at a time", times[16])
     ratio("http", "serial / concurrent", a, b)
     same = outputs[1] == outputs[16]
     rows.append({"section": "http", "name": "results.json identical", "value": same})
@@ -920,7 +949,8 @@ def bench_judging(repeats: int) -> None:
     from pytest_retrieval_eval.data.judge import JudgeConfig, Pair, judge_pairs
     from pytest_retrieval_eval.data.judgments import Judgments
 
-    print("judge: 1,000 pairs, 50 ms per call, serial vs 8 at a time", flush=True)
+    n = sized(1000, 80)
+    print(f"judge: {n:,} pairs, 50 ms per call, serial vs 8 at a time", flush=True)
 
     def grade(path: str, body: dict) -> dict:
         score = len(body["messages"][-1]["content"]) % 4
@@ -929,7 +959,7 @@ def bench_judging(repeats: int) -> None:
     server, root = json_server(grade)
     url = f"{root}/v1"
     pairs = [Pair(f"q{i // 10}", f"question {i // 10} about topic {i % 37}?", f"d{i}", f"passage {i} " * 30, f"sha{i}")
-             for i in range(1000)]
+             for i in range(n)]
     folder = Path(tempfile.mkdtemp(prefix="retrieval-bench-judge-"))
     times: dict[int, list[float]] = {1: [], 8: []}
     again: list[float] = []
@@ -941,8 +971,8 @@ def bench_judging(repeats: int) -> None:
                 start = time.perf_counter()
                 report = judge_pairs(pairs, files[width], JudgeConfig(model="bench", url=url, concurrency=width))
                 times[width].append(time.perf_counter() - start)
-                if report.asked != 1000:
-                    raise SystemExit(f"judged {report.asked} of 1000 at concurrency {width}: {report.summary()}")
+                if report.asked != n:
+                    raise SystemExit(f"judged {report.asked} of {n} at concurrency {width}: {report.summary()}")
             start = time.perf_counter()
             if judge_pairs(pairs, files[8], JudgeConfig(model="bench", url=url)).asked:
                 raise SystemExit("pairs in the file were asked again")
@@ -953,9 +983,9 @@ def bench_judging(repeats: int) -> None:
     finally:
         server.shutdown()
         shutil.rmtree(folder, ignore_errors=True)
-    a = record("judge", "1,000 judgments, one call at a time", times[1])
-    b = record("judge", "1,000 judgments, 8 at a time", times[8])
-    c = record("judge", "the same 1,000 again (all in the file: nothing asked)", again)
+    a = record("judge", f"{n:,} judgments, one call at a time", times[1])
+    b = record("judge", f"{n:,} judgments, 8 at a time", times[8])
+    c = record("judge", f"the same {n:,} again (all in the file: nothing asked)", again)
     ratio("judge", "serial / 8 at a time", a, b)
     ratio("judge", "first judging / again from the file", b, c)
 
@@ -979,7 +1009,7 @@ def bench_own_engine(repeats: int) -> None:
     try:
         child(cmd + all_three, cwd=project)  # fills the embedding cache
         alone, beside = [], []
-        for _ in range(max(3, repeats)):
+        for _ in range(sized(max(3, repeats), repeats)):
             alone.append(child(cmd, cwd=project)[0])
             beside.append(child(cmd + all_three, cwd=project)[0])
     finally:
@@ -1016,8 +1046,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cold", type=int, default=2, help="cold runs of the bundled eval (each loads the model)")
     parser.add_argument("--no-scifact", action="store_true")
-    parser.add_argument("--scifact-cold", type=int, default=1, help="cold SciFact runs (each embeds 5,330 chunks)")
+    parser.add_argument("--scifact-cold", type=int, default=None,
+                        help="cold SciFact runs on each runtime (each embeds 5,330 chunks; default 1, 0 with --only)")
     parser.add_argument("--cache", default=None, help="for SciFact: a cache dir whose embeddings are filled already")
+    parser.add_argument("--quick", action="store_true",
+                        help="every section at small sizes, once (checks that each runs; the figures mean nothing)")
+    parser.add_argument("--results", default=None, help="the folder results.json and summary.md go to (default bench/results)")
     parser.add_argument("--scale", default="5330,100000",
                         help="corpus sizes (chunks) of the scale section, comma-separated; 1000000 takes about an hour")
     parser.add_argument("--only", choices=["dormant", "http", "judge", "own", "evaluate", "queries", "scifact", "bundled",
@@ -1025,12 +1059,19 @@ def main() -> None:
                         help="run one section and print it (results files untouched)")
     args = parser.parse_args()
     sizes = [int(n) for n in args.scale.split(",") if n.strip()]
+    global QUICK, RESULTS
+    if args.results:
+        RESULTS = Path(args.results)
+    if args.quick:
+        QUICK = True
+        args.repeats, args.cold, args.scifact_cold = 1, 1, 1
+        sizes = [300, 600]
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     if args.only:
         {"dormant": bench_dormant, "http": bench_http_concurrency, "judge": bench_judging, "own": bench_own_engine,
          "evaluate": bench_evaluate,
          "queries": lambda r: bench_queries(r, Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))),
-         "scifact": lambda r: bench_scifact(0, r, Path(args.cache) if args.cache else None),
+         "scifact": lambda r: bench_scifact(args.scifact_cold or 0, r, Path(args.cache) if args.cache else None),
          "bundled": lambda r: bench_bundled(r, 0), "scaling": bench_scaling, "ingestion": bench_ingestion,
          "memory": lambda r: bench_memory(), "embedding": bench_embedding,
          "scale": lambda r: bench_scale(sizes)}[args.only](args.repeats)
@@ -1048,10 +1089,16 @@ def main() -> None:
     bench_ingestion(max(1, args.repeats // 2))
     bench_embedding(max(1, args.repeats // 2))
     bench_memory()
-    if not args.no_scifact:
+    bench_scale(sizes)
+    if QUICK:  # SciFact's path on a small synthetic BEIR folder
+        folder = synthetic_beir(Path(tempfile.mkdtemp(prefix="retrieval-bench-beir-")), 150, queries=30)
+        bench_scaling(1)
+        bench_scifact(1, 1, None, folder)
+        shutil.rmtree(folder, ignore_errors=True)
+    elif not args.no_scifact:
         bench_scaling(max(1, args.repeats // 2))
-        bench_scale(sizes)
-        bench_scifact(args.scifact_cold, max(1, args.repeats // 2), Path(args.cache) if args.cache else None)
+        bench_scifact(1 if args.scifact_cold is None else args.scifact_cold, max(1, args.repeats // 2),
+                      Path(args.cache) if args.cache else None)
     write_results()
 
 
