@@ -60,8 +60,12 @@ def test_the_teams_tests_pass_and_their_gate_holds_and_xdist_gives_the_same_tabl
     assert re.search(r"latency measured on Linux \S+, \d+ CPUs.* at concurrency 4 \(helpdesk-bm25, "
                      r"helpdesk-haystack, keyword\); 1 \(helpdesk-pgvector\): rows at a different concurrency do not "
                      r"compare", out) or sys.platform != "linux", out
-    cost = out.split("what each engine's calls cost", 1)[1].splitlines()[2:6]
-    assert sorted(c.split()[0] for c in cost) == sorted(table) and all(float(c.split()[2]) < 250 for c in cost)
+    cost = {c.split()[0]: [float(x) for x in c.split()[1:5]]
+            for c in out.split("what each engine's calls cost", 1)[1].splitlines()[2:6]}
+    assert sorted(cost) == sorted(table) and all(p50 <= p95 <= p99 <= most for p50, p95, p99, most in cost.values())
+    # the team's gate holds its search's p95 (helpdesk-bm25:latency.p95<=250ms); the in-memory Haystack
+    # pipeline's first calls build its BM25 index while three more wait (300-430 ms on a 2-core AMD EPYC)
+    assert cost["helpdesk-bm25"][1] <= 250
     parallel = run(project, "-m", "retrieval", "--retrieval-report", "-n", "2")  # under xdist, the same table
     assert parallel.returncode == 0 and parse_table(parallel.stdout) == table, parallel.stdout
     # stricter rules, judged again on the saved run (what a team does to try a rule before committing it)

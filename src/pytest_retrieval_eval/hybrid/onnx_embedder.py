@@ -203,6 +203,9 @@ class OnnxMiniLMBackend:
 
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # warnings about unused initializers are not the user's
+        # ONNX Runtime's threads spin after each run waiting for the next: on a small machine that
+        # takes the cores from whatever the session does next (another engine's calls, PostgreSQL)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
         self._inputs = [i.name for i in self._session.get_inputs()]
         window = int(json.loads((self.source / "sentence_bert_config.json").read_text())["max_seq_length"])
