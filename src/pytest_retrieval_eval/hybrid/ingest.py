@@ -17,10 +17,6 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .._lazy_torch import import_haystack
 from ..data.chunking import chunks_of, sources
-
-#: documents per pass of the ingestion chain: bounds the embeddings held at once (a batch's chunks
-#: as Haystack documents with their vectors as Python floats, about 10 kB a 384-dimension chunk)
-BATCH_DOCUMENTS = 500
 from ..data.corpus import Corpus
 from ..errors import RetrievalEvalError
 from .haystack_internals import fetch_binary
@@ -30,6 +26,10 @@ from ..types import Chunk, canonical_json, sha256_text
 
 if TYPE_CHECKING:
     from .embedders import Embedder
+
+#: documents per pass of the ingestion chain: bounds the embeddings held at once (a batch's chunks
+#: as Haystack documents with their vectors as Python floats, about 10 kB a 384-dimension chunk)
+BATCH_DOCUMENTS = 500
 
 
 def table_name(corpus: Corpus, config: IngestConfig, embedder: Embedder) -> str:

@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -83,7 +83,8 @@ def _sha256(path: Path) -> str:
 
 
 def find_export(folder: Path) -> Path | None:
-    """``folder`` if it holds a complete export whose graph matches its manifest's hash, else None."""
+    """``folder`` if it holds a complete export (its manifest, and a graph of the recorded size;
+    the graph's sha256 is checked when it is loaded), else None."""
     try:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
         graph = folder / "onnx" / ONNX_FILE
@@ -92,8 +93,7 @@ def find_export(folder: Path) -> Path | None:
         return None
 
 
-def ensure_export(source: Path, weights_sha256: str, cache: Path,
-                  progress: Callable[[str], None] | None = None) -> Path:
+def ensure_export(source: Path, weights_sha256: str, cache: Path) -> Path:
     """The export of ``source`` (the packaged MiniLM folder) in ``cache``: found, or made once.
     Made in a temporary folder beside it and renamed into place while holding a lock, so a
     worker that waited finds the other's; an interrupted export leaves no half folder behind."""
@@ -110,8 +110,6 @@ def ensure_export(source: Path, weights_sha256: str, cache: Path,
     with FileLock(str(cache / f".{target.name}.lock"), timeout=600):
         if find_export(target) is not None:  # another process exported it while this one waited
             return target
-        if progress:
-            progress(f"exporting the embedding model to ONNX once, into {target}")
         work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=cache))
         work.chmod(0o755)
         try:

@@ -51,7 +51,8 @@ class Stack:
         if self._embedder is None:
             from .embedders import Embedder, backend_for
 
-            self._embedder = Embedder(backend_for(self._embedder_spec, **self._remote, model_cache=self.model_cache), self.embedding_cache())
+            backend = backend_for(self._embedder_spec, **self._remote, model_cache=self.model_cache)
+            self._embedder = Embedder(backend, self.embedding_cache())
         return self._embedder
 
     def close(self) -> None:
