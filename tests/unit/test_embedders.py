@@ -59,7 +59,20 @@ def test_weights_that_do_not_match_the_expected_hash_are_refused(tmp_path):
         backend.embed(["x"])
 
 
-@pytest.mark.parametrize("spec", ["", "nope", "openai", "sentence-transformers", "hashing:x", "hashing:2"])
+def test_the_built_in_minilm_names_its_runtime():
+    """``minilm:onnx`` and ``minilm:torch`` choose; their vectors differ in the seventh decimal,
+    so neither's cache, table or snapshot is the other's. Nothing loads to know the identity."""
+    from pytest_retrieval_eval.hybrid.embedders import MINILM_IDENTITY
+    from pytest_retrieval_eval.hybrid.onnx_embedder import OnnxMiniLMBackend
+
+    torch_path, onnx_path = backend_for("minilm:torch"), backend_for("minilm:onnx")
+    assert isinstance(torch_path, SentenceTransformersBackend) and torch_path.identity == MINILM_IDENTITY
+    assert isinstance(onnx_path, OnnxMiniLMBackend) and onnx_path.identity == MINILM_IDENTITY + "+onnx-O2"
+    assert onnx_path.loads == 0 and torch_path.loads == 0
+    assert backend_for("minilm").identity == onnx_path.identity  # the hybrid extra brings onnxruntime and optimum
+
+
+@pytest.mark.parametrize("spec", ["", "nope", "openai", "sentence-transformers", "hashing:x", "hashing:2", "minilm:gpu"])
 def test_bad_embedder_settings(spec):
     if spec == "":
         assert backend_for(spec).identity.startswith("sentence-transformers/all-MiniLM-L6-v2")
