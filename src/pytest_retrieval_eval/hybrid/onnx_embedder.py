@@ -15,7 +15,6 @@ so every project and test run on a machine shares it, as a hub cache would.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -27,6 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import RetrievalEvalError
+from .embedders import _sha256_file as _sha256
 
 #: optimum's level: O2 is basic and extended graph optimisations plus transformer fusions (no
 #: GELU approximation, which O3 adds and which moves the vectors)
@@ -72,14 +72,6 @@ def exporter_installed() -> bool:
 
 def export_folder(cache: Path, weights_sha256: str) -> Path:
     return cache / f"all-MiniLM-L6-v2-{weights_sha256[:16]}-onnx-{LEVEL}"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def find_export(folder: Path) -> Path | None:
