@@ -260,8 +260,8 @@ def minilm_runtime(asked: str = "") -> str:
         return "torch"
     if not ox.runtime_installed():
         if asked == "onnx":
-            raise RetrievalEvalError("embedder minilm:onnx needs onnxruntime and optimum-onnx: pip install "
-                                     "'pytest-retrieval-eval[hybrid]' (or choose --retrieval-embedder minilm:torch)")
+            raise RetrievalEvalError("embedder minilm:onnx needs onnxruntime and optimum-onnx: pip install onnxruntime "
+                                     "optimum-onnx (or choose --retrieval-embedder minilm:torch)")
         return "torch"
     return "onnx" if asked == "onnx" or ox.exporter_installed() else "torch"
 

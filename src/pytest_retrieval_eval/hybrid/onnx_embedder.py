@@ -143,7 +143,7 @@ def _export(source: Path, work: Path) -> None:
         import optimum.onnxruntime  # noqa: F401
     except ImportError as exc:
         raise RetrievalEvalError(f"exporting the embedding model to ONNX needs sentence-transformers and optimum-onnx "
-                                 f"({exc}): pip install 'pytest-retrieval-eval[hybrid]', or choose --retrieval-embedder "
+                                 f"({exc}): pip install sentence-transformers optimum-onnx, or choose --retrieval-embedder "
                                  "minilm:torch") from None
 
     import warnings
