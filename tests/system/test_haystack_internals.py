@@ -47,25 +47,35 @@ def test_output_sockets_reads_haystack_components_outputs():
     assert output_sockets(DocumentJoiner()) == {"documents"}
 
 
-def test_the_copy_writer_writes_what_document_writer_writes_and_overwrites_as_it_does(pg):
+@pytest.mark.parametrize("vectors", ["vector", "halfvec"])
+def test_the_copy_writer_writes_what_document_writer_writes_and_overwrites_as_it_does(pg, vectors):
     """The same documents through Haystack's DocumentWriter (OVERWRITE) and the plugin's COPY
-    writer: the same rows, column for column; written again, replaced rather than doubled."""
+    writer (binary for ``vector``, text for ``halfvec``): the same rows, column for column, float
+    for float; written again, replaced rather than doubled."""
+    import numpy as np
     import psycopg
     from haystack import Document
+    from haystack.dataclasses import ByteStream
     from haystack.components.writers import DocumentWriter
     from haystack.document_stores.types import DuplicatePolicy
 
     from pytest_retrieval_eval.hybrid.components import CopyDocumentWriter
     from pytest_retrieval_eval.hybrid.ingest import document_store
 
+    rng = np.random.default_rng(5)
     docs = [Document(id=f"d{i}:0", content=f"text {i} \x00with a NUL" if i == 3 else f"text {i}",
                      embedding=[0.1 * i + 1e-7 * j for j in range(8)],
                      meta={"doc_id": f"d{i}", "dataset": "x", "nested": {"n": i}}) for i in range(6)]
     docs.append(Document(id="d1:0", content="text 1 again", embedding=[0.5] * 8, meta={"doc_id": "d1"}))  # repeated id
-    theirs, ours = document_store(pg, "writer_theirs", 8, "english", hnsw=False), \
-        document_store(pg, "writer_ours", 8, "english", hnsw=False)
+    docs.append(Document(id="e:0", content="float32 as they come",  # as an embedder gives them
+                         embedding=rng.standard_normal(8).astype(np.float32).tolist(), meta={"doc_id": "e"}))
+    docs.append(Document(id="b:0", content=None, blob=ByteStream(b"\x00\x01bytes", meta={"page": 2}, mime_type="x/y"),
+                         embedding=[1e-30, -6.0e4, 0.0, 1.0, -0.0, 2.5e-8, 7.0, 1 / 3], meta={"doc_id": "b"}))
+    docs.append(Document(id="n:0", content="no embedding", meta={"doc_id": "n"}))
+    theirs = document_store(pg, f"writer_theirs_{vectors}", 8, "english", hnsw=False, vectors=vectors)
+    ours = document_store(pg, f"writer_ours_{vectors}", 8, "english", hnsw=False, vectors=vectors)
     DocumentWriter(theirs, policy=DuplicatePolicy.OVERWRITE).run(documents=docs)
-    assert CopyDocumentWriter(ours).run(documents=docs) == {"documents_written": 6}
+    assert CopyDocumentWriter(ours).run(documents=docs) == {"documents_written": 9}
     CopyDocumentWriter(ours).run(documents=docs[1:])  # again: replaced, not doubled
 
     def rows(table):
@@ -73,6 +83,19 @@ def test_the_copy_writer_writes_what_document_writer_writes_and_overwrites_as_it
             return conn.execute(f"SELECT id, embedding::text, content, blob_data, blob_meta, blob_mime_type, meta "
                                 f"FROM {pg.schema}.{table} ORDER BY id").fetchall()
 
-    assert rows("writer_ours") == rows("writer_theirs") and len(rows("writer_ours")) == 6
+    assert rows(f"writer_ours_{vectors}") == rows(f"writer_theirs_{vectors}") and len(rows(f"writer_ours_{vectors}")) == 9
     theirs.close()
+    ours.close()
+
+
+def test_the_copy_writer_refuses_nan_as_document_writer_does(pg):
+    import psycopg
+    from haystack import Document
+
+    from pytest_retrieval_eval.hybrid.components import CopyDocumentWriter
+    from pytest_retrieval_eval.hybrid.ingest import document_store
+
+    ours = document_store(pg, "writer_nan", 4, "english", hnsw=False)
+    with pytest.raises(psycopg.DataError, match="NaN not allowed in vector"):
+        CopyDocumentWriter(ours).run(documents=[Document(id="a", content="a", embedding=[0.1, float("nan"), 0, 0])])
     ours.close()

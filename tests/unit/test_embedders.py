@@ -183,3 +183,34 @@ def test_a_rate_limit_paces_the_embedders_requests():
         start = time.perf_counter()
         embedder.embed([f"t{i}" for i in range(64 * 6)])  # 6 requests at 20 a second: 0.25 s at least
         assert time.perf_counter() - start >= 0.24
+
+
+def _hashing_v1(text: str, dim: int) -> np.ndarray:
+    """``hashing:v1`` as first written, feature by feature: the oracle the vectorised backend must
+    equal bit for bit (its vectors are in teams' embedding caches and snapshot keys)."""
+    import re
+    import zlib
+
+    v = np.zeros(dim, dtype=np.float32)
+    words = re.findall(r"\w+", text.lower())
+    for f in words + [f"#{w[i:i + 3]}" for w in words for i in range(max(1, len(w) - 2))]:
+        h = zlib.crc32(f.encode("utf-8"))
+        v[h % dim] += 1.0 if (h >> 31) & 1 else -1.0
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm else v
+
+
+def test_hashing_backend_equals_v1_bit_for_bit():
+    from pytest_retrieval_eval.hybrid.embedders import HashingBackend
+
+    rng = np.random.default_rng(3)
+    alphabet = list("abcdefghij  ÄéßΩ漢字-_.,0123456789\n\t") + ["the ", "battery ", "a ", "über "]
+    texts = ["", " ", "a", "ab", "abc", "Fixing a flat tyre", "x" * 5000, "ß" * 3, "İstanbul ǅ ﬁ",
+             *("".join(rng.choice(alphabet, size=int(rng.integers(0, 400)))) for _ in range(300))]
+    for dim in (8, 64, 384):
+        got = HashingBackend(dim).embed(texts)
+        want = np.stack([_hashing_v1(t, dim) for t in texts])
+        assert got.dtype == np.float32 and got.shape == (len(texts), dim)
+        assert got.tobytes() == want.tobytes()
+    big = " ".join(["word"] * 40_000)  # a bucket counted 40,000 times, a long text in one row
+    assert HashingBackend(64).embed([big]).tobytes() == _hashing_v1(big, 64).tobytes()

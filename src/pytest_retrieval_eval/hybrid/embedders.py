@@ -20,6 +20,7 @@ again, and a model is loaded only when some text is missing from the cache.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -221,9 +222,19 @@ class OpenAIBackend:
 _WORDS = re.compile(r"\w+")
 
 
+@functools.lru_cache(maxsize=1 << 17)
+def _word_hashes(word: str) -> tuple[int, ...]:
+    """crc32 of a word and of its character 3-grams (``#`` marks a 3-gram): a corpus repeats its
+    words, so each is hashed once (the cache is bounded; a vocabulary rarely reaches it)."""
+    features = [word] + [f"#{word[i:i + 3]}" for i in range(max(1, len(word) - 2))]
+    return tuple(zlib.crc32(f.encode("utf-8")) for f in features)
+
+
 class HashingBackend:
     """Words and character 3-grams hashed into ``dim`` buckets with crc32 (stable across
-    processes, unlike ``hash()``), signed, L2-normalised."""
+    processes, unlike ``hash()``), signed, L2-normalised. A batch's counts are one ``bincount``:
+    sums of +-1 are exact in float64 and float32 alike, so the vectors are bit for bit the
+    feature-by-feature loop's (``hashing:v1``, tests/unit/test_embedders.py)."""
 
     def __init__(self, dim: int = 384) -> None:
         if dim < 8:
@@ -231,18 +242,22 @@ class HashingBackend:
         self.dim = dim
         self.identity = f"hashing:v1:{dim}"
 
-    def _one(self, text: str) -> np.ndarray:
-        v = np.zeros(self.dim, dtype=np.float32)
-        words = _WORDS.findall(text.lower())
-        features = words + [f"#{w[i:i + 3]}" for w in words for i in range(max(1, len(w) - 2))]
-        for f in features:
-            h = zlib.crc32(f.encode("utf-8"))
-            v[h % self.dim] += 1.0 if (h >> 31) & 1 else -1.0
-        norm = float(np.linalg.norm(v))
-        return v / norm if norm else v
-
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self._one(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+        rows, hashes = [], []
+        for row, text in enumerate(texts):
+            mine = [h for word in _WORDS.findall(text.lower()) for h in _word_hashes(word)]
+            hashes += mine
+            rows += [row] * len(mine)
+        h = np.array(hashes, dtype=np.int64)
+        cells = np.array(rows, dtype=np.int64) * self.dim + h % self.dim
+        signs = np.where((h >> 31) & 1, 1.0, -1.0)
+        counts = np.bincount(cells, weights=signs, minlength=len(texts) * self.dim)
+        vectors = counts.astype(np.float32).reshape(len(texts), self.dim)
+        for v in vectors:  # row by row: np.linalg.norm of one row, the loop's very float
+            norm = float(np.linalg.norm(v))
+            if norm:
+                v /= norm
+        return vectors
 
 
 MINILM_IDENTITY = f"sentence-transformers/all-MiniLM-L6-v2@{MINILM_SHA256[:12]}"
