@@ -116,6 +116,24 @@ def test_a_damaged_onnx_export_is_made_again(tmp_path):
     assert [p.name for p in cache.iterdir() if not p.name.endswith(".lock")] == [graph.parents[1].name]
 
 
+def test_onnx_backends_in_one_process_share_one_session(tmp_path):
+    """The built-in engine's embedder and a team YAML's PluginTextEmbedder in one process: one
+    ONNX Runtime session, the same vectors."""
+    from pytest_retrieval_eval.hybrid.components import PluginTextEmbedder
+
+    cache = tmp_path / "models"
+    built_in = backend_for("minilm:onnx", model_cache=cache)
+    first = built_in.embed(["a flat tyre"])
+    yaml_step = PluginTextEmbedder(spec="minilm:onnx")
+    yaml_step.model_cache = cache
+    vector = np.asarray(yaml_step.run(text="a flat tyre")["embedding"], dtype=np.float32)
+    assert vector.tobytes() == first[0].tobytes()
+    from pytest_retrieval_eval.hybrid import onnx_embedder
+
+    sessions = {id(v[0]) for k, v in onnx_embedder._loaded.items() if k[0].startswith(str(cache.resolve()))}
+    assert len(sessions) == 1
+
+
 SERVER = """
 import sys, time
 sys.path.insert(0, {tests!r})

