@@ -3,6 +3,8 @@ dependency: an upgrade that moves one fails here instead of silently losing a sp
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from conftest import requires_hybrid
@@ -98,4 +100,34 @@ def test_the_copy_writer_refuses_nan_as_document_writer_does(pg):
     ours = document_store(pg, "writer_nan", 4, "english", hnsw=False)
     with pytest.raises(psycopg.DataError, match="NaN not allowed in vector"):
         CopyDocumentWriter(ours).run(documents=[Document(id="a", content="a", embedding=[0.1, float("nan"), 0, 0])])
+    ours.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="psycopg traces libpq on Linux only")
+def test_the_copy_writer_reads_no_table_batch_after_batch(pg, tmp_path):
+    """Batch after batch, the writer only writes: a ``COUNT(*)`` per batch (the store's way of
+    connecting) reads the whole table each time, quadratic in the corpus. What it sends is read
+    from libpq's own trace of the store's connection."""
+    from haystack import Document
+
+    from pytest_retrieval_eval.hybrid.components import CopyDocumentWriter
+    from pytest_retrieval_eval.hybrid.haystack_internals import connection
+    from pytest_retrieval_eval.hybrid.ingest import document_store
+
+    ours = document_store(pg, "writer_batches", 4, "english", hnsw=False)
+    writer = CopyDocumentWriter(ours)
+
+    def batch(n):
+        return [Document(id=f"{n}-{i}", content="text", embedding=[0.1, 0.2, 0.3, 0.4]) for i in range(50)]
+
+    writer.run(documents=batch(0))  # the first connects (and counts, as the store does)
+    trace = tmp_path / "libpq.trace"
+    with open(trace, "w") as out:
+        connection(ours).pgconn.trace(out.fileno())
+        for n in range(1, 6):
+            writer.run(documents=batch(n))
+        connection(ours).pgconn.untrace()
+    sent = [line for line in trace.read_text(errors="replace").splitlines() if "\tF\t" in line]  # the client's
+    assert sum("COPY " in line for line in sent) == 5 and not [line for line in sent if "COUNT(" in line.upper()]
+    assert ours.count_documents() == 300
     ours.close()

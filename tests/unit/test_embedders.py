@@ -214,3 +214,10 @@ def test_hashing_backend_equals_v1_bit_for_bit():
         assert got.tobytes() == want.tobytes()
     big = " ".join(["word"] * 40_000)  # a bucket counted 40,000 times, a long text in one row
     assert HashingBackend(64).embed([big]).tobytes() == _hashing_v1(big, 64).tobytes()
+
+
+def test_a_key_written_twice_in_one_batch_keeps_its_last_vector(tmp_path):
+    """``put_many`` writes in key order (neighbouring leaves); a repeated key's last still wins."""
+    cache = EmbeddingCache(tmp_path / "c.sqlite3")
+    cache.put_many("m", [("b", np.ones(4)), ("a", np.zeros(4)), ("b", np.full(4, 2.0)), ("c", np.ones(4))])
+    assert cache.get_many("m", ["b"])["b"].tolist() == [2.0] * 4 and cache.count("m") == 3

@@ -117,6 +117,9 @@ class EmbeddingCache:
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
+                # 64 MB of pages (SQLite's default is 2 MB): keys are hashes, so each insert lands
+                # on a random leaf, and a large corpus's cache outgrows a small page cache
+                conn.execute("PRAGMA cache_size=-65536")
                 conn.execute(_SCHEMA)
                 conn.execute("SELECT COUNT(*) FROM embeddings LIMIT 1").fetchone()
                 if conn.execute("PRAGMA user_version").fetchone()[0] < CHECKSUMS:
@@ -196,6 +199,7 @@ class EmbeddingCache:
         for k, v in items:
             floats = np.asarray(v, dtype=np.float32).tobytes()
             rows.append((model, k, int(np.asarray(v).shape[0]), _with_crc(model, k, floats)))
+        rows.sort(key=lambda row: row[1])  # in key order: neighbouring leaves (stable: a repeated key's last wins)
         for attempt in (1, 2):
             try:
                 with self._lock, self._conn:

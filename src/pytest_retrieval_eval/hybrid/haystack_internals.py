@@ -81,8 +81,10 @@ def copy_documents(document_store: Any, documents: list) -> int:
                         "meta": Jsonb(doc.meta)}
     if not rows:
         return 0
-    document_store.count_documents()  # connects (and creates the table) as any first use does
     conn = connection(document_store)
+    if conn is None or conn.closed:  # connect (and create the table) as any first use does, once:
+        document_store.count_documents()  # its COUNT(*) reads the whole table, each batch a longer read
+        conn = connection(document_store)
     table = sql.Identifier(document_store.schema_name, document_store.table_name)
     with conn.transaction():
         with conn.cursor() as cur:
