@@ -282,7 +282,7 @@ def bench_ingestion(repeats: int) -> None:
         from haystack import Document
 
         from pytest_retrieval_eval.hybrid.haystack_internals import copy_documents
-        from pytest_retrieval_eval.hybrid.ingest import _vacuum, _vectors_inline
+        from pytest_retrieval_eval.hybrid.ingest import _prepare_load, _vacuum
 
         documents = [Document(id=c.chunk_id, content=c.text, embedding=v.tolist(), meta=dict(c.meta))
                      for c, v in zip(chunks, vectors)]
@@ -293,7 +293,7 @@ def bench_ingestion(repeats: int) -> None:
             start = time.perf_counter()
             target = document_store(store, f"write_only_{i}", 384, "english", hnsw=False)
             target.count_documents()
-            _vectors_inline(store, f"write_only_{i}")
+            _prepare_load(store, f"write_only_{i}")
             copy_documents(target, documents)
             target.close()
             indexed = document_store(store, f"write_only_{i}", 384, "english", hnsw=True)

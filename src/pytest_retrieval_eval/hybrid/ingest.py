@@ -4,9 +4,9 @@ The pipeline is the built-in YAML ``pipelines/ingest.yaml``, loaded like a team'
 embedding step runs the configured embedder behind the embedding cache. It runs on the corpus
 ``BATCH_DOCUMENTS`` documents at a time, so the embeddings in memory are one batch's whatever the
 corpus's size (every step is per document: the same rows as one run over all of them). Rows are
-written without the HNSW and keyword indexes, which are then built once over the full table
-(faster than maintaining them row by row), and the table is vacuumed so the planner uses the keyword (GIN)
-index from the start.
+written without the HNSW and keyword (GIN) indexes, which are then built once over the full
+table (faster than maintaining them row by row), and the table is vacuumed so the planner uses
+the keyword index from the start.
 """
 
 from __future__ import annotations

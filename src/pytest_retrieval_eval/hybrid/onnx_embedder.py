@@ -188,26 +188,29 @@ class OnnxMiniLMBackend:
         folder = ensure_export(self.source, self.weights_sha256, cache)
         graph = folder / "onnx" / ONNX_FILE
         with _loaded_lock:
-            try:
-                stamp = os.stat(graph)
-                key = (str(graph.resolve()), str(self.source.resolve()), stamp.st_size, stamp.st_mtime_ns,
-                       stamp.st_ctime_ns)
-            except OSError:
-                key = None
+            key = self._key(graph)
             if key in _loaded:  # a YAML's embedder beside the built-in engine: one session a process
                 self._session, self._inputs, self._tokenizer = _loaded[key]
                 self.loads += 1
                 return
-            self._load_graph(folder, graph, cache)
+            graph = self._load_graph(folder, graph, cache)
+            key = self._key(graph)  # a damaged graph was exported again: the new file's
             if key is not None:
                 _loaded[key] = (self._session, self._inputs, self._tokenizer)
 
-    def _load_graph(self, folder: Path, graph: Path, cache: Path) -> None:
+    def _key(self, graph: Path) -> tuple | None:
+        try:
+            stamp = os.stat(graph)
+        except OSError:
+            return None
+        return (str(graph.resolve()), str(self.source.resolve()), stamp.st_size, stamp.st_mtime_ns, stamp.st_ctime_ns)
+
+    def _load_graph(self, folder: Path, graph: Path, cache: Path) -> Path:
         if sha256_file(graph) != json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["sha256"]:
             import warnings
 
             _set_aside(folder)  # a damaged export is only a cache: made again, once
-            warnings.warn(f"{graph}: does not match the sha256 its export recorded; exported again", stacklevel=3)
+            warnings.warn(f"{graph}: does not match the sha256 its export recorded; exported again", stacklevel=4)
             folder = ensure_export(self.source, self.weights_sha256, cache)
             graph = folder / "onnx" / ONNX_FILE
         _check_layout(self.source)  # tokenizer, window and pooling: the packaged folder's, as the torch path reads them
@@ -228,6 +231,7 @@ class OnnxMiniLMBackend:
         tokenizer.enable_padding(pad_id=pad if pad is not None else 0, pad_token="[PAD]")  # to the batch's longest
         self._tokenizer = tokenizer
         self.loads += 1
+        return graph
 
     def token_window(self):
         from .embedders import SentenceTransformersBackend
