@@ -117,7 +117,7 @@ class Run(Mapping[str, Sequence[str]]):
             qid = checked_id(q, "query id", f"query {q!r}")
             if not isinstance(docs, Mapping):
                 raise RetrievalEvalError(f"query '{qid}': expected {{doc_id: score}}, got {type(docs).__name__}")
-            if not all(type(d) is str for d in docs):  # ids as strings before ranking: ties break on them
+            if not set(map(type, docs)) <= {str}:  # ids as strings before ranking: ties break on them
                 docs = {checked_id(d, "doc id", f"query '{qid}'"): v for d, v in docs.items()}
             try:
                 total = sum(docs.values())  # TypeError for a non-number; NaN if any is NaN
