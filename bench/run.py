@@ -4,7 +4,7 @@
                                         # both runtimes, 100,000 chunks)
     python bench/run.py --repeats 3 --no-scifact
     python bench/run.py --quick         # every section at small sizes, once (about 3 minutes)
-    python bench/run.py --only scale --scale 5330,100000,1000000   # a million chunks (about an hour)
+    python bench/run.py --only scale --scale 5330,100000,1000000   # a million chunks (about 35 minutes)
 
 Absolute times on shared machines are noise; the ratios printed next to them compare things
 measured in the same run. Results: bench/results/results.json and bench/results/summary.md.
@@ -1036,7 +1036,7 @@ def main() -> None:
                         help="every section at small sizes, once (checks that each runs; the figures mean nothing)")
     parser.add_argument("--results", default=None, help="the folder results.json and summary.md go to (default bench/results)")
     parser.add_argument("--scale", default="5330,100000",
-                        help="corpus sizes (chunks) of the scale section, comma-separated; 1000000 takes about an hour")
+                        help="corpus sizes (chunks) of the scale section, comma-separated; 1000000 takes about 35 minutes")
     parser.add_argument("--only", choices=["dormant", "http", "judge", "own", "evaluate", "queries", "scifact", "bundled",
                                            "scaling", "ingestion", "memory", "embedding", "scale"],
                         help="run one section and print it (results files untouched)")
