@@ -236,13 +236,13 @@ class HashingBackend:
         self.identity = f"hashing:v1:{dim}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        rows, hashes = [], []
-        for row, text in enumerate(texts):
-            mine = [h for word in _WORDS.findall(text.lower()) for h in _word_hashes(word)]
-            hashes += mine
-            rows += [row] * len(mine)
+        hashes, lengths = [], []
+        for text in texts:
+            before = len(hashes)
+            hashes += [h for word in _WORDS.findall(text.lower()) for h in _word_hashes(word)]
+            lengths.append(len(hashes) - before)
         h = np.array(hashes, dtype=np.int64)
-        cells = np.array(rows, dtype=np.int64) * self.dim + h % self.dim
+        cells = np.repeat(np.arange(len(texts), dtype=np.int64), lengths) * self.dim + h % self.dim
         signs = np.where((h >> 31) & 1, 1.0, -1.0)
         counts = np.bincount(cells, weights=signs, minlength=len(texts) * self.dim)
         vectors = counts.astype(np.float32).reshape(len(texts), self.dim)
