@@ -29,8 +29,8 @@ names = [m.name for m in pkgutil.walk_packages(pkg.__path__, "pytest_retrieval_e
          if not m.name.endswith("__main__")]  # that one runs the command
 for name in names:
     importlib.import_module(name)
-import pytest_retrieval_eval.data.generate as g
-with g.locked(__import__("pathlib").Path(sys.argv[1]) / "q.json"):
+import pytest_retrieval_eval._atomic as a
+with a.locked(__import__("pathlib").Path(sys.argv[1]) / "q.json"):
     pass
 print(len(names), "modules")
 """

@@ -15,7 +15,6 @@ chat-completions endpoint, written into the questions cache as it goes.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from .._atomic import locked
 from .._http import DEFAULT_CHAT_MODEL, ChatEndpoint, api_key_for, base_url, post_json
 from .._secrets import mask_and_cap, redact
 from .corpus import Corpus
@@ -87,17 +87,6 @@ def require_api_key(url: str | None = None) -> str | None:
     """The API key for the generation endpoint; None for a local or private server without one;
     an error naming the variable for a hosted endpoint without one (``_http.api_key_for``)."""
     return api_key_for(base_url(url), "question generation")
-
-
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Exclusive lock next to the cache: one writer at a time, across processes, on any OS
-    (``filelock``: ``fcntl`` on POSIX, ``msvcrt`` on Windows)."""
-    from filelock import FileLock
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path.with_name(path.name + ".lock"))):
-        yield
 
 
 class UnparsableAnswer(RetrievalEvalError):

@@ -22,7 +22,8 @@ from .._http import ChatEndpoint, Pace, api_key_for, post_json
 from .._secrets import mask_and_cap
 from ..errors import RetrievalEvalError
 from ..types import sha256_text
-from .judgments import Judge, Judgment, Judgments, append, locked, rewrite
+from .._atomic import locked
+from .judgments import Judge, Judgment, Judgments, append, rewrite
 
 SYSTEM_PROMPT = "You are a search quality rater evaluating the relevance of passages."
 USER_PROMPT = """Given a query and a passage, you must provide a score on an integer scale of 0 to 3 with the following meanings:

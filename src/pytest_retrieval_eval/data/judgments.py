@@ -15,7 +15,6 @@ judgment whose document changed is stale: listed, and left out of the numbers, l
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -285,15 +284,6 @@ class Judgments:
 
     def of_kind(self, kind: str, judge: Judge) -> list[Judgment]:
         return [j for j in self._by_key.values() if j.kind == kind and j.judge.fingerprint == judge.fingerprint]
-
-
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """One writer at a time, across processes (the questions cache's lock)."""
-    from .generate import locked as lock
-
-    with lock(path):
-        yield
 
 
 def append(path: str | Path, judgments: Sequence[Judgment]) -> None:

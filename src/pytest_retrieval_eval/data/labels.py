@@ -437,7 +437,7 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
     id form, or a renamed copy of the file), so importing again adds nothing. ``sync``: the file
     is the source of truth for the questions it brought: those gone from it are removed.
     Written atomically under the cache's lock; a bad entry stops the import before any write."""
-    from .generate import locked
+    from .._atomic import locked
     from .labeled import load_questions_cache, write_questions_cache
 
     cache = Path(cache)
@@ -480,7 +480,7 @@ def stamp_cache(cache: str | Path, corpus: Any, *, drop_deleted: bool = False,
     """``label stamp``: record the current fingerprints in a hand-edited cache (dropping the
     judgments of deleted documents when asked); returns how many entries were unchecked before,
     and doc id -> the questions that lost it."""
-    from .generate import locked
+    from .._atomic import locked
     from .labeled import load_questions_cache, write_questions_cache
 
     with locked(Path(cache)):
@@ -496,7 +496,7 @@ def stamp_cache(cache: str | Path, corpus: Any, *, drop_deleted: bool = False,
 def remove_labels(cache: str | Path, ids: Sequence[str]) -> list[str]:
     """``label remove``: take these questions out of the cache; an id it lacks stops it, with the
     nearest id, before any write."""
-    from .generate import locked
+    from .._atomic import locked
     from .labeled import load_questions_cache, write_questions_cache
 
     with locked(Path(cache)):
