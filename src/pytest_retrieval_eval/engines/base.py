@@ -172,9 +172,6 @@ class EngineRegistry:
         """The engines the project registered (not the plugin's built-ins)."""
         return [n for n in self._factories if n not in self._builtin]
 
-    def unavailable_engines(self) -> dict[str, str]:
-        return dict(self._unavailable)
-
     def select(self, wanted: Sequence[str] = ()) -> list[str]:
         """The engines to evaluate: those named (``--retrieval-engine`` / ``retrieval_engines``);
         else the project's own; else, when it registered none, the built-ins (the demo)."""

@@ -428,11 +428,6 @@ def check_coverage(thresholds: Sequence[Threshold], coverage: Mapping[str, Any])
     return failures
 
 
-def is_count(name: str) -> bool:
-    """Errored queries, corpus lint (``lint.*``) and run lint (``run.*``) are counts, not measures."""
-    return name in COUNTS or name.startswith(("lint.", "run."))
-
-
 def measures_needed(thresholds: Iterable[Threshold]) -> list[str]:
     """The measures rules judge per engine (not counts, not shadow deltas)."""
     return [t.measure for t in thresholds if isinstance(t.quantity, MeasureQuantity)]

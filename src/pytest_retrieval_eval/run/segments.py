@@ -133,10 +133,3 @@ def segment_rows(run: Any, wanted: Sequence[str], measure: str, *, alpha: float 
             wins.setdefault(row, {}).setdefault(winner, []).append(loser)
     return [SegmentRow(r.tag, r.labeled, r.measure, r.queries, r.values,
                        {e: tuple(v) for e, v in wins.get(i, {}).items()}) for i, r in enumerate(rows)]
-
-
-def segment_value(e: Any, tag: str, measure: str) -> tuple[float, list[str]]:
-    """The mean of ``measure`` over ``e``'s questions tagged ``tag`` (NaN for none), and their ids."""
-    ids = members(e.labeled, tag)
-    v = subset(e, measure, ids)
-    return (float(v.mean()) if len(v) else float("nan")), ids
