@@ -53,7 +53,7 @@ def tier_of(path: Path) -> str | None:
 #: the modules that take longest (minutes of CPU between them), started first: under -n the
 #: workers then end on the many short tests, not one of these alone
 SLOWEST_FIRST = ("test_example_project.py", "test_user_pipelines.py", "test_snapshots.py",
-                 "test_faults_snapshots_runs.py", "test_docs_runs.py", "test_plugin_hybrid.py")
+                 "test_snapshots_runs.py", "test_docs_runs.py", "test_plugin_hybrid.py")
 _TIER_ORDER = {"system": 0, "plugin": 1, "unit": 2}
 
 

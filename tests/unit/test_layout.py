@@ -117,3 +117,19 @@ def test_the_private_name_check_catches_each_form(tmp_path):
     probe.write_text("from .table import _signed\nx = table._sup\ny = getattr(store, '_connection', None)\n"
                      "class A:\n    def f(self, other):\n        self._mine = 1\n        return other._mine\n")
     assert private_reaches(probe) == {"_signed", "_sup", "_connection"}
+
+
+def test_test_modules_are_named_for_what_they_test():
+    """One module per source module or concept, in its tier; never named after the review that
+    found a bug (``test_faults_*``, ``*round3*``), and no basename twice (the tiers share one
+    import namespace: the test folders have no ``__init__.py``)."""
+    import re
+
+    tests = Path(__file__).resolve().parents[1]
+    names = [p for p in tests.rglob("test_*.py")]
+    badly_named = [str(p.relative_to(tests)) for p in names
+                   if re.search(r"fault|round_?\d|round_?(one|two|three|four)|review", p.stem)]
+    assert badly_named == []
+    stems = [p.name for p in names]
+    assert sorted({s for s in stems if stems.count(s) > 1}) == []
+    assert {p.parent.name for p in names} <= {"unit", "plugin", "system"}

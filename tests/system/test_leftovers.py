@@ -1,4 +1,4 @@
-"""Fault class 5: leftovers. A process killed while it builds the cached PostgreSQL template
+"""Leftovers. A process killed while it builds the cached PostgreSQL template
 (first run on a machine) leaves a half-built directory; the next run sweeps it once its owner is
 dead, and never touches a live process's."""
 

@@ -1,4 +1,4 @@
-"""Fault class 1: engine answers of any shape are read exactly once and scored as what they hold,
+"""Engine answers of any shape are read exactly once and scored as what they hold,
 or recorded as an error that names the shape; never a silent empty ranking."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fault class: a restored snapshot must never score the wrong store. A damaged, truncated or
+"""A restored snapshot must never score the wrong store. A damaged, truncated or
 unreadable snapshot, or one whose tables do not answer as its manifest says, is set aside with
 one warning and the corpus is ingested afresh (the run scores as a fresh one); the key changes
 with everything that reaches the store or the engine's filters (the corpus folder's name, the

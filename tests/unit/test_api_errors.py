@@ -1,4 +1,4 @@
-"""Fault class 9: the Python API. Every constructor given something it cannot use says which
+"""The Python API. Every constructor given something it cannot use says which
 query and which document, never a bare StopIteration or TypeError."""
 
 from __future__ import annotations

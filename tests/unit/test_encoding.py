@@ -1,4 +1,4 @@
-"""Fault class 3: text that cannot be encoded (a lone surrogate from a JSON \\ud800 escape) in a
+"""Text that cannot be encoded (a lone surrogate from a JSON \\ud800 escape) in a
 document or a question is an error naming file, line and field, never a traceback from the
 fingerprinting."""
 

@@ -1,4 +1,4 @@
-"""Fault class 8: the report command's exit codes. 1 means "the gate failed" and nothing else;
+"""The report command's exit codes. 1 means "the gate failed" and nothing else;
 every malformed input is exit 2 with one line naming the file and the problem."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fault class 4: unusable caches. A corrupt embedding cache is set aside with a warning and
+"""Unusable caches. A corrupt embedding cache is set aside with a warning and
 rebuilt; a location that cannot hold one (a file where the folder should be, a read-only
 filesystem) is one clear error naming it, in the library and in a pytest run."""
 

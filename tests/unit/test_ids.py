@@ -1,4 +1,4 @@
-"""Fault class 2: identifiers the written files cannot hold are refused where they come in (file,
+"""Identifiers the written files cannot hold are refused where they come in (file,
 line, field), an engine's unwritable id is an error on its query, and no engine's output file
 overwrites another's. Every file written reads back with the plugin's own readers."""
 

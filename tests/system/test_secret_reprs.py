@@ -1,4 +1,4 @@
-"""Fault class 6: no object that holds a secret renders it, whatever prints it: assertion
+"""No object that holds a secret renders it, whatever prints it: assertion
 introspection, -vv, dataclass reprs, JUnit XML."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fault class 10: keyword engine fidelity. The production scorer tokenises with ``[^a-z0-9]+``
+"""Keyword engine fidelity. The production scorer tokenises with ``[^a-z0-9]+``
 after lowercasing: ASCII letters and digits only. The port keeps that quirk (it is the baseline
 every engine is measured against), pinned here with non-ASCII text. Expected values are worked
 out by hand from the rules in the engine's docstring, not copied from a run."""

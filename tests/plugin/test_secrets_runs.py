@@ -1,4 +1,4 @@
-"""Secrets, round three: text is masked BEFORE it is cut (half a key escapes every mask), and
+"""Secrets: text is masked BEFORE it is cut (half a key escapes every mask), and
 credentials written into a URL (``user:password@``, ``?api_key=``) never reach a file the
 plugin writes or a line it prints; a model's megabyte answer is logged capped."""
 

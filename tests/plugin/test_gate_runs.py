@@ -1,4 +1,4 @@
-"""Fault class 9: gates and baselines that pass (or fail) without saying what they judged. A rule
+"""Gates and baselines that pass (or fail) without saying what they judged. A rule
 naming an engine that did not run fails by name on every path (serial, xdist, shards, the
 ``report`` command); a baseline judged on another as-of day says both days wherever freshness is
 compared; ``report`` refuses per-trial data that does not match the labeled set, in one line."""

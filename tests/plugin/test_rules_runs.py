@@ -1,4 +1,4 @@
-"""Fault class 7: gate rules that would pass without checking anything. A max-drop rule on an
+"""Gate rules that would pass without checking anything. A max-drop rule on an
 engine that was not compared fails; the command line replaces the ini's rules (it wins, as the
 README says); a rule that can never fail (or never pass) is a usage error."""
 
