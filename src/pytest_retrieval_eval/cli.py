@@ -107,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
             if sys.stdout is not None:
                 sys.stdout.flush()
     except BrokenPipeError:
-        if sys.stdout is not None:  # what is still buffered goes nowhere, and exit flushes nothing
+        try:  # what is still buffered goes nowhere, so the interpreter's flush at exit raises nothing
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (AttributeError, OSError, ValueError):
+            pass  # not a real file (a test's capture): nothing flushes it at exit
         return BROKEN_PIPE
 
 
@@ -179,8 +181,11 @@ def _check(args) -> int:
                              drop_command(args.corpus, args.questions)))
         return 1
     checked = len(labeled) - len(stale.unchecked)
+    if not checked:  # nothing compared: never "up to date"
+        print(f"{args.questions}: none of {len(labeled)} questions checked against {args.corpus}")
+        return 1
     print(f"{args.questions}: {checked} of {len(labeled)} questions checked, up to date with {args.corpus}")
-    return 1 if stale.unchecked and not checked else 0
+    return 0
 
 
 def _label(args) -> int:
@@ -190,9 +195,10 @@ def _label(args) -> int:
 
     if args.verb in ("remove", "stamp") and is_qrels_jsonl(args.questions):  # the team's file: never rewritten
         raise RetrievalEvalError(
-            "a rig-style qrels.jsonl holds no fingerprints and is not rewritten: "
-            + (f"import it into a questions cache, which records them: {stamp_command(args.corpus, args.questions)}"
-               if args.verb == "stamp" else "delete the question's line from it"), path=args.questions)
+            f"a rig-style qrels.jsonl is the team's own file, never rewritten: "
+            + (f"it has no place for fingerprints; import it into a questions cache, which records them: "
+               f"{stamp_command(args.corpus, args.questions)}" if args.verb == "stamp" else
+               f"delete the line of {', '.join(map(repr, args.ids))} from it"), path=args.questions)
     if args.verb == "remove":
         removed = remove_labels(args.questions, args.ids)
         print(f"{args.questions}: removed {len(removed)}: {', '.join(removed)}")

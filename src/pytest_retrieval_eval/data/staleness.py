@@ -48,8 +48,11 @@ def imported_cache(qrels_path: str) -> str:
     return os.path.join(os.path.dirname(str(qrels_path)), "questions.cache.json")
 
 
+_IMPORT = "python -m pytest_retrieval_eval label import "
+
+
 def import_command(labels_path: str, corpus_path: str, questions_path: str) -> str:
-    return (f"python -m pytest_retrieval_eval label import {shlex.quote(str(labels_path))} "
+    return (f"{_IMPORT}{shlex.quote(str(labels_path))} "
             f"--corpus {shlex.quote(str(corpus_path))} --questions {shlex.quote(str(questions_path))}")
 
 
@@ -132,10 +135,10 @@ class Staleness:
 
     def unchecked_message(self, labeled_name: str, total: int, stamp: str) -> str:
         n = len(self.unchecked)
-        how = (f"record them in a questions cache (then evaluate that file as retrieval_questions): {stamp}"
-               if " label import " in stamp else f"record them with: {stamp}")
+        into = " in a questions cache (then evaluate that file)" if stamp.startswith(_IMPORT) else ""
+        once = " (once the unknown document ids are fixed: it stops at one)" if self.unknown else ""
         return (f"{labeled_name}: {n} of {total} questions unchecked (no fingerprint of their judged documents: a "
-                f"change in those documents would go unnoticed); {how}")
+                f"change in those documents would go unnoticed); record them{into}{once} with: {stamp}")
 
 
 def _queries(queries: list[str]) -> str:
