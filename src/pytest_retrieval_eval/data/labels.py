@@ -490,8 +490,10 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
     """Stamp ``entries`` against ``corpus`` and merge them into the cache at ``cache`` (created if
     absent): same id and content -> unchanged; same id, new content -> replaced; else added. A
     question whose id comes from its text matches an entry holding the same question (an older
-    id form, or a renamed copy of the file), so importing again adds nothing. ``sync``: the file
-    is the source of truth for the questions it brought: those gone from it are removed.
+    id form, or a renamed copy of the file), so importing again adds nothing. Each entry records
+    its file (``source.file``, ``source_file``). ``sync``: the file is the source of truth for
+    the questions it brought: those recording it and gone from it are removed; an older entry
+    recording only a base name (``by``) may be a namesake's, so it is kept (``unproven``).
     Written atomically under the cache's lock; a bad entry stops the import before any write."""
     from .._atomic import locked
     from .labeled import load_questions_cache, write_questions_cache
