@@ -93,7 +93,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: the exit status of a command whose reader went away (``label list | head -1``): 128 + SIGPIPE,
+#: as a shell reports any tool the pipe ended; never 0, as the command did not say all it had to
+BROKEN_PIPE = 141
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run a command; one whose output pipe closes ends quietly (the Python docs' recipe)."""
+    try:
+        try:
+            return _main(argv)
+        finally:  # a closed pipe shows here, not in the interpreter's own flush at exit
+            if sys.stdout is not None:
+                sys.stdout.flush()
+    except BrokenPipeError:
+        try:  # what is still buffered goes nowhere, so the interpreter's flush at exit raises nothing
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (AttributeError, OSError, ValueError):
+            pass  # not a real file (a test's capture): nothing flushes it at exit
+        return BROKEN_PIPE
+
+
+def _main(argv: list[str] | None) -> int:
     from ._secrets import install_log_redaction
 
     args = _parser().parse_args(argv)
@@ -160,14 +181,24 @@ def _check(args) -> int:
                              drop_command(args.corpus, args.questions)))
         return 1
     checked = len(labeled) - len(stale.unchecked)
+    if not checked:  # nothing compared: never "up to date"
+        print(f"{args.questions}: none of {len(labeled)} questions checked against {args.corpus}")
+        return 1
     print(f"{args.questions}: {checked} of {len(labeled)} questions checked, up to date with {args.corpus}")
-    return 1 if stale.unchecked and not checked else 0
+    return 0
 
 
 def _label(args) -> int:
     from .data.corpus import open_corpus
-    from .data.labels import Columns, import_labels, read_labels, remove_labels, stamp_cache
+    from .data.labels import Columns, import_labels, is_qrels_jsonl, read_labels, remove_labels, stamp_cache
+    from .data.staleness import remove_command, stamp_command
 
+    if args.verb in ("remove", "stamp") and is_qrels_jsonl(args.questions):  # the team's file: never rewritten
+        raise RetrievalEvalError(
+            f"a rig-style qrels.jsonl is the team's own file, never rewritten: "
+            + (f"it has no place for fingerprints; import it into a questions cache, which records them: "
+               f"{stamp_command(args.corpus, args.questions)}" if args.verb == "stamp" else
+               f"delete the line of {', '.join(map(repr, args.ids))} from it"), path=args.questions)
     if args.verb == "remove":
         removed = remove_labels(args.questions, args.ids)
         print(f"{args.questions}: removed {len(removed)}: {', '.join(removed)}")
@@ -176,13 +207,13 @@ def _label(args) -> int:
     if args.verb == "list":
         return _label_list(args, corpus)
     if args.verb == "stamp":
-        from .data.staleness import stamp_command
-
-        before, lost = stamp_cache(args.questions, corpus, drop_deleted=args.drop_deleted,
+        before, done = stamp_cache(args.questions, corpus, drop_deleted=args.drop_deleted,
                                    command=stamp_command(args.corpus, args.questions))
-        for doc, queries in sorted(lost.items()):
-            print(f"deleted {doc}: its judgment dropped from {', '.join(queries)}")
-        print(f"{args.questions}: fingerprints recorded ({before} question(s) were unchecked)")
+        for line in done.lines():
+            print(line)
+        gone = (f"; {len(done.removed)} question{'s' * (len(done.removed) != 1)} removed ({', '.join(done.removed)})"
+                if done.removed else "")
+        print(f"{args.questions}: fingerprints recorded ({before} question(s) were unchecked){gone}")
         return 0
     columns = Columns(args.question_column, args.doc_column, args.grade_column, args.id_column)
     entries = read_labels(args.file, fmt=args.format, columns=columns, split=args.split)
@@ -192,6 +223,12 @@ def _label(args) -> int:
     print(f"{args.questions}: imported {len(entries)} from {args.file}: {report.summary()}")
     if report.removed:
         print(f"removed (gone from {args.file}): {', '.join(report.removed)}")
+    if report.unproven:
+        name = str(entries[0].source.get("by", "")).split(":", 1)[-1]
+        print(f"note: kept {len(report.unproven)} question(s) gone from {args.file} that an older version recorded "
+              f"only as imported from a file named {name}, which may be another folder's: "
+              f"{', '.join(report.unproven)}; if they came from this file, remove them with: "
+              f"{remove_command(args.questions, report.unproven)}")
     return 0
 
 

@@ -9,6 +9,7 @@ subprocess, as a team would type it."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -228,3 +229,79 @@ def test_an_edited_gold_document_leaves_its_question_out_without_blocking(team):
     fresh = team.runpytest("-m", "retrieval", "--retrieval-report")
     assert fresh.ret == 0 and "stale left out" not in fresh.stdout.str()
     fresh.stdout.fnmatch_lines(["ours *6*0"])
+
+
+# --- every command said works as printed; output into a closed pipe ---------------------------------
+
+QRELS = [
+    {"query_id": "r1", "query": "A customer visiting tomorrow needs internet", "relevant_docs": {"guest-wifi": 2}},
+    {"query_id": "r2", "query": "I forgot my login as a contractor", "relevant_docs": ["password-reset"]},
+    {"query_id": "r3", "query": "Who grants access to the team folder",
+     "relevant_docs": [{"doc_id": "shared-drives", "relevance": 1}]},
+]
+
+
+def write_qrels(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in QRELS), encoding="utf-8")
+
+
+@pytest.mark.parametrize("qrels", ["qrels.jsonl", "rig/qrels.jsonl"])
+def test_check_of_a_qrels_jsonl_suggests_commands_that_work_as_printed(team, qrels):
+    write_qrels(team.path / qrels)
+    code, out, _ = cli(team, "check", "--corpus", "kb", "--questions", qrels)
+    assert code == 1 and "3 of 3 questions unchecked" in out
+    suggested = printed_commands(out)
+    assert suggested
+    for command in suggested:
+        code, said, err = run_as_printed(team, command)
+        assert code == 0, (command, said, err)
+    cache = str((team.path / qrels).with_name("questions.cache.json").relative_to(team.path))
+    assert cache in " ".join(suggested)  # the cache it advises, beside the team's file
+    code, out, _ = cli(team, "check", "--corpus", "kb", "--questions", cache)
+    assert code == 0 and "3 of 3 questions checked" in out
+    code, _, err = cli(team, "label", "stamp", "--corpus", "kb", "--questions", qrels)
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    (offered,) = printed_commands(err)
+    code, _, err = run_as_printed(team, offered)
+    assert code == 0, (offered, err)
+
+
+def test_the_session_on_a_qrels_jsonl_suggests_a_command_that_works_as_printed(team):
+    write_qrels(team.path / "rig" / "qrels.jsonl")
+    result = team.runpytest("-m", "retrieval", "--retrieval-questions=rig/qrels.jsonl", "-W", "default")
+    out = result.stdout.str()
+    assert "3 of 3 questions unchecked" in out, out
+    suggested = printed_commands(out)
+    assert suggested
+    for command in suggested:
+        code, said, err = run_as_printed(team, command)
+        assert code == 0, (command, said, err)
+    assert len(load_questions_cache(team.path / "rig" / "questions.cache.json")) == 3
+
+
+@pytest.mark.parametrize("argv, status", [
+    (("label", "list", "--corpus", "kb", "--questions", "questions.cache.json"), 141),
+    (("check", "--corpus", "kb", "--questions", "questions.cache.json"), 141),
+    (("label", "import", "labels.csv", "--corpus", "kb", "--questions", "questions.cache.json"), 141),
+    (("--help",), 0),  # argparse says its help and exits 0, pipe or not
+], ids=["label-list", "check", "label-import", "help"])
+def test_a_command_writing_into_a_closed_pipe_ends_quietly(team, argv, status):
+    """``label list | head -1``: the reader is gone before the command writes. No traceback;
+    141 (128 + SIGPIPE) as a shell reports any tool the pipe ended."""
+    imported(team)
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_retrieval_eval", *argv], cwd=team.path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # as head does once it has its line
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == status, err
+    assert err == "", err
+
+
+def test_label_list_into_head_prints_its_first_line_and_nothing_else(team):
+    imported(team)
+    done = subprocess.run("python -m pytest_retrieval_eval label list --corpus kb --questions questions.cache.json "
+                          "| head -1", shell=True, cwd=team.path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1", "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"})
+    assert done.stdout.count("\n") == 1 and "\tfresh\t" in done.stdout
+    assert done.stderr == "", done.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+import shlex
 import shutil
 
 import pytest
@@ -132,3 +133,110 @@ def test_generation_drops_and_counts_bad_canned_answers(fake_api, tmp_path):
     assert len(report.generated) == 1 and "filtered 4 (not_a_question 1, preamble 1, several_questions 1, too_short 1)" in report.summary()
     written = json.loads(path.read_text())
     assert written["generator"]["filtered"] == {"not_a_question": 1, "preamble": 1, "several_questions": 1, "too_short": 1}
+
+
+# --- the labels lifecycle: import --sync, stamp --drop-deleted, the locks -------------------------
+
+HELPDESK = REPO / "examples" / "helpdesk" / "kb"
+ROWS = [
+    ("My internet tunnel to work keeps dropping at the hotel", "vpn-setup"),
+    ("I forgot my login as a contractor", "password-reset"),
+    ("Someone took my work computer from the car", "laptop-replacement"),
+    ("Where do print jobs wait before I pick them up", "printer-queue"),
+]
+
+
+@pytest.fixture
+def desk(tmp_path, monkeypatch):
+    """A team's folder: the helpdesk knowledge base, labels in it, commands typed from its root."""
+    shutil.copytree(HELPDESK, tmp_path / "kb")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def write_rows(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("question,doc_id\n" + "".join(f'"{q}",{d}\n' for q, d in rows), encoding="utf-8")
+
+
+def label(capsys, *argv: str) -> str:
+    code = cli(["label", *argv, "--corpus", "kb", "--questions", "questions.cache.json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out
+
+
+def cached(path="questions.cache.json") -> dict[str, str]:
+    """question -> id"""
+    return {q.question: q.query_id for q in load_questions_cache(path)}
+
+
+def test_sync_removes_only_what_that_very_file_brought_not_a_namesake_in_another_folder(desk, capsys):
+    write_rows(desk / "team-a" / "labels.csv", ROWS[:2])
+    write_rows(desk / "team-b" / "labels.csv", ROWS[2:])
+    label(capsys, "import", "team-a/labels.csv")
+    label(capsys, "import", "team-b/labels.csv")
+    ids = cached()
+    write_rows(desk / "team-b" / "labels.csv", ROWS[2:3])
+    out = label(capsys, "import", "team-b/labels.csv", "--sync")
+    assert set(cached()) == {q for q, _ in ROWS[:3]}  # team A's questions are all there
+    assert f"removed (gone from team-b/labels.csv): {ids[ROWS[3][0]]}" in out and "removed 1" in out
+    files = {q.query_id: q.source.get("file") for q in load_questions_cache("questions.cache.json")}
+    assert files == {ids[ROWS[0][0]]: "team-a/labels.csv", ids[ROWS[1][0]]: "team-a/labels.csv",
+                     ids[ROWS[2][0]]: "team-b/labels.csv"}
+
+
+def test_the_recorded_file_is_relative_to_the_cache_whatever_folder_the_command_runs_in(desk, capsys, monkeypatch):
+    write_rows(desk / "labels" / "labels.csv", ROWS[:2])
+    (desk / "sub").mkdir()
+    monkeypatch.chdir(desk / "sub")
+    assert cli(["label", "import", "../labels/labels.csv", "--corpus", "../kb", "--questions", "../questions.cache.json"]) == 0
+    monkeypatch.chdir(desk)
+    assert {q.source["file"] for q in load_questions_cache("questions.cache.json")} == {"labels/labels.csv"}
+    write_rows(desk / "labels" / "labels.csv", ROWS[:1])
+    assert "removed 1" in label(capsys, "import", str(desk / "labels" / "labels.csv"), "--sync")  # an absolute path too
+
+
+def test_sync_keeps_an_older_entry_that_recorded_only_the_file_name_and_names_it(desk, capsys):
+    write_rows(desk / "team-a" / "labels.csv", ROWS[:2])
+    label(capsys, "import", "team-a/labels.csv")
+    raw = json.loads((desk / "questions.cache.json").read_text())
+    for entry in raw["queries"]:  # as an older version wrote it: the base name only
+        del entry["source"]["file"]
+        assert entry["source"]["by"] == "imported:labels.csv"
+    (desk / "questions.cache.json").write_text(json.dumps(raw))
+    ids = cached()
+    write_rows(desk / "team-b" / "labels.csv", ROWS[2:])
+    out = label(capsys, "import", "team-b/labels.csv", "--sync")
+    assert "removed" not in out.split("note:")[0] and len(cached()) == 4  # not provably team-b's: kept
+    assert ids[ROWS[0][0]] in out and ids[ROWS[1][0]] in out  # and said, with a way to remove them
+    (offered,) = [line.rsplit("with: ", 1)[1] for line in out.splitlines() if "label remove" in line]
+    argv = shlex.split(offered)
+    assert argv[:3] == ["python", "-m", "pytest_retrieval_eval"]
+    assert cli(argv[3:]) == 0 and set(cached()) == {q for q, _ in ROWS[2:]}
+
+
+def test_import_leaves_no_lock_file_beside_the_cache(desk, capsys):
+    write_rows(desk / "labels.csv", ROWS)
+    label(capsys, "import", "labels.csv")
+    label(capsys, "stamp")
+    assert [p.name for p in desk.rglob("*.lock")] == []
+
+
+def test_stamp_drop_deleted_names_every_question_it_removes_and_every_judgment_it_drops(desk, capsys):
+    (desk / "labels.jsonl").write_text("\n".join(json.dumps(r) for r in [
+        {"id": "wifi", "question": "A customer visiting tomorrow needs internet",
+         "relevant": {"guest-wifi": 1, "vpn-setup": 0}},
+        {"id": "both", "question": "Guests and printing", "relevant": {"guest-wifi": 1, "printer-queue": 1}},
+        {"id": "print", "question": "Where do print jobs wait", "relevant": {"printer-queue": 1}},
+    ]) + "\n")
+    label(capsys, "import", "labels.jsonl")
+    (desk / "kb" / "guest-wifi.json").unlink()
+    out = label(capsys, "stamp", "--drop-deleted")
+    assert "deleted guest-wifi: its judgment dropped from wifi, both" in out
+    removed = [line for line in out.splitlines() if line.startswith("removed")]
+    assert len(removed) == 1 and "wifi" in removed[0] and "vpn-setup" in removed[0]  # and its grade-0 judgment
+    assert "both" not in removed[0] and "print" not in removed[0]
+    assert "1 question removed (wifi)" in out
+    assert {q.query_id: dict(q.relevant) for q in load_questions_cache("questions.cache.json")} == {
+        "both": {"printer-queue": 1}, "print": {"printer-queue": 1}}

@@ -43,3 +43,17 @@ def test_an_edit_far_from_a_generated_question_leaves_it_fresh(tmp_path):
     # only the last chunk holds the added words: the questions of chunks 0 and 1 stay fresh
     assert check(labeled, corpus, chunk_fingerprints(corpus, labeled)).changed == {
         "damage-assessment": ["damage-assessment.q4"]}
+
+
+def test_the_unchecked_advice_says_unknown_ids_come_first_as_the_command_stops_at_one(tmp_path):
+    from pytest_retrieval_eval.data.staleness import stamp_command
+
+    doc = json.loads(QUESTIONS.read_text())
+    for entry in doc["queries"]:
+        entry["source"] = {}
+    doc["queries"][0]["relevant"] = {"batery-care": 1}
+    (tmp_path / "q.json").write_text(json.dumps(doc))
+    labeled = load_questions_cache(tmp_path / "q.json")
+    stale = check(labeled, JsonFolder(CORPUS).load())
+    message = stale.unchecked_message("q.json", len(labeled), stamp_command("corpus", "q.json"))
+    assert "record them (once the unknown document ids are fixed: it stops at one) with: python -m " in message

@@ -13,6 +13,7 @@ import csv
 import difflib
 import io
 import json
+import os
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,30 +71,58 @@ def unchecked(labeled: Iterable[LabeledQuery]) -> list[str]:
     return [q.query_id for q in labeled if not fingerprinted(q)]
 
 
+@dataclass
+class Stamped:
+    """What ``stamp`` made: the set, doc id -> the questions that lost its judgment (deleted), and
+    question id -> the judgments it still had when it went (a question left with no judged
+    document of grade >= 1 is removed, and a removal is always named)."""
+
+    labeled: LabeledSet
+    lost: dict[str, list[str]] = field(default_factory=dict)
+    removed: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        """Each dropped judgment and each removed question, by name."""
+        out = [f"deleted {doc}: its judgment dropped from {', '.join(qs)}" for doc, qs in sorted(self.lost.items())]
+        for qid, rest in self.removed.items():
+            deleted = sorted(d for d, qs in self.lost.items() if qid in qs)
+            also = "".join(f"; its judgment of {d} (grade {g}) dropped with it" for d, g in sorted(rest.items()))
+            out.append(f"removed {qid}: no judged document of grade >= 1 left (deleted: {', '.join(deleted)}){also}")
+        return out
+
+
+def _left(q: LabeledQuery, lost: dict[str, list[str]]) -> dict[str, int]:
+    return {d: g for d, g in q.relevant.items() if q.query_id not in lost.get(d, ())}
+
+
 def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: str | None = None,
-          drop_deleted: bool = False, command: str = "") -> tuple[LabeledSet, dict[str, list[str]]]:
+          drop_deleted: bool = False, command: str = "") -> Stamped:
     """Every entry with the current fingerprint of each judged document, and the judgments of
-    deleted documents dropped when asked (``drop_deleted``; a question left with none goes too),
-    as (the set, doc id -> the questions that lost it). An id the corpus never had stops it,
-    naming the file and line it came from (``origin``, ``source["_line"]``), the entry and the
-    nearest id; a deleted one stops it too unless dropped, listing who lost it and ``command``."""
+    deleted documents dropped when asked (``drop_deleted``; a question left with none goes too).
+    An id the corpus never had stops it, naming the file and line it came from (``origin``,
+    ``source["_line"]``), the entry and the nearest id; a deleted one stops it too unless dropped,
+    listing who lost it, who would go, and ``command``."""
     lost: dict[str, list[str]] = {}
     for q in labeled:  # deleted: fingerprinted once, so it existed; unknown: a typo, usually
         for d in sorted(d for d in q.relevant if d not in corpus and d in fingerprinted(q)):
             lost.setdefault(d, []).append(q.query_id)
+    going = [q.query_id for q in labeled if not any(g >= 1 for g in _left(q, lost).values())]
     if lost and not drop_deleted:
         listed = "; ".join(f"{d} ({', '.join(qs)})" for d, qs in sorted(lost.items()))
+        who = f" ({', '.join(going)} would have none left)" if going else ""
         raise RetrievalEvalError(f"{sum(map(len, lost.values()))} judgment(s) of deleted documents: {listed}; drop "
-                                 f"them (a question left with no judged document goes too) with: {command} --drop-deleted"
+                                 f"them (a question left with no judged document goes too{who}) with: "
+                                 f"{command} --drop-deleted"
                                  if command else f"judged documents deleted from the corpus: {listed}",
                                  path=origin or labeled.provenance.get("path"))
-    out = []
+    out, removed = [], {}
     for q in labeled:
         source = {k: v for k, v in q.source.items() if not k.startswith("_")}
         line = q.source.get("_line")
-        relevant = {d: g for d, g in q.relevant.items() if q.query_id not in lost.get(d, ())}
-        if not any(g >= 1 for g in relevant.values()):
-            continue  # every judged document it had is gone
+        relevant = _left(q, lost)
+        if q.query_id in going:
+            removed[q.query_id] = relevant  # every judged document of grade >= 1 it had is gone
+            continue
         missing = [d for d in relevant if d not in corpus]
         if missing:
             where = f"query '{q.query_id}'"
@@ -103,7 +132,7 @@ def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: st
         if by and "by" not in source:
             source["by"] = by
         out.append(LabeledQuery(q.query_id, q.question, relevant, source, q.tags))
-    return LabeledSet(tuple(out), name=labeled.name, provenance=labeled.provenance), lost
+    return Stamped(LabeledSet(tuple(out), name=labeled.name, provenance=labeled.provenance), lost, removed)
 
 
 # --- readers -------------------------------------------------------------------------------------
@@ -167,7 +196,7 @@ def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
         problem = query_problem(qid, text, relevant)
         if problem:
             raise bad(problem[0], {"id": "query_id", "question": "query", "relevant": "relevant_docs"}[problem[1]])
-        source = {"by": f"{IMPORTED}:{Path(path).name}", "_line": number}
+        source = {"by": f"{IMPORTED}:{Path(path).name}", "_line": number, "_file": str(path)}
         if record.get("reference_answer"):
             source["reference_answer"] = str(record["reference_answer"])
         out.append(LabeledQuery(qid, " ".join(text.split()), relevant, source))
@@ -266,7 +295,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
         if problem:
             field = {"id": icol or qcol, "question": qcol, "relevant": dcol}[problem[1]]
             raise RetrievalEvalError(problem[0], path=path, line=entry["line"], field=field)
-        source: dict[str, Any] = {"by": f"{IMPORTED}:{Path(path).name}", "_line": entry["line"]}
+        source: dict[str, Any] = {"by": f"{IMPORTED}:{Path(path).name}", "_line": entry["line"], "_file": str(path)}
         if entry["notes"]:
             source["_notes"] = entry["notes"]
         if not entry["given"]:
@@ -331,7 +360,8 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
         problem = query_problem(qid, question, relevant)
         if problem:
             raise RetrievalEvalError(problem[0], path=path, line=number, field=problem[1])
-        out.append(LabeledQuery(qid, question, relevant, {"by": f"{IMPORTED}:{Path(path).name}", "_line": number},
+        out.append(LabeledQuery(qid, question, relevant, {"by": f"{IMPORTED}:{Path(path).name}", "_line": number,
+                                                          "_file": str(path)},
                                 _tags(record.get("tags"), path, number, "tags")))
     return out
 
@@ -349,7 +379,9 @@ def read_beir(folder: str | Path, split: str = "test") -> list[LabeledQuery]:
             raise RetrievalEvalError(f"query '{q.query_id}': every score is below 1, so no answer could ever count: "
                                      "give at least one judged document score >= 1", path=qrels,
                                      line=_first_line(qrels, q.query_id + "\t"))
-    return [LabeledQuery(q.query_id, q.question, dict(q.relevant), {"by": f"{IMPORTED}:beir/{split}"}) for q in labeled]
+    qrels = str(Path(folder) / "qrels" / f"{split}.tsv")  # the file a split's judgments come from
+    return [LabeledQuery(q.query_id, q.question, dict(q.relevant), {"by": f"{IMPORTED}:beir/{split}", "_file": qrels})
+            for q in labeled]
 
 
 def _first_line(path: Path, start: str) -> int | None:
@@ -387,7 +419,8 @@ def load_labels(path: str | Path) -> LabeledSet:
     from .labeled import load_questions_cache
 
     if is_qrels_jsonl(path):
-        entries = [LabeledQuery(q.query_id, q.question, dict(q.relevant), {k: v for k, v in q.source.items() if k != "_line"})
+        entries = [LabeledQuery(q.query_id, q.question, dict(q.relevant),
+                                {k: v for k, v in q.source.items() if not k.startswith("_")})
                    for q in read_qrels_jsonl(path)]
         return LabeledSet(tuple(entries), name=Path(path).name, provenance={"path": str(path)})
     return load_questions_cache(path)
@@ -415,6 +448,7 @@ class ImportReport:
     skipped: list[str] = field(default_factory=list)  # already there, identical
     removed: list[str] = field(default_factory=list)  # --sync: brought by this file before, gone from it now
     notes: list[str] = field(default_factory=list)  # rows merged into one question, said
+    unproven: list[str] = field(default_factory=list)  # --sync: gone from it, but recorded by base name only: kept
 
     def summary(self) -> str:
         removed = f", removed {len(self.removed)}" if self.removed else ""
@@ -425,8 +459,30 @@ def _key(question: str) -> str:
     return " ".join(question.lower().split())
 
 
-def _brought_by(q: LabeledQuery, name: str) -> bool:
-    return str(q.source.get("by") or "") == f"{IMPORTED}:{name}"
+def source_file(path: str | Path, cache: str | Path) -> str:
+    """The file an import came from, as the cache records it (``source.file``): its path relative
+    to the cache's folder, with forward slashes, so that two files of one name in two folders are
+    two sources, and the same file is one whatever folder the command runs in."""
+    path, folder = os.path.abspath(path), os.path.dirname(os.path.abspath(cache))
+    try:
+        path = os.path.relpath(path, folder)
+    except ValueError:  # another drive (Windows): no relative path exists
+        pass
+    return path.replace(os.sep, "/")
+
+
+def _from_file(q: LabeledQuery, cache: Path, origin: str | None) -> LabeledQuery:
+    """``q`` recording the file it was read from (the reader's ``_file``, else ``origin``)."""
+    read = q.source.get("_file") or origin
+    if read is None:
+        return q
+    return LabeledQuery(q.query_id, q.question, dict(q.relevant), {**q.source, "file": source_file(read, cache)}, q.tags)
+
+
+def _by_name_only(q: LabeledQuery, names: set[str]) -> bool:
+    """An entry an older version imported, recording only the file's base name (``by``), which
+    names one of this import's: it may come from this file or a namesake in another folder."""
+    return "file" not in q.source and str(q.source.get("by") or "") in names
 
 
 def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Path, *, origin: str | None = None,
@@ -434,8 +490,10 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
     """Stamp ``entries`` against ``corpus`` and merge them into the cache at ``cache`` (created if
     absent): same id and content -> unchanged; same id, new content -> replaced; else added. A
     question whose id comes from its text matches an entry holding the same question (an older
-    id form, or a renamed copy of the file), so importing again adds nothing. ``sync``: the file
-    is the source of truth for the questions it brought: those gone from it are removed.
+    id form, or a renamed copy of the file), so importing again adds nothing. Each entry records
+    its file (``source.file``, ``source_file``). ``sync``: the file is the source of truth for
+    the questions it brought: those recording it and gone from it are removed; an older entry
+    recording only a base name (``by``) may be a namesake's, so it is kept (``unproven``).
     Written atomically under the cache's lock; a bad entry stops the import before any write."""
     from .._atomic import locked
     from .labeled import load_questions_cache, write_questions_cache
@@ -443,7 +501,8 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
     cache = Path(cache)
     report = ImportReport(notes=[f"{q.query_id}: {n}" for q in entries for n in q.source.get("_notes", ())])
     text_ids = {q.query_id for q in entries if q.source.get("_text_id")}
-    stamped, _ = stamp(LabeledSet(tuple(entries), name=cache.name), corpus, origin=origin)
+    entries = [_from_file(q, cache, origin) for q in entries]
+    stamped = stamp(LabeledSet(tuple(entries), name=cache.name), corpus, origin=origin).labeled
     with locked(cache):
         existing = load_questions_cache(cache) if cache.exists() else None
         merged = {q.query_id: q for q in (existing or ())}
@@ -455,14 +514,18 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
             if old is None:
                 report.added.append(q.query_id)
             elif (old.question, dict(old.relevant), old.tags) == (q.question, dict(q.relevant), q.tags):
-                report.skipped.append(q.query_id)
+                report.skipped.append(q.query_id)  # kept as it was, source too: a namesake may have brought it
                 continue
             else:
                 report.replaced.append(q.query_id)
             merged[q.query_id] = q
-        if sync and origin is not None:
+        if sync:  # only what provably came from this very file goes; a namesake's questions stay
             now = {q.query_id for q in stamped}
-            report.removed = [i for i, q in merged.items() if _brought_by(q, Path(origin).name) and i not in now]
+            files = {q.source["file"] for q in stamped if "file" in q.source}
+            names = {str(q.source["by"]) for q in stamped if str(q.source.get("by") or "").startswith(IMPORTED)}
+            gone = [q for i, q in merged.items() if i not in now]
+            report.removed = [q.query_id for q in gone if q.source.get("file") in files]
+            report.unproven = [q.query_id for q in gone if _by_name_only(q, names)]
             for i in report.removed:
                 del merged[i]
         provenance = existing.provenance if existing is not None else {}
@@ -476,10 +539,10 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
 
 
 def stamp_cache(cache: str | Path, corpus: Any, *, drop_deleted: bool = False,
-                command: str = "") -> tuple[int, dict[str, list[str]]]:
+                command: str = "") -> tuple[int, Stamped]:
     """``label stamp``: record the current fingerprints in a hand-edited cache (dropping the
     judgments of deleted documents when asked); returns how many entries were unchecked before,
-    and doc id -> the questions that lost it."""
+    and what the stamp dropped and removed."""
     from .._atomic import locked
     from .labeled import load_questions_cache, write_questions_cache
 
@@ -487,10 +550,10 @@ def stamp_cache(cache: str | Path, corpus: Any, *, drop_deleted: bool = False,
         labeled = load_questions_cache(cache)
         before = len(unchecked(labeled))
         provenance = labeled.provenance
-        stamped, lost = stamp(labeled, corpus, drop_deleted=drop_deleted, command=command, origin=str(cache))
-        write_questions_cache(cache, stamped, generator=provenance.get("generator") or {},
+        done = stamp(labeled, corpus, drop_deleted=drop_deleted, command=command, origin=str(cache))
+        write_questions_cache(cache, done.labeled, generator=provenance.get("generator") or {},
                               corpus_fingerprint=corpus.fingerprint, splitter=provenance.get("splitter"))
-    return before, lost
+    return before, done
 
 
 def remove_labels(cache: str | Path, ids: Sequence[str]) -> list[str]:

@@ -10,13 +10,14 @@ on. Four findings, each said in its own words:
 
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from .corpus import Corpus
 from .labeled import LabeledSet
-from .labels import did_you_mean, fingerprinted, is_generated, unchecked
+from .labels import did_you_mean, fingerprinted, is_generated, is_qrels_jsonl, unchecked
 
 
 def _command(verb: str, corpus_path: str, questions_path: str) -> str:
@@ -34,7 +35,30 @@ def check_command(corpus_path: str, questions_path: str) -> str:
 
 
 def stamp_command(corpus_path: str, questions_path: str) -> str:
+    """The command that records the judged documents' fingerprints. A rig-style ``qrels.jsonl``
+    has no place for them (``label stamp`` refuses it): importing it into a questions cache beside
+    it records them, so that is the command said, for every message that says one."""
+    if is_qrels_jsonl(questions_path):
+        return import_command(questions_path, corpus_path, imported_cache(questions_path))
     return _command("label stamp", corpus_path, questions_path)
+
+
+def imported_cache(qrels_path: str) -> str:
+    """Where a rig-style ``qrels.jsonl`` is imported to: ``questions.cache.json`` beside it."""
+    return os.path.join(os.path.dirname(str(qrels_path)), "questions.cache.json")
+
+
+_IMPORT = "python -m pytest_retrieval_eval label import "
+
+
+def import_command(labels_path: str, corpus_path: str, questions_path: str) -> str:
+    return (f"{_IMPORT}{shlex.quote(str(labels_path))} "
+            f"--corpus {shlex.quote(str(corpus_path))} --questions {shlex.quote(str(questions_path))}")
+
+
+def remove_command(questions_path: str, ids: list[str]) -> str:
+    return (f"python -m pytest_retrieval_eval label remove {' '.join(shlex.quote(i) for i in ids)} "
+            f"--questions {shlex.quote(str(questions_path))}")
 
 
 def list_command(corpus_path: str, questions_path: str) -> str:
@@ -42,6 +66,10 @@ def list_command(corpus_path: str, questions_path: str) -> str:
 
 
 def drop_command(corpus_path: str, questions_path: str) -> str:
+    """``label stamp --drop-deleted``; none for a ``qrels.jsonl`` (nothing to stamp: its judged
+    documents were never fingerprinted, so none is known as deleted)."""
+    if is_qrels_jsonl(questions_path):
+        return ""
     return stamp_command(corpus_path, questions_path) + " --drop-deleted"
 
 
@@ -107,8 +135,10 @@ class Staleness:
 
     def unchecked_message(self, labeled_name: str, total: int, stamp: str) -> str:
         n = len(self.unchecked)
+        into = " in a questions cache (then evaluate that file)" if stamp.startswith(_IMPORT) else ""
+        once = " (once the unknown document ids are fixed: it stops at one)" if self.unknown else ""
         return (f"{labeled_name}: {n} of {total} questions unchecked (no fingerprint of their judged documents: a "
-                f"change in those documents would go unnoticed); record them with: {stamp}")
+                f"change in those documents would go unnoticed); record them{into}{once} with: {stamp}")
 
 
 def _queries(queries: list[str]) -> str:

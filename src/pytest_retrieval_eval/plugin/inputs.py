@@ -68,9 +68,6 @@ def load_labeled(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progre
     stale = check(labeled, corpus, chunk_fingerprints(corpus, labeled, chunking))
     stamp = stamp_command(shown(cfg.corpus), shown(cfg.questions))
     external = is_qrels_jsonl(cfg.questions)  # the team's own file: fingerprints live in an imported cache
-    if external:
-        stamp = (f"python -m pytest_retrieval_eval label import {shown(cfg.questions)} --corpus {shown(cfg.corpus)} "
-                 "--questions questions.cache.json, then point retrieval_questions at questions.cache.json")
     if stale.unchecked:
         message = stale.unchecked_message(shown(cfg.questions), len(labeled), stamp)
         if cfg.stale == "error" and len(stale.unchecked) == len(labeled) and not external:
