@@ -221,3 +221,22 @@ def test_a_key_written_twice_in_one_batch_keeps_its_last_vector(tmp_path):
     cache = EmbeddingCache(tmp_path / "c.sqlite3")
     cache.put_many("m", [("b", np.ones(4)), ("a", np.zeros(4)), ("b", np.full(4, 2.0)), ("c", np.ones(4))])
     assert cache.get_many("m", ["b"])["b"].tolist() == [2.0] * 4 and cache.count("m") == 3
+
+
+def token_vectors(request):
+    """llama.cpp's server started with ``--embedding`` and no pooling: a vector per token."""
+    texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
+    data = [{"object": "embedding", "index": i,
+             "embedding": [[0.1 * (j + 1)] * 8 for j in range(len(t.split()) + 1)]} for i, t in enumerate(texts)]
+    return {"object": "list", "data": data, "model": request.get("model"), "usage": {"prompt_tokens": 3}}
+
+
+@pytest.mark.parametrize("texts", [["x"], ["one two", "three four five six"]])
+def test_a_server_sending_token_vectors_is_told_how_to_pool(fake_api, texts):
+    fake_api.script("/embeddings", Reply(200, token_vectors))
+    with pytest.raises(RetrievalEvalError) as info:
+        Embedder(OpenAIBackend("m", max_retries=0), None).embed(texts)
+    message = str(info.value)
+    assert "token vectors" in message and "one per token" in message and "not one pooled vector per text" in message
+    assert "--pooling mean" in message and "no vector for some texts" not in message
+    assert FAKE_KEY not in message

@@ -8,9 +8,9 @@ One setting, ``--retrieval-embedder`` / ``retrieval_embedder``:
   torch; ``minilm:onnx`` and ``minilm:torch`` choose;
 - ``sentence-transformers:PATH_OR_NAME``: any local model folder (or a hub name where a hub is
   reachable), through Haystack's sentence-transformers components;
-- ``openai:MODEL``: any OpenAI-compatible ``/embeddings`` endpoint through Haystack's OpenAI
-  component (base URL ``RETRIEVAL_EVAL_BASE_URL``, OpenRouter by default; key from
-  ``RETRIEVAL_EVAL_API_KEY`` or ``OPENROUTER_API_KEY``);
+- ``openai:MODEL``: any OpenAI-compatible ``/embeddings`` endpoint through the plugin's own
+  client (base URL ``RETRIEVAL_EVAL_BASE_URL``, OpenRouter by default; the key that belongs to
+  that URL, ``_http.api_key_env``; ``RETRIEVAL_EVAL_TIMEOUT`` seconds a call, 30 by default);
 - ``hashing[:DIM]``: deterministic feature hashing (words and character 3-grams, crc32), for
   fast plumbing tests; not for quality claims.
 
@@ -32,7 +32,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from .._http import EMBED_CONCURRENCY, api_key_for, base_url
+from .._http import EMBED_CONCURRENCY, api_key_for, base_url, request_timeout
 from .._secrets import mask_and_cap, redact
 from .embedding_cache import EmbeddingCache, text_key
 from ..errors import RetrievalEvalError
@@ -164,13 +164,13 @@ class OpenAIBackend:
     batches in flight (``Embedder`` sends them), at most ``rate`` requests a second. The vectors
     do not depend on how they were sent: the identity (and so the cache) is the model's."""
 
-    def __init__(self, model: str, *, url: str | None = None, timeout: float = 30.0, max_retries: int = 3,
+    def __init__(self, model: str, *, url: str | None = None, timeout: float | None = None, max_retries: int = 3,
                  concurrency: int = EMBED_CONCURRENCY, rate: float | None = None) -> None:
         from .._http import Pace
 
         self.model = model
         self.url = base_url(url)
-        self.timeout = timeout
+        self.timeout = request_timeout(30.0) if timeout is None else timeout
         self.max_retries = max_retries
         self.concurrency = max(1, int(concurrency))
         self.pace = Pace(rate)
@@ -203,6 +203,13 @@ class OpenAIBackend:
         data = answer.get("data") if isinstance(answer, dict) else None
         try:
             rows = sorted(data, key=lambda d: d["index"]) if isinstance(data, list) else None
+            tokens = _token_vectors(rows or [])
+            if tokens is not None:
+                raise RetrievalEvalError(
+                    f"embedding endpoint {redact(url)} sent token vectors (one per token: {tokens}), not one pooled "
+                    "vector per text: the server does no pooling. Start llama.cpp's llama-server with --pooling mean "
+                    "(beside --embedding), or serve an embedding model with pooling (llama-cpp-python's server "
+                    "pools as the model's GGUF says: a chat model declares none)")
             vectors = None if rows is None else np.asarray([r["embedding"] for r in rows], dtype=np.float32)
         except (KeyError, TypeError, ValueError):
             vectors = None
@@ -210,6 +217,16 @@ class OpenAIBackend:
             raise RetrievalEvalError(f"embedding endpoint {redact(url)} returned no vector for some texts "
                                      f"({len(data) if isinstance(data, list) else 'no'} 'data' rows for {len(texts)} texts)")
         return vectors
+
+
+def _token_vectors(rows: list) -> str | None:
+    """How many token vectors the first row holds that is a list of vectors rather than one
+    (what a server without pooling sends, e.g. "7 vectors of 384 numbers for text 1"), or None."""
+    for n, row in enumerate(rows, 1):
+        vector = row.get("embedding") if isinstance(row, dict) else None
+        if isinstance(vector, list) and vector and all(isinstance(v, list) for v in vector):
+            return f"{len(vector)} vectors of {len(vector[0])} numbers for text {n}"
+    return None
 
 
 _WORDS = re.compile(r"\w+")
