@@ -32,9 +32,11 @@ def base_url(url: str | None = None) -> str:
     return (url or os.environ.get("RETRIEVAL_EVAL_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
 
 
-def request_timeout(default: float) -> float:
+def request_timeout(default: float, *, strict: bool = True) -> float:
     """Seconds a remote call may take: ``RETRIEVAL_EVAL_TIMEOUT`` where set (a local model on a
-    CPU can take minutes), else ``default``."""
+    CPU can take minutes), else ``default``. A value that is no number of seconds is an error,
+    or ``default`` when not ``strict`` (a settings default made at import time must not raise:
+    ``api_key_for``, which every remote caller asks first, reports it)."""
     text = os.environ.get(TIMEOUT_ENV, "").strip()
     if not text:
         return default
@@ -43,6 +45,8 @@ def request_timeout(default: float) -> float:
     except ValueError:
         seconds = float("nan")
     if not 0 < seconds < float("inf"):
+        if not strict:
+            return default
         raise RetrievalEvalError(f"{TIMEOUT_ENV} must be a number of seconds > 0, got {text!r}")
     return seconds
 
@@ -110,7 +114,9 @@ def api_key_env(url: str) -> str | None:
 
 def api_key_for(url: str, what: str) -> str | None:
     """The API key to send to ``url`` (``api_key_env``); None for a private endpoint without
-    one; for a hosted endpoint without one, an error naming the variable to set."""
+    one; for a hosted endpoint without one, an error naming the variable to set. Every remote
+    caller asks here before its first request, so a bad ``RETRIEVAL_EVAL_TIMEOUT`` stops it too."""
+    request_timeout(1.0)
     env = api_key_env(url)
     if env is not None:
         return os.environ[env]
@@ -142,7 +148,7 @@ class ChatEndpoint:
     temperature: float = 0.0
     concurrency: int = 4
     retries: int = 4
-    timeout: float = field(default_factory=lambda: request_timeout(60.0))  # RETRIEVAL_EVAL_TIMEOUT
+    timeout: float = field(default_factory=lambda: request_timeout(60.0, strict=False))  # RETRIEVAL_EVAL_TIMEOUT
     #: the answer's length cap, in tokens (None: the server's own); see ``GeneratorConfig``
     max_tokens: int | None = None
 
@@ -204,7 +210,7 @@ def _retry_after(value: str | None) -> float | None:
 
 
 #: how a timeout is raised, as a message says it (post_json's endpoints read the variable)
-TIMEOUT_HINT = "give it longer: export RETRIEVAL_EVAL_TIMEOUT={seconds} (seconds)"
+TIMEOUT_HINT = "export RETRIEVAL_EVAL_TIMEOUT={seconds} to wait longer"
 
 
 def _timeout_seconds(client: Any, exc: Exception) -> float | None:
@@ -262,9 +268,8 @@ def request_json(client: Any, method: str, url: str, *, params: Mapping[str, Any
                 f" ({type(exc).__name__})"
             if reached and is_private(url):
                 raise RetrievalEvalError(
-                    f"{shown} {problem}; a local server answers one request at a time and is still working on this "
-                    f"one, so it was not sent again: {_raise_timeout(timeout_hint, timed_out)}, or send fewer "
-                    "requests at once") from None
+                    f"{shown} {problem}; {_raise_timeout(timeout_hint, timed_out)} (not sent again: a local server "
+                    "answers one request at a time and still works on this one; a copy would wait behind it)") from None
         except httpx.HTTPError as exc:
             if not isinstance(exc, httpx.ConnectError):
                 record_call(json)  # the request may have reached the server

@@ -91,7 +91,7 @@ def test_429_with_retry_after_then_success(fake_api, small, tmp_path):
     [
         (Reply(500, {"error": "boom"}), 2, "failed after 2 attempts: HTTP 500"),
         # a local server still working on it is not asked again (it would queue the copy behind it)
-        (Reply(200, chat_reply(), delay=1.5), 1, "timed out after 0.5 s (ReadTimeout); a local server"),
+        (Reply(200, chat_reply(), delay=1.5), 1, "timed out after 0.5 s (ReadTimeout); export RETRIEVAL_EVAL_TIMEOUT="),
         (Reply(200, "this is not json"), 1, "the answer is not JSON"),
         (Reply(200, {"choices": [{"message": {"content": None}}]}), 1, "malformed answer: content is not text"),
         (Reply(200, {"choices": []}), 1, "malformed answer: no choices"),

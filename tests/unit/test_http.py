@@ -224,14 +224,17 @@ def test_a_timed_out_request_is_not_sent_again_to_a_local_server_and_says_how_to
 
 
 def test_the_timeout_comes_from_the_environment(monkeypatch):
-    from pytest_retrieval_eval._http import ChatEndpoint, request_timeout
+    from pytest_retrieval_eval._http import ChatEndpoint, api_key_for, request_timeout
     from pytest_retrieval_eval.hybrid.embedders import OpenAIBackend
 
     monkeypatch.setenv("RETRIEVAL_EVAL_TIMEOUT", "240")
     assert ChatEndpoint().timeout == 240.0 and OpenAIBackend("m", url="http://127.0.0.1:9/v1").timeout == 240.0
     assert ChatEndpoint(timeout=5).timeout == 5  # as the code asks
     monkeypatch.setenv("RETRIEVAL_EVAL_TIMEOUT", "two minutes")
-    with pytest.raises(RetrievalEvalError, match="RETRIEVAL_EVAL_TIMEOUT must be a number of seconds"):
+    with pytest.raises(RetrievalEvalError, match="RETRIEVAL_EVAL_TIMEOUT must be a number of seconds > 0, got 'two"):
         request_timeout(60.0)
+    assert ChatEndpoint().timeout == 60.0  # a default made at import time does not raise: the caller's first step does
+    with pytest.raises(RetrievalEvalError, match="RETRIEVAL_EVAL_TIMEOUT must be"):
+        api_key_for("http://127.0.0.1:8080/v1", "judging")
     monkeypatch.delenv("RETRIEVAL_EVAL_TIMEOUT")
     assert request_timeout(60.0) == 60.0
