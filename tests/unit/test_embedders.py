@@ -240,3 +240,22 @@ def test_a_server_sending_token_vectors_is_told_how_to_pool(fake_api, texts):
     assert "token vectors" in message and "one per token" in message and "not one pooled vector per text" in message
     assert "--pooling mean" in message and "no vector for some texts" not in message
     assert FAKE_KEY not in message
+
+
+@pytest.mark.parametrize("body, said", [
+    ({"data": []}, "returned no vector for some texts (0 'data' rows for 2 texts)"),
+    ({"error": "x"}, "returned no vector for some texts (no 'data' rows for 2 texts)"),
+    ({"data": [{"index": 0, "embedding": "AAAAAA=="}, {"index": 1, "embedding": "AAAAAA=="}]},
+     "sent text 1's vector as text (base64?), not numbers"),
+    ({"data": [{"index": 0, "embedding": [0.1, 0.2]}, {"index": 1, "embedding": [0.1, 0.2, 0.3]}]},
+     "returned vectors of different lengths in one batch (2, 3 numbers)"),
+    ({"data": [{"index": 0, "embedding": [0.1, 0.2]}, {"index": 1, "embedding": []}]},
+     "returned no vector for text 2"),
+    ({"data": [{"index": 1, "embedding": [0.1, 0.2]}, {"index": 0, "embedding": [[0.1, 0.2], [0.3, 0.4]]}]},
+     "sent token vectors (one per token: 2 vectors of 2 numbers for text 1)"),
+])
+def test_each_wrong_shape_of_an_embeddings_answer_is_named(fake_api, body, said):
+    fake_api.script("/embeddings", Reply(200, body))
+    with pytest.raises(RetrievalEvalError) as info:
+        Embedder(OpenAIBackend("m", max_retries=0), None).embed(["a", "b"])
+    assert said in str(info.value)
