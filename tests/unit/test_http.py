@@ -28,6 +28,13 @@ def test_success_sends_the_bearer_key(api):
     assert api.hits("/x")[0].headers["authorization"] == f"Bearer {FAKE_KEY}"
 
 
+def test_the_payload_reaches_the_server_as_given_max_tokens_included(api):
+    api.script("/x", Reply(200, {"ok": True}))
+    with httpx.Client(timeout=5) as client:
+        post_json(client, f"{api.url}/x", {"model": "m", "max_tokens": 64, "messages": []}, api_key=None)
+    assert api.hits("/x")[0].body == {"model": "m", "max_tokens": 64, "messages": []}
+
+
 def test_429_honours_retry_after_then_succeeds(api):
     sleeps = []
     api.script("/x", Reply(429, {"e": 1}, {"retry-after": "7"}), Reply(503, {"e": 2}), Reply(200, {"ok": 1}))
