@@ -2,29 +2,29 @@
 retry rules every remote call here follows.
 
 The endpoint's settings come from the environment: ``RETRIEVAL_EVAL_BASE_URL`` (OpenRouter by
-default) and the first API key of ``API_KEY_ENVS`` that is set.
+default), and the key that belongs to the URL called (``api_key_env``): the team's
+``RETRIEVAL_EVAL_API_KEY`` for the team's base URL, a hosted API's own variable
+(``OPENROUTER_API_KEY``, ``OPENAI_API_KEY``, ...) for that host over https, none elsewhere.
+``RETRIEVAL_EVAL_TIMEOUT`` gives every such call longer (``request_timeout``).
 
-Retries 429, 5xx and timeouts with exponential backoff, honouring ``Retry-After``; fails at once
-on other 4xx. Error messages never contain the API key.
+Retries 429, 5xx and timeouts with exponential backoff, honouring a ``Retry-After`` it can read;
+fails at once on other 4xx, and on a read timeout from a local server (it is still working on
+the request: a second copy would only queue behind it). Error messages never contain the API key.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ._secrets import API_KEY_ENVS, mask_and_cap, redact
+from ._secrets import HOST_KEY_ENVS, TEAM_KEY_ENV, mask_and_cap, redact
 from .errors import RetrievalEvalError
 
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
 DEFAULT_CHAT_MODEL = "openai/gpt-4o-mini"  # question generation
-
-
-def api_key_env() -> str | None:
-    """The first of ``API_KEY_ENVS`` that is set, or None."""
-    return next((name for name in API_KEY_ENVS if os.environ.get(name)), None)
+TIMEOUT_ENV = "RETRIEVAL_EVAL_TIMEOUT"
 
 
 def base_url(url: str | None = None) -> str:
@@ -32,8 +32,33 @@ def base_url(url: str | None = None) -> str:
     return (url or os.environ.get("RETRIEVAL_EVAL_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
 
 
+def request_timeout(default: float, *, strict: bool = True) -> float:
+    """Seconds a remote call may take: ``RETRIEVAL_EVAL_TIMEOUT`` where set (a local model on a
+    CPU can take minutes), else ``default``. A value that is no number of seconds is an error,
+    or ``default`` when not ``strict`` (a settings default made at import time must not raise:
+    ``api_key_for``, which every remote caller asks first, reports it)."""
+    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not text:
+        return default
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        if not strict:
+            return default
+        raise RetrievalEvalError(f"{TIMEOUT_ENV} must be a number of seconds > 0, got {text!r}")
+    return seconds
+
+
 #: host names that only resolve inside a machine or a private network
 _PRIVATE_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
+
+
+def _host(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    return (urlsplit(url).hostname or "").lower().rstrip(".")
 
 
 def is_private(url: str) -> bool:
@@ -42,9 +67,8 @@ def is_private(url: str) -> bool:
     loopback, private and link-local addresses, ``localhost``, single-label names (``ollama``)
     and the private suffixes. Such a server needs no API key unless it says so."""
     import ipaddress
-    from urllib.parse import urlsplit
 
-    host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    host = _host(url)
     if not host:
         return False
     try:
@@ -54,17 +78,64 @@ def is_private(url: str) -> bool:
     return address.is_loopback or address.is_private or address.is_link_local
 
 
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of ``url``, the port filled in: what a key is set for (not the
+    user name, password or path written into the URL)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return scheme, _host(url), port or {"https": 443, "http": 80}.get(scheme)
+
+
+def _host_key_env(url: str) -> str | None:
+    """The variable of the hosted API ``url`` is on (``openrouter.ai`` -> OPENROUTER_API_KEY), by host."""
+    host = _host(url)
+    return next((env for name, env in HOST_KEY_ENVS.items() if host == name or host.endswith("." + name)), None)
+
+
+def api_key_env(url: str) -> str | None:
+    """The variable whose key may be sent to ``url``, when it is set: the team's
+    ``RETRIEVAL_EVAL_API_KEY`` for the team's base URL (``RETRIEVAL_EVAL_BASE_URL``, else the
+    default, OpenRouter), compared by scheme, host and port; else the hosted API's own variable
+    for its host, over https only. None anywhere else: a key set for one host never goes to
+    another (a local server pointed at with ``--base-url`` gets no OpenRouter key)."""
+    if os.environ.get(TEAM_KEY_ENV) and _origin(url) == _origin(base_url()):
+        return TEAM_KEY_ENV
+    env = _host_key_env(url)
+    if env and os.environ.get(env) and _origin(url)[0] == "https":
+        return env
+    return None
+
+
 def api_key_for(url: str, what: str) -> str | None:
-    """The API key to send to ``url``: the first of ``API_KEY_ENVS`` that is set; None for a
-    private endpoint without one; for a hosted endpoint without one, an error naming the variable."""
-    env = api_key_env()
+    """The API key to send to ``url`` (``api_key_env``); None for a private endpoint without
+    one; for a hosted endpoint without one, an error naming the variable to set. Every remote
+    caller asks here before its first request, so a bad ``RETRIEVAL_EVAL_TIMEOUT`` stops it too."""
+    request_timeout(1.0)
+    env = api_key_env(url)
     if env is not None:
         return os.environ[env]
     if is_private(url):
         return None
+    shown, own = redact(url), _host_key_env(url)
+    if own and _origin(url)[0] != "https":
+        raise RetrievalEvalError(f"{what} calls {shown} over plain HTTP: an API key for {_host(url)} is sent over "
+                                 f"https:// only; use {shown.replace('http://', 'https://', 1)}")
+    if _origin(url) == _origin(base_url()):
+        todo = f"set {TEAM_KEY_ENV}" + (f" (or {own})" if own else "")
+    elif own:
+        todo = f"set {own} (or RETRIEVAL_EVAL_BASE_URL={shown} with {TEAM_KEY_ENV})"
+    else:
+        todo = (f"set RETRIEVAL_EVAL_BASE_URL={shown} and {TEAM_KEY_ENV} (a key goes only to the endpoint it was "
+                "set for)")
     raise RetrievalEvalError(
-        f"{what} calls {redact(url)}, which needs an API key: set {API_KEY_ENVS[0]} (or {API_KEY_ENVS[1]}); "
-        "a local or private server (RETRIEVAL_EVAL_BASE_URL=http://localhost:11434/v1 for Ollama) needs none")
+        f"{what} calls {shown}, which needs an API key: {todo}; a local or private server "
+        "(RETRIEVAL_EVAL_BASE_URL=http://localhost:11434/v1 for Ollama) needs none")
 
 
 @dataclass(frozen=True)
@@ -77,7 +148,9 @@ class ChatEndpoint:
     temperature: float = 0.0
     concurrency: int = 4
     retries: int = 4
-    timeout: float = 60.0
+    timeout: float = field(default_factory=lambda: request_timeout(60.0, strict=False))  # RETRIEVAL_EVAL_TIMEOUT
+    #: the answer's length cap, in tokens (None: the server's own); see ``GeneratorConfig``
+    max_tokens: int | None = None
 
     @property
     def base(self) -> str:
@@ -113,46 +186,93 @@ class Pace:
 
 
 def _retry_after(value: str | None) -> float | None:
-    if not value:
+    """Seconds a ``Retry-After`` asks for (a number or an HTTP date); None when it says nothing
+    readable ("soon", a malformed date): the caller's own backoff applies then."""
+    if not value or not value.strip():
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         import email.utils  # an HTTP date: rare, and email's import costs a dormant plugin 8 ms
 
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if parsed is None:
+            return None
+        if parsed.tzinfo is None:
+            import datetime as dt
+
+            parsed = parsed.replace(tzinfo=dt.timezone.utc)  # HTTP dates are GMT
+        seconds = parsed.timestamp() - time.time()
+    return max(0.0, seconds) if seconds == seconds else None  # NaN: nothing said
+
+
+#: how a timeout is raised, as a message says it (post_json's endpoints read the variable)
+TIMEOUT_HINT = "export RETRIEVAL_EVAL_TIMEOUT={seconds} to wait longer"
+
+
+def _timeout_seconds(client: Any, exc: Exception) -> float | None:
+    """The limit that ran out, from the client's settings."""
+    import httpx
+
+    limits = getattr(client, "timeout", None)
+    part = {httpx.ConnectTimeout: "connect", httpx.ReadTimeout: "read", httpx.WriteTimeout: "write",
+            httpx.PoolTimeout: "pool"}.get(type(exc), "read")
+    value = getattr(limits, part, None)
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def post_json(client: Any, url: str, payload: Mapping[str, Any], *, api_key: str | None, retries: int = 3,
               backoff: float = 0.5, max_wait: float = 30.0, sleep=time.sleep) -> Any:
-    """POST ``payload`` with a bearer key and return the decoded JSON answer (see ``request_json``)."""
+    """POST ``payload`` (as it is: ``max_tokens`` and every other field reach the server) with a
+    bearer key and return the decoded JSON answer (see ``request_json``)."""
     return request_json(client, "POST", url, json=payload,
                         headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
                         secrets=[api_key] if api_key else [], retries=retries, backoff=backoff, max_wait=max_wait,
-                        sleep=sleep, key_hint=True)
+                        sleep=sleep, key_hint=True, timeout_hint=TIMEOUT_HINT)
 
 
 def request_json(client: Any, method: str, url: str, *, params: Mapping[str, Any] | None = None, json: Any = None,
                  headers: Mapping[str, str] | None = None, secrets: Any = (), retries: int = 3, backoff: float = 0.5,
-                 max_wait: float = 30.0, sleep=time.sleep, key_hint: bool = False) -> Any:
+                 max_wait: float = 30.0, sleep=time.sleep, key_hint: bool = False,
+                 timeout_hint: str = "raise the client's timeout") -> Any:
     """Send one request and return the decoded JSON answer, retrying 429, 5xx and timeouts;
     raise ``RetrievalEvalError`` naming the URL, with ``secrets`` (and credentials written into
-    the URL) masked before any text is cut (``mask_and_cap``)."""
+    the URL) masked before any text is cut (``mask_and_cap``).
+
+    Every attempt that reached the server is a call (``_usage.record_call``), failed or not. A
+    read (or write) timeout from a local or private server is not retried: such a server (llama.cpp,
+    Ollama on a laptop) works on one request at a time and still holds this one, so a copy
+    would wait behind it and time out in turn. A hosted API's is retried; a connect timeout
+    anywhere is (nothing reached the server). ``timeout_hint`` says how to give calls longer."""
     import httpx
 
     from ._usage import record_call
 
     secrets = [s for s in secrets if s]
     shown = f"{method} {redact(url, secrets)}"
+    timed_out = None
     for attempt in range(retries + 1):
         wait = min(max_wait, backoff * (2 ** attempt))
+        timed_out = None
         try:
             response = client.request(method, url, params=params, json=json, headers=dict(headers or {}))
         except httpx.TimeoutException as exc:
-            record_call(json)
-            problem = f"timed out ({type(exc).__name__})"
+            reached = not isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout))
+            if reached:
+                record_call(json)
+            timed_out = _timeout_seconds(client, exc)
+            problem = (f"timed out after {timed_out:g} s" if timed_out is not None else "timed out") + \
+                f" ({type(exc).__name__})"
+            if reached and is_private(url):
+                raise RetrievalEvalError(
+                    f"{shown} {problem}; {_raise_timeout(timeout_hint, timed_out)} (not sent again: a local server "
+                    "answers one request at a time and still works on this one; a copy would wait behind it)") from None
         except httpx.HTTPError as exc:
+            if not isinstance(exc, httpx.ConnectError):
+                record_call(json)  # the request may have reached the server
             problem = f"{type(exc).__name__}: {mask_and_cap(exc, secrets=secrets)}"
         else:
             if response.status_code < 400:
@@ -170,7 +290,14 @@ def request_json(client: Any, method: str, url: str, *, params: Mapping[str, Any
                 error = RetrievalEvalError(f"{shown} failed: {problem}{hint}")
                 error.status = response.status_code  # type: ignore[attr-defined]
                 raise error
-            wait = min(max_wait, _retry_after(response.headers.get("retry-after")) or wait)
+            asked = _retry_after(response.headers.get("retry-after"))
+            wait = min(max_wait, asked) if asked is not None else wait
         if attempt < retries:
             sleep(wait)
-    raise RetrievalEvalError(f"{shown} failed after {retries + 1} attempts: {problem}")
+    more = f"; {_raise_timeout(timeout_hint, timed_out)}" if timed_out is not None or "timed out" in problem else ""
+    raise RetrievalEvalError(f"{shown} failed after {retries + 1} attempts: {problem}{more}")
+
+
+def _raise_timeout(hint: str, seconds: float | None) -> str:
+    """``hint`` with a longer limit to try: four times the one that ran out, two minutes at least."""
+    return hint.format(seconds=max(120, int(4 * (seconds or 0)))) if "{seconds}" in hint else hint

@@ -21,8 +21,21 @@ _AUTH_HEADER = re.compile(r"(?P<head>\bbearer\s+|\bauthorization[\"']?\s*[:=]\s*
                           r"(?P<pw>[A-Za-z0-9._~+/=-]{8,})", re.I)
 MASK = "***"
 
-#: Environment variables that hold API keys for remote endpoints (first set wins).
-API_KEY_ENVS = ("RETRIEVAL_EVAL_API_KEY", "OPENROUTER_API_KEY")
+#: The team's key, for the team's endpoint (``RETRIEVAL_EVAL_BASE_URL``, else the default) only.
+TEAM_KEY_ENV = "RETRIEVAL_EVAL_API_KEY"
+#: A hosted API's own key variable, by host (its subdomains too): such a key goes to that host
+#: alone, over https (``_http.api_key_env``), never to another endpoint a run is pointed at.
+HOST_KEY_ENVS = {
+    "openrouter.ai": "OPENROUTER_API_KEY",
+    "api.openai.com": "OPENAI_API_KEY",
+    "api.together.xyz": "TOGETHER_API_KEY",
+    "api.groq.com": "GROQ_API_KEY",
+    "api.mistral.ai": "MISTRAL_API_KEY",
+    "api.fireworks.ai": "FIREWORKS_API_KEY",
+    "api.deepinfra.com": "DEEPINFRA_API_KEY",
+}
+#: Every variable that holds an API key: all are masked wherever text leaves the process.
+API_KEY_ENVS = (TEAM_KEY_ENV, *dict.fromkeys(HOST_KEY_ENVS.values()))
 _registered: set[str] = set()
 
 

@@ -23,8 +23,9 @@ class Meter:
     """Per model: ``[calls, input tokens, output tokens]``. A call counts once per request sent
     (a retry is a call: the server did the work); tokens are what the answer's ``usage`` says."""
 
-    def __init__(self) -> None:
+    def __init__(self, parent: "Meter | None" = None) -> None:
         self.by_model: dict[str, list[int]] = {}
+        self.parent = parent  # credited too: a command's own count still adds up in the run's
         self._lock = threading.Lock()
 
     def add(self, model: str, calls: int = 0, input_tokens: int = 0, output_tokens: int = 0) -> None:
@@ -33,6 +34,13 @@ class Meter:
             row[0] += calls
             row[1] += input_tokens
             row[2] += output_tokens
+        if self.parent is not None:
+            self.parent.add(model, calls, input_tokens, output_tokens)
+
+    @property
+    def calls(self) -> int:
+        with self._lock:
+            return sum(row[0] for row in self.by_model.values())
 
     def to_dict(self) -> dict[str, list[int]]:
         with self._lock:
@@ -67,6 +75,15 @@ def metering(meter: Meter) -> Iterator[Meter]:
         yield meter
     finally:
         _current.reset(token)
+
+
+@contextmanager
+def counting() -> Iterator[Meter]:
+    """A meter of the block's own calls (a command's summary: every attempt sent, retries and
+    failures too), credited as well to the meter it runs under. Work the block hands to threads
+    must carry the context (``contextvars.copy_context().run``)."""
+    with metering(Meter(parent=_current.get() or OUTSIDE)) as meter:
+        yield meter
 
 
 def tokens_of(usage: Any) -> tuple[int, int]:

@@ -221,3 +221,41 @@ def test_a_key_written_twice_in_one_batch_keeps_its_last_vector(tmp_path):
     cache = EmbeddingCache(tmp_path / "c.sqlite3")
     cache.put_many("m", [("b", np.ones(4)), ("a", np.zeros(4)), ("b", np.full(4, 2.0)), ("c", np.ones(4))])
     assert cache.get_many("m", ["b"])["b"].tolist() == [2.0] * 4 and cache.count("m") == 3
+
+
+def token_vectors(request):
+    """llama.cpp's server started with ``--embedding`` and no pooling: a vector per token."""
+    texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
+    data = [{"object": "embedding", "index": i,
+             "embedding": [[0.1 * (j + 1)] * 8 for j in range(len(t.split()) + 1)]} for i, t in enumerate(texts)]
+    return {"object": "list", "data": data, "model": request.get("model"), "usage": {"prompt_tokens": 3}}
+
+
+@pytest.mark.parametrize("texts", [["x"], ["one two", "three four five six"]])
+def test_a_server_sending_token_vectors_is_told_how_to_pool(fake_api, texts):
+    fake_api.script("/embeddings", Reply(200, token_vectors))
+    with pytest.raises(RetrievalEvalError) as info:
+        Embedder(OpenAIBackend("m", max_retries=0), None).embed(texts)
+    message = str(info.value)
+    assert "token vectors" in message and "one per token" in message and "not one pooled vector per text" in message
+    assert "--pooling mean" in message and "no vector for some texts" not in message
+    assert FAKE_KEY not in message
+
+
+@pytest.mark.parametrize("body, said", [
+    ({"data": []}, "returned no vector for some texts (0 'data' rows for 2 texts)"),
+    ({"error": "x"}, "returned no vector for some texts (no 'data' rows for 2 texts)"),
+    ({"data": [{"index": 0, "embedding": "AAAAAA=="}, {"index": 1, "embedding": "AAAAAA=="}]},
+     "sent text 1's vector as text (base64?), not numbers"),
+    ({"data": [{"index": 0, "embedding": [0.1, 0.2]}, {"index": 1, "embedding": [0.1, 0.2, 0.3]}]},
+     "returned vectors of different lengths in one batch (2, 3 numbers)"),
+    ({"data": [{"index": 0, "embedding": [0.1, 0.2]}, {"index": 1, "embedding": []}]},
+     "returned no vector for text 2"),
+    ({"data": [{"index": 1, "embedding": [0.1, 0.2]}, {"index": 0, "embedding": [[0.1, 0.2], [0.3, 0.4]]}]},
+     "sent token vectors (one per token: 2 vectors of 2 numbers for text 1)"),
+])
+def test_each_wrong_shape_of_an_embeddings_answer_is_named(fake_api, body, said):
+    fake_api.script("/embeddings", Reply(200, body))
+    with pytest.raises(RetrievalEvalError) as info:
+        Embedder(OpenAIBackend("m", max_retries=0), None).embed(["a", "b"])
+    assert said in str(info.value)

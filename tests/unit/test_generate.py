@@ -90,7 +90,8 @@ def test_429_with_retry_after_then_success(fake_api, small, tmp_path):
     "reply, attempts, reason",
     [
         (Reply(500, {"error": "boom"}), 2, "failed after 2 attempts: HTTP 500"),
-        (Reply(200, chat_reply(), delay=1.5), 2, "failed after 2 attempts: timed out"),
+        # a local server still working on it is not asked again (it would queue the copy behind it)
+        (Reply(200, chat_reply(), delay=1.5), 1, "timed out after 0.5 s (ReadTimeout); export RETRIEVAL_EVAL_TIMEOUT="),
         (Reply(200, "this is not json"), 1, "the answer is not JSON"),
         (Reply(200, {"choices": [{"message": {"content": None}}]}), 1, "malformed answer: content is not text"),
         (Reply(200, {"choices": []}), 1, "malformed answer: no choices"),
@@ -168,3 +169,35 @@ def test_the_bundled_cache_keeps_its_handwritten_questions(fake_api, tmp_path):
     report = generate_questions(corpus, chunk_corpus(corpus), path)
     assert report.generated == [] and report.dropped == [] and report.kept == 68
     assert fake_api.hits("/chat/completions") == []
+
+
+def test_every_generation_request_carries_the_max_tokens_cap(fake_api, small, tmp_path):
+    """A question needs a few dozen tokens; without a cap a weak local model can talk to the end
+    of its context (minutes on a CPU)."""
+    fake_api.script("/chat/completions", Reply(200, chat_reply()))
+    run(small, tmp_path / "q.json")
+    cap = GeneratorConfig().max_tokens
+    assert 32 <= cap <= 128
+    assert {h.body["max_tokens"] for h in fake_api.hits("/chat/completions")} == {cap}
+    run(small, tmp_path / "r.json", config=GeneratorConfig(max_tokens=40))
+    assert fake_api.hits("/chat/completions")[-1].body["max_tokens"] == 40
+
+
+@pytest.mark.parametrize("answer, reason", [
+    ("What is the passage about?", "about_the_passage"),
+    ("What is this text about?", "about_the_passage"),
+    ("According to the document, how long is the warranty?", "about_the_passage"),
+])
+def test_a_question_about_the_passage_itself_is_refused_each_time(fake_api, small, tmp_path, answer, reason):
+    fake_api.script("/chat/completions", Reply(200, chat_reply(lambda passage: answer)))
+    report = run(small, tmp_path / "q.json")
+    assert report.generated == [] and list(report.filtered) == [reason]
+    assert len(report.filtered[reason]) == 4 and f"filtered 4 ({reason} 4)" in report.summary()
+
+
+def test_a_question_that_repeats_another_chunks_question_is_refused(fake_api, small, tmp_path):
+    fake_api.script("/chat/completions", Reply(200, chat_reply(lambda passage: "How do I reset my password?")))
+    report = run(small, tmp_path / "q.json", config=GeneratorConfig(concurrency=1))
+    assert len(report.generated) == 1 and len(report.filtered["duplicate"]) == 3
+    assert "filtered 3 (duplicate 3)" in report.summary()
+    assert [q.question for q in load_questions_cache(tmp_path / "q.json")] == ["How do I reset my password?"]

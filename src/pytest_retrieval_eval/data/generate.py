@@ -2,7 +2,8 @@
 chat-completions endpoint, written into the questions cache as it goes.
 
 - bounded concurrency, retries with backoff on 429/5xx/timeouts honouring ``Retry-After``
-  (``_http.post_json``), temperature 0;
+  (``_http.post_json``), temperature 0, every answer capped at ``max_tokens`` (a question
+  needs a few dozen; uncapped, a weak local model can talk to the end of its context);
 - fail loud: a chunk whose call or answer fails is logged, left out and counted, never dropped
   silently; the run says how many failed and which;
 - generate touches only its own questions (``labels.is_generated``): imported labels and
@@ -15,6 +16,7 @@ chat-completions endpoint, written into the questions cache as it goes.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import json
 import logging
@@ -27,6 +29,7 @@ from typing import Callable, Iterator, Sequence
 from .._atomic import locked
 from .._http import DEFAULT_CHAT_MODEL, ChatEndpoint, api_key_for, base_url, post_json
 from .._secrets import mask_and_cap, redact
+from .._usage import counting
 from .corpus import Corpus
 from ..errors import RetrievalEvalError
 from .chunking import Chunking
@@ -53,8 +56,13 @@ PROMPT_SHA256 = sha256_text(SYSTEM_PROMPT + "\n\n" + USER_PROMPT)
 DEFAULT_MODEL = DEFAULT_CHAT_MODEL
 
 
+#: tokens a question's answer may take: ``{"question": "..."}`` needs a few dozen, a preamble more
+MAX_TOKENS = 96
+
+
 @dataclass(frozen=True)
 class GeneratorConfig(ChatEndpoint):
+    max_tokens: int | None = MAX_TOKENS
     filters: QuestionFilter = QuestionFilter()
 
 
@@ -67,6 +75,7 @@ class GenerationReport:
     untouched_stale: list[str] = field(default_factory=list)  # of those, stale against the corpus: for ``check``
     failed: dict[str, str] = field(default_factory=dict)  # chunk id -> reason
     filtered: dict[str, list[str]] = field(default_factory=dict)  # reason -> chunk ids whose answer was dropped
+    calls: int = 0  # requests sent, every retry and failed one among them (``_usage.counting``)
 
     def summary(self) -> str:
         text = (f"generated {len(self.generated)}, kept {self.kept}, dropped {len(self.dropped)} stale, "
@@ -80,6 +89,8 @@ class GenerationReport:
         if self.failed:
             text += " (" + "; ".join(f"{c}: {mask_and_cap(r, 160)}" for c, r in list(self.failed.items())[:5]) + (
                 "; ..." if len(self.failed) > 5 else "") + ")"
+        if self.calls:
+            text += f"; {self.calls} call(s)"
         return text
 
 
@@ -286,6 +297,7 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
 
         def ask(chunk: Chunk) -> LabeledQuery:
             payload = {"model": config.model, "temperature": config.temperature,
+                       **({"max_tokens": config.max_tokens} if config.max_tokens else {}),
                        "messages": [{"role": "system", "content": SYSTEM_PROMPT},
                                     {"role": "user", "content": USER_PROMPT.format(passage=chunk.text)}]}
             url = f"{config.base}/chat/completions"
@@ -309,8 +321,9 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
                 "chunk_sha256": chunk.fingerprint, "by": config.model,
             })
 
-        with httpx.Client(timeout=config.timeout) as client, ThreadPoolExecutor(config.concurrency) as pool:
-            pending = {pool.submit(ask, c): c for c in todo}
+        with counting() as meter, httpx.Client(timeout=config.timeout) as client, \
+                ThreadPoolExecutor(config.concurrency) as pool:  # every attempt sent is a call, failed ones too
+            pending = {pool.submit(contextvars.copy_context().run, ask, c): c for c in todo}
             try:
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -349,4 +362,5 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
             finally:
                 for future in pending:
                     future.cancel()
+                report.calls = meter.calls
     return report

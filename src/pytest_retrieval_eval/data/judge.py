@@ -11,6 +11,7 @@ asked again; a failed call is counted and named, never written.
 
 from __future__ import annotations
 
+import contextvars
 import re
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -20,6 +21,7 @@ from typing import Callable, Sequence
 
 from .._http import ChatEndpoint, Pace, api_key_for, post_json
 from .._secrets import mask_and_cap
+from .._usage import counting
 from ..errors import RetrievalEvalError
 from ..types import sha256_text
 from .._atomic import locked
@@ -145,7 +147,6 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
         if progress:
             progress(f"judging {len(todo)} pair(s) with {config.model} ({config.concurrency} at a time)")
         pace, url = Pace(config.rate), f"{config.base}/chat/completions"
-        calls = [0]
 
         def ask(p: Pair) -> Judgment:
             votes = []
@@ -154,7 +155,6 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
                 answer = post_json(client, url, {"model": config.model, "temperature": config.temperature,
                                                  "messages": messages(p.question, p.text)},
                                    api_key=api_key, retries=config.retries)
-                calls[0] += 1
                 try:
                     content = answer["choices"][0]["message"]["content"]
                 except (KeyError, IndexError, TypeError):
@@ -163,9 +163,9 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
             return Judgment(p.query_id, p.doc_id, majority(votes), tuple(votes), p.doc_sha256, judge, p.kind, p.human)
 
         limits = httpx.Limits(max_connections=config.concurrency, max_keepalive_connections=config.concurrency)
-        with httpx.Client(timeout=config.timeout, limits=limits) as client, \
-                ThreadPoolExecutor(config.concurrency) as pool:
-            pending = {pool.submit(ask, p): p for p in todo}
+        with counting() as meter, httpx.Client(timeout=config.timeout, limits=limits) as client, \
+                ThreadPoolExecutor(config.concurrency) as pool:  # every attempt sent is a call, failed ones too
+            pending = {pool.submit(contextvars.copy_context().run, ask, p): p for p in todo}
             written: list[Judgment] = []
             try:
                 while pending:
@@ -185,7 +185,7 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
             finally:
                 for future in pending:
                     future.cancel()
-        report.calls = calls[0]
+        report.calls = meter.calls
         rewrite(path, Judgments([*existing, *written]))  # the file's lines and ours, under the lock
     report.seconds = time.perf_counter() - started
     return report

@@ -1,21 +1,43 @@
 """Which generated questions are worth keeping. What question-generation pipelines learned
 (InPars, Promptagator, ragas users): models prepend chatter, ask two things at once, copy the
 passage (a question that repeats the passage's words is found by any keyword engine and measures
-nothing), and repeat themselves. Each rejected answer is counted by reason, never dropped silently.
+nothing), ask about the passage itself ("What is the passage about?", "According to the text,
+...": no user asks that of a search box), and repeat themselves, word for word across chunks (a
+short question escapes any similarity measure, so the normalised text is compared first). Each
+rejected answer is counted by reason, never dropped silently.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Iterable
 
-REASONS = ("preamble", "several_questions", "too_short", "too_long", "copies_passage", "near_duplicate",
-           "not_a_question")
+REASONS = ("about_the_passage", "preamble", "several_questions", "too_short", "too_long", "copies_passage",
+           "duplicate", "near_duplicate", "not_a_question")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _PREAMBLE = re.compile(r"^\s*(here(?:'s| is| are)\b|sure\b|certainly\b|of course\b|question\s*\d*\s*:|q\s*:|"
                        r"based on (?:the|this) (?:passage|text)|according to (?:the|this) (?:passage|text)|"
                        r"a question (?:that|a user))", re.I)
+#: what a model calls the text it was given: "the passage" is always that; "the text" or "the
+#: document" only with a pointing word ("this", "above") or in a frame that asks about it
+_STRONG = r"(?:passage|excerpt|snippet|chunk)s?"
+_WEAK = r"(?:text|document|article|paragraph|section|context|content|source|extract|material)s?"
+_ABOUT_THE_PASSAGE = re.compile("|".join((
+    rf"\b(?:the|this|that|these|those|above|given|provided|following|preceding|same)\s+{_STRONG}\b",
+    rf"\b(?:this|these|above|given|provided|following|preceding|aforementioned|said)\s+{_WEAK}\b",
+    rf"\b(?:according\s+to|based\s+on|judging\s+by|in\s+light\s+of|as\s+(?:stated|described|mentioned|explained|"
+    rf"discussed|shown|noted|outlined|given)\s+in|(?:mentioned|described|discussed|stated|explained|presented|covered|"
+    rf"outlined|referred\s+to|shown|given)\s+in)\s+the\s+(?:{_WEAK}|author|writer)\b",
+    rf"\bwhat\s+(?:is|'s|are|was)\s+the\s+{_WEAK}\s+(?:about|saying|describing|discussing|referring\s+to)\b",
+    rf"\b(?:does|do|did)\s+the\s+(?:{_WEAK}|author|writer)\s+(?:say|mention|describe|discuss|state|explain|cover|"
+    rf"talk|tell|suggest|claim|note|refer|highlight|address|imply|indicate|focus|present|outline|argue|convey)\b",
+    rf"\b(?:topic|subject|theme|purpose|gist|summary|idea|point|message|focus|takeaway)s?\s+of\s+the\s+{_WEAK}"
+    rf"\s*(?:[?.!,;:]|$)",
+    rf"\b(?:in|from|within|throughout)\s+the\s+(?:text|article|paragraph|extract|context)\s*[?.!]*\s*$",
+    r"^\s*(?:summari[sz]e|paraphrase|describe)\s+(?:the|this)\b",
+)), re.I)
 _INTERROGATIVE = frozenset("how what why when where who whom whose which can could do does did is are was were "
                            "should will would may might must shall have has am i my our".split())
 _STOP = frozenset("a an the and or but of to in on at for by with from as is are was were be been it its this "
@@ -31,6 +53,11 @@ def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w not in _STOP and len(w) > 2]
 
 
+def normalised(text: str) -> str:
+    """A question as compared for repeats: case, width, punctuation and spacing aside."""
+    return " ".join(words(unicodedata.normalize("NFKC", text).casefold()))
+
+
 @dataclass(frozen=True)
 class QuestionFilter:
     min_words: int = 4
@@ -44,6 +71,8 @@ class QuestionFilter:
         """The reason to drop ``question``, or None to keep it."""
         text = question.strip()
         n = len(words(text))
+        if _ABOUT_THE_PASSAGE.search(text):
+            return "about_the_passage"
         if _PREAMBLE.match(text):
             return "preamble"
         if text.count("?") > 1:
@@ -57,6 +86,10 @@ class QuestionFilter:
             return "not_a_question"
         if self.copied(text, passage) >= self.max_copied:
             return "copies_passage"
+        kept = list(kept)
+        same = normalised(text)
+        if any(normalised(other) == same for other in kept):
+            return "duplicate"
         mine = set(content_words(text))
         for other in kept if len(mine) >= 3 else ():  # too few content words to judge
             theirs = set(content_words(other))

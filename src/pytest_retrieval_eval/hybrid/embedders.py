@@ -8,9 +8,9 @@ One setting, ``--retrieval-embedder`` / ``retrieval_embedder``:
   torch; ``minilm:onnx`` and ``minilm:torch`` choose;
 - ``sentence-transformers:PATH_OR_NAME``: any local model folder (or a hub name where a hub is
   reachable), through Haystack's sentence-transformers components;
-- ``openai:MODEL``: any OpenAI-compatible ``/embeddings`` endpoint through Haystack's OpenAI
-  component (base URL ``RETRIEVAL_EVAL_BASE_URL``, OpenRouter by default; key from
-  ``RETRIEVAL_EVAL_API_KEY`` or ``OPENROUTER_API_KEY``);
+- ``openai:MODEL``: any OpenAI-compatible ``/embeddings`` endpoint through the plugin's own
+  client (base URL ``RETRIEVAL_EVAL_BASE_URL``, OpenRouter by default; the key that belongs to
+  that URL, ``_http.api_key_env``; ``RETRIEVAL_EVAL_TIMEOUT`` seconds a call, 30 by default);
 - ``hashing[:DIM]``: deterministic feature hashing (words and character 3-grams, crc32), for
   fast plumbing tests; not for quality claims.
 
@@ -32,7 +32,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from .._http import EMBED_CONCURRENCY, api_key_for, base_url
+from .._http import EMBED_CONCURRENCY, api_key_for, base_url, request_timeout
 from .._secrets import mask_and_cap, redact
 from .embedding_cache import EmbeddingCache, text_key
 from ..errors import RetrievalEvalError
@@ -164,13 +164,13 @@ class OpenAIBackend:
     batches in flight (``Embedder`` sends them), at most ``rate`` requests a second. The vectors
     do not depend on how they were sent: the identity (and so the cache) is the model's."""
 
-    def __init__(self, model: str, *, url: str | None = None, timeout: float = 30.0, max_retries: int = 3,
+    def __init__(self, model: str, *, url: str | None = None, timeout: float | None = None, max_retries: int = 3,
                  concurrency: int = EMBED_CONCURRENCY, rate: float | None = None) -> None:
         from .._http import Pace
 
         self.model = model
         self.url = base_url(url)
-        self.timeout = timeout
+        self.timeout = request_timeout(30.0) if timeout is None else timeout
         self.max_retries = max_retries
         self.concurrency = max(1, int(concurrency))
         self.pace = Pace(rate)
@@ -200,16 +200,47 @@ class OpenAIBackend:
                                api_key=self._key, retries=self.max_retries, max_wait=self.timeout)
         except RetrievalEvalError as exc:
             raise RetrievalEvalError(mask_and_cap(f"the openai embedder: {exc}", 500)) from None
-        data = answer.get("data") if isinstance(answer, dict) else None
-        try:
-            rows = sorted(data, key=lambda d: d["index"]) if isinstance(data, list) else None
-            vectors = None if rows is None else np.asarray([r["embedding"] for r in rows], dtype=np.float32)
-        except (KeyError, TypeError, ValueError):
-            vectors = None
-        if vectors is None or vectors.ndim != 2 or len(vectors) != len(texts):
-            raise RetrievalEvalError(f"embedding endpoint {redact(url)} returned no vector for some texts "
-                                     f"({len(data) if isinstance(data, list) else 'no'} 'data' rows for {len(texts)} texts)")
+        vectors, problem = _vectors_of(answer, len(texts))
+        if problem is not None:
+            raise RetrievalEvalError(f"embedding endpoint {redact(url)} {problem}")
         return vectors
+
+
+#: what a server sending a vector per token (no pooling) is told
+POOLING_HINT = ("not one pooled vector per text: the server does no pooling. Start llama.cpp's llama-server with "
+                "--pooling mean (beside --embedding), or serve an embedding model with pooling (llama-cpp-python's "
+                "server pools as the model's GGUF says: a chat model declares none)")
+
+
+def _vectors_of(answer: object, n: int) -> tuple[np.ndarray | None, str | None]:
+    """The ``n`` vectors of an ``/embeddings`` answer in input order, or what is wrong with its
+    shape, said so that the fix follows: rows missing, vectors per token (no pooling), base64
+    text where numbers were asked for, vectors of different lengths."""
+    data = answer.get("data") if isinstance(answer, dict) else None
+    if not isinstance(data, list):
+        return None, f"returned no vector for some texts (no 'data' rows for {n} texts)"
+    if len(data) != n:
+        return None, f"returned no vector for some texts ({len(data)} 'data' rows for {n} texts)"
+    indexed = all(isinstance(r, dict) and isinstance(r.get("index"), int) for r in data)
+    rows = sorted(data, key=lambda r: r["index"]) if indexed else data
+    for i, row in enumerate(rows, 1):
+        vector = row.get("embedding") if isinstance(row, dict) else None
+        if isinstance(vector, str):
+            return None, (f"sent text {i}'s vector as text (base64?), not numbers: the server ignored "
+                          "encoding_format=float")
+        if not isinstance(vector, list) or not vector:
+            return None, f"returned no vector for text {i} (its 'data' row holds {type(vector).__name__})"
+        if all(isinstance(v, list) for v in vector):
+            width = len(vector[0])
+            return None, (f"sent token vectors (one per token: {len(vector)} vectors of {width} numbers for "
+                          f"text {i}), {POOLING_HINT}")
+    lengths = sorted({len(r["embedding"]) for r in rows})
+    if len(lengths) > 1:
+        return None, f"returned vectors of different lengths in one batch ({', '.join(map(str, lengths))} numbers)"
+    try:
+        return np.asarray([r["embedding"] for r in rows], dtype=np.float32), None
+    except (TypeError, ValueError):
+        return None, "returned a vector that is not a list of numbers"
 
 
 _WORDS = re.compile(r"\w+")
