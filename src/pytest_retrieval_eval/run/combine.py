@@ -1,8 +1,10 @@
 """Putting parts of one evaluation back together: the shares xdist workers evaluated
-(``--retrieval-shard``) and the slices CI jobs evaluated (``--retrieval-slice I/N``, combined by
-``python -m pytest_retrieval_eval report merge``). As ``coverage combine`` does, it refuses what
-does not fit, naming the files: a slice missing or given twice, slices of different labeled sets,
-settings or metric definitions. The result is the run an unsliced job would have written, so
+(``--retrieval-shard``), the evaluations several workers shipped, and the slices CI jobs
+evaluated (``--retrieval-slice I/N``, combined by ``python -m pytest_retrieval_eval report
+merge``). As ``coverage combine`` does, it refuses what does not fit, naming the files: a slice
+missing or given twice, slices of different labeled sets, settings or metric definitions, and
+parts not evaluated alike (``misfit``: corpus, engine settings, depth, trials, judge; one check
+for slices, shares and workers). The result is the run an unsliced job would have written, so
 every artefact and the gate's verdict are the same (timing aside)."""
 
 from __future__ import annotations
@@ -17,15 +19,102 @@ from ..errors import RetrievalEvalError
 from .results import EvaluationResult, RunResults
 
 _FRACTION = re.compile(r"^(\d+)/(\d+)$")
+#: what an engine's description says its run met on its own questions, not how it was set up:
+#: each part's own (counts like ``keyword_empty`` 3/17 are added up, the rest shown per part)
+OBSERVED = frozenset({"keyword_empty", "prepare_error", "chunk_ids_folded", "unknown_ids"})
+#: what to do about a part that does not fit, by what the parts are
+_ADVICE = {"slice": "every CI job must evaluate the same corpus with the same engines and options",
+           "share": "every xdist worker must evaluate the same corpus with the same engines and options"}
+
+
+def whole_of(d: Mapping[str, Any], of: str | None = None) -> str:
+    """The fingerprint of the whole labeled set a part (``EvaluationResult.to_dict`` form) is of:
+    as its slice or share says, else ``of``, else its own (a whole evaluation)."""
+    part = d["labeled"].get("slice") or d.get("share") or {}
+    return part.get("of") or of or d["labeled"]["fingerprint"]
+
+
+def _corpus(d: Mapping[str, Any]) -> str:
+    c = d.get("corpus") or {}
+    return (f"corpus {c.get('name')} (fingerprint {c['fingerprint'][:12]})" if c.get("fingerprint")
+            else "no corpus of the plugin's")
+
+
+def _times(n: int) -> str:
+    return f"{n} time{'s' if n != 1 else ''}"
+
+
+#: (field, how a part's value is said, the value), compared in this order
+_FIELDS = (
+    ("labeled", "is of", lambda d, of: f"labeled set {d['labeled']['name']} (fingerprint {whole_of(d, of)[:12]})"),
+    ("corpus", "searched", lambda d, of: _corpus(d)),
+    ("depth", "was asked for", lambda d, of: f"{d.get('depth')} results a question"),
+    ("trial_rankings", "was run", lambda d, of: _times(1 + len(d.get("trial_rankings") or ()))),
+    ("judge", "was judged by", lambda d, of: f"judge {(d.get('judge') or {}).get('fingerprint', '')[:12]}"
+                                         if d.get("judge") else "no judge"),
+    ("freshness", "was judged fresh", lambda d, of: f"as of {(d.get('freshness') or {}).get('as_of')}, "
+                                                f"{len((d.get('freshness') or {}).get('stale', {}))} stale document(s)"
+                                                if d.get("freshness") else "against no versioned document"),
+)
+
+
+def misfit(first: Mapping[str, Any], other: Mapping[str, Any], first_name: str,
+           of: str | None = None) -> tuple[str, str] | None:
+    """(field, what differs) where ``other`` was not evaluated as ``first`` (called ``first_name``)
+    was, two parts (``EvaluationResult.to_dict`` forms) of one engine's evaluation: the whole
+    labeled set (``of`` where a part does not say), the corpus searched (by fingerprint), the depth, the trials, the judge, the
+    freshness, and the engine's description but for what each part met (``OBSERVED``, counts);
+    None when they fit. Slices (``merge_slices``), shares (``join``) and the evaluations xdist
+    workers ship (``plugin/roles.py``) are all checked with it."""
+    engine = other["engine"]
+    if engine != first["engine"]:
+        return "engine", f"engine {engine}, {first_name}'s engine {first['engine']}"
+    for field, verb, say in _FIELDS:
+        mine, theirs = say(other, of), say(first, of)
+        if field == "corpus":  # the fingerprint is the corpus; its folder may be named otherwise on each machine
+            differ = (other.get("corpus") or {}).get("fingerprint") != (first.get("corpus") or {}).get("fingerprint")
+        elif field == "judge":
+            differ = (other.get("judge") or {}).get("fingerprint") != (first.get("judge") or {}).get("fingerprint")
+        elif field == "freshness":
+            differ = other.get("freshness") != first.get("freshness")
+        else:
+            differ = mine != theirs
+        if differ:
+            return field, f"{engine} {verb} {mine}, {first_name}'s {theirs}"
+    a, b = first.get("engine_info") or {}, other.get("engine_info") or {}
+    for key in dict.fromkeys([*a, *b]):
+        if key in OBSERVED or a.get(key) == b.get(key) or (_FRACTION.match(str(a.get(key)))
+                                                            and _FRACTION.match(str(b.get(key)))):
+            continue
+        said = [f"{key} {d[key]}" if key in d else f"no {key}" for d in (b, a)]
+        return f"engine_info.{key}", f"{engine} is described with {said[0]}, {first_name}'s with {said[1]}"
+    return None
+
+
+def check_fit(parts: Sequence[Mapping[str, Any]], names: Sequence[str] | None, label: str,
+              of: str | None = None) -> None:
+    """Refuse, in one line naming the part (its file, where ``names`` are files) and the field,
+    the first part not evaluated as the first one was (``misfit``)."""
+    shown = list(names) if names else [f"{label} 1 of {len(parts)}"]
+    for i, part in enumerate(parts[1:], start=2):
+        found = misfit(parts[0], part, shown[0], of)
+        if found:
+            field, said = found
+            advice = _ADVICE.get(label, "every part must evaluate the same corpus with the same engines and options")
+            raise RetrievalEvalError(f"{label} {i} of {len(parts)} of {part['labeled']['name']}: {said}: {advice}",
+                                     path=names[i - 1] if names else None, field=field)
 
 
 def join(parts: Sequence[Mapping[str, Any]], positions: Sequence[Sequence[int]], of: str, *,
-         label: str = "part") -> EvaluationResult:
+         label: str = "part", names: Sequence[str] | None = None) -> EvaluationResult:
     """One evaluation from its parts (``EvaluationResult.to_dict`` forms), each with the position
     of each of its questions in the whole labeled set (fingerprint ``of``): queries, trials and
     run lint back in labeled-set order, the evidence merged, the engine's description the
-    parts' (counts like ``66/68`` summed; other values that differ shown per ``label``)."""
+    parts' (counts like ``66/68`` summed; what each part met shown per ``label``). Parts not
+    evaluated alike are refused (``check_fit``), naming the part (by ``names``, its file)."""
     from .causes import Evidence
+
+    check_fit(parts, names, label, of)
 
     order = sorted((pos, i, j) for i, ps in enumerate(positions) for j, pos in enumerate(ps))
     whole = dict(parts[0])
@@ -56,16 +145,19 @@ def join(parts: Sequence[Mapping[str, Any]], positions: Sequence[Sequence[int]],
 
 
 def _info(infos: Sequence[Mapping[str, Any]], label: str) -> dict[str, Any]:
-    out = dict(infos[0])
-    for key, first in infos[0].items():
+    """The parts' descriptions as one: counts added up, other values that differ (or that only
+    some parts have: what they met) shown per part, ``-`` for a part without."""
+    out: dict[str, Any] = {}
+    for key in dict.fromkeys(k for i in infos for k in i):
         values = [i.get(key) for i in infos]
-        if all(v == first for v in values):
+        if all(v == values[0] for v in values):
+            out[key] = values[0]
             continue
-        counts = [_FRACTION.match(str(v)) for v in values]
+        counts = [_FRACTION.match(str(v)) for v in values if v is not None]
         if all(counts):
             out[key] = f"{sum(int(m[1]) for m in counts)}/{sum(int(m[2]) for m in counts)}"
         else:
-            out[key] = " | ".join(str(v) for v in values) + f" (per {label})"
+            out[key] = " | ".join("-" if v is None else str(v) for v in values) + f" (per {label})"
     return out
 
 
@@ -123,7 +215,7 @@ def merge_slices(paths: Sequence[str | Path]) -> RunResults:
                                          "settings or inputs", path=path, field=field)
     evaluations = [join([slot[i][1] for i in range(1, n + 1)],
                         [slot[i][1]["labeled"]["slice"]["positions"] for i in range(1, n + 1)],
-                        of[name][0], label="slice")
+                        of[name][0], label="slice", names=[slot[i][0] for i in range(1, n + 1)])
                    for (engine, name), slot in sorted(by_key.items())]
     lint = {json.dumps(r.to_dict(), sort_keys=True): r for _, run, _ in docs for r in run.lint}
     snippets = {k: v for _, run, _ in docs for k, v in run.snippets.items()}
