@@ -127,3 +127,11 @@ def test_an_xdist_worker_whose_evaluation_does_not_fit_anothers_fails_the_gate_n
     controller.node_down(Node("gw1", Shipped(shares=[other])), None)
     [missing] = controller.gather(Shipped()).missing_workers
     assert "field 'depth'" in missing
+
+
+def test_a_slice_is_judged_like_its_whole_set_so_every_jobs_table_has_the_same_columns(tmp_path):
+    multi = LabeledSet((*LABELED.queries[:8], LabeledQuery("q8", "question number 8", {"d0": 1, "d1": 2})), name="set")
+    assert [multi.slice(i, 3).multi_judged for i in (1, 2, 3)] == [True, True, True]
+    path = tmp_path / "s1.json"
+    path.write_text(RunResults([evaluation(multi.slice(1, 3))]).to_json())
+    assert RunResults.load(path).evaluations[0].labeled.multi_judged  # read back as its whole set

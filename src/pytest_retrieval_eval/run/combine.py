@@ -204,6 +204,8 @@ def merge_slices(paths: Sequence[str | Path]) -> RunResults:
             given = ", ".join(f"{i} ({slot[i][0]})" for i in sorted(slot))
             raise RetrievalEvalError(f"{engine} on {name}: slice(s) {', '.join(map(str, missing))} of {n} never given "
                                      f"(given: {given}); pass every job's results.json")
+    for (engine, name), slot in sorted(by_key.items()):  # what each engine searched and how, before the run's settings
+        check_fit([slot[i][1] for i in range(1, n + 1)], [slot[i][0] for i in range(1, n + 1)], "slice")
     settings = _same_settings(docs)
     first = docs[0][1]
     for path, run, _ in docs[1:]:
