@@ -81,7 +81,8 @@ def test_slices_that_searched_different_corpora_are_refused_naming_the_file_and_
                     for i in (1, 2)]
     assert fingerprints[0] != fingerprints[1]
     assert line.startswith("error: s2/results.json: field 'corpus': slice 2 of 3 of questions.cache.json: keyword "
-                           f"searched corpus corpus-b (fingerprint {fingerprints[1][:12]}), s1/results.json's corpus corpus ")
+                           f"searched corpus corpus-b (fingerprint {fingerprints[1][:12]}), "
+                           "s1/results.json's corpus corpus ")
     assert line.endswith(f"(fingerprint {fingerprints[0][:12]}): every CI job must evaluate the same corpus with the "
                          "same engines and options")
 

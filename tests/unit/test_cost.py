@@ -299,7 +299,8 @@ def test_tokens_are_priced_under_the_model_asked_for_not_the_dated_name_the_answ
 
 
 @pytest.mark.parametrize("asked, answered, prices, priced_as", [
-    ("gpt-4o-mini-2024-07-18", "gpt-4o-mini-2024-07-18", "gpt-4o-mini=0.15/0.60", "gpt-4o-mini"),  # a snapshot: its base
+    # a dated snapshot: its base's price
+    ("gpt-4o-mini-2024-07-18", "gpt-4o-mini-2024-07-18", "gpt-4o-mini=0.15/0.60", "gpt-4o-mini"),
     ("claude-3-5-haiku-20241022", "claude-3-5-haiku-20241022", "claude-3-5-haiku=0.15/0.60", "claude-3-5-haiku"),
     ("prod-chat", "gpt-4o-mini-2024-07-18", "gpt-4o-mini=0.15/0.60", "gpt-4o-mini"),  # an alias: what answered
     ("gpt-4o-mini", "gpt-4o-mini-2024-07-18", "gpt-4o-mini-2024-07-18=0.15/0.60", "gpt-4o-mini-2024-07-18"),

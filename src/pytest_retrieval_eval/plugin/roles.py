@@ -110,7 +110,8 @@ class Controller(Standalone):
             other, first = self._first.get((d["engine"], whole_of(d)), (None, None))
             found = misfit(first, d, other) if first is not None else None
             if found:
-                return f"its {d['engine']} on {d['labeled']['name']} does not fit {other}'s: field '{found[0]}': {found[1]}"
+                return (f"its {d['engine']} on {d['labeled']['name']} does not fit {other}'s: "
+                        f"field '{found[0]}': {found[1]}")
         for d in parts:
             self._first.setdefault((d["engine"], whole_of(d)), (wid, d))
         return None

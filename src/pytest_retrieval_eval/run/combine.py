@@ -34,27 +34,35 @@ def whole_of(d: Mapping[str, Any], of: str | None = None) -> str:
     return part.get("of") or of or d["labeled"]["fingerprint"]
 
 
-def _corpus(d: Mapping[str, Any]) -> str:
-    c = d.get("corpus") or {}
-    return (f"corpus {c.get('name')} (fingerprint {c['fingerprint'][:12]})" if c.get("fingerprint")
-            else "no corpus of the plugin's")
+def _of(d: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    return d.get(key) or {}
 
 
-def _times(n: int) -> str:
-    return f"{n} time{'s' if n != 1 else ''}"
+def _said_corpus(d: Mapping[str, Any], of: str | None) -> str:
+    c = _of(d, "corpus")
+    return f"corpus {c.get('name')} (fingerprint {c['fingerprint'][:12]})" if c.get("fingerprint") else "no corpus"
 
 
-#: (field, how a part's value is said, the value), compared in this order
+def _said_freshness(d: Mapping[str, Any], of: str | None) -> str:
+    f = _of(d, "freshness")
+    return f"as of {f['as_of']} ({len(f.get('stale', {}))} stale documents)" if f else "against no versions"
+
+
+def _trials(d: Mapping[str, Any], of: str | None) -> int:
+    return 1 + len(d.get("trial_rankings") or ())
+
+
+#: (field, verb, what is compared, how it is said), in the order they are checked
 _FIELDS = (
-    ("labeled", "is of", lambda d, of: f"labeled set {d['labeled']['name']} (fingerprint {whole_of(d, of)[:12]})"),
-    ("corpus", "searched", lambda d, of: _corpus(d)),
-    ("depth", "was asked for", lambda d, of: f"{d.get('depth')} results a question"),
-    ("trial_rankings", "was run", lambda d, of: _times(1 + len(d.get("trial_rankings") or ()))),
-    ("judge", "was judged by", lambda d, of: f"judge {(d.get('judge') or {}).get('fingerprint', '')[:12]}"
-                                         if d.get("judge") else "no judge"),
-    ("freshness", "was judged fresh", lambda d, of: f"as of {(d.get('freshness') or {}).get('as_of')}, "
-                                                f"{len((d.get('freshness') or {}).get('stale', {}))} stale document(s)"
-                                                if d.get("freshness") else "against no versioned document"),
+    ("labeled", "is of", lambda d, of: (d["labeled"]["name"], whole_of(d, of)),
+     lambda d, of: f"labeled set {d['labeled']['name']} (fingerprint {whole_of(d, of)[:12]})"),
+    # the fingerprint is the corpus: its folder may be named otherwise on each machine
+    ("corpus", "searched", lambda d, of: _of(d, "corpus").get("fingerprint"), _said_corpus),
+    ("depth", "was asked for", lambda d, of: d.get("depth"), lambda d, of: f"{d.get('depth')} results a question"),
+    ("trial_rankings", "was run", _trials, lambda d, of: f"{_trials(d, of)} time{'s' * (_trials(d, of) != 1)}"),
+    ("judge", "was judged by", lambda d, of: _of(d, "judge").get("fingerprint"),
+     lambda d, of: f"judge {_of(d, 'judge')['fingerprint'][:12]}" if d.get("judge") else "no judge"),
+    ("freshness", "was judged fresh", lambda d, of: d.get("freshness"), _said_freshness),
 )
 
 
@@ -62,29 +70,20 @@ def misfit(first: Mapping[str, Any], other: Mapping[str, Any], first_name: str,
            of: str | None = None) -> tuple[str, str] | None:
     """(field, what differs) where ``other`` was not evaluated as ``first`` (called ``first_name``)
     was, two parts (``EvaluationResult.to_dict`` forms) of one engine's evaluation: the whole
-    labeled set (``of`` where a part does not say), the corpus searched (by fingerprint), the depth, the trials, the judge, the
-    freshness, and the engine's description but for what each part met (``OBSERVED``, counts);
-    None when they fit. Slices (``merge_slices``), shares (``join``) and the evaluations xdist
-    workers ship (``plugin/roles.py``) are all checked with it."""
+    labeled set (``of`` where a part does not say), the corpus searched (by fingerprint), the
+    depth, the trials, the judge, the freshness, and the engine's description but for what each
+    part met (``OBSERVED``, counts); None when they fit. Slices (``merge_slices``), shares
+    (``join``) and the evaluations xdist workers ship (``plugin/roles.py``) all pass this one check."""
     engine = other["engine"]
     if engine != first["engine"]:
         return "engine", f"engine {engine}, {first_name}'s engine {first['engine']}"
-    for field, verb, say in _FIELDS:
-        mine, theirs = say(other, of), say(first, of)
-        if field == "corpus":  # the fingerprint is the corpus; its folder may be named otherwise on each machine
-            differ = (other.get("corpus") or {}).get("fingerprint") != (first.get("corpus") or {}).get("fingerprint")
-        elif field == "judge":
-            differ = (other.get("judge") or {}).get("fingerprint") != (first.get("judge") or {}).get("fingerprint")
-        elif field == "freshness":
-            differ = other.get("freshness") != first.get("freshness")
-        else:
-            differ = mine != theirs
-        if differ:
-            return field, f"{engine} {verb} {mine}, {first_name}'s {theirs}"
+    for field, verb, value, say in _FIELDS:
+        if value(other, of) != value(first, of):
+            return field, f"{engine} {verb} {say(other, of)}, {first_name}'s {say(first, of)}"
     a, b = first.get("engine_info") or {}, other.get("engine_info") or {}
     for key in dict.fromkeys([*a, *b]):
-        if key in OBSERVED or a.get(key) == b.get(key) or (_FRACTION.match(str(a.get(key)))
-                                                            and _FRACTION.match(str(b.get(key)))):
+        counts = _FRACTION.match(str(a.get(key))) and _FRACTION.match(str(b.get(key)))
+        if key in OBSERVED or counts or a.get(key) == b.get(key):
             continue
         said = [f"{key} {d[key]}" if key in d else f"no {key}" for d in (b, a)]
         return f"engine_info.{key}", f"{engine} is described with {said[0]}, {first_name}'s with {said[1]}"
