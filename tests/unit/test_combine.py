@@ -135,3 +135,24 @@ def test_a_slice_is_judged_like_its_whole_set_so_every_jobs_table_has_the_same_c
     path = tmp_path / "s1.json"
     path.write_text(RunResults([evaluation(multi.slice(1, 3))]).to_json())
     assert RunResults.load(path).evaluations[0].labeled.multi_judged  # read back as its whole set
+
+
+def test_slices_judged_with_one_judgments_file_merge_into_the_unsliced_runs_judged_labels(tmp_path):
+    """What each slice used of the file (holes of its own questions) adds up; the file, the judge
+    and the calibration are the same for every job."""
+    from pytest_retrieval_eval.data.judgments import Judge, Judgment, Judgments
+    from pytest_retrieval_eval.run.judging import attach
+
+    judge = Judge("model-a", "p" * 64, 0.0, 1, "127.0.0.1")
+    judgments = Judgments([Judgment(q, "d9", 3, (3,), "s" * 64, judge) for q in ("q0", "q1", "q4")])
+    paths = []
+    for i in (1, 2, 3):
+        run = RunResults([evaluation(LABELED.slice(i, 3))])
+        attach(run, judgments, shown_path="j.jsonl")
+        paths.append(tmp_path / f"s{i}.json")
+        paths[-1].write_text(run.to_json())
+    whole = RunResults([evaluation(LABELED)])
+    attach(whole, judgments, shown_path="j.jsonl")
+    merged = merge_slices([str(p) for p in paths])
+    assert merged.judgments == whole.judgments and merged.judgments["used"] == 3
+    assert merged.evaluations[0].judged == whole.evaluations[0].judged

@@ -210,18 +210,30 @@ def merge_slices(paths: Sequence[str | Path]) -> RunResults:
     for path, run, _ in docs[1:]:
         for field, mine, theirs in (("metrics", first.metrics_fingerprint, run.metrics_fingerprint),
                                     ("coverage", first.coverage, run.coverage),
-                                    ("judgments", first.judgments, run.judgments)):
+                                    ("judgments", _of_file(first.judgments), _of_file(run.judgments)),
+                                    ("candidates", first.candidates, run.candidates)):
             if mine != theirs:
-                raise RetrievalEvalError(f"its {field} differ from {docs[0][0]}'s: the jobs ran with different "
+                keys = (f" in {', '.join(k for k in dict.fromkeys([*mine, *theirs]) if mine.get(k) != theirs.get(k))}"
+                        if isinstance(mine, dict) and isinstance(theirs, dict) else "")
+                raise RetrievalEvalError(f"its {field} differ from {docs[0][0]}'s{keys}: the jobs ran with different "
                                          "settings or inputs", path=path, field=field)
     evaluations = [join([slot[i][1] for i in range(1, n + 1)],
                         [slot[i][1]["labeled"]["slice"]["positions"] for i in range(1, n + 1)],
                         of[name][0], label="slice", names=[slot[i][0] for i in range(1, n + 1)])
                    for (engine, name), slot in sorted(by_key.items())]
+    judgments = dict(first.judgments)
+    if judgments:  # the judged holes of every slice's questions, counted as attaching them to the whole set does
+        judgments["used"] = len({(q, d) for e in evaluations for q, docs in e.judged.items() for d in docs})
     lint = {json.dumps(r.to_dict(), sort_keys=True): r for _, run, _ in docs for r in run.lint}
     snippets = {k: v for _, run, _ in docs for k, v in run.snippets.items()}
     return RunResults(evaluations, first.metrics_fingerprint, list(lint.values()), dict(sorted(snippets.items())),
-                      settings, first.judgments, first.candidates, first.coverage)
+                      settings, judgments, first.candidates, first.coverage)
+
+
+def _of_file(judgments: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run's judgments record says of the file and the judge, not of the run's own
+    questions (``used``: the holes of its questions), which every slice of one run shares."""
+    return {k: v for k, v in judgments.items() if k != "used"}
 
 
 def _same_settings(docs: Sequence[tuple[str, RunResults, Any]]) -> dict[str, Any]:
