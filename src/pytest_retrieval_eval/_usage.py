@@ -105,14 +105,27 @@ def tokens_of(usage: Any) -> tuple[int, int]:
     return (given or max(0, whole("total_tokens") - output)), output
 
 
+def model_key(asked: str, answered: str = "") -> str:
+    """How a call's model is named: the model the request asked for (what the team configured and
+    priced), with the name the answer reported where that differs (a dated snapshot, the model
+    behind an alias): ``gpt-4o-mini (answered as gpt-4o-mini-2024-07-18)``; ``model_names``
+    reads it back."""
+    return f"{asked} (answered as {answered})" if asked and answered and answered != asked else asked or answered
+
+
+def model_names(key: str) -> tuple[str, ...]:
+    """(asked, answered) of a ``model_key``; (key,) for a call named once."""
+    asked, sep, rest = key.partition(" (answered as ")
+    return (asked, rest[:-1]) if sep and rest.endswith(")") else (key,)
+
+
 def record_call(payload: Any, answer: Any = None) -> None:
     """One request sent; with the decoded ``answer``, the tokens its ``usage`` reports."""
     meter = _current.get() or OUTSIDE
-    model = ""
-    if isinstance(answer, Mapping) and isinstance(answer.get("model"), str):
-        model = answer["model"]
-    if not model and isinstance(payload, Mapping) and isinstance(payload.get("model"), str):
-        model = payload["model"]
+
+    def named(d: Any) -> str:
+        return d["model"] if isinstance(d, Mapping) and isinstance(d.get("model"), str) else ""
+
     given, output = tokens_of(answer.get("usage") if isinstance(answer, Mapping) else None)
-    meter.add(model or UNNAMED, 1, given, output)
+    meter.add(model_key(named(payload), named(answer)) or UNNAMED, 1, given, output)
 

@@ -59,3 +59,40 @@ def test_an_http_engine_is_timed_priced_and_gated_on_its_p95(bundled_project, tm
     assert total and abs(float(total[1]) - cost) <= cost * 0.005, text
     md = (out / "results.md").read_text()
     assert "## Cost" in md and "| remote | " in md
+
+
+DATED = """
+    from pytest_retrieval_eval import adapters
+
+    def pytest_retrieval_engines(registry, config):
+        registry.register("remote", lambda request: adapters.http(
+            {url!r}, method="POST", json={{"model": "gpt-4o-mini", "q": "{{query}}"}}, ids="ids", concurrency=1))
+"""
+
+
+def test_tokens_are_priced_under_the_model_the_team_asked_for_when_the_answer_names_a_dated_snapshot(
+        bundled_project, tmp_path):
+    """The server answers as gpt-4o-mini-2024-07-18: the team's gpt-4o-mini price applies, not the
+    default one (a twelfth of it), and the report says which name was priced."""
+    with FakeApi() as api:
+        api.script("/search", Reply(200, {"ids": ["battery-care"], "model": "gpt-4o-mini-2024-07-18",
+                                          "usage": {"prompt_tokens": 1000, "completion_tokens": 100}}))
+        bundled_project.makeconftest(DATED.format(url=api.url + "/search"))
+        bundled_project.makepyfile("def test_q(retrieval_results):\n    pass\n")
+        out = tmp_path / "out"
+        result = bundled_project.runpytest(
+            "--retrieval-engine=remote", "--retrieval-slice=1/4", f"--retrieval-report-dir={out}",
+            "--retrieval-report", "--retrieval-prices=gpt-4o-mini=0.15/0.60 *=0.0125/0.05",
+            "--retrieval-threshold=remote:cost.per_query<=0.0001")
+    text = result.stdout.str()
+    assert result.ret == 1, text
+    per_query = (1000 * 0.15 + 100 * 0.60) / 1e6  # 0.00021 a question
+    assert ("FAIL retrieval gate: remote: cost.per_query = 0.00021, required <= 0.0001 (from --retrieval-threshold; "
+            "n=17; ") in text
+    model = "gpt-4o-mini (answered as gpt-4o-mini-2024-07-18)"
+    usage = json.loads((out / "results.json").read_text())["evaluations"][0]["usage"]
+    assert abs(usage["per_query"]["cost"] - per_query) < 1e-12
+    assert usage["priced_as"] == {model: "gpt-4o-mini"} and list(usage["by_model"]) == [model]
+    unwrapped = text.replace("\n    ", " ")
+    assert f"\nremote: {model} priced as gpt-4o-mini\n" in unwrapped
+    assert f"the run's HTTP calls: 17, 18,700 tokens, $0.00357; {model} priced as gpt-4o-mini" in unwrapped

@@ -4,11 +4,14 @@ and refuses what does not fit, naming the files."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 
 import pytest
 
+from conftest import CORPUS, QUESTIONS
 from pytest_retrieval_eval.run.combine import _info
 
 ARTEFACTS = ("results.json", "results.md", "per_query.jsonl", "qrels.txt", "runs/keyword.trec", "hit_at_k.svg")
@@ -53,6 +56,53 @@ def test_three_slices_merge_into_the_unsliced_run_and_its_verdict(bundled_projec
     assert refused.returncode == 2 and "o2/results.json" in refused.stderr and "settings differ" in refused.stderr
     one = cli(p.path, "report", "s1/results.json", "s2/results.json")
     assert "report merge s1/results.json s2/results.json" in one.stderr  # the command that combines them
+
+
+def _slices(p, *extra: str, second: tuple[str, ...] = ()) -> None:
+    p.makepyfile("import pytest\n\n@pytest.mark.retrieval\ndef test_x(retrieval_results):\n    pass\n")
+    for i in (1, 2, 3):
+        job = p.runpytest("-m", "retrieval", f"--retrieval-slice={i}/3", f"--retrieval-report-dir=s{i}", *extra,
+                          *(second if i == 2 else ()))
+        assert job.ret == 0, job.stdout.str()
+
+
+def test_slices_that_searched_different_corpora_are_refused_naming_the_file_and_the_corpus(bundled_project):
+    p = bundled_project
+    other = p.path / "corpus-b"
+    shutil.copytree(CORPUS, other)
+    doc = json.loads((other / "plan-prices-2025.json").read_text())  # a page no question judges: the same questions
+    doc["content"] = doc["content"].replace("thirty-two", "thirty-three", 1)
+    (other / "plan-prices-2025.json").write_text(json.dumps(doc))
+    _slices(p, second=(f"--retrieval-corpus={other}",))
+    merged = cli(p.path, "report", "merge", "s1/results.json", "s2/results.json", "s3/results.json")
+    assert merged.returncode == 2, merged.stdout
+    [line] = merged.stderr.splitlines()
+    fingerprints = [json.loads((p.path / f"s{i}/results.json").read_text())["evaluations"][0]["corpus"]["fingerprint"]
+                    for i in (1, 2)]
+    assert fingerprints[0] != fingerprints[1]
+    assert line.startswith("error: s2/results.json: field 'corpus': slice 2 of 3 of questions.cache.json: keyword "
+                           f"searched corpus corpus-b (fingerprint {fingerprints[1][:12]}), "
+                           "s1/results.json's corpus corpus ")
+    assert line.endswith(f"(fingerprint {fingerprints[0][:12]}): every CI job must evaluate the same corpus with the "
+                         "same engines and options")
+
+
+def test_slices_decide_the_tables_measures_from_the_whole_set_so_one_multi_gold_question_merges(bundled_project):
+    """nDCG@10 joins the default columns for a set judged like qrels (a question with two gold
+    documents): every slice's table says so, not only the slice that holds that question."""
+    p = bundled_project
+    cache = json.loads(QUESTIONS.read_text())
+    cache["queries"][4]["relevant"]["account-deletion"] = 1  # in slice 2 of 3 only
+    (p.path / "questions.cache.json").write_text(json.dumps(cache))
+    p.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = questions.cache.json\n"
+              "retrieval_engines = keyword\n")
+    _slices(p)
+    whole = p.runpytest("-m", "retrieval", "--retrieval-report-dir=whole")
+    merged = cli(p.path, "report", "merge", "s1/results.json", "s2/results.json", "s3/results.json", "--out", "merged")
+    assert merged.returncode == whole.ret == 0, merged.stderr
+    assert "ndcg@10" in json.loads((p.path / "s1/results.json").read_text())["settings"]["table_measures"]
+    for name in ARTEFACTS:
+        assert (p.path / "merged" / name).read_bytes() == (p.path / "whole" / name).read_bytes(), name
 
 
 @pytest.mark.parametrize("text", ["0/3", "4/3", "2", "a/b"])

@@ -261,3 +261,57 @@ def test_shares_joined_keep_every_call_time_and_sum_what_their_engines_prepared(
     assert whole.measured["concurrency"] == 1 and dict(whole.prepare_usage) == {"m": (2, 20, 0)}
     assert dict(whole.trial_usage) == {"m": (4, 8, 8)}
     assert latency_of(whole).n == 12
+
+
+def _dated_server(api: FakeApi, answered: str) -> None:
+    """An OpenAI-style server: it answers under a dated snapshot of the model asked for."""
+    api.script("/chat", Reply(200, {"ids": ["d1"], "model": answered,
+                                    "usage": {"prompt_tokens": 1000, "completion_tokens": 100}}))
+
+
+def _asked(model: str, answered: str) -> "object":
+    with FakeApi() as api:
+        _dated_server(api, answered)
+        client = httpx.Client()
+
+        class Remote:
+            name = "remote"
+
+            def retrieve(self, query, k):
+                request_json(client, "POST", api.url + "/chat", json={"model": model, "q": query}, retries=0)
+                return ["d1"]
+
+        return evaluate_engine(Remote(), LabeledSet(LABELED.queries[:2], name="two"))
+
+
+def test_tokens_are_priced_under_the_model_asked_for_not_the_dated_name_the_answer_reports():
+    e = _asked("gpt-4o-mini", "gpt-4o-mini-2024-07-18")
+    used = usage_of(e, parse_prices("gpt-4o-mini=0.15/0.60 *=0.0125/0.05"))  # the default: a twelfth
+    assert used.cost == pytest.approx(2 * (1000 * 0.15 + 100 * 0.60) / 1e6) and used.unpriced == ()
+    [model] = used.by_model
+    assert model.startswith("gpt-4o-mini") and "gpt-4o-mini-2024-07-18" in model  # both names kept
+    assert used.priced_as == {model: "gpt-4o-mini"} and used.to_dict()["priced_as"] == {model: "gpt-4o-mini"}
+    run = record_settings(RunResults([e]), GateSettings(prices=parse_prices("gpt-4o-mini=0.15/0.60 *=0.0125/0.05"),
+                                                        thresholds=(Threshold.parse("cost.per_query<=0.0001",
+                                                                                    source="t"),)))
+    [failure] = judge(run, GateSettings.of(run)).failures  # 0.00021 a question: over the budget
+    assert failure.startswith("remote: cost.per_query = 0.00021")
+
+
+@pytest.mark.parametrize("asked, answered, prices, priced_as", [
+    # a dated snapshot: its base's price
+    ("gpt-4o-mini-2024-07-18", "gpt-4o-mini-2024-07-18", "gpt-4o-mini=0.15/0.60", "gpt-4o-mini"),
+    ("claude-3-5-haiku-20241022", "claude-3-5-haiku-20241022", "claude-3-5-haiku=0.15/0.60", "claude-3-5-haiku"),
+    ("prod-chat", "gpt-4o-mini-2024-07-18", "gpt-4o-mini=0.15/0.60", "gpt-4o-mini"),  # an alias: what answered
+    ("gpt-4o-mini", "gpt-4o-mini-2024-07-18", "gpt-4o-mini-2024-07-18=0.15/0.60", "gpt-4o-mini-2024-07-18"),
+    ("gpt-4o-mini", "gpt-4o-mini-2024-07-18", "gpt-4o=2.5/10 *=0.15/0.60", "*"),  # the default only then
+])
+def test_a_price_is_found_under_the_asked_name_its_base_then_the_answered_name(asked, answered, prices, priced_as):
+    used = usage_of(_asked(asked, answered), parse_prices(prices))
+    assert used.cost == pytest.approx(2 * (1000 * 0.15 + 100 * 0.60) / 1e6)
+    assert list(used.priced_as.values()) == [priced_as]
+
+
+def test_a_model_priced_under_no_name_it_went_by_is_named_as_asked():
+    used = usage_of(_asked("prod-chat", "gpt-4o-mini-2024-07-18"), parse_prices("gpt-4o=2.5/10"))
+    assert math.isnan(used.cost) and used.unpriced[0].startswith("prod-chat")

@@ -61,7 +61,11 @@ class LabeledSet:
     @cached_property
     def multi_judged(self) -> bool:
         """Judged like a qrels file (several documents or grades per query), not one gold each:
-        then nDCG@10 is the measure people compare, and the report adds it."""
+        then nDCG@10 is the measure people compare, and the report adds it. A slice answers for
+        its whole set, so every CI job's table has the columns the unsliced run's has."""
+        whole = self.provenance.get("slice", {}).get("multi_judged")
+        if whole is not None:
+            return bool(whole)
         return any(len(q.relevant) != 1 or set(q.relevant.values()) != {1} for q in self.queries)
 
     @cached_property
@@ -90,7 +94,7 @@ class LabeledSet:
         positions = list(range(i - 1, len(self.queries), n))
         return LabeledSet(tuple(self.queries[p] for p in positions), name=self.name, provenance={
             **self.provenance, "slice": {"index": i, "count": n, "of": self.fingerprint, "of_n": len(self),
-                                         "positions": positions}})
+                                         "positions": positions, "multi_judged": self.multi_judged}})
 
     def shard(self, k: int, n: int) -> "LabeledSet":
         """Share ``k`` of ``n``: the queries whose id hashes (crc32, stable across processes) to

@@ -81,15 +81,40 @@ class Controller(Standalone):
     def __init__(self) -> None:
         self.shipped: dict[str, Shipped] = {}
         self.missing: dict[str, str] = {}
+        #: (engine, whole labeled set) -> (worker, the first evaluation or share of it that arrived)
+        self._first: dict[tuple[str, str], tuple[str, dict]] = {}
 
     def node_down(self, node: Any, error: Any) -> None:
         wid = getattr(getattr(node, "gateway", None), "id", None) or str(node)
         output = getattr(node, "workeroutput", None) or {}
         if error is None and WORKEROUTPUT_KEY in output:
-            self.shipped[wid] = Shipped(**json.loads(output[WORKEROUTPUT_KEY]))
+            shipped = Shipped(**json.loads(output[WORKEROUTPUT_KEY]))
+            misfit = self._misfit(wid, shipped)
+            if misfit is None:
+                self.shipped[wid] = shipped
+            else:  # never merged under another worker's corpus or settings: a failure naming the field
+                self.missing[wid] = misfit
         else:
             reason = f"crashed: {str(error).strip().splitlines()[-1]}" if error else "sent no retrieval results"
             self.missing[wid] = reason
+
+    def _misfit(self, wid: str, shipped: Shipped) -> str | None:
+        """Why ``shipped`` holds an evaluation (or share) that was not evaluated as another
+        worker's of the same engine and labeled set was (``run.combine.misfit``), or None."""
+        parts = [*shipped.evaluations, *shipped.shares]
+        if not parts:
+            return None
+        from ..run.combine import misfit, whole_of
+
+        for d in parts:
+            other, first = self._first.get((d["engine"], whole_of(d)), (None, None))
+            found = misfit(first, d, other) if first is not None else None
+            if found:
+                return (f"its {d['engine']} on {d['labeled']['name']} does not fit {other}'s: "
+                        f"field '{found[0]}': {found[1]}")
+        for d in parts:
+            self._first.setdefault((d["engine"], whole_of(d)), (wid, d))
+        return None
 
     @property
     def heard_from_workers(self) -> bool:

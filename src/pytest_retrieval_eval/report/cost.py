@@ -51,6 +51,8 @@ def rows(verdict: Any) -> tuple[list[str], list[list[str]], list[str]]:
             said.append(f"prepare() {_ms(lat.prepare_seconds)} ms once, before the timed calls")
         if said:
             notes.append(f"{e.engine}: " + "; ".join(said))
+        if use and use.priced_as:
+            notes.append(f"{e.engine}: {priced_as_text(use.priced_as)}")
         if use and use.unpriced:
             notes.append(f"{e.engine}: no price for {', '.join(use.unpriced)}: price it with --retrieval-prices, "
                          "MODEL=INPUT[/OUTPUT] in dollars per million tokens")
@@ -100,6 +102,12 @@ def markdown(verdict: Any) -> list[str]:
     return out + [""] + [f"- {n}" for n in notes] if notes else out
 
 
+def priced_as_text(priced_as: dict) -> str:
+    """Which price each model was charged at, where it was found under another name."""
+    return ", ".join(f"{m} priced at the default price (*)" if name == "*" else f"{m} priced as {name}"
+                     for m, name in sorted(priced_as.items()))
+
+
 def run_lines(total: Any) -> list[str]:
     """The run's HTTP calls in all (``run.cost.RunUsage``), priced where the run has prices."""
     if total is None:
@@ -107,6 +115,7 @@ def run_lines(total: Any) -> list[str]:
     besides = ", ".join(f"{m} {r[0]} calls ({r[1] + r[2]:,} tokens)" for m, r in total.outside.items())
     text = (f"the run's HTTP calls: {total.calls:,}, {total.tokens:,} tokens"
             + (f", ${_money(total.cost)}" if not total.unpriced else f" (no price for {', '.join(total.unpriced)})")
+            + (f"; {priced_as_text(total.priced_as)}" if total.priced_as else "")
             + (f"; besides the engines' first trial (later trials, ingestion, generation, judging): {besides}"
                if besides else ""))
     return textwrap.wrap(text, width=80, subsequent_indent="    ", break_on_hyphens=False)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..errors import RetrievalEvalError
@@ -103,9 +103,24 @@ def parse_prices(text: str | Sequence[str], *, source: str = "--retrieval-prices
     return tuple((model, i, o) for model, (i, o) in sorted(out.items()))
 
 
-def price_of(model: str, prices: Sequence[Sequence[Any]]) -> tuple[float, float] | None:
+#: a dated snapshot's suffix: ``-2024-07-18`` (OpenAI), ``-20241022`` / ``@20241022``
+#: (Anthropic, Vertex), ``-0613`` (older OpenAI)
+_DATED = re.compile(r"[-@](?:\d{4}-\d{2}-\d{2}|20\d{6}|(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01]))$")
+
+
+def priced_under(model: str, prices: Sequence[Sequence[Any]]) -> tuple[str, tuple[float, float]] | None:
+    """(the price's name, (input, output) dollars per million tokens) of a call's ``model``
+    (``_usage.model_key``): the model asked for first (what the team configured and priced),
+    then its undated base (``gpt-4o-mini`` for ``gpt-4o-mini-2024-07-18``), then the name the
+    answer reported and its base, and only then the default (``*``); None without one."""
+    from .._usage import model_names
+
     table = {p[0]: (float(p[1]), float(p[2])) for p in prices}
-    return table.get(model, table.get("*"))
+    for name in model_names(model):
+        for candidate in (name, _DATED.sub("", name)):
+            if candidate in table:
+                return candidate, table[candidate]
+    return ("*", table["*"]) if "*" in table else None
 
 
 @dataclass(frozen=True)
@@ -119,6 +134,8 @@ class Usage:
     by_model: Mapping[str, tuple[int, int, int]]  # model -> (calls, input tokens, output tokens)
     cost: float
     unpriced: tuple[str, ...] = ()
+    #: model -> the name its price was found under, where that is another (``priced_under``)
+    priced_as: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def calls(self) -> int:
@@ -138,7 +155,8 @@ class Usage:
         return {"engine": self.engine, "labeled": self.labeled, "n": self.n, "calls": self.calls,
                 "tokens": self.tokens, "by_model": {m: list(v) for m, v in sorted(self.by_model.items())},
                 "cost": None if math.isnan(self.cost) else self.cost, "unpriced": list(self.unpriced),
-                "per_query": {f: (None if math.isnan(v := self.per_query(f)) else v) for f in USAGE_FIGURES}}
+                "per_query": {f: (None if math.isnan(v := self.per_query(f)) else v) for f in USAGE_FIGURES},
+                **({"priced_as": dict(sorted(self.priced_as.items()))} if self.priced_as else {})}
 
 
 def usage_of(e: Any, prices: Sequence[Sequence[Any]] = ()) -> Usage | None:
@@ -148,23 +166,28 @@ def usage_of(e: Any, prices: Sequence[Sequence[Any]] = ()) -> Usage | None:
     by_model = summed(e.prepare_usage, *(r.usage for r in e.results))
     if not by_model:
         return None
-    cost, unpriced = priced(by_model, prices)
+    cost, unpriced, priced_as = priced(by_model, prices)
     return Usage(e.engine, e.labeled.name, len(e.results), {m: tuple(v) for m, v in by_model.items()},
-                 cost, unpriced)
+                 cost, unpriced, priced_as)
 
 
-def priced(by_model: Mapping[str, Sequence[int]], prices: Sequence[Sequence[Any]]) -> tuple[float, tuple[str, ...]]:
-    """(dollars, the models with tokens but no price) of ``model -> (calls, input, output)``;
-    NaN dollars where any model is unpriced: the cost is unknown, not lower."""
-    cost, unpriced = 0.0, []
+def priced(by_model: Mapping[str, Sequence[int]],
+           prices: Sequence[Sequence[Any]]) -> tuple[float, tuple[str, ...], dict[str, str]]:
+    """(dollars, the models with tokens but no price, model -> the name it was priced under
+    where that is another) of ``model -> (calls, input, output)``; NaN dollars where any model
+    is unpriced: the cost is unknown, not lower."""
+    cost, unpriced, priced_as = 0.0, [], {}
     for model, (_, given, output) in sorted(by_model.items()):
-        price = price_of(model, prices)
-        if price is None:
+        found = priced_under(model, prices)
+        if found is None:
             if given or output:
                 unpriced.append(model)
             continue
+        name, price = found
+        if name != model and (given or output):
+            priced_as[model] = name
         cost += (given * price[0] + output * price[1]) / 1e6
-    return (math.nan if unpriced else cost), tuple(unpriced)
+    return (math.nan if unpriced else cost), tuple(unpriced), priced_as
 
 
 @dataclass(frozen=True)
@@ -177,6 +200,8 @@ class RunUsage:
     cost: float
     unpriced: tuple[str, ...]
     outside: Mapping[str, Sequence[int]]
+    #: model -> the name its price was found under, where that is another (``priced_under``)
+    priced_as: Mapping[str, str] = field(default_factory=dict)
 
 
 def run_usage(evaluations: Sequence[Any], outside: Mapping[str, Sequence[int]],
@@ -189,6 +214,6 @@ def run_usage(evaluations: Sequence[Any], outside: Mapping[str, Sequence[int]],
     every = summed(engines, outside)
     if not every:
         return None
-    cost, unpriced = priced(every, prices)
+    cost, unpriced, priced_as = priced(every, prices)
     return RunUsage(sum(r[0] for r in every.values()), sum(r[1] + r[2] for r in every.values()), cost, unpriced,
-                    outside)
+                    outside, priced_as)
