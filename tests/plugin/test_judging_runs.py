@@ -87,6 +87,14 @@ def test_an_empty_judgments_file_fails_the_gate_by_name(judged_project):
     result.stdout.fnmatch_lines(["*FAIL retrieval gate: judgments j.jsonl: the file holds no judgment*"])
 
 
+def test_a_judgments_path_that_is_a_folder_fails_the_run_in_one_line_naming_it(judged_project):
+    (judged_project.path / "jdir").mkdir()
+    result = judged_project.runpytest("-m", "retrieval", "--retrieval-judgments=jdir")
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret in (1, 4) and "INTERNALERROR" not in text and "Traceback" not in text
+    assert "jdir: is a folder, not a judgments file" in text
+
+
 def test_a_baseline_made_with_another_judge_is_refused_in_one_line(judged_project):
     p = judged_project
     first = p.runpytest("-m", "retrieval", "--retrieval-judge", "--retrieval-judgments=j.jsonl",

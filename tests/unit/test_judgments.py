@@ -408,7 +408,7 @@ def test_a_grade_is_read_where_the_answer_states_one(content, grade):
 
 @pytest.mark.parametrize("content", ["shares 3 words with the query but does not answer it",
                                      "The passage has 2 relevant facts", "M: 2, T: 1", "95%", "score: 2.5",
-                                     "score: 3/10", '{"answer": 2}', "grade: 2, grade: 3"])
+                                     "score: 3/10", "-1", '{"answer": 2}', "grade: 2, grade: 3"])
 def test_an_answer_that_states_no_grade_is_not_read_as_one(content):
     with pytest.raises(RetrievalEvalError, match="no grade 0-3"):
         grade_of(content)
@@ -546,6 +546,9 @@ def test_a_judgments_path_that_is_a_folder_is_one_line_naming_it(tmp_path, capsy
     assert cli(["judge", str(results), "--corpus", str(CORPUS), "--judgments", str(folder), "--model", "m"]) == 2
     err = capsys.readouterr().err
     assert str(folder) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert cli(["report", str(results), "--judgments", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert str(folder) in err and len(err.strip().splitlines()) == 1
 
 
 # --- the corpus a saved run searched ---------------------------------------------------------------

@@ -59,7 +59,7 @@ MAX_ANSWER_TOKENS = 32
 _DIGIT = r"([0-3])(?![\d%]|[.,/]\s*\d)"
 _FINAL = re.compile(r"final[\s_]*score[\s*#_]*(?:[:=]|\bis\b)[\s*#_]*" + _DIGIT, re.I)
 _LABELED = re.compile(r"\b(?:score|grade|relevance|rating|category|O)[\s*#_]*(?:[:=]|\bis\b)[\s*#_]*" + _DIGIT, re.I)
-_WHOLE = re.compile(r"^[\W_]*([0-3])[\W_]*$")
+_WHOLE = re.compile(r"^[^\w+-]*([0-3])[\W_]*$")  # "-1" is no grade
 _JSON_KEYS = ("final_score", "final score", "grade", "score", "relevance", "O")
 
 
@@ -87,8 +87,8 @@ def _json_grade(content: str) -> int | None:
 
 def grade_of(content: str) -> int:
     """The grade an answer states: the whole answer is one (``2``, ``**3**``), or it says
-    ``##final score: 2`` (as the prompt asks; the last one counts), ``grade: 2``/``score``/
-    ``relevance``/``O`` (all alike), or is JSON with a grade. A digit elsewhere ("shares 3 words")
+    ``##final score: 2`` (as the prompt asks; the last one counts), is JSON with a grade, or
+    says ``grade: 2``/``score``/``relevance``/``O`` (one value). A digit elsewhere ("shares 3 words")
     is no grade: anything else raises, and the pair is counted as failed and asked again."""
     text = (content or "").strip()
     whole = _WHOLE.match(text)
@@ -97,13 +97,12 @@ def grade_of(content: str) -> int:
     final = _FINAL.findall(text)
     if final:
         return int(final[-1])
+    found = _json_grade(text)
+    if found is not None:
+        return found
     labeled = set(_LABELED.findall(text))
-    if len(labeled) == 1:
+    if len(labeled) == 1:  # two different labeled grades state none
         return int(labeled.pop())
-    if not labeled:
-        found = _json_grade(text)
-        if found is not None:
-            return found
     raise NoGrade(f"no grade 0-3 stated in the judge's answer: {mask_and_cap(content, 120)!r}")
 
 
