@@ -613,3 +613,20 @@ def test_every_judge_request_caps_the_answers_length(fake_api, tmp_path):
     bodies = [h.body for h in fake_api.hits("/chat/completions")]
     assert len(bodies) == 6 and all(b["max_tokens"] == MAX_ANSWER_TOKENS for b in bodies)
     assert 8 <= MAX_ANSWER_TOKENS <= 64
+
+
+def test_a_candidate_answers_only_the_questions_as_its_judgment_read_them():
+    from pytest_retrieval_eval.data.chunking import Chunking
+    from pytest_retrieval_eval.data.corpus import Corpus
+    from pytest_retrieval_eval.run.judging import candidates_record
+    from pytest_retrieval_eval.types import Doc
+
+    corpus, candidates = Corpus((Doc("a", "alpha text"),)), Corpus((Doc("new", "alpha and beta"),))
+    sha = candidates.docs[0].fingerprint
+    judgments = Judgments([Judgment("q1", "new", 3, (3,), sha, JUDGE_A, "candidate", None,
+                                    keyed("q1", "new", 3, "alpha, reworded since?").question_sha256),
+                           Judgment("q2", "new", 2, (2,), sha, JUDGE_A, "candidate", None,
+                                    keyed("q2", "new", 2, "beta?").question_sha256)])
+    record = candidates_record(candidates, corpus, Chunking(), shown_path="c", weight=0.1, judgments=judgments,
+                               judge=JUDGE_A, run=run_of(one=[["a"], ["b"]]))
+    assert record["items"][0]["answers"] == [["q2", 2]]

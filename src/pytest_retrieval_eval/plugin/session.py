@@ -399,7 +399,7 @@ class RetrievalSession:
                                                shown_path=shown(j.candidates), weight=j.novelty_weight,
                                                embed=self.embedder().embed, judgments=judgments,
                                                judge=found.judge if found is not None else None,
-                                               chunks=ingested.chunks if ingested is not None else None)
+                                               chunks=ingested.chunks if ingested is not None else None, run=run)
         except RetrievalEvalError as exc:
             return [f"candidates {shown(j.candidates)}: {exc}"]
         return []
