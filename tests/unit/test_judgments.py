@@ -401,7 +401,8 @@ def test_labels_of_one_kind_give_kappa_0_said_as_such_and_no_warning():
 
 @pytest.mark.parametrize("content, grade", [("Grade: 2", 2), ("Relevance = 1", 1), ("**Final score:** 3", 3),
                                             ("score: 0", 0), ('{"grade": 2}', 2), ('```json\n{"score": 3}\n```', 3),
-                                            ("The final score is 2.", 2), ("M: 2, T: 1, O: 1", 1), ("3.", 3)])
+                                            ("The final score is 2.", 2), ("M: 2, T: 1, O: 1", 1), ("3.", 3),
+                                            ("Score: **2**/3", 2), ("Relevance: 1 / 3", 1)])
 def test_a_grade_is_read_where_the_answer_states_one(content, grade):
     assert grade_of(content) == grade
 
@@ -630,3 +631,11 @@ def test_a_candidate_answers_only_the_questions_as_its_judgment_read_them():
     record = candidates_record(candidates, corpus, Chunking(), shown_path="c", weight=0.1, judgments=judgments,
                                judge=JUDGE_A, run=run_of(one=[["a"], ["b"]]))
     assert record["items"][0]["answers"] == [["q2", 2]]
+
+
+def test_a_run_says_the_judgments_files_last_line_is_cut_off(tmp_path):
+    path = tmp_path / "j.jsonl"
+    path.write_text(canonical(one("q1", "c", 3)) + "\n" + canonical(one("q2", "e", 3))[:25])
+    used = attach(run_of(one=[["c"], ["e"]]), Judgments.load(path), shown_path="j.jsonl")
+    assert used.used == 1
+    assert any("the last line of j.jsonl (line 2) is cut off" in w for w in used.warnings())

@@ -55,8 +55,9 @@ MAX_PASSAGE_CHARS = 4000
 MAX_ANSWER_TOKENS = 32
 
 # A grade is read only where the answer states one: a digit not followed by another digit, a
-# decimal, a fraction or a percent sign ("2.5", "3/10", "95%" are no grades 0-3).
-_DIGIT = r"([0-3])(?![\d%]|[.,/]\s*\d)"
+# decimal, a percent sign or a fraction other than of 3 ("2.5", "3/10", "95%" are no grades 0-3;
+# "2/3" is 2 on the 0-3 scale).
+_DIGIT = r"([0-3])(?![\d%]|[.,]\s*\d|\s*/\s*(?!3\b)\d)"
 _FINAL = re.compile(r"final[\s_]*score[\s*#_]*(?:[:=]|\bis\b)[\s*#_]*" + _DIGIT, re.I)
 _LABELED = re.compile(r"\b(?:score|grade|relevance|rating|category|O)[\s*#_]*(?:[:=]|\bis\b)[\s*#_]*" + _DIGIT, re.I)
 _WHOLE = re.compile(r"^[^\w+-]*([0-3])[\W_]*$")  # "-1" is no grade

@@ -107,6 +107,8 @@ class JudgmentsUsed:
     reworded: list[tuple[str, str]] = field(default_factory=list)
     #: judgments used from lines written before questions were hashed (their question unchecked)
     unkeyed: int = 0
+    #: the line number of a last line cut off mid-write (not JSON), not read; None when whole
+    cut_off: int | None = None
 
     def warnings(self) -> list[str]:
         out = []
@@ -123,6 +125,9 @@ class JudgmentsUsed:
             out.append(f"{len(self.reworded)} judgment(s) in {self.path} were made for another wording of their "
                        f"question ({shown}); left out of the +judged numbers: judge again to grade the question as "
                        "it reads now")
+        if self.cut_off is not None:
+            out.append(f"the last line of {self.path} (line {self.cut_off}) is cut off, not a whole judgment: not "
+                       "read; the next judge cuts it away and asks for it again")
         if self.unkeyed:
             out.append(f"{self.unkeyed} judgment(s) in {self.path} predate question hashes (no question_sha256), so "
                        "the question they graded is not checked; used as they are: judge again to have them asked "
@@ -150,14 +155,14 @@ class JudgmentsUsed:
                 "stale": [list(p) for p in self.stale], "other_judges": self.other_judges,
                 "calibrated": self.calibrated, "kappa": self.kappa, "agreement": self.agreement,
                 "one_sided": self.one_sided, "checked": self.checked, "reworded": [list(p) for p in self.reworded],
-                "unkeyed": self.unkeyed}
+                "unkeyed": self.unkeyed, "cut_off": self.cut_off}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "JudgmentsUsed":
         return cls(d["path"], Judge.from_dict(d["judge"]), int(d.get("used", 0)),
                    [tuple(p) for p in d.get("stale", [])], int(d.get("other_judges", 0)), int(d.get("calibrated", 0)),
                    d.get("kappa"), d.get("agreement"), bool(d.get("one_sided", False)), bool(d.get("checked", True)),
-                   [tuple(p) for p in d.get("reworded", [])], int(d.get("unkeyed", 0)))
+                   [tuple(p) for p in d.get("reworded", [])], int(d.get("unkeyed", 0)), d.get("cut_off"))
 
 
 def question_hashes(run: RunResults) -> dict[str, set[str]]:
@@ -201,7 +206,8 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
                            sum(1 for j in judgments if j.judge.fingerprint != current.fingerprint),
                            calibration.n, calibration.kappa if calibration.n else None,
                            calibration.agreement if calibration.n else None, calibration.n > 0 and calibration.one_sided,
-                           fingerprints is not None, sorted(reworded - used), len(unkeyed & used))
+                           fingerprints is not None, sorted(reworded - used), len(unkeyed & used),
+                           getattr(judgments, "cut_off", None))
     run.judgments = record.to_dict()
     return record
 
