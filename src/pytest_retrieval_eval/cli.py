@@ -375,13 +375,18 @@ def _judge_corpus(run, args):
     name, fingerprint = recorded[0]
     folder, _, split = name.partition("/")  # a BEIR corpus is named folder/split
     results = Path(args.results).resolve().parent
+    found = []  # the same documents first; else the folder of that name, edited since the run
     for base in dict.fromkeys((Path.cwd(), results, results.parent)):
-        if not (base / folder).exists():
-            continue
-        corpus = open_corpus(base / folder, split=split or "test").load()
-        if not fingerprint or corpus.fingerprint == fingerprint:
-            print(f"corpus: {base / folder}, the one the run searched ({name})", flush=True)
-            return corpus, shlex.quote(str(base / folder))
+        if (base / folder).exists():
+            corpus = open_corpus(base / folder, split=split or "test").load()
+            found.append((bool(fingerprint) and corpus.fingerprint != fingerprint, base / folder, corpus))
+            if not found[-1][0]:
+                break
+    if found:
+        changed, where, corpus = min(found, key=lambda f: f[0])
+        print(f"corpus: {where}, the one the run searched ({name})"
+              + (", its documents changed since the run" if changed else ""), flush=True)
+        return corpus, shlex.quote(str(where))
     raise RetrievalEvalError(f"the run searched corpus {name!r} (fingerprint {fingerprint[:12] or '?'}), not found in "
                              f"{Path.cwd()} or beside the results file: give its folder with --corpus=PATH",
                              path=args.results)

@@ -584,6 +584,10 @@ def test_judge_without_corpus_reads_the_corpus_the_run_recorded(fake_api, tmp_pa
     assert "judged 12 pair(s)" in out and "handbook" in out
     assert len(Judgments.load(tmp_path / "j.jsonl")) == 12
     assert f"--corpus {tmp_path / 'handbook'}" in out or "--corpus handbook" in out  # the command printed works
+    edited = saved_results(tmp_path, corpus_name="handbook", fingerprint="f" * 64)  # documents edited since
+    assert cli(["judge", str(edited), "--judgments", str(tmp_path / "j.jsonl"), "--model", "m"]) == 0
+    assert "handbook, the one the run searched (handbook), its documents changed since the run" in \
+        capsys.readouterr().out
 
 
 def test_judge_refuses_a_corpus_it_cannot_find_or_that_holds_none_of_the_pool(fake_api, tmp_path, monkeypatch,
