@@ -261,7 +261,8 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
             return report
         api_key = api_key_for(config.base, "judging")
         if progress:
-            progress(f"judging {len(todo)} pair(s) with {report.judge.model} ({config.concurrency} at a time)")
+            who = report.judge.model if lookup is not None else f"the model {redact(config.base)} runs"
+            progress(f"judging {len(todo)} pair(s) with {who} ({config.concurrency} at a time)")
         pace, url = Pace(config.rate), f"{config.base}/chat/completions"
         calls = [0]
         stop = threading.Event()
