@@ -84,7 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     jdg = sub.add_parser("judge", help="grade the unjudged documents of a saved run's top K with an LLM "
                                        "into a judgments file (--calibrate: agreement with the human labels)")
     jdg.add_argument("results", help="a results.json written by --retrieval-report-dir or --retrieval-save-baseline")
-    add_to_argparse(jdg, "judge", corpus="corpus", judgments="judgments.jsonl")
+    # no default corpus: the one the run recorded, else refused; no default model: see JudgeConfig.model
+    add_to_argparse(jdg, "judge", corpus=None, judgments="judgments.jsonl", judge_model=None)
     jdg.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (default: RETRIEVAL_EVAL_BASE_URL or OpenRouter)")
     jdg.add_argument("--temperature", type=float, default=0.0, help="the judge's sampling temperature (default 0)")
     jdg.add_argument("--calibrate", action="store_true",
@@ -392,34 +393,81 @@ def _attach(run, judgments: str, corpus: str | None):
     return found
 
 
+def _judge_corpus(run, args):
+    """(the corpus to read the pooled documents from, how a command names it): ``--corpus``, else
+    the one the run recorded (name and fingerprint), found in the working directory or beside
+    results.json; refused, naming ``--corpus``, when there is none to find."""
+    import shlex
+
+    from .data.corpus import open_corpus
+
+    if args.corpus is not None:
+        return open_corpus(args.corpus).load(), shlex.quote(str(args.corpus))
+    recorded = sorted({(e.corpus, e.corpus_fingerprint or "") for e in run.evaluations if e.corpus})
+    if len(recorded) != 1:
+        what = ("records no corpus" if not recorded else
+                f"searched {len(recorded)} corpora ({', '.join(n for n, _ in recorded)})")
+        raise RetrievalEvalError(f"the run {what}: give the corpus to read the documents from with --corpus=PATH",
+                                 path=args.results)
+    name, fingerprint = recorded[0]
+    folder, _, split = name.partition("/")  # a BEIR corpus is named folder/split
+    results = Path(args.results).resolve().parent
+    found = []  # the same documents first; else the folder of that name, edited since the run
+    for base in dict.fromkeys((Path.cwd(), results, results.parent)):
+        if (base / folder).exists():
+            corpus = open_corpus(base / folder, split=split or "test").load()
+            found.append((bool(fingerprint) and corpus.fingerprint != fingerprint, base / folder, corpus))
+            if not found[-1][0]:
+                break
+    if found:
+        changed, where, corpus = min(found, key=lambda f: f[0])
+        print(f"corpus: {where}, the one the run searched ({name})"
+              + (", its documents changed since the run" if changed else ""), flush=True)
+        return corpus, shlex.quote(str(where))
+    raise RetrievalEvalError(f"the run searched corpus {name!r} (fingerprint {fingerprint[:12] or '?'}), not found in "
+                             f"{Path.cwd()} or beside the results file: give its folder with --corpus=PATH",
+                             path=args.results)
+
+
 def _judge(args) -> int:
     """Pool the holes of a saved run, grade what the file lacks, and say what the judgments change."""
+    import shlex
+
     from .data.corpus import open_corpus
     from .data.judge import JudgeConfig, judge_pairs
     from .data.judgments import Judgments
     from .gate.settings import load_run
-    from .run.judging import attach, calibration_pairs, candidate_pairs, candidates_record, engine_order, pairs, pool
+    from .run.judging import (attach, calibration_pairs, candidate_pairs, candidates_record, engine_order, pairs, pool,
+                              question_hashes)
 
     run = load_run(args.results)
-    corpus = open_corpus(args.corpus).load()
-    config = JudgeConfig(model=args.judge_model, url=args.base_url, temperature=args.temperature,
+    corpus, corpus_arg = _judge_corpus(run, args)
+    model = args.judge_model or os.environ.get("RETRIEVAL_EVAL_JUDGE_MODEL") or None
+    config = JudgeConfig(model=model, url=args.base_url, temperature=args.temperature,
                          votes=args.judge_votes, concurrency=args.judge_concurrency, rate=args.judge_rate)
     path = Path(args.judgments)
     if args.calibrate:
         todo = calibration_pairs(run, corpus, args.sample)
+        if not todo:
+            raise RetrievalEvalError(f"none of the documents the labels judge is in the corpus {corpus_arg}: give the "
+                                     "corpus the run searched with --corpus=PATH", path=args.results)
         report = judge_pairs(todo, path, config, progress=lambda m: print(m, flush=True))
         print(f"{path}: {report.summary()}")
         judgments = Judgments.load(path)
-        calibration = judgments.calibration(config.judge)
-        print(f"calibration of {config.judge.describe()} on {calibration.n} pairs the humans judged:")
+        calibration = judgments.calibration(report.judge, question_hashes(run))
+        print(f"calibration of {report.judge.describe()} on {calibration.n} pairs the humans judged:")
         print(f"{calibration.describe()} (relevant: human grade >= 1, judged grade >= 2; below kappa {KAPPA_FLOOR} "
               "every run using this judge warns)")
         print("\n".join(calibration.confusion_lines()))
-        print("\n".join(engine_order(run, judgments.of_kind("calibration", config.judge)).lines()))
+        print("\n".join(engine_order(run, judgments.of_kind("calibration", report.judge, question_hashes(run))).lines()))
         return 1 if report.failed else 0
     engines = tuple(args.judge_engine or ())
     holes = pool(run, args.judge_depth, engines)
     todo, missing = pairs(holes, corpus)
+    if holes and not todo:  # no text to grade: never "judged 0" and a pass
+        raise RetrievalEvalError(f"none of the {len(holes)} pooled document(s) is in the corpus {corpus_arg} (the run "
+                                 f"searched {run.evaluations[0].corpus or 'another'}): give the corpus the run "
+                                 "searched with --corpus=PATH", path=args.results)
     candidates = open_corpus(args.candidates).load() if args.candidates else None
     if candidates is not None:  # each candidate against the labeled questions nearest to it
         todo += candidate_pairs(candidates, run)
@@ -431,8 +479,8 @@ def _judge(args) -> int:
           f"{', '.join(engines) or 'every engine'}; {report.summary()}"
           + (f"; {len(missing)} not in the corpus ({', '.join(missing[:3])})" if missing else ""))
     judgments = Judgments.load(path)
-    if any(j.judge == config.judge for j in judgments):  # none when every pooled document was judged by humans
-        found = attach(run, judgments, shown_path=str(path), judge=config.judge.fingerprint,
+    if any(j.judge.fingerprint == report.judge.fingerprint for j in judgments):  # none when humans judged every one
+        found = attach(run, judgments, shown_path=str(path), judge=report.judge.fingerprint,
                        fingerprints={d.doc_id: d.fingerprint for d in corpus.docs})
         for e in run.evaluations:
             was = before[e.key]
@@ -440,16 +488,16 @@ def _judge(args) -> int:
             print(f"{e.engine}: {judged}; ndcg@10 {was['ndcg@10']:.4f}, ndcg@10+judged {e.mean('ndcg@10+judged'):.4f}")
         for warning in found.warnings():
             print(f"warning: {warning}")
-        print(f"the numbers on both: python -m pytest_retrieval_eval report {args.results} --judgments {path} "
-              f"--corpus {args.corpus}")
+        print(f"the numbers on both: python -m pytest_retrieval_eval report {shlex.quote(str(args.results))} "
+              f"--judgments {shlex.quote(str(path))} --corpus {corpus_arg}")
     if candidates is not None:
         from .data.chunking import Chunking
         from .data.novelty import Novelty
 
         split = Chunking(split_length=args.split_length, split_overlap=args.split_overlap)
         record = candidates_record(candidates, corpus, split, shown_path=str(args.candidates), weight=0.0,
-                                   judgments=judgments, judge=config.judge)
-        print(f"candidates ({len(record['items'])} from {args.candidates}), lexical novelty against {args.corpus}:")
+                                   judgments=judgments, judge=report.judge, run=run)
+        print(f"candidates ({len(record['items'])} from {args.candidates}), lexical novelty against {corpus_arg}:")
         for item in record["items"]:
             print(f"  {Novelty.from_dict(item).describe()}")
     return 1 if report.failed else 0

@@ -87,6 +87,14 @@ def test_an_empty_judgments_file_fails_the_gate_by_name(judged_project):
     result.stdout.fnmatch_lines(["*FAIL retrieval gate: judgments j.jsonl: the file holds no judgment*"])
 
 
+def test_a_judgments_path_that_is_a_folder_fails_the_run_in_one_line_naming_it(judged_project):
+    (judged_project.path / "jdir").mkdir()
+    result = judged_project.runpytest("-m", "retrieval", "--retrieval-judgments=jdir")
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret in (1, 4) and "INTERNALERROR" not in text and "Traceback" not in text
+    assert "jdir: is a folder, not a judgments file" in text
+
+
 def test_a_baseline_made_with_another_judge_is_refused_in_one_line(judged_project):
     p = judged_project
     first = p.runpytest("-m", "retrieval", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
@@ -119,7 +127,7 @@ def test_a_judge_killed_midway_keeps_what_it_finished_and_the_rerun_asks_only_th
         api.script("/chat/completions", Reply(200, judge_reply(), delay=0.02))
         env = {**os.environ, "RETRIEVAL_EVAL_BASE_URL": api.url, "RETRIEVAL_EVAL_API_KEY": FAKE_KEY}
         cmd = [sys.executable, "-m", "pytest_retrieval_eval", "judge", str(saved_run), "--corpus", str(CORPUS),
-               "--judgments", str(path), "--depth", "5", "--concurrency", "2"]
+               "--judgments", str(path), "--model", "openai/gpt-4o-mini", "--depth", "5", "--concurrency", "2"]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and (not path.exists() or path.read_text().count("\n") < 20):
@@ -144,11 +152,36 @@ def test_a_judge_killed_midway_keeps_what_it_finished_and_the_rerun_asks_only_th
     assert FAKE_KEY not in path.read_text() + done.stdout
 
 
+def test_ctrl_c_stops_judge_at_once_while_calls_hang_and_keeps_every_finished_judgment(saved_run, tmp_path):
+    path = tmp_path / "judgments.jsonl"
+    with FakeApi() as api:  # five answers, then a server that never answers
+        api.script("/chat/completions", *[Reply(200, judge_reply())] * 5, Reply(200, judge_reply(), delay=600))
+        env = {**os.environ, "RETRIEVAL_EVAL_BASE_URL": api.url, "RETRIEVAL_EVAL_API_KEY": FAKE_KEY}
+        cmd = [sys.executable, "-m", "pytest_retrieval_eval", "judge", str(saved_run), "--corpus", str(CORPUS),
+               "--judgments", str(path), "--model", "m", "--concurrency", "2"]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and len(api.hits("/chat/completions")) < 7:  # two calls hang
+                time.sleep(0.05)
+            time.sleep(0.3)
+            assert len(api.hits("/chat/completions")) == 7
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+            assert time.monotonic() - sent < 5
+        finally:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err + out
+    assert len(Judgments.load(path)) == 5 and path.read_text().endswith("\n")
+
+
 def test_calibrate_prints_kappa_the_confusion_table_and_the_engines_order(saved_run, tmp_path, fake_api, capsys):
     fake_api.script("/chat/completions", Reply(200, judge_reply()))
     path = tmp_path / "judgments.jsonl"
     assert cli(["judge", str(saved_run), "--corpus", str(CORPUS), "--judgments", str(path), "--calibrate",
-                "--sample", "30"]) == 0
+                "--sample", "30", "--model", "openai/gpt-4o-mini"]) == 0  # a local server: the model named
     out = capsys.readouterr().out
     assert "calibration of openai/gpt-4o-mini" in out and "on 30 pairs the humans judged" in out
     assert "Cohen's kappa " in out and "human \\ judge     0     1     2     3" in out

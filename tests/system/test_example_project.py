@@ -110,7 +110,8 @@ def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
         api.script("/chat/completions", Reply(200, judge_reply()))
         local = {"RETRIEVAL_EVAL_BASE_URL": api.url}  # a local server needs no key
         judged = run(project, "judge", "out/results.json", "--corpus", "kb", "--engine", "helpdesk-bm25", "--engine",
-                     "helpdesk-haystack", "--candidates", "candidates", module="pytest_retrieval_eval", env=local)
+                     "helpdesk-haystack", "--candidates", "candidates", "--model=qwen2.5:7b",  # a local server: named
+                     module="pytest_retrieval_eval", env=local)
     assert judged.returncode == 0, judged.stdout + judged.stderr
     assert "judgments.jsonl: pooled " in judged.stdout and "helpdesk-bm25: judged@10 " in judged.stdout
     assert "printer-copy: novelty 0.00" in judged.stdout

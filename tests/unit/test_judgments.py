@@ -395,3 +395,251 @@ def test_labels_of_one_kind_give_kappa_0_said_as_such_and_no_warning():
     assert used.one_sided and not [w for w in used.warnings() if "kappa" in w]
     assert "Cohen's kappa 0.00 (one kind of human label), agreement 50% against the human labels on 2 pairs" in \
         used.lines()[0]
+
+
+# --- what the judge's answer states ----------------------------------------------------------------
+
+@pytest.mark.parametrize("content, grade", [("Grade: 2", 2), ("Relevance = 1", 1), ("**Final score:** 3", 3),
+                                            ("score: 0", 0), ('{"grade": 2}', 2), ('```json\n{"score": 3}\n```', 3),
+                                            ("The final score is 2.", 2), ("M: 2, T: 1, O: 1", 1), ("3.", 3),
+                                            ("Score: **2**/3", 2), ("Relevance: 1 / 3", 1)])
+def test_a_grade_is_read_where_the_answer_states_one(content, grade):
+    assert grade_of(content) == grade
+
+
+@pytest.mark.parametrize("content", ["shares 3 words with the query but does not answer it",
+                                     "The passage has 2 relevant facts", "M: 2, T: 1", "95%", "score: 2.5",
+                                     "score: 3/10", "-1", '{"answer": 2}', "grade: 2, grade: 3"])
+def test_an_answer_that_states_no_grade_is_not_read_as_one(content):
+    with pytest.raises(RetrievalEvalError, match="no grade 0-3"):
+        grade_of(content)
+
+
+def test_answers_without_a_grade_are_counted_and_reported_never_written(fake_api, tmp_path):
+    def answer(request):
+        return {"model": request["model"], "choices": [{"message": {
+            "content": "shares 3 words with the query but does not answer it"}}]}
+
+    fake_api.script("/chat/completions", Reply(200, answer))
+    path = tmp_path / "j.jsonl"
+    report = judge_pairs(bundled_pairs(3), path, JudgeConfig(model="m"))
+    assert report.asked == 0 and report.unparsable == 3 and len(report.failed) == 3
+    assert "3 answer(s) stated no grade" in report.summary()
+    assert not path.exists() or not Judgments.load(path)
+
+
+# --- what a judgment is keyed by: the question and the document the judge read ----------------------
+
+def test_a_reworded_question_is_asked_again_and_its_old_grade_not_used(fake_api, tmp_path):
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    path = tmp_path / "j.jsonl"
+    pairs = bundled_pairs(2)
+    judge_pairs(pairs, path, JudgeConfig(model="m"))
+    recorded = [json.loads(line) for line in path.read_text().splitlines()]
+    assert all(len(d["question_sha256"]) == 64 for d in recorded)
+    reworded = [Pair(pairs[0].query_id, "a different question entirely?", pairs[0].doc_id, pairs[0].text,
+                     pairs[0].doc_sha256), pairs[1]]
+    report = judge_pairs(reworded, path, JudgeConfig(model="m"))
+    assert (report.asked, report.reused) == (1, 1)
+    assert len(Judgments.load(path)) == 2  # the new grade replaces the old one
+
+
+def keyed(q, d, grade, question, judge=JUDGE_A, kind="hole", human=None) -> Judgment:
+    from pytest_retrieval_eval.data.judgments import question_sha256
+
+    return Judgment(q, d, grade, (grade,), "s" * 64, judge, kind, human, question_sha256(question))
+
+
+def test_a_judgment_made_for_another_wording_of_its_question_is_left_out_of_the_numbers():
+    run = run_of(one=[["c", "a", "d"], ["x", "e", "b"]])  # q1 reads "alpha?", q2 "beta?"
+    judgments = Judgments([keyed("q1", "c", 3, "alpha, as it was asked before?"), keyed("q2", "e", 3, "beta?")])
+    used = attach(run, judgments, shown_path="j.jsonl")
+    assert run.evaluations[0].judged == {"q2": {"e": 3}} and used.used == 1
+    assert used.reworded == [("q1", "c")]
+    assert any("1 judgment(s) in j.jsonl were made for another wording of their question (q1/c)" in w
+               for w in used.warnings())
+    calibrated = Judgments([keyed("q1", "a", 0, "alpha, reworded?", kind="calibration", human=1),
+                            keyed("q2", "b", 1, "beta?", kind="calibration", human=1)])
+    assert attach(run_of(one=[["a"], ["b"]]), calibrated, shown_path="j.jsonl").calibrated == 1
+
+
+def test_old_lines_without_the_questions_hash_are_used_said_so_and_asked_again(fake_api, tmp_path):
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    path = tmp_path / "j.jsonl"
+    pairs = bundled_pairs(2)
+    judge = JudgeConfig(model="m").judge
+    append(path, [Judgment(p.query_id, p.doc_id, 1, (1,), p.doc_sha256, judge) for p in pairs])  # no question hash
+    used = attach(run_of(one=[["c"], ["e"]]), Judgments([one("q1", "c", 3)]), shown_path="j.jsonl")
+    assert used.used == 1 and any("1 judgment(s) in j.jsonl predate question hashes" in w for w in used.warnings())
+    assert judge_pairs(pairs, path, JudgeConfig(model="m")).asked == 2
+    assert all(j.question_sha256 for j in Judgments.load(path))
+
+
+# --- the model that judged -------------------------------------------------------------------------
+
+def test_a_local_server_not_told_the_model_and_echoing_the_default_name_is_refused(fake_api, tmp_path):
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))  # echoes the model it was sent
+    path = tmp_path / "j.jsonl"
+    with pytest.raises(RetrievalEvalError, match="--model") as caught:
+        judge_pairs(bundled_pairs(3), path, JudgeConfig(model=None))
+    assert "\n" not in str(caught.value)
+    assert not path.exists() or not Judgments.load(path)
+
+
+def named(model: str):
+    reply = judge_reply()
+    return lambda request: {**reply(request), "model": model}
+
+
+def test_the_recorded_judge_names_the_model_the_server_says_answered(fake_api, tmp_path):
+    fake_api.script("/chat/completions", Reply(200, named("SmolLM2-135M-Instruct")))
+    path = tmp_path / "j.jsonl"
+    pairs = bundled_pairs(3)
+    report = judge_pairs(pairs, path, JudgeConfig(model=None))
+    assert report.asked == 3 and report.judge.model == "SmolLM2-135M-Instruct"
+    assert {j.judge.model for j in Judgments.load(path)} == {"SmolLM2-135M-Instruct"}
+    again = judge_pairs(pairs, path, JudgeConfig(model=None))  # the same server: nothing asked
+    assert (again.asked, again.reused) == (0, 3) and again.judge == report.judge
+    named_too = judge_pairs(pairs, path, JudgeConfig(model="smol"))  # another name sent, the server's recorded
+    assert named_too.asked == 3 and named_too.judge.model == "SmolLM2-135M-Instruct"
+
+
+def test_the_judge_command_at_a_local_server_without_a_model_says_to_name_it(fake_api, tmp_path, capsys):
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    results = saved_results(tmp_path)
+    assert cli(["judge", str(results), "--corpus", str(CORPUS), "--judgments", str(tmp_path / "j.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "--model" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+# --- the file's last line, a folder in its place ---------------------------------------------------
+
+def test_a_whole_last_line_without_a_newline_is_kept_and_a_cut_off_one_dropped_and_said(fake_api, tmp_path):
+    path = tmp_path / "judgments.jsonl"
+    append(path, [one("q1")])
+    path.write_text(path.read_text() + canonical(one("q2", grade=3)))  # corrected by hand, no final newline
+    append(path, [one("q3")])
+    assert [(j.query_id, j.grade) for j in Judgments.load(path)] == [("q1", 2), ("q2", 3), ("q3", 2)]
+    path.write_text(path.read_text() + canonical(one("q4"))[:30])  # cut off mid-write
+    loaded = Judgments.load(path)
+    assert len(loaded) == 3 and loaded.cut_off == 4
+    dropped = append(path, [one("q5")])
+    assert dropped and [j.query_id for j in Judgments.load(path)] == ["q1", "q2", "q3", "q5"]
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    path.write_text(path.read_text() + canonical(one("q6"))[:30])
+    report = judge_pairs(bundled_pairs(1), path, JudgeConfig(model="m"))
+    assert "a cut-off last line" in report.summary() and f"{path}:5" in report.summary()
+
+
+def canonical(j: Judgment) -> str:
+    from pytest_retrieval_eval.types import canonical_json
+
+    return canonical_json(j.to_dict())
+
+
+def test_a_judgments_path_that_is_a_folder_is_one_line_naming_it(tmp_path, capsys):
+    folder = tmp_path / "judgments"
+    folder.mkdir()
+    with pytest.raises(RetrievalEvalError) as caught:
+        Judgments.load(folder)
+    assert str(folder) in str(caught.value) and "folder" in str(caught.value) and "\n" not in str(caught.value)
+    results = saved_results(tmp_path)
+    assert cli(["judge", str(results), "--corpus", str(CORPUS), "--judgments", str(folder), "--model", "m"]) == 2
+    err = capsys.readouterr().err
+    assert str(folder) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert cli(["report", str(results), "--judgments", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert str(folder) in err and len(err.strip().splitlines()) == 1
+
+
+# --- the corpus a saved run searched ---------------------------------------------------------------
+
+def saved_results(tmp_path, corpus_name: str | None = None, fingerprint: str | None = None):
+    """A results.json of a keyword-like run over the bundled corpus: each question ranks four documents."""
+    corpus = open_corpus(CORPUS).load()
+    ids = [d.doc_id for d in corpus.docs]
+    queries = [LabeledQuery(f"q{i}", f"what about {corpus.docs[i].title}?", {ids[i]: 1}) for i in range(4)]
+    labeled = LabeledSet(tuple(queries), name="set")
+    results = tuple(QueryResult(q.query_id, tuple(ids[i:i + 4])) for i, q in enumerate(queries))
+    context = {"corpus": corpus_name or corpus.name, "corpus_fingerprint": fingerprint or corpus.fingerprint}
+    run = RunResults([EvaluationResult("kw", labeled, results, context=context)])
+    run.settings = GateSettings().for_run(run, DEFAULT_TABLE_MEASURES)
+    path = tmp_path / "out" / "results.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(run_to_json(run))
+    return path
+
+
+def test_judge_without_corpus_reads_the_corpus_the_run_recorded(fake_api, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    shutil.copytree(CORPUS, tmp_path / "handbook")  # the folder the run searched, by its recorded name
+    (tmp_path / "corpus").mkdir()  # another corpus where the default would look
+    (tmp_path / "corpus" / "x.json").write_text(json.dumps({"doc_id": "x", "title": "X", "content": "other"}))
+    results = saved_results(tmp_path, corpus_name="handbook")
+    monkeypatch.chdir(tmp_path)
+    assert cli(["judge", str(results), "--judgments", str(tmp_path / "j.jsonl"), "--model", "m"]) == 0
+    out = capsys.readouterr().out
+    assert "judged 12 pair(s)" in out and "handbook" in out
+    assert len(Judgments.load(tmp_path / "j.jsonl")) == 12
+    assert f"--corpus {tmp_path / 'handbook'}" in out or "--corpus handbook" in out  # the command printed works
+    edited = saved_results(tmp_path, corpus_name="handbook", fingerprint="f" * 64)  # documents edited since
+    assert cli(["judge", str(edited), "--judgments", str(tmp_path / "j.jsonl"), "--model", "m"]) == 0
+    assert "handbook, the one the run searched (handbook), its documents changed since the run" in \
+        capsys.readouterr().out
+
+
+def test_judge_refuses_a_corpus_it_cannot_find_or_that_holds_none_of_the_pool(fake_api, tmp_path, monkeypatch,
+                                                                             capsys):
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    results = saved_results(tmp_path, corpus_name="scifact/test", fingerprint="f" * 64)
+    monkeypatch.chdir(tmp_path)
+    assert cli(["judge", str(results), "--judgments", str(tmp_path / "j.jsonl"), "--model", "m"]) == 2
+    err = capsys.readouterr().err
+    assert "scifact/test" in err and "--corpus" in err and len(err.strip().splitlines()) == 1
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x.json").write_text(json.dumps({"doc_id": "x", "title": "X", "content": "nothing the run ranked"}))
+    assert cli(["judge", str(results), "--corpus", str(other), "--judgments", str(tmp_path / "j.jsonl"),
+                "--model", "m"]) == 2
+    err = capsys.readouterr().err
+    assert "none of the 12 pooled document(s)" in err and "--corpus" in err
+    assert not fake_api.hits("/chat/completions")
+
+
+# --- the answer's length -----------------------------------------------------------------------------
+
+def test_every_judge_request_caps_the_answers_length(fake_api, tmp_path):
+    from pytest_retrieval_eval.data.judge import MAX_ANSWER_TOKENS
+
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    judge_pairs(bundled_pairs(3), tmp_path / "j.jsonl", JudgeConfig(model="m", votes=2))
+    bodies = [h.body for h in fake_api.hits("/chat/completions")]
+    assert len(bodies) == 6 and all(b["max_tokens"] == MAX_ANSWER_TOKENS for b in bodies)
+    assert 8 <= MAX_ANSWER_TOKENS <= 64
+
+
+def test_a_candidate_answers_only_the_questions_as_its_judgment_read_them():
+    from pytest_retrieval_eval.data.chunking import Chunking
+    from pytest_retrieval_eval.data.corpus import Corpus
+    from pytest_retrieval_eval.run.judging import candidates_record
+    from pytest_retrieval_eval.types import Doc
+
+    corpus, candidates = Corpus((Doc("a", "alpha text"),)), Corpus((Doc("new", "alpha and beta"),))
+    sha = candidates.docs[0].fingerprint
+    judgments = Judgments([Judgment("q1", "new", 3, (3,), sha, JUDGE_A, "candidate", None,
+                                    keyed("q1", "new", 3, "alpha, reworded since?").question_sha256),
+                           Judgment("q2", "new", 2, (2,), sha, JUDGE_A, "candidate", None,
+                                    keyed("q2", "new", 2, "beta?").question_sha256)])
+    record = candidates_record(candidates, corpus, Chunking(), shown_path="c", weight=0.1, judgments=judgments,
+                               judge=JUDGE_A, run=run_of(one=[["a"], ["b"]]))
+    assert record["items"][0]["answers"] == [["q2", 2]]
+
+
+def test_a_run_says_the_judgments_files_last_line_is_cut_off(tmp_path):
+    path = tmp_path / "j.jsonl"
+    path.write_text(canonical(one("q1", "c", 3)) + "\n" + canonical(one("q2", "e", 3))[:25])
+    used = attach(run_of(one=[["c"], ["e"]]), Judgments.load(path), shown_path="j.jsonl")
+    assert used.used == 1
+    assert any("the last line of j.jsonl (line 2) is cut off" in w for w in used.warnings())

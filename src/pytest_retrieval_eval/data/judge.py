@@ -5,27 +5,30 @@ the TREC 2024 RAG Track), and writes each grade to the judgments file as it arri
 The endpoint is the one question generation uses (``RETRIEVAL_EVAL_BASE_URL``, a key from
 ``RETRIEVAL_EVAL_API_KEY``/``OPENROUTER_API_KEY``, none for a local server); calls run ``concurrency``
 at a time under an optional rate limit, with ``_http.post_json``'s retries (429, 5xx, timeouts,
-``Retry-After``). A pair already judged by the same judge on the same document text is never
-asked again; a failed call is counted and named, never written.
+``Retry-After``), each answer capped at ``MAX_ANSWER_TOKENS``. A pair already judged by the same
+judge on the same question text and document text is never asked again; a failed call, or an
+answer that states no grade, is counted and named, never written. The recorded judge names the
+model the server says answered.
 """
 
 from __future__ import annotations
 
 import contextvars
+import queue
 import re
+import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
-from .._http import ChatEndpoint, Pace, api_key_for, post_json
-from .._secrets import mask_and_cap
+from .._atomic import locked
+from .._http import DEFAULT_BASE_URL, DEFAULT_CHAT_MODEL, ChatEndpoint, Pace, api_key_for, post_json
+from .._secrets import mask_and_cap, redact
 from .._usage import counting
 from ..errors import RetrievalEvalError
 from ..types import sha256_text
-from .._atomic import locked
-from .judgments import Judge, Judgment, Judgments, append, rewrite
+from .judgments import Judge, Judgment, Judgments, append, question_sha256, rewrite
 
 SYSTEM_PROMPT = "You are a search quality rater evaluating the relevance of passages."
 USER_PROMPT = """Given a query and a passage, you must provide a score on an integer scale of 0 to 3 with the following meanings:
@@ -49,20 +52,65 @@ PROMPT_SHA256 = sha256_text(SYSTEM_PROMPT + "\n\n" + USER_PROMPT)
 #: characters of a document the judge reads (its title first): a page, not a book
 MAX_PASSAGE_CHARS = 4000
 
-_FINAL = re.compile(r"final\s*score\s*[:=]?\s*\**\s*([0-3])\b", re.I)
-_LONE = re.compile(r"^\D*([0-3])\D*$")
+#: the longest answer a judge may give, in tokens: ``##final score: N`` (or ``M: 2, T: 1, O: 2`` before
+#: it) takes about twenty; without a cap a small local model can talk to the end of its context
+MAX_ANSWER_TOKENS = 32
+
+# A grade is read only where the answer states one: a digit not followed by another digit, a
+# decimal, a percent sign or a fraction other than of 3 ("2.5", "3/10", "95%" are no grades 0-3;
+# "2/3" is 2 on the 0-3 scale).
+_DIGIT = r"([0-3])(?![\d%]|[.,]\s*\d|\s*/\s*(?!3\b)\d)"
+_FINAL = re.compile(r"final[\s_]*score[\s*#_]*(?:[:=]|\bis\b)[\s*#_]*" + _DIGIT, re.I)
+_LABELED = re.compile(r"\b(?:score|grade|relevance|rating|category|O)[\s*#_]*(?:[:=]|\bis\b)[\s*#_]*" + _DIGIT, re.I)
+_WHOLE = re.compile(r"^[^\w+-]*([0-3])[\W_]*$")  # "-1" is no grade
+_JSON_KEYS = ("final_score", "final score", "grade", "score", "relevance", "O")
+
+
+def _json_grade(content: str) -> int | None:
+    """The grade of a JSON object in the answer (``{"grade": 2}``, in a code fence or not)."""
+    import json
+
+    start, end = content.find("{"), content.rfind("}")
+    if start < 0 or end < start:
+        return None
+    try:
+        found = json.loads(content[start:end + 1])
+    except ValueError:
+        return None
+    if not isinstance(found, dict):
+        return None
+    for key in _JSON_KEYS:
+        value = found.get(key, found.get(key.lower()))
+        if isinstance(value, str) and value.strip() in ("0", "1", "2", "3"):
+            value = int(value.strip())
+        if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1, 2, 3):
+            return value
+    return None
 
 
 def grade_of(content: str) -> int:
-    """The grade in a judge's answer: ``##final score: 2`` (as the prompt asks), or a lone digit
-    0-3; anything else raises (the pair is counted as failed and asked again next time)."""
-    found = _FINAL.findall(content or "")
-    if found:
-        return int(found[-1])
-    lone = _LONE.match((content or "").strip())
-    if lone:
-        return int(lone.group(1))
-    raise RetrievalEvalError(f"no grade 0-3 in the judge's answer: {mask_and_cap(content, 120)!r}")
+    """The grade an answer states: the whole answer is one (``2``, ``**3**``), or it says
+    ``##final score: 2`` (as the prompt asks; the last one counts), is JSON with a grade, or
+    says ``grade: 2``/``score``/``relevance``/``O`` (one value). A digit elsewhere ("shares 3 words")
+    is no grade: anything else raises, and the pair is counted as failed and asked again."""
+    text = (content or "").strip()
+    whole = _WHOLE.match(text)
+    if whole:
+        return int(whole.group(1))
+    final = _FINAL.findall(text)
+    if final:
+        return int(final[-1])
+    found = _json_grade(text)
+    if found is not None:
+        return found
+    labeled = set(_LABELED.findall(text))
+    if len(labeled) == 1:  # two different labeled grades state none
+        return int(labeled.pop())
+    raise NoGrade(f"no grade 0-3 stated in the judge's answer: {mask_and_cap(content, 120)!r}")
+
+
+class NoGrade(RetrievalEvalError):
+    """An answer that states no grade: counted apart from calls that failed."""
 
 
 def majority(votes: Sequence[int]) -> int:
@@ -72,17 +120,65 @@ def majority(votes: Sequence[int]) -> int:
 
 @dataclass(frozen=True)
 class JudgeConfig(ChatEndpoint):
+    #: the chat model; None (not named): the default hosted model at the default endpoint, and
+    #: at any other the model its server says answered (a server that only echoes the name sent
+    #: is refused: the grades would be recorded as made by a model that never judged)
+    model: str | None = None  # type: ignore[assignment]
     concurrency: int = 8
     votes: int = 1
     #: requests per second at most (None: no limit beyond ``concurrency``)
     rate: float | None = None
 
     @property
+    def sent_model(self) -> str:
+        """The model name each request carries."""
+        return self.model or DEFAULT_CHAT_MODEL
+
+    @property
+    def named(self) -> bool:
+        """Does the name sent say which model judges (named, or the default at its own endpoint)?"""
+        return self.model is not None or self.base == DEFAULT_BASE_URL
+
+    @property
     def judge(self) -> Judge:
+        """The judge as asked for; the recorded one names the model the server says answered."""
         from urllib.parse import urlsplit
 
         # the host, not the port: a local server started on another port is the same judge
-        return Judge(self.model, PROMPT_SHA256, float(self.temperature), self.votes, urlsplit(self.base).hostname or "")
+        return Judge(self.sent_model, PROMPT_SHA256, float(self.temperature), self.votes,
+                     urlsplit(self.base).hostname or "")
+
+    def known_judge(self, judgments: Judgments) -> Judge | None:
+        """The judge the file already holds for these settings: the newest with the same prompt,
+        temperature, votes and host that answered to this model name (as its own, or ``asked_as``)."""
+        want = self.judge
+        for j in reversed(judgments.judges()):
+            if (j.prompt_sha256, j.temperature, j.votes, j.host) != (want.prompt_sha256, want.temperature, want.votes,
+                                                                     want.host):
+                continue
+            if j.asked_as == want.model or (self.named and not j.asked_as and j.model == want.model):
+                return j
+        return None
+
+    def answered_by(self, answer: Any) -> Judge:
+        """The judge of one answer: the model the server says answered (``model``), the name sent
+        recorded beside it when they differ; refused when no model was named and the server
+        only echoes the name sent (or names none)."""
+        said = answer.get("model") if isinstance(answer, dict) else None
+        said = said.strip() if isinstance(said, str) else ""
+        if not self.named and said in ("", self.sent_model):
+            raise JudgeRefused(
+                f"the judge's server {redact(self.base)} was sent no model name of its own and "
+                f"{'names no model in its answer' if not said else f'answered as {said}, the default hosted model'}: "
+                "its grades would be recorded as made by a model that never judged; name the model it runs "
+                "with --model=NAME (--retrieval-judge-model=NAME in a pytest run)")
+        if said in ("", self.sent_model):
+            return self.judge
+        return replace(self.judge, model=said, asked_as=self.sent_model)
+
+
+class JudgeRefused(RetrievalEvalError):
+    """A fault of the whole judging, not of one pair: every call stops."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +193,10 @@ class Pair:
     kind: str = "hole"
     human: int | None = None
 
+    @property
+    def question_sha256(self) -> str:
+        return question_sha256(self.question)
+
 
 @dataclass
 class JudgingReport:
@@ -106,14 +206,20 @@ class JudgingReport:
     asked: int = 0  # pairs graded now
     calls: int = 0
     failed: dict[str, str] = field(default_factory=dict)  # "query/doc" -> why
+    unparsable: int = 0  # of the failed: answers that stated no grade
     seconds: float = 0.0
+    #: "file:line" of a last line cut off mid-write that was dropped (None: none)
+    cut_off: str | None = None
 
     def summary(self) -> str:
         text = (f"judged {self.asked} pair(s) with {self.judge.model} ({self.calls} call(s), {self.seconds:.1f} s), "
                 f"{self.reused} already in the file, {len(self.failed)} failed")
         if self.failed:
             shown = "; ".join(f"{k}: {v}" for k, v in list(self.failed.items())[:3])
-            text += f" ({shown}{'; ...' if len(self.failed) > 3 else ''}); run it again to ask for them"
+            stated = f"{self.unparsable} answer(s) stated no grade; " if self.unparsable else ""
+            text += f" ({stated}{shown}{'; ...' if len(self.failed) > 3 else ''}); run it again to ask for them"
+        if self.cut_off:
+            text += f"; a cut-off last line ({self.cut_off}, not a whole judgment) was dropped"
         return text
 
 
@@ -123,21 +229,33 @@ def messages(question: str, text: str) -> list[dict[str, str]]:
             {"role": "user", "content": USER_PROMPT.format(query=" ".join(question.split()), passage=passage)}]
 
 
+class _Stopped(Exception):
+    """A call not made: the judging stopped."""
+
+
 def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = JudgeConfig(), *,
                 progress: Callable[[str], None] | None = None) -> JudgingReport:
-    """Grade every pair the file lacks for this judge (or holds for another text of the
-    document), appending each as it arrives; rewrite the file in order once all were asked."""
+    """Grade every pair the file lacks for this judge, or holds for another text of its question
+    or document, appending each as it arrives; rewrite the file in order once all were asked.
+
+    Calls run on daemon threads: on Ctrl-C (or a refusal) the pairs not started are dropped and
+    calls in flight are not waited for, and every judgment that finished is in the file."""
     import httpx
 
-    path, judge = Path(path), config.judge
-    report = JudgingReport(judge, pairs=len(pairs))
+    path = Path(path)
     started = time.perf_counter()
     with locked(path):
         existing = Judgments.load(path)
+        known = config.known_judge(existing)
+        # without a model name of its own, no judgment is this judge's until the server names it
+        lookup = known or (config.judge if config.named else None)
+        report = JudgingReport(lookup or config.judge, pairs=len(pairs))
+        if existing.cut_off is not None:
+            report.cut_off = f"{path}:{existing.cut_off}"
         todo = []
         for p in dict.fromkeys(pairs):
-            had = existing.get(p.query_id, p.doc_id, judge, p.kind)
-            if had is not None and had.doc_sha256 == p.doc_sha256:
+            had = existing.get(p.query_id, p.doc_id, lookup, p.kind) if lookup is not None else None
+            if had is not None and had.reads(p.question_sha256, p.doc_sha256):
                 report.reused += 1
             else:
                 todo.append(p)
@@ -145,48 +263,104 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
             return report
         api_key = api_key_for(config.base, "judging")
         if progress:
-            progress(f"judging {len(todo)} pair(s) with {config.model} ({config.concurrency} at a time)")
+            who = report.judge.model if lookup is not None else f"the model {redact(config.base)} runs"
+            progress(f"judging {len(todo)} pair(s) with {who} ({config.concurrency} at a time)")
         pace, url = Pace(config.rate), f"{config.base}/chat/completions"
+        stop = threading.Event()
 
         def ask(p: Pair) -> Judgment:
-            votes = []
+            votes, judges = [], set()
             for _ in range(config.votes):
+                if stop.is_set():
+                    raise _Stopped()
                 pace.wait()
-                answer = post_json(client, url, {"model": config.model, "temperature": config.temperature,
+                answer = post_json(client, url, {"model": config.sent_model, "temperature": config.temperature,
+                                                 "max_tokens": MAX_ANSWER_TOKENS,
                                                  "messages": messages(p.question, p.text)},
                                    api_key=api_key, retries=config.retries)
+                judges.add(config.answered_by(answer))
                 try:
                     content = answer["choices"][0]["message"]["content"]
                 except (KeyError, IndexError, TypeError):
                     raise RetrievalEvalError("malformed answer: no choices[0].message.content") from None
                 votes.append(grade_of(content if isinstance(content, str) else ""))
-            return Judgment(p.query_id, p.doc_id, majority(votes), tuple(votes), p.doc_sha256, judge, p.kind, p.human)
+            if len(judges) > 1:
+                raise RetrievalEvalError(f"the votes were answered by different models "
+                                         f"({', '.join(sorted(j.model for j in judges))})")
+            return Judgment(p.query_id, p.doc_id, majority(votes), tuple(votes), p.doc_sha256, judges.pop(), p.kind,
+                            p.human, p.question_sha256)
+
+        tasks: queue.SimpleQueue = queue.SimpleQueue()
+        for p in todo:
+            tasks.put(p)
+        results: queue.SimpleQueue = queue.SimpleQueue()
+
+        def work() -> None:
+            while not stop.is_set():
+                try:
+                    p = tasks.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    results.put((p, ask(p), None))
+                except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+                    results.put((p, None, exc))
 
         limits = httpx.Limits(max_connections=config.concurrency, max_keepalive_connections=config.concurrency)
-        with counting() as meter, httpx.Client(timeout=config.timeout, limits=limits) as client, \
-                ThreadPoolExecutor(config.concurrency) as pool:  # every attempt sent is a call, failed ones too
-            pending = {pool.submit(contextvars.copy_context().run, ask, p): p for p in todo}
-            written: list[Judgment] = []
+        client = httpx.Client(timeout=config.timeout, limits=limits)
+        written: list[Judgment] = []
+
+        pending = [len(todo)]
+
+        def take(block: bool) -> None:
+            """Write what finished: at least one result when ``block``, else what is there."""
+            got = []
+            while block and not got:
+                try:
+                    got.append(results.get(timeout=0.2))  # a timeout: Ctrl-C is seen at once
+                except queue.Empty:
+                    pass
+            while True:
+                try:
+                    got.append(results.get_nowait())
+                except queue.Empty:
+                    break
+            finished, refused = [], None
+            for p, judgment, exc in got:
+                pending[0] -= 1
+                if exc is None:
+                    finished.append(judgment)
+                elif isinstance(exc, JudgeRefused):
+                    refused = refused or exc
+                elif not isinstance(exc, _Stopped):  # counted and named; asked again on the next run
+                    report.unparsable += isinstance(exc, NoGrade)
+                    report.failed[f"{p.query_id}/{p.doc_id}"] = mask_and_cap(
+                        exc if isinstance(exc, RetrievalEvalError) else f"{type(exc).__name__}: {exc}", 200)
+            if finished:
+                append(path, finished)
+                written.extend(finished)
+                report.asked += len(finished)
+                report.judge = finished[-1].judge
+            if refused is not None:
+                raise refused
+
+        with counting() as meter:  # every attempt sent is a call, failed ones too
+            threads = [threading.Thread(target=contextvars.copy_context().run, args=(work,), name=f"judge-{i}",
+                                        daemon=True) for i in range(min(config.concurrency, len(todo)))]
+            for t in threads:
+                t.start()
             try:
-                while pending:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    finished = []
-                    for future in done:
-                        p = pending.pop(future)
-                        try:
-                            finished.append(future.result())
-                        except Exception as exc:  # counted and named; asked again on the next run
-                            report.failed[f"{p.query_id}/{p.doc_id}"] = mask_and_cap(
-                                exc if isinstance(exc, RetrievalEvalError) else f"{type(exc).__name__}: {exc}", 200)
-                    if finished:
-                        append(path, finished)
-                        written += finished
-                        report.asked += len(finished)
+                while pending[0]:
+                    take(block=True)
+            except BaseException:  # Ctrl-C or a refusal: nothing more is asked, nothing in flight waited for
+                stop.set()
+                take(block=False)
+                raise
             finally:
-                for future in pending:
-                    future.cancel()
-        report.calls = meter.calls
+                report.calls = meter.calls
+        for t in threads:
+            t.join()
+        client.close()
         rewrite(path, Judgments([*existing, *written]))  # the file's lines and ours, under the lock
     report.seconds = time.perf_counter() - started
     return report
-

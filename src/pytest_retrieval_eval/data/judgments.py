@@ -1,16 +1,20 @@
 """LLM relevance judgments of the documents the labels left unjudged: the file a team commits.
 
 ``judgments.jsonl`` holds one JSON object per line (schema: ``judgments.schema.json``): the
-question and document ids, the judge's grade on UMBRELA's 0-3 scale with each vote, the
-fingerprint of the document text it read, and the judge that gave it (model, prompt hash,
-temperature, votes, endpoint host; their hash is the judge's fingerprint). A grade of
+question and document ids, the judge's grade on UMBRELA's 0-3 scale with each vote, the hashes
+of what it read (the question's text and the document's fields), and the judge that gave it
+(model, prompt hash, temperature, votes, endpoint host; their hash is the judge's fingerprint). A grade of
 ``RELEVANT_FROM`` (2: "has the answer") or more makes the document relevant in the ``+judged``
 measures, a lower one judged not relevant; human labels always win.
 
 Nothing is lost: judgments are appended one whole line at a time under a lock as they arrive, so
-a killed run keeps every finished one (a line cut off mid-write is dropped on the next write), and
+a killed run keeps every finished one (a line cut off mid-write, not JSON, is dropped on the next
+write and said so; a whole last line without its newline, a grade corrected by hand, is kept), and
 only a run that finished rewrites the file, atomically, in a stable order for review diffs. A
-judgment whose document changed is stale: listed, and left out of the numbers, like a stale label.
+judgment whose document changed is stale, and one made for another wording of its question is
+not used: both are listed and left out of the numbers, and ``judge`` asks them again. Lines
+written before questions were hashed (no ``question_sha256``) are used as they are, with a
+warning, and asked again by the next ``judge``, which keys them.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
 
 from .._atomic import write_text_atomic
 from ..errors import RetrievalEvalError
@@ -34,6 +38,11 @@ GRADES = (0, 1, 2, 3)
 KINDS = ("hole", "calibration", "candidate")
 
 
+def question_sha256(question: str) -> str:
+    """The hash of a question as the judge reads it (whitespace folded): what a judgment is keyed by."""
+    return sha256_text(" ".join(question.split()))
+
+
 @dataclass(frozen=True)
 class Judge:
     """Who judged: what a grade depends on besides the question and the document."""
@@ -43,6 +52,9 @@ class Judge:
     temperature: float = 0.0
     votes: int = 1
     host: str = ""
+    #: the model name sent, when the server said another model answered (``model``): how the
+    #: next run finds this judge before asking; not part of who judged, so not of the fingerprint
+    asked_as: str = ""
 
     @property
     def fingerprint(self) -> str:
@@ -51,16 +63,19 @@ class Judge:
     def to_dict(self, *, fingerprint: bool = True) -> dict[str, Any]:
         d = {"model": self.model, "prompt_sha256": self.prompt_sha256, "temperature": self.temperature,
              "votes": self.votes, "host": self.host}
-        return {**d, "fingerprint": self.fingerprint} if fingerprint else d
+        if not fingerprint:
+            return d
+        return {**d, "fingerprint": self.fingerprint, **({"asked_as": self.asked_as} if self.asked_as else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Judge":
         return cls(str(d["model"]), str(d["prompt_sha256"]), float(d.get("temperature", 0.0)), int(d.get("votes", 1)),
-                   str(d.get("host", "")))
+                   str(d.get("host", "")), str(d.get("asked_as") or ""))
 
     def describe(self) -> str:
         votes = f"{self.votes} vote{'s' if self.votes != 1 else ''}"
-        return (f"{self.model} (temperature {self.temperature:g}, {votes}, host {self.host or '?'}, "
+        asked = f", asked as {self.asked_as}" if self.asked_as else ""
+        return (f"{self.model} (temperature {self.temperature:g}, {votes}, host {self.host or '?'}{asked}, "
                 f"fingerprint {self.fingerprint})")
 
 
@@ -78,6 +93,13 @@ class Judgment:
     #: holds their grade) or ``candidate`` (a document a change would add to the corpus)
     kind: str = "hole"
     human: int | None = None
+    #: ``question_sha256`` of the question the judge read; None on lines written before it was
+    #: recorded (used, with a warning, and asked again by ``judge``)
+    question_sha256: str | None = None
+
+    def reads(self, question_hash: str, doc_sha256: str) -> bool:
+        """Was this grade given for this question text and this document text?"""
+        return self.question_sha256 == question_hash and self.doc_sha256 == doc_sha256
 
     @property
     def relevance(self) -> int:
@@ -94,6 +116,8 @@ class Judgment:
                              "kind": self.kind}
         if self.human is not None:
             d["human"] = self.human
+        if self.question_sha256 is not None:
+            d["question_sha256"] = self.question_sha256
         return d
 
 
@@ -104,6 +128,8 @@ def _problem(d: Any) -> tuple[str, str] | None:
     for key in ("query_id", "doc_id", "doc_sha256"):
         if not isinstance(d.get(key), str) or not d.get(key):
             return key, f"{key} must be a non-empty string"
+    if "question_sha256" in d and (not isinstance(d["question_sha256"], str) or not d["question_sha256"]):
+        return "question_sha256", "question_sha256 must be a non-empty string (the hash of the question the judge read)"
     grade = d.get("grade")
     if isinstance(grade, bool) or grade not in GRADES:
         return "grade", f"grade must be 0, 1, 2 or 3, got {grade!r}"
@@ -125,6 +151,8 @@ def _problem(d: Any) -> tuple[str, str] | None:
     temperature = judge.get("temperature", 0.0)
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
         return "judge.temperature", "judge.temperature must be a number"
+    if "asked_as" in judge and not isinstance(judge["asked_as"], str):
+        return "judge.asked_as", "judge.asked_as must be a string (the model name sent)"
     recorded = judge.get("fingerprint")
     if recorded is not None and recorded != Judge.from_dict(judge).fingerprint:
         return "judge.fingerprint", (f"judge.fingerprint {recorded!r} is not the hash of the judge's settings "
@@ -141,7 +169,15 @@ def parse_line(text: str, *, path: Any = None, line: int | None = None) -> Judgm
     if problem is not None:
         raise RetrievalEvalError(problem[1], path=path, line=line, field=problem[0] or None)
     return Judgment(d["query_id"], d["doc_id"], d["grade"], tuple(d["votes"]), d["doc_sha256"], Judge.from_dict(d["judge"]),
-                    d.get("kind", "hole"), d.get("human"))
+                    d.get("kind", "hole"), d.get("human"), d.get("question_sha256"))
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass
@@ -201,6 +237,8 @@ class Judgments:
 
     def __init__(self, entries: Iterable[Judgment] = (), path: Path | None = None) -> None:
         self.path = path
+        #: the line number of a last line cut off mid-write (not JSON), dropped; None when whole
+        self.cut_off: int | None = None
         self._by_key: dict[tuple[str, str, str, str], Judgment] = {}
         for j in entries:
             self._by_key.pop(j.key, None)
@@ -215,28 +253,38 @@ class Judgments:
     @classmethod
     def load(cls, path: str | Path) -> "Judgments":
         """The file's judgments (none when it does not exist); a malformed line is refused naming
-        the file, line and field, except a last line cut off mid-write (no newline), which is dropped."""
+        the file, line and field, except a last line cut off mid-write (no newline, not JSON),
+        which is dropped and noted in ``cut_off``."""
         path = Path(path)
+        if path.is_dir():
+            raise RetrievalEvalError("is a folder, not a judgments file: give the path of a .jsonl file, such as "
+                                     f"{path / 'judgments.jsonl'}", path=path)
         if not path.exists():
             return cls(path=path)
-        raw = path.read_bytes()
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise RetrievalEvalError(f"cannot read the judgments file: {exc.strerror or exc}", path=path) from None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = raw[: exc.start].count(b"\n") + 1
             raise RetrievalEvalError("not UTF-8 text", path=path, line=line) from None
         lines = text.split("\n")
-        entries = []
+        entries, cut_off = [], None
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
                 entries.append(parse_line(line, path=path, line=number))
             except RetrievalEvalError:
-                if number == len(lines) and not text.endswith("\n"):
-                    continue  # the write a kill interrupted: the judgment is asked again
+                if number == len(lines) and not _is_json(line):
+                    cut_off = number  # the write a kill interrupted: the judgment is asked again
+                    continue
                 raise
-        return cls(entries, path)
+        found = cls(entries, path)
+        found.cut_off = cut_off
+        return found
 
     def get(self, query_id: str, doc_id: str, judge: Judge, kind: str = "hole") -> Judgment | None:
         return self._by_key.get((kind, query_id, doc_id, judge.fingerprint))
@@ -277,33 +325,48 @@ class Judgments:
                 fresh.setdefault(j.query_id, {})[j.doc_id] = j
         return fresh, stale
 
-    def calibration(self, judge: Judge) -> Calibration:
-        return Calibration(judge, [(j.human, j.grade) for j in self._by_key.values()
-                                   if j.kind == "calibration" and j.judge.fingerprint == judge.fingerprint
-                                   and j.human is not None])
+    def calibration(self, judge: Judge, questions: Mapping[str, Collection[str]] | None = None) -> Calibration:
+        """``judge``'s calibration pairs, those made for another wording of their question left out
+        (``questions``: question id -> hashes of its text now; None: not checked)."""
+        return Calibration(judge, [(j.human, j.grade) for j in self.of_kind("calibration", judge, questions)
+                                   if j.human is not None])
 
-    def of_kind(self, kind: str, judge: Judge) -> list[Judgment]:
-        return [j for j in self._by_key.values() if j.kind == kind and j.judge.fingerprint == judge.fingerprint]
+    def of_kind(self, kind: str, judge: Judge, questions: Mapping[str, Collection[str]] | None = None
+                ) -> list[Judgment]:
+        """``judge``'s judgments of ``kind``; with ``questions`` (question id -> hashes of its text
+        now), not those made for another wording (an unkeyed line is kept)."""
+        return [j for j in self._by_key.values() if j.kind == kind and j.judge.fingerprint == judge.fingerprint
+                and (questions is None or j.question_sha256 is None or j.question_sha256 in questions.get(j.query_id, ()))]
 
 
-def append(path: str | Path, judgments: Sequence[Judgment]) -> None:
-    """Add whole lines at the end (the caller holds ``locked``): a line cut off by an earlier kill
-    is cut away first, so the file never holds half a judgment before a whole one."""
+def append(path: str | Path, judgments: Sequence[Judgment]) -> str | None:
+    """Add whole lines at the end (the caller holds ``locked``). A last line without its newline
+    is kept when it is whole JSON (a grade corrected by hand: the newline is added) and cut away
+    when it is not (a write a kill interrupted), so the file never holds half a judgment before a
+    whole one; returns what was cut away (None: nothing)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(canonical_json(j.to_dict()) + "\n" for j in judgments)
+    dropped = None
     with open(path, "a+b") as fh:
         fh.seek(0, os.SEEK_END)
         size = fh.tell()
         if size:
             fh.seek(max(0, size - 1))
-            if fh.read(1) != b"\n":  # an interrupted line: back to the end of the last whole one
+            if fh.read(1) != b"\n":
                 fh.seek(0)
                 data = fh.read()
-                fh.truncate(data.rfind(b"\n") + 1)
+                start = data.rfind(b"\n") + 1
+                tail = data[start:].decode("utf-8", errors="replace")
+                if not tail.strip() or _is_json(tail):
+                    text = "\n" + text  # a whole line: kept
+                else:  # an interrupted line: back to the end of the last whole one
+                    fh.truncate(start)
+                    dropped = tail
         fh.seek(0, os.SEEK_END)
         fh.write(text.encode("utf-8"))
         fh.flush()
+    return dropped
 
 
 def rewrite(path: str | Path, judgments: Judgments) -> None:

@@ -399,7 +399,7 @@ class RetrievalSession:
                                                shown_path=shown(j.candidates), weight=j.novelty_weight,
                                                embed=self.embedder().embed, judgments=judgments,
                                                judge=found.judge if found is not None else None,
-                                               chunks=ingested.chunks if ingested is not None else None)
+                                               chunks=ingested.chunks if ingested is not None else None, run=run)
         except RetrievalEvalError as exc:
             return [f"candidates {shown(j.candidates)}: {exc}"]
         return []
@@ -503,7 +503,7 @@ def _judge_holes(session: "RetrievalSession", run: Any) -> str:
     report = judge_pairs(todo, j.judgments, config, progress=session.progress)
     session.progress(f"{shown(j.judgments)}: {report.summary()}"
                      + (f"; {len(missing)} pooled document(s) not in the corpus" if missing else ""))
-    return config.judge.fingerprint
+    return report.judge.fingerprint  # the model the server says answered
 
 
 def load_baseline(path: Path | None) -> tuple[Any, list[str]]:

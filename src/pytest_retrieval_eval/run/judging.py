@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..data.judge import Pair
-from ..data.judgments import KAPPA_FLOOR, Judge, Judgments
+from ..data.judgments import KAPPA_FLOOR, Judge, Judgments, question_sha256
 from ..errors import RetrievalEvalError
 from ..ir.metrics import evaluate
 from ..ir.stats import kendall_tau
@@ -103,6 +103,12 @@ class JudgmentsUsed:
     agreement: float | None = None
     one_sided: bool = False  # the calibrated human labels all of one kind: kappa says nothing
     checked: bool = True  # staleness checked against the corpus
+    #: (question, document) graded for another wording of the question: not used
+    reworded: list[tuple[str, str]] = field(default_factory=list)
+    #: judgments used from lines written before questions were hashed (their question unchecked)
+    unkeyed: int = 0
+    #: the line number of a last line cut off mid-write (not JSON), not read; None when whole
+    cut_off: int | None = None
 
     def warnings(self) -> list[str]:
         out = []
@@ -114,6 +120,18 @@ class JudgmentsUsed:
             shown = ", ".join(f"{q}/{d}" for q, d in self.stale[:3]) + (" ..." if len(self.stale) > 3 else "")
             out.append(f"{len(self.stale)} judgment(s) in {self.path} are stale (their document changed: {shown}); "
                        "left out of the +judged numbers: judge again to grade the new text")
+        if self.reworded:
+            shown = ", ".join(f"{q}/{d}" for q, d in self.reworded[:3]) + (" ..." if len(self.reworded) > 3 else "")
+            out.append(f"{len(self.reworded)} judgment(s) in {self.path} were made for another wording of their "
+                       f"question ({shown}); left out of the +judged numbers: judge again to grade the question as "
+                       "it reads now")
+        if self.cut_off is not None:
+            out.append(f"the last line of {self.path} (line {self.cut_off}) is cut off, not a whole judgment: not "
+                       "read; the next judge cuts it away and asks for it again")
+        if self.unkeyed:
+            out.append(f"{self.unkeyed} judgment(s) in {self.path} predate question hashes (no question_sha256), so "
+                       "the question they graded is not checked; used as they are: judge again to have them asked "
+                       "and keyed")
         return out
 
     def lines(self) -> list[str]:
@@ -136,13 +154,24 @@ class JudgmentsUsed:
         return {"path": self.path, "judge": self.judge.to_dict(), "used": self.used,
                 "stale": [list(p) for p in self.stale], "other_judges": self.other_judges,
                 "calibrated": self.calibrated, "kappa": self.kappa, "agreement": self.agreement,
-                "one_sided": self.one_sided, "checked": self.checked}
+                "one_sided": self.one_sided, "checked": self.checked, "reworded": [list(p) for p in self.reworded],
+                "unkeyed": self.unkeyed, "cut_off": self.cut_off}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "JudgmentsUsed":
         return cls(d["path"], Judge.from_dict(d["judge"]), int(d.get("used", 0)),
                    [tuple(p) for p in d.get("stale", [])], int(d.get("other_judges", 0)), int(d.get("calibrated", 0)),
-                   d.get("kappa"), d.get("agreement"), bool(d.get("one_sided", False)), bool(d.get("checked", True)))
+                   d.get("kappa"), d.get("agreement"), bool(d.get("one_sided", False)), bool(d.get("checked", True)),
+                   [tuple(p) for p in d.get("reworded", [])], int(d.get("unkeyed", 0)), d.get("cut_off"))
+
+
+def question_hashes(run: RunResults) -> dict[str, set[str]]:
+    """Question id -> the hashes of its text in the run's labeled sets: what a judgment must have read."""
+    out: dict[str, set[str]] = {}
+    for e in run.evaluations:
+        for q in e.labeled.queries:
+            out.setdefault(q.query_id, set()).add(question_sha256(q.question))
+    return out
 
 
 def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str | None = None,
@@ -154,19 +183,31 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
         return None
     fresh, stale = judgments.holes(current, fingerprints)
     used: set[tuple[str, str]] = set()
+    reworded: set[tuple[str, str]] = set()
+    unkeyed: set[tuple[str, str]] = set()
     for e in run.evaluations:
         human = e.labeled.qrels.judgements
-        judged = {q: {d: j.grade for d, j in docs.items() if d not in human[q]}
-                  for q, docs in fresh.items() if q in human}
-        judged = {q: docs for q, docs in judged.items() if docs}
+        asked = {q.query_id: question_sha256(q.question) for q in e.labeled.queries}
+        judged: dict[str, dict[str, int]] = {}
+        for q, docs in fresh.items():
+            for d, j in docs.items():
+                if q not in human or d in human[q]:
+                    continue
+                if j.question_sha256 is None:
+                    unkeyed.add((q, d))
+                elif j.question_sha256 != asked.get(q):  # graded for another wording of the question
+                    reworded.add((q, d))
+                    continue
+                judged.setdefault(q, {})[d] = j.grade
         used |= {(q, d) for q, docs in judged.items() for d in docs}
         e.set_judged(judged, current.to_dict())
-    calibration = judgments.calibration(current)
+    calibration = judgments.calibration(current, question_hashes(run))
     record = JudgmentsUsed(shown_path, current, len(used), sorted((j.query_id, j.doc_id) for j in stale),
                            sum(1 for j in judgments if j.judge.fingerprint != current.fingerprint),
                            calibration.n, calibration.kappa if calibration.n else None,
                            calibration.agreement if calibration.n else None, calibration.n > 0 and calibration.one_sided,
-                           fingerprints is not None)
+                           fingerprints is not None, sorted(reworded - used), len(unkeyed & used),
+                           getattr(judgments, "cut_off", None))
     run.judgments = record.to_dict()
     return record
 
@@ -250,10 +291,10 @@ def candidate_pairs(candidates: Any, run: RunResults) -> list[Pair]:
 
 def candidates_record(candidates: Any, corpus: Any, chunking: Any, *, shown_path: str, weight: float,
                       embed: Any = None, judgments: Judgments | None = None, judge: Judge | None = None,
-                      chunks: Sequence[Any] | None = None) -> dict[str, Any]:
+                      chunks: Sequence[Any] | None = None, run: RunResults | None = None) -> dict[str, Any]:
     """What results.json keeps of the candidates: each one's novelty against ``corpus`` (split
     with ``chunking``, or its ``chunks`` as ingested), with the questions ``judge`` says it
-    answers; the weight of the blend."""
+    answers (as ``run``'s questions read now, when given); the weight of the blend."""
     from dataclasses import replace
 
     from ..data.chunking import chunk_corpus
@@ -265,7 +306,7 @@ def candidates_record(candidates: Any, corpus: Any, chunking: Any, *, shown_path
     if judgments is not None and judge is not None:
         fingerprints = {d.doc_id: d.fingerprint for d in candidates.docs}
         answers: dict[str, list[tuple[str, int]]] = {}
-        for j in judgments.of_kind("candidate", judge):
+        for j in judgments.of_kind("candidate", judge, question_hashes(run) if run is not None else None):
             if j.grade >= RELEVANT_FROM and fingerprints.get(j.doc_id) == j.doc_sha256:
                 answers.setdefault(j.doc_id, []).append((j.query_id, j.grade))
         found = [replace(n, answers=tuple(sorted(answers.get(n.doc_id, []), key=lambda a: (-a[1], a[0]))))
