@@ -78,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
                                           "across commits (history trend --measure hit@5)")
     hist.add_argument("action", nargs="?", default="list", choices=["list", "trend"])
     add_to_argparse(hist, "history", history="retrieval-history")
-    hist.add_argument("--measure", default="hit@5", help="trend: the measure charted (default hit@5)")
+    hist.add_argument("--measure", default="hit@5",
+                      help="the measure listed (where recorded) and charted by trend (default hit@5)")
     hist.add_argument("--engine", default=None, help="trend: one engine only (default: every engine)")
     hist.add_argument("--out", default="trend.svg", metavar="PATH", help="trend: the SVG written (default trend.svg)")
     jdg = sub.add_parser("judge", help="grade the unjudged documents of a saved run's top K with an LLM "
@@ -280,26 +281,30 @@ def _report(args) -> int:
 
 
 def _history(args) -> int:
-    """``history``: a line per record; ``history trend``: the measure across commits, as SVG."""
+    """``history``: a line per record, each number named by its measure; ``history trend``: the
+    measure across commits, as SVG. A file of the folder that is not a record is skipped, said."""
     from ._atomic import write_text_atomic
     from .gate.history import History
     from .ir.measures import Measure
     from .report.trend import points, trend_svg
 
-    records = History(args.history).records()
+    history = History(args.history)
+    records = history.records()
+    for warning in history.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if not records:
         raise RetrievalEvalError(f"{args.history}: no history record; keep one per run with "
                                  f"pytest --retrieval-history={args.history}")
+    measure = Measure.parse(args.measure).name
     if args.action == "list":
         for r in records:
             git = r.git
             where = (f"{(r.commit or 'no commit')[:10]}{' (dirty)' if git.get('dirty') else ''}"
                      f"{' on ' + git['branch'] if git.get('branch') else ''}")
-            engines = ", ".join(f"{e['engine']} {e['summary'][m]['mean']:.3f}" for e in r.results["evaluations"]
-                                for m in [_shown_measure(e)] if m)
+            engines = ", ".join(f"{e['engine']} {m} {e['summary'][m]['mean']:.3f}" for e in r.results["evaluations"]
+                                for m in [_shown_measure(e, measure)] if m)
             print(f"{r.time}  {where}  {engines}  ({r.path.name})")
         return 0
-    measure = Measure.parse(args.measure).name
     found = points(records, measure, args.engine)
     if not found:
         raise RetrievalEvalError(f"no record holds engine {args.engine!r}" if args.engine else "no record holds an evaluation")
@@ -309,10 +314,11 @@ def _history(args) -> int:
     return 0
 
 
-def _shown_measure(evaluation: dict) -> str | None:
-    """The measure a history line shows: hit@5 where recorded, else the first one."""
+def _shown_measure(evaluation: dict, measure: str) -> str | None:
+    """The measure a history line shows: ``measure`` (--measure) where recorded, else the first
+    one recorded (the line names it either way)."""
     summary = evaluation.get("summary") or {}
-    return "hit@5" if "hit@5" in summary else next(iter(summary), None)
+    return measure if measure in summary else next(iter(summary), None)
 
 
 def _results_of(args):

@@ -444,7 +444,8 @@ class RetrievalSession:
             from ..gate.history import compare_ref
 
             try:
-                record, said = compare_ref(history, cfg.gate.compare, Path(self.pytest_config.rootpath))
+                record, said = compare_ref(history, cfg.gate.compare, Path(self.pytest_config.rootpath), run=run,
+                                           force=cfg.gate.settings.baseline_force)
             except RetrievalEvalError as exc:
                 record, said = None, f"--retrieval-compare {cfg.gate.compare}: {exc}"
             if record is None:
@@ -478,6 +479,7 @@ class RetrievalSession:
                     from ..report.trend import trend_svg
 
                     trend = trend_svg(history.records(), verdict.miss_measure)
+                self.outcome.warnings += history.warnings  # each file of the folder that is not a record
             timing = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "store": merged.store,
                       "engines": {f"{r.engine} on {r.labeled.name}": {"queries": r.n, "seconds": round(r.seconds, 6)}
                                   for r in evaluations}, **({"usage_outside_engines": outside} if outside else {})}

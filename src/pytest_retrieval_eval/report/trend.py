@@ -76,7 +76,7 @@ def trend_svg(records: Sequence[Any], measure: str, engine: str | None = None) -
             if lo == lo and hi == hi:
                 out.append(f'<line x1="{px:.1f}" y1="{y(hi):.1f}" x2="{px:.1f}" y2="{y(lo):.1f}" stroke="{colour}"/>')
             out.append(f'<circle class="point" cx="{px:.1f}" cy="{y(p["mean"]):.1f}" r="3.5" fill="{colour}">'
-                       f'<title>{escape(p["label"])} at {escape(p["commit"])}: {p["mean"]:.3f} '
+                       f'<title>{escape(p["label"])} at {escape(p["commit"])}: {escape(measure)} {p["mean"]:.3f} '
                        f'[{lo:.3f}, {hi:.3f}]</title></circle>')
         label = run[0]["label"] + ("" if first_of_engine else " (new series)")
         out += legend_entry(W - RIGHT + 12, legend_y, colour, dash, label)
