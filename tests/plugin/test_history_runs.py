@@ -279,3 +279,19 @@ def test_compare_main_skips_another_ci_jobs_newer_record_and_catches_the_drop(re
     alone = repo.runpytest("-m", "retrieval", "-o", "retrieval_questions=third.json", "--retrieval-compare=main")
     alone.stdout.fnmatch_lines(["FAIL retrieval gate: --retrieval-compare main: no history record of this job at its "
                                 "merge-base *third.json*"])
+
+
+def test_a_forced_baseline_after_label_remove_is_paired_over_the_questions_both_hold(repo):
+    assert repo.runpytest("-m", "retrieval", "--retrieval-save-baseline=base.json").ret == 0  # misses 1 of 6
+    listed = cli(repo.path, "label", "list", "--corpus", "kb", "--questions", "questions.cache.json").stdout
+    [first] = [line.split("\t")[0] for line in listed.splitlines() if line.endswith("\t" + ROWS[0][0])]
+    assert cli(repo.path, "label", "remove", first, "--questions", "questions.cache.json").returncode == 0
+    (repo.path / "miss.txt").write_text("2")  # the second question now misses too: hit -> miss
+    result = repo.runpytest("-m", "retrieval", "--retrieval-baseline=base.json", "--retrieval-baseline-force",
+                            "--retrieval-max-drop=ours:hit@5=0.1")
+    out = result.stdout.str()
+    assert result.ret == 1, out  # 5 of 6 then, 4 of 5 now: the means over different questions nearly agree
+    assert "ours: hit@5 1.0000 -> 0.8000 (-0.2000;" in out
+    assert "FAIL retrieval gate: ours: hit@5 dropped 0.2000 (1.0000 -> 0.8000)" in out
+    assert ("ours on questions.cache.json: compared over the 5 questions both hold; 1 only in the baseline and "
+            "0 only in this run left out") in out

@@ -3,7 +3,9 @@ per-query movers, and a paired test that says whether a delta is beyond noise.
 
 Runs are only compared when they measured the same thing: the same corpus, the same labeled
 set and the same metric definitions (by fingerprint). Otherwise the comparison is refused,
-unless forced, and the refusal says which fingerprint differs.
+unless forced, and the refusal says which fingerprint differs. Every number of a comparison,
+means included, is over the questions both sides hold: two means over different questions (a
+question removed, one added) can agree while a question went from hit to miss.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class MeasureDiff:
     #: the baseline's own rankings judged on this run's day (with ``days``): what the engine
     #: would score had only the calendar moved
     before_on_run_day: float = math.nan
+    #: questions left out of the pairing: (only in the baseline, only in this run)
+    left_out: tuple[int, int] = (0, 0)
 
     @property
     def delta(self) -> float:
@@ -154,31 +158,44 @@ def days_warnings(diffs: Sequence[MeasureDiff]) -> list[str]:
             for (b, n), names in by_days.items()]
 
 
+def shared_questions(now: EvaluationResult, base: EvaluationResult) -> tuple[list[str], tuple[int, int]]:
+    """The query ids both hold (in this run's order), and how many each side holds alone
+    (only in the baseline, only in this run): what a comparison pairs, and what it leaves out."""
+    known = base.labeled.by_id()
+    ids = [q.query_id for q in now.labeled.queries]
+    shared = [q for q in ids if q in known]
+    return shared, (len(known) - len(shared), len(ids) - len(shared))
+
+
+def _mean_over(e: EvaluationResult, measure: str, ids: Sequence[str]) -> float:
+    """``e``'s mean of ``measure`` over the questions ``ids`` (NaN where it has no value)."""
+    values = dict(zip((q.query_id for q in e.labeled.queries), e.values(measure)))
+    return sum(values[q] for q in ids) / len(ids) if ids else math.nan
+
+
 def diff_engine(now: EvaluationResult, base: EvaluationResult, measure: str) -> MeasureDiff:
     questions = {q.query_id: q.question for q in now.labeled.queries}
-    before = base.per_query(measure)
-    known = base.labeled.by_id()
-    shared = [q for q in questions if q in known]
-    after = now.per_query(measure)
+    shared, left_out = shared_questions(now, base)
+    before, after = base.per_query(measure), now.per_query(measure)
     a = [after.get(q, 0.0) for q in shared]
     b = [before.get(q, 0.0) for q in shared]
     pair = paired(a, b, shared)
     return MeasureDiff(
         engine=now.engine, labeled=now.labeled.name, measure=measure,
-        before=base.mean(measure), after=now.mean(measure), paired=pair,
+        before=_mean_over(base, measure, shared), after=_mean_over(now, measure, shared), paired=pair,
         movers=tuple(Mover(shared[i], questions[shared[i]], b[i], a[i]) for i in pair.movers),
-        **_on_run_day(now, base, measure),
+        left_out=left_out, **_on_run_day(now, base, measure, shared),
     )
 
 
-def _on_run_day(now: EvaluationResult, base: EvaluationResult, measure: str) -> dict:
+def _on_run_day(now: EvaluationResult, base: EvaluationResult, measure: str, shared: Sequence[str]) -> dict:
     """For a freshness measure judged on two days: the days, and the baseline's rankings judged
-    with this run's freshness (same corpus: the fingerprints were compared)."""
+    with this run's freshness (same corpus: the fingerprints were compared), over ``shared``."""
     days = _days(now, base, measure)
     if days is None:
         return {}
     rejudged = EvaluationResult(base.engine, base.labeled, base.results, freshness=now.freshness)
-    return {"days": days, "before_on_run_day": rejudged.mean(measure)}
+    return {"days": days, "before_on_run_day": _mean_over(rejudged, measure, shared)}
 
 
 def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force: bool = False,
@@ -186,6 +203,7 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
     """Every engine of ``now`` against its baseline on ``measures``; the p-values are corrected
     over all of those diffs (every engine and measure is one more chance of a false alarm)."""
     out = BaselineComparison()
+    paired_over: list[str] = []  # said once the comparison is made (not when refused)
     if now.metrics_fingerprint != base.metrics_fingerprint:
         out.refusals.append(f"metric definitions differ (fingerprint {base.metrics_fingerprint[:12]} -> "
                             f"{now.metrics_fingerprint[:12]})")
@@ -202,6 +220,10 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
             out.notes.append(f"{e.engine}: {', '.join(judged_alone)} not compared: "
                              f"{'the baseline has' if b.judge is None else 'this run has'} no judgments")
         out.diffs += [diff_engine(e, b, m) for m in measures if m not in judged_alone]
+        shared, (only_base, only_now) = shared_questions(e, b)
+        if only_base or only_now:
+            paired_over.append(f"{e.engine} on {e.labeled.name}: compared over the {len(shared)} questions both hold; "
+                               f"{only_base} only in the baseline and {only_now} only in this run left out")
         said = latency_note(e, b)
         if said:
             out.notes.append(said)
@@ -213,6 +235,7 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
         out.refusals = []
     elif out.refusals:
         out.diffs = []
+    out.notes += paired_over if out.diffs else []
     out.diffs = [replace(d, paired=c) for d, c in zip(out.diffs, corrected([d.paired for d in out.diffs], correction))]
     out.correction = correction
     out.warnings = days_warnings(out.diffs)
