@@ -262,7 +262,7 @@ def _report(args) -> int:
     if getattr(args, "comment", False):
         from .report.comment import comment
 
-        print(comment(verdict), end="")
+        print(comment(verdict, full_report=_full_report(args)), end="")
     elif args.markdown:
         print(markdown(verdict, metadata(verdict)), end="")
     else:
@@ -278,6 +278,21 @@ def _report(args) -> int:
         for failure in verdict.failures:
             print(f"FAIL retrieval gate: {failure}")
     return 1 if verdict.failed else 0
+
+
+def _full_report(args) -> str:
+    """Where a cut comment points for the whole report: the results.md written now (--out) or
+    beside the results.json, else the command that prints it."""
+    import shlex
+
+    if args.out:
+        return str(Path(args.out) / "results.md")
+    merged = getattr(args, "merged", None)
+    beside = Path(args.results).with_name("results.md") if not merged else None
+    if beside is not None and beside.is_file():
+        return str(beside)
+    files = " ".join(map(shlex.quote, merged or [args.results]))
+    return f"python -m pytest_retrieval_eval report {'merge ' if merged else ''}{files} --markdown"
 
 
 def _history(args) -> int:
@@ -343,7 +358,7 @@ def _results_of(args):
     from .run.combine import merge_slices
 
     paths = args.results[1:]
-    args.results = " ".join(paths)  # how a message names them
+    args.results, args.merged = " ".join(paths), paths  # how a message names them; the files
     run = merge_slices(paths)
     run.settings = GateSettings.of(run)
     return run

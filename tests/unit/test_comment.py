@@ -42,3 +42,16 @@ def test_a_short_comment_is_whole():
     text = comment(_verdict(20))
     assert "cut" not in text and "results.md" not in text
     assert text.count("| a-rather-long-team-tag-") == 20
+
+
+def test_report_comment_points_to_the_results_md_beside_the_saved_run(tmp_path, capsys):
+    from pytest_retrieval_eval.cli import main
+    from pytest_retrieval_eval.gate.verdict import record_settings
+    from pytest_retrieval_eval.report.outputs import write_outputs
+
+    verdict = _verdict(600)
+    record_settings(verdict.run, verdict.settings)
+    write_outputs(verdict, report_dir=tmp_path / "out")
+    assert main(["report", "comment", str(tmp_path / "out" / "results.json")]) == 1  # the gate fails
+    text = capsys.readouterr().out
+    assert len(text) < GITHUB_LIMIT and f"the full report: {tmp_path / 'out' / 'results.md'}" in text
