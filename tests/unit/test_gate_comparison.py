@@ -96,3 +96,10 @@ def test_a_forced_baseline_over_other_questions_is_compared_over_the_questions_b
     assert any("hit@1 dropped 0.2500 (0.7500 -> 0.5000)" in f for f in verdict.failures), verdict.failures
     assert any("4 questions both hold" in n and "2 only in the baseline" in n and "1 only in this run" in n
                for n in verdict.baseline.notes), verdict.baseline.notes
+
+
+def test_an_evaluation_without_a_baseline_says_what_the_baseline_holds():
+    other = LabeledSet(QUERIES[:5], name="other")
+    baseline = RunResults([EvaluationResult("a", other, tuple(QueryResult(q.query_id, ()) for q in QUERIES[:5]))])
+    verdict = judge(RunResults([_engine("a", set())]), GateSettings(), measures=["hit@1"], baseline=baseline)
+    assert "a on set has no baseline (new engine or labeled set; the baseline holds a on other)" in verdict.baseline.notes

@@ -210,7 +210,7 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
     for e in now.evaluations:
         b = base.get(*e.key)
         if b is None:
-            out.notes.append(f"{e.engine} on {e.labeled.name} has no baseline (new engine or labeled set)")
+            out.notes.append(no_baseline(e, base))
             continue
         problems = _fingerprint_problems(e, b)
         if problems:
@@ -247,6 +247,15 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
         found += [f for tag in all_tags(e.labeled) if (f := segment_diff(e, b, tag, d)) is not None]
     out.segments = [replace(f, paired=c) for f, c in zip(found, corrected([f.paired for f in found], correction))]
     return out
+
+
+def no_baseline(now: EvaluationResult, base: RunResults) -> str:
+    """Why ``now`` has no baseline: what the baseline holds of its engine or labeled set, if anything."""
+    near = [f"{b.engine} on {b.labeled.name}" for b in base.evaluations
+            if b.engine == now.engine or b.labeled.name == now.labeled.name]
+    held = (f"the baseline holds {', '.join(near)}" if near else
+            f"the baseline holds neither: {', '.join(f'{b.engine} on {b.labeled.name}' for b in base.evaluations) or 'nothing'}")
+    return f"{now.engine} on {now.labeled.name} has no baseline (new engine or labeled set; {held})"
 
 
 def latency_note(now: EvaluationResult, base: EvaluationResult) -> str | None:
