@@ -285,12 +285,13 @@ def _full_report(args) -> str:
     beside the results.json, else the command that prints it."""
     import shlex
 
+    folder = " (the report folder; in CI, the workflow's artefact)"
     if args.out:
-        return str(Path(args.out) / "results.md")
+        return str(Path(args.out) / "results.md") + folder
     merged = getattr(args, "merged", None)
     beside = Path(args.results).with_name("results.md") if not merged else None
     if beside is not None and beside.is_file():
-        return str(beside)
+        return str(beside) + folder
     files = " ".join(map(shlex.quote, merged or [args.results]))
     return f"python -m pytest_retrieval_eval report {'merge ' if merged else ''}{files} --markdown"
 

@@ -103,3 +103,17 @@ def test_an_evaluation_without_a_baseline_says_what_the_baseline_holds():
     baseline = RunResults([EvaluationResult("a", other, tuple(QueryResult(q.query_id, ()) for q in QUERIES[:5]))])
     verdict = judge(RunResults([_engine("a", set())]), GateSettings(), measures=["hit@1"], baseline=baseline)
     assert "a on set has no baseline (new engine or labeled set; the baseline holds a on other)" in verdict.baseline.notes
+
+
+def test_questions_that_moved_both_ways_are_shown_though_the_mean_held():
+    from pytest_retrieval_eval.report.files import baseline_section
+    from pytest_retrieval_eval.report.terminal import baseline_lines
+
+    baseline = RunResults([_engine("a", {3})])
+    verdict = judge(RunResults([_engine("a", {5})]), GateSettings(), measures=["hit@1"], baseline=baseline)
+    [diff] = verdict.baseline.diffs
+    assert diff.delta == 0 and (diff.wins, diff.losses) == (1, 1) and diff.moved
+    lines = baseline_lines(verdict)
+    assert "no measure moved" not in "\n".join(lines)
+    assert any("a: hit@1 0.9500 -> 0.9500 (+0.0000; 1 up, 1 down" in line for line in lines), lines
+    assert "- a hit@1 q05: 1 -> 0" in "\n".join(baseline_section(verdict))

@@ -52,6 +52,11 @@ class MeasureDiff:
     def delta(self) -> float:
         return self.after - self.before
 
+    @property
+    def moved(self) -> bool:
+        """Did anything move: the mean, or questions (some up, some down, the mean held)?"""
+        return self.before != self.after or bool(self.paired.wins or self.paired.losses)
+
     wins = property(lambda self: self.paired.wins)
     losses = property(lambda self: self.paired.losses)
     ties = property(lambda self: self.paired.ties)
