@@ -6,7 +6,8 @@ posted before and updates it in place instead of adding another.
 
 GitHub refuses a comment body over 65,536 characters (500 tags made one of 83,084), so a longer
 one is cut to ``LIMIT``: the verdict and the gate's failures are kept, the detail between them is
-cut at a line, and a paragraph says so and where the full report is."""
+cut at a line, and a paragraph says so and where the full report is. The step summary (results.md,
+which GitHub drops past 1024k) is cut the same way (``step_summary``)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,22 @@ def comment(verdict: Any, *, full_report: str | None = None, limit: int = LIMIT)
     costs = cost.markdown(verdict)
     body += ["", "### Cost", "", *costs] if costs else []
     gate = ["", "### Gate", "", *(f"- FAIL {f}" for f in failures)] if failures else []
-    return _fit(top, body, gate, full_report or FULL_REPORT, limit)
+    return _fit(top, body, gate, full_report or FULL_REPORT, limit, f"GitHub's limit of {GITHUB_LIMIT:,} characters")
+
+
+#: GitHub's limit on a step's summary (``$GITHUB_STEP_SUMMARY``), in bytes: past it the summary is dropped
+STEP_SUMMARY_LIMIT = 1024 * 1024
+
+
+def step_summary(text: str, *, already: int = 0, full_report: str | None = None) -> str:
+    """``text`` (results.md) for the step summary, cut to fit GitHub's limit with what the file
+    holds ``already`` (other steps' summaries), with the same pointer as a cut comment."""
+    room = max(STEP_SUMMARY_LIMIT - 1024 - already, 1024)  # a little room to spare
+    if len(text.encode("utf-8")) <= room:
+        return text
+    lines = text.rstrip("\n").split("\n")
+    return _fit([], lines, [], full_report or FULL_REPORT, room,
+                f"GitHub's limit of {STEP_SUMMARY_LIMIT // 1024:,}k for a step summary")
 
 
 def _size(lines: Sequence[str]) -> int:
@@ -63,14 +79,13 @@ def _lead(lines: Sequence[str], room: int) -> list[str]:
     return out
 
 
-def _fit(top: list[str], body: list[str], gate: list[str], full_report: str, limit: int) -> str:
+def _fit(top: list[str], body: list[str], gate: list[str], full_report: str, limit: int, limit_said: str) -> str:
     """``top``, ``body`` and ``gate`` as one text of at most ``limit`` bytes: whole if they fit;
     else the body (and, past half of what is left, the gate's failures) cut at a line, each cut
     said in a paragraph of its own (never read as a row of the table above it)."""
     if _size(top + body + gate) <= limit:
         return "\n".join(top + body + gate) + "\n"
-    cut = ["", f"*The comment is cut here to stay under GitHub's limit of {GITHUB_LIMIT:,} characters; the full "
-               f"report: {full_report}.*", ""]
+    cut = ["", f"*Cut here to stay under {limit_said}; the full report: {full_report}.*", ""]
     room = limit - _size(top) - _size(cut)
     kept_gate = gate
     if _size(gate) > room // 2:  # so many failures: the first of them, and how many more
