@@ -295,3 +295,24 @@ def test_a_forced_baseline_after_label_remove_is_paired_over_the_questions_both_
     assert "FAIL retrieval gate: ours: hit@5 dropped 0.2000 (1.0000 -> 0.8000)" in out
     assert ("ours on questions.cache.json: compared over the 5 questions both hold; 1 only in the baseline and "
             "0 only in this run left out") in out
+
+
+def test_another_slices_record_is_never_the_baseline_and_forced_the_same_questions_come_first(branched, tmp_path):
+    from pytest_retrieval_eval.gate.history import compare_ref
+
+    work, base, _ = branched
+    whole = _run("questions.json", ("q1", "q2", "q3", "q4")).evaluations[0]
+
+    def sliced(i: int, n: int, questions=None) -> RunResults:
+        labeled = (questions or whole.labeled).slice(i, n)
+        return RunResults([EvaluationResult("e", labeled, tuple(QueryResult(q.query_id, ("g",)) for q in labeled.queries))])
+
+    history = History(tmp_path / "h")
+    history.append(sliced(2, 2).to_json(), {"commit": base}, now=1e9)  # the other job of the matrix
+    record, said = compare_ref(history, "main", work, run=sliced(1, 2), force=True)
+    assert record is None and "slice 2/2 of questions.json (this run: slice 1/2)" in said, said
+    history.append(sliced(1, 2).to_json(), {"commit": base}, now=2e9)  # this job's
+    edited = LabeledSet(whole.labeled.queries[1:], name="questions.json")  # q1 removed: slice 1/2 is q2, q4
+    history.append(sliced(1, 2, edited).to_json(), {"commit": base}, now=3e9)  # newer, other questions
+    record, said = compare_ref(history, "main", work, run=sliced(1, 2), force=True)
+    assert record is not None and record.path.name.startswith("20330518"), said  # the same questions first

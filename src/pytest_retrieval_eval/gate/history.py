@@ -73,6 +73,11 @@ def fingerprints(results: Mapping[str, Any]) -> dict[str, Any]:
             "judgments": sha256_text(canonical_json(results["judgments"]))[:16] if results.get("judgments") else None}
 
 
+def _slice(part: Any) -> str | None:
+    """A labeled set's slice (``--retrieval-slice``) as "I/N", or None for the whole set."""
+    return f"{part.get('index')}/{part.get('count')}" if isinstance(part, Mapping) else None
+
+
 @dataclass(frozen=True)
 class Record:
     path: Path
@@ -87,10 +92,12 @@ class Record:
     def commit(self) -> str | None:
         return self.git.get("commit")
 
-    def labeled_sets(self) -> dict[tuple[str, str], str]:
-        """(engine, labeled set name) -> the labeled set's fingerprint, per recorded evaluation."""
-        return {(e["engine"], e["labeled"]["name"]): e["labeled"].get("fingerprint")
+    def labeled_sets(self) -> dict[tuple[str, str], tuple[str | None, str | None]]:
+        """(engine, labeled set name) -> (the labeled set's fingerprint, its slice "I/N" or None),
+        per recorded evaluation."""
+        return {(e["engine"], e["labeled"]["name"]): (e["labeled"].get("fingerprint"), _slice(e["labeled"].get("slice")))
                 for e in self.results.get("evaluations", [])}
+
 
     def run(self) -> Any:
         """The recorded run (``RunResults``), its settings read."""
@@ -197,9 +204,10 @@ def shown(path: Path) -> Path:
         return path
 
 
-def _why_not(record: Record, mine: Mapping[tuple[str, str], str], job: str | None, force: bool) -> str | None:
-    """Why ``record`` is not this job's baseline (another job, other engines or labeled sets, a
-    labeled set of the same name with other questions), or None when it is."""
+def _why_not(record: Record, mine: Mapping[tuple[str, str], tuple[str | None, str | None]], job: str | None,
+             force: bool) -> str | None:
+    """Why ``record`` is not this job's baseline (another job, other engines or labeled sets,
+    another slice, a labeled set of the same name with other questions), or None when it is."""
     if job and record.job.get("name") and record.job["name"] != job:
         return f"job {record.job['name']} (this job: {job})"
     theirs = record.labeled_sets()
@@ -207,7 +215,14 @@ def _why_not(record: Record, mine: Mapping[tuple[str, str], str], job: str | Non
     if not shared:
         return (f"{', '.join(f'{e} on {lab}' for e, lab in theirs) or 'no evaluation'} "
                 f"(this run: {', '.join(f'{e} on {lab}' for e, lab in mine)})")
-    differ = sorted({k[1]: (theirs[k], mine[k]) for k in shared if theirs[k] != mine[k]}.items())
+    sliced = sorted({k[1]: (theirs[k][1], mine[k][1]) for k in shared if theirs[k][1] != mine[k][1]}.items())
+    if sliced:  # another job of the matrix, forced or not
+
+        def part(s: str | None) -> str:
+            return f"slice {s}" if s else "the whole set"
+
+        return "; ".join(f"{part(a)} of {name} (this run: {part(b)})" for name, (a, b) in sliced)
+    differ = sorted({k[1]: (theirs[k][0], mine[k][0]) for k in shared if theirs[k][0] != mine[k][0]}.items())
     if differ and not force:
         return "; ".join(f"labeled set {name} fingerprint {str(a)[:12]} (this run: {str(b)[:12]}; "
                          "--retrieval-baseline-force compares over the questions both hold)" for name, (a, b) in differ)
@@ -235,9 +250,10 @@ def compare_ref(history: History, ref: str, cwd: Path, *, run: Any = None,
         held = sorted({(r.commit or "no commit")[:10] for r in records})
         return None, (f"--retrieval-compare {ref}: no history record at {where} in {folder} "
                       f"(records at: {', '.join(held) or 'none'}); {todo}")
-    mine: dict[tuple[str, str], str] = {}
+    mine: dict[tuple[str, str], tuple[str | None, str | None]] = {}
     if run is not None:
-        mine = {(e.engine, e.labeled.name): e.labeled.fingerprint for e in run.evaluations}
+        mine = {(e.engine, e.labeled.name): (e.labeled.fingerprint, _slice(e.labeled.provenance.get("slice")))
+                for e in run.evaluations}
         job = job_name()
         why = {r.path.name: _why_not(r, mine, job, force) for r in there}
         fitting = [r for r in there if why[r.path.name] is None]
@@ -246,6 +262,10 @@ def compare_ref(history: History, ref: str, cwd: Path, *, run: Any = None,
             return None, (f"--retrieval-compare {ref}: no history record of this job at {where} in {folder}: "
                           f"the {len(there)} record(s) there are of {'; '.join(reasons)}; {todo}")
         there = fitting
-    # the one holding most of this run's evaluations, a clean checkout first, then the newest
-    record = max(there, key=lambda r: (len(set(r.labeled_sets()) & set(mine)), not r.git.get("dirty"), r.path.name))
+    def fit(r: Record) -> tuple:  # the same questions (forced: the same names only), most of them, clean, newest
+        theirs = r.labeled_sets()
+        return (sum(theirs.get(k) == v for k, v in mine.items()), len(set(theirs) & set(mine)),
+                not r.git.get("dirty"), r.path.name)
+
+    record = max(there, key=fit)
     return record, f"compared with {ref} at {commit[:10]} (history record {record.path.name})"
