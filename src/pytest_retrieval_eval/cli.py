@@ -306,28 +306,36 @@ def _history(args) -> int:
 
     history = History(args.history)
     records = history.records()
-    for warning in history.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    if not records:
-        raise RetrievalEvalError(f"{args.history}: no history record; keep one per run with "
-                                 f"pytest --retrieval-history={args.history}")
-    measure = Measure.parse(args.measure).name
-    if args.action == "list":
-        for r in records:
-            git = r.git
-            where = (f"{(r.commit or 'no commit')[:10]}{' (dirty)' if git.get('dirty') else ''}"
-                     f"{' on ' + git['branch'] if git.get('branch') else ''}")
-            engines = ", ".join(f"{e['engine']} {m} {e['summary'][m]['mean']:.3f}" for e in r.results["evaluations"]
-                                for m in [_shown_measure(e, measure)] if m)
-            print(f"{r.time}  {where}  {engines}  ({r.path.name})")
+    try:
+        if not records:
+            raise RetrievalEvalError(f"{args.history}: no history record; keep one per run with "
+                                     f"pytest --retrieval-history={args.history}")
+        measure = Measure.parse(args.measure).name
+        if args.action == "list":
+            for r in records:
+                git = r.git
+                where = (f"{(r.commit or 'no commit')[:10]}{' (dirty)' if git.get('dirty') else ''}"
+                         f"{' on ' + git['branch'] if git.get('branch') else ''}")
+                engines = ", ".join(f"{e['engine']} {m} {_mean_text(e, m)}" for e in r.results["evaluations"]
+                                    for m in [_shown_measure(e, measure)] if m)
+                print(f"{r.time}  {where}  {engines}  ({r.path.name})")
+            return 0
+        found = points(records, measure, args.engine, history.warnings)
+        if not found:
+            raise RetrievalEvalError(f"no record holds engine {args.engine!r}" if args.engine
+                                     else "no record holds an evaluation")
+        write_text_atomic(args.out, trend_svg(records, measure, args.engine))
+        series = len({p["series"] for p in found})
+        print(f"{args.out}: {measure} over {len(records)} record(s), {len(found)} point(s) in {series} series")
         return 0
-    found = points(records, measure, args.engine)
-    if not found:
-        raise RetrievalEvalError(f"no record holds engine {args.engine!r}" if args.engine else "no record holds an evaluation")
-    write_text_atomic(args.out, trend_svg(records, measure, args.engine))
-    series = len({p["series"] for p in found})
-    print(f"{args.out}: {measure} over {len(records)} record(s), {len(found)} point(s) in {series} series")
-    return 0
+    finally:  # each file of the folder that is not a record (or cannot be read), named once
+        for warning in history.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+
+
+def _mean_text(evaluation: dict, measure: str) -> str:
+    mean = (evaluation["summary"][measure] or {}).get("mean")
+    return f"{mean:.3f}" if isinstance(mean, (int, float)) else "n/a"
 
 
 def _shown_measure(evaluation: dict, measure: str) -> str | None:

@@ -246,12 +246,18 @@ def test_another_named_jobs_record_is_never_the_baseline(branched, tmp_path, mon
 def test_a_stray_json_in_the_history_folder_is_skipped_with_a_warning_and_the_page_written(repo):
     assert repo.runpytest("-m", "retrieval").ret == 0
     (repo.path / "retrieval-history" / "notes.json").write_text('{"owner": "search team"}')
+    [record] = (repo.path / "retrieval-history").glob("2*.json")
+    doc = json.loads(record.read_text())
+    del doc["results"]["metrics"]  # a record cut short
+    broken = record.with_name("20000101T000000.000000Z_0000000000_1_abcdef.json")
+    broken.write_text(json.dumps(doc))
     result = repo.runpytest("-m", "retrieval", "--retrieval-html=page.html", "--retrieval-report-dir=out")
     out = result.stdout.str()
     assert result.ret == 0, out
     assert "INTERNALERROR" not in out
     assert (repo.path / "out" / "results.md").exists() and (repo.path / "page.html").exists()
     assert len(re.findall(r"warning: .*notes\.json.*not a history record", out)) == 1, out
+    assert len(re.findall(rf"warning: .*{broken.name}.*left out of the trend", out)) == 1, out
     listed = cli(repo.path, "history")
     assert listed.returncode == 0 and "notes.json" in listed.stderr, listed.stderr
 

@@ -81,3 +81,20 @@ def test_a_trend_points_title_names_its_measure(tmp_path):
     history.append(results_json(True), {"commit": "c" * 40}, now=1e9)
     svg = trend_svg(history.records(), "mrr")
     assert ": mrr 1.000 [" in svg
+
+
+def test_a_record_whose_results_cannot_be_read_is_left_out_of_the_trend_and_named(tmp_path, capsys):
+    from pytest_retrieval_eval.cli import main
+
+    history = History(tmp_path)
+    history.append(results_json(True), {"commit": "c" * 40}, now=1e9)
+    broken = history.append(results_json(False), {"commit": "d" * 40}, now=2e9)
+    doc = json.loads(broken.read_text())
+    del doc["results"]["evaluations"][0]["queries"]  # a hand-edited or truncated record
+    broken.write_text(json.dumps(doc))
+    assert main(["history", "trend", "--history", str(tmp_path), "--out", str(tmp_path / "t.svg")]) == 0
+    out, err = capsys.readouterr()
+    assert "over 2 record(s), 1 point(s)" in out
+    assert err.count(broken.name) == 1 and "left out of the trend" in err
+    assert main(["history", "--history", str(tmp_path)]) == 0  # the list reads only the summary
+    assert len(capsys.readouterr().out.splitlines()) == 2

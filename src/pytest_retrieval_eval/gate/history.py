@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .._atomic import write_text_atomic
+from ..errors import RetrievalEvalError
 from ..run.results_json import HISTORY_FORMAT as FORMAT  # a record reads as a baseline file too
 from ..types import canonical_json, sha256_text
 
@@ -100,15 +101,22 @@ class Record:
 
 
     def run(self) -> Any:
-        """The recorded run (``RunResults``), its settings read."""
+        """The recorded run (``RunResults``), its settings read; a record whose results cannot be
+        read is refused naming its file (a one-line error, never a traceback)."""
         from ..run.results_json import evaluation_from_dict
         from ..run.results import RunResults
         from .settings import GateSettings
 
         doc = self.results
-        run = RunResults([evaluation_from_dict(e) for e in doc.get("evaluations", [])],
-                         doc["metrics"]["fingerprint"], settings=dict(doc.get("settings") or {}))
-        run.settings = GateSettings.of(run)
+        try:
+            run = RunResults([evaluation_from_dict(e) for e in doc.get("evaluations", [])],
+                             doc["metrics"]["fingerprint"], settings=dict(doc.get("settings") or {}))
+            run.settings = GateSettings.of(run)
+        except RetrievalEvalError as exc:
+            raise RetrievalEvalError(f"history record {shown(self.path)}: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise RetrievalEvalError(f"not a readable history record ({type(exc).__name__}: {exc})",
+                                     path=shown(self.path)) from None
         return run
 
 
