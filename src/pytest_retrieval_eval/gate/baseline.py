@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
+import numpy as np
+
 from ..data.segments import all_tags
 from ..ir.measures import Measure
 from ..ir.paired import MOVERS, Paired, corrected, paired  # noqa: F401  (MOVERS: re-exported)
@@ -173,9 +175,12 @@ def shared_questions(now: EvaluationResult, base: EvaluationResult) -> tuple[lis
 
 
 def _mean_over(e: EvaluationResult, measure: str, ids: Sequence[str]) -> float:
-    """``e``'s mean of ``measure`` over the questions ``ids`` (NaN where it has no value)."""
+    """``e``'s mean of ``measure`` over the questions ``ids`` (NaN where it has no value): its
+    own mean, to the bit, where ``ids`` are all of its questions."""
+    if len(ids) == e.n:
+        return e.mean(measure)
     values = dict(zip((q.query_id for q in e.labeled.queries), e.values(measure)))
-    return sum(values[q] for q in ids) / len(ids) if ids else math.nan
+    return float(np.mean([values[q] for q in ids])) if ids else math.nan
 
 
 def diff_engine(now: EvaluationResult, base: EvaluationResult, measure: str) -> MeasureDiff:
