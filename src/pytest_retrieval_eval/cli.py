@@ -78,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
                                           "across commits (history trend --measure hit@5)")
     hist.add_argument("action", nargs="?", default="list", choices=["list", "trend"])
     add_to_argparse(hist, "history", history="retrieval-history")
-    hist.add_argument("--measure", default="hit@5", help="trend: the measure charted (default hit@5)")
+    hist.add_argument("--measure", default="hit@5",
+                      help="the measure listed (where recorded) and charted by trend (default hit@5)")
     hist.add_argument("--engine", default=None, help="trend: one engine only (default: every engine)")
     hist.add_argument("--out", default="trend.svg", metavar="PATH", help="trend: the SVG written (default trend.svg)")
     jdg = sub.add_parser("judge", help="grade the unjudged documents of a saved run's top K with an LLM "
@@ -299,7 +300,7 @@ def _report(args) -> int:
     if getattr(args, "comment", False):
         from .report.comment import comment
 
-        print(comment(verdict), end="")
+        print(comment(verdict, full_report=_full_report(args)), end="")
     elif args.markdown:
         print(markdown(verdict, metadata(verdict)), end="")
     else:
@@ -317,40 +318,69 @@ def _report(args) -> int:
     return 1 if verdict.failed else 0
 
 
+def _full_report(args) -> str:
+    """Where a cut comment points for the whole report: the results.md written now (--out) or
+    beside the results.json, else the command that prints it."""
+    import shlex
+
+    folder = " (the report folder; in CI, the workflow's artefact)"
+    if args.out:
+        return str(Path(args.out) / "results.md") + folder
+    merged = getattr(args, "merged", None)
+    beside = Path(args.results).with_name("results.md") if not merged else None
+    if beside is not None and beside.is_file():
+        return str(beside) + folder
+    files = " ".join(map(shlex.quote, merged or [args.results]))
+    return f"python -m pytest_retrieval_eval report {'merge ' if merged else ''}{files} --markdown"
+
+
 def _history(args) -> int:
-    """``history``: a line per record; ``history trend``: the measure across commits, as SVG."""
+    """``history``: a line per record, each number named by its measure; ``history trend``: the
+    measure across commits, as SVG. A file of the folder that is not a record is skipped, said."""
     from ._atomic import write_text_atomic
     from .gate.history import History
     from .ir.measures import Measure
     from .report.trend import points, trend_svg
 
-    records = History(args.history).records()
-    if not records:
-        raise RetrievalEvalError(f"{args.history}: no history record; keep one per run with "
-                                 f"pytest --retrieval-history={args.history}")
-    if args.action == "list":
-        for r in records:
-            git = r.git
-            where = (f"{(r.commit or 'no commit')[:10]}{' (dirty)' if git.get('dirty') else ''}"
-                     f"{' on ' + git['branch'] if git.get('branch') else ''}")
-            engines = ", ".join(f"{e['engine']} {e['summary'][m]['mean']:.3f}" for e in r.results["evaluations"]
-                                for m in [_shown_measure(e)] if m)
-            print(f"{r.time}  {where}  {engines}  ({r.path.name})")
+    history = History(args.history)
+    records = history.records()
+    try:
+        if not records:
+            raise RetrievalEvalError(f"{args.history}: no history record; keep one per run with "
+                                     f"pytest --retrieval-history={args.history}")
+        measure = Measure.parse(args.measure).name
+        if args.action == "list":
+            for r in records:
+                git = r.git
+                where = (f"{(r.commit or 'no commit')[:10]}{' (dirty)' if git.get('dirty') else ''}"
+                         f"{' on ' + git['branch'] if git.get('branch') else ''}")
+                engines = ", ".join(f"{e['engine']} {m} {_mean_text(e, m)}" for e in r.results["evaluations"]
+                                    for m in [_shown_measure(e, measure)] if m)
+                print(f"{r.time}  {where}  {engines}  ({r.path.name})")
+            return 0
+        found = points(records, measure, args.engine, history.warnings)
+        if not found:
+            raise RetrievalEvalError(f"no record holds engine {args.engine!r}" if args.engine
+                                     else "no record holds an evaluation")
+        write_text_atomic(args.out, trend_svg(records, measure, args.engine))
+        series = len({p["series"] for p in found})
+        print(f"{args.out}: {measure} over {len(records)} record(s), {len(found)} point(s) in {series} series")
         return 0
-    measure = Measure.parse(args.measure).name
-    found = points(records, measure, args.engine)
-    if not found:
-        raise RetrievalEvalError(f"no record holds engine {args.engine!r}" if args.engine else "no record holds an evaluation")
-    write_text_atomic(args.out, trend_svg(records, measure, args.engine))
-    series = len({p["series"] for p in found})
-    print(f"{args.out}: {measure} over {len(records)} record(s), {len(found)} point(s) in {series} series")
-    return 0
+    finally:  # each file of the folder that is not a record (or cannot be read), named once
+        for warning in history.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
 
 
-def _shown_measure(evaluation: dict) -> str | None:
-    """The measure a history line shows: hit@5 where recorded, else the first one."""
+def _mean_text(evaluation: dict, measure: str) -> str:
+    mean = (evaluation["summary"][measure] or {}).get("mean")
+    return f"{mean:.3f}" if isinstance(mean, (int, float)) else "n/a"
+
+
+def _shown_measure(evaluation: dict, measure: str) -> str | None:
+    """The measure a history line shows: ``measure`` (--measure) where recorded, else the first
+    one recorded (the line names it either way)."""
     summary = evaluation.get("summary") or {}
-    return "hit@5" if "hit@5" in summary else next(iter(summary), None)
+    return measure if measure in summary else next(iter(summary), None)
 
 
 def _results_of(args):
@@ -375,7 +405,7 @@ def _results_of(args):
     from .run.combine import merge_slices
 
     paths = args.results[1:]
-    args.results = " ".join(paths)  # how a message names them
+    args.results, args.merged = " ".join(paths), paths  # how a message names them; the files
     run = merge_slices(paths)
     run.settings = GateSettings.of(run)
     return run

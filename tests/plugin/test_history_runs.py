@@ -12,6 +12,10 @@ import sys
 import pytest
 
 from conftest import REPO
+from pytest_retrieval_eval.data.labeled import LabeledSet
+from pytest_retrieval_eval.gate.history import History
+from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 
 KB = REPO / "examples" / "helpdesk" / "kb"
 ROWS = [("My internet tunnel to work keeps dropping at the hotel", "vpn-setup"),
@@ -97,7 +101,7 @@ def test_three_commits_three_records_a_trend_and_a_new_series(repo):
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     assert [re.search(r"  ([0-9a-f]{10}) on main  ", l)[1] for l in lines] == [c[:10] for c in commits]
-    assert "ours 0.833" in lines[0] and "ours 0.667" in lines[1] and "ours 0.714" in lines[2]
+    assert "ours hit@5 0.833" in lines[0] and "ours hit@5 0.667" in lines[1] and "ours hit@5 0.714" in lines[2]
     trend = cli(repo.path, "history", "trend", "--measure", "hit@5", "--out", "trend.svg")
     assert trend.returncode == 0, trend.stderr
     assert trend.stdout.strip() == "trend.svg: hit@5 over 3 record(s), 6 point(s) in 4 series"
@@ -140,3 +144,181 @@ def test_a_branch_is_judged_against_mains_merge_base_and_a_planted_drop_fails(re
     missing = repo.runpytest("-m", "retrieval", "--retrieval-compare=HEAD")
     missing.stdout.fnmatch_lines(["FAIL retrieval gate: --retrieval-compare HEAD: no history record at its merge-base *"
                                   "run the eval on HEAD with --retrieval-history retrieval-history first"])
+
+
+@pytest.fixture
+def branched(tmp_path):
+    """A real repository: main at ``base``, a branch ``feature`` off it, then main moved on."""
+    work = tmp_path / "repo"
+    work.mkdir()
+    for args in (("init", "-q", "-b", "main"), ("config", "user.email", "t@example.com"), ("config", "user.name", "t")):
+        sh(work, "git", *args)
+    (work / "f.txt").write_text("one")
+    sh(work, "git", "add", "-A")
+    sh(work, "git", "commit", "-qm", "one")
+    base = sh(work, "git", "rev-parse", "HEAD")
+    sh(work, "git", "checkout", "-qb", "feature")
+    sh(work, "git", "commit", "-qm", "branch work", "--allow-empty")
+    sh(work, "git", "checkout", "-q", "main")
+    sh(work, "git", "commit", "-qm", "main moves on", "--allow-empty")
+    tip = sh(work, "git", "rev-parse", "HEAD")
+    sh(work, "git", "checkout", "-q", "feature")
+    return work, base, tip
+
+
+def _run(labeled_name: str = "questions.json", ids=("q1", "q2"), engine: str = "e") -> RunResults:
+    labeled = LabeledSet(tuple(LabeledQuery(q, f"question {q}", {"g": 1}) for q in ids), name=labeled_name)
+    return RunResults([EvaluationResult(engine, labeled, tuple(QueryResult(q, ("g",)) for q in ids))])
+
+
+def test_a_branch_is_judged_against_the_record_at_its_merge_base_not_mains_newest(branched, tmp_path):
+    from pytest_retrieval_eval.gate.history import compare_ref
+
+    work, base, tip = branched
+    history = History(tmp_path / "h")
+    history.append(_run().to_json(), {"commit": base, "dirty": False}, now=1e9)
+    history.append(_run().to_json(), {"commit": tip, "dirty": False}, now=2e9)  # main's newest
+    record, said = compare_ref(history, "main", work)
+    assert record is not None and record.commit == base, said
+    assert f"at {base[:10]}" in said and tip[:10] not in said
+
+
+def test_no_record_at_the_merge_base_is_said_and_mains_newest_is_not_used(branched, tmp_path):
+    from pytest_retrieval_eval.gate.history import compare_ref
+
+    work, base, tip = branched
+    history = History(tmp_path / "h")
+    history.append(_run().to_json(), {"commit": tip, "dirty": False}, now=2e9)  # only main's tip recorded
+    record, said = compare_ref(history, "main", work)
+    assert record is None
+    assert f"no history record at its merge-base {base[:10]}" in said
+    assert f"compared with main at" not in said
+
+
+def test_another_jobs_record_at_the_merge_base_is_never_the_baseline(branched, tmp_path):
+    from pytest_retrieval_eval.gate.history import compare_ref
+
+    work, base, _ = branched
+    history = History(tmp_path / "h")
+    ours = _run("questions.json", ("q1", "q2"))
+    other = _run("other-labels.json", ("x1", "x2", "x3"))  # another CI job: other labels
+    history.append(ours.to_json(), {"commit": base, "dirty": False}, now=1e9)
+    history.append(other.to_json(), {"commit": base, "dirty": False}, now=2e9)  # the newest at the merge-base
+    record, said = compare_ref(history, "main", work, run=ours)
+    assert record is not None and record.run().evaluations[0].labeled.name == "questions.json", said
+
+    alone = History(tmp_path / "alone")
+    alone.append(other.to_json(), {"commit": base, "dirty": False}, now=2e9)
+    record, said = compare_ref(alone, "main", work, run=ours)
+    assert record is None
+    assert f"at its merge-base {base[:10]}" in said
+    assert "other-labels.json" in said and "questions.json" in said  # says why the record there is not this job's
+
+
+def test_the_same_labeled_set_name_with_other_questions_is_another_job(branched, tmp_path):
+    from pytest_retrieval_eval.gate.history import compare_ref
+
+    work, base, _ = branched
+    history = History(tmp_path / "h")
+    history.append(_run("questions.json", ("x1", "x2", "x3")).to_json(), {"commit": base}, now=1e9)
+    ours = _run("questions.json", ("q1", "q2"))
+    record, said = compare_ref(history, "main", work, run=ours)
+    assert record is None and "fingerprint" in said
+    record, said = compare_ref(history, "main", work, run=ours, force=True)  # forced: the same set by name
+    assert record is not None, said
+
+
+def test_another_named_jobs_record_is_never_the_baseline(branched, tmp_path, monkeypatch):
+    from pytest_retrieval_eval.gate.history import compare_ref
+
+    work, base, _ = branched
+    history = History(tmp_path / "h")
+    monkeypatch.setenv("RETRIEVAL_EVAL_JOB", "nightly")
+    history.append(_run().to_json(), {"commit": base}, now=1e9)
+    monkeypatch.setenv("RETRIEVAL_EVAL_JOB", "pull-request")
+    record, said = compare_ref(history, "main", work, run=_run())
+    assert record is None and "job nightly" in said and "this job: pull-request" in said
+    history.append(_run().to_json(), {"commit": base}, now=0.5e9)  # this job's, older
+    record, said = compare_ref(history, "main", work, run=_run())
+    assert record is not None and record.job.get("name") == "pull-request", said
+
+
+def test_a_stray_json_in_the_history_folder_is_skipped_with_a_warning_and_the_page_written(repo):
+    assert repo.runpytest("-m", "retrieval").ret == 0
+    (repo.path / "retrieval-history" / "notes.json").write_text('{"owner": "search team"}')
+    [record] = (repo.path / "retrieval-history").glob("2*.json")
+    doc = json.loads(record.read_text())
+    del doc["results"]["metrics"]  # a record cut short
+    broken = record.with_name("20000101T000000.000000Z_0000000000_1_abcdef.json")
+    broken.write_text(json.dumps(doc))
+    result = repo.runpytest("-m", "retrieval", "--retrieval-html=page.html", "--retrieval-report-dir=out")
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    assert "INTERNALERROR" not in out
+    assert (repo.path / "out" / "results.md").exists() and (repo.path / "page.html").exists()
+    assert len(re.findall(r"warning: .*notes\.json.*not a history record", out)) == 1, out
+    assert len(re.findall(rf"warning: .*{broken.name}.*left out of the trend", out)) == 1, out
+    listed = cli(repo.path, "history")
+    assert listed.returncode == 0 and "notes.json" in listed.stderr, listed.stderr
+
+
+def test_compare_main_skips_another_ci_jobs_newer_record_and_catches_the_drop(repo):
+    other = ROWS[3:] + [("How do I enrol a second factor", "mfa-enrolment")]
+    (repo.path / "other.csv").write_text("question,doc_id\n" + "".join(f"{q},{d}\n" for q, d in other))
+    assert cli(repo.path, "label", "import", "other.csv", "--corpus", "kb", "--questions", "other.json").returncode == 0
+    (repo.path / "gold.json").write_text(json.dumps(ROWS + other))
+    sh(repo.path, "git", "add", "-A")
+    sh(repo.path, "git", "commit", "-qm", "a second job's labels")
+    assert repo.runpytest("-m", "retrieval").ret == 0  # main, this job
+    assert repo.runpytest("-m", "retrieval", "-o", "retrieval_questions=other.json").ret == 0  # main, another job
+    sh(repo.path, "git", "checkout", "-qb", "feature")
+    (repo.path / "miss.txt").write_text("3")  # the branch plants a drop
+    sh(repo.path, "git", "commit", "-qam", "worse")
+    result = repo.runpytest("-m", "retrieval", "--retrieval-compare=main", "--retrieval-max-drop=ours:hit@5=0.1")
+    out = result.stdout.str()
+    assert result.ret == 1, out
+    assert "no baseline" not in out
+    assert "FAIL retrieval gate: ours: hit@5 dropped 0.3333 (0.8333 -> 0.5000)" in out
+    sh(repo.path, "git", "checkout", "-qb", "third", "main")
+    (repo.path / "third.csv").write_text("question,doc_id\n" + "".join(f"{q},{d}\n" for q, d in ROWS[:2]))
+    assert cli(repo.path, "label", "import", "third.csv", "--corpus", "kb", "--questions", "third.json").returncode == 0
+    alone = repo.runpytest("-m", "retrieval", "-o", "retrieval_questions=third.json", "--retrieval-compare=main")
+    alone.stdout.fnmatch_lines(["FAIL retrieval gate: --retrieval-compare main: no history record of this job at its "
+                                "merge-base *third.json*"])
+
+
+def test_a_forced_baseline_after_label_remove_is_paired_over_the_questions_both_hold(repo):
+    assert repo.runpytest("-m", "retrieval", "--retrieval-save-baseline=base.json").ret == 0  # misses 1 of 6
+    listed = cli(repo.path, "label", "list", "--corpus", "kb", "--questions", "questions.cache.json").stdout
+    [first] = [line.split("\t")[0] for line in listed.splitlines() if line.endswith("\t" + ROWS[0][0])]
+    assert cli(repo.path, "label", "remove", first, "--questions", "questions.cache.json").returncode == 0
+    (repo.path / "miss.txt").write_text("2")  # the second question now misses too: hit -> miss
+    result = repo.runpytest("-m", "retrieval", "--retrieval-baseline=base.json", "--retrieval-baseline-force",
+                            "--retrieval-max-drop=ours:hit@5=0.1")
+    out = result.stdout.str()
+    assert result.ret == 1, out  # 5 of 6 then, 4 of 5 now: the means over different questions nearly agree
+    assert "ours: hit@5 1.0000 -> 0.8000 (-0.2000;" in out
+    assert "FAIL retrieval gate: ours: hit@5 dropped 0.2000 (1.0000 -> 0.8000)" in out
+    assert ("ours on questions.cache.json: compared over the 5 questions both hold; 1 only in the baseline and "
+            "0 only in this run left out") in out
+
+
+def test_another_slices_record_is_never_the_baseline_and_forced_the_same_questions_come_first(branched, tmp_path):
+    from pytest_retrieval_eval.gate.history import compare_ref
+
+    work, base, _ = branched
+    whole = _run("questions.json", ("q1", "q2", "q3", "q4")).evaluations[0]
+
+    def sliced(i: int, n: int, questions=None) -> RunResults:
+        labeled = (questions or whole.labeled).slice(i, n)
+        return RunResults([EvaluationResult("e", labeled, tuple(QueryResult(q.query_id, ("g",)) for q in labeled.queries))])
+
+    history = History(tmp_path / "h")
+    history.append(sliced(2, 2).to_json(), {"commit": base}, now=1e9)  # the other job of the matrix
+    record, said = compare_ref(history, "main", work, run=sliced(1, 2), force=True)
+    assert record is None and "slice 2/2 of questions.json (this run: slice 1/2)" in said, said
+    history.append(sliced(1, 2).to_json(), {"commit": base}, now=2e9)  # this job's
+    edited = LabeledSet(whole.labeled.queries[1:], name="questions.json")  # q1 removed: slice 1/2 is q2, q4
+    history.append(sliced(1, 2, edited).to_json(), {"commit": base}, now=3e9)  # newer, other questions
+    record, said = compare_ref(history, "main", work, run=sliced(1, 2), force=True)
+    assert record is not None and record.path.name.startswith("20330518"), said  # the same questions first

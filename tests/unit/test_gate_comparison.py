@@ -69,3 +69,51 @@ def test_a_recorded_labeled_set_keeps_its_identity_without_writing_into_the_set(
     e = EvaluationResult.from_dict(d)
     assert e.labeled.fingerprint == "f" * 64 and "fingerprint" not in vars(e.labeled)
     assert e.labeled.computed_fingerprint == LABELED.fingerprint
+
+
+def test_a_forced_baseline_over_other_questions_is_compared_over_the_questions_both_hold():
+    """After ``label remove`` the sets differ: their means over different questions can agree
+    while a question went from hit to miss; the comparison pairs the shared ones and says how
+    many each side left out."""
+    from pytest_retrieval_eval.gate.rules import parse_max_drops
+
+    six = tuple(LabeledQuery(f"q{i}", f"question {i}", {f"d{i}": 1}) for i in range(6))
+    before = LabeledSet(six, name="set")
+    after = LabeledSet(six[:4] + (LabeledQuery("q9", "a new question", {"d9": 1}),), name="set")  # q4, q5 removed
+
+    def engine(labeled, hits):
+        return EvaluationResult("a", labeled, tuple(QueryResult(q.query_id, (f"d{q.query_id[1:]}",) if q.query_id in hits
+                                                                 else ("x",)) for q in labeled.queries))
+
+    baseline = RunResults([engine(before, {"q0", "q1", "q2"})])  # 3 of 6: 0.5
+    now = RunResults([engine(after, {"q1", "q2", "q9"})])  # q0 hit -> miss; 3 of 5 hits: 0.6 over other questions
+    verdict = judge(now, GateSettings(baseline_force=True, max_drops=tuple(parse_max_drops([("a:hit@1=0.1", "ci")]))),
+                    measures=["hit@1"], baseline=baseline)
+    [diff] = verdict.baseline.diffs
+    assert (diff.before, diff.after) == (0.75, 0.5)  # over q0..q3, the questions both hold
+    assert (diff.wins, diff.losses, diff.ties) == (0, 1, 3)
+    assert diff.left_out == (2, 1)  # q4, q5 only in the baseline; q9 only now
+    assert any("hit@1 dropped 0.2500 (0.7500 -> 0.5000)" in f for f in verdict.failures), verdict.failures
+    assert any("4 questions both hold" in n and "2 only in the baseline" in n and "1 only in this run" in n
+               for n in verdict.baseline.notes), verdict.baseline.notes
+
+
+def test_an_evaluation_without_a_baseline_says_what_the_baseline_holds():
+    other = LabeledSet(QUERIES[:5], name="other")
+    baseline = RunResults([EvaluationResult("a", other, tuple(QueryResult(q.query_id, ()) for q in QUERIES[:5]))])
+    verdict = judge(RunResults([_engine("a", set())]), GateSettings(), measures=["hit@1"], baseline=baseline)
+    assert "a on set has no baseline (new engine or labeled set; the baseline holds a on other)" in verdict.baseline.notes
+
+
+def test_questions_that_moved_both_ways_are_shown_though_the_mean_held():
+    from pytest_retrieval_eval.report.files import baseline_section
+    from pytest_retrieval_eval.report.terminal import baseline_lines
+
+    baseline = RunResults([_engine("a", {3})])
+    verdict = judge(RunResults([_engine("a", {5})]), GateSettings(), measures=["hit@1"], baseline=baseline)
+    [diff] = verdict.baseline.diffs
+    assert diff.delta == 0 and (diff.wins, diff.losses) == (1, 1) and diff.moved
+    lines = baseline_lines(verdict)
+    assert "no measure moved" not in "\n".join(lines)
+    assert any("a: hit@1 0.9500 -> 0.9500 (+0.0000; 1 up, 1 down" in line for line in lines), lines
+    assert "- a hit@1 q05: 1 -> 0" in "\n".join(baseline_section(verdict))

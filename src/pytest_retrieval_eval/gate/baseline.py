@@ -3,7 +3,9 @@ per-query movers, and a paired test that says whether a delta is beyond noise.
 
 Runs are only compared when they measured the same thing: the same corpus, the same labeled
 set and the same metric definitions (by fingerprint). Otherwise the comparison is refused,
-unless forced, and the refusal says which fingerprint differs.
+unless forced, and the refusal says which fingerprint differs. Every number of a comparison,
+means included, is over the questions both sides hold: two means over different questions (a
+question removed, one added) can agree while a question went from hit to miss.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from typing import Sequence
+
+import numpy as np
 
 from ..data.segments import all_tags
 from ..ir.measures import Measure
@@ -43,10 +47,17 @@ class MeasureDiff:
     #: the baseline's own rankings judged on this run's day (with ``days``): what the engine
     #: would score had only the calendar moved
     before_on_run_day: float = math.nan
+    #: questions left out of the pairing: (only in the baseline, only in this run)
+    left_out: tuple[int, int] = (0, 0)
 
     @property
     def delta(self) -> float:
         return self.after - self.before
+
+    @property
+    def moved(self) -> bool:
+        """Did anything move: the mean, or questions (some up, some down, the mean held)?"""
+        return self.before != self.after or bool(self.paired.wins or self.paired.losses)
 
     wins = property(lambda self: self.paired.wins)
     losses = property(lambda self: self.paired.losses)
@@ -154,31 +165,47 @@ def days_warnings(diffs: Sequence[MeasureDiff]) -> list[str]:
             for (b, n), names in by_days.items()]
 
 
+def shared_questions(now: EvaluationResult, base: EvaluationResult) -> tuple[list[str], tuple[int, int]]:
+    """The query ids both hold (in this run's order), and how many each side holds alone
+    (only in the baseline, only in this run): what a comparison pairs, and what it leaves out."""
+    known = base.labeled.by_id()
+    ids = [q.query_id for q in now.labeled.queries]
+    shared = [q for q in ids if q in known]
+    return shared, (len(known) - len(shared), len(ids) - len(shared))
+
+
+def _mean_over(e: EvaluationResult, measure: str, ids: Sequence[str]) -> float:
+    """``e``'s mean of ``measure`` over the questions ``ids`` (NaN where it has no value): its
+    own mean, to the bit, where ``ids`` are all of its questions."""
+    if len(ids) == e.n:
+        return e.mean(measure)
+    values = dict(zip((q.query_id for q in e.labeled.queries), e.values(measure)))
+    return float(np.mean([values[q] for q in ids])) if ids else math.nan
+
+
 def diff_engine(now: EvaluationResult, base: EvaluationResult, measure: str) -> MeasureDiff:
     questions = {q.query_id: q.question for q in now.labeled.queries}
-    before = base.per_query(measure)
-    known = base.labeled.by_id()
-    shared = [q for q in questions if q in known]
-    after = now.per_query(measure)
+    shared, left_out = shared_questions(now, base)
+    before, after = base.per_query(measure), now.per_query(measure)
     a = [after.get(q, 0.0) for q in shared]
     b = [before.get(q, 0.0) for q in shared]
     pair = paired(a, b, shared)
     return MeasureDiff(
         engine=now.engine, labeled=now.labeled.name, measure=measure,
-        before=base.mean(measure), after=now.mean(measure), paired=pair,
+        before=_mean_over(base, measure, shared), after=_mean_over(now, measure, shared), paired=pair,
         movers=tuple(Mover(shared[i], questions[shared[i]], b[i], a[i]) for i in pair.movers),
-        **_on_run_day(now, base, measure),
+        left_out=left_out, **_on_run_day(now, base, measure, shared),
     )
 
 
-def _on_run_day(now: EvaluationResult, base: EvaluationResult, measure: str) -> dict:
+def _on_run_day(now: EvaluationResult, base: EvaluationResult, measure: str, shared: Sequence[str]) -> dict:
     """For a freshness measure judged on two days: the days, and the baseline's rankings judged
-    with this run's freshness (same corpus: the fingerprints were compared)."""
+    with this run's freshness (same corpus: the fingerprints were compared), over ``shared``."""
     days = _days(now, base, measure)
     if days is None:
         return {}
     rejudged = EvaluationResult(base.engine, base.labeled, base.results, freshness=now.freshness)
-    return {"days": days, "before_on_run_day": rejudged.mean(measure)}
+    return {"days": days, "before_on_run_day": _mean_over(rejudged, measure, shared)}
 
 
 def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force: bool = False,
@@ -186,13 +213,14 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
     """Every engine of ``now`` against its baseline on ``measures``; the p-values are corrected
     over all of those diffs (every engine and measure is one more chance of a false alarm)."""
     out = BaselineComparison()
+    paired_over: list[str] = []  # said once the comparison is made (not when refused)
     if now.metrics_fingerprint != base.metrics_fingerprint:
         out.refusals.append(f"metric definitions differ (fingerprint {base.metrics_fingerprint[:12]} -> "
                             f"{now.metrics_fingerprint[:12]})")
     for e in now.evaluations:
         b = base.get(*e.key)
         if b is None:
-            out.notes.append(f"{e.engine} on {e.labeled.name} has no baseline (new engine or labeled set)")
+            out.notes.append(no_baseline(e, base))
             continue
         problems = _fingerprint_problems(e, b)
         if problems:
@@ -202,6 +230,10 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
             out.notes.append(f"{e.engine}: {', '.join(judged_alone)} not compared: "
                              f"{'the baseline has' if b.judge is None else 'this run has'} no judgments")
         out.diffs += [diff_engine(e, b, m) for m in measures if m not in judged_alone]
+        shared, (only_base, only_now) = shared_questions(e, b)
+        if only_base or only_now:
+            paired_over.append(f"{e.engine} on {e.labeled.name}: compared over the {len(shared)} questions both hold; "
+                               f"{only_base} only in the baseline and {only_now} only in this run left out")
         said = latency_note(e, b)
         if said:
             out.notes.append(said)
@@ -213,6 +245,7 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
         out.refusals = []
     elif out.refusals:
         out.diffs = []
+    out.notes += paired_over if out.diffs else []
     out.diffs = [replace(d, paired=c) for d, c in zip(out.diffs, corrected([d.paired for d in out.diffs], correction))]
     out.correction = correction
     out.warnings = days_warnings(out.diffs)
@@ -224,6 +257,15 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
         found += [f for tag in all_tags(e.labeled) if (f := segment_diff(e, b, tag, d)) is not None]
     out.segments = [replace(f, paired=c) for f, c in zip(found, corrected([f.paired for f in found], correction))]
     return out
+
+
+def no_baseline(now: EvaluationResult, base: RunResults) -> str:
+    """Why ``now`` has no baseline: what the baseline holds of its engine or labeled set, if anything."""
+    near = [f"{b.engine} on {b.labeled.name}" for b in base.evaluations
+            if b.engine == now.engine or b.labeled.name == now.labeled.name]
+    held = (f"the baseline holds {', '.join(near)}" if near else
+            f"the baseline holds neither: {', '.join(f'{b.engine} on {b.labeled.name}' for b in base.evaluations) or 'nothing'}")
+    return f"{now.engine} on {now.labeled.name} has no baseline (new engine or labeled set; {held})"
 
 
 def latency_note(now: EvaluationResult, base: EvaluationResult) -> str | None:

@@ -1,21 +1,24 @@
 """Every run remembered (``--retrieval-history DIR``): one record per run, keyed by commit.
 
 A record is one JSON file, as pytest-benchmark keeps one per saved run: the run's results.json
-plus the commit, branch and dirty flag, the time, and the fingerprints of what was measured
-(corpus, labeled sets, judgments, engines, settings). Each file is written atomically under a
-name no other writer takes (time, commit, process, random), so two xdist sessions or CI jobs
-writing at once both keep theirs; the oldest beyond ``keep`` are removed. ``compare_ref`` finds
-the record a branch is judged against: the newest one at the merge-base with a ref.
+plus the commit, branch and dirty flag, the CI job, the time, and the fingerprints of what was
+measured (corpus, labeled sets, judgments, engines, settings). Each file is written atomically
+under a name no other writer takes (time, commit, process, random), so two xdist sessions or CI
+jobs writing at once both keep theirs; the oldest beyond ``keep`` are removed (records only: a
+file of the team's in the folder is never pruned, and one that is not a record is skipped with a
+warning). ``compare_ref`` finds the record a branch is judged against: this job's (same job
+name, same labeled sets by fingerprint) at the merge-base with a ref, and no other.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -27,6 +30,16 @@ from ..types import canonical_json, sha256_text
 VERSION = 1
 #: records kept by default (``--retrieval-history-keep``)
 KEEP = 500
+#: a record's file name (``History.append``): only these are pruned, counted and read as records
+RECORD_NAME = re.compile(r"^\d{8}T\d{6}\.\d{6}Z_[^/]+\.json$")
+#: where a record's job name comes from: ours first, then the CI's own
+JOB_VARIABLES = ("RETRIEVAL_EVAL_JOB", "GITHUB_JOB", "CI_JOB_NAME")
+
+
+def job_name() -> str | None:
+    """This CI job's name (``RETRIEVAL_EVAL_JOB``, else GitHub Actions' or GitLab's), or None:
+    two jobs writing to one history folder never take each other's record as a baseline."""
+    return next((os.environ[v] for v in JOB_VARIABLES if os.environ.get(v)), None)
 
 
 def git(cwd: Path, *args: str) -> str | None:
@@ -61,6 +74,11 @@ def fingerprints(results: Mapping[str, Any]) -> dict[str, Any]:
             "judgments": sha256_text(canonical_json(results["judgments"]))[:16] if results.get("judgments") else None}
 
 
+def _slice(part: Any) -> str | None:
+    """A labeled set's slice (``--retrieval-slice``) as "I/N", or None for the whole set."""
+    return f"{part.get('index')}/{part.get('count')}" if isinstance(part, Mapping) else None
+
+
 @dataclass(frozen=True)
 class Record:
     path: Path
@@ -68,21 +86,37 @@ class Record:
     git: Mapping[str, Any]
     fingerprints: Mapping[str, Any]
     results: Mapping[str, Any]
+    #: the CI job that wrote it (``{"name": ...}``; empty for records written before jobs were kept)
+    job: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def commit(self) -> str | None:
         return self.git.get("commit")
 
+    def labeled_sets(self) -> dict[tuple[str, str], tuple[str | None, str | None]]:
+        """(engine, labeled set name) -> (the labeled set's fingerprint, its slice "I/N" or None),
+        per recorded evaluation."""
+        return {(e["engine"], e["labeled"]["name"]): (e["labeled"].get("fingerprint"), _slice(e["labeled"].get("slice")))
+                for e in self.results.get("evaluations", [])}
+
+
     def run(self) -> Any:
-        """The recorded run (``RunResults``), its settings read."""
+        """The recorded run (``RunResults``), its settings read; a record whose results cannot be
+        read is refused naming its file (a one-line error, never a traceback)."""
         from ..run.results_json import evaluation_from_dict
         from ..run.results import RunResults
         from .settings import GateSettings
 
         doc = self.results
-        run = RunResults([evaluation_from_dict(e) for e in doc.get("evaluations", [])],
-                         doc["metrics"]["fingerprint"], settings=dict(doc.get("settings") or {}))
-        run.settings = GateSettings.of(run)
+        try:
+            run = RunResults([evaluation_from_dict(e) for e in doc.get("evaluations", [])],
+                             doc["metrics"]["fingerprint"], settings=dict(doc.get("settings") or {}))
+            run.settings = GateSettings.of(run)
+        except RetrievalEvalError as exc:
+            raise RetrievalEvalError(f"history record {shown(self.path)}: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise RetrievalEvalError(f"not a readable history record ({type(exc).__name__}: {exc})",
+                                     path=shown(self.path)) from None
         return run
 
 
@@ -92,14 +126,19 @@ class History:
     def __init__(self, folder: str | Path, keep: int = KEEP) -> None:
         self.folder = Path(folder)
         self.keep = keep
+        #: one line per file of the folder that is not a record (skipped), each said once
+        self.warnings: list[str] = []
 
-    def append(self, results_json: str, git_info: Mapping[str, Any], *, now: float | None = None) -> Path:
+    def append(self, results_json: str, git_info: Mapping[str, Any], *, now: float | None = None,
+               job: str | None = None) -> Path:
+        """``job``: the CI job's name (default: ``job_name()``, from the environment)."""
         results = json.loads(results_json)
         now = time.time() if now is None else now
         # microseconds in the name: records of one second still sort in the order they were made
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
         record = {"format": FORMAT, "version": VERSION, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
-                  "git": dict(git_info), "fingerprints": fingerprints(results), "results": results}
+                  "git": dict(git_info), "job": {"name": job if job is not None else job_name()},
+                  "fingerprints": fingerprints(results), "results": results}
         name = f"{stamp}_{(git_info.get('commit') or 'nocommit')[:12]}_{os.getpid()}_{secrets.token_hex(3)}.json"
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / name
@@ -113,20 +152,31 @@ class History:
         return len(self._files())
 
     def _files(self) -> list[Path]:
-        return sorted(self.folder.glob("*.json"), key=lambda p: p.name) if self.folder.is_dir() else []
+        """The records' files, by name (a record's name: ``RECORD_NAME``), oldest first."""
+        return sorted((p for p in self._json() if RECORD_NAME.match(p.name)), key=lambda p: p.name)
+
+    def _json(self) -> list[Path]:
+        return sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []
 
     def records(self) -> list[Record]:
-        """Every record, oldest first; a file that is not one is refused naming it."""
+        """Every record, oldest first; a ``*.json`` that is not one (a file of the team's, a
+        truncated copy) is skipped, with a line in ``warnings`` naming it."""
         out = []
-        for path in self._files():
+        for path in self._json():
+            problem = None
             try:
                 doc = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
-                raise RetrievalEvalError(f"not a history record ({exc})", path=path) from None
-            if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
-                raise RetrievalEvalError(f"not a history record (expected \"format\": \"{FORMAT}\", version {VERSION})",
-                                         path=path, field="format")
-            out.append(Record(path, doc["time"], doc.get("git") or {}, doc.get("fingerprints") or {}, doc["results"]))
+                doc, problem = None, str(exc)
+            if problem is None:
+                problem = _record_problem(doc)
+            if problem is not None:
+                said = f"{shown(path)}: not a history record ({problem}); skipped"
+                if said not in self.warnings:
+                    self.warnings.append(said)
+                continue
+            out.append(Record(path, doc["time"], doc.get("git") or {}, doc.get("fingerprints") or {}, doc["results"],
+                              doc.get("job") or {}))
         return sorted(out, key=lambda r: r.path.name)  # the name starts with the time, to the microsecond
 
     def at(self, commits: Sequence[str], records: Sequence[Record] | None = None) -> Record | None:
@@ -138,22 +188,92 @@ class History:
         return found[-1] if found else None
 
 
-def compare_ref(history: History, ref: str, cwd: Path) -> tuple[Record | None, str]:
-    """The record ``ref`` is judged against: the newest at the merge-base of HEAD and ``ref``
-    (else at ``ref`` itself), and what was looked for, or why there is none (a message)."""
+def _record_problem(doc: Any) -> str | None:
+    """Why a parsed JSON document is not a record this version reads, or None."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
+        return f"expected \"format\": \"{FORMAT}\", version {VERSION}"
+    results = doc.get("results")
+    if not isinstance(doc.get("time"), str) or not isinstance(results, dict) \
+            or not isinstance(results.get("evaluations"), list) or not isinstance(doc.get("git") or {}, dict) \
+            or not isinstance(doc.get("job") or {}, dict):
+        return "its \"time\", \"git\", \"job\" or \"results\" is missing or of another type"
+    for e in results["evaluations"]:
+        if not (isinstance(e, dict) and isinstance(e.get("engine"), str) and isinstance(e.get("labeled"), dict)
+                and isinstance(e["labeled"].get("name"), str)):
+            return "an evaluation without its engine or labeled set"
+    return None
+
+
+def shown(path: Path) -> Path:
+    """``path`` as the user would type it: relative to the working directory where it is under it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+def _why_not(record: Record, mine: Mapping[tuple[str, str], tuple[str | None, str | None]], job: str | None,
+             force: bool) -> str | None:
+    """Why ``record`` is not this job's baseline (another job, other engines or labeled sets,
+    another slice, a labeled set of the same name with other questions), or None when it is."""
+    if job and record.job.get("name") and record.job["name"] != job:
+        return f"job {record.job['name']} (this job: {job})"
+    theirs = record.labeled_sets()
+    shared = [k for k in mine if k in theirs]
+    if not shared:
+        return (f"{', '.join(f'{e} on {lab}' for e, lab in theirs) or 'no evaluation'} "
+                f"(this run: {', '.join(f'{e} on {lab}' for e, lab in mine)})")
+    sliced = sorted({k[1]: (theirs[k][1], mine[k][1]) for k in shared if theirs[k][1] != mine[k][1]}.items())
+    if sliced:  # another job of the matrix, forced or not
+
+        def part(s: str | None) -> str:
+            return f"slice {s}" if s else "the whole set"
+
+        return "; ".join(f"{part(a)} of {name} (this run: {part(b)})" for name, (a, b) in sliced)
+    differ = sorted({k[1]: (theirs[k][0], mine[k][0]) for k in shared if theirs[k][0] != mine[k][0]}.items())
+    if differ and not force:
+        return "; ".join(f"labeled set {name} fingerprint {str(a)[:12]} (this run: {str(b)[:12]}; "
+                         "--retrieval-baseline-force compares over the questions both hold)" for name, (a, b) in differ)
+    return None
+
+
+def compare_ref(history: History, ref: str, cwd: Path, *, run: Any = None,
+                force: bool = False) -> tuple[Record | None, str]:
+    """The record ``ref`` is judged against: the newest of this job's at the merge-base of HEAD
+    and ``ref`` (at ``ref`` itself only where the two share no history), and what was used, or
+    why there is none (a message naming the commit looked at). ``run``: this run, whose job
+    and labeled sets (by fingerprint, by name with ``force``) a record must share."""
     target = git(cwd, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if target is None:
         return None, (f"--retrieval-compare {ref}: not a branch, tag or commit of the repository at {cwd}")
-    base = git(cwd, "merge-base", "HEAD", target) or target
+    base = git(cwd, "merge-base", "HEAD", target)
+    commit, where = (base, f"its merge-base {base[:10]}") if base else (target, f"{target[:10]} (no merge-base with HEAD)")
     records = history.records()  # read once
-    record = history.at([base, target], records)
-    if record is None:
+    folder = shown(history.folder)
+    todo = (f"run the eval on {ref} with --retrieval-history {folder} first" if commit == target else
+            f"run the eval at {commit[:10]} (git checkout {commit[:10]}) with --retrieval-history {folder} first, "
+            f"or rebase onto {ref}")
+    there = [r for r in records if r.commit and (r.commit.startswith(commit) or commit.startswith(r.commit))]
+    if not there:
         held = sorted({(r.commit or "no commit")[:10] for r in records})
-        try:  # as the user would type it
-            folder = history.folder.resolve().relative_to(Path.cwd().resolve())
-        except ValueError:
-            folder = history.folder
-        return None, (f"--retrieval-compare {ref}: no history record at its merge-base {base[:10]} in "
-                      f"{folder} (records at: {', '.join(held) or 'none'}); run the eval on {ref} with "
-                      f"--retrieval-history {folder} first")
-    return record, f"compared with {ref} at {base[:10]} (history record {record.path.name})"
+        return None, (f"--retrieval-compare {ref}: no history record at {where} in {folder} "
+                      f"(records at: {', '.join(held) or 'none'}); {todo}")
+    mine: dict[tuple[str, str], tuple[str | None, str | None]] = {}
+    if run is not None:
+        mine = {(e.engine, e.labeled.name): (e.labeled.fingerprint, _slice(e.labeled.provenance.get("slice")))
+                for e in run.evaluations}
+        job = job_name()
+        why = {r.path.name: _why_not(r, mine, job, force) for r in there}
+        fitting = [r for r in there if why[r.path.name] is None]
+        if not fitting:
+            reasons = list(dict.fromkeys(why.values()))
+            return None, (f"--retrieval-compare {ref}: no history record of this job at {where} in {folder}: "
+                          f"the {len(there)} record(s) there are of {'; '.join(reasons)}; {todo}")
+        there = fitting
+    def fit(r: Record) -> tuple:  # the same questions (forced: the same names only), most of them, clean, newest
+        theirs = r.labeled_sets()
+        return (sum(theirs.get(k) == v for k, v in mine.items()), len(set(theirs) & set(mine)),
+                not r.git.get("dirty"), r.path.name)
+
+    record = max(there, key=fit)
+    return record, f"compared with {ref} at {commit[:10]} (history record {record.path.name})"

@@ -444,13 +444,15 @@ class RetrievalSession:
             from ..gate.history import compare_ref
 
             try:
-                record, said = compare_ref(history, cfg.gate.compare, Path(self.pytest_config.rootpath))
+                record, said = compare_ref(history, cfg.gate.compare, Path(self.pytest_config.rootpath), run=run,
+                                           force=cfg.gate.settings.baseline_force)
+                baseline = record.run() if record is not None else None  # a record reads as a baseline file
             except RetrievalEvalError as exc:
                 record, said = None, f"--retrieval-compare {cfg.gate.compare}: {exc}"
             if record is None:
                 problems.append(said)
             else:
-                baseline, against = record.run(), shown(record.path)  # a record reads as a baseline file
+                against = shown(record.path)
                 notes.append(said)
         run = record_settings(
             run, cfg.gate.settings,
@@ -477,7 +479,8 @@ class RetrievalSession:
                 if cfg.report.html is not None:
                     from ..report.trend import trend_svg
 
-                    trend = trend_svg(history.records(), verdict.miss_measure)
+                    trend = trend_svg(history.records(), verdict.miss_measure, skipped=history.warnings)
+                self.outcome.warnings += history.warnings  # each file of the folder that is not a record
             timing = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "store": merged.store,
                       "engines": {f"{r.engine} on {r.labeled.name}": {"queries": r.n, "seconds": round(r.seconds, 6)}
                                   for r in evaluations}, **({"usage_outside_engines": outside} if outside else {})}

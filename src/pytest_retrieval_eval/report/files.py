@@ -104,7 +104,7 @@ def baseline_section(verdict: Any, *, movers: int | None = None) -> list[str]:
         out.append(f"| {d.engine} | {d.measure} | {d.before:.4f} | {d.after:.4f} | {d.delta:+.4f} | "
                    f"[{d.ci[0]:+.3f}, {d.ci[1]:+.3f}] | {d.wins} | {d.losses} | {d.ties} | {d.p:.3g} | "
                    f"{d.p_adjusted:.3g} |")
-    moved = [(d, m) for d in verdict.baseline.diffs if d.delta for m in d.movers][:movers]
+    moved = [(d, m) for d in verdict.baseline.diffs if d.moved for m in d.movers][:movers]
     if moved:
         out += ["", "Biggest per-query movers:", ""]
         out += [f"- {d.engine} {d.measure} {m.query_id}: {m.before:g} -> {m.after:g} ({m.question})" for d, m in moved]

@@ -39,9 +39,13 @@ def write_outputs(verdict: Any, *, report_dir: Path | None = None, html: Path | 
 
         write_text_atomic(html, render(verdict, baseline=baseline, trend=trend,
                                        subtitle=", ".join(f"{k}: {v}" for k, v in meta.items())))
-    if step_summary:
+    if step_summary:  # cut to GitHub's limit, pointing at the full results.md
+        from .comment import step_summary as fitted
+
+        already = os.path.getsize(step_summary) if os.path.exists(step_summary) else 0
+        full = f"{Path(report_dir) / 'results.md'} (in CI, the workflow's artefact)" if report_dir is not None else None
         with open(step_summary, "a", encoding="utf-8") as fh:
-            fh.write(markdown(verdict, meta))
+            fh.write(fitted(markdown(verdict, meta), already=already, full_report=full))
 
 
 def step_summary_path() -> str | None:

@@ -75,7 +75,7 @@ def baseline_lines(verdict: Any) -> list[str]:
     comparison = verdict.baseline
     lines = [f"against the baseline (p corrected: {table.CORRECTION_NAMES[comparison.correction]} over "
              f"{len(comparison.diffs)} comparisons):"]
-    moved = [d for d in comparison.diffs if d.before != d.after]
+    moved = [d for d in comparison.diffs if d.moved]
     lines += [f"  {d.describe()}" for d in moved] or ["  no measure moved"]
     fell = comparison.regressed_segments(verdict.alpha)
     if fell:

@@ -14,11 +14,21 @@ from .plot import COLOURS, frame, legend_entry
 W, H, LEFT, RIGHT, TOP, BOTTOM = 720, 400, 56, 200, 24, 70
 
 
-def points(records: Sequence[Any], measure: str, engine: str | None = None) -> list[dict[str, Any]]:
-    """One point per record and evaluation: engine, series key, commit, order (the record's name), mean, interval."""
+def points(records: Sequence[Any], measure: str, engine: str | None = None,
+           skipped: list[str] | None = None) -> list[dict[str, Any]]:
+    """One point per record and evaluation: engine, series key, commit, order (the record's name),
+    mean, interval. A record that cannot be read is left out, said in ``skipped`` (once)."""
+    from ..errors import RetrievalEvalError
+
     out = []
     for r in records:
-        run = r.run()
+        try:
+            run = r.run()
+        except RetrievalEvalError as exc:
+            said = f"{exc}; left out of the trend"
+            if skipped is not None and said not in skipped:
+                skipped.append(said)
+            continue
         for e in run.evaluations:
             if engine is not None and e.engine != engine:
                 continue
@@ -31,9 +41,10 @@ def points(records: Sequence[Any], measure: str, engine: str | None = None) -> l
     return out
 
 
-def trend_svg(records: Sequence[Any], measure: str, engine: str | None = None) -> str:
-    """Deterministic text: the same records, the same bytes."""
-    found = points(records, measure, engine)
+def trend_svg(records: Sequence[Any], measure: str, engine: str | None = None,
+              skipped: list[str] | None = None) -> str:
+    """Deterministic text: the same records, the same bytes (``skipped``: as ``points``)."""
+    found = points(records, measure, engine, skipped)
     times = sorted({p["order"] for p in found})
     x_of = {t: i for i, t in enumerate(times)}
     pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
@@ -76,7 +87,7 @@ def trend_svg(records: Sequence[Any], measure: str, engine: str | None = None) -
             if lo == lo and hi == hi:
                 out.append(f'<line x1="{px:.1f}" y1="{y(hi):.1f}" x2="{px:.1f}" y2="{y(lo):.1f}" stroke="{colour}"/>')
             out.append(f'<circle class="point" cx="{px:.1f}" cy="{y(p["mean"]):.1f}" r="3.5" fill="{colour}">'
-                       f'<title>{escape(p["label"])} at {escape(p["commit"])}: {p["mean"]:.3f} '
+                       f'<title>{escape(p["label"])} at {escape(p["commit"])}: {escape(measure)} {p["mean"]:.3f} '
                        f'[{lo:.3f}, {hi:.3f}]</title></circle>')
         label = run[0]["label"] + ("" if first_of_engine else " (new series)")
         out += legend_entry(W - RIGHT + 12, legend_y, colour, dash, label)
