@@ -224,16 +224,23 @@ def merge_slices(paths: Sequence[str | Path]) -> RunResults:
     judgments = dict(first.judgments)
     if judgments:  # the judged holes of every slice's questions, counted as attaching them to the whole set does
         judgments["used"] = len({(q, d) for e in evaluations for q, docs in e.judged.items() for d in docs})
+        judgments["unkeyed"] = sum(int(run.judgments.get("unkeyed", 0)) for _, run, _ in docs)
+        judgments["reworded"] = [list(p) for p in sorted({tuple(p) for _, run, _ in docs
+                                                          for p in run.judgments.get("reworded", [])})]
     lint = {json.dumps(r.to_dict(), sort_keys=True): r for _, run, _ in docs for r in run.lint}
     snippets = {k: v for _, run, _ in docs for k, v in run.snippets.items()}
     return RunResults(evaluations, first.metrics_fingerprint, list(lint.values()), dict(sorted(snippets.items())),
                       settings, judgments, first.candidates, first.coverage)
 
 
+#: what a judgments record counts over the run's own questions: a slice's share, added up on merging
+_OF_QUESTIONS = ("used", "unkeyed", "reworded")
+
+
 def _of_file(judgments: Mapping[str, Any]) -> dict[str, Any]:
     """What a run's judgments record says of the file and the judge, not of the run's own
-    questions (``used``: the holes of its questions), which every slice of one run shares."""
-    return {k: v for k, v in judgments.items() if k != "used"}
+    questions (``_OF_QUESTIONS``), which every slice of one run shares."""
+    return {k: v for k, v in judgments.items() if k not in _OF_QUESTIONS}
 
 
 def _same_settings(docs: Sequence[tuple[str, RunResults, Any]]) -> dict[str, Any]:
