@@ -45,26 +45,6 @@ def private(tmp_path, monkeypatch):
     return folder / f"pytest-retrieval-eval-models-{os.getuid()}"
 
 
-@pytest.fixture
-def read_only():
-    """Makes a folder read-only for root too (a read-only bind mount of itself), as a mounted
-    image or a shared cache would be; unmounted afterwards."""
-    mounted = []
-
-    def make(folder):
-        for args in (["--bind", str(folder), str(folder)], ["-o", "remount,bind,ro", str(folder)]):
-            done = subprocess.run(["mount", *args], capture_output=True, text=True)
-            if done.returncode:
-                pytest.skip(f"not applicable: cannot bind-mount a folder read-only here ({done.stderr.strip()})")
-            if "--bind" in args:
-                mounted.append(folder)
-        return folder
-
-    yield make
-    for folder in mounted:
-        subprocess.run(["umount", str(folder)], capture_output=True)
-
-
 def copy_cache(intact, cache):
     shutil.copytree(intact[0], cache, ignore=shutil.ignore_patterns("*.lock"))
     return cache / NAME / "onnx" / onnx_embedder.ONNX_FILE

@@ -164,25 +164,6 @@ def test_a_change_to_a_teams_yaml_leaves_the_built_in_tables_snapshot_alone(proj
     assert any(sorted(m["tables"]) == sorted(tables) for m in kept)  # what the last session used, only
 
 
-@pytest.fixture
-def read_only():
-    """Makes a folder read-only for root too (a read-only bind mount of itself); unmounted after."""
-    mounted = []
-
-    def make(folder):
-        for args in (["--bind", str(folder), str(folder)], ["-o", "remount,bind,ro", str(folder)]):
-            done = subprocess.run(["mount", *args], capture_output=True, text=True)
-            if done.returncode:
-                pytest.skip(f"not applicable: cannot bind-mount a folder read-only here ({done.stderr.strip()})")
-            if "--bind" in args:
-                mounted.append(folder)
-        return folder
-
-    yield make
-    for folder in mounted:
-        subprocess.run(["umount", str(folder)], capture_output=True)
-
-
 def _kept(tmp_path):
     from pytest_retrieval_eval.hybrid.snapshots import Snapshots
 
