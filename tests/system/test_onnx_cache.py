@@ -184,3 +184,40 @@ def test_a_run_killed_during_the_export_leaves_a_folder_the_next_run_sweeps(inta
     assert np.allclose(vectors, intact[1], atol=1e-6)
     assert not leftover.exists()
     assert sorted(p.name for p in cache.iterdir() if not p.name.endswith(".lock")) == [NAME]
+
+
+RETRIEVAL_TESTS = """
+    import pytest
+
+    @pytest.mark.retrieval
+    def test_q(retrieval_results):
+        assert retrieval_results.n > 0
+"""
+
+
+def test_a_run_on_a_damaged_read_only_cache_scores_as_one_on_an_intact_cache(intact, pytester, sandbox_tmp, tmp_path,
+                                                                               read_only):
+    """The whole plugin: the bundled eval's hybrid table on a read-only cache whose export is
+    damaged is the intact cache's, and the run says where the export it used is."""
+    from conftest import CORPUS, QUESTIONS, parse_table
+
+    damaged = tmp_path / "damaged"
+    damage(copy_cache(intact, damaged))
+    read_only(damaged)
+    private = sandbox_tmp / f"pytest-retrieval-eval-models-{os.getuid()}"
+    shutil.copytree(intact[0] / NAME, private / NAME)  # exported by an earlier run: this one exports nothing
+    pytester.makepyfile(RETRIEVAL_TESTS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    tables = {}
+    for name, cache in (("intact", intact[0]), ("damaged", damaged)):
+        pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
+                         f"retrieval_engines = hybrid\nretrieval_embedder = minilm:onnx\n"
+                         f"retrieval_cache_dir = {tmp_path / f'cache-{name}'}\nretrieval_model_cache = {cache}\n")
+        done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-report",
+                               "--retrieval-store-cache-mb=0"], cwd=pytester.path, capture_output=True, text=True,
+                              env={**env, "TMPDIR": str(sandbox_tmp)}, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+        tables[name] = parse_table(done.stdout)
+        said = " ".join(done.stdout.split())
+        assert ("cannot be written (Read-only file system): used the export in" in said) == (name == "damaged"), said
+    assert tables["damaged"] == tables["intact"]

@@ -97,7 +97,7 @@ class ModelCacheWarning(UserWarning):
 MISSING = "missing"
 #: a temporary export folder whose writer seems alive (its pid reused?) is swept once this old
 STALE_TEMP_SECONDS = 3600
-#: ``.{export}-tmp-{pid}-{hex}`` (a writer's), ``.{export}-damaged-{pid}`` (set aside), or an
+#: ``.{export}-tmp-{pid}-{hex}`` (a writer's), ``.{export}-damaged-{pid}-{hex}`` (set aside), or an
 #: older plugin's ``.{export}-{mkdtemp's 8 characters}``
 _TEMP = re.compile(r"^\.(?P<export>.+-onnx-O\d)-(?:(?:tmp|damaged)-(?P<pid>\d+)(?:-[0-9a-f]+)?|[a-z0-9_]{8})$")
 #: sha256 of a graph by (path, inode, size, times): a process checks each file once
@@ -233,7 +233,7 @@ def _lock(cache: Path, export: str) -> Path:
 def _set_aside(folder: Path) -> None:
     """Move a damaged export out of the way (a rename: a process still reading it keeps its
     files), then remove it; a rename that fails raises (the export must not be used)."""
-    aside = folder.with_name(f".{folder.name}-damaged-{os.getpid()}")
+    aside = folder.with_name(f".{folder.name}-damaged-{os.getpid()}-{os.urandom(4).hex()}")
     try:
         os.replace(folder, aside)
     except FileNotFoundError:
@@ -274,7 +274,7 @@ def sweep(cache: Path, holding: str | None = None) -> list[str]:
                 for path, pid in paths:
                     if stale(path, pid):
                         shutil.rmtree(path, ignore_errors=True)
-                        removed.append(path.name)
+                        removed += [] if path.exists() else [path.name]
         except OSError:  # its writer holds the lock (filelock's Timeout), or the cache is read-only
             continue
     return removed
