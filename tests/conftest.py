@@ -254,6 +254,27 @@ def sandbox_tmp():
     shutil.rmtree(path, ignore_errors=True)
 
 
+
+@pytest.fixture
+def read_only():
+    """``read_only(folder)`` makes a folder read-only for root too, as a mounted image or a
+    shared cache would be (a read-only bind mount of itself; chmod does not stop root), and
+    undoes it after the test."""
+    mounted = []
+
+    def make(folder: Path) -> Path:
+        for args in (["--bind", str(folder), str(folder)], ["-o", "remount,bind,ro", str(folder)]):
+            done = subprocess.run(["mount", *args], capture_output=True, text=True)
+            if done.returncode:
+                pytest.skip(f"not applicable: cannot bind-mount a folder read-only here ({done.stderr.strip()})")
+            if "--bind" in args:
+                mounted.append(folder)
+        return folder
+
+    yield make
+    for folder in reversed(mounted):
+        subprocess.run(["umount", str(folder)], capture_output=True)
+
 def leftovers(tmp: Path) -> tuple[list[str], list[str]]:
     dirs = sorted(p.name for p in tmp.glob("pytest-retrieval-pg-*"))
     ps = subprocess.run(["ps", "-ewwo", "pid,stat,args"], capture_output=True, text=True).stdout

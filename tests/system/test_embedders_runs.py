@@ -39,6 +39,30 @@ def test_concurrent_writers_share_one_cache(tmp_path):
     assert EmbeddingCache(tmp_path / "c").count("m") == 600
 
 
+def test_a_damaged_cache_in_a_read_only_folder_is_one_clear_error_never_reopened_as_it_was(tmp_path, read_only):
+    """A cache whose vector fails its checksum, in a folder mounted read-only while a writer has
+    it open (its WAL files there, so SQLite opens it read-only): it cannot be set aside, so it is
+    not silently opened again as it was; the error names the file, the cause and the option."""
+    from pytest_retrieval_eval import RetrievalEvalError
+
+    path = tmp_path / "cache" / "embeddings.sqlite3"
+    writer = EmbeddingCache(path)
+    writer.put_many("m", [("k", np.ones(4, dtype=np.float32)), ("j", np.ones(4, dtype=np.float32))])
+    [blob] = writer._conn.execute("SELECT vec FROM embeddings WHERE key = 'k'").fetchone()
+    writer._conn.execute("UPDATE embeddings SET vec = ? WHERE key = 'k'", (bytes([blob[0] ^ 0xFF]) + blob[1:],))
+    read_only(path.parent)
+    reader = EmbeddingCache(path)
+    try:
+        with pytest.raises(RetrievalEvalError) as info:
+            reader.get_many("m", ["k", "j"])
+    finally:
+        writer.close()
+        if reader._conn is not None:
+            reader.close()
+    assert str(info.value) == (f"{path}: embedding cache cannot be set aside (Read-only file system) and cannot be "
+                               "used: damaged (a stored vector does not match its checksum (m, k…)); choose another "
+                               "folder with --retrieval-cache-dir (ini retrieval_cache_dir)")
+
 def test_packaged_minilm_embeds_offline(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     e = Embedder(backend_for("minilm"), EmbeddingCache(tmp_path / "c"))

@@ -162,3 +162,38 @@ def test_a_change_to_a_teams_yaml_leaves_the_built_in_tables_snapshot_alone(proj
     kept = [json.loads((p / "manifest.json").read_text()) for p in (tmp_path / "cache" / "snapshots").iterdir()
             if not p.name.startswith(".")]
     assert any(sorted(m["tables"]) == sorted(tables) for m in kept)  # what the last session used, only
+
+
+def _kept(tmp_path):
+    from pytest_retrieval_eval.hybrid.snapshots import Snapshots
+
+    data = tmp_path / "data"
+    (data / "base").mkdir(parents=True)
+    (data / "base" / "1").write_bytes(b"pages" * 1000)
+    root = tmp_path / "snapshots"
+    for key in ("intact", "damaged"):
+        Snapshots(root, limit_mb=10).save(key, data, {"t": {"chunks": []}}, "pg")
+    (root / "damaged" / "data" / "base" / "1").write_bytes(b"PAGES" * 1000)
+    return root
+
+
+def test_a_snapshot_in_a_read_only_folder_is_restored_when_it_proves_itself_and_never_when_not(tmp_path, read_only):
+    """A read-only cache folder (a mounted image, a shared cache): the intact snapshot is used
+    where it is (its recently-used stamp cannot be written: no matter), the damaged one is not,
+    and the warning says it stays where it is rather than that it was set aside."""
+    import warnings
+
+    from pytest_retrieval_eval.hybrid.snapshots import Snapshots, SnapshotWarning
+
+    root = read_only(_kept(tmp_path))
+    snapshots = Snapshots(root, limit_mb=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = snapshots.find("intact")
+    assert found is not None and found.path == root / "intact"
+    with pytest.warns(SnapshotWarning) as said:
+        assert snapshots.find("damaged") is None
+    assert [str(w.message) for w in said] == [
+        "store snapshot damaged not used: its file data/base/1 does not match its checksum; it cannot be set "
+        "aside (Read-only file system) and stays where it is; the corpus is ingested afresh"]
+    assert (root / "damaged").is_dir()

@@ -5,7 +5,8 @@ cache at once. SQLite checks no page's content, so every vector carries a crc32 
 key and floats, verified on read (a few microseconds a vector; nothing is read at open). A cache
 can always be rebuilt, so a damaged one (not SQLite, a page SQLite cannot read, a vector that
 does not match its checksum) is set aside (renamed, with one warning) and started afresh; a
-location that cannot hold one is a clear error naming it.
+location that cannot hold one, or a damaged one that cannot be set aside (a read-only folder), is
+a clear error naming it.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ class EmbeddingCache:
 
     def _set_aside(self, why: str, stacklevel: int = 4) -> None:
         """Rename the damaged file (with its WAL) and start an empty cache; one warning. A file
-        another worker already set aside is not renamed again: its fresh successor is opened."""
+        another worker already set aside is not renamed again: its fresh successor is opened. One
+        that cannot be moved (a read-only folder) is an error, never opened again as it was."""
         from .._secrets import mask_and_cap
 
         conn, self._conn = getattr(self, "_conn", None), None
@@ -93,8 +95,11 @@ class EmbeddingCache:
             ours = self._inode is None or os.stat(self.path).st_ino == self._inode
             if ours:
                 self.path.rename(aside)
-        except OSError:  # gone: another worker set it aside first
+        except FileNotFoundError:  # gone: another worker set it aside first
             ours = False
+        except OSError as exc:
+            raise RetrievalEvalError(f"embedding cache cannot be set aside ({exc.strerror or exc}) and cannot be "
+                                     f"used: {why}; {HINT}", path=self.path) from None
         if ours:
             for suffix in ("-wal", "-shm"):
                 if Path(f"{self.path}{suffix}").exists():

@@ -10,17 +10,24 @@ pooling and L2 normalisation as the folder's ``modules.json`` declares them. Eve
 to the torch path's is at least 0.9999998 (tests/system/test_embedders_runs.py).
 
 The model cache is the machine's, not the project's: the export depends on the weights alone,
-so every project and test run on a machine shares it, as a hub cache would.
+so every project and test run on a machine shares it, as a hub cache would. An export is
+checked (its graph's size and sha256 against its manifest) before it is run, wherever it is;
+one that fails is exported again, or, where the cache cannot be written (a read-only mount),
+exported into the user's private fallback folder: never run. A run killed during the export
+leaves its temporary folder, which a later run sweeps under the export's lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -75,36 +82,135 @@ def export_folder(cache: Path, weights_sha256: str) -> Path:
     return cache / f"all-MiniLM-L6-v2-{weights_sha256[:16]}-onnx-{LEVEL}"
 
 
-def find_export(folder: Path) -> Path | None:
-    """``folder`` if it holds a complete export (its manifest, and a graph of the recorded size;
-    the graph's sha256 is checked when it is loaded), else None."""
+def private_model_cache() -> Path:
+    """Where the export goes when the model cache cannot be written (a read-only mount, a file in
+    the way): the user's own folder in the temp dir, which only they can write."""
+    user = str(os.getuid()) if hasattr(os, "getuid") else "user"  # Windows: the temp dir is the user's
+    return Path(tempfile.gettempdir()) / f"pytest-retrieval-eval-models-{user}"
+
+
+class ModelCacheWarning(UserWarning):
+    """The model cache's export failed its check or could not be written; what was done instead."""
+
+
+#: an export that is absent (not damaged: nothing to warn about)
+MISSING = "missing"
+#: a temporary export folder whose writer seems alive (its pid reused?) is swept once this old
+STALE_TEMP_SECONDS = 3600
+#: ``.{export}-tmp-{pid}-{hex}`` (a writer's), ``.{export}-damaged-{pid}-{hex}`` (set aside), or an
+#: older plugin's ``.{export}-{mkdtemp's 8 characters}``
+_TEMP = re.compile(r"^\.(?P<export>.+-onnx-O\d)-(?:(?:tmp|damaged)-(?P<pid>\d+)(?:-[0-9a-f]+)?|[a-z0-9_]{8})$")
+#: sha256 of a graph by (path, inode, size, times): a process checks each file once
+_hashes: dict[tuple, str] = {}
+
+
+def check_export(folder: Path) -> str | None:
+    """None if ``folder`` holds an export whose graph matches its manifest (size and sha256),
+    ``MISSING`` if it holds none, else what is wrong, naming the file."""
+    graph = folder / "onnx" / ONNX_FILE
     try:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        graph = folder / "onnx" / ONNX_FILE
-        return folder if graph.is_file() and graph.stat().st_size == manifest["size"] else None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        size, digest = manifest["size"], manifest["sha256"]
+    except FileNotFoundError:
+        return MISSING if not graph.exists() else f"{folder / MANIFEST}: is missing"
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"{folder / MANIFEST}: cannot be read ({type(exc).__name__})"
+    try:
+        stamp = os.stat(graph)
+    except OSError as exc:
+        return f"{graph}: cannot be read ({exc.strerror})"
+    if stamp.st_size != size:
+        return f"{graph}: is {stamp.st_size} bytes, its export recorded {size}"
+    key = (str(graph), stamp.st_ino, stamp.st_size, stamp.st_mtime_ns, stamp.st_ctime_ns)
+    if key not in _hashes:
+        try:
+            _hashes[key] = sha256_file(graph)
+        except OSError as exc:
+            return f"{graph}: cannot be read ({exc.strerror})"
+    return None if _hashes[key] == digest else f"{graph}: does not match the sha256 its export recorded"
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+class _Unwritable(Exception):
+    """The cache needs writing (no export, or a damaged one) and cannot be written."""
+
+    def __init__(self, problem: str, error: OSError) -> None:
+        super().__init__(problem)
+        self.problem, self.error = problem, error
 
 
 def ensure_export(source: Path, weights_sha256: str, cache: Path) -> Path:
-    """The export of ``source`` (the packaged MiniLM folder) in ``cache``: found, or made once.
-    Made in a temporary folder beside it and renamed into place while holding a lock, so a
-    worker that waited finds the other's; an interrupted export leaves no half folder behind."""
+    """The folder of a verified export of ``source`` (the packaged MiniLM folder): in ``cache``,
+    found or made once; where ``cache`` would need writing and cannot be (read-only, a file in
+    the way, full), in the private fallback folder, with one warning saying so. An export that
+    fails its check is never returned."""
+    try:
+        return _ensure(source, weights_sha256, cache)
+    except _Unwritable as first:
+        private = private_model_cache()
+        hint = "choose a writable folder with --retrieval-model-cache (env RETRIEVAL_EVAL_MODEL_CACHE)"
+        said = f"{first.problem}, and the model cache" if first.problem != MISSING else "the model cache"
+        said = f"{said} {cache} cannot be written ({_why(first.error)})"
+        try:
+            if private.resolve() == Path(cache).resolve():
+                raise first.error
+            _private_folder(private)
+            had = check_export(export_folder(private, weights_sha256)) is None
+            folder = _ensure(source, weights_sha256, private)
+        except (_Unwritable, OSError) as exc:
+            error = exc.error if isinstance(exc, _Unwritable) else exc
+            raise RetrievalEvalError(f"{said}, nor the private fallback {private} ({_why(error)}); {hint}",
+                                     path=cache) from None
+        import warnings
+
+        done = f"used the export in {private}" if had else f"exported into {private}"
+        warnings.warn(ModelCacheWarning(f"{said}: {done} instead; {hint}"), stacklevel=3)
+        return folder
+
+
+def _private_folder(private: Path) -> None:
+    """The fallback folder, made 0700; one that another user owns (planted in a shared temp dir)
+    or that is a link is refused."""
+    private.mkdir(mode=0o700, parents=True, exist_ok=True)
+    stat = os.lstat(private)
+    if hasattr(os, "getuid") and (stat.st_uid != os.getuid() or not private.is_dir() or private.is_symlink()):
+        raise PermissionError(13, "owned by another user, or not a folder", str(private))
+
+
+def _ensure(source: Path, weights_sha256: str, cache: Path) -> Path:
     target = export_folder(cache, weights_sha256)
-    if find_export(target) is not None:
+    problem = check_export(target)
+    if problem is None:
+        sweep(cache)
         return target
     try:
-        cache.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RetrievalEvalError(f"the model cache cannot be created: {exc.strerror or exc}; choose another folder "
-                                 "with --retrieval-model-cache (env RETRIEVAL_EVAL_MODEL_CACHE)", path=cache) from None
+        made = _export_into(source, weights_sha256, cache, target)
+    except OSError as exc:  # read-only, not a folder, full; filelock's Timeout too
+        raise _Unwritable(problem, exc) from None
+    if problem != MISSING:
+        import warnings
+
+        warnings.warn(ModelCacheWarning(f"{problem}; exported again"), stacklevel=4)
+    return made
+
+
+def _export_into(source: Path, weights_sha256: str, cache: Path, target: Path) -> Path:
+    """Export into a temporary folder beside ``target`` and rename it into place while holding the
+    export's lock, so a worker that waited finds the other's; a damaged export is set aside
+    first, and dead writers' temporary folders are swept."""
+    cache.mkdir(parents=True, exist_ok=True)
     from filelock import FileLock
 
-    with FileLock(str(cache / f".{target.name}.lock"), timeout=600):
-        if find_export(target) is not None:  # another process exported it while this one waited
+    with FileLock(str(_lock(cache, target.name)), timeout=600):
+        sweep(cache, holding=target.name)
+        problem = check_export(target)
+        if problem is None:  # another process exported it while this one waited
             return target
-        work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=cache))
-        work.chmod(0o755)
+        work = cache / f".{target.name}-tmp-{os.getpid()}-{os.urandom(4).hex()}"
+        work.mkdir(mode=0o755)
         try:
             _export(source, work)
             (work / "onnx" / "model.onnx").unlink(missing_ok=True)  # the unoptimised graph: never run
@@ -112,22 +218,66 @@ def ensure_export(source: Path, weights_sha256: str, cache: Path) -> Path:
             (work / MANIFEST).write_text(json.dumps({"weights_sha256": weights_sha256, "level": LEVEL,
                                                      "file": ONNX_FILE, "size": graph.stat().st_size,
                                                      "sha256": sha256_file(graph)}), encoding="utf-8")
-            if target.exists():  # a damaged export: replaced
-                shutil.rmtree(target, ignore_errors=True)
+            if problem != MISSING or target.exists():  # a damaged or partial export: out of the way first
+                _set_aside(target)
             os.replace(work, target)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return target
 
 
+def _lock(cache: Path, export: str) -> Path:
+    return cache / f".{export}.lock"
+
+
 def _set_aside(folder: Path) -> None:
-    """Move a damaged export out of the way (a rename: a process still reading it keeps its files)."""
-    aside = folder.with_name(f".{folder.name}-damaged-{os.getpid()}")
+    """Move a damaged export out of the way (a rename: a process still reading it keeps its
+    files), then remove it; a rename that fails raises (the export must not be used)."""
+    aside = folder.with_name(f".{folder.name}-damaged-{os.getpid()}-{os.urandom(4).hex()}")
     try:
         os.replace(folder, aside)
-    except OSError:  # another process moved it first
+    except FileNotFoundError:
         return
     shutil.rmtree(aside, ignore_errors=True)
+
+
+def sweep(cache: Path, holding: str | None = None) -> list[str]:
+    """Remove the temporary folders of export writers that are gone (a run killed during the
+    export leaves 60-90 MB), each under its export's lock: ``holding`` names the export whose
+    lock this process holds; any other is taken without waiting and skipped while a writer holds
+    it (or where the cache cannot be written). Under the lock, a folder is stale when the pid in
+    its name is dead, when it is over an hour old, or when it has no pid (an older plugin's)."""
+    from filelock import FileLock
+
+    from .store.platform import alive
+
+    found: dict[str, list[tuple[Path, str | None]]] = {}
+    try:
+        for path in cache.iterdir():
+            match = _TEMP.match(path.name)
+            if match and path.is_dir() and not path.is_symlink():
+                found.setdefault(match["export"], []).append((path, match["pid"]))
+    except OSError:
+        return []
+    removed: list[str] = []
+
+    def stale(path: Path, pid: str | None) -> bool:
+        try:
+            old = time.time() - path.lstat().st_mtime > STALE_TEMP_SECONDS
+        except OSError:
+            return False
+        return pid is None or old or not alive(int(pid))
+
+    for export, paths in found.items():
+        try:
+            with contextlib.nullcontext() if export == holding else FileLock(str(_lock(cache, export)), timeout=0):
+                for path, pid in paths:
+                    if stale(path, pid):
+                        shutil.rmtree(path, ignore_errors=True)
+                        removed += [] if path.exists() else [path.name]
+        except OSError:  # its writer holds the lock (filelock's Timeout), or the cache is read-only
+            continue
+    return removed
 
 
 def _export(source: Path, work: Path) -> None:
@@ -184,8 +334,7 @@ class OnnxMiniLMBackend:
         self._inputs: list[str] = []
 
     def _load(self) -> None:
-        cache = self.cache or default_model_cache()
-        folder = ensure_export(self.source, self.weights_sha256, cache)
+        folder = ensure_export(self.source, self.weights_sha256, self.cache or default_model_cache())  # verified
         graph = folder / "onnx" / ONNX_FILE
         with _loaded_lock:
             key = self._key(graph)
@@ -193,8 +342,7 @@ class OnnxMiniLMBackend:
                 self._session, self._inputs, self._tokenizer = _loaded[key]
                 self.loads += 1
                 return
-            graph = self._load_graph(folder, graph, cache)
-            key = self._key(graph)  # a damaged graph was exported again: the new file's
+            self._load_graph(graph)
             if key is not None:
                 _loaded[key] = (self._session, self._inputs, self._tokenizer)
 
@@ -205,14 +353,7 @@ class OnnxMiniLMBackend:
             return None
         return (str(graph.resolve()), str(self.source.resolve()), stamp.st_size, stamp.st_mtime_ns, stamp.st_ctime_ns)
 
-    def _load_graph(self, folder: Path, graph: Path, cache: Path) -> Path:
-        if sha256_file(graph) != json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["sha256"]:
-            import warnings
-
-            _set_aside(folder)  # a damaged export is only a cache: made again, once
-            warnings.warn(f"{graph}: does not match the sha256 its export recorded; exported again", stacklevel=4)
-            folder = ensure_export(self.source, self.weights_sha256, cache)
-            graph = folder / "onnx" / ONNX_FILE
+    def _load_graph(self, graph: Path) -> None:
         _check_layout(self.source)  # tokenizer, window and pooling: the packaged folder's, as the torch path reads them
         import onnxruntime
         from tokenizers import Tokenizer
@@ -231,7 +372,6 @@ class OnnxMiniLMBackend:
         tokenizer.enable_padding(pad_id=pad if pad is not None else 0, pad_token="[PAD]")  # to the batch's longest
         self._tokenizer = tokenizer
         self.loads += 1
-        return graph
 
     def token_window(self):
         from .embedders import SentenceTransformersBackend

@@ -11,7 +11,7 @@ its content), the PostgreSQL build and the plugin version; any change is another
 snapshot is never stale. A snapshot proves itself before it is used: every file is checked
 against the manifest before the restore and the restored tables answer the probe before the
 engines run; one that does not (damaged, truncated, unreadable) is set aside with one warning and
-the corpus is ingested afresh. Snapshots are written under a private name and renamed into place;
+the corpus is ingested afresh (in a read-only folder it stays, unused, and the warning says so). Snapshots are written under a private name and renamed into place;
 a killed writer leaves only its temp dir, which the next run sweeps once its writer is dead;
 several writers of one key keep the first, and the folder is bounded (temp dirs count):
 least recently used snapshots go first.
@@ -146,7 +146,10 @@ class Snapshots:
         if problem is not None:
             self.set_aside(path, problem)
             return None
-        os.utime(path)  # recently used: evicted last
+        try:
+            os.utime(path)  # recently used: evicted last
+        except OSError:  # a read-only folder (a mounted image): used where it is, evicted by no one
+            pass
         return Snapshot(key, path, manifest)
 
     @staticmethod
@@ -182,12 +185,17 @@ class Snapshots:
         return manifest, None
 
     def set_aside(self, path: Path, why: str) -> None:
-        """Out of the way of every later run (renamed first, so no reader sees it half removed)."""
+        """Out of the way of every later run (renamed first, so no reader sees it half removed).
+        One that cannot be moved (a read-only folder) stays, unused, and the warning says so."""
         aside = path.with_name(f".aside-{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
         try:
             os.rename(path, aside)
-        except OSError:  # another worker set it aside first
+        except FileNotFoundError:  # another worker set it aside first
             aside = path
+        except OSError as exc:
+            warn(f"store snapshot {path.name} not used: {why}; it cannot be set aside ({exc.strerror or cause(exc)}) and stays "
+                 "where it is; the corpus is ingested afresh")
+            return
         shutil.rmtree(aside, ignore_errors=True)
         warn(f"store snapshot {path.name} set aside: {why}; the corpus is ingested afresh")
 
@@ -230,7 +238,7 @@ class Snapshots:
                 continue
             if old or not alive(pid):
                 shutil.rmtree(path, ignore_errors=True)
-                removed.append(path.name)
+                removed += [] if path.exists() else [path.name]  # a read-only folder keeps it
         return removed
 
     def evict(self, keep: str | None = None) -> list[str]:
