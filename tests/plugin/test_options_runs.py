@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 
 from conftest import REPO
 from pytest_retrieval_eval.plugin.options import OPTIONS, docs_block
@@ -52,3 +54,72 @@ def test_precedence_command_line_then_environment_then_ini(pytester, monkeypatch
     assert "VALUES hashing:32 7" in pytester.runpytest("-s").stdout.str()
     out = pytester.runpytest("-s", "--retrieval-embedder=hashing:16", "--retrieval-depth=9").stdout.str()
     assert "VALUES hashing:16 9" in out
+
+
+# --- bad command lines: one usage error, before anything starts -----------------------------------
+
+def test_a_misspelt_option_is_a_usage_error_naming_the_nearest_options(make_project):
+    project = make_project()
+    result = project.runpytest("-m", "retrieval", "--retrieval-reprot")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "--retrieval-reprot" in err and "did you mean --retrieval-report" in err, err
+    assert "Traceback" not in err and "passed" not in result.stdout.str()
+    # with a value (=), and a typo in the prefix itself
+    for typo, nearest in (("--retrieval-thresold=mrr>=0.1", "--retrieval-threshold"),
+                          ("--retreival-report-dir=out", "--retrieval-report-dir")):
+        result = project.runpytest("-m", "retrieval", typo)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert f"did you mean {nearest}" in result.stderr.str(), result.stderr.str()
+
+
+def test_an_unknown_option_far_from_the_plugins_is_left_to_pytest(make_project):
+    result = make_project().runpytest("--cov-report=term")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "unrecognized arguments: --cov-report=term" in result.stderr.str()
+    assert "did you mean" not in result.stderr.str()
+
+
+@pytest.mark.parametrize("flag, value", [("--retrieval-judgments", "judgments.jsonl"),
+                                         ("--retrieval-baseline", "baseline.json"),
+                                         ("--retrieval-report-dir", "out"),
+                                         ("--retrieval-threshold", "kept")])
+def test_a_value_given_apart_from_its_option_is_a_usage_error_saying_to_write_it_with_equals(make_project, flag,
+                                                                                                 value):
+    """pytest finds its rootdir and ini file before the plugin's options exist: the value of
+    ``--retrieval-judgments judgments.jsonl`` is taken for a test path there, and a file outside
+    the project moves the rootdir away from the project's ini."""
+    project = make_project()
+    elsewhere = project.path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "out").mkdir()
+    for name in ("judgments.jsonl", "baseline.json", "kept"):
+        (elsewhere / name).write_text("{}\n")
+    project.chdir()
+    result = project.runpytest("-m", "retrieval", flag, str(elsewhere / value))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    err = result.stderr.str()
+    assert f"write {flag}={elsewhere / value}" in err, err
+    assert "Traceback" not in err and "ERROR at setup" not in result.stdout.str()
+
+
+def test_a_value_apart_from_its_option_that_names_no_file_still_runs(make_project):
+    """Not on disk, pytest's early parse ignores it: ``--retrieval-threshold mrr>=0.01`` works."""
+    result = make_project().runpytest("-m", "retrieval", "--retrieval-threshold", "mrr>=0.01",
+                                      "--retrieval-engine", "keyword")
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.parametrize("key, kind", [("judgments", "folder"), ("baseline", "folder"), ("questions", "folder"),
+                                       ("html", "folder"), ("save_baseline", "folder"), ("report_dir", "file"),
+                                       ("history", "file")])
+def test_a_path_option_naming_the_wrong_kind_of_path_is_a_usage_error_naming_the_option(make_project, key, kind):
+    project = make_project()
+    where = project.path / "there"
+    where.mkdir() if kind == "folder" else where.write_text("{}\n")
+    flag = f"--retrieval-{key.replace('_', '-')}"
+    result = project.runpytest("-m", "retrieval", f"{flag}=there")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    err = result.stderr.str()
+    assert flag in err and f"there is a {kind}" in err, err
+    assert "INTERNALERROR" not in result.stdout.str() + err and "Traceback" not in err

@@ -29,6 +29,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_to_pytest(parser)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]):
+    """A ``--retrieval-*`` flag pytest would misread, as one usage error: its value apart from it
+    (before the conftests load from a rootdir it moved), a misspelt name (after they added theirs)."""
+    import os
+    import shlex
+
+    first = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *map(str, early_config.invocation_params.args)]
+    try:
+        options.check_command_line(first, lambda _: [])
+        result = yield
+        options.check_command_line([], lambda _: parser.parse_known_and_unknown_args(args)[1])
+    except options.OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return result
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "retrieval: a retrieval-quality evaluation (select with -m retrieval)")
     config.pluginmanager.register(fixtures, "retrieval_eval.fixtures")

@@ -157,6 +157,9 @@ def build(config: Any) -> RetrievalConfig:
 def _build(get: Callable[[str], Any], *, questions_explicit: bool,
            base_for: Callable[[str], Path] = lambda source: Path.cwd()) -> RetrievalConfig:
     names = {o.key: o.names for o in options.OPTIONS}
+    for o in options.OPTIONS:  # a folder where a file belongs: said now, not as a crash at the end
+        if o.path:
+            options.check_path(o, get(o.key))
     ingest = IngestConfig(split_length=get("split_length"), split_overlap=get("split_overlap"),
                           near_duplicates=get("near_duplicates"))
     top_k = get("top_k")

@@ -42,7 +42,7 @@ def shown(path: Path | None) -> str:
 
 def load_corpus(cfg: DataConfig) -> Corpus:
     if cfg.corpus is None:
-        raise RetrievalEvalError("no corpus configured: set --retrieval-corpus PATH or the retrieval_corpus ini option")
+        raise RetrievalEvalError("no corpus configured: set --retrieval-corpus=PATH or the retrieval_corpus ini option")
     return open_corpus(cfg.corpus, split=cfg.split, max_doc_mb=cfg.max_doc_mb).load()
 
 
@@ -61,7 +61,7 @@ def load_labeled(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progre
                     "be retrieved"), stacklevel=2)
             return labeled
     if cfg.questions is None:
-        raise RetrievalEvalError("no labeled queries configured: set --retrieval-questions PATH or the retrieval_questions ini option")
+        raise RetrievalEvalError("no labeled queries configured: set --retrieval-questions=PATH or the retrieval_questions ini option")
     if cfg.regenerate:
         regenerate(cfg, corpus, chunking, progress)
     labeled = load_labels(cfg.questions)
