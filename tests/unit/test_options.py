@@ -34,7 +34,7 @@ def test_an_option_declared_but_missing_from_the_options_page_is_caught(monkeypa
     extra = Option("frobnicate", "a new option nobody documented", 3, options.whole(1), metavar="N")
     monkeypatch.setattr(options, "OPTIONS", (*OPTIONS, extra))
     problems = page_disagreements(page)
-    assert problems == ["missing: | `--retrieval-frobnicate N` | `retrieval_frobnicate` |  | `3` | a new option nobody documented |"]
+    assert problems == ["missing: | `--retrieval-frobnicate=N` | `retrieval_frobnicate` |  | `3` | a new option nobody documented |"]
 
 
 def test_the_cli_shares_the_declarations_without_the_prefix(capsys):

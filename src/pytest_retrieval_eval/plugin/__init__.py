@@ -47,7 +47,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "retrieval: a retrieval-quality evaluation (select with -m retrieval)")
+    config.addinivalue_line("markers", "retrieval: a retrieval-quality evaluation (select with -m retrieval); "
+                            "retrieval(engine=NAME or [NAME, ...]) aims it at those engines only")
     config.pluginmanager.register(fixtures, "retrieval_eval.fixtures")
     wake.configure(config)
 
@@ -75,8 +76,9 @@ def pytest_retrieval_engines(registry, config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "retrieval_engine" in metafunc.fixturenames:
-        names = wake.selected_engines(metafunc.config)  # a bad name is said once collection is done
-        metafunc.parametrize("retrieval_engine", names, indirect=True, ids=names, scope="session")
+        params = wake.engine_params(metafunc.config, metafunc.definition)  # a bad name: said after collection
+        metafunc.parametrize("retrieval_engine", params, indirect=True, scope="session",
+                             ids=[p if isinstance(p, str) else p.id for p in params])
 
 
 @pytest.hookimpl(trylast=True)
@@ -92,6 +94,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def pytest_collection_finish(session: pytest.Session) -> None:
     if active(session.config) is None and any(wake.wants_retrieval(item) for item in session.items):
         session_of(session.config)
+    rs = active(session.config)
+    if rs is not None:  # what the tests will read, read now: a broken input stops the run once
+        rs.check_inputs({name for item in session.items for name in getattr(item, "fixturenames", ())})
 
 
 @pytest.hookimpl(optionalhook=True)

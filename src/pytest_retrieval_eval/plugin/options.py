@@ -469,7 +469,7 @@ def markdown_table() -> list[str]:
     """The options table of docs/options.md, made from the declarations."""
     lines = ["| flag | ini | env | default | meaning |", "|---|---|---|---|---|"]
     for o in OPTIONS:
-        flag = f"`{o.flag_name}`" if o.kind == "switch" else f"`{o.flag_name} {o.metavar or o.key.upper()}`"
+        flag = f"`{o.flag_name}`" if o.kind == "switch" else f"`{o.flag_name}={o.metavar or o.key.upper()}`"
         if o.kind == "lines":
             flag += " (repeatable)"
         ini = f"`{o.ini_name}`" + (" (one per line)" if o.kind == "lines" and o.ini_type != "args" else "") if o.ini_name else ""

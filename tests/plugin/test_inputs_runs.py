@@ -1,0 +1,74 @@
+"""The session's inputs (corpus folder, labels file) are read once, before any test: a missing
+folder or a broken file is one usage error naming it, not a failure per test after the store
+started and then a gate failure (plugin/inputs.py, plugin/session.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import QUESTIONS
+
+TWO_TESTS = """
+    import pytest
+
+    pytestmark = pytest.mark.retrieval
+
+    def test_hit(retrieval_results):
+        assert retrieval_results.n > 0
+
+    def test_mrr(retrieval_results):
+        assert retrieval_results.n > 0
+"""
+
+
+def stopped_before_any_test(result) -> str:
+    """The run's one error, checked to be a usage error said once with no test run."""
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    out, err = result.stdout.str(), result.stderr.str()
+    assert "ERROR at setup" not in out and "retrieval gate" not in out and "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("ERROR:")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_a_missing_corpus_folder_stops_the_run_once_before_any_test(make_project):
+    project = make_project(corpus=Path("kb"), tests=TWO_TESTS)
+    line = stopped_before_any_test(project.runpytest("-m", "retrieval"))
+    assert "kb: corpus folder not found" in line and "retrieval_corpus" in line, line
+
+
+def test_a_missing_corpus_folder_given_as_a_flag_names_the_flag(make_project):
+    project = make_project(tests=TWO_TESTS)
+    line = stopped_before_any_test(project.runpytest("-m", "retrieval", "--retrieval-corpus=nowhere"))
+    assert "nowhere: corpus folder not found" in line and "--retrieval-corpus" in line, line
+
+
+@pytest.mark.parametrize("broken", ["not json at all\n", '{"questions": [}\n'])
+def test_a_broken_labels_file_stops_the_run_once_naming_the_file(make_project, broken):
+    project = make_project(questions=Path("labels.json"), tests=TWO_TESTS)
+    (project.path / "labels.json").write_text(broken)
+    line = stopped_before_any_test(project.runpytest("-m", "retrieval"))
+    assert "labels.json" in line and "retrieval_questions" in line, line
+
+
+def test_a_labels_file_with_a_bad_entry_names_its_line(make_project):
+    project = make_project(questions=Path("labels.json"), tests=TWO_TESTS)
+    data = json.loads(QUESTIONS.read_text(encoding="utf-8"))
+    (project.path / "labels.json").write_text(json.dumps(data, indent=1).replace('"question": ', '"question": 7, "x": ', 1))
+    line = stopped_before_any_test(project.runpytest("-m", "retrieval"))
+    assert "labels.json:" in line and "queries[0].question" in line, line
+
+
+def test_unconfigured_inputs_are_a_usage_error_saying_what_to_set(make_project):
+    project = make_project(corpus=None, tests=TWO_TESTS)
+    line = stopped_before_any_test(project.runpytest("-m", "retrieval"))
+    assert "--retrieval-corpus=PATH" in line, line
+
+
+def test_a_run_whose_tests_read_no_corpus_does_not_read_it(make_project):
+    """Only what the selected tests ask for is read: a keyword-only run of other tests is untouched."""
+    project = make_project(corpus=Path("kb"), tests="def test_plain():\n    assert True\n")
+    assert project.runpytest().ret == 0
