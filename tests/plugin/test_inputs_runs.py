@@ -72,3 +72,16 @@ def test_a_run_whose_tests_read_no_corpus_does_not_read_it(make_project):
     """Only what the selected tests ask for is read: a keyword-only run of other tests is untouched."""
     project = make_project(corpus=Path("kb"), tests="def test_plain():\n    assert True\n")
     assert project.runpytest().ret == 0
+
+
+@pytest.mark.parametrize("case", ["missing corpus", "unknown engine"])
+def test_under_xdist_the_same_usage_error_and_no_internal_error(make_project, case):
+    """A worker that raised it would crash, an INTERNALERROR on the controller: the workers hand
+    the message to the controller, which stops the run with it."""
+    project = make_project(corpus=Path("kb") if case == "missing corpus" else Path(__file__).parents[2] / "corpus",
+                           tests=TWO_TESTS)
+    flags = ("--retrieval-engine=nope",) if case == "unknown engine" else ()
+    result = project.runpytest_subprocess("-m", "retrieval", "-n", "2", "-p", "no:cacheprovider", *flags)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    line = stopped_before_any_test(result)
+    assert ("kb: corpus folder not found" if case == "missing corpus" else "unknown engine(s) nope") in line, line

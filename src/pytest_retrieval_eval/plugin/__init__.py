@@ -84,23 +84,28 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
     if ENGINE_ERROR_KEY in config.stash:  # a misspelt engine name: one line, no traceback
-        raise pytest.UsageError(config.stash[ENGINE_ERROR_KEY])
+        return wake.usage_error(config, items, config.stash[ENGINE_ERROR_KEY])
     if options.read(config, "shard"):  # after deselection (trylast): only what runs is shared
         from .shards import add_shares
 
         add_shares(config, items)
+    if active(config) is None and any(wake.wants_retrieval(item) for item in items):
+        session_of(config)
+    rs = active(config)
+    if rs is not None:  # what the tests will read, read now: a broken input stops the run once
+        problem = rs.inputs_problem({name for item in items for name in getattr(item, "fixturenames", ())})
+        if problem is not None:
+            wake.usage_error(config, items, problem)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     if active(session.config) is None and any(wake.wants_retrieval(item) for item in session.items):
         session_of(session.config)
-    rs = active(session.config)
-    if rs is not None:  # what the tests will read, read now: a broken input stops the run once
-        rs.check_inputs({name for item in session.items for name in getattr(item, "fixturenames", ())})
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
+    wake.worker_said(node)
     role = wake.role(node.config)
     if isinstance(role, Controller):
         role.node_down(node, error)

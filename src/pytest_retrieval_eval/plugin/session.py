@@ -264,12 +264,11 @@ class RetrievalSession:
             self._corpus = load_corpus(self.config.data)
         return self._corpus
 
-    def check_inputs(self, fixtures: set[str]) -> None:
+    def inputs_problem(self, fixtures: set[str]) -> str | None:
         """Read the corpus and the labels file before any test, when the run's tests ask for them
-        (``fixtures``): a missing folder or a broken file is then one usage error, not a failure
-        of every test after the store started. Their checks against each other stay with the tests."""
-        import pytest
-
+        (``fixtures``): a missing folder or a broken file is then one usage error (this message),
+        not a failure of every test after the store started. Their checks against each other
+        (staleness) stay with the tests."""
         from .inputs import named, read_labels
 
         key = "corpus"
@@ -280,7 +279,8 @@ class RetrievalSession:
                 key = "questions"
                 self._read = read_labels(self.config.data)
         except RetrievalEvalError as exc:
-            raise pytest.UsageError(named(key, exc)) from None
+            return named(key, exc)
+        return None
 
     def labeled(self, corpus: Any):
         """The configured labeled queries, checked against ``corpus``, read once per process."""

@@ -136,6 +136,28 @@ def _aimed(definition: pytest.Item) -> tuple[str, ...] | str | None:
     return None
 
 
+#: an xdist worker's usage error, in its ``workeroutput`` for the controller to raise
+USAGE_ERROR_OUTPUT = "retrieval_usage_error"
+
+
+def usage_error(config: pytest.Config, items: list, message: str) -> None:
+    """Stop the run with a one-line usage error found at collection. An xdist worker that raised
+    it would crash (an INTERNALERROR on the controller), so a worker collects nothing and hands
+    the message to the controller, which raises it when the worker is done (``worker_said``)."""
+    if hasattr(config, "workerinput"):
+        config.workeroutput[USAGE_ERROR_OUTPUT] = message
+        items[:] = []
+        return
+    raise pytest.UsageError(message)
+
+
+def worker_said(node: Any) -> None:
+    """On the controller: a worker's usage error, raised as the run's."""
+    message = (getattr(node, "workeroutput", None) or {}).get(USAGE_ERROR_OUTPUT)
+    if message:
+        raise pytest.UsageError(message)
+
+
 def check_engines(config: pytest.Config) -> list[str]:
     """The selected engine names, or a usage error."""
     names = selected_engines(config)
