@@ -85,3 +85,12 @@ def test_under_xdist_the_same_usage_error_and_no_internal_error(make_project, ca
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     line = stopped_before_any_test(result)
     assert ("kb: corpus folder not found" if case == "missing corpus" else "unknown engine(s) nope") in line, line
+
+
+def test_a_beir_folder_without_the_split_names_the_corpus_option(make_project):
+    from projects import make_beir
+
+    project = make_project(corpus=Path("beir"), questions=None, tests=TWO_TESTS)
+    make_beir(project.path / "beir")
+    line = stopped_before_any_test(project.runpytest("-m", "retrieval", "--retrieval-split=dev"))
+    assert "qrels/dev.tsv" in line and "retrieval_corpus" in line and "retrieval_questions" not in line, line

@@ -123,3 +123,22 @@ def test_a_path_option_naming_the_wrong_kind_of_path_is_a_usage_error_naming_the
     err = result.stderr.str()
     assert flag in err and f"there is a {kind}" in err, err
     assert "INTERNALERROR" not in result.stdout.str() + err and "Traceback" not in err
+
+
+def test_a_misspelt_ini_key_is_a_usage_error_naming_the_nearest_key(make_project):
+    """pytest only warns of an unknown ini key: a misspelt retrieval_thresholds would gate nothing."""
+    project = make_project(treshold="mrr>=0.999")
+    result = project.runpytest("-m", "retrieval")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    assert "tox.ini: unknown ini key retrieval_treshold: did you mean retrieval_thresholds" in result.stderr.str()
+    other = make_project(team_owner="me")  # a key of the team's own, far from the plugin's: pytest's warning
+    assert other.runpytest("-m", "retrieval").ret == 0
+
+
+def test_a_query_pipeline_naming_a_folder_is_a_usage_error(make_project):
+    project = make_project()
+    (project.path / "pipelines").mkdir()
+    result = project.runpytest("-m", "retrieval", "--retrieval-query-pipeline=mine=pipelines")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    assert "query pipeline 'mine=pipelines' (from --retrieval-query-pipeline) names a file, and pipelines is a folder" \
+        in result.stderr.str()

@@ -47,6 +47,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    unknown = getattr(config, "_get_unknown_ini_keys", set)  # pytest's own check only warns
+    try:
+        options.check_ini_keys(set(unknown()), options.shown(config.inipath) if config.inipath else "the ini file")
+    except options.OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
     config.addinivalue_line("markers", "retrieval: a retrieval-quality evaluation (select with -m retrieval); "
                             "retrieval(engine=NAME or [NAME, ...]) aims it at those engines only")
     config.pluginmanager.register(fixtures, "retrieval_eval.fixtures")
@@ -89,8 +94,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         from .shards import add_shares
 
         add_shares(config, items)
-    if active(config) is None and any(wake.wants_retrieval(item) for item in items):
-        session_of(config)
+    try:  # waking builds the configuration: a bad value given only in the environment shows here
+        if active(config) is None and any(wake.wants_retrieval(item) for item in items):
+            session_of(config)
+    except pytest.UsageError as exc:
+        return wake.usage_error(config, items, str(exc))
     rs = active(config)
     if rs is not None:  # what the tests will read, read now: a broken input stops the run once
         problem = rs.inputs_problem({name for item in items for name in getattr(item, "fixturenames", ())})

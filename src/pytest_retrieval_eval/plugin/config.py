@@ -228,7 +228,10 @@ def parse_query_pipeline(text: str, source: str, base: Path = Path(".")) -> tupl
         raise RetrievalEvalError(f"query pipeline {text!r} (from {source}) not understood; expected "
                                  "NAME=PATH[:COMPONENT.SOCKET,...], e.g. 'my-search=pipelines/query.yaml'")
     path, _, inputs = rest.partition(":") if not (len(rest) > 2 and rest[1] == ":") else (rest, "", "")
-    return name, (base / path.strip()).resolve(), tuple(i.strip() for i in inputs.split(",") if i.strip())
+    resolved = (base / path.strip()).resolve()
+    if resolved.is_dir():
+        raise RetrievalEvalError(f"query pipeline {text!r} (from {source}) names a file, and {path.strip()} is a folder")
+    return name, resolved, tuple(i.strip() for i in inputs.split(",") if i.strip())
 
 
 def parse_variant(text: str, hybrid: HybridConfig, ingest: IngestConfig) -> tuple[str, HybridConfig, IngestConfig]:

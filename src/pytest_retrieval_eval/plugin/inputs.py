@@ -59,10 +59,16 @@ def read_labels(cfg: DataConfig) -> LabeledSet | None:
     if cfg.corpus is not None and not cfg.questions_explicit:
         provider = open_corpus(cfg.corpus, split=cfg.split)
         if isinstance(provider, BeirFolder):
-            return provider.labeled()
+            try:
+                return provider.labeled()
+            except RetrievalEvalError as exc:  # the folder's own queries and qrels/SPLIT.tsv
+                raise RetrievalEvalError(named("corpus", exc)) from None
     if cfg.questions is None:
         raise RetrievalEvalError("no labeled queries configured: set --retrieval-questions=PATH or the retrieval_questions ini option")
-    return None if cfg.regenerate else load_labels(cfg.questions)
+    try:
+        return None if cfg.regenerate else load_labels(cfg.questions)
+    except RetrievalEvalError as exc:
+        raise RetrievalEvalError(named("questions", exc)) from None
 
 
 def load_labeled(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progress: Callable[[str], None],

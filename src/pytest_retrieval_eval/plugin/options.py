@@ -410,18 +410,32 @@ def read(config: Any, key: str) -> Any:
     return o.default
 
 
+def check_ini_keys(unknown: set[str], where: str) -> None:
+    """An ini key pytest does not know that is a near miss of one of the plugin's: a usage error
+    naming the nearest (pytest only warns, and a misspelt ``retrieval_thresholds`` gates nothing)."""
+    import difflib
+
+    names = [o.ini_name for o in OPTIONS if o.ini_name]
+    for key in sorted(unknown):
+        head = key.replace("-", "_").partition("_")[0]
+        nearest = difflib.get_close_matches(key.replace("-", "_"), names, n=3, cutoff=0.75)
+        if nearest and difflib.SequenceMatcher(None, head, PREFIX).ratio() >= 0.75:
+            raise OptionError(f"{where}: unknown ini key {key}: did you mean {' or '.join(nearest)}?")
+
+
 def check_path(o: Option, path: Any) -> None:
     """A file option that names a folder, or a folder option that names a file, refused by name
     (else it surfaces as an IsADirectoryError at the end of the run)."""
     if path is None or o.path not in ("file", "dir") or not Path(path).exists():
         return
     if o.path == "file" and Path(path).is_dir():
-        raise OptionError(f"{o.names} names a file, and {_shown(path)} is a folder")
+        raise OptionError(f"{o.names} names a file, and {shown(path)} is a folder")
     if o.path == "dir" and not Path(path).is_dir():
-        raise OptionError(f"{o.names} names a folder, and {_shown(path)} is a file")
+        raise OptionError(f"{o.names} names a folder, and {shown(path)} is a file")
 
 
-def _shown(path: Any) -> str:
+def shown(path: Any) -> str:
+    """A path as typed: relative to the working directory when below it."""
     try:
         return str(Path(path).relative_to(Path.cwd()))
     except ValueError:

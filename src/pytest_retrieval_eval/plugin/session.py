@@ -271,15 +271,16 @@ class RetrievalSession:
         (staleness) stay with the tests."""
         from .inputs import named, read_labels
 
-        key = "corpus"
         try:
             if not fixtures.isdisjoint({"retrieval_corpus", "labeled_queries"}):
                 self.corpus()
+        except RetrievalEvalError as exc:
+            return named("corpus", exc)
+        try:
             if "labeled_queries" in fixtures and self._labeled is None:
-                key = "questions"
                 self._read = read_labels(self.config.data)
         except RetrievalEvalError as exc:
-            return named(key, exc)
+            return str(exc)
         return None
 
     def labeled(self, corpus: Any):
