@@ -116,3 +116,19 @@ def test_path_options_say_what_kind_of_path_they_name(tmp_path):
         options.check_path(options.BY_KEY["report_dir"], file)
     options.check_path(options.BY_KEY["judgments"], tmp_path / "not-yet.jsonl")  # made by --retrieval-judge
     options.check_path(options.BY_KEY["report_dir"], tmp_path / "new")
+
+
+@pytest.mark.parametrize("name, text", [
+    ("pytest.ini", "[pytest]\nretrieval_corpsu = kb\naddopts = -q\n"),
+    ("setup.cfg", "[tool:pytest]\nretrieval_corpsu = kb\naddopts = -q\n[other]\nretrieval_x = 1\n"),
+    ("pyproject.toml", '[tool.pytest.ini_options]\nretrieval_corpsu = "kb"\naddopts = "-q"\n[tool.other]\nretrieval_x = 1\n'),
+])
+def test_the_ini_keys_a_file_sets_are_read_from_its_pytest_section(tmp_path, name, text):
+    import sys
+
+    if name.endswith(".toml") and sys.version_info < (3, 11):
+        pytest.skip("not applicable: no tomllib before Python 3.11")
+    (tmp_path / name).write_text(text)
+    assert options.ini_keys(tmp_path / name, ["retrieval_depht=3"]) == {"retrieval_corpsu", "addopts", "retrieval_depht"}
+    with pytest.raises(options.OptionError, match="unknown ini key retrieval_corpsu: did you mean retrieval_corpus?"):
+        options.check_ini_keys({"retrieval_corpsu", "addopts", "retrieval_team_owner"}, name)

@@ -47,9 +47,10 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    unknown = getattr(config, "_get_unknown_ini_keys", set)  # pytest's own check only warns
+    known = {o.ini_name for o in options.OPTIONS if o.ini_name}  # pytest's own check of the others only warns
+    given = options.ini_keys(config.inipath, config.option.override_ini)
     try:
-        options.check_ini_keys(set(unknown()), options.shown(config.inipath) if config.inipath else "the ini file")
+        options.check_ini_keys(given - known, options.shown(config.inipath) if config.inipath else "the ini file")
     except options.OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.addinivalue_line("markers", "retrieval: a retrieval-quality evaluation (select with -m retrieval); "

@@ -410,6 +410,34 @@ def read(config: Any, key: str) -> Any:
     return o.default
 
 
+def ini_keys(path: Path | None, overrides: list[str] | None = None) -> set[str]:
+    """The keys the ini file sets (``[pytest]``, ``[tool:pytest]``, ``[tool.pytest.ini_options]``)
+    and ``-o KEY=VALUE`` overrides: pytest keeps its own list private."""
+    keys = {o.partition("=")[0].strip() for o in overrides or []}
+    if path is None or not Path(path).is_file():
+        return keys
+    if Path(path).suffix == ".toml":
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10: pytest's own warning stands
+            return keys
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return keys
+        pytest_table = data.get("pytest") or data.get("tool", {}).get("pytest", {})
+        return keys | set(pytest_table.get("ini_options", pytest_table))
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        return keys
+    return keys | {k for section in ("pytest", "tool:pytest") if parser.has_section(section)
+                   for k in parser.options(section)}
+
+
 def check_ini_keys(unknown: set[str], where: str) -> None:
     """An ini key pytest does not know that is a near miss of one of the plugin's: a usage error
     naming the nearest (pytest only warns, and a misspelt ``retrieval_thresholds`` gates nothing)."""

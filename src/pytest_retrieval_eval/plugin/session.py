@@ -127,7 +127,7 @@ class RetrievalSession:
         self._reuse = None  # hybrid.reuse.StoreReuse, made on the first ingestion
         self._corpus = None
         self._labeled = None
-        self._read = None  # the labels file as read before any test (``check_inputs``)
+        self._read = None  # the labels file as read before any test (``inputs_problem``)
         self._freshness: dict[str, Any] = {}  # corpus fingerprint -> data.freshness.Freshness | None
         self.outcome: Outcome | None = None
         self._build_errors: dict[str, str] = {}  # engine name -> why its factory failed (a gate failure)
