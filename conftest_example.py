@@ -2,7 +2,7 @@
 
 Copy this file to your project's root as ``conftest.py`` and adapt it. Then:
 
-    pytest -m retrieval --retrieval-report --retrieval-threshold "my-search:hit@5>=0.8"
+    pytest -m retrieval --retrieval-report --retrieval-threshold="my-search:hit@5>=0.8"
 
 Configuration lives in your ini file (pyproject.toml shown):
 
@@ -49,7 +49,8 @@ def pytest_retrieval_engines(registry, config):
 
 # Tests go in your test files, for example tests/test_retrieval.py. Your engines run; the
 # built-in ``keyword`` engine (the metadata-only baseline) runs too when you name it
-# (``retrieval_engines = "my-search keyword"``), so floors are per engine.
+# (``retrieval_engines = "my-search keyword"``), so floors are per engine, or a test is aimed at
+# one engine with ``@pytest.mark.retrieval(engine="my-search")`` (docs/quickstart.md).
 FLOORS = {"my-search": 0.5, "keyword": 0.3}
 
 

@@ -112,10 +112,17 @@ def test_the_bundled_eval_output_in_the_docs_is_what_it_prints(bundled_project, 
 
 
 def test_the_failures_in_the_docs_are_what_it_prints(bundled_project, sandbox_tmp, tmp_path):
-    """The quickstart's test file, run as shown, and two gate rules; the keyword engine alone (no
-    store, no model)."""
+    """The quickstart's test file, run as shown, and two gate rules; its bm25 is the keyword engine
+    under that name (no store, no model)."""
     test_file = "\n".join(shown_block(REPO / "docs" / "quickstart.md", "# tests/test_retrieval.py"))
-    out = run_bundled(bundled_project, sandbox_tmp, tmp_path, "--retrieval-engine=keyword",
+    bundled_project.makeconftest("""
+        from pytest_retrieval_eval.engines.keyword import KeywordEngine
+
+        def pytest_retrieval_engines(registry, config):
+            registry.register("bm25", lambda request: KeywordEngine(request.getfixturevalue("retrieval_corpus"),
+                                                                   name="bm25"))
+    """)
+    out = run_bundled(bundled_project, sandbox_tmp, tmp_path, "--retrieval-engine=bm25", "--retrieval-engine=keyword",
                       "--retrieval-threshold=keyword:mrr>=0.999",
                       "--retrieval-threshold=keyword:freshness.stale_free@5>=1.0", test=test_file)
     failed = shown_block(REPO / "docs" / "quickstart.md", "E       AssertionError:")

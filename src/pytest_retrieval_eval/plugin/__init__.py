@@ -29,8 +29,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_to_pytest(parser)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]):
+    """A ``--retrieval-*`` flag pytest would misread, as one usage error: its value apart from it
+    (before the conftests load from a rootdir it moved), a misspelt name (after they added theirs)."""
+    import os
+    import shlex
+
+    first = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *map(str, early_config.invocation_params.args)]
+    try:
+        options.check_command_line(first, lambda _: [])
+        result = yield
+        options.check_command_line([], lambda _: parser.parse_known_and_unknown_args(args)[1])
+    except options.OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return result
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "retrieval: a retrieval-quality evaluation (select with -m retrieval)")
+    known = {o.ini_name for o in options.OPTIONS if o.ini_name}  # pytest's own check of the others only warns
+    given = options.ini_keys(config.inipath, config.option.override_ini)
+    try:
+        options.check_ini_keys(given - known, options.shown(config.inipath) if config.inipath else "the ini file")
+    except options.OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.addinivalue_line("markers", "retrieval: a retrieval-quality evaluation (select with -m retrieval); "
+                            "retrieval(engine=NAME or [NAME, ...]) aims it at those engines only")
     config.pluginmanager.register(fixtures, "retrieval_eval.fixtures")
     wake.configure(config)
 
@@ -58,18 +82,29 @@ def pytest_retrieval_engines(registry, config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "retrieval_engine" in metafunc.fixturenames:
-        names = wake.selected_engines(metafunc.config)  # a bad name is said once collection is done
-        metafunc.parametrize("retrieval_engine", names, indirect=True, ids=names, scope="session")
+        params = wake.engine_params(metafunc.config, metafunc.definition)  # a bad name: said after collection
+        metafunc.parametrize("retrieval_engine", params, indirect=True, scope="session",
+                             ids=[p if isinstance(p, str) else p.id for p in params])
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
     if ENGINE_ERROR_KEY in config.stash:  # a misspelt engine name: one line, no traceback
-        raise pytest.UsageError(config.stash[ENGINE_ERROR_KEY])
+        return wake.usage_error(config, items, config.stash[ENGINE_ERROR_KEY])
     if options.read(config, "shard"):  # after deselection (trylast): only what runs is shared
         from .shards import add_shares
 
         add_shares(config, items)
+    try:  # waking builds the configuration: a bad value given only in the environment shows here
+        if active(config) is None and any(wake.wants_retrieval(item) for item in items):
+            session_of(config)
+    except pytest.UsageError as exc:
+        return wake.usage_error(config, items, str(exc))
+    rs = active(config)
+    if rs is not None:  # what the tests will read, read now: a broken input stops the run once
+        problem = rs.inputs_problem({name for item in items for name in getattr(item, "fixturenames", ())})
+        if problem is not None:
+            wake.usage_error(config, items, problem)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -79,6 +114,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
+    wake.worker_said(node)
     role = wake.role(node.config)
     if isinstance(role, Controller):
         role.node_down(node, error)

@@ -157,6 +157,9 @@ def build(config: Any) -> RetrievalConfig:
 def _build(get: Callable[[str], Any], *, questions_explicit: bool,
            base_for: Callable[[str], Path] = lambda source: Path.cwd()) -> RetrievalConfig:
     names = {o.key: o.names for o in options.OPTIONS}
+    for o in options.OPTIONS:  # a folder where a file belongs: said now, not as a crash at the end
+        if o.path:
+            options.check_path(o, get(o.key))
     ingest = IngestConfig(split_length=get("split_length"), split_overlap=get("split_overlap"),
                           near_duplicates=get("near_duplicates"))
     top_k = get("top_k")
@@ -225,7 +228,10 @@ def parse_query_pipeline(text: str, source: str, base: Path = Path(".")) -> tupl
         raise RetrievalEvalError(f"query pipeline {text!r} (from {source}) not understood; expected "
                                  "NAME=PATH[:COMPONENT.SOCKET,...], e.g. 'my-search=pipelines/query.yaml'")
     path, _, inputs = rest.partition(":") if not (len(rest) > 2 and rest[1] == ":") else (rest, "", "")
-    return name, (base / path.strip()).resolve(), tuple(i.strip() for i in inputs.split(",") if i.strip())
+    resolved = (base / path.strip()).resolve()
+    if resolved.is_dir():
+        raise RetrievalEvalError(f"query pipeline {text!r} (from {source}) names a file, and {path.strip()} is a folder")
+    return name, resolved, tuple(i.strip() for i in inputs.split(",") if i.strip())
 
 
 def parse_variant(text: str, hybrid: HybridConfig, ingest: IngestConfig) -> tuple[str, HybridConfig, IngestConfig]:

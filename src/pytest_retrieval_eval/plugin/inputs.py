@@ -42,17 +42,44 @@ def shown(path: Path | None) -> str:
 
 def load_corpus(cfg: DataConfig) -> Corpus:
     if cfg.corpus is None:
-        raise RetrievalEvalError("no corpus configured: set --retrieval-corpus PATH or the retrieval_corpus ini option")
+        raise RetrievalEvalError("no corpus configured: set --retrieval-corpus=PATH or the retrieval_corpus ini option")
     return open_corpus(cfg.corpus, split=cfg.split, max_doc_mb=cfg.max_doc_mb).load()
 
 
-def load_labeled(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progress: Callable[[str], None]) -> LabeledSet:
-    """A BEIR folder brings its own judged queries (unless --retrieval-questions is given);
-    otherwise the questions cache, regenerated first when asked, then checked for staleness."""
+def named(key: str, error: RetrievalEvalError) -> str:
+    """An input's error with the option that named the input (``--retrieval-corpus / retrieval_corpus``)."""
+    from .options import BY_KEY
+
+    return f"{error} (from {BY_KEY[key].names})" if BY_KEY[key].flag_name not in str(error) else str(error)
+
+
+def read_labels(cfg: DataConfig) -> LabeledSet | None:
+    """The labeled set as its file holds it (a BEIR folder's queries and qrels, or the questions
+    cache), unchecked against the corpus; None when the questions are regenerated first."""
     if cfg.corpus is not None and not cfg.questions_explicit:
         provider = open_corpus(cfg.corpus, split=cfg.split)
         if isinstance(provider, BeirFolder):
-            labeled = provider.labeled()
+            try:
+                return provider.labeled()
+            except RetrievalEvalError as exc:  # the folder's own queries and qrels/SPLIT.tsv
+                raise RetrievalEvalError(named("corpus", exc)) from None
+    if cfg.questions is None:
+        raise RetrievalEvalError("no labeled queries configured: set --retrieval-questions=PATH or the retrieval_questions ini option")
+    try:
+        return None if cfg.regenerate else load_labels(cfg.questions)
+    except RetrievalEvalError as exc:
+        raise RetrievalEvalError(named("questions", exc)) from None
+
+
+def load_labeled(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progress: Callable[[str], None],
+                 read: LabeledSet | None = None) -> LabeledSet:
+    """A BEIR folder brings its own judged queries (unless --retrieval-questions is given);
+    otherwise the questions cache, regenerated first when asked, then checked for staleness.
+    ``read``: what ``read_labels`` already read."""
+    if cfg.corpus is not None and not cfg.questions_explicit:
+        provider = open_corpus(cfg.corpus, split=cfg.split)
+        if isinstance(provider, BeirFolder):
+            labeled = read if read is not None else provider.labeled()
             unknown = sorted({d for q in labeled for d in q.relevant if d not in corpus})
             if unknown:
                 warnings.warn(UnknownJudgedDocumentsWarning(
@@ -61,10 +88,10 @@ def load_labeled(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progre
                     "be retrieved"), stacklevel=2)
             return labeled
     if cfg.questions is None:
-        raise RetrievalEvalError("no labeled queries configured: set --retrieval-questions PATH or the retrieval_questions ini option")
+        raise RetrievalEvalError("no labeled queries configured: set --retrieval-questions=PATH or the retrieval_questions ini option")
     if cfg.regenerate:
         regenerate(cfg, corpus, chunking, progress)
-    labeled = load_labels(cfg.questions)
+    labeled = read if read is not None and not cfg.regenerate else load_labels(cfg.questions)
     stale = check(labeled, corpus, chunk_fingerprints(corpus, labeled, chunking))
     stamp = stamp_command(shown(cfg.corpus), shown(cfg.questions))
     external = is_qrels_jsonl(cfg.questions)  # the team's own file: fingerprints live in an imported cache

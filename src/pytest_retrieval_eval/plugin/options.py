@@ -110,7 +110,9 @@ class Option:
     env: str | None = None
     ini: str | None = ""  # "" -> retrieval_<key>; None -> command line only
     flag: str = ""  # "" -> --retrieval-<key with dashes>
-    path: bool = False  # a flag's path is relative to the working dir, an ini path to the ini file
+    #: "file", "dir" or "any" for a path (a flag's is relative to the working dir, an ini one's to the
+    #: ini file); a file option naming a folder, or a folder option naming a file, is refused at start
+    path: str = ""
     merge: bool = True
     ini_type: str | None = None  # pytest ini type when not implied by kind
     cli: tuple[str, ...] = ()  # subcommands of `python -m pytest_retrieval_eval` sharing it
@@ -141,9 +143,9 @@ class Option:
 _TOP_K = HybridConfig.keyword_top_k
 OPTIONS: tuple[Option, ...] = (
     # what to evaluate
-    Option("corpus", "corpus folder: JSON documents, or a BEIR folder", path=True, metavar="PATH",
+    Option("corpus", "corpus folder: JSON documents, or a BEIR folder", path="any", metavar="PATH",
            cli=("generate", "check", "judge", "report")),
-    Option("questions", "labeled questions cache, questions.cache.json (not needed for a BEIR folder)", path=True,
+    Option("questions", "labeled questions cache, questions.cache.json (not needed for a BEIR folder)", path="file",
            metavar="PATH", cli=("generate", "check")),
     Option("engine", "evaluate only this engine; repeatable (default: every registered engine)", kind="lines",
            ini="retrieval_engines", ini_type="args", merge=False, metavar="NAME"),
@@ -190,11 +192,11 @@ OPTIONS: tuple[Option, ...] = (
            EMBED_CONCURRENCY, whole(1), metavar="N"),
     Option("embed_rate", "at most this many requests a second to an openai:MODEL embedder (default: no limit; the "
            "server's 429 and Retry-After are honoured besides)", None, positive, metavar="PER_SECOND"),
-    Option("cache_dir", "where embeddings and store snapshots are cached (default: pytest's cache dir)", path=True,
+    Option("cache_dir", "where embeddings and store snapshots are cached (default: pytest's cache dir)", path="dir",
            metavar="DIR"),
     Option("model_cache", "where the built-in embedder's ONNX export is kept (made once per weights hash, shared by "
            "every project on the machine; default: the user's cache folder, ~/.cache/pytest-retrieval-eval/models)",
-           path=True, metavar="DIR", env=f"{ENV_PREFIX}MODEL_CACHE"),
+           path="dir", metavar="DIR", env=f"{ENV_PREFIX}MODEL_CACHE"),
     Option("store_cache_mb", "room for snapshots of ingested embedded stores (restored instead of ingesting "
            "again; least recently used go first; killed writers' temp folders count too; 0 turns them off)", 2048.0, whole(0), metavar="MB"),
     Option("split_length", "chunk length in words", Chunking.split_length, whole(1), metavar="WORDS",
@@ -218,7 +220,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("sweep_max", "the most configurations one sweep may make", 32, whole(1), metavar="N"),
     Option("ingest_pipeline", "your own Haystack ingestion pipeline (YAML, Pipeline.dumps): run on the corpus with "
            "its PgvectorDocumentStore pointed at the session's store; what it writes is ingested_chunks",
-           path=True, metavar="PATH", env=f"{ENV_PREFIX}INGEST_PIPELINE"),
+           path="file", metavar="PATH", env=f"{ENV_PREFIX}INGEST_PIPELINE"),
     Option("ingest_input", "the ingestion pipeline's input socket the corpus goes to (default: the first component's "
            "'documents')", metavar="COMPONENT.SOCKET"),
     Option("query_pipeline", "your own Haystack query pipeline (YAML) as an engine named NAME, on the ingestion "
@@ -232,7 +234,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("threshold", "fail the run when a rule is breached, e.g. 'hit@5>=0.8', 'keyword:mrr>=0.5', "
            "'errors<=0', 'lint.truncated<=0'; repeatable; given here, they replace the ini's rules", kind="lines",
            ini="retrieval_thresholds", merge=False, metavar="[ENGINE:]MEASURE>=VALUE", cli=("report",)),
-    Option("baseline", "compare with a saved baseline: deltas, per-query movers, paired tests", path=True,
+    Option("baseline", "compare with a saved baseline: deltas, per-query movers, paired tests", path="file",
            metavar="PATH", cli=("report",)),
     Option("max_drop", "fail when a measure drops more than DELTA below the baseline; repeatable; given here, "
            "they replace the ini's rules", kind="lines", ini="retrieval_max_drops", merge=False,
@@ -248,7 +250,7 @@ OPTIONS: tuple[Option, ...] = (
            "(Wilson for hit@k and the rates, else bootstrap; lower: pass only when 95 percent sure)", "point", choice("point", "lower"), metavar="MODE",
            cli=("report",)),
     Option("history", "keep one record per run in DIR (results.json, commit, branch, dirty flag, time, "
-           "fingerprints); list and chart them with python -m pytest_retrieval_eval history", path=True, metavar="DIR",
+           "fingerprints); list and chart them with python -m pytest_retrieval_eval history", path="dir", metavar="DIR",
            env=f"{ENV_PREFIX}HISTORY", cli=("history",)),
     Option("history_keep", "records the history keeps (the oldest beyond go)", 500, whole(1), metavar="N"),
     Option("compare", "judge the run against the history record at the merge-base of HEAD and REF (a branch, tag "
@@ -274,7 +276,7 @@ OPTIONS: tuple[Option, ...] = (
            "differ", False, kind="switch", ini=None, cli=("report",)),
     # judgments of the documents the labels left unjudged
     Option("judgments", "LLM judgments of unjudged documents (judgments.jsonl): every measure is also shown and "
-           "gated on the human labels plus the judged ones (NAME+judged, e.g. ndcg@10+judged)", path=True,
+           "gated on the human labels plus the judged ones (NAME+judged, e.g. ndcg@10+judged)", path="file",
            metavar="PATH", env=f"{ENV_PREFIX}JUDGMENTS", cli=("report", "judge")),
     Option("judge", "at the end of the run, grade the unjudged documents of each engine's top K with an LLM into "
            "the judgments file first (calls the endpoint of question generation; asks only what the file lacks)",
@@ -293,7 +295,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("judge_rate", "judge calls per second at most (default: no limit)", None, positive, metavar="PER_SECOND",
            cli=("judge",), cli_aliases=("--rate",)),
     Option("candidates", "documents a change would add (a corpus folder or JSON file): their novelty against the "
-           "corpus in the report, blended into the shadow comparisons' knowledge gain", path=True, metavar="PATH",
+           "corpus in the report, blended into the shadow comparisons' knowledge gain", path="any", metavar="PATH",
            cli=("judge",)),
     Option("novelty_weight", "weight of the candidates' novelty in the shadow comparisons' knowledge gain", 0.1,
            fraction(closed_top=True), metavar="W"),
@@ -303,10 +305,10 @@ OPTIONS: tuple[Option, ...] = (
            "rbp(p=0.9,rel=1))", ",".join(m.name for m in DEFAULT_TABLE_MEASURES),
            metavar="LIST", cli=("report",)),
     Option("report_dir", "write results.md, results.json, per_query.jsonl, TREC runs, qrels and a Hit@k plot to DIR",
-           path=True, metavar="DIR"),
+           path="dir", metavar="DIR"),
     Option("html", "write a self-contained drill-down page: every query, what came back, where the gold was",
-           path=True, metavar="PATH"),
-    Option("save_baseline", "save this run's results (results.json format) as a baseline", path=True, ini=None,
+           path="file", metavar="PATH"),
+    Option("save_baseline", "save this run's results (results.json format) as a baseline", path="file", ini=None,
            metavar="PATH"),
 )
 BY_KEY = {o.key: o for o in OPTIONS}
@@ -408,6 +410,97 @@ def read(config: Any, key: str) -> Any:
     return o.default
 
 
+def ini_keys(path: Path | None, overrides: list[str] | None = None) -> set[str]:
+    """The keys the ini file sets (``[pytest]``, ``[tool:pytest]``, ``[tool.pytest.ini_options]``)
+    and ``-o KEY=VALUE`` overrides: pytest keeps its own list private."""
+    keys = {o.partition("=")[0].strip() for o in overrides or []}
+    if path is None or not Path(path).is_file():
+        return keys
+    if Path(path).suffix == ".toml":
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10: pytest's own warning stands
+            return keys
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return keys
+        pytest_table = data.get("pytest") or data.get("tool", {}).get("pytest", {})
+        return keys | set(pytest_table.get("ini_options", pytest_table))
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        return keys
+    return keys | {k for section in ("pytest", "tool:pytest") if parser.has_section(section)
+                   for k in parser.options(section)}
+
+
+def check_ini_keys(unknown: set[str], where: str) -> None:
+    """An ini key pytest does not know that is a near miss of one of the plugin's: a usage error
+    naming the nearest (pytest only warns, and a misspelt ``retrieval_thresholds`` gates nothing)."""
+    import difflib
+
+    names = [o.ini_name for o in OPTIONS if o.ini_name]
+    for key in sorted(unknown):
+        head = key.replace("-", "_").partition("_")[0]
+        nearest = difflib.get_close_matches(key.replace("-", "_"), names, n=3, cutoff=0.75)
+        if nearest and difflib.SequenceMatcher(None, head, PREFIX).ratio() >= 0.75:
+            raise OptionError(f"{where}: unknown ini key {key}: did you mean {' or '.join(nearest)}?")
+
+
+def check_path(o: Option, path: Any) -> None:
+    """A file option that names a folder, or a folder option that names a file, refused by name
+    (else it surfaces as an IsADirectoryError at the end of the run)."""
+    if path is None or o.path not in ("file", "dir") or not Path(path).exists():
+        return
+    if o.path == "file" and Path(path).is_dir():
+        raise OptionError(f"{o.names} names a file, and {shown(path)} is a folder")
+    if o.path == "dir" and not Path(path).is_dir():
+        raise OptionError(f"{o.names} names a folder, and {shown(path)} is a file")
+
+
+def shown(path: Any) -> str:
+    """A path as typed: relative to the working directory when below it."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def takes_value(o: Option) -> bool:
+    return o.kind != "switch"
+
+
+def check_command_line(args: list[str], known: Callable[[list[str]], list[str]]) -> None:
+    """What pytest would misread on the command line, said with the option's name.
+
+    ``args``: the arguments pytest parsed before plugins added their options (PYTEST_ADDOPTS and
+    the command line). There ``--retrieval-judgments judgments.jsonl`` is an unknown flag and a
+    test path, and an existing path moves pytest's rootdir and ini file away from the project;
+    only ``--retrieval-judgments=judgments.jsonl`` is read the same before and after.
+    ``known(args)`` gives what pytest will call unrecognized: a near miss of a ``--retrieval-*``
+    flag is named with its nearest flags."""
+    import difflib
+
+    valued = {o.flag_name for o in OPTIONS if takes_value(o)}
+    for flag, value in zip(args, args[1:]):
+        if flag in valued and not value.startswith("-") and Path(value.split("::")[0]).exists():
+            raise OptionError(f"{flag} {value}: pytest reads a value after a space as a test path before the "
+                              f"plugin's options exist (its rootdir and ini file then move); write {flag}={value}")
+    rests = {o.flag_name[len(f"--{PREFIX}-"):]: o.flag_name for o in OPTIONS}
+    for arg in known(args):
+        name = arg.partition("=")[0]
+        head, _, rest = name.lstrip("-").replace("_", "-").partition("-")
+        if not name.startswith("--") or difflib.SequenceMatcher(None, head, PREFIX).ratio() < 0.75:
+            continue
+        nearest = [rests[r] for r in difflib.get_close_matches(rest, rests, n=3, cutoff=0.6)]
+        hint = f"did you mean {' or '.join(nearest)}?" if nearest else "no --retrieval-* option is near it"
+        raise OptionError(f"unrecognized option {name}: {hint} (pytest --help lists every --retrieval-* option)")
+
+
 def _shown_default(o: Option) -> str:
     if o.kind in ("switch", "lines") or o.default in (None, ""):
         return ""
@@ -418,7 +511,7 @@ def markdown_table() -> list[str]:
     """The options table of docs/options.md, made from the declarations."""
     lines = ["| flag | ini | env | default | meaning |", "|---|---|---|---|---|"]
     for o in OPTIONS:
-        flag = f"`{o.flag_name}`" if o.kind == "switch" else f"`{o.flag_name} {o.metavar or o.key.upper()}`"
+        flag = f"`{o.flag_name}`" if o.kind == "switch" else f"`{o.flag_name}={o.metavar or o.key.upper()}`"
         if o.kind == "lines":
             flag += " (repeatable)"
         ini = f"`{o.ini_name}`" + (" (one per line)" if o.kind == "lines" and o.ini_type != "args" else "") if o.ini_name else ""

@@ -127,6 +127,7 @@ class RetrievalSession:
         self._reuse = None  # hybrid.reuse.StoreReuse, made on the first ingestion
         self._corpus = None
         self._labeled = None
+        self._read = None  # the labels file as read before any test (``inputs_problem``)
         self._freshness: dict[str, Any] = {}  # corpus fingerprint -> data.freshness.Freshness | None
         self.outcome: Outcome | None = None
         self._build_errors: dict[str, str] = {}  # engine name -> why its factory failed (a gate failure)
@@ -263,13 +264,34 @@ class RetrievalSession:
             self._corpus = load_corpus(self.config.data)
         return self._corpus
 
+    def inputs_problem(self, fixtures: set[str]) -> str | None:
+        """Read the corpus and the labels file before any test, when the run's tests ask for them
+        (``fixtures``): a missing folder or a broken file is then one usage error (this message),
+        not a failure of every test after the store started. Their checks against each other
+        (staleness) stay with the tests."""
+        from .inputs import named, read_labels
+
+        try:
+            if not fixtures.isdisjoint({"retrieval_corpus", "labeled_queries"}):
+                self.corpus()
+        except RetrievalEvalError as exc:
+            return named("corpus", exc)
+        try:
+            if "labeled_queries" in fixtures and self._labeled is None:
+                self._read = read_labels(self.config.data)
+        except RetrievalEvalError as exc:
+            return str(exc)
+        return None
+
     def labeled(self, corpus: Any):
         """The configured labeled queries, checked against ``corpus``, read once per process."""
         if self._labeled is None:
             from ..data.segments import derive
             from .inputs import load_labeled
 
-            labeled = load_labeled(self.config.data, corpus, self.config.hybrid.ingest, self.progress)
+            labeled = load_labeled(self.config.data, corpus, self.config.hybrid.ingest, self.progress,
+                                   self._read)
+            self._read = None
             self._whole = derive(labeled, corpus.docs)  # body-only, versioned, multi-gold, length:*
             self._labeled = self._whole
             if self.config.run.slice is not None:  # one CI job's slice; report merge puts them together

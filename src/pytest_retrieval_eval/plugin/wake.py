@@ -98,6 +98,66 @@ def selected_engines(config: pytest.Config) -> list[str]:
         return []
 
 
+def engine_params(config: pytest.Config, definition: pytest.Item) -> list:
+    """The ``retrieval_engine`` parameters of one test: the selected engines, or those its nearest
+    ``@pytest.mark.retrieval(engine=NAME or [NAME, ...])`` aims it at. An aimed engine this run does
+    not select is skipped saying so; a name nothing registered is a usage error, as for selection."""
+    names = selected_engines(config)
+    aimed = _aimed(definition)
+    if aimed is None or ENGINE_ERROR_KEY in config.stash:
+        return names
+    if isinstance(aimed, str):
+        config.stash[ENGINE_ERROR_KEY] = f"{definition.nodeid}: {aimed}"
+        return []
+    known, unavailable = registry(config).names(), registry(config).unavailable_engines()
+    unknown = [n for n in aimed if n not in known and n not in unavailable]
+    if unknown:
+        config.stash[ENGINE_ERROR_KEY] = (f"{definition.nodeid}: @pytest.mark.retrieval(engine=...) names unknown "
+                                          f"engine(s) {', '.join(unknown)}; registered: {', '.join(known) or 'none'}")
+        return []
+    why = {n: (f"not available: {unavailable[n]}" if n in unavailable else
+               f"which this run does not select (selected: {', '.join(names) or 'none'})") for n in aimed}
+    return [n for n in names if n in aimed] + [pytest.param(n, marks=pytest.mark.skip(
+        reason=f"aimed at engine {n}, {why[n]}"), id=n) for n in aimed if n not in names]
+
+
+def _aimed(definition: pytest.Item) -> tuple[str, ...] | str | None:
+    """The engine names of the nearest retrieval marker that names some, None when none does, or
+    what is wrong with the marker."""
+    for mark in definition.iter_markers("retrieval"):
+        if not mark.args and not mark.kwargs:
+            continue
+        value = mark.kwargs.get("engine")
+        names = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, (list, tuple)) else ()
+        if mark.args or set(mark.kwargs) != {"engine"} or not names or not all(isinstance(n, str) and n for n in names):
+            given = ", ".join([*map(repr, mark.args), *(f"{k}={v!r}" for k, v in mark.kwargs.items())])
+            return f"@pytest.mark.retrieval takes engine=NAME or engine=[NAME, ...], got ({given})"
+        return tuple(dict.fromkeys(names))
+    return None
+
+
+#: an xdist worker's usage error, in its ``workeroutput`` for the controller to raise
+USAGE_ERROR_OUTPUT = "retrieval_usage_error"
+
+
+def usage_error(config: pytest.Config, items: list, message: str) -> None:
+    """Stop the run with a one-line usage error found at collection. An xdist worker that raised
+    it would crash (an INTERNALERROR on the controller), so a worker collects nothing and hands
+    the message to the controller, which raises it when the worker is done (``worker_said``)."""
+    if hasattr(config, "workerinput"):
+        config.workeroutput[USAGE_ERROR_OUTPUT] = message
+        items[:] = []
+        return
+    raise pytest.UsageError(message)
+
+
+def worker_said(node: Any) -> None:
+    """On the controller: a worker's usage error, raised as the run's."""
+    message = (getattr(node, "workeroutput", None) or {}).get(USAGE_ERROR_OUTPUT)
+    if message:
+        raise pytest.UsageError(message)
+
+
 def check_engines(config: pytest.Config) -> list[str]:
     """The selected engine names, or a usage error."""
     names = selected_engines(config)
