@@ -24,7 +24,7 @@ def test_confidence_lower_fails_a_threshold_the_point_estimate_passes(project):
     result = project.runpytest("-m", "retrieval", "--retrieval-threshold", rule, "--retrieval-confidence", "lower")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["FAIL retrieval gate: keyword: hit@1 = 0.0*, required >= 0.1 (from --retrieval-threshold; "
-                                 "n=68; judged on the 95% lower bound (--retrieval-confidence lower), "
+                                 "n=68; judged on the 95% lower bound (--retrieval-confidence=lower), "
                                  "point estimate 0.1176)"])
 
 

@@ -360,7 +360,7 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
                 lo, hi = row.intervals[t.measure]
                 side = "lower" if t.op in (">=", ">") else "upper"
                 value = lo if side == "lower" else hi
-                how = (f"; judged on the 95% {side} bound (--retrieval-confidence lower), "
+                how = (f"; judged on the 95% {side} bound (--retrieval-confidence=lower), "
                        f"point estimate {point:.4f}")
             else:
                 value, how = row.values[t.measure], ""

