@@ -92,7 +92,7 @@ def test_a_judgments_path_that_is_a_folder_fails_the_run_in_one_line_naming_it(j
     result = judged_project.runpytest("-m", "retrieval", "--retrieval-judgments=jdir")
     text = result.stdout.str() + result.stderr.str()
     assert result.ret in (1, 4) and "INTERNALERROR" not in text and "Traceback" not in text
-    assert "jdir: is a folder, not a judgments file" in text
+    assert "--retrieval-judgments / retrieval_judgments names a file, and jdir is a folder" in text
 
 
 def test_a_baseline_made_with_another_judge_is_refused_in_one_line(judged_project):

@@ -192,6 +192,10 @@ class EngineRegistry:
             )
         return list(dict.fromkeys(wanted))
 
+    def unavailable_engines(self) -> dict[str, str]:
+        """Every registered engine that cannot run here, and why (a test aimed at one says so)."""
+        return dict(self._unavailable)
+
     def unavailable_selected(self, wanted: Sequence[str] = ()) -> dict[str, str]:
         """Engines that cannot run here, worth a line in the report: the project's own always,
         the built-ins only when they are what runs."""
