@@ -148,13 +148,9 @@ def question_id(path: str | Path, question: str) -> str:
 
 
 def _grade(value: Any, path: str | Path, line: int, field: str) -> int:
-    try:
-        if isinstance(value, (bool, float)):
-            raise ValueError
-        return int(str(value).strip())
-    except ValueError:
-        raise RetrievalEvalError(f"grade must be a whole number, got {value!r}", path=path, line=line,
-                                 field=field) from None
+    from ..ir.qrels import parse_grade
+
+    return parse_grade(value, path=path, line=line, field=field)
 
 
 def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
