@@ -287,6 +287,38 @@ def test_judged_labels_fill_holes_never_overrule_a_human_and_score_as_trec_eval_
     assert e.mean("judged@3") == pytest.approx(0.5) and e.mean("judged@3+judged") == 1.0
 
 
+def test_judged_qrels_fill_only_the_holes_with_the_cut_and_change_nothing_they_read():
+    from pytest_retrieval_eval import Qrels
+    from pytest_retrieval_eval.data.judgments import judged_qrels
+
+    human = Qrels({"q1": {"a": 1, "b": 0}, "q2": {"c": 2}})
+    grades = {"q1": {"a": 0, "b": 3, "x": 3, "y": 2, "z": 1, "w": 0}, "q3": {"d": 3}}  # q3: no human labels
+    before = (json.dumps(grades), human.to_dict())
+    got = judged_qrels(human, grades)
+    assert isinstance(got, Qrels)
+    assert got.to_dict() == {"q1": {"a": 1, "b": 0, "x": 1, "y": 1, "z": 0, "w": 0}, "q2": {"c": 2}}
+    assert (json.dumps(grades), human.to_dict()) == before
+    assert judged_qrels(human, {}).to_dict() == human.to_dict()
+
+
+def test_the_holes_of_a_labeled_set_are_chosen_by_a_pure_function_and_the_evaluation_reads_their_qrels():
+    from pytest_retrieval_eval.data.judgments import judged_qrels, question_sha256
+    from pytest_retrieval_eval.run.judging import hole_grades
+
+    judgments = Judgments([keyed("q1", "c", 3, "alpha, as it was asked before?"), keyed("q2", "e", 2, "beta?"),
+                           one("q2", "g", 1), one("q1", "a", 0), one("q9", "z", 3)])  # a: the humans'; q9: not asked
+    fresh, _ = judgments.holes(JUDGE_A)
+    asked = {q.query_id: question_sha256(q.question) for q in LABELED.queries}
+    grades, reworded, unkeyed = hole_grades(LABELED.qrels, fresh, asked)
+    assert grades == {"q2": {"e": 2, "g": 1}} and reworded == {("q1", "c")} and unkeyed == {("q2", "g")}
+    run = run_of(one=[["c", "a", "d"], ["x", "e", "g"]])
+    attach(run, judgments, shown_path="j.jsonl")
+    e = run.evaluations[0]
+    assert e.judged == grades and e.filled_qrels == judged_qrels(LABELED.qrels, grades)
+    assert e.mean("precision@3+judged") == pytest.approx(
+        evaluate(judged_qrels(LABELED.qrels, grades), e.run, ["precision@3"])["precision@3"])
+
+
 def test_a_judgment_whose_document_changed_is_stale_listed_and_left_out():
     run = run_of(one=[["c", "a", "d"], ["x", "e", "b"]])
     judgments = Judgments([one("q1", "c", 3, sha="old"), one("q2", "e", 3, sha="new")])

@@ -27,15 +27,32 @@ from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
 
 from .._atomic import write_text_atomic
 from ..errors import RetrievalEvalError
+from ..ir.qrels import Qrels
 from ..types import canonical_json, sha256_text
 
-#: the lowest judged grade (0-3) that counts as relevant in ``+judged`` measures
+#: the lowest judged grade (0-3) that counts as relevant in ``+judged`` measures: read it through
+#: ``is_judged_relevant``, the one place the cut is made
 RELEVANT_FROM = 2
 #: a judge whose agreement with the human labels (``judge --calibrate``) is below this Cohen's kappa
 #: draws a warning in every run that uses its judgments ("moderate" agreement starts at 0.41)
 KAPPA_FLOOR = 0.4
 GRADES = (0, 1, 2, 3)
 KINDS = ("hole", "calibration", "candidate")
+
+
+def is_judged_relevant(grade: int) -> bool:
+    """Does the judge's grade make a document relevant (``RELEVANT_FROM``, "has the answer", or
+    more)? The cut every surface makes: measures, causes, the page, calibration, candidates."""
+    return grade >= RELEVANT_FROM
+
+
+def judged_qrels(human: Qrels, judged: Mapping[str, Mapping[str, int]]) -> Qrels:
+    """The labels the ``+judged`` measures read: ``human`` with the judge's grades of its holes
+    (question id -> doc id -> grade 0-3) filled in as relevant (1) or judged not relevant (0) by
+    ``is_judged_relevant``. A human label always wins; a question the humans do not judge stays
+    out, as trec_eval scores only judged questions. Pure: neither input changes."""
+    return Qrels({q: {**{d: int(is_judged_relevant(g)) for d, g in judged.get(q, {}).items()}, **docs}
+                  for q, docs in human.judgements.items()})
 
 
 def question_sha256(question: str) -> str:
@@ -104,7 +121,7 @@ class Judgment:
     @property
     def relevance(self) -> int:
         """The grade as a label of the ``+judged`` measures: 1 from ``RELEVANT_FROM``, else 0."""
-        return 1 if self.grade >= RELEVANT_FROM else 0
+        return int(is_judged_relevant(self.grade))
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -198,7 +215,7 @@ class Calibration:
         (NaN with no pair, or one label used by both throughout)."""
         from ..ir.stats import cohen_kappa
 
-        return cohen_kappa([int(h >= 1) for h, _ in self.pairs], [int(g >= RELEVANT_FROM) for _, g in self.pairs])
+        return cohen_kappa([int(h >= 1) for h, _ in self.pairs], [int(is_judged_relevant(g)) for _, g in self.pairs])
 
     @property
     def one_sided(self) -> bool:
@@ -211,7 +228,7 @@ class Calibration:
         """The share of pairs on which the judge and the humans agree about relevance."""
         if not self.pairs:
             return float("nan")
-        return sum((h >= 1) == (g >= RELEVANT_FROM) for h, g in self.pairs) / len(self.pairs)
+        return sum((h >= 1) == is_judged_relevant(g) for h, g in self.pairs) / len(self.pairs)
 
     def describe(self) -> str:
         why = (" (the sample's human labels are all of one kind: kappa is 0 whatever the judge says, so read the "
