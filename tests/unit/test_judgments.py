@@ -127,6 +127,21 @@ def test_what_the_schema_rejects_the_loader_rejects_naming_file_line_and_field(t
             jsonschema.validate(bad, schema())
 
 
+def test_whole_grades_written_as_json_floats_are_read_as_the_numbers_the_schema_accepts(tmp_path):
+    # the human grade is read as the qrels and the questions cache read one (``ir.qrels.parse_grade``)
+    d = one(kind="calibration", human=1).to_dict()
+    d.update(grade=2.0, votes=[2.0, 3.0, 2.0], human=1.0)
+    path = tmp_path / "judgments.jsonl"
+    path.write_text(json.dumps(d) + "\n")
+    [j] = Judgments.load(path)
+    assert (j.grade, j.votes, j.human) == (2, (2, 3, 2), 1)
+    assert all(type(x) is int for x in (j.grade, *j.votes, j.human))
+    for field, value in (("human", 1.5), ("human", "1"), ("grade", 2.5), ("votes", [2, float("nan")])):
+        path.write_text(json.dumps({**d, field: value}) + "\n")
+        with pytest.raises(RetrievalEvalError, match=rf"judgments.jsonl:1: field '{field}'"):
+            Judgments.load(path)
+
+
 def test_a_line_cut_off_by_a_kill_is_dropped_and_cut_away_by_the_next_write(tmp_path):
     path = tmp_path / "judgments.jsonl"
     append(path, [one("q1"), one("q2")])

@@ -27,7 +27,7 @@ from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
 
 from .._atomic import write_text_atomic
 from ..errors import RetrievalEvalError
-from ..ir.qrels import Qrels
+from ..ir.qrels import Qrels, parse_grade
 from ..types import canonical_json, sha256_text
 
 #: the lowest judged grade (0-3) that counts as relevant in ``+judged`` measures: read it through
@@ -138,6 +138,15 @@ class Judgment:
         return d
 
 
+def _whole(value: Any) -> int | None:
+    """A JSON grade read as every file of grades reads one (``parse_grade``: ``2.0`` is 2, as the
+    schema's "integer" allows; a string is none); None when it is not one."""
+    try:
+        return parse_grade(None if isinstance(value, str) else value)
+    except RetrievalEvalError:
+        return None
+
+
 def _problem(d: Any) -> tuple[str, str] | None:
     """(field, what is wrong) with one line's object, or None: what the schema says, in words."""
     if not isinstance(d, dict):
@@ -147,15 +156,14 @@ def _problem(d: Any) -> tuple[str, str] | None:
             return key, f"{key} must be a non-empty string"
     if "question_sha256" in d and (not isinstance(d["question_sha256"], str) or not d["question_sha256"]):
         return "question_sha256", "question_sha256 must be a non-empty string (the hash of the question the judge read)"
-    grade = d.get("grade")
-    if isinstance(grade, bool) or grade not in GRADES:
-        return "grade", f"grade must be 0, 1, 2 or 3, got {grade!r}"
+    if _whole(d.get("grade")) not in GRADES:
+        return "grade", f"grade must be 0, 1, 2 or 3, got {d.get('grade')!r}"
     votes = d.get("votes")
-    if not isinstance(votes, list) or not votes or any(isinstance(v, bool) or v not in GRADES for v in votes):
+    if not isinstance(votes, list) or not votes or any(_whole(v) not in GRADES for v in votes):
         return "votes", "votes must be a non-empty list of grades 0-3"
     if d.get("kind", "hole") not in KINDS:
         return "kind", f"kind must be one of {', '.join(KINDS)}, got {d.get('kind')!r}"
-    if d.get("kind") == "calibration" and (isinstance(d.get("human"), bool) or not isinstance(d.get("human"), int)):
+    if d.get("kind") == "calibration" and _whole(d.get("human")) is None:
         return "human", "a calibration judgment records the human grade (an integer)"
     judge = d.get("judge")
     if not isinstance(judge, dict):
@@ -185,8 +193,10 @@ def parse_line(text: str, *, path: Any = None, line: int | None = None) -> Judgm
     problem = _problem(d)
     if problem is not None:
         raise RetrievalEvalError(problem[1], path=path, line=line, field=problem[0] or None)
-    return Judgment(d["query_id"], d["doc_id"], d["grade"], tuple(d["votes"]), d["doc_sha256"], Judge.from_dict(d["judge"]),
-                    d.get("kind", "hole"), d.get("human"), d.get("question_sha256"))
+    human = d.get("human")
+    return Judgment(d["query_id"], d["doc_id"], _whole(d["grade"]), tuple(map(_whole, d["votes"])), d["doc_sha256"],
+                    Judge.from_dict(d["judge"]), d.get("kind", "hole"), human if human is None else _whole(human),
+                    d.get("question_sha256"))
 
 
 def _is_json(text: str) -> bool:
