@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -27,10 +28,10 @@ def parse_grade(value: object, *, path=None, line=None, field="grade") -> int:
                     number = float(text)
                 except ValueError:
                     pass
-    if isinstance(number, float) and number.is_integer():
+    if isinstance(number, float) and number.is_integer():  # numpy's float64 too
         return int(number)
-    if isinstance(number, int) and not isinstance(number, bool):
-        return number
+    if isinstance(number, numbers.Integral) and not isinstance(number, bool):  # numpy's int64 too
+        return int(number)
     raise RetrievalEvalError(f"relevance grade must be an integer, got {value!r}", path=path, line=line, field=field)
 
 
