@@ -100,6 +100,28 @@ def test_label_import_and_the_qrels_loaders_accept_and_refuse_the_same_grade_spe
             assert read(tmp_path / name)["q1"]["d2"] == TEXT_GRADES[spelling], name
 
 
+def test_a_document_judged_twice_with_two_grades_is_refused_by_label_import_as_by_the_qrels_loaders(tmp_path):
+    from pytest_retrieval_eval import Qrels
+
+    trec = tmp_path / "q.trec"
+    trec.write_text("q1 0 d1 1\nq1 0 d2 1\nq1 0 d2 2\n")
+    table = tmp_path / "labels.csv"
+    table.write_text("question,doc_id,grade\nguest wifi,d1,1\nguest wifi,d2,1\nguest wifi,d2|d3,2\n")
+    rig = tmp_path / "qrels.jsonl"
+    rig.write_text(json.dumps({"query_id": "q1", "query": "guest wifi",
+                               "relevant_docs": ["d1", "d2", {"doc_id": "d2", "relevance": 2}]}) + "\n")
+    for read, where in ((lambda: Qrels.from_trec(trec), "q.trec:3: query 'q1'"),
+                        (lambda: read_labels(table, columns=Columns(grade="grade")),
+                         "labels.csv:4: field 'grade': question 'guest wifi'"),
+                        (lambda: read_labels(rig, fmt="qrels-jsonl"), "qrels.jsonl:1: field 'relevant_docs': query 'q1'")):
+        with pytest.raises(RetrievalEvalError) as caught:
+            read()
+        assert str(caught.value).startswith(f"{tmp_path}/{where} judges document 'd2' twice with different grades "
+                                            "(1 and 2)"), str(caught.value)
+    table.write_text("question,doc_id,grade\nguest wifi,d1,1\nguest wifi,d1|d2,1\n")  # the same grade: one judgment
+    assert read_labels(table, columns=Columns(grade="grade"))[0].relevant == {"d1": 1, "d2": 1}
+
+
 #: grade values in JSON files: a JSON number with a whole value is that grade (``2.0`` is 2)
 JSON_GRADES = [(1, 1), (0, 0), (-1, -1), (2.0, 2), (1.5, None), (float("nan"), None), (True, None), (None, None),
                ([1], None)]

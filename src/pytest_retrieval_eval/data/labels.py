@@ -153,6 +153,12 @@ def _grade(value: Any, path: str | Path, line: int, field: str) -> int:
     return parse_grade(value, path=path, line=line, field=field)
 
 
+def _add(docs: dict[str, int], doc: str, grade: int, who: str, path: str | Path, line: int, field: str | None) -> None:
+    from ..ir.qrels import add_grade
+
+    add_grade(docs, doc, grade, who=who, path=path, line=line, field=field)
+
+
 def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
     """Rig-style ``qrels.jsonl``: one object per line with ``query_id``, ``query`` and
     ``relevant_docs`` ({doc: grade}, [{"doc_id", "relevance"}] or [doc, ...]); an optional
@@ -181,10 +187,11 @@ def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
         elif isinstance(docs, list):
             for item in docs:
                 if isinstance(item, dict) and "doc_id" in item:
-                    relevant[str(item["doc_id"])] = _grade(item.get("relevance", item.get("grade", 1)), path, number,
-                                                          "relevant_docs")
+                    _add(relevant, str(item["doc_id"]), _grade(item.get("relevance", item.get("grade", 1)), path, number,
+                                                               "relevant_docs"), f"query '{qid}'", path, number,
+                         "relevant_docs")
                 elif isinstance(item, (str, int)):
-                    relevant[str(item)] = 1
+                    _add(relevant, str(item), 1, f"query '{qid}'", path, number, "relevant_docs")
                 else:
                     raise bad(f"query '{qid}': an entry must be a doc id or {{\"doc_id\", \"relevance\"}}", "relevant_docs")
         if not relevant or not any(g >= 1 for g in relevant.values()):
@@ -280,7 +287,8 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
                                   + (f"its judgments merged ({', '.join(new)} added)" if new else
                                      "the same judgments, counted once"))
         for doc in docs:
-            entry["relevant"][doc] = max(grade, entry["relevant"].get(doc, grade))
+            who = f"query '{given}'" if given else f"question {question!r}"
+            _add(entry["relevant"], doc, grade, who, path, number, gcol or dcol)
     out = []
     for qid, entry in grouped.items():
         if not any(g >= 1 for g in entry["relevant"].values()):

@@ -160,13 +160,15 @@ def _looks_like_int(text: str) -> bool:
         return False
 
 
-def _add(data, qid, doc, grade, path, number) -> None:
-    docs = data.setdefault(qid, {})
+def add_grade(docs: dict[str, int], doc: str, grade: int, *, who: str, path=None, line=None, field=None) -> None:
+    """Record ``doc``'s grade in ``docs``, one question's judgements read from a file: the same
+    document again with another grade is refused, as trec_eval refuses it; the same grade again is
+    one judgement. Every reader of grades (the qrels loaders, label import) adds through here."""
     if doc in docs and docs[doc] != grade:
-        raise RetrievalEvalError(
-            f"query '{qid}' judges document '{doc}' twice with different grades "
-            f"({docs[doc]} and {grade})",
-            path=path,
-            line=number,
-        )
+        raise RetrievalEvalError(f"{who} judges document '{doc}' twice with different grades ({docs[doc]} and {grade})",
+                                 path=path, line=line, field=field)
     docs[doc] = grade
+
+
+def _add(data, qid, doc, grade, path, number) -> None:
+    add_grade(data.setdefault(qid, {}), doc, grade, who=f"query '{qid}'", path=path, line=number)
