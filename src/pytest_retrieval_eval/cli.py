@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from .data.judgments import KAPPA_FLOOR
+from .data.judgments import KAPPA_FLOOR, RELEVANT_FROM
 from .errors import RetrievalEvalError
 from .plugin.options import add_to_argparse
 
@@ -486,7 +486,7 @@ def _judge(args) -> int:
         judgments = Judgments.load(path)
         calibration = judgments.calibration(report.judge, question_hashes(run))
         print(f"calibration of {report.judge.describe()} on {calibration.n} pairs the humans judged:")
-        print(f"{calibration.describe()} (relevant: human grade >= 1, judged grade >= 2; below kappa {KAPPA_FLOOR} "
+        print(f"{calibration.describe()} (relevant: human grade >= 1, judged grade >= {RELEVANT_FROM}; below kappa {KAPPA_FLOOR} "
               "every run using this judge warns)")
         print("\n".join(calibration.confusion_lines()))
         print("\n".join(engine_order(run, judgments.of_kind("calibration", report.judge, question_hashes(run))).lines()))

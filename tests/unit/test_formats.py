@@ -36,6 +36,16 @@ def test_bad_trec_qrels(tmp_path, text, message):
         Qrels.from_trec(path)
 
 
+def test_qrels_from_a_dataframe_read_numpy_grades_as_the_whole_numbers_they_hold():
+    np = pytest.importorskip("numpy")
+    qrels = Qrels.from_dict({"q1": {"a": np.int64(2), "b": np.float64(1.0), "c": np.int32(0)}})
+    assert qrels.to_dict() == {"q1": {"a": 2, "b": 1, "c": 0}}
+    assert all(type(g) is int for g in qrels["q1"].values())
+    for bad in (np.float64(1.5), np.bool_(True), np.float64("nan")):
+        with pytest.raises(RetrievalEvalError, match="field 'q1/a': relevance grade must be an integer"):
+            Qrels.from_dict({"q1": {"a": bad}})
+
+
 def test_trec_run_ranks_by_score_with_trec_eval_tie_break_and_round_trips(tmp_path):
     path = tmp_path / "run.trec"
     path.write_text("q1 Q0 a 1 1.0 bm25\nq1 Q0 b 2 3.0 bm25\r\nq1 Q0 c 3 1.0 bm25\n")

@@ -127,6 +127,21 @@ def test_what_the_schema_rejects_the_loader_rejects_naming_file_line_and_field(t
             jsonschema.validate(bad, schema())
 
 
+def test_whole_grades_written_as_json_floats_are_read_as_the_numbers_the_schema_accepts(tmp_path):
+    # the human grade is read as the qrels and the questions cache read one (``ir.qrels.parse_grade``)
+    d = one(kind="calibration", human=1).to_dict()
+    d.update(grade=2.0, votes=[2.0, 3.0, 2.0], human=1.0)
+    path = tmp_path / "judgments.jsonl"
+    path.write_text(json.dumps(d) + "\n")
+    [j] = Judgments.load(path)
+    assert (j.grade, j.votes, j.human) == (2, (2, 3, 2), 1)
+    assert all(type(x) is int for x in (j.grade, *j.votes, j.human))
+    for field, value in (("human", 1.5), ("human", "1"), ("grade", 2.5), ("votes", [2, float("nan")])):
+        path.write_text(json.dumps({**d, field: value}) + "\n")
+        with pytest.raises(RetrievalEvalError, match=rf"judgments.jsonl:1: field '{field}'"):
+            Judgments.load(path)
+
+
 def test_a_line_cut_off_by_a_kill_is_dropped_and_cut_away_by_the_next_write(tmp_path):
     path = tmp_path / "judgments.jsonl"
     append(path, [one("q1"), one("q2")])
@@ -285,6 +300,38 @@ def test_judged_labels_fill_holes_never_overrule_a_human_and_score_as_trec_eval_
         assert e.mean(f"{m}+judged") == pytest.approx(evaluate(filled, ranked, [m])[m], abs=1e-12)
         assert e.mean(m) == pytest.approx(evaluate(LABELED.qrels, ranked, [m])[m], abs=1e-12)
     assert e.mean("judged@3") == pytest.approx(0.5) and e.mean("judged@3+judged") == 1.0
+
+
+def test_judged_qrels_fill_only_the_holes_with_the_cut_and_change_nothing_they_read():
+    from pytest_retrieval_eval import Qrels
+    from pytest_retrieval_eval.data.judgments import judged_qrels
+
+    human = Qrels({"q1": {"a": 1, "b": 0}, "q2": {"c": 2}})
+    grades = {"q1": {"a": 0, "b": 3, "x": 3, "y": 2, "z": 1, "w": 0}, "q3": {"d": 3}}  # q3: no human labels
+    before = (json.dumps(grades), human.to_dict())
+    got = judged_qrels(human, grades)
+    assert isinstance(got, Qrels)
+    assert got.to_dict() == {"q1": {"a": 1, "b": 0, "x": 1, "y": 1, "z": 0, "w": 0}, "q2": {"c": 2}}
+    assert (json.dumps(grades), human.to_dict()) == before
+    assert judged_qrels(human, {}).to_dict() == human.to_dict()
+
+
+def test_the_holes_of_a_labeled_set_are_chosen_by_a_pure_function_and_the_evaluation_reads_their_qrels():
+    from pytest_retrieval_eval.data.judgments import judged_qrels, question_sha256
+    from pytest_retrieval_eval.run.judging import hole_grades
+
+    judgments = Judgments([keyed("q1", "c", 3, "alpha, as it was asked before?"), keyed("q2", "e", 2, "beta?"),
+                           one("q2", "g", 1), one("q1", "a", 0), one("q9", "z", 3)])  # a: the humans'; q9: not asked
+    fresh, _ = judgments.holes(JUDGE_A)
+    asked = {q.query_id: question_sha256(q.question) for q in LABELED.queries}
+    grades, reworded, unkeyed = hole_grades(LABELED.qrels, fresh, asked)
+    assert grades == {"q2": {"e": 2, "g": 1}} and reworded == {("q1", "c")} and unkeyed == {("q2", "g")}
+    run = run_of(one=[["c", "a", "d"], ["x", "e", "g"]])
+    attach(run, judgments, shown_path="j.jsonl")
+    e = run.evaluations[0]
+    assert e.judged == grades and e.filled_qrels == judged_qrels(LABELED.qrels, grades)
+    assert e.mean("precision@3+judged") == pytest.approx(
+        evaluate(judged_qrels(LABELED.qrels, grades), e.run, ["precision@3"])["precision@3"])
 
 
 def test_a_judgment_whose_document_changed_is_stale_listed_and_left_out():

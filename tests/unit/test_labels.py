@@ -17,7 +17,7 @@ from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.corpus import JsonFolder
 from pytest_retrieval_eval.data.labeled import load_questions_cache
-from pytest_retrieval_eval.data.labels import read_labels
+from pytest_retrieval_eval.data.labels import Columns, read_labels
 from pytest_retrieval_eval.data.question_filters import QuestionFilter
 
 
@@ -69,6 +69,87 @@ def test_a_tsv_with_chosen_columns_grades_and_ids(tmp_path):
     ]
     with pytest.raises(RetrievalEvalError, match=r"judged.tsv:1: no column 'question' for the question"):
         read_labels(path)
+
+
+#: grade spellings in text files: trec_eval reads whole numbers (a negative one is in the pool but
+#: unjudged); an integral float, as pandas writes qrels, is that number; anything else is refused
+TEXT_GRADES = {"1": 1, "0": 0, "3": 3, "-1": -1, "+2": 2, "1.0": 1, "2.00": 2, "1e0": 1, "1.5": None, "0.5": None,
+               "nan": None, "inf": None, "-inf": None, "x": None, "1_0": None, "\u0663": None, "0x1": None,
+               "true": None}
+
+
+@pytest.mark.parametrize("spelling", TEXT_GRADES)
+def test_label_import_and_the_qrels_loaders_accept_and_refuse_the_same_grade_spellings(tmp_path, spelling):
+    from pytest_retrieval_eval import Qrels
+
+    files = {"q.trec": (f"q1 0 d1 1\nq1 0 d2 {spelling}\n", 2, "grade", Qrels.from_trec),
+             "q.tsv": (f"query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t{spelling}\n", 3, "score",
+                       Qrels.from_beir_tsv),
+             "labels.csv": (f"id,question,doc_id,grade\nq1,guest wifi,d1,1\nq1,guest wifi,d2,{spelling}\n", 3,
+                            "grade", lambda p: {"q1": read_labels(p, columns=Columns(grade="grade"))[0].relevant}),
+             "labels.tsv": (f"id\tquestion\tdoc_id\tgrade\nq1\tguest wifi\td1\t1\nq1\tguest wifi\td2\t{spelling}\n",
+                            3, "grade", lambda p: {"q1": read_labels(p, columns=Columns(grade="grade"))[0].relevant})}
+    for name, (text, line, field, read) in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        if TEXT_GRADES[spelling] is None:
+            with pytest.raises(RetrievalEvalError) as caught:
+                read(tmp_path / name)
+            assert f"{name}:{line}: field '{field}': relevance grade must be an integer, got {spelling!r}" in str(
+                caught.value), name
+        else:
+            assert read(tmp_path / name)["q1"]["d2"] == TEXT_GRADES[spelling], name
+
+
+def test_a_document_judged_twice_with_two_grades_is_refused_by_label_import_as_by_the_qrels_loaders(tmp_path):
+    from pytest_retrieval_eval import Qrels
+
+    trec = tmp_path / "q.trec"
+    trec.write_text("q1 0 d1 1\nq1 0 d2 1\nq1 0 d2 2\n")
+    table = tmp_path / "labels.csv"
+    table.write_text("question,doc_id,grade\nguest wifi,d1,1\nguest wifi,d2,1\nguest wifi,d2|d3,2\n")
+    rig = tmp_path / "qrels.jsonl"
+    rig.write_text(json.dumps({"query_id": "q1", "query": "guest wifi",
+                               "relevant_docs": ["d1", "d2", {"doc_id": "d2", "relevance": 2}]}) + "\n")
+    for read, where in ((lambda: Qrels.from_trec(trec), "q.trec:3: query 'q1'"),
+                        (lambda: read_labels(table, columns=Columns(grade="grade")),
+                         "labels.csv:4: field 'grade': question 'guest wifi'"),
+                        (lambda: read_labels(rig, fmt="qrels-jsonl"), "qrels.jsonl:1: field 'relevant_docs': query 'q1'")):
+        with pytest.raises(RetrievalEvalError) as caught:
+            read()
+        assert str(caught.value).startswith(f"{tmp_path}/{where} judges document 'd2' twice with different grades "
+                                            "(1 and 2)"), str(caught.value)
+    table.write_text("question,doc_id,grade\nguest wifi,d1,1\nguest wifi,d1|d2,1\n")  # the same grade: one judgment
+    assert read_labels(table, columns=Columns(grade="grade"))[0].relevant == {"d1": 1, "d2": 1}
+
+
+#: grade values in JSON files: a JSON number with a whole value is that grade (``2.0`` is 2)
+JSON_GRADES = [(1, 1), (0, 0), (-1, -1), (2.0, 2), (1.5, None), (float("nan"), None), (True, None), (None, None),
+               ([1], None)]
+
+
+@pytest.mark.parametrize("value, grade", JSON_GRADES)
+def test_label_import_the_questions_cache_and_qrels_accept_and_refuse_the_same_json_grades(tmp_path, value, grade):
+    from pytest_retrieval_eval import Qrels
+
+    rig = tmp_path / "qrels.jsonl"
+    rig.write_text(json.dumps({"query_id": "q1", "query": "guest wifi", "relevant_docs": {"d1": 1, "d2": value}}) + "\n")
+    own = tmp_path / "labels.jsonl"
+    own.write_text(json.dumps({"id": "q1", "question": "guest wifi", "relevant": {"d1": 1, "d2": value}}) + "\n")
+    doc = json.loads(QUESTIONS.read_text())
+    doc["queries"][0]["relevant"]["d2"] = value
+    cache = tmp_path / "questions.cache.json"
+    cache.write_text(json.dumps(doc, indent=2))
+    paths = {"qrels.jsonl": lambda: read_labels(rig, fmt="qrels-jsonl")[0].relevant,
+             "labels.jsonl": lambda: read_labels(own)[0].relevant,
+             "questions.cache.json": lambda: load_questions_cache(cache).queries[0].relevant,
+             "Qrels": lambda: Qrels.from_dict({"q1": {"d1": 1, "d2": value}})["q1"]}
+    for name, read in paths.items():
+        if grade is None:
+            with pytest.raises(RetrievalEvalError, match="must be an integer"):
+                read()
+        else:
+            got = read()["d2"]
+            assert got == grade and type(got) is int, name
 
 
 def test_beir_queries_and_qrels_import(tmp_path, capsys):

@@ -27,15 +27,32 @@ from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
 
 from .._atomic import write_text_atomic
 from ..errors import RetrievalEvalError
+from ..ir.qrels import Qrels, parse_grade
 from ..types import canonical_json, sha256_text
 
-#: the lowest judged grade (0-3) that counts as relevant in ``+judged`` measures
+#: the lowest judged grade (0-3) that counts as relevant in ``+judged`` measures: read it through
+#: ``is_judged_relevant``, the one place the cut is made
 RELEVANT_FROM = 2
 #: a judge whose agreement with the human labels (``judge --calibrate``) is below this Cohen's kappa
 #: draws a warning in every run that uses its judgments ("moderate" agreement starts at 0.41)
 KAPPA_FLOOR = 0.4
 GRADES = (0, 1, 2, 3)
 KINDS = ("hole", "calibration", "candidate")
+
+
+def is_judged_relevant(grade: int) -> bool:
+    """Does the judge's grade make a document relevant (``RELEVANT_FROM``, "has the answer", or
+    more)? The cut every surface makes: measures, causes, the page, calibration, candidates."""
+    return grade >= RELEVANT_FROM
+
+
+def judged_qrels(human: Qrels, judged: Mapping[str, Mapping[str, int]]) -> Qrels:
+    """The labels the ``+judged`` measures read: ``human`` with the judge's grades of its holes
+    (question id -> doc id -> grade 0-3) filled in as relevant (1) or judged not relevant (0) by
+    ``is_judged_relevant``. A human label always wins; a question the humans do not judge stays
+    out, as trec_eval scores only judged questions. Pure: neither input changes."""
+    return Qrels({q: {**{d: int(is_judged_relevant(g)) for d, g in judged.get(q, {}).items()}, **docs}
+                  for q, docs in human.judgements.items()})
 
 
 def question_sha256(question: str) -> str:
@@ -104,7 +121,7 @@ class Judgment:
     @property
     def relevance(self) -> int:
         """The grade as a label of the ``+judged`` measures: 1 from ``RELEVANT_FROM``, else 0."""
-        return 1 if self.grade >= RELEVANT_FROM else 0
+        return int(is_judged_relevant(self.grade))
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -121,6 +138,15 @@ class Judgment:
         return d
 
 
+def _whole(value: Any) -> int | None:
+    """A JSON grade read as every file of grades reads one (``parse_grade``: ``2.0`` is 2, as the
+    schema's "integer" allows; a string is none); None when it is not one."""
+    try:
+        return parse_grade(None if isinstance(value, str) else value)
+    except RetrievalEvalError:
+        return None
+
+
 def _problem(d: Any) -> tuple[str, str] | None:
     """(field, what is wrong) with one line's object, or None: what the schema says, in words."""
     if not isinstance(d, dict):
@@ -130,15 +156,14 @@ def _problem(d: Any) -> tuple[str, str] | None:
             return key, f"{key} must be a non-empty string"
     if "question_sha256" in d and (not isinstance(d["question_sha256"], str) or not d["question_sha256"]):
         return "question_sha256", "question_sha256 must be a non-empty string (the hash of the question the judge read)"
-    grade = d.get("grade")
-    if isinstance(grade, bool) or grade not in GRADES:
-        return "grade", f"grade must be 0, 1, 2 or 3, got {grade!r}"
+    if _whole(d.get("grade")) not in GRADES:
+        return "grade", f"grade must be 0, 1, 2 or 3, got {d.get('grade')!r}"
     votes = d.get("votes")
-    if not isinstance(votes, list) or not votes or any(isinstance(v, bool) or v not in GRADES for v in votes):
+    if not isinstance(votes, list) or not votes or any(_whole(v) not in GRADES for v in votes):
         return "votes", "votes must be a non-empty list of grades 0-3"
     if d.get("kind", "hole") not in KINDS:
         return "kind", f"kind must be one of {', '.join(KINDS)}, got {d.get('kind')!r}"
-    if d.get("kind") == "calibration" and (isinstance(d.get("human"), bool) or not isinstance(d.get("human"), int)):
+    if d.get("kind") == "calibration" and _whole(d.get("human")) is None:
         return "human", "a calibration judgment records the human grade (an integer)"
     judge = d.get("judge")
     if not isinstance(judge, dict):
@@ -168,8 +193,10 @@ def parse_line(text: str, *, path: Any = None, line: int | None = None) -> Judgm
     problem = _problem(d)
     if problem is not None:
         raise RetrievalEvalError(problem[1], path=path, line=line, field=problem[0] or None)
-    return Judgment(d["query_id"], d["doc_id"], d["grade"], tuple(d["votes"]), d["doc_sha256"], Judge.from_dict(d["judge"]),
-                    d.get("kind", "hole"), d.get("human"), d.get("question_sha256"))
+    human = d.get("human")
+    return Judgment(d["query_id"], d["doc_id"], _whole(d["grade"]), tuple(map(_whole, d["votes"])), d["doc_sha256"],
+                    Judge.from_dict(d["judge"]), d.get("kind", "hole"), human if human is None else _whole(human),
+                    d.get("question_sha256"))
 
 
 def _is_json(text: str) -> bool:
@@ -198,7 +225,7 @@ class Calibration:
         (NaN with no pair, or one label used by both throughout)."""
         from ..ir.stats import cohen_kappa
 
-        return cohen_kappa([int(h >= 1) for h, _ in self.pairs], [int(g >= RELEVANT_FROM) for _, g in self.pairs])
+        return cohen_kappa([int(h >= 1) for h, _ in self.pairs], [int(is_judged_relevant(g)) for _, g in self.pairs])
 
     @property
     def one_sided(self) -> bool:
@@ -211,7 +238,7 @@ class Calibration:
         """The share of pairs on which the judge and the humans agree about relevance."""
         if not self.pairs:
             return float("nan")
-        return sum((h >= 1) == (g >= RELEVANT_FROM) for h, g in self.pairs) / len(self.pairs)
+        return sum((h >= 1) == is_judged_relevant(g) for h, g in self.pairs) / len(self.pairs)
 
     def describe(self) -> str:
         why = (" (the sample's human labels are all of one kind: kappa is 0 whatever the judge says, so read the "

@@ -30,7 +30,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from .._atomic import write_text_atomic
 from .._textfiles import read_text
 from ..errors import RetrievalEvalError
-from ..ir.qrels import Qrels
+from ..ir.qrels import Qrels, parse_grade
 from ..types import LabeledQuery, canonical_json, id_problem, sha256_text, text_problem
 
 FORMAT = "pytest-retrieval-eval/questions"
@@ -175,9 +175,13 @@ def load_questions_cache(path: str | Path, *, known_doc_ids: Iterable[str] | Non
         relevant = entry.get("relevant")
         if not isinstance(relevant, dict) or not relevant:
             raise bad(f"query '{qid}': must map at least one doc id to a grade", "relevant")
-        for doc_id, grade in relevant.items():
-            if isinstance(grade, bool) or not isinstance(grade, int):
-                raise bad(f"query '{qid}': grade of '{doc_id}' must be an integer, got {grade!r}", "relevant")
+        grades: dict[str, int] = {}
+        for doc_id, grade in relevant.items():  # a JSON number, read as every file of grades is (2.0 is 2)
+            try:
+                grades[doc_id] = parse_grade(None if isinstance(grade, str) else grade)
+            except RetrievalEvalError:
+                raise bad(f"query '{qid}': grade of '{doc_id}' must be an integer, got {grade!r}", "relevant") from None
+        relevant = grades
         problem = query_problem(qid, question, relevant)
         if problem:
             raise bad(*problem)

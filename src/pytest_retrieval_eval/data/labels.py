@@ -21,6 +21,7 @@ from typing import Any, Iterable, Sequence
 
 from .._textfiles import read_text
 from ..errors import RetrievalEvalError
+from ..ir.qrels import add_grade, parse_grade
 from ..types import LabeledQuery
 from .labeled import LabeledSet, query_problem
 
@@ -147,16 +148,6 @@ def question_id(path: str | Path, question: str) -> str:
     return f"q.{sha256_text(' '.join(question.lower().split()))[:10]}"
 
 
-def _grade(value: Any, path: str | Path, line: int, field: str) -> int:
-    try:
-        if isinstance(value, (bool, float)):
-            raise ValueError
-        return int(str(value).strip())
-    except ValueError:
-        raise RetrievalEvalError(f"grade must be a whole number, got {value!r}", path=path, line=line,
-                                 field=field) from None
-
-
 def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
     """Rig-style ``qrels.jsonl``: one object per line with ``query_id``, ``query`` and
     ``relevant_docs`` ({doc: grade}, [{"doc_id", "relevance"}] or [doc, ...]); an optional
@@ -181,14 +172,16 @@ def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
             raise bad(f"query '{qid}': must be a non-empty string", "query")
         relevant: dict[str, int] = {}
         if isinstance(docs, dict):
-            relevant = {str(d): _grade(g, path, number, "relevant_docs") for d, g in docs.items()}
+            relevant = {str(d): parse_grade(g, path=path, line=number, field="relevant_docs") for d, g in docs.items()}
         elif isinstance(docs, list):
             for item in docs:
                 if isinstance(item, dict) and "doc_id" in item:
-                    relevant[str(item["doc_id"])] = _grade(item.get("relevance", item.get("grade", 1)), path, number,
-                                                          "relevant_docs")
+                    grade = parse_grade(item.get("relevance", item.get("grade", 1)), path=path, line=number,
+                                        field="relevant_docs")
+                    add_grade(relevant, str(item["doc_id"]), grade, who=f"query '{qid}'", path=path, line=number,
+                              field="relevant_docs")
                 elif isinstance(item, (str, int)):
-                    relevant[str(item)] = 1
+                    add_grade(relevant, str(item), 1, who=f"query '{qid}'", path=path, line=number, field="relevant_docs")
                 else:
                     raise bad(f"query '{qid}': an entry must be a doc id or {{\"doc_id\", \"relevance\"}}", "relevant_docs")
         if not relevant or not any(g >= 1 for g in relevant.values()):
@@ -267,7 +260,8 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
             raise RetrievalEvalError("empty question", path=path, line=number, field=qcol)
         if not cell:
             raise RetrievalEvalError(f"no doc id for {question!r}", path=path, line=number, field=dcol)
-        grade = _grade(row[gcol], path, number, gcol) if gcol and (row.get(gcol) or "").strip() else 1
+        grade = (parse_grade(row[gcol], path=path, line=number, field=gcol) if gcol and (row.get(gcol) or "").strip()
+                 else 1)
         given = (row.get(icol) or "").strip() if icol else ""
         key = given or question_id(path, question)
         entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number, "notes": [],
@@ -284,7 +278,8 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
                                   + (f"its judgments merged ({', '.join(new)} added)" if new else
                                      "the same judgments, counted once"))
         for doc in docs:
-            entry["relevant"][doc] = max(grade, entry["relevant"].get(doc, grade))
+            who = f"query '{given}'" if given else f"question {question!r}"
+            add_grade(entry["relevant"], doc, grade, who=who, path=path, line=number, field=gcol or dcol)
     out = []
     for qid, entry in grouped.items():
         if not any(g >= 1 for g in entry["relevant"].values()):
@@ -356,7 +351,7 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
             raise RetrievalEvalError(f"duplicate {what}, first on line {seen[qid]}: merge the two lines or give each "
                                      "its own 'id'", path=path, line=number, field="id" if record.get("id") else "question")
         seen[qid] = number
-        relevant = {str(d): _grade(g, path, number, "relevant") for d, g in relevant.items()}
+        relevant = {str(d): parse_grade(g, path=path, line=number, field="relevant") for d, g in relevant.items()}
         problem = query_problem(qid, question, relevant)
         if problem:
             raise RetrievalEvalError(problem[0], path=path, line=number, field=problem[1])

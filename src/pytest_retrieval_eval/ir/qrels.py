@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -9,27 +10,29 @@ from .._textfiles import numbered_lines, read_text
 from ..errors import RetrievalEvalError
 
 
-def _grade(value: object, *, path=None, line=None, field="grade") -> int:
-    if isinstance(value, bool):
-        raise RetrievalEvalError(f"relevance grade must be an integer, got {value!r}", path=path, line=line, field=field)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
+def parse_grade(value: object, *, path=None, line=None, field="grade") -> int:
+    """A relevance grade as trec_eval reads it: a whole number (a negative one is in the pool but
+    unjudged). An integral float (``1.0``, as pandas writes qrels; a JSON ``2.0``) is that number;
+    a fraction, NaN, infinity, a bool or anything else is refused naming ``path``, ``line`` and
+    ``field``. The one parser of every file of grades (qrels, BEIR, label import, the questions
+    cache), so what one reads the others read alike."""
+    number: object = value
     if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            pass
-        try:
-            as_float = float(value)
-        except ValueError:
-            as_float = None
-        if as_float is not None and as_float.is_integer():
-            return int(as_float)
-    raise RetrievalEvalError(
-        f"relevance grade must be an integer, got {value!r}", path=path, line=line, field=field
-    )
+        text = value.strip()
+        number = None
+        if text.isascii() and "_" not in text:  # int() would take '1_0' and other scripts' digits
+            try:
+                number = int(text)
+            except ValueError:
+                try:
+                    number = float(text)
+                except ValueError:
+                    pass
+    if isinstance(number, float) and number.is_integer():  # numpy's float64 too
+        return int(number)
+    if isinstance(number, numbers.Integral) and not isinstance(number, bool):  # numpy's int64 too
+        return int(number)
+    raise RetrievalEvalError(f"relevance grade must be an integer, got {value!r}", path=path, line=line, field=field)
 
 
 #: judged documents per query below which labels "judge few" (see ``Qrels.judges_few``)
@@ -53,7 +56,7 @@ class Qrels(Mapping[str, Mapping[str, int]]):
             qid = checked_id(q, "query id", f"query {q!r}")
             if not isinstance(docs, Mapping):
                 raise RetrievalEvalError(f"query '{qid}': expected {{doc_id: grade}}, got {type(docs).__name__}")
-            self._data[qid] = {checked_id(d, "doc id", f"query '{qid}'"): _grade(g, field=f"{qid}/{d}") for d, g in docs.items()}
+            self._data[qid] = {checked_id(d, "doc id", f"query '{qid}'"): parse_grade(g, field=f"{qid}/{d}") for d, g in docs.items()}
 
     # Mapping protocol
     @property
@@ -119,7 +122,7 @@ class Qrels(Mapping[str, Mapping[str, int]]):
                     line=number,
                 )
             qid, _, doc, grade = parts
-            _add(data, qid, doc, _grade(grade, path=path, line=number), path, number)
+            _add(data, qid, doc, parse_grade(grade, path=path, line=number), path, number)
         qrels = cls.__new__(cls)  # ids are strings and grades checked: no second pass
         qrels._data = data
         return qrels
@@ -139,7 +142,7 @@ class Qrels(Mapping[str, Mapping[str, int]]):
             qid, doc, grade = parts
             if number == 1 and not _looks_like_int(grade):
                 continue  # header: query-id corpus-id score
-            _add(data, qid, doc, _grade(grade, path=path, line=number, field="score"), path, number)
+            _add(data, qid, doc, parse_grade(grade, path=path, line=number, field="score"), path, number)
         return cls(data)
 
     def to_trec(self, path: str | Path) -> None:
@@ -157,13 +160,15 @@ def _looks_like_int(text: str) -> bool:
         return False
 
 
-def _add(data, qid, doc, grade, path, number) -> None:
-    docs = data.setdefault(qid, {})
+def add_grade(docs: dict[str, int], doc: str, grade: int, *, who: str, path=None, line=None, field=None) -> None:
+    """Record ``doc``'s grade in ``docs``, one question's judgements read from a file: the same
+    document again with another grade is refused, as trec_eval refuses it; the same grade again is
+    one judgement. Every reader of grades (the qrels loaders, label import) adds through here."""
     if doc in docs and docs[doc] != grade:
-        raise RetrievalEvalError(
-            f"query '{qid}' judges document '{doc}' twice with different grades "
-            f"({docs[doc]} and {grade})",
-            path=path,
-            line=number,
-        )
+        raise RetrievalEvalError(f"{who} judges document '{doc}' twice with different grades ({docs[doc]} and {grade})",
+                                 path=path, line=line, field=field)
     docs[doc] = grade
+
+
+def _add(data, qid, doc, grade, path, number) -> None:
+    add_grade(data.setdefault(qid, {}), doc, grade, who=f"query '{qid}'", path=path, line=number)

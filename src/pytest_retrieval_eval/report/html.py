@@ -8,7 +8,7 @@ import importlib.resources
 import math
 from typing import Any, Iterable
 
-from ..data.judgments import RELEVANT_FROM
+from ..data.judgments import is_judged_relevant
 from ..run.judging import used
 from . import cost, errors, plot, shadow, sweep, table
 from .judged import candidate_lines, judged_lines
@@ -88,7 +88,7 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "", trend: str
             judged = r.judged.get(q.query_id, {})
             ranked = [{"doc": d, "gold": q.relevant.get(d, 0) >= 1, "stale": stale.get(d, ""),
                        "snippet": text.get(d, "") if i < SNIPPETS_PER_QUERY else "",
-                       "judged": judged.get(d), "judged_relevant": judged.get(d, 0) >= RELEVANT_FROM}
+                       "judged": judged.get(d), "judged_relevant": is_judged_relevant(judged.get(d, 0))}
                       for i, d in enumerate(res.doc_ids[:MISS_AT])]
             row = {"id": q.query_id, "question": q.question, "gold": sorted(q.relevant.items(), key=lambda kv: -kv[1]),
                    "ranked": ranked, "rank": rank, "error": res.error, "miss": rank is None or rank > MISS_AT,

@@ -138,10 +138,10 @@ def cause_of(query: LabeledQuery, result: QueryResult, k: int, *, evidence: Evid
         return cause("not-ingested", f"not ingested: {', '.join(present[:3])} has no chunk in the store",
                      "not ingested")
     top = ranked[:k]
-    from ..data.judgments import RELEVANT_FROM
+    from ..data.judgments import is_judged_relevant
 
     holes = [(r, d, judged[d]) for r, d in enumerate(top, start=1)
-             if judged and d not in query.relevant and judged.get(d, 0) >= RELEVANT_FROM]
+             if judged and d not in query.relevant and is_judged_relevant(judged.get(d, 0))]
     if holes:
         r, d, g = holes[0]
         return cause("judged", f"a hole, not a miss: {d} (rank {r}) judged relevant (grade {g})",

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..data.judge import Pair
-from ..data.judgments import KAPPA_FLOOR, Judge, Judgments, question_sha256
+from ..data.judgments import KAPPA_FLOOR, Judge, Judgment, Judgments, question_sha256
 from ..errors import RetrievalEvalError
 from ..ir.metrics import evaluate
+from ..ir.qrels import Qrels
 from ..ir.stats import kendall_tau
 from .results import RunResults
 
@@ -174,6 +175,30 @@ def question_hashes(run: RunResults) -> dict[str, set[str]]:
     return out
 
 
+def hole_grades(human: Qrels, fresh: Mapping[str, Mapping[str, Judgment]], asked: Mapping[str, str]
+                ) -> tuple[dict[str, dict[str, int]], set[tuple[str, str]], set[tuple[str, str]]]:
+    """(question id -> doc id -> the judge's grade, reworded, unkeyed) of one labeled set: of the
+    ``fresh`` judgments, those of its holes (a question ``human`` judges, a document it does not)
+    made for the question as it reads now (``asked``: question id -> hash); a judgment made for
+    another wording is left out (reworded), one that predates the hashes is used (unkeyed). Pure:
+    the grades go to ``judged_qrels`` through the evaluation, which does not choose them."""
+    labels = human.judgements
+    grades: dict[str, dict[str, int]] = {}
+    reworded: set[tuple[str, str]] = set()
+    unkeyed: set[tuple[str, str]] = set()
+    for q, docs in fresh.items():
+        for d, j in docs.items():
+            if q not in labels or d in labels[q]:
+                continue
+            if j.question_sha256 is None:
+                unkeyed.add((q, d))
+            elif j.question_sha256 != asked.get(q):  # graded for another wording of the question
+                reworded.add((q, d))
+                continue
+            grades.setdefault(q, {})[d] = j.grade
+    return grades, reworded, unkeyed
+
+
 def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str | None = None,
            fingerprints: Mapping[str, str] | None = None) -> JudgmentsUsed | None:
     """Give every evaluation the judge's labels of the holes (fresh ones only; a human label
@@ -186,19 +211,10 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
     reworded: set[tuple[str, str]] = set()
     unkeyed: set[tuple[str, str]] = set()
     for e in run.evaluations:
-        human = e.labeled.qrels.judgements
         asked = {q.query_id: question_sha256(q.question) for q in e.labeled.queries}
-        judged: dict[str, dict[str, int]] = {}
-        for q, docs in fresh.items():
-            for d, j in docs.items():
-                if q not in human or d in human[q]:
-                    continue
-                if j.question_sha256 is None:
-                    unkeyed.add((q, d))
-                elif j.question_sha256 != asked.get(q):  # graded for another wording of the question
-                    reworded.add((q, d))
-                    continue
-                judged.setdefault(q, {})[d] = j.grade
+        judged, off, old = hole_grades(e.labeled.qrels, fresh, asked)
+        reworded |= off
+        unkeyed |= old
         used |= {(q, d) for q, docs in judged.items() for d in docs}
         e.set_judged(judged, current.to_dict())
     calibration = judgments.calibration(current, question_hashes(run))
@@ -298,7 +314,7 @@ def candidates_record(candidates: Any, corpus: Any, chunking: Any, *, shown_path
     from dataclasses import replace
 
     from ..data.chunking import chunk_corpus
-    from ..data.judgments import RELEVANT_FROM
+    from ..data.judgments import is_judged_relevant
     from ..data.novelty import novelty
 
     existing = chunks if chunks is not None else chunk_corpus(corpus, chunking)
@@ -307,7 +323,7 @@ def candidates_record(candidates: Any, corpus: Any, chunking: Any, *, shown_path
         fingerprints = {d.doc_id: d.fingerprint for d in candidates.docs}
         answers: dict[str, list[tuple[str, int]]] = {}
         for j in judgments.of_kind("candidate", judge, question_hashes(run) if run is not None else None):
-            if j.grade >= RELEVANT_FROM and fingerprints.get(j.doc_id) == j.doc_sha256:
+            if is_judged_relevant(j.grade) and fingerprints.get(j.doc_id) == j.doc_sha256:
                 answers.setdefault(j.doc_id, []).append((j.query_id, j.grade))
         found = [replace(n, answers=tuple(sorted(answers.get(n.doc_id, []), key=lambda a: (-a[1], a[0]))))
                  for n in found]

@@ -26,6 +26,7 @@ from ..ir.measures import Measure, parse_measures
 from ..ir.metrics import evaluate
 from ..ir.runs import Run
 from ..ir.paired import Paired, corrected, paired
+from ..ir.qrels import Qrels
 from ..ir.stats import BINARY_FAMILIES, mean_ci
 from ..types import LabeledQuery, QueryResult, sha256_text
 
@@ -105,7 +106,7 @@ class EvaluationResult:
     _causes: dict[int, Any] = field(default_factory=dict, repr=False)
     _cis: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
     _run: Run | None = field(default=None, repr=False)
-    _filled: dict[str, dict[str, int]] | None = field(default=None, repr=False)
+    _filled: Qrels | None = field(default=None, repr=False)
 
     # --- identity and counts -----------------------------------------------------------------
     @property
@@ -159,15 +160,12 @@ class EvaluationResult:
         self._filled = None
 
     @property
-    def filled_qrels(self) -> dict[str, dict[str, int]]:
-        """The human labels with the judged holes filled (a human label always wins): a judged
-        grade from ``RELEVANT_FROM`` is relevant (1), a lower one judged not relevant (0)."""
+    def filled_qrels(self) -> Qrels:
+        """The human labels with the judged holes filled (``data.judgments.judged_qrels``)."""
         if self._filled is None:  # made once: every +judged measure reads them
-            from ..data.judgments import RELEVANT_FROM
+            from ..data.judgments import judged_qrels
 
-            human = self.labeled.qrels.judgements
-            self._filled = {q: {**{d: int(g >= RELEVANT_FROM) for d, g in self.judged.get(q, {}).items()}, **docs}
-                            for q, docs in human.items()}
+            self._filled = judged_qrels(self.labeled.qrels, self.judged)
         return self._filled
 
     def per_query(self, measure: "str | Measure") -> dict[str, float]:
