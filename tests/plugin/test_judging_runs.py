@@ -33,8 +33,9 @@ def judged_project(bundled_project, fake_api):
 
 def test_a_run_judges_its_holes_shows_both_numbers_and_gates_either(judged_project, fake_api):
     p = judged_project
+    # the test's server echoes the model it is sent: name it (unnamed, an echoing local server is refused)
     result = p.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
-                         "--retrieval-report-dir=out", "--retrieval-html=page.html", "--retrieval-judge-depth=5",
+                         "--retrieval-judge-model=openai/gpt-4o-mini", "--retrieval-report-dir=out", "--retrieval-html=page.html", "--retrieval-judge-depth=5",
                          "--retrieval-threshold=keyword:hit@5+judged>=0.99", "--retrieval-threshold=keyword:hit@5>=0.3")
     text = result.stdout.str()
     asked = len(fake_api.hits("/chat/completions"))
@@ -59,7 +60,7 @@ def test_a_run_judges_its_holes_shows_both_numbers_and_gates_either(judged_proje
     assert 'class="judged-tag" data-grade="' in page and "What the labels judge" in page
     assert FAKE_KEY not in text + page + (p.path / "j.jsonl").read_text()
     again = p.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
-                        "--retrieval-judge-depth=5", "--retrieval-threshold=keyword:hit@5+judged>=0.5", "-n", "2")
+                        "--retrieval-judge-model=openai/gpt-4o-mini", "--retrieval-judge-depth=5", "--retrieval-threshold=keyword:hit@5+judged>=0.5", "-n", "2")
     assert len(fake_api.hits("/chat/completions")) == asked  # every pair is in the file: nothing asked
     assert f"judged 0 pair(s) with openai/gpt-4o-mini (0 call(s), 0.0 s), {asked} already in the file" in again.stdout.str()
     assert again.ret == 0
@@ -190,3 +191,11 @@ def test_calibrate_prints_kappa_the_confusion_table_and_the_engines_order(saved_
     assert cli(["report", str(saved_run), "--judgments", str(path)]) == 0
     out = capsys.readouterr().out  # calibration alone fills no hole; the report says what the judge is worth
     assert "+judged: human labels with 0 judged hole(s)" in out and "Cohen's kappa" in out
+
+
+def test_a_run_judging_at_a_server_that_only_echoes_the_model_name_says_to_name_it(judged_project):
+    result = judged_project.runpytest("-m", "retrieval", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
+                                      "--retrieval-judge-depth=1")
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret != 0 and "INTERNALERROR" not in text and "Traceback" not in text
+    assert "--retrieval-judge-model" in text or "--model" in text, text

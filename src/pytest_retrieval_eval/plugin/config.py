@@ -116,7 +116,7 @@ class JudgingConfig:
 
     judgments: Path | None = None
     judge: bool = False
-    model: str = ""
+    model: str | None = None  # None: the default endpoint's default, else the model the server names
     depth: int = 10
     engines: tuple[str, ...] = ()
     votes: int = 1

@@ -281,7 +281,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("judge", "at the end of the run, grade the unjudged documents of each engine's top K with an LLM into "
            "the judgments file first (calls the endpoint of question generation; asks only what the file lacks)",
            False, kind="switch", ini=None),
-    Option("judge_model", "chat model of the judge", DEFAULT_CHAT_MODEL, metavar="MODEL",
+    Option("judge_model", f"chat model of the judge (default: {DEFAULT_CHAT_MODEL} at the default endpoint; at "
+           "any other, the model its server says answered)", None, metavar="MODEL",
            env=f"{ENV_PREFIX}JUDGE_MODEL", cli=("judge",), cli_aliases=("--model",)),
     Option("judge_depth", "the top K of each engine pooled for judging", 10, whole(1), metavar="K", cli=("judge",),
            cli_aliases=("--depth",)),
@@ -357,12 +358,6 @@ def add_to_argparse(parser: argparse.ArgumentParser, command: str, **defaults: A
 
 class OptionError(ValueError):
     """A value an option cannot take; the message names the option and the value."""
-
-
-@dataclass(frozen=True)
-class Value:
-    value: Any
-    source: str  # the flag, "ini retrieval_x", the env var, or "default"
 
 
 def given_on_command_line(config: Any) -> bool:
