@@ -34,7 +34,7 @@ MEASURES = ["hit@5", "mrr", "ndcg@10", "recall@100", "precision@10", "map"]
 #: the same measures in each peer's names, in MEASURES' order
 TREC_NAMES = ["success.5", "recip_rank", "ndcg_cut.10", "recall.100", "P.10", "map"]
 RANX_NAMES = ["hit_rate@5", "mrr", "ndcg@10", "recall@100", "precision@10", "map"]
-#: trec_eval's measures beyond those six that pytrec-eval-terrier has too (issue 28), ours then theirs
+#: trec_eval's measures beyond those six that pytrec-eval-terrier has too, ours then theirs
 TREC_EXTRA = ["rprec", "bpref", "num_ret", "num_rel", "num_rel_ret", "set_precision", "set_recall", "set_f"]
 TREC_EXTRA_NAMES = ["Rprec", "bpref", "num_ret", "num_rel", "num_rel_ret", "set_P", "set_recall", "set_F"]
 
