@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import shutil
@@ -30,11 +31,12 @@ SCIFACT = REPO.parent / "shared" / "datasets" / "scifact"
 RESULTS = REPO / "bench" / "results"
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q"]
 MEASURES = ["hit@5", "mrr", "ndcg@10", "recall@100", "precision@10", "map"]
-TREC_MEASURES = {"success.5", "recip_rank", "ndcg_cut.10", "recall.100", "P.10", "map"}
-RANX_MEASURES = ["hit_rate@5", "mrr", "ndcg@10", "recall@100", "precision@10", "map"]
-#: the trec_eval 10 measures added for issue 28 that pytrec_eval also has, ours then theirs
-TREC10_MEASURES = ["rprec", "bpref", "num_ret", "num_rel", "num_rel_ret", "set_precision", "set_recall", "set_f"]
-TREC10_TREC_MEASURES = {"Rprec", "bpref", "num_ret", "num_rel", "num_rel_ret", "set_P", "set_recall", "set_F"}
+#: the same measures in each peer's names, in MEASURES' order
+TREC_NAMES = ["success.5", "recip_rank", "ndcg_cut.10", "recall.100", "P.10", "map"]
+RANX_NAMES = ["hit_rate@5", "mrr", "ndcg@10", "recall@100", "precision@10", "map"]
+#: trec_eval's measures beyond those six that pytrec-eval-terrier has too, ours then theirs
+TREC_EXTRA = ["rprec", "bpref", "num_ret", "num_rel", "num_rel_ret", "set_precision", "set_recall", "set_f"]
+TREC_EXTRA_NAMES = ["Rprec", "bpref", "num_ret", "num_rel", "num_rel_ret", "set_P", "set_recall", "set_F"]
 
 rows: list[dict] = []
 
@@ -54,8 +56,8 @@ def record(section: str, name: str, values: list[float], unit: str = "s", **extr
     return median
 
 
-def ratio(section: str, name: str, a: float, b: float) -> None:
-    rows.append({"section": section, "name": name, "ratio": a / b})
+def ratio(section: str, name: str, a: float, b: float, **extra) -> None:
+    rows.append({"section": section, "name": name, "ratio": a / b, **extra})
     print(f"  {name:58} {a / b:10.2f}x", flush=True)
 
 
@@ -111,14 +113,85 @@ def write_trec_files(qrels: dict, run: dict, folder: Path) -> tuple[Path, Path]:
     return folder / "qrels.txt", folder / "run.trec"
 
 
-RANX_COLD = """
+#: a fresh process's first call, from the same dicts to the same six means: the import, ranx's
+#: numba compile, building each library's objects and evaluating (the JSON read is not timed)
+COLD = {
+    "ours": """
+import json, sys, time
+qrels, run = json.load(open(sys.argv[1]))
+start = time.perf_counter()
+from pytest_retrieval_eval import Qrels, Run, evaluate
+out = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), %r)
+print(json.dumps({"seconds": time.perf_counter() - start, "values": list(out.values())}))
+""" % MEASURES,
+    "ranx": """
 import json, sys, time
 qrels, run = json.load(open(sys.argv[1]))
 start = time.perf_counter()
 from ranx import Qrels, Run, evaluate
-evaluate(Qrels(qrels), Run(run), %r)
-print(json.dumps({"seconds": time.perf_counter() - start}))
-"""
+out = evaluate(Qrels(qrels), Run(run), %r)
+print(json.dumps({"seconds": time.perf_counter() - start, "values": [float(v) for v in out.values()]}))
+""" % RANX_NAMES,
+}
+
+#: why ranx's values may differ from ours (and trec_eval's) on the same input
+RANX_TIES = "ranx breaks score ties its own way, not as trec_eval does (the greater doc id first)"
+
+
+def trec_summary(per: dict, names: list[str]) -> list[float]:
+    """pytrec-eval-terrier's per-query values summarised as trec_eval and ours do: counts summed
+    over the queries, every other measure averaged."""
+    keys = [n.replace(".", "_") for n in names]
+    return [sum(v[k] for v in per.values()) / (1 if k.startswith("num_") else len(per)) for k in keys]
+
+
+def timed(fn):
+    """A warm runner for ``compare``: (seconds, what ``fn`` returned)."""
+    def run():
+        start = time.perf_counter()
+        out = fn()
+        return time.perf_counter() - start, out
+    return run
+
+
+def fresh(script: str, path: str):
+    """A cold runner for ``compare``: ``script`` in a fresh process; (its seconds, its values)."""
+    def run():
+        out = json.loads(child([sys.executable, "-c", script, path])[2].strip().splitlines()[-1])
+        return out["seconds"], out["values"]
+    return run
+
+
+def compare(size: str, inputs: str, outputs: str, runners: dict, repeats: int, state: str = "warm") -> None:
+    """Time ours against each peer on the same inputs to the same outputs, so a ratio means one
+    thing. ``runners``: name -> (runner, why its values may differ, or None); "ours" first. Each
+    runner returns (seconds, the summaries in MEASURES' order). Warm, every runner is called once
+    untimed first (ranx's numba compile, lazy imports); the timed calls alternate, so drift hits
+    all alike. A peer whose values differ from ours without a reason stops the bench: it would be
+    timing other measures. The rows carry what was compared; tests/system/test_bench.py checks it."""
+    if state == "warm":
+        for run, _ in runners.values():
+            run()
+    times: dict[str, list[float]] = {name: [] for name in runners}
+    values: dict[str, list[float]] = {}
+    for _ in range(repeats):
+        for name, (run, _) in runners.items():
+            seconds, out = run()
+            times[name].append(seconds)
+            values.setdefault(name, [float(v) for v in out])
+    like = {"inputs": inputs, "outputs": outputs, "state": state, "size": size}
+    what = f"{inputs} -> {outputs}, {state}, {size}"
+    ours = record("evaluate", f"ours, {what}", times["ours"], peer="ours", agree=True, differs=None, **like)
+    for name, (_, why) in list(runners.items())[1:]:
+        agree = len(values[name]) == len(values["ours"]) and all(
+            math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) for a, b in zip(values[name], values["ours"]))
+        if not agree and not why:
+            raise SystemExit(f"{name} and ours disagree on {what}: {values[name]} against {values['ours']}")
+        theirs = record("evaluate", f"{name}, {what}", times[name], peer=name, agree=agree,
+                        differs=None if agree else why, **like)
+        ratio("evaluate", f"{name} / ours, {what}", theirs, ours, of=[f"{name}, {what}", f"ours, {what}"])
+        if not agree:
+            print(f"  ({name}'s values differ: {why})", flush=True)
 
 
 def bench_evaluate(repeats: int) -> None:
@@ -130,61 +203,62 @@ def bench_evaluate(repeats: int) -> None:
         import ranx
     except ImportError:
         ranx = None
-    print("evaluate(): the user's whole path, from plain dicts (scores in random order, ties) to six means",
-          flush=True)
+
+    def ours(q, r, measures=MEASURES):
+        return lambda: list(evaluate(Qrels.from_dict(q), Run.from_dict(r), measures).values())
+
+    def trec(q, r, names=TREC_NAMES):
+        return lambda: trec_summary(pytrec_eval.RelevanceEvaluator(q, set(names)).evaluate(r), names)
+
+    def ranx_dicts(q, r):
+        return lambda: list(ranx.evaluate(ranx.Qrels(q), ranx.Run(r), RANX_NAMES).values())
+
+    print("evaluate(): ours against pytrec-eval-terrier and ranx, each from the same inputs to the same summaries; "
+          "a ratio is their time / ours (> 1: ours is faster)", flush=True)
+    six, extra = "six means", "Rprec, bpref, num_*, set_*"
     for nq, nd in sized([(10_000, 100), (1_000, 1_000)], [(200, 50)]):
-        label = f"{nq:,} queries x {nd:,} docs"
+        size = f"{nq:,} queries x {nd:,} docs"
         qrels, run = synthetic(nq, nd)
-        ours = record("evaluate", f"ours, dicts -> means, {label}",
-                      [_time(lambda: evaluate(Qrels.from_dict(qrels), Run.from_dict(run), MEASURES))
-                       for _ in range(repeats)])
-
-        def trec():
-            per = pytrec_eval.RelevanceEvaluator(qrels, TREC_MEASURES).evaluate(run)
-            return {m: sum(v[m] for v in per.values()) / len(per) for m in next(iter(per.values()))}
-
-        theirs = record("evaluate", f"pytrec-eval-terrier, dicts -> means, {label}", [_time(trec) for _ in range(repeats)])
-        ratio("evaluate", f"pytrec-eval-terrier / ours, {label}", theirs, ours)
-        ours_10 = record("evaluate", f"ours, dicts -> trec_eval 10 measures (Rprec, bpref, num_*, set_*), {label}",
-                         [_time(lambda: evaluate(Qrels.from_dict(qrels), Run.from_dict(run), TREC10_MEASURES))
-                          for _ in range(repeats)])
-        theirs_10 = record("evaluate", f"pytrec-eval-terrier, dicts -> the same measures, {label}",
-                           [_time(lambda: pytrec_eval.RelevanceEvaluator(qrels, TREC10_TREC_MEASURES).evaluate(run))
-                            for _ in range(repeats)])
-        ratio("evaluate", f"pytrec-eval-terrier / ours, trec_eval 10 measures, {label}", theirs_10, ours_10)
         ranked_q, ranked_r = synthetic(nq, nd, ranked=True)
-        ours_ranked = record("evaluate", f"ours, already-ranked scores, {label}",
-                             [_time(lambda: evaluate(Qrels.from_dict(ranked_q), Run.from_dict(ranked_r), MEASURES))
-                              for _ in range(repeats)])
-        theirs_ranked = record("evaluate", f"pytrec-eval-terrier, already-ranked scores, {label}",
-                               [_time(lambda: pytrec_eval.RelevanceEvaluator(ranked_q, TREC_MEASURES).evaluate(ranked_r))
-                                for _ in range(repeats)])
-        ratio("evaluate", f"pytrec-eval-terrier / ours, already ranked, {label}", theirs_ranked, ours_ranked)
+        dicts, ranked = "dicts with tied scores", "ranked dicts"
+        peers = {"ours": (timed(ours(qrels, run)), None), "pytrec-eval-terrier": (timed(trec(qrels, run)), None)}
+        if ranx is not None:  # ranx's Qrels and Run are built from the dicts inside the timed call
+            peers["ranx"] = (timed(ranx_dicts(qrels, run)), RANX_TIES)
+        compare(size, dicts, six, peers, repeats)
+        compare(size, dicts, extra, {"ours": (timed(ours(qrels, run, TREC_EXTRA)), None),
+                                     "pytrec-eval-terrier": (timed(trec(qrels, run, TREC_EXTRA_NAMES)), None)}, repeats)
+        peers = {"ours": (timed(ours(ranked_q, ranked_r)), None),
+                 "pytrec-eval-terrier": (timed(trec(ranked_q, ranked_r)), None)}
+        if ranx is not None:
+            peers["ranx"] = (timed(ranx_dicts(ranked_q, ranked_r)), None)
+        compare(size, ranked, six, peers, repeats)
+        if ranx is not None:  # each library's own objects, built once outside the timed calls
+            our_q, our_r, their_q, their_r = Qrels.from_dict(qrels), Run.from_dict(run), ranx.Qrels(qrels), ranx.Run(run)
+            compare(size, "prebuilt Qrels/Run (each library's own)", six,
+                    {"ours": (timed(lambda: list(evaluate(our_q, our_r, MEASURES).values())), None),
+                     "ranx": (timed(lambda: list(ranx.evaluate(their_q, their_r, RANX_NAMES).values())), RANX_TIES)},
+                    repeats)
         folder = Path(tempfile.mkdtemp(prefix="retrieval-bench-trec-"))
         qrels_file, run_file = write_trec_files(qrels, run, folder)
 
         def pytrec_files():
             with open(qrels_file) as fq, open(run_file) as fr:
-                pytrec_eval.RelevanceEvaluator(pytrec_eval.parse_qrel(fq), TREC_MEASURES).evaluate(pytrec_eval.parse_run(fr))
+                evaluator = pytrec_eval.RelevanceEvaluator(pytrec_eval.parse_qrel(fq), set(TREC_NAMES))
+                return trec_summary(evaluator.evaluate(pytrec_eval.parse_run(fr)), TREC_NAMES)
 
-        ours_files = record("evaluate", f"ours, TREC files -> means, {label}",
-                            [_time(lambda: evaluate(Qrels.from_trec(qrels_file), Run.from_trec(run_file), MEASURES))
-                             for _ in range(repeats)])
-        theirs_files = record("evaluate", f"pytrec-eval-terrier parse_qrel/parse_run + evaluate, {label}",
-                              [_time(pytrec_files) for _ in range(repeats)])
-        ratio("evaluate", f"pytrec-eval-terrier / ours, TREC files, {label}", theirs_files, ours_files)
+        # ours: Qrels.from_trec and Run.from_trec; pytrec-eval-terrier: parse_qrel and parse_run
+        compare(size, "TREC files", six,
+                {"ours": (timed(lambda: list(evaluate(Qrels.from_trec(qrels_file), Run.from_trec(run_file),
+                                                      MEASURES).values())), None),
+                 "pytrec-eval-terrier": (timed(pytrec_files), None)}, repeats)
         shutil.rmtree(folder, ignore_errors=True)
-        if ranx is not None and not QUICK:  # its first call compiles with numba: 30 s, quick or not
+        if ranx is not None and not QUICK:  # a fresh ranx compiles with numba: 30 s a process
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
                 json.dump([qrels, run], fh)
-            cold = [json.loads(child([sys.executable, "-c", RANX_COLD % RANX_MEASURES, fh.name])[2].strip().splitlines()[-1])["seconds"]
-                    for _ in range(min(repeats, 3))]
+            compare(size, dicts, six, {"ours": (fresh(COLD["ours"], fh.name), None),
+                                       "ranx": (fresh(COLD["ranx"], fh.name), RANX_TIES)},
+                    min(repeats, 3), state="fresh process")
             os.unlink(fh.name)
-            cold_m = record("evaluate", f"ranx first call (fresh process), {label}", cold)
-            rq, rr = ranx.Qrels(qrels), ranx.Run(run)
-            warm_m = record("evaluate", f"ranx warm, {label}", [_time(lambda: ranx.evaluate(rq, rr, RANX_MEASURES)) for _ in range(repeats)])
-            ratio("evaluate", f"ranx first call / ours, {label}", cold_m, ours)
-            ratio("evaluate", f"ranx warm / ours, {label}", warm_m, ours)
 
 
 def _time(fn) -> float:
