@@ -167,3 +167,13 @@ def test_a_run_of_two_thousand_questions_and_six_engines_gives_a_comment_under_g
     lead = "\n".join(text.splitlines()[:10])
     assert "**FAIL**" in lead and f"- FAIL {verdict.failures[0]}" in lead
     _folded(text)
+
+
+def test_a_failure_of_many_lines_or_characters_is_one_line_in_the_lead_and_whole_under_gate():
+    long = "worker gw1 was lost:\n" + "; ".join(f"q{i:04d} not scored" for i in range(300))
+    labeled = _set(30)
+    verdict = judge(RunResults([_engine("bm25", labeled, set())]), GateSettings(), other_failures=[long])
+    lines = comment(verdict).splitlines()
+    [shown] = [line for line in lines[:10] if line.startswith("- FAIL ")]
+    assert shown.startswith("- FAIL worker gw1 was lost: q0000 not scored;") and shown.endswith("…")
+    assert "- FAIL " + " ".join(long.splitlines()) in lines[10:]

@@ -61,9 +61,13 @@ def verdict_lines(verdict: Any, *, room: int) -> tuple[list[str], bool]:
 
 
 def _failure(text: str) -> str:
-    """One failure as one line, shortened past ``FAILURE_CHARS``."""
-    line = " ".join(str(text).split("\n"))
+    """One failure as one line, shortened past ``FAILURE_CHARS`` (whole under "Gate" then)."""
+    line = _one_line(text)
     return f"- FAIL {line if len(line) <= FAILURE_CHARS else line[:FAILURE_CHARS - 1] + '…'}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).splitlines())
 
 
 def comment(verdict: Any, *, full_report: str | None = None, limit: int = LIMIT) -> str:
@@ -74,7 +78,7 @@ def comment(verdict: Any, *, full_report: str | None = None, limit: int = LIMIT)
     top += lead
     sections = [s for s in (_scores(verdict), _baseline(verdict), _differences(verdict), _misses(verdict),
                             _segments(verdict), _cost(verdict), _detectable(verdict)) if s is not None]
-    gate = ["", "### Gate", "", *(_failure(f) for f in verdict.failures)] if cut else []
+    gate = ["", "### Gate", "", *(f"- FAIL {_one_line(f)}" for f in verdict.failures)] if cut else []
     return _fit(top, sections, gate, full_report or FULL_REPORT, limit, f"GitHub's limit of {GITHUB_LIMIT:,} characters")
 
 
@@ -167,7 +171,9 @@ def _differences(verdict: Any) -> Section | None:
     same = len(comparisons) - len(differ)
     if same:
         lines += ["", f"{same} comparison{'s' * (same != 1)} equal on every question (not shown)."]
-    return _folded(f"Differences between engines: {len(differ)} of {len(comparisons)} comparisons differ", lines)
+    summary = (f"Differences between engines: {len(differ)} of {len(comparisons)} comparisons differ" if differ else
+               f"Differences between engines: none ({len(comparisons)} comparisons, equal on every question)")
+    return _folded(summary, lines)
 
 
 def _misses(verdict: Any) -> Section | None:
