@@ -116,6 +116,28 @@ def test_a_baseline_of_another_labeled_set_is_refused_unless_forced(project, tmp
     assert forced.ret == 0
 
 
+def test_report_comment_leads_with_the_verdict_and_folds_its_tables(project, tmp_path, capsys):
+    base, out = tmp_path / "base.json", tmp_path / "out"
+    project.runpytest("-m", "retrieval", f"--retrieval-save-baseline={base}")
+    doc = json.loads(base.read_text())
+    for e in doc["evaluations"]:
+        e["labeled"]["fingerprint"] = "0" * 64
+    base.write_text(json.dumps(doc))
+    project.runpytest("-m", "retrieval", f"--retrieval-report-dir={out}")
+    capsys.readouterr()
+    assert cli(["report", "comment", str(out / "results.json"), "--baseline", str(base)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    lead = "\n".join(lines[:10])
+    assert "**FAIL**" in lead and "- FAIL baseline refused: keyword: labeled set questions.cache.json fingerprint" in lead
+    assert "<details><summary>Against the baseline: refused, nothing compared</summary>" in lines
+    assert not any("unchanged" in line or "no measure moved" in line for line in lines)
+    assert cli(["report", "comment", str(out / "results.json"), "--threshold", "oracle:mrr>=1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3] == "**PASS**: the retrieval gate passed" and not any("FAIL" in line for line in lines)
+    at = next(i for i, line in enumerate(lines) if line.startswith("| engine | labeled set |"))  # the scores
+    assert lines[at - 1] == "" and lines[at - 2].startswith("<details><summary>Scores: keyword, oracle on ")
+
+
 def test_max_drop_needs_a_baseline_and_parses(project):
     result = project.runpytest("--retrieval-max-drop", "hit@5=0.02")
     assert result.ret == pytest.ExitCode.USAGE_ERROR and "compare with a baseline" in result.stderr.str()

@@ -5,7 +5,7 @@ pointer to the full report."""
 from __future__ import annotations
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.gate.rules import parse_thresholds
+from pytest_retrieval_eval.gate.rules import parse_max_drops, parse_thresholds
 from pytest_retrieval_eval.gate.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import judge
 from pytest_retrieval_eval.report.comment import MARKER, comment
@@ -55,3 +55,125 @@ def test_report_comment_points_to_the_results_md_beside_the_saved_run(tmp_path, 
     assert main(["report", "comment", str(tmp_path / "out" / "results.json")]) == 1  # the gate fails
     text = capsys.readouterr().out
     assert len(text) < GITHUB_LIMIT and f"the full report: {tmp_path / 'out' / 'results.md'}" in text
+
+
+# --- verdict first, tables folded ------------------------------------------------------------------
+
+def _set(n: int, name: str = "set", tags: int = 3) -> LabeledSet:
+    return LabeledSet(tuple(LabeledQuery(f"q{i:04d}", f"question {i}", {f"d{i}": 1}, tags=(f"t{i % tags}",))
+                            for i in range(n)), name=name)
+
+
+def _engine(name: str, labeled: LabeledSet, missed: set[int]) -> EvaluationResult:
+    return EvaluationResult(name, labeled, tuple(
+        QueryResult(q.query_id, ("x",) if i in missed else ("x",) * ((i * 7) % 4) + (f"d{i}",))
+        for i, q in enumerate(labeled.queries)))
+
+
+def _dropped(max_drops=("hit@5=0.02", "mrr=0.02"), thresholds=()):
+    """Three engines against a baseline: one fell on every measure, two did not move at all."""
+    labeled = _set(60)
+    base = RunResults([_engine("bm25", labeled, set(range(10))), _engine("dense", labeled, set(range(5))),
+                       _engine("hybrid", labeled, set(range(3)))])
+    now = RunResults([_engine("bm25", labeled, set(range(10))), _engine("dense", labeled, set(range(25))),
+                      _engine("hybrid", labeled, set(range(3)))])
+    return judge(now, GateSettings(max_drops=tuple(parse_max_drops([(r, "ci") for r in max_drops])),
+                                   thresholds=tuple(parse_thresholds([(t, "ci") for t in thresholds]))), baseline=base)
+
+
+def _folded(text: str) -> None:
+    """Every table of ``text`` inside a ``<details>`` whose summary line is followed by a blank line."""
+    lines, inside = text.splitlines(), False
+    for i, line in enumerate(lines):
+        if line.startswith("<details>"):
+            assert not inside and line.startswith("<details><summary>") and line.endswith("</summary>")
+            assert lines[i + 1] == "", "GitHub renders a table after <summary> only past a blank line"
+            inside = True
+        elif line == "</details>":
+            assert inside and lines[i - 1] == ""
+            inside = False
+        elif line.startswith("|"):
+            assert inside, f"a table outside <details>: {line}"
+    assert not inside
+
+
+def test_a_failing_comment_names_every_failure_with_its_cause_in_its_first_ten_lines():
+    verdict = _dropped()
+    assert len(verdict.failures) == 2
+    text = comment(verdict)
+    lead = text.splitlines()[:10]
+    assert lead[0] == MARKER and "**FAIL**" in "\n".join(lead)
+    for failure in verdict.failures:  # with its cause: what dropped, by how much, against which rule
+        assert f"- FAIL {failure}" in lead
+    _folded(text)
+    assert text.count("<details><summary>") >= 3  # the scores, the baseline, the engines' differences
+
+
+def test_measures_that_did_not_move_are_folded_into_a_count():
+    text = comment(_dropped())
+    assert "| bm25 | hit@1 |" not in text and "+0.0000 |" not in text  # 12 unchanged rows not shown
+    assert "| dense | hit@5 | 0.9167 | 0.5833 | -0.3333 |" in text
+    assert "12 measures unchanged" in text
+    assert "<details><summary>Against the baseline: 6 of 18 measures moved" in text
+
+
+def test_a_long_failure_list_is_cut_within_the_first_ten_lines_and_given_in_full_below():
+    thresholds = [f"{m}>=0.99" for m in ("hit@1", "hit@3", "hit@5", "hit@10", "mrr")]
+    verdict = _dropped(thresholds=thresholds)
+    failures = verdict.failures
+    assert len(failures) > 6
+    text = comment(verdict)
+    lead = text.splitlines()[:10]
+    shown = [line for line in lead if line.startswith("- FAIL ")]
+    assert shown and [line[len("- FAIL "):] for line in shown] == failures[:len(shown)]
+    assert any(f"... and {len(failures) - len(shown)} more" in line for line in lead)
+    rest = "\n".join(text.splitlines()[10:])
+    assert all(f"- FAIL {f}" in rest for f in failures)  # the full list, further down
+    _folded(text)
+
+
+def test_a_passing_comment_says_so_first_and_folds_its_tables():
+    verdict = _dropped(max_drops=("hit@5=0.5",))
+    assert not verdict.failures
+    text = comment(verdict)
+    assert text.splitlines()[3].startswith("**PASS**") and "FAIL" not in text
+    _folded(text)
+    assert "Against the baseline: 6 of 18 measures moved" in text
+
+
+def test_a_refused_baseline_says_refused_not_that_nothing_moved():
+    labeled, other = _set(60), _set(40)
+    base = RunResults([_engine("bm25", other, set())])
+    verdict = judge(RunResults([_engine("bm25", labeled, set(range(10)))]), GateSettings(), baseline=base)
+    assert verdict.baseline.refusals
+    text = comment(verdict)
+    assert "<details><summary>Against the baseline: refused" in text
+    assert "unchanged" not in text and "no measure moved" not in text and "0 comparisons" not in text
+    assert "baseline refused: bm25" in "\n".join(text.splitlines()[:10])
+    _folded(text)
+
+
+def test_a_run_of_two_thousand_questions_and_six_engines_gives_a_comment_under_githubs_limit():
+    labeled = LabeledSet(tuple(LabeledQuery(f"q{i:04d}", f"what does section {i} of the manual say?", {f"d{i}": 1})
+                               for i in range(2000)), name="set")
+    engines = [f"engine-{j}" for j in range(6)]
+    base = RunResults([_engine(e, labeled, set(range(0, 2000, 3 + j))) for j, e in enumerate(engines)])
+    now = RunResults([_engine(e, labeled, set(range(0, 2000, 2 + j))) for j, e in enumerate(engines)])
+    verdict = judge(now, GateSettings(thresholds=tuple(parse_thresholds([("hit@1>=0.9", "ci")])),
+                                      max_drops=tuple(parse_max_drops([("hit@5=0.01", "ci")]))), baseline=base,
+                    measures=["hit@1", "hit@5", "hit@10", "mrr"])  # 4 of the 6 default columns: the tests stay fast
+    text = comment(verdict)
+    assert len(text) < GITHUB_LIMIT and len(text.encode("utf-8")) < GITHUB_LIMIT
+    lead = "\n".join(text.splitlines()[:10])
+    assert "**FAIL**" in lead and f"- FAIL {verdict.failures[0]}" in lead
+    _folded(text)
+
+
+def test_a_failure_of_many_lines_or_characters_is_one_line_in_the_lead_and_whole_under_gate():
+    long = "worker gw1 was lost:\n" + "; ".join(f"q{i:04d} not scored" for i in range(300))
+    labeled = _set(30)
+    verdict = judge(RunResults([_engine("bm25", labeled, set())]), GateSettings(), other_failures=[long])
+    lines = comment(verdict).splitlines()
+    [shown] = [line for line in lines[:10] if line.startswith("- FAIL ")]
+    assert shown.startswith("- FAIL worker gw1 was lost: q0000 not scored;") and shown.endswith("…")
+    assert "- FAIL " + " ".join(long.splitlines()) in lines[10:]

@@ -32,3 +32,25 @@ def test_the_run_appends_a_step_summary_that_fits_after_other_steps(tmp_path):
     write_outputs(judge(run), step_summary=str(summary), report_dir=tmp_path / "out")
     assert summary.stat().st_size < STEP_SUMMARY_LIMIT
     assert f"the full report: {tmp_path / 'out' / 'results.md'}" in summary.read_text()
+
+
+def test_the_step_summary_leads_with_the_verdict_and_every_failure(tmp_path):
+    from pytest_retrieval_eval.data.labeled import LabeledSet
+    from pytest_retrieval_eval.gate.rules import parse_thresholds
+    from pytest_retrieval_eval.gate.settings import GateSettings
+    from pytest_retrieval_eval.gate.verdict import judge
+    from pytest_retrieval_eval.report.outputs import write_outputs
+    from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
+    from pytest_retrieval_eval.types import LabeledQuery, QueryResult
+
+    queries = tuple(LabeledQuery(f"q{i}", f"question {i}", {f"d{i}": 1}) for i in range(30))
+    run = RunResults([EvaluationResult(name, LabeledSet(queries, name="set"),
+                                       tuple(QueryResult(q.query_id, ("x",) if i % 2 else (f"d{i}",))
+                                             for i, q in enumerate(queries))) for name in ("a", "b")])
+    verdict = judge(run, GateSettings(thresholds=tuple(parse_thresholds([("hit@1>=0.9", "ci")]))))
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    write_outputs(verdict, step_summary=str(summary))
+    lines = summary.read_text().splitlines()
+    assert lines[:2] == ["earlier step", "# Retrieval evaluation"]
+    assert lines[3].startswith("**FAIL**") and all(f"- FAIL {f}" in lines[:10] for f in verdict.failures)

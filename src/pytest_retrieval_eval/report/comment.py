@@ -1,25 +1,33 @@
-"""One pull-request comment (``python -m pytest_retrieval_eval report comment results.json``):
-the verdict first, the table with intervals and marks, the deltas against the base with their
-intervals and corrected p, the queries that moved most, why the engines missed, the segments
-and the gate's failures. Its first line is a hidden marker, so a workflow finds the comment it
-posted before and updates it in place instead of adding another.
+"""One pull-request comment (``python -m pytest_retrieval_eval report comment results.json``),
+read in a glance: the verdict and every failure with its cause in its first ``LEAD`` lines (a
+long list cut there with "... and N more", given whole at the end), then each table folded in a
+``<details>`` whose summary says what it holds: the scores, what moved against the baseline (the
+measures that did not move only counted), the differences between engines (engines equal on
+every question only counted), why the engines missed, the segments, the cost, what the labeled
+set can detect. Its first line is a hidden marker, so a workflow finds the comment it posted
+before and updates it in place instead of adding another.
 
 GitHub refuses a comment body over 65,536 characters (500 tags made one of 83,084), so a longer
-one is cut to ``LIMIT``: the verdict and the gate's failures are kept, the detail between them is
-cut at a line, and a paragraph says so and where the full report is. The step summary (results.md,
-which GitHub drops past 1024k) is cut the same way (``step_summary``)."""
+one is cut to ``LIMIT``: the verdict and the failures are kept, the folded sections are kept
+whole while they fit and the first that does not is cut at a line (its ``<details>`` closed), and
+a paragraph says so and where the full report is. The step summary (results.md, which GitHub
+drops past 1024k) leads with the same verdict and is cut the same way (``step_summary``)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import html
+from typing import Any, NamedTuple, Sequence
 
 from . import cost, table
-from .files import baseline_section
 from .misses import miss_lines, segment_lines
 
 MARKER = "<!-- pytest-retrieval-eval -->"
 #: per-query movers the comment lists (results.md has them all)
 MOVERS = 5
+#: the comment's first lines that hold the verdict and the failures (a reader sees them unscrolled)
+LEAD = 10
+#: the most characters of one failure in those lines (the full one is in the list at the end)
+FAILURE_CHARS = 1_000
 #: GitHub's limit on a comment's body
 GITHUB_LIMIT = 65_536
 #: the most a comment holds, in UTF-8 bytes (so in characters too, however GitHub counts them),
@@ -29,24 +37,165 @@ LIMIT = 65_000
 FULL_REPORT = "results.md in the report folder (--retrieval-report-dir=DIR), or the workflow's artefact"
 
 
+class Section(NamedTuple):
+    """Lines that are kept or cut together; ``close``: what ends them however they are cut."""
+
+    lines: list[str]
+    close: list[str]
+
+
+def verdict_lines(verdict: Any, *, room: int) -> tuple[list[str], bool]:
+    """The verdict, then every failure with its cause, in at most ``room`` lines; and whether the
+    failures had to be cut there (then the caller lists them whole further down)."""
+    failures = verdict.failures
+    if not failures:
+        return ([("**PASS**: the retrieval gate passed" if verdict.settings.thresholds or verdict.baseline is not None
+                  else "No gate rule is set; the numbers:")], False)
+    head = f"**FAIL**: the retrieval gate failed ({len(failures)} failure{'s' * (len(failures) != 1)}):"
+    lines = [_failure(f) for f in failures]
+    cut = len(lines) > room - 2 or any(line != f"- FAIL {f}" for line, f in zip(lines, failures))
+    if len(lines) > room - 2:
+        shown = room - 3
+        lines = lines[:shown] + [f"- ... and {len(failures) - shown} more failures (every one under \"Gate\" below)"]
+    return [head, "", *lines], cut
+
+
+def _failure(text: str) -> str:
+    """One failure as one line, shortened past ``FAILURE_CHARS`` (whole under "Gate" then)."""
+    line = _one_line(text)
+    return f"- FAIL {line if len(line) <= FAILURE_CHARS else line[:FAILURE_CHARS - 1] + '…'}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).splitlines())
+
+
 def comment(verdict: Any, *, full_report: str | None = None, limit: int = LIMIT) -> str:
     """The comment, at most ``limit`` UTF-8 bytes; ``full_report``: where the whole report is
     (the path of results.md, or a command that prints it), named where the comment is cut."""
-    failures = verdict.failures
-    head = (f"**FAIL**: the retrieval gate failed ({len(failures)} failure{'s' * (len(failures) != 1)})" if failures
-            else "**PASS**: the retrieval gate passed" if verdict.settings.thresholds or verdict.baseline is not None
-            else "No gate rule is set; the numbers:")
-    top = [MARKER, "## Retrieval evaluation", "", head]
-    body = ["", *table.markdown(verdict)]
-    body += baseline_section(verdict, movers=MOVERS)
-    why = miss_lines(verdict, markdown=True)
-    body += ["", "### Why it missed", "", *why] if why else []
-    segments = segment_lines(verdict, markdown=True)
-    body += ["", "### Segments", "", *segments] if segments else []
-    costs = cost.markdown(verdict)
-    body += ["", "### Cost", "", *costs] if costs else []
-    gate = ["", "### Gate", "", *(f"- FAIL {f}" for f in failures)] if failures else []
-    return _fit(top, body, gate, full_report or FULL_REPORT, limit, f"GitHub's limit of {GITHUB_LIMIT:,} characters")
+    top = [MARKER, "## Retrieval evaluation", ""]
+    lead, cut = verdict_lines(verdict, room=LEAD - len(top))
+    top += lead
+    sections = [s for s in (_scores(verdict), _baseline(verdict), _differences(verdict), _misses(verdict),
+                            _segments(verdict), _cost(verdict), _detectable(verdict)) if s is not None]
+    gate = ["", "### Gate", "", *(f"- FAIL {_one_line(f)}" for f in verdict.failures)] if cut else []
+    return _fit(top, sections, gate, full_report or FULL_REPORT, limit, f"GitHub's limit of {GITHUB_LIMIT:,} characters")
+
+
+def _folded(summary: str, lines: Sequence[str]) -> Section | None:
+    """``lines`` in a ``<details>`` (GitHub renders a table in it only past a blank line)."""
+    if not lines:
+        return None
+    return Section(["", f"<details><summary>{html.escape(summary, quote=False)}</summary>", "", *lines], ["", "</details>"])
+
+
+def _names(names: Sequence[str], most: int = 6) -> str:
+    names = list(dict.fromkeys(names))
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _scores(verdict: Any) -> Section | None:
+    evaluations = verdict.run.evaluations
+    sets = _names([e.labeled.name for e in evaluations])
+    questions = _names([str(e.n) for e in evaluations])
+    lines = table.markdown_rows(verdict)
+    legend = table.legend(verdict, markdown=True)
+    lines += ["", *legend] if legend else []
+    fresh = table.freshness_lines(verdict, markdown=True)
+    lines += ["", *fresh] if fresh else []
+    return _folded(f"Scores: {_names([e.engine for e in evaluations])} on {sets} ({questions} questions; "
+                   f"{', '.join(verdict.measures)}; 95% intervals)", lines)
+
+
+def _baseline(verdict: Any) -> Section | None:
+    """Against the baseline: the measures that moved, the rest counted; refused, said as refused."""
+    b = verdict.baseline
+    if b is None:
+        return None
+    notes = [f"- note: {n}" for n in b.notes] + [f"- warning: {w}" for w in b.warnings]
+    if b.refusals:
+        return _folded("Against the baseline: refused, nothing compared",
+                       [f"- refused: {r}" for r in b.refusals] + notes)
+    if not b.diffs:
+        return _folded("Against the baseline: nothing compared", notes or ["- no evaluation of this run is in it"])
+    moved = [d for d in b.diffs if d.moved]
+    still = [d for d in b.diffs if not d.moved]
+    summary = (f"Against the baseline: {len(moved)} of {len(b.diffs)} measures moved" if moved
+               else f"Against the baseline: no measure moved ({len(b.diffs)} compared)")
+    lines = [f"Paired tests corrected by {table.CORRECTION_NAMES[b.correction]} over {len(b.diffs)} comparisons; "
+             "95% CI: bootstrap interval of the paired difference."]
+    if moved:
+        lines += ["", "| engine | measure | baseline | now | delta | 95% CI | up | down | same | p | corrected p |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {d.engine} | {d.measure} | {d.before:.4f} | {d.after:.4f} | {d.delta:+.4f} | "
+                  f"[{d.ci[0]:+.3f}, {d.ci[1]:+.3f}] | {d.wins} | {d.losses} | {d.ties} | {d.p:.3g} | "
+                  f"{d.p_adjusted:.3g} |" for d in moved]
+    if still:
+        lines += ["", f"{len(still)} measure{'s' * (len(still) != 1)} unchanged (the same on every question): "
+                  + _unchanged(still, b.diffs) + "."]
+    movers = [(d, m) for d in moved for m in d.movers][:MOVERS]
+    if movers:
+        lines += ["", "Biggest per-query movers:", ""]
+        lines += [f"- {d.engine} {d.measure} {m.query_id}: {m.before:g} -> {m.after:g} ({m.question})" for d, m in movers]
+    fell = b.regressed_segments(verdict.alpha)
+    if fell:
+        lines += ["", f"Segments that fell (p corrected over {len(b.segments)} segment comparisons; the total held, "
+                  "or beyond noise):", ""]
+        lines += [f"- {d.describe(verdict.alpha)}" for d in fell]
+    lines += ["", *notes] if notes else []
+    return _folded(summary, lines)
+
+
+def _unchanged(still: Sequence[Any], diffs: Sequence[Any]) -> str:
+    """``bm25 (all 6), hybrid (hit@1, mrr)``: the unchanged measures per engine, short."""
+    per: dict[str, list[str]] = {}
+    for d in still:
+        per.setdefault(d.engine, []).append(d.measure)
+    total = {e: sum(d.engine == e for d in diffs) for e in per}
+    return "; ".join(f"{e} (all {len(ms)})" if len(ms) == total[e] > 1 else f"{e} ({', '.join(ms)})"
+                     for e, ms in per.items())
+
+
+def _differences(verdict: Any) -> Section | None:
+    """Engine against engine, per measure; pairs equal on every question only counted."""
+    comparisons = verdict.comparisons
+    if not comparisons:
+        return None
+    differ = [c for c in comparisons if c.paired.wins or c.paired.losses]
+    lines = [f"Paired mean over queries, 95% bootstrap interval; p corrected by {verdict.correction_text()}."]
+    if differ:
+        lines += ["", "| a − b | labeled set | measure | difference | 95% CI | p | corrected p |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {c.a} − {c.b} | {c.labeled} | {c.measure} | {table.signed(c.delta)} | [{table.signed(c.ci[0])}, "
+                  f"{table.signed(c.ci[1])}] | {c.p:.3g} | {table.shown_p(c):.3g} |" for c in differ]
+    same = len(comparisons) - len(differ)
+    if same:
+        lines += ["", f"{same} comparison{'s' * (same != 1)} equal on every question (not shown)."]
+    summary = (f"Differences between engines: {len(differ)} of {len(comparisons)} comparisons differ" if differ else
+               f"Differences between engines: none ({len(comparisons)} comparisons, equal on every question)")
+    return _folded(summary, lines)
+
+
+def _misses(verdict: Any) -> Section | None:
+    return _folded(f"Why it missed (at hit@{verdict.miss_k})", miss_lines(verdict, markdown=True))
+
+
+def _segments(verdict: Any) -> Section | None:
+    tags = list(dict.fromkeys(r.tag for r in verdict.segments))
+    return _folded(f"Segments: {len(tags)} rows", segment_lines(verdict, markdown=True))
+
+
+def _cost(verdict: Any) -> Section | None:
+    return _folded("Cost: latency, calls, tokens, dollars", cost.markdown(verdict))
+
+
+def _detectable(verdict: Any) -> Section | None:
+    lines = [f"- {d.engine} on {d.labeled}: {d.measure} {d.drop:.3f} ({d.n} queries)" for d in verdict.detectable]
+    lines = ([f"Detectable drop (80% power, alpha {verdict.alpha:g}, normal approximation from the per-query "
+              "spread):", "", *lines] if lines else [])
+    lines += [f"- warning: {w}" for w in verdict.warnings]
+    warned = f" and {len(verdict.warnings)} warning{'s' * (len(verdict.warnings) != 1)}" if verdict.warnings else ""
+    return _folded(f"Detectable drops{warned}", lines)
 
 
 #: GitHub's limit on a step's summary (``$GITHUB_STEP_SUMMARY``), in bytes: past it the summary is dropped
@@ -60,7 +209,7 @@ def step_summary(text: str, *, already: int = 0, full_report: str | None = None)
     if len(text.encode("utf-8")) <= room:
         return text
     lines = text.rstrip("\n").split("\n")
-    return _fit([], lines, [], full_report or FULL_REPORT, room,
+    return _fit([], [Section(lines, [])], [], full_report or FULL_REPORT, room,
                 f"GitHub's limit of {STEP_SUMMARY_LIMIT // 1024:,}k for a step summary")
 
 
@@ -79,12 +228,15 @@ def _lead(lines: Sequence[str], room: int) -> list[str]:
     return out
 
 
-def _fit(top: list[str], body: list[str], gate: list[str], full_report: str, limit: int, limit_said: str) -> str:
-    """``top``, ``body`` and ``gate`` as one text of at most ``limit`` bytes: whole if they fit;
-    else the body (and, past half of what is left, the gate's failures) cut at a line, each cut
-    said in a paragraph of its own (never read as a row of the table above it)."""
-    if _size(top + body + gate) <= limit:
-        return "\n".join(top + body + gate) + "\n"
+def _fit(top: list[str], sections: Sequence[Section], gate: list[str], full_report: str, limit: int,
+         limit_said: str) -> str:
+    """``top``, ``sections`` and ``gate`` as one text of at most ``limit`` bytes: whole if they fit;
+    else the sections kept whole while they fit and the first that does not cut at a line (its
+    ``close`` kept, so a ``<details>`` never swallows what follows), and past half of what is left
+    the gate's failures cut too, each cut said in a paragraph of its own (never a row of a table)."""
+    whole = top + [line for s in sections for line in s.lines + s.close] + gate
+    if _size(whole) <= limit:
+        return "\n".join(whole) + "\n"
     cut = ["", f"*Cut here to stay under {limit_said}; the full report: {full_report}.*", ""]
     room = limit - _size(top) - _size(cut)
     kept_gate = gate
@@ -95,5 +247,13 @@ def _fit(top: list[str], body: list[str], gate: list[str], full_report: str, lim
 
         kept_gate = _lead(gate, room // 2 - _size([more(len(gate))]))
         kept_gate.append(more(len(gate) - len(kept_gate)))
-    kept = _lead(body, room - _size(kept_gate))
-    return "\n".join(top + kept + cut + kept_gate).rstrip("\n") + "\n"
+    left, kept = room - _size(kept_gate), []
+    for s in sections:
+        if _size(s.lines + s.close) <= left:
+            kept += s.lines + s.close
+            left -= _size(s.lines + s.close)
+            continue
+        lead = _lead(s.lines, left - _size(s.close))
+        kept += lead + s.close if lead else []
+        break
+    return "\n".join(top + kept + cut + kept_gate) + "\n"  # the cut paragraph, a blank line after it

@@ -189,19 +189,9 @@ def _grid(verdict: Any, measures: Sequence[str], first: str, *, ci: bool) -> lis
 
 
 def markdown(verdict: Any) -> list[str]:
-    """A Markdown table with the interval spelled out: ``0.984ᵇ [0.952, 1.000]``."""
-    names, beaten = letters(verdict), wins(verdict)
-    header = ["engine", "labeled set", *verdict.measures, "n", "errored"]
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    rows = {(r.engine, r.labeled): r for r in verdict.rows}
-    for e in verdict.run.evaluations:
-        r = rows[e.key]
-        cells = [e.engine + (" " + superscript(names[e.key]) if e.key in names else ""), e.labeled.name]
-        for m in verdict.measures:
-            lo, hi = e.ci(m)
-            interval = "" if math.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"
-            cells.append(fmt(r.values[m]) + superscript(beaten.get((e.key, m), "")) + interval)
-        out.append("| " + " | ".join(cells + [str(r.n), str(r.errors)]) + " |")
+    """A Markdown table with the interval spelled out: ``0.984ᵇ [0.952, 1.000]``, then its legend,
+    the freshness lines, the differences between engines and what the labeled set can detect."""
+    out = markdown_rows(verdict)
     out += [""] + legend(verdict)
     fresh = freshness_lines(verdict, markdown=True)
     if fresh:
@@ -215,6 +205,23 @@ def markdown(verdict: Any) -> list[str]:
                 "per-query spread):", ""]
         out += [f"- {d.engine} on {d.labeled}: {d.measure} {d.drop:.3f} ({d.n} queries)" for d in verdict.detectable]
         out += [f"- warning: {w}" for w in verdict.warnings]
+    return out
+
+
+def markdown_rows(verdict: Any) -> list[str]:
+    """The table alone (the pull-request comment folds the parts of ``markdown`` one by one)."""
+    names, beaten = letters(verdict), wins(verdict)
+    header = ["engine", "labeled set", *verdict.measures, "n", "errored"]
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rows = {(r.engine, r.labeled): r for r in verdict.rows}
+    for e in verdict.run.evaluations:
+        r = rows[e.key]
+        cells = [e.engine + (" " + superscript(names[e.key]) if e.key in names else ""), e.labeled.name]
+        for m in verdict.measures:
+            lo, hi = e.ci(m)
+            interval = "" if math.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"
+            cells.append(fmt(r.values[m]) + superscript(beaten.get((e.key, m), "")) + interval)
+        out.append("| " + " | ".join(cells + [str(r.n), str(r.errors)]) + " |")
     return out
 
 
