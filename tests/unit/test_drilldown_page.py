@@ -4,6 +4,7 @@ with it; a refused baseline is said refused, never shown as compared."""
 from __future__ import annotations
 
 import re
+from html import unescape
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.gate.rules import parse_thresholds
@@ -23,7 +24,7 @@ def _run(wording: str, swap: bool = False) -> RunResults:
 def _section(html: str, id_: str) -> str:
     found = re.search(rf'<section id="{id_}".*?</section>', html, re.S)
     assert found, id_
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", found.group(0)))
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", found.group(0))))
 
 
 def test_a_refused_baseline_reads_refused_with_its_reason_and_nothing_compared():
