@@ -59,3 +59,14 @@ def test_the_verdict_and_its_failures_lead_the_page():
     assert 'href="#per-query"' in html.split('id="summary"')[0] and 'id="per-query"' in html
     passed = _section(render(judge(_run("question"), GateSettings(), measures=["hit@1"])), "verdict")
     assert passed.strip().startswith("PASS")
+
+
+def test_the_report_folders_curve_leaves_a_refused_baseline_out_too(tmp_path):
+    from pytest_retrieval_eval.report.outputs import write_outputs
+
+    base, now = _run("reworded question", swap=True), _run("question")
+    write_outputs(judge(now, GateSettings(), measures=["hit@1"], baseline=base), report_dir=tmp_path, baseline=base)
+    assert "(baseline)" not in (tmp_path / "hit_at_k.svg").read_text()
+    write_outputs(judge(now, GateSettings(baseline_force=True), measures=["hit@1"], baseline=base), report_dir=tmp_path,
+                  baseline=base)
+    assert "(baseline)" in (tmp_path / "hit_at_k.svg").read_text()
