@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f")
 W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 56, 170, 24, 44
-#: a legend row: its stroke, the gap to its label, and the row's height
+#: a legend row: where its label starts (after the stroke), and its height
 STROKE, ROW = 30, 18
 #: widths in em of DejaVu Sans (what a Linux browser draws sans-serif with; common others are
 #: narrower): an upper bound per class of character, so a label is never wider than measured
