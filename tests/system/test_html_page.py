@@ -131,6 +131,7 @@ def test_the_page_in_chromium(page_file, tmp_path):
         assert page.locator("#miss-lines li").count() == 2
         # side by side: two engine columns at a time
         assert page.locator("#compare th.col:visible").count() == 2
+        page.evaluate("scrollTo(0, 0)")  # the picture shows the page as it opens: the verdict first
         shot = tmp_path / "page.png"
         page.screenshot(path=str(shot), full_page=False)
         assert shot.stat().st_size > 10_000
@@ -195,3 +196,134 @@ def test_a_stale_document_is_marked_in_chromium(pytester, tmp_path):
         visible = page.locator("section[data-engine=old-first] tr.q:visible")
         assert visible.count() == 1 and "q-price" in visible.inner_text()
         browser.close()
+
+
+LONG = "a-hybrid-engine-with-a-rather-long-name-v2"
+MEASURES = "hit@1,hit@3,hit@5,hit@10,mrr,ndcg@10,map,recall@10,precision@5,recall@20"
+
+
+def _questions(path, extra: bool) -> None:
+    queries = [
+        {"id": "q-plain", "question": "plain document please", "relevant": {"plain": 1}},
+        {"id": "q-miss", "question": "bicycles and unrelated words", "relevant": {"other": 1}},
+        {"id": "q-markup", "question": "markup in titles", "relevant": {"markup": 1}},
+    ] + ([{"id": "q-new", "question": "a question added after the baseline", "relevant": {"other": 1}}] if extra else [])
+    path.write_text(json.dumps({"format": "pytest-retrieval-eval/questions", "version": 1, "queries": queries}))
+
+
+@pytest.fixture
+def refused_page(pytester, tmp_path):
+    """A failing run with ten columns, an engine with a long name, a two-record history and a
+    baseline refused (a question was added since it was saved): the page, and the verdict
+    judged again from results.json."""
+    corpus = write_docs(tmp_path / "corpus", [
+        {"doc_id": "markup", "title": "Markup in titles", "content": "Body about markup."},
+        {"doc_id": "plain", "title": "Plain document", "content": "Nothing special about tags here."},
+        {"doc_id": "other", "title": "Something else", "content": "Unrelated words about bicycles."},
+    ])
+    from pytest_retrieval_eval.cli import main as cli
+
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {corpus}\nretrieval_questions = {tmp_path / 'q.json'}\n")
+    pytester.makeconftest(f"""
+        class Long:
+            name = "{LONG}"
+            def retrieve(self, query, k):
+                return ["plain", "markup"]
+
+        def pytest_retrieval_engines(registry, config):
+            registry.register("{LONG}", lambda request: Long())
+        """)
+    pytester.makepyfile("def test_x(retrieval_results):\n    pass\n")
+    common = ["--retrieval-engine", "keyword", "--retrieval-engine", LONG, f"--retrieval-measures={MEASURES}",
+              f"--retrieval-history={tmp_path / 'history'}"]
+    _questions(tmp_path / "q.json", extra=False)
+    assert cli(["label", "stamp", "--corpus", str(corpus), "--questions", str(tmp_path / "q.json")]) == 0
+    first = pytester.runpytest(*common, f"--retrieval-save-baseline={tmp_path / 'base.json'}")
+    assert first.ret == 0, first.stdout.str()
+    _questions(tmp_path / "q.json", extra=True)  # the labeled set changed: the baseline no longer fits
+    assert cli(["label", "stamp", "--corpus", str(corpus), "--questions", str(tmp_path / "q.json")]) == 0
+    out = tmp_path / "out"
+    result = pytester.runpytest(*common, f"--retrieval-html={tmp_path / 'page.html'}", f"--retrieval-report-dir={out}",
+                                f"--retrieval-baseline={tmp_path / 'base.json'}", "--retrieval-threshold=hit@1>=0.99")
+    assert result.ret == 1, result.stdout.str()
+    from pytest_retrieval_eval.gate.verdict import judge_recorded
+    from pytest_retrieval_eval.run.results import RunResults
+
+    verdict = judge_recorded(RunResults.load(out / "results.json"), baseline=RunResults.load(tmp_path / "base.json"))
+    assert verdict.baseline.refusals and len(verdict.failures) >= 3
+    return tmp_path / "page.html", verdict
+
+
+def _browse(viewports, path):
+    """(width, page) in Chromium for each viewport width, at 900 px high."""
+    from playwright import sync_api as playwright
+
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        for width in viewports:
+            page = browser.new_context(viewport={"width": width, "height": 900}, offline=True).new_page()
+            page.set_default_timeout(5000)
+            page.goto(path.as_uri())
+            yield width, page
+        browser.close()
+
+
+def _top(page, selector: str) -> float:
+    return page.evaluate(f"document.querySelector({selector!r}).getBoundingClientRect().top + scrollY")
+
+
+def test_at_800_px_the_page_never_scrolls_sideways(refused_page):
+    path, _ = refused_page
+    for _, page in _browse([800], path):
+        assert page.locator("#summary th").count() == 2 + 10 + 2  # every column is there
+        assert page.evaluate("document.documentElement.scrollWidth") <= page.evaluate("innerWidth")
+        # the wide summary scrolls inside its own box: its last column can be reached
+        assert page.evaluate("(() => { const t = document.querySelector('#summary'); "
+                             "return t.parentElement.scrollWidth >= t.scrollWidth; })()")
+
+
+def test_the_verdict_and_every_failure_come_before_the_table(refused_page):
+    path, verdict = refused_page
+    for width, page in _browse([800, 1400], path):
+        shown = page.locator("#verdict").inner_text()
+        assert shown.startswith("FAIL"), shown
+        for failure in verdict.failures:
+            assert failure in " ".join(shown.split()), (failure, shown)
+        assert _top(page, "#verdict") + page.locator("#verdict").bounding_box()["height"] <= _top(page, "#summary")
+        assert _top(page, "#verdict") < 900  # in the first screen
+        # the per-query drill-down is one click away from the first screen
+        link = page.locator("a[href='#per-query']").first
+        assert link.bounding_box()["y"] < 900
+        link.click()
+        page.wait_for_function("Math.abs(document.querySelector('#per-query').getBoundingClientRect().top) < 50")
+
+
+def test_a_refused_baseline_is_said_refused_and_nowhere_compared(refused_page):
+    path, verdict = refused_page
+    for _, page in _browse([1400], path):
+        text = page.locator("body").inner_text()
+        assert "no measure moved" not in text and "against the baseline (p corrected" not in text.lower()
+        against = page.locator("#baseline").inner_text()
+        assert "refused" in against
+        for reason in verdict.baseline.refusals:
+            assert reason in " ".join(against.split())
+        # no curve of the baseline, no question moved against it, no filter for what moved
+        assert "(baseline)" not in page.locator("#curve").inner_text()
+        assert page.locator("#curve svg polyline[stroke-dasharray]").count() == 0
+        assert page.locator("tr.q[data-moved='1']").count() == 0 and page.locator("section.engine .tag").count() == 0
+        button = page.locator("[data-filter=moved]")
+        assert button.is_disabled() and "refused" in button.get_attribute("title")
+
+
+def test_chart_legends_lie_inside_their_svg(refused_page):
+    """Every label of the Hit@k and history charts, the legend's long engine name included."""
+    path, _ = refused_page
+    inside = """(svg) => { const box = svg.getBoundingClientRect();
+        return [...svg.querySelectorAll('text')].map(t => { const r = t.getBoundingClientRect();
+            return [t.textContent, r.left >= box.left - 0.5 && r.right <= box.right + 0.5 &&
+                    r.top >= box.top - 0.5 && r.bottom <= box.bottom + 0.5]; }); }"""
+    for width, page in _browse([800, 1400], path):
+        for chart in ("#curve svg", "#trend svg"):
+            found = page.locator(chart).evaluate(inside)
+            assert any(LONG in label for label, _ in found), (chart, found)
+            assert all(ok for _, ok in found), (width, chart, found)

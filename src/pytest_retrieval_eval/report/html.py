@@ -51,6 +51,29 @@ def _ranks(stage: Any, q: Any) -> str:
     return f"{', '.join(ranks) or '-'} of {stage.size}"
 
 
+def compared(verdict: Any, baseline: Any) -> Any:
+    """The baseline the verdict compared the run with, or None: a refused comparison compared
+    nothing, so no section of the page (curve, movements, filter) may show one."""
+    comparison = verdict.baseline
+    return baseline if comparison is not None and not comparison.refusals else None
+
+
+def against_baseline(verdict: Any) -> dict[str, Any] | None:
+    """The page's "Against the baseline" section as the verdict judged it: refused with the
+    reasons, or what moved (None without a baseline)."""
+    comparison = verdict.baseline
+    if comparison is None:
+        return None
+    notes = [f"note: {n}" for n in comparison.notes]
+    if comparison.refusals:
+        return {"state": "refused", "about": "nothing was compared: the runs did not measure the same thing",
+                "lines": [*comparison.refusals, "re-save the baseline, or compare anyway with "
+                                                "--retrieval-baseline-force", *notes]}
+    return {"state": "", "about": f"p corrected: {table.CORRECTION_NAMES[comparison.correction]} over "
+                                  f"{len(comparison.diffs)} comparisons",
+            "lines": [line.strip() for line in baseline_lines(verdict)[1:]]}
+
+
 def _judge_text(run: Any) -> str:
     found = used(run)
     return found.judge.describe() if found is not None else ""
@@ -71,6 +94,7 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "", trend: str
         summary.append({"engine": e.engine, "letter": table.superscript(names.get(e.key, "")), "labeled": e.labeled.name,
                         "cells": cells, "n": row.n, "errored": row.errors})
 
+    baseline = compared(verdict, baseline)
     engines, by_query, text = [], {}, verdict.run.snippets
     for r in verdict.run.evaluations:
         base = baseline.get(r.engine, r.labeled.name) if baseline is not None else None
@@ -130,8 +154,8 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "", trend: str
         compare=[q for q in by_query.values() if len(q["cells"]) == len(engines)] if len(engines) > 1 else [],
         lint=[{"summary": l.summary(), "findings": [str(f) for f in l.findings]} for l in verdict.lint],
         engine_errors=[g.describe() for g in errors.groups(verdict.run.evaluations)],
-        baseline_lines=baseline_lines(verdict)[1:] if verdict.baseline is not None else [],
-        failures=verdict.failures, has_baseline=baseline is not None,
+        against=against_baseline(verdict), failures=verdict.failures, has_baseline=baseline is not None,
+        no_moves="no baseline given" if verdict.baseline is None else "the baseline was refused: nothing was compared",
         correction=verdict.correction_text(),
         effects=[{"a": c.a, "b": c.b, "labeled": c.labeled, "measure": c.measure, "delta": table.signed(c.delta),
                   "ci": f"[{table.signed(c.ci[0])}, {table.signed(c.ci[1])}]", "p": f"{c.p:.3g}",

@@ -26,7 +26,9 @@ def write_outputs(verdict: Any, *, report_dir: Path | None = None, html: Path | 
     """Every output asked for; ``trend``: the history's trend SVG, shown on the page;
     ``results_json``: the run's results.json when the caller made it already."""
     from .files import markdown, write_report
+    from .html import compared
 
+    baseline = compared(verdict, baseline)  # a refused baseline compared nothing: no artefact draws it
     meta = metadata(verdict)
     if results_json is None and (save_baseline is not None or report_dir is not None):
         results_json = verdict.run.to_json(verdict)  # made once: the baseline and the report folder's are one text

@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+import math
 from html import escape
 from typing import Any, Mapping, Sequence
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f")
 W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 56, 170, 24, 44
+#: a legend row: where its label starts (after the stroke), and its height
+STROKE, ROW = 30, 18
+#: widths in em of DejaVu Sans (what a Linux browser draws sans-serif with; common others are
+#: narrower): an upper bound per class of character, so a label is never wider than measured
+NARROW, WIDE = frozenset("'ijlIJ .,:;/|\\f-()[]t!r"), frozenset("mwMW@%")
+
+
+def text_width(text: str, size: float = 12) -> float:
+    """How wide ``text`` is drawn at ``size`` px, at most (no font is at hand to measure it)."""
+    return size * sum(0.42 if c in NARROW else 1.0 if c in WIDE or not c.isascii() else 0.84 if c.isupper()
+                      or c in "+=#~<>^&" else 0.64 for c in text)
+
+
+def legend_size(labels: Sequence[str], x: float, top: float, width: float, height: float) -> tuple[float, float]:
+    """The SVG's width and height with the legend at ``x`` (rows from ``top``) inside it: the
+    default ``width`` x ``height``, grown where a label is long or the rows many."""
+    right = x + STROKE + max([text_width(label) for label in labels] or [0]) + 8
+    return max(width, math.ceil(right)), max(height, math.ceil(top + ROW * len(labels)))
 
 
 def frame(title: str, width: int, height: int, left: float, top: float, pw: float, ph: float) -> list[str]:
@@ -23,9 +42,9 @@ def frame(title: str, width: int, height: int, left: float, top: float, pw: floa
 
 
 def legend_entry(x: float, y: float, colour: str, dash: str, label: str) -> list[str]:
-    """A stroke of the line's style and its label."""
-    return [f'<line x1="{x}" y1="{y}" x2="{x + 24}" y2="{y}" stroke="{colour}" stroke-width="2"{dash}/>',
-            f'<text x="{x + 30}" y="{y + 4}">{escape(label)}</text>']
+    """A stroke of the line's style and its label (``legend_size`` makes room for it)."""
+    return [f'<g class="legend"><line x1="{x}" y1="{y}" x2="{x + 24}" y2="{y}" stroke="{colour}" stroke-width="2"{dash}/>',
+            f'<text x="{x + STROKE}" y="{y + 4}">{escape(label)}</text></g>']
 
 
 def hit_curve_svg(curves: Mapping[str, Sequence[float]], baseline: Mapping[str, Sequence[float]] | None = None,
@@ -41,11 +60,14 @@ def hit_curve_svg(curves: Mapping[str, Sequence[float]], baseline: Mapping[str, 
     def y(v: float) -> float:
         return TOP + (1 - v) * ph
 
-    out = frame(title, W, H, LEFT, TOP, pw, ph)
+    labels = [label + suffix for label in sorted(set(curves) | set(baseline))
+              for values, suffix in ((curves.get(label), ""), (baseline.get(label), " (baseline)")) if values]
+    width, height = legend_size(labels, W - RIGHT + 12, TOP + 8, W, H)
+    out = frame(title, width, height, LEFT, TOP, pw, ph)
     for k in [1, 5, 10, 15, 20]:
         if k <= depth:
             out.append(f'<text x="{x(k):.1f}" y="{TOP + ph + 16}" text-anchor="middle">{k}</text>')
-    out.append(f'<text x="{LEFT + pw / 2:.1f}" y="{H - 8}" text-anchor="middle">k</text>')
+    out.append(f'<text x="{LEFT + pw / 2:.1f}" y="{TOP + ph + BOTTOM - 8}" text-anchor="middle">k</text>')
     out.append(f'<text x="14" y="{TOP + ph / 2:.1f}" transform="rotate(-90 14 {TOP + ph / 2:.1f})" '
                f'text-anchor="middle">{escape(title)}</text>')
     legend_y = TOP + 8
@@ -57,7 +79,7 @@ def hit_curve_svg(curves: Mapping[str, Sequence[float]], baseline: Mapping[str, 
             points = " ".join(f"{x(k):.1f},{y(v):.1f}" for k, v in enumerate(values, start=1))
             out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} points="{points}"/>')
             out += legend_entry(W - RIGHT + 12, legend_y, colour, dash, label + suffix)
-            legend_y += 18
+            legend_y += ROW
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any, Sequence
 
-from .plot import COLOURS, frame, legend_entry
+from .plot import COLOURS, ROW, frame, legend_entry, legend_size
 
 W, H, LEFT, RIGHT, TOP, BOTTOM = 720, 400, 56, 200, 24, 70
 
@@ -56,7 +56,17 @@ def trend_svg(records: Sequence[Any], measure: str, engine: str | None = None,
         return TOP + (1 - v) * ph
 
     title = f"{measure} across commits" + (f" ({engine})" if engine else "")
-    out = frame(title, W, H, LEFT, TOP, pw, ph)
+    engines = sorted({p["label"] for p in found})
+    series: dict[tuple, list[dict[str, Any]]] = {}
+    for p in found:
+        series.setdefault(p["series"], []).append(p)
+    ordered = []  # (key, its points, the first series of its engine?)
+    for key in sorted(series, key=lambda k: (k[0], series[k][0]["order"])):
+        run = series[key]
+        ordered.append((key, run, all(s[0] != key[0] or s == key or series[s][0]["order"] > run[0]["order"] for s in series)))
+    width, height = legend_size([run[0]["label"] + ("" if first else " (new series)") for _, run, first in ordered],
+                                W - RIGHT + 12, TOP + 8, W, H)
+    out = frame(title, width, height, LEFT, TOP, pw, ph)
     commits = {}
     for p in found:
         commits.setdefault(p["order"], p["commit"] + ("*" if p["dirty"] else ""))
@@ -65,15 +75,9 @@ def trend_svg(records: Sequence[Any], measure: str, engine: str | None = None,
                    f'transform="rotate(-40 {x(x_of[t]):.1f} {TOP + ph + 14})">{escape(label)}</text>')
     out.append(f'<text x="14" y="{TOP + ph / 2:.1f}" transform="rotate(-90 14 {TOP + ph / 2:.1f})" '
                f'text-anchor="middle">{escape(measure)}</text>')
-    engines = sorted({p["label"] for p in found})
-    series: dict[tuple, list[dict[str, Any]]] = {}
-    for p in found:
-        series.setdefault(p["series"], []).append(p)
     legend_y = TOP + 8
-    for n, key in enumerate(sorted(series, key=lambda k: (k[0], series[k][0]["order"]))):
-        run = series[key]
+    for key, run, first_of_engine in ordered:
         colour = COLOURS[engines.index(run[0]["label"]) % len(COLOURS)]
-        first_of_engine = all(s[0] != key[0] or s == key or series[s][0]["order"] > run[0]["order"] for s in series)
         dash = "" if first_of_engine else ' stroke-dasharray="5,4"'
         if not first_of_engine:  # a fingerprint changed: a new series starts here
             xs = x(x_of[run[0]["order"]]) - pw / max(len(times), 1) / 2
@@ -91,6 +95,6 @@ def trend_svg(records: Sequence[Any], measure: str, engine: str | None = None,
                        f'[{lo:.3f}, {hi:.3f}]</title></circle>')
         label = run[0]["label"] + ("" if first_of_engine else " (new series)")
         out += legend_entry(W - RIGHT + 12, legend_y, colour, dash, label)
-        legend_y += 18
+        legend_y += ROW
     out.append("</svg>")
     return "\n".join(out) + "\n"
