@@ -95,6 +95,12 @@ class BaselineComparison:
     #: each tag's segment on each compared measure (``SegmentDiff``), p corrected over all of them
     segments: list["SegmentDiff"] = field(default_factory=list)
 
+    @property
+    def refused(self) -> bool:
+        """Nothing was compared (the runs did not measure the same thing): every surface says
+        refused, never that nothing moved."""
+        return bool(self.refusals)
+
     def regressed_segments(self, alpha: float) -> list["SegmentDiff"]:
         """Segments whose measure fell beyond noise (corrected p < alpha), and any that fell while
         the total held (a regression the total hides, however few its questions), largest fall first."""

@@ -113,7 +113,7 @@ def _baseline(verdict: Any) -> Section | None:
     if b is None:
         return None
     notes = [f"- note: {n}" for n in b.notes] + [f"- warning: {w}" for w in b.warnings]
-    if b.refusals:
+    if b.refused:
         return _folded("Against the baseline: refused, nothing compared",
                        [f"- refused: {r}" for r in b.refusals] + notes)
     if not b.diffs:

@@ -95,6 +95,11 @@ def baseline_section(verdict: Any, *, movers: int | None = None) -> list[str]:
     the queries that moved (the first ``movers``), the segments that fell, the notes."""
     if verdict.baseline is None:
         return []
+    if verdict.baseline.refused:
+        return ["", "## Against the baseline", "", "Refused: nothing was compared (the runs did not measure the same "
+                "thing); re-save the baseline, or compare anyway with `--retrieval-baseline-force`.", "",
+                *[f"- refused: {r}" for r in verdict.baseline.refusals],
+                *[f"- note: {n}" for n in verdict.baseline.notes]]
     out = ["", "## Against the baseline", "",
            f"Paired tests corrected by {table.CORRECTION_NAMES[verdict.baseline.correction]} over "
            f"{len(verdict.baseline.diffs)} comparisons; 95% CI: bootstrap interval of the paired difference.", "",

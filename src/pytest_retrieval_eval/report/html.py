@@ -55,7 +55,7 @@ def compared(verdict: Any, baseline: Any) -> Any:
     """The baseline the verdict compared the run with, or None: a refused comparison compared
     nothing, so no section of the page (curve, movements, filter) may show one."""
     comparison = verdict.baseline
-    return baseline if comparison is not None and not comparison.refusals else None
+    return baseline if comparison is not None and not comparison.refused else None
 
 
 def against_baseline(verdict: Any) -> dict[str, Any] | None:
@@ -65,7 +65,7 @@ def against_baseline(verdict: Any) -> dict[str, Any] | None:
     if comparison is None:
         return None
     notes = [f"note: {n}" for n in comparison.notes]
-    if comparison.refusals:
+    if comparison.refused:
         return {"state": "refused", "about": "nothing was compared: the runs did not measure the same thing",
                 "lines": [*comparison.refusals, "re-save the baseline, or compare anyway with "
                                                 "--retrieval-baseline-force", *notes]}
