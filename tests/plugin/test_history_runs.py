@@ -251,7 +251,7 @@ def test_a_stray_json_in_the_history_folder_is_skipped_with_a_warning_and_the_pa
     del doc["results"]["metrics"]  # a record cut short
     broken = record.with_name("20000101T000000.000000Z_0000000000_1_abcdef.json")
     broken.write_text(json.dumps(doc))
-    result = repo.runpytest("-m", "retrieval", "--retrieval-html=page.html", "--retrieval-report-dir=out")
+    result = repo.runpytest("-m", "retrieval", "--retrieval-html=page.html", "--retrieval-report-dir=out", "-v")
     out = result.stdout.str()
     assert result.ret == 0, out
     assert "INTERNALERROR" not in out

@@ -63,7 +63,9 @@ def test_a_failing_run_names_the_verdict_first_and_every_failure_with_its_cause_
                          "--retrieval-threshold=keyword:hit@1>=0.5", "--retrieval-threshold=oracle:mrr>=0.5")
     lines = summary(result)
     assert result.ret == 1
-    assert lines[0] == "retrieval gate: FAILED, 2 failures (each with its cause at the end)"
+    heading = next(line for line in result.stdout.lines if SEP in line)
+    assert " retrieval evaluation: gate FAILED, 2 failures (causes at the end) " in heading
+    assert lines[0].startswith("engine ")  # the table right under it, as parse_table reads it
     fails = [i for i, line in enumerate(lines) if line.startswith("FAIL retrieval gate: ")]
     assert [lines[i].split(" (from")[0] for i in fails] == [
         "FAIL retrieval gate: keyword: hit@5 = 0.3529, required >= 0.9",

@@ -99,7 +99,7 @@ def legend(verdict: Any, *, markdown: bool = False) -> list[str]:
     engines = ", ".join(f"{superscript(l)} {e}" for (e, _), l in sorted(names.items(), key=lambda kv: kv[1]))
     text = (f"{engines}: a superscript marks a significant win over that engine "
             f"(paired randomization test over queries, p < {verdict.alpha:g}, {verdict.correction_text()})")
-    return [text] if markdown else textwrap.wrap(text, width=88, break_on_hyphens=False)
+    return [text] if markdown else textwrap.wrap(text, width=80, break_on_hyphens=False)
 
 
 def short(measure: str) -> str:

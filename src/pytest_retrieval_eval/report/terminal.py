@@ -32,12 +32,12 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
     for line in outcome.workers_said:  # under xdist: the workers' store lines, which only they printed
         tr.write_line(f"retrieval: {line}")
     headed = bool(report or outcome.failed or verdict.baseline is not None or verdict.shadows)
-    if headed:
-        tr.write_sep("-", "retrieval evaluation")
-    if report and outcome.failed:  # the verdict first; each failure and its cause close the section
+    if headed and outcome.failed:  # the verdict first, in the heading; each failure and its cause close the section
         n = len(outcome.failures)
-        tr.write_line(f"retrieval gate: FAILED, {n} failure{'s' if n != 1 else ''} (each with its cause at the end)",
-                      red=True, bold=True)
+        tr.write_sep("-", f"retrieval evaluation: gate FAILED, {n} failure{'s' if n != 1 else ''} (causes at the end)",
+                     red=True, bold=True)
+    elif headed:
+        tr.write_sep("-", "retrieval evaluation")
     hidden: list[str] = []  # what -v would add, named in one line
 
     def detail(name: str, lines: list[str]) -> list[str]:
@@ -90,11 +90,13 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
         hidden.append("shadow details")
     # warnings: in full with -v (in the report, beside the detectable drops they qualify)
     warned = list(verdict.warnings) if not (report and verbose and verdict.rows and verdict.detectable) else []
-    notices = ([(f"warning: {w}", True) for w in warned] + [(f"note: {n}", True) for n in outcome.notes]
-               + [(f"warning: {w}", True) for w in outcome.warnings])
+    notices = ([f"warning: {w}" for w in warned] + [f"note: {n}" for n in outcome.notes]
+               + [f"warning: {w}" for w in outcome.warnings])
     limit = len(notices) if verbose or len(notices) <= NOTICES_SHOWN + 1 else NOTICES_SHOWN
-    for text, _ in notices[:limit]:
+    for text in notices[:limit]:
         tr.write_line(_capped(text, verbose), yellow=True)
+        if len(text) > WIDTH and not verbose:
+            hidden.append("warnings in full")
     if len(notices) > limit:
         tr.write_line(f"... and {len(notices) - limit} more warnings and notes (-v shows them)", yellow=True)
     if thresholds and not verdict.rows and not outcome.failed:
