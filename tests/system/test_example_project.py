@@ -35,7 +35,7 @@ def run(project: Path, *args: str, module: str = "pytest", env: dict | None = No
 
 
 def test_the_teams_tests_pass_and_their_gate_holds_and_xdist_gives_the_same_table(project):
-    done = run(project, "--retrieval-report", "--retrieval-report-dir=out")
+    done = run(project, "--retrieval-report", "--retrieval-report-dir=out", "-v")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "11 passed" in done.stdout and "retrieval gate: passed" in done.stdout
     table = parse_table(done.stdout)
@@ -136,7 +136,7 @@ def test_the_unit_tests_alone_leave_the_plugin_asleep(project):
 
 def test_the_teams_yaml_pipelines_split_as_they_say_and_a_second_run_embeds_nothing(project):
     cache = f"--retrieval-cache-dir={project / 'cache'}"
-    first = run(project, "-m", "retrieval", "--retrieval-report", cache)
+    first = run(project, "-m", "retrieval", "--retrieval-report", cache, "-v")
     assert first.returncode == 0, first.stdout + first.stderr
     assert "ingested with ingest.yaml (17 chunks; embedded 17, 0 from the cache;" in first.stdout
     assert "corpus lint, kb: 17 chunks" in first.stdout
