@@ -1,7 +1,7 @@
 """The end-of-run section of the terminal, verdict first and detail with ``-v``.
 
 By default (pytest's verbosity 0) a reader gets what a red or green run turns on: the table with
-its intervals, one misses line per engine, warnings one line each, engine errors, and the verdict
+its intervals, one misses line per engine, the first warnings, engine errors, and the verdict
 with each failure and its cause, within ``WIDTH`` columns. ``-v`` adds the differences, the
 engine configurations, judged@k, segments, coverage, cost, sweeps, trials and lint findings (all
 of them also in results.md); ``-q`` leaves out the intervals as well.
@@ -21,7 +21,7 @@ from .misses import coverage_lines, miss_lines, segment_lines
 SEGMENTS_SHOWN = 10
 #: the widest line the default summary writes (a failure line is never cut: it is the verdict)
 WIDTH = 88
-#: warnings and notes shown one line each by default; beyond, a count and the way to see them
+#: warnings and notes shown by default (wrapped within ``WIDTH``); beyond, a count and the way to see them
 NOTICES_SHOWN = 3
 
 
@@ -66,7 +66,8 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
         else:
             tr.write_line("no retrieval evaluations were recorded in this run")
         for name, why in unavailable.items():
-            tr.write_line(_capped(f"engine {name} not available: {why}", verbose), yellow=True)
+            for line in _fitted(f"engine {name} not available: {why}", verbose):
+                tr.write_line(line, yellow=True)
         for line in detail("the run's HTTP calls", cost.run_lines(getattr(outcome, "run_usage", None))):
             tr.write_line(line)
         for line in detail("trials", trial_lines(verdict, thresholds_of(outcome))):
@@ -94,14 +95,13 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
                + [f"warning: {w}" for w in outcome.warnings])
     limit = len(notices) if verbose or len(notices) <= NOTICES_SHOWN + 1 else NOTICES_SHOWN
     for text in notices[:limit]:
-        tr.write_line(_capped(text, verbose), yellow=True)
-        if len(text) > WIDTH and not verbose:
-            hidden.append("warnings in full")
+        for line in _fitted(text, verbose):
+            tr.write_line(line, yellow=True)
     if len(notices) > limit:
         tr.write_line(f"... and {len(notices) - limit} more warnings and notes (-v shows them)", yellow=True)
     if thresholds and not verdict.rows and not outcome.failed:
         tr.write_line(f"retrieval gate: no evaluations recorded; {thresholds} threshold(s) not checked", yellow=True)
-    if hidden:
+    if hidden and verbosity == 0:
         for line in textwrap.wrap("more with -v: " + ", ".join(dict.fromkeys(hidden)), width=WIDTH,
                                   subsequent_indent="    "):
             tr.write_line(line)
@@ -118,9 +118,13 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
         tr.write_line("retrieval gate: passed", green=True)
 
 
-def _capped(text: str, verbose: bool) -> str:
-    """One line within ``WIDTH`` (cut with an ellipsis) by default; whole with ``-v``."""
-    return text if verbose or len(text) <= WIDTH else text[: WIDTH - 1] + "…"
+def _fitted(text: str, verbose: bool) -> list[str]:
+    """A warning or note within ``WIDTH`` by default, wrapped, never cut (a cut one could print
+    half a command); as one line with ``-v``, as before."""
+    if verbose or len(text) <= WIDTH:
+        return [text]
+    return textwrap.wrap(text, width=WIDTH, subsequent_indent="    ", break_on_hyphens=False,
+                         break_long_words=False) or [text]
 
 
 def cause_lines(verdict: Any, failure: str) -> list[str]:
@@ -133,14 +137,12 @@ def cause_lines(verdict: Any, failure: str) -> list[str]:
     if breach is None or breach.value is None or not isinstance(breach.threshold.quantity, MeasureQuantity):
         return []
     measure = breach.threshold.quantity.measure
-    if measure.freshness or measure.count:
-        return []
+    if measure.freshness or measure.count or breach.threshold.segment:
+        return []  # a segment rule's failure names its lowest questions itself
     k = measure.k or verdict.miss_k
     out = []
     for e in verdict.run.evaluations:
         if e.engine != breach.engine or not e.n:
-            continue
-        if breach.threshold.segment:
             continue
         misses = e.misses(k)
         if misses.causes:
