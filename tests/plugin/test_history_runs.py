@@ -122,7 +122,7 @@ def test_a_branch_is_judged_against_mains_merge_base_and_a_planted_drop_fails(re
     (repo.path / "miss.txt").write_text("3")  # the branch plants a drop: three questions lost
     sh(repo.path, "git", "commit", "-qam", "worse")
     base = sh(repo.path, "git", "merge-base", "HEAD", "main")
-    result = repo.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-compare=main",
+    result = repo.runpytest("-m", "retrieval", "--retrieval-report", "-v", "--retrieval-compare=main",
                             "--retrieval-max-drop=ours:hit@5=0.1", "--retrieval-report-dir=out")
     out = result.stdout.str()
     assert result.ret == 1, out

@@ -91,7 +91,7 @@ def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
         "content": "Security desks issue temporary badges; the turnstile logs each swipe, and facilities revoke "
                    "lost badges within the hour. Contractors need an escort outside office hours."}))
     done = run(project, "-m", "retrieval", "--retrieval-report", "--retrieval-report-dir=out",
-               "--retrieval-html=out/page.html", "--retrieval-candidates=candidates")
+               "--retrieval-html=out/page.html", "--retrieval-candidates=candidates", "-v")
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"knowledge gain [-+]\d\.\d+ .*; with the candidates' novelty 0\.\d\d at weight 0\.1: ",
                      done.stdout.replace("\n  ", " "))

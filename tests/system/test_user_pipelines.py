@@ -101,7 +101,7 @@ def test_sentence_transformers_embedders_in_a_teams_yaml_are_cached_and_queried(
 
     theirs = parse_table(cold.stdout.str())["theirs"]
     assert (theirs["n"], theirs["errored"], theirs["hit@5"]) == (3, 0, 1.0)  # hit@5 over 3 queries
-    warm = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report", "--retrieval-store-cache-mb=0")
+    warm = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report", "--retrieval-store-cache-mb=0", "-v")
     assert warm.ret == 0
     warm.stdout.fnmatch_lines(["*(6 chunks; embedded 0, 6 from the cache;*"])  # a second run embeds nothing
     assert "embedders_cached=embed" in " ".join(warm.stdout.str().split())
