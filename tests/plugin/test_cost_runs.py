@@ -29,7 +29,7 @@ def test_an_http_engine_is_timed_priced_and_gated_on_its_p95(bundled_project, tm
         bundled_project.makepyfile("def test_q(retrieval_results):\n    assert retrieval_results.n == 17\n")
         out = tmp_path / "out"
         result = bundled_project.runpytest(
-            "--retrieval-engine", "remote", "--retrieval-slice", "1/4", f"--retrieval-report-dir={out}",
+            "--retrieval-engine", "remote", "--retrieval-slice", "1/4", f"--retrieval-report-dir={out}", "-v",
             "--retrieval-report", "--retrieval-prices", "svc-model=1.5/6", "--retrieval-threshold",
             "remote:latency.p95<=50ms", "--retrieval-threshold", "remote:cost.per_query<=0.001",
             "--retrieval-threshold", "remote:calls.per_query<=1")
@@ -81,7 +81,7 @@ def test_tokens_are_priced_under_the_model_the_team_asked_for_when_the_answer_na
         bundled_project.makepyfile("def test_q(retrieval_results):\n    pass\n")
         out = tmp_path / "out"
         result = bundled_project.runpytest(
-            "--retrieval-engine=remote", "--retrieval-slice=1/4", f"--retrieval-report-dir={out}",
+            "--retrieval-engine=remote", "--retrieval-slice=1/4", f"--retrieval-report-dir={out}", "-v",
             "--retrieval-report", "--retrieval-prices=gpt-4o-mini=0.15/0.60 *=0.0125/0.05",
             "--retrieval-threshold=remote:cost.per_query<=0.0001")
     text = result.stdout.str()

@@ -84,7 +84,7 @@ def test_a_hanging_engine_is_cut_off_by_the_timeout(project):
 
 def test_duplicates_are_dropped_and_unknown_ids_reported(project):
     result = project.runpytest("-m", "retrieval", "--retrieval-engine", "sloppy", "--retrieval-report",
-                               "--retrieval-report-dir=out")
+                               "--retrieval-report-dir=out", "-v")
     assert result.ret == 0
     assert "unknown_ids=2 returned ids are not in the corpus, e.g. made-up-doc, ghost" in result.stdout.str().replace("\n    ", " ")
     import json
@@ -110,6 +110,6 @@ def test_a_failing_prepare_is_recorded_against_the_engine_and_shown(bundled_proj
                 "RuntimeError: embedding service unreachable while batching")
             assert retrieval_results.n_errored == 0  # the queries themselves still ran
     """)
-    result = bundled_project.runpytest("--retrieval-engine", "unprepared", "--retrieval-report")
+    result = bundled_project.runpytest("--retrieval-engine", "unprepared", "--retrieval-report", "-v")
     assert result.ret == 0, result.stdout.str()
     assert "prepare_error=RuntimeError: embedding service unreachable while batching" in " ".join(result.stdout.str().split())

@@ -102,7 +102,7 @@ def old_baseline(bundled_project, tmp_path):
 
 def test_a_freshness_drop_against_another_day_names_both_days_and_the_calendars_share(bundled_project, old_baseline):
     result = bundled_project.runpytest("--retrieval-as-of=2026-11-30", f"--retrieval-baseline={old_baseline}",
-                                       "--retrieval-max-drop", "keyword:freshness.stale_free@5=0.01")
+                                       "--retrieval-max-drop", "keyword:freshness.stale_free@5=0.01", "-v")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     fail = next(l for l in result.stdout.lines if l.startswith("FAIL retrieval gate: keyword: freshness.stale_free@5"))
     # the engine did not change: the baseline's own rankings, judged on this run's day, score what the run does
@@ -115,7 +115,7 @@ def test_a_freshness_drop_against_another_day_names_both_days_and_the_calendars_
 
 def test_other_measures_compare_as_usual_and_the_day_is_said_without_a_freshness_rule(bundled_project, old_baseline):
     result = bundled_project.runpytest("--retrieval-as-of=2026-11-30", f"--retrieval-baseline={old_baseline}",
-                                       "--retrieval-max-drop", "keyword:hit@5=0.0")
+                                       "--retrieval-max-drop", "keyword:hit@5=0.0", "-v")
     assert result.ret == 0, result.stdout.str()  # relevance does not depend on the day
     out = result.stdout.str()
     assert "compared across days" in out and "baseline as of 2025-06-01, this run as of 2026-11-30" in out

@@ -122,7 +122,7 @@ def test_a_branch_is_judged_against_mains_merge_base_and_a_planted_drop_fails(re
     (repo.path / "miss.txt").write_text("3")  # the branch plants a drop: three questions lost
     sh(repo.path, "git", "commit", "-qam", "worse")
     base = sh(repo.path, "git", "merge-base", "HEAD", "main")
-    result = repo.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-compare=main",
+    result = repo.runpytest("-m", "retrieval", "--retrieval-report", "-v", "--retrieval-compare=main",
                             "--retrieval-max-drop=ours:hit@5=0.1", "--retrieval-report-dir=out")
     out = result.stdout.str()
     assert result.ret == 1, out
@@ -251,7 +251,7 @@ def test_a_stray_json_in_the_history_folder_is_skipped_with_a_warning_and_the_pa
     del doc["results"]["metrics"]  # a record cut short
     broken = record.with_name("20000101T000000.000000Z_0000000000_1_abcdef.json")
     broken.write_text(json.dumps(doc))
-    result = repo.runpytest("-m", "retrieval", "--retrieval-html=page.html", "--retrieval-report-dir=out")
+    result = repo.runpytest("-m", "retrieval", "--retrieval-html=page.html", "--retrieval-report-dir=out", "-v")
     out = result.stdout.str()
     assert result.ret == 0, out
     assert "INTERNALERROR" not in out

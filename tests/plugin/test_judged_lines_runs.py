@@ -13,7 +13,7 @@ def test_the_bundled_run_prints_the_line_and_results_md_holds_it(bundled_project
         def test_quality(retrieval_results):
             pass
     """)
-    result = bundled_project.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-report-dir=out")
+    result = bundled_project.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-report-dir=out", "-v")
     assert result.ret == 0, result.stdout.str()
     out = result.stdout.str()
     assert "judged@k, the share of each top k the labels judge (1.0 document per question):" in out

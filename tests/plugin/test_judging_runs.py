@@ -35,13 +35,20 @@ def test_a_run_judges_its_holes_shows_both_numbers_and_gates_either(judged_proje
     p = judged_project
     # the test's server echoes the model it is sent: name it (unnamed, an echoing local server is refused)
     result = p.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
-                         "--retrieval-judge-model=openai/gpt-4o-mini", "--retrieval-report-dir=out", "--retrieval-html=page.html", "--retrieval-judge-depth=5",
-                         "--retrieval-threshold=keyword:hit@5+judged>=0.99", "--retrieval-threshold=keyword:hit@5>=0.3")
+                         "--retrieval-judge-model=openai/gpt-4o-mini", "--retrieval-report-dir=out",
+                         "--retrieval-html=page.html", "--retrieval-judge-depth=5",
+                         "--retrieval-threshold=keyword:hit@5+judged>=0.99", "--retrieval-threshold=keyword:hit@5>=0.3",
+                         "-v")
     text = result.stdout.str()
     asked = len(fake_api.hits("/chat/completions"))
     assert asked > 100 and f"j.jsonl: judged {asked} pair(s)" in text
+    # each measure's judged twin in a table of its own under the table, the width kept
     header = next(line for line in text.splitlines() if line.startswith("engine"))
-    assert "hit@5  hit@5+judged" in header and "mrr  mrr+judged" in header
+    twins = next(line for line in text.splitlines() if line.startswith("with the judgments"))
+    assert "hit@5" in header.split() and "mrr" in header.split() and "+judged" not in header
+    assert "hit@5" in twins.split() and "mrr" in twins.split()
+    rows = [line for line in text.splitlines() if line.startswith(("engine", "with the judgments", "keyword ", "  95% CI"))]
+    assert max(len(line) for line in rows) <= 100, max(rows, key=len)
     assert "keyword: hit@5 rests on a top 5 that is" in text and "% unjudged (0% with the judgments)" in text
     assert "judged@5 0.071 -> 1.000 with the judgments" in text
     assert "the judgments moved keyword most: hit@1" in text
@@ -60,7 +67,8 @@ def test_a_run_judges_its_holes_shows_both_numbers_and_gates_either(judged_proje
     assert 'class="judged-tag" data-grade="' in page and "What the labels judge" in page
     assert FAKE_KEY not in text + page + (p.path / "j.jsonl").read_text()
     again = p.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
-                        "--retrieval-judge-model=openai/gpt-4o-mini", "--retrieval-judge-depth=5", "--retrieval-threshold=keyword:hit@5+judged>=0.5", "-n", "2")
+                        "--retrieval-judge-model=openai/gpt-4o-mini", "--retrieval-judge-depth=5",
+                        "--retrieval-threshold=keyword:hit@5+judged>=0.5", "-n", "2", "-v")
     assert len(fake_api.hits("/chat/completions")) == asked  # every pair is in the file: nothing asked
     assert f"judged 0 pair(s) with openai/gpt-4o-mini (0 call(s), 0.0 s), {asked} already in the file" in again.stdout.str()
     assert again.ret == 0

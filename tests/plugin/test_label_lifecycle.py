@@ -198,7 +198,7 @@ def test_an_edited_gold_document_leaves_its_question_out_without_blocking(team):
     imported(team)
     wifi = ids(team)[ROWS[4][0]]
     edit(team, "guest-wifi", " The lobby printer is on the second floor.")
-    result = team.runpytest("-m", "retrieval", "--retrieval-report", "-W", "default")
+    result = team.runpytest("-m", "retrieval", "--retrieval-report", "-W", "default", "-v")
     assert result.ret == 0, result.stdout.str()
     out = result.stdout.str()
     assert f"  {wifi} '{ROWS[4][0]}': changed: guest-wifi" in out
@@ -226,7 +226,7 @@ def test_an_edited_gold_document_leaves_its_question_out_without_blocking(team):
     warned.stdout.fnmatch_lines(["ours *6*0"])  # evaluated anyway
     code, out, err = cli(team, "label", "stamp", "--corpus", "kb", "--questions", "questions.cache.json")
     assert code == 0, err
-    fresh = team.runpytest("-m", "retrieval", "--retrieval-report")
+    fresh = team.runpytest("-m", "retrieval", "--retrieval-report", "-v")
     assert fresh.ret == 0 and "stale left out" not in fresh.stdout.str()
     fresh.stdout.fnmatch_lines(["ours *6*0"])
 

@@ -324,7 +324,7 @@ def test_sharded_over_xdist_workers_the_same_table_results_and_exit_code(bundled
     common = ["-p", "no:cacheprovider", "--retrieval-engine", "oracle", "--retrieval-engine", "keyword",
               "--retrieval-report"]
     serial = bundled_project.runpytest_subprocess(*common, f"--retrieval-report-dir={tmp_path / 'serial'}",
-                                                  "--retrieval-threshold", "keyword:mrr>=0.5", "--retrieval-shard")
+                                                  "--retrieval-threshold", "keyword:mrr>=0.5", "--retrieval-shard", "-v")
     sharded = bundled_project.runpytest_subprocess(*common, f"--retrieval-report-dir={tmp_path / 'sharded'}",
                                                    "--retrieval-threshold", "keyword:mrr>=0.5",
                                                    "-n", "2", "--retrieval-shard", "-v")

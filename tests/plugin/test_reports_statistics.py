@@ -46,7 +46,7 @@ def test_reports_name_the_correction_show_effect_sizes_and_detectable_drops(proj
     out_dir = tmp_path / "out"
     result = project.runpytest("-m", "retrieval", "--retrieval-report", f"--retrieval-report-dir={out_dir}",
                                f"--retrieval-html={out_dir / 'page.html'}", f"--retrieval-baseline={base}",
-                               "--retrieval-max-drop", "hit@5=0.01")
+                               "--retrieval-max-drop", "hit@5=0.01", "-v")
     assert result.ret == 0
     out = " ".join(result.stdout.str().split())  # the legend wraps at 80 columns
     assert "Holm-Bonferroni over 8 comparisons" in out

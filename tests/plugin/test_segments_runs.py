@@ -69,7 +69,7 @@ def test_one_area_regresses_while_the_total_holds_and_is_named(team, monkeypatch
     cache = json.loads((team.path / "questions.cache.json").read_text())
     assert sorted({t for q in cache["queries"] for t in q.get("tags", [])}) == ["area:accounts", "area:devices",
                                                                                   "area:network"]
-    first = team.runpytest("--retrieval-report", "--retrieval-save-baseline=baseline.json")
+    first = team.runpytest("--retrieval-report", "--retrieval-save-baseline=baseline.json", "-v")
     assert first.ret == 0, first.stdout.str()
     # a family's values split the set between them: no "not area:network" row
     first.stdout.fnmatch_lines(["ours missed 6 of 10 at hit@5: 6 ranked 6", "segment * n *ours*",
@@ -77,7 +77,7 @@ def test_one_area_regresses_while_the_total_holds_and_is_named(team, monkeypatch
     assert "not area:" not in first.stdout.str()
     monkeypatch.setenv("V2", "1")
     second = team.runpytest("--retrieval-report", "--retrieval-baseline=baseline.json", "--retrieval-report-dir=out",
-                            "--retrieval-max-drop=ours:hit@5=0.05", "--retrieval-max-drop=ours[area:network]:hit@5=0.05")
+                            "--retrieval-max-drop=ours:hit@5=0.05", "--retrieval-max-drop=ours[area:network]:hit@5=0.05", "-v")
     out = second.stdout.str()
     assert second.ret == 1, out
     assert "ours: hit@5 0.4000 -> 0.6000 (+0.2000;" in out  # the total rose

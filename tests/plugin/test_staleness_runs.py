@@ -91,7 +91,7 @@ def test_a_beir_folder_is_its_own_labeled_set(pytester, tmp_path):
 def test_by_default_a_stale_question_is_listed_and_left_out_not_blocking(project):
     path = project.path / "corpus" / "damage-assessment.json"
     edit(path, content=json.loads(path.read_text())["content"] + " Photos may also be sent by post.")
-    result = project.runpytest("-m", "retrieval", "--retrieval-report")
+    result = project.runpytest("-m", "retrieval", "--retrieval-report", "-v")
     assert result.ret == 0, result.stdout.str()
     out = result.stdout.str()
     assert "questions.cache.json: n 67, 1 stale left out of the numbers and the gates" in out

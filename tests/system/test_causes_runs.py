@@ -23,7 +23,7 @@ ARGS = ("--retrieval-engine=hybrid", "--retrieval-engine=keyword", "--retrieval-
 
 
 def run(project, sandbox_tmp, cache_dir, *args: str) -> tuple[int, str]:
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-report",
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-report", "-v",
                            f"--retrieval-cache-dir={cache_dir}", *args], cwd=project.path,
                           env={**os.environ, "TMPDIR": str(sandbox_tmp)}, capture_output=True, text=True, timeout=600)
     return done.returncode, done.stdout + done.stderr

@@ -88,10 +88,13 @@ def test_the_bundled_eval_output_in_the_docs_is_what_it_prints(bundled_project, 
         block = shown_block(page, summary)
         assert contiguous_in(block, lines), f"{page.name}: the bundled eval now prints:\n" + "\n".join(
             lines[next(i for i, l in enumerate(lines) if l.startswith(summary)):])
-    for page, first in ((docs / "gates.md", "engine      hit@1"), (docs / "reports.md", "corpus lint, corpus:"),
-                        (docs / "misses.md", "hybrid missed 2 of 68"), (docs / "misses.md", "segment           n"),
-                        (docs / "misses.md", "coverage: the questions judge")):
+    for page, first in ((docs / "gates.md", "engine      hit@1"), (docs / "misses.md", "hybrid missed 2 of 68")):
         assert contiguous_in(shown_block(page, first), lines), f"{page.name}: block {first!r} is not what the run prints"
+    # the detail the pages show is what -v adds
+    verbose = run_bundled(bundled_project, sandbox_tmp, shared_cache_dir, *both, *by, "-v").splitlines()
+    for page, first in ((docs / "reports.md", "corpus lint, corpus:"), (docs / "misses.md", "segment           n"),
+                        (docs / "misses.md", "coverage: the questions judge")):
+        assert contiguous_in(shown_block(page, first), verbose), f"{page.name}: block {first!r} is not what -v prints"
 
     # again, warm (embeddings and the store snapshot cached), with what the gate, trials, shadow
     # and detectable-drop passages show; a variant without vectors shares the ingested table
@@ -100,7 +103,7 @@ def test_the_bundled_eval_output_in_the_docs_is_what_it_prints(bundled_project, 
                       "--retrieval-confidence=lower", f"--retrieval-baseline={baseline}", "--retrieval-max-drop=hit@5=0.01",
                       "--retrieval-shadow=hybrid:keyword", "--retrieval-variant=hybrid-kw: use_vector=false",
                       "--retrieval-engine=hybrid-kw", "--retrieval-shadow=hybrid-kw:hybrid",
-                      "--retrieval-threshold=shadow.gain>=0")
+                      "--retrieval-threshold=shadow.gain>=0", "-v")
     lines = out.splitlines()
     shown = [(docs / "gates.md", shown_block(docs / "gates.md", "hybrid: 3 trials:")),
              (docs / "gates.md", shown_block(docs / "gates.md", "warning: max-drop rule hit@5=0.01")),

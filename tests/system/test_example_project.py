@@ -35,7 +35,7 @@ def run(project: Path, *args: str, module: str = "pytest", env: dict | None = No
 
 
 def test_the_teams_tests_pass_and_their_gate_holds_and_xdist_gives_the_same_table(project):
-    done = run(project, "--retrieval-report", "--retrieval-report-dir=out")
+    done = run(project, "--retrieval-report", "--retrieval-report-dir=out", "-v")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "11 passed" in done.stdout and "retrieval gate: passed" in done.stdout
     table = parse_table(done.stdout)
@@ -91,7 +91,7 @@ def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
         "content": "Security desks issue temporary badges; the turnstile logs each swipe, and facilities revoke "
                    "lost badges within the hour. Contractors need an escort outside office hours."}))
     done = run(project, "-m", "retrieval", "--retrieval-report", "--retrieval-report-dir=out",
-               "--retrieval-html=out/page.html", "--retrieval-candidates=candidates")
+               "--retrieval-html=out/page.html", "--retrieval-candidates=candidates", "-v")
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"knowledge gain [-+]\d\.\d+ .*; with the candidates' novelty 0\.\d\d at weight 0\.1: ",
                      done.stdout.replace("\n  ", " "))
@@ -136,7 +136,7 @@ def test_the_unit_tests_alone_leave_the_plugin_asleep(project):
 
 def test_the_teams_yaml_pipelines_split_as_they_say_and_a_second_run_embeds_nothing(project):
     cache = f"--retrieval-cache-dir={project / 'cache'}"
-    first = run(project, "-m", "retrieval", "--retrieval-report", cache)
+    first = run(project, "-m", "retrieval", "--retrieval-report", cache, "-v")
     assert first.returncode == 0, first.stdout + first.stderr
     assert "ingested with ingest.yaml (17 chunks; embedded 17, 0 from the cache;" in first.stdout
     assert "corpus lint, kb: 17 chunks" in first.stdout

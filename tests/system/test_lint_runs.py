@@ -25,7 +25,7 @@ def test_bundled_report_lists_truncation_and_a_duplicated_document_is_flagged(py
                      f"retrieval_cache_dir = {shared_cache_dir}\n")  # warm: the lint is of the ingestion, cached embeddings or not
     pytester.makepyfile("def test_x(retrieval_results):\n    pass\n")
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--retrieval-report",
-                           "--retrieval-threshold", "lint.duplicate<=0", "--retrieval-stale=warn"],
+                           "--retrieval-threshold", "lint.duplicate<=0", "--retrieval-stale=warn", "-v"],
                           cwd=pytester.path, env={**os.environ, "TMPDIR": str(sandbox_tmp)},
                           capture_output=True, text=True, timeout=300)
     out = done.stdout

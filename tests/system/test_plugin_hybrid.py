@@ -90,9 +90,9 @@ def test_xdist_workers_each_get_a_store_and_the_table_matches(pytester, sandbox_
     def test_no_errors(retrieval_results):
         assert retrieval_results.n_errored == 0
 """)
-    serial, _ = run_inner(pytester, sandbox_tmp, "-m", "retrieval", "--retrieval-report")
+    serial, _ = run_inner(pytester, sandbox_tmp, "-m", "retrieval", "--retrieval-report", "-v")
     parallel, _ = run_inner(pytester, sandbox_tmp, "-n", "2", "-m", "retrieval", "--retrieval-report",
-                            "--retrieval-latency")
+                            "--retrieval-latency", "-v")
     assert serial.returncode == parallel.returncode == 0, parallel.stdout + parallel.stderr
     assert "2 workers" in parallel.stdout
     # each engine's latency, timed in the workers: p50 <= p95 <= max, and the hybrid engine's stages

@@ -43,7 +43,7 @@ def test_a_shadow_prints_deltas_gain_movers_and_gates_without_any_model(pytester
     pytester.makepyfile("import pytest\n\n@pytest.mark.retrieval\ndef test_x(retrieval_results):\n    pass\n")
     out = tmp_path / "out"
     result = pytester.runpytest("--retrieval-shadow", "keyword:oracle", "--retrieval-threshold", "shadow.gain>=0",
-                                "--retrieval-gain-weights", "hit@5=1", f"--retrieval-report-dir={out}")
+                                "--retrieval-gain-weights", "hit@5=1", f"--retrieval-report-dir={out}", "-v")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     text = result.stdout.str()
     assert "shadow keyword vs oracle on questions.cache.json (68 queries): knowledge gain -0.647" in " ".join(text.split())
@@ -68,7 +68,7 @@ def test_hybrid_against_keyword_gains_and_dropping_the_vector_retriever_loses(py
     pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
                      f"retrieval_cache_dir = {shared_cache_dir}\n")
     pytester.makepyfile("import pytest\n\n@pytest.mark.retrieval\ndef test_x(retrieval_results):\n    pass\n")
-    gain = pytester.runpytest_subprocess("--retrieval-shadow", "hybrid:keyword")
+    gain = pytester.runpytest_subprocess("--retrieval-shadow", "hybrid:keyword", "-v")
     assert gain.ret == 0, gain.stdout.str()
     text = " ".join(gain.stdout.str().split())
     assert "shadow hybrid vs keyword on questions.cache.json (68 queries): knowledge gain +0.6" in text

@@ -30,7 +30,7 @@ STOCHASTIC = """
 def test_trials_show_zero_spread_for_deterministic_engines_and_pass_at_k(bundled_project):
     bundled_project.makeconftest(STOCHASTIC)
     bundled_project.makepyfile("def test_x(retrieval_results):\n    pass\n")
-    result = bundled_project.runpytest("--retrieval-engine", "keyword", "--retrieval-engine", "coin", "--retrieval-report",
+    result = bundled_project.runpytest("-v", "--retrieval-engine", "keyword", "--retrieval-engine", "coin", "--retrieval-report",
                                        "--retrieval-trials", "4", "--retrieval-threshold", "hit@1>=0.5")
     out = result.stdout.str()
     assert "keyword: 4 trials: hit@1 0.118-0.118 (sd 0.000)" in out

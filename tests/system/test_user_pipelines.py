@@ -101,7 +101,7 @@ def test_sentence_transformers_embedders_in_a_teams_yaml_are_cached_and_queried(
 
     theirs = parse_table(cold.stdout.str())["theirs"]
     assert (theirs["n"], theirs["errored"], theirs["hit@5"]) == (3, 0, 1.0)  # hit@5 over 3 queries
-    warm = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report", "--retrieval-store-cache-mb=0")
+    warm = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report", "--retrieval-store-cache-mb=0", "-v")
     assert warm.ret == 0
     warm.stdout.fnmatch_lines(["*(6 chunks; embedded 0, 6 from the cache;*"])  # a second run embeds nothing
     assert "embedders_cached=embed" in " ".join(warm.stdout.str().split())
@@ -119,7 +119,7 @@ def test_a_teams_yaml_is_linted_for_truncation_with_its_embedders_window(project
     ingest, query = pipelines(tmp_path / "pipes", document_embedder=PluginDocumentEmbedder("minilm"),
                               text_embedder=PluginTextEmbedder("minilm"), split_length=400)
     project.ini(f"retrieval_ingest_pipeline = {ingest}\nretrieval_query_pipelines = theirs={query}\n")
-    result = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report")
+    result = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report", "-v")
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["*corpus lint, kb: 4 chunks, embedder window 256 tokens: truncated 1*",
                                  "*truncated: manual:0 (* tokens > 256*"])
@@ -230,14 +230,14 @@ def test_an_ingestion_yaml_no_engine_reads_is_a_warning_naming_it(project, tmp_p
         (tmp_path / name).write_text(builtin(name).path.read_text().replace("spec: minilm", "spec: hashing:64")
                                      .replace("embedding_dimension: 384", "embedding_dimension: 64"))
     project.ini(f"retrieval_ingest_pipeline = {tmp_path / 'ingest.yaml'}\nretrieval_engines = keyword\n")
-    result = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report")
+    result = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report", "-v")
     assert result.ret == 0, result.stdout.str()
     [line] = [l for l in result.stdout.lines if "retrieval_ingest_pipeline" in l]
     assert line.startswith("warning: retrieval_ingest_pipeline ") and str(tmp_path / "ingest.yaml") in line
     assert "did not run: no engine reads what it ingests" in line and "retrieval_query_pipelines = NAME=PATH" in line
     project.ini(f"retrieval_ingest_pipeline = {tmp_path / 'ingest.yaml'}\nretrieval_embedder = hashing:64\n"
                 f"retrieval_query_pipelines = copy={tmp_path / 'query.yaml'}\nretrieval_engines = keyword\n")
-    assert "did not run" in project.runpytest_subprocess("-m", "retrieval").stdout.str()  # its engine not selected
+    assert "did not run" in project.runpytest_subprocess("-m", "retrieval", "-v").stdout.str()  # its engine not selected
     project.ini(f"retrieval_ingest_pipeline = {tmp_path / 'ingest.yaml'}\nretrieval_embedder = hashing:64\n"
                 f"retrieval_query_pipelines = copy={tmp_path / 'query.yaml'}\nretrieval_engines = keyword copy\n")
     used = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report")

@@ -12,8 +12,8 @@ from ..ir.stats import CORRECTION_NAMES, POWER
 from . import table
 
 
-def _wrap(line: str, markdown: bool) -> list[str]:
-    return [f"- {line}"] if markdown else textwrap.wrap(line, width=80, subsequent_indent="    ",
+def _wrap(line: str, markdown: bool, width: int = 80) -> list[str]:
+    return [f"- {line}"] if markdown else textwrap.wrap(line, width=width, subsequent_indent="    ",
                                                                  break_on_hyphens=False)
 
 
@@ -23,7 +23,7 @@ def miss_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
     out = []
     for m in verdict.misses:
         line = m.line() + (f" (on {m.labeled})" if several else "")
-        out += _wrap(line, markdown)
+        out += _wrap(line, markdown, width=88)  # the default summary's width: one line per engine, mostly
     return out
 
 

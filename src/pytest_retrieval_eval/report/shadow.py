@@ -46,10 +46,14 @@ def documents(sh: Any) -> list[str]:
             f"relevant documents newly out of the top {sh.cutoff}: {listed(sh.newly_missed)}"]
 
 
-def terminal_lines(verdict: Any) -> list[str]:
+def terminal_lines(verdict: Any, *, full: bool = True) -> list[str]:
+    """Per shadow comparison its headline (the knowledge gain); with ``full`` (``-v``) the deltas,
+    movers, documents and segments too."""
     lines: list[str] = []
     for sh in verdict.shadows:
         lines += textwrap.wrap(headline(sh), width=80, subsequent_indent="  ", break_on_hyphens=False)
+        if not full:
+            continue
         deltas = ", ".join(f"{d.measure} {signed(d.delta)}{'*' if d.p < verdict.alpha else ''} {interval_text(d.ci)}"
                            for d in sh.deltas)
         lines += textwrap.wrap(f"deltas (* p < {verdict.alpha:g}, uncorrected): {deltas}", width=80,

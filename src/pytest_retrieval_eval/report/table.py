@@ -103,7 +103,10 @@ def legend(verdict: Any, *, markdown: bool = False) -> list[str]:
 
 
 def short(measure: str) -> str:
-    """A column header: freshness measures without their family prefix (the table fits)."""
+    """A column header: freshness measures without their family prefix, judged twins without
+    their suffix (their table says so), so that each table fits."""
+    if measure.endswith("+judged"):
+        measure = measure[: -len("+judged")]
     return measure.split(".", 1)[1] if measure.startswith("freshness.") else measure
 
 
@@ -143,17 +146,28 @@ def freshness_lines(verdict: Any, *, markdown: bool = False, limit: int = 3) -> 
     return lines
 
 
-def render(verdict: Any, *, ci: bool = True) -> list[str]:
-    """Terminal lines. Under each row, ``±`` is the larger side of the 95% interval; then
-    the legend, the freshness columns in a table of their own with the queries behind them (the
-    main table keeps to 80 columns), the engines' differences (not with ``ci=False``, the quiet
-    form) and what the labeled set can detect."""
+def render(verdict: Any, *, ci: bool = True, detail: bool = True) -> list[str]:
+    """Terminal lines. Under each row, ``±`` is the larger side of the 95% interval; then the
+    legend, the freshness columns in a table of their own, and the judged twins (``hit@5+judged``)
+    in a table of their own too, so the main table keeps its width. ``detail`` adds the queries
+    behind the freshness columns, the engines' differences (not with ``ci=False``, the quiet form)
+    and what the labeled set can detect; the terminal leaves them to ``-v``."""
+    from ..ir.measures import Measure
+
     relevance = [m for m in verdict.measures if not m.startswith("freshness.")]
+    judged = [m for m in relevance if Measure.parse(m).judged]
+    relevance = [m for m in relevance if m not in judged]
     fresh = [m for m in verdict.measures if m.startswith("freshness.")]
     lines = _grid(verdict, relevance, "engine", ci=ci) + legend(verdict)
+    if judged:
+        lines += _grid(verdict, judged, JUDGED_HEADER, ci=ci)
     if fresh:
-        lines += _grid(verdict, fresh, "freshness", ci=False) + freshness_lines(verdict)[1:]
-    return lines + (effect_lines(verdict) if ci else []) + detectable_lines(verdict)
+        lines += _grid(verdict, fresh, "freshness", ci=False) + (freshness_lines(verdict)[1:] if detail else [])
+    return lines + (effect_lines(verdict) if ci and detail else []) + (detectable_lines(verdict) if detail else [])
+
+
+#: the first header of the table of judged twins: the same measures, the holes filled by the judge
+JUDGED_HEADER = "with the judgments"
 
 
 def _grid(verdict: Any, measures: Sequence[str], first: str, *, ci: bool) -> list[str]:

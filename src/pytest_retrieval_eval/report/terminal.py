@@ -1,4 +1,11 @@
-"""The end-of-run section of the terminal: table, engine configurations, baseline, gate verdict."""
+"""The end-of-run section of the terminal, verdict first and detail with ``-v``.
+
+By default (pytest's verbosity 0) a reader gets what a red or green run turns on: the table with
+its intervals, one misses line per engine, the first warnings, engine errors, and the verdict
+with each failure and its cause, within ``WIDTH`` columns. ``-v`` adds the differences, the
+engine configurations, judged@k, segments, coverage, cost, sweeps, trials and lint findings (all
+of them also in results.md); ``-q`` leaves out the intervals as well.
+"""
 
 from __future__ import annotations
 
@@ -12,72 +19,148 @@ from .misses import coverage_lines, miss_lines, segment_lines
 
 #: segments that fell against the baseline, shown in the terminal (results.md has them all)
 SEGMENTS_SHOWN = 10
+#: the widest line the default summary writes (a failure line is never cut: it is the verdict)
+WIDTH = 88
+#: warnings and notes shown by default (wrapped within ``WIDTH``); beyond, a count and the way to see them
+NOTICES_SHOWN = 3
 
 
 def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unavailable: Mapping[str, str],
                   verbosity: int = 0) -> None:
     verdict = outcome.verdict
+    verbose = verbosity >= 1
     for line in outcome.workers_said:  # under xdist: the workers' store lines, which only they printed
         tr.write_line(f"retrieval: {line}")
-    if report or outcome.failed or verdict.baseline is not None or verdict.shadows:
+    headed = bool(report or outcome.failed or verdict.baseline is not None or verdict.shadows)
+    if headed and outcome.failed:  # the verdict first, in the heading; each failure and its cause close the section
+        n = len(outcome.failures)
+        tr.write_sep("-", f"retrieval evaluation: gate FAILED, {n} failure{'s' if n != 1 else ''} (causes at the end)",
+                     red=True, bold=True)
+    elif headed:
         tr.write_sep("-", "retrieval evaluation")
+    hidden: list[str] = []  # what -v would add, named in one line
+
+    def detail(name: str, lines: list[str]) -> list[str]:
+        if lines and not verbose:
+            hidden.append(name)
+        return lines if verbose else []
+
     if report:
         if verdict.rows:
-            for line in table.render(verdict, ci=verbosity >= 0):
+            for line in table.render(verdict, ci=verbosity >= 0, detail=verbose):
                 tr.write_line(line)
-            if verbosity >= 0:
-                for line in table.describe_engines(verdict.run.evaluations):
-                    tr.write_line(line)
-            for line in (stale_lines(verdict) + judged_lines(verdict) + candidate_lines(verdict.run)
-                         + miss_lines(verdict) + segment_lines(verdict) + coverage_lines(verdict)
-                         + cost.lines(verdict) + sweep.lines(verdict)):
+            if not verbose:
+                hidden += [name for name, left in (("differences", verbosity >= 0 and verdict.comparisons),
+                                                    ("freshness queries", table.freshness_lines(verdict)),
+                                                    ("detectable drops", verdict.detectable)) if left]
+            for line in detail("engine configurations", table.describe_engines(verdict.run.evaluations)):
+                tr.write_line(line)
+            for line in (detail("stale questions", stale_lines(verdict)) + detail("judged@k", judged_lines(verdict))
+                         + detail("candidates", candidate_lines(verdict.run))):
+                tr.write_line(line)
+            for line in miss_lines(verdict):
+                tr.write_line(line)
+            for line in (detail("segments", segment_lines(verdict)) + detail("coverage", coverage_lines(verdict))
+                         + detail("cost", cost.lines(verdict)) + detail("sweeps", sweep.lines(verdict))):
                 tr.write_line(line)
         else:
             tr.write_line("no retrieval evaluations were recorded in this run")
         for name, why in unavailable.items():
-            tr.write_line(f"engine {name} not available: {why}", yellow=True)
-    if report:
-        for line in cost.run_lines(getattr(outcome, "run_usage", None)):
+            for line in _fitted(f"engine {name} not available: {why}", verbose):
+                tr.write_line(line, yellow=True)
+        for line in detail("the run's HTTP calls", cost.run_lines(getattr(outcome, "run_usage", None))):
             tr.write_line(line)
-        for line in trial_lines(verdict, thresholds_of(outcome)):
+        for line in detail("trials", trial_lines(verdict, thresholds_of(outcome))):
             tr.write_line(line)
-        for line in lint_lines(verdict, limit=3 if verbosity >= 0 else 0):
+        shown = 3 if verbosity >= 0 else 0
+        for line in lint_lines(verdict, limit=shown if verbose else 0):
             tr.write_line(line)
-        for line in run_lint_lines(verdict, limit=3 if verbosity >= 0 else 0):
+        for line in run_lint_lines(verdict, limit=shown if verbose else 0):
             tr.write_line(line)
-    if not report:
-        for warning in verdict.warnings:
-            tr.write_line(f"warning: {warning}", yellow=True)
+        if not verbose and (any(r.findings for r in verdict.lint)
+                            or any(v for e in verdict.run.evaluations for v in e.run_lint.values())):
+            hidden.append("lint findings")
     if verdict.baseline is not None:
-        for line in baseline_lines(verdict):
+        for line in baseline_lines(verdict, fallen=verbose):
             tr.write_line(line)
-    for line in shadow.terminal_lines(verdict):
+        if not verbose and verdict.baseline.regressed_segments(verdict.alpha):
+            hidden.append("segments that fell")
+    for line in shadow.terminal_lines(verdict, full=verbose):
         tr.write_line(line)
-    for note in outcome.notes:
-        tr.write_line(f"note: {note}", yellow=True)
-    for warning in outcome.warnings:
-        tr.write_line(f"warning: {warning}", yellow=True)
+    if verdict.shadows and not verbose:
+        hidden.append("shadow details")
+    # warnings: in full with -v (in the report, beside the detectable drops they qualify)
+    warned = list(verdict.warnings) if not (report and verbose and verdict.rows and verdict.detectable) else []
+    notices = ([f"warning: {w}" for w in warned] + [f"note: {n}" for n in outcome.notes]
+               + [f"warning: {w}" for w in outcome.warnings])
+    limit = len(notices) if verbose or len(notices) <= NOTICES_SHOWN + 1 else NOTICES_SHOWN
+    for text in notices[:limit]:
+        for line in _fitted(text, verbose):
+            tr.write_line(line, yellow=True)
+    if len(notices) > limit:
+        tr.write_line(f"... and {len(notices) - limit} more warnings and notes (-v shows them)", yellow=True)
     if thresholds and not verdict.rows and not outcome.failed:
         tr.write_line(f"retrieval gate: no evaluations recorded; {thresholds} threshold(s) not checked", yellow=True)
+    if hidden and verbosity == 0:
+        for line in textwrap.wrap("more with -v: " + ", ".join(dict.fromkeys(hidden)), width=WIDTH,
+                                  subsequent_indent="    "):
+            tr.write_line(line)
     errors = error_lines(verdict)
-    if errors and not (report or outcome.failed or verdict.baseline is not None or verdict.shadows):
+    if errors and not headed:
         tr.write_sep("-", "retrieval evaluation")
     for line in errors:
         tr.write_line(line, red=True)
     for failure in outcome.failures:
         tr.write_line(f"FAIL retrieval gate: {failure}", red=True, bold=True)
+        for line in cause_lines(verdict, failure):
+            tr.write_line(line, red=True)
     if (thresholds or verdict.baseline is not None) and verdict.rows and not outcome.failed:
         tr.write_line("retrieval gate: passed", green=True)
 
 
-def baseline_lines(verdict: Any) -> list[str]:
-    """What moved against the baseline, measure by measure (only what changed)."""
+def _fitted(text: str, verbose: bool) -> list[str]:
+    """A warning or note within ``WIDTH`` by default, wrapped, never cut (a cut one could print
+    half a command); as one line with ``-v``, as before."""
+    if verbose or len(text) <= WIDTH:
+        return [text]
+    return textwrap.wrap(text, width=WIDTH, subsequent_indent="    ", break_on_hyphens=False,
+                         break_long_words=False) or [text]
+
+
+def cause_lines(verdict: Any, failure: str) -> list[str]:
+    """Under a failed rule on a retrieval measure: why its engine's questions missed at the
+    rule's cutoff (``run.causes``), one line per labeled set, so the reason sits beside the
+    failure and not only in the table above."""
+    from ..gate.rules import MeasureQuantity
+
+    breach = next((b for b in verdict.breaches if str(b) == failure), None)
+    if breach is None or breach.value is None or not isinstance(breach.threshold.quantity, MeasureQuantity):
+        return []
+    measure = breach.threshold.quantity.measure
+    if measure.freshness or measure.count or breach.threshold.segment:
+        return []  # a segment rule's failure names its lowest questions itself
+    k = measure.k or verdict.miss_k
+    out = []
+    for e in verdict.run.evaluations:
+        if e.engine != breach.engine or not e.n:
+            continue
+        misses = e.misses(k)
+        if misses.causes:
+            several = len({x.labeled.name for x in verdict.run.evaluations if x.engine == e.engine}) > 1
+            out += textwrap.wrap("cause: " + misses.line() + (f" (on {e.labeled.name})" if several else ""),
+                                 width=WIDTH, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+    return out
+
+
+def baseline_lines(verdict: Any, *, fallen: bool = True) -> list[str]:
+    """What moved against the baseline, measure by measure (only what changed); with ``fallen``,
+    the segments that fell too."""
     comparison = verdict.baseline
     lines = [f"against the baseline (p corrected: {table.CORRECTION_NAMES[comparison.correction]} over "
              f"{len(comparison.diffs)} comparisons):"]
     moved = [d for d in comparison.diffs if d.moved]
     lines += [f"  {d.describe()}" for d in moved] or ["  no measure moved"]
-    fell = comparison.regressed_segments(verdict.alpha)
+    fell = comparison.regressed_segments(verdict.alpha) if fallen else []
     if fell:
         lines.append(f"  segments that fell (p corrected over {len(comparison.segments)} segment comparisons; the total "
                      "held, or beyond noise):")
