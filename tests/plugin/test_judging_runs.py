@@ -110,12 +110,22 @@ def test_a_baseline_made_with_another_judge_is_refused_in_one_line(judged_projec
                         "--retrieval-judge-model=judge-a", "--retrieval-judge-depth=3", "--retrieval-save-baseline=base.json")
     assert first.ret == 0
     second = p.runpytest("-m", "retrieval", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
-                         "--retrieval-judge-model=judge-b", "--retrieval-judge-depth=3", "--retrieval-baseline=base.json")
+                         "--retrieval-judge-model=judge-b", "--retrieval-judge-depth=3", "--retrieval-baseline=base.json",
+                         "--retrieval-report", "--retrieval-report-dir=out", "--retrieval-html=page.html")
     assert second.ret == 1
     refused = [line for line in second.stdout.lines if line.startswith("FAIL retrieval gate: baseline refused")]
     assert len(refused) == 1
     assert "keyword: judged with another judge (judge-a, fingerprint" in refused[0]
     assert "-> judge-b, fingerprint" in refused[0] and "--retrieval-baseline-force" in refused[0]
+    # every surface says refused, and none that the baseline was compared
+    comment = cli_output(["report", "comment", str(p.path / "out" / "results.json"), "--baseline=base.json"])
+    surfaces = {"terminal": second.stdout.str(), "results.md": (p.path / "out" / "results.md").read_text(),
+                "page": (p.path / "page.html").read_text(), "comment": comment}
+    for name, text in surfaces.items():
+        assert "refused" in text, name
+        assert "no measure moved" not in text and "measures moved" not in text, name
+    assert "against the baseline: refused, nothing compared" in surfaces["terminal"]
+    assert any("judged with another judge" in line for line in comment.splitlines()[:10]), comment[:2000]
     forced = p.runpytest("-m", "retrieval", "--retrieval-judgments=j.jsonl", "--retrieval-baseline=base.json",
                          "--retrieval-baseline-force")
     assert forced.ret == 0 and "compared although keyword: judged with another judge" in forced.stdout.str()

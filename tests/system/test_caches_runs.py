@@ -40,6 +40,8 @@ def test_in_a_pytest_run_the_error_names_the_path_without_a_traceback(pytester, 
                      f"retrieval_cache_dir = {blocker}\nretrieval_embedder = hashing:32\n")
     pytester.makepyfile("def test_x(retrieval_embedder):\n    pass\n")
     result = pytester.runpytest()
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines([f"{blocker}: embedding cache folder cannot be created*--retrieval-cache-dir*"])
-    assert "Traceback" not in result.stdout.str() and "sqlite3." not in result.stdout.str()
+    # one usage error before anything starts, naming the option and the path
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--retrieval-cache-dir / retrieval_cache_dir names a folder, and {blocker} is a file*"])
+    text = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in text and "sqlite3." not in text

@@ -156,6 +156,10 @@ def baseline_lines(verdict: Any, *, fallen: bool = True) -> list[str]:
     """What moved against the baseline, measure by measure (only what changed); with ``fallen``,
     the segments that fell too."""
     comparison = verdict.baseline
+    if comparison.refused:  # nothing was compared: never "no measure moved"
+        return (["against the baseline: refused, nothing compared (re-save the baseline, or compare anyway with "
+                 "--retrieval-baseline-force)"] + [f"  refused: {r}" for r in comparison.refusals]
+                + [f"  note: {n}" for n in comparison.notes])
     lines = [f"against the baseline (p corrected: {table.CORRECTION_NAMES[comparison.correction]} over "
              f"{len(comparison.diffs)} comparisons):"]
     moved = [d for d in comparison.diffs if d.moved]
