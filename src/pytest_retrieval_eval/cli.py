@@ -74,6 +74,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="write the report folder (results.md, results.json, per_query.jsonl, runs/, qrels, plot)")
     rep.add_argument("--html", default=None, metavar="PATH", help="write the drill-down page")
     rep.add_argument("--markdown", action="store_true", help="print the Markdown report instead of the table")
+    rep.add_argument("-v", "--verbose", action="count", default=0,
+                     help="the run's detail too (differences, configurations, judged@k ...), as pytest -v shows it")
     hist = sub.add_parser("history", help="the runs --retrieval-history kept: list them, or chart a measure "
                                           "across commits (history trend --measure hit@5)")
     hist.add_argument("action", nargs="?", default="list", choices=["list", "trend"])
@@ -258,12 +260,8 @@ def _report(args) -> int:
     from .gate.verdict import judge_recorded, record_settings
     from .ir.measures import DEFAULT_TABLE_MEASURES, parse_measures, split_measures
     from .plugin.session import load_baseline
-    from .report import cost, sweep, table
     from .report.files import markdown
     from .report.outputs import metadata, write_outputs
-    from .report.judged import candidate_lines, judged_lines, stale_lines
-    from .report.misses import coverage_lines, miss_lines, segment_lines
-    from .report.terminal import baseline_lines
 
     run = _results_of(args)
     recorded = run.settings
@@ -303,16 +301,14 @@ def _report(args) -> int:
         print(comment(verdict, full_report=_full_report(args)), end="")
     elif args.markdown:
         print(markdown(verdict, metadata(verdict)), end="")
-    else:
-        print("\n".join(table.render(verdict)))
-        print("\n".join(stale_lines(verdict) + judged_lines(verdict) + candidate_lines(verdict.run)
-                        + miss_lines(verdict) + segment_lines(verdict) + coverage_lines(verdict)
-                        + cost.lines(verdict) + sweep.lines(verdict)))
-        if verdict.baseline is not None:
-            print("\n".join(baseline_lines(verdict)))
-        for warning in verdict.warnings:
-            print(f"warning: {warning}")
-    if not getattr(args, "comment", False):  # a comment holds its failures
+    else:  # the run's own summary, by the run's own writer (detail with -v, as in the run)
+        from .plugin.session import Outcome
+        from .report.terminal import LineWriter, write_summary
+
+        write_summary(LineWriter(sys.stdout), Outcome(verdict, thresholds=list(verdict.settings.thresholds)),
+                      report=True, thresholds=len(verdict.settings.thresholds), unavailable={},
+                      verbosity=args.verbose)
+    if args.markdown and not getattr(args, "comment", False):  # results.md holds no gate lines of its own
         for failure in verdict.failures:
             print(f"FAIL retrieval gate: {failure}")
     return 1 if verdict.failed else 0

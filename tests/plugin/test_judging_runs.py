@@ -72,7 +72,7 @@ def test_a_run_judges_its_holes_shows_both_numbers_and_gates_either(judged_proje
     assert len(fake_api.hits("/chat/completions")) == asked  # every pair is in the file: nothing asked
     assert f"judged 0 pair(s) with openai/gpt-4o-mini (0 call(s), 0.0 s), {asked} already in the file" in again.stdout.str()
     assert again.ret == 0
-    rebuilt = cli_output(["report", str(p.path / "out" / "results.json")])
+    rebuilt = cli_output(["report", str(p.path / "out" / "results.json"), "-v"])
     assert "hit@5+judged" in rebuilt and "the judgments moved keyword most" in rebuilt
 
 
@@ -206,7 +206,7 @@ def test_calibrate_prints_kappa_the_confusion_table_and_the_engines_order(saved_
     assert "Cohen's kappa " in out and "human \\ judge     0     1     2     3" in out
     assert "engines by ndcg@10, human labels: keyword" in out
     assert len([j for j in Judgments.load(path) if j.kind == "calibration"]) == 30
-    assert cli(["report", str(saved_run), "--judgments", str(path)]) == 0
+    assert cli(["report", str(saved_run), "--judgments", str(path), "-v"]) == 0
     out = capsys.readouterr().out  # calibration alone fills no hole; the report says what the judge is worth
     assert "+judged: human labels with 0 judged hole(s)" in out and "Cohen's kappa" in out
 

@@ -88,5 +88,5 @@ def test_one_area_regresses_while_the_total_holds_and_is_named(team, monkeypatch
     assert failure.startswith("FAIL retrieval gate: ours[area:network]: hit@5 dropped 1.0000 (1.0000 -> 0.0000), more "
                               "than 0.05 (from --retrieval-max-drop; segment area:network, n=4, 4 down, 0 up")
     rebuilt = subprocess.run([sys.executable, "-m", "pytest_retrieval_eval", "report", "out/results.json",
-                              "--baseline", "baseline.json"], cwd=team.path, capture_output=True, text=True)
+                              "--baseline", "baseline.json", "-v"], cwd=team.path, capture_output=True, text=True)
     assert rebuilt.returncode == 1 and "ours[area:network]: hit@5 1.0000 -> 0.0000" in rebuilt.stdout

@@ -116,7 +116,7 @@ def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
     assert "judgments.jsonl: pooled " in judged.stdout and "helpdesk-bm25: judged@10 " in judged.stdout
     assert "printer-copy: novelty 0.00" in judged.stdout
     gated = run(project, "report", "out/results.json", "--judgments", "judgments.jsonl", "--corpus", "kb",
-                "--threshold", "helpdesk-bm25:hit@3+judged>=0.6", module="pytest_retrieval_eval")
+                "--threshold", "helpdesk-bm25:hit@3+judged>=0.6", "-v", module="pytest_retrieval_eval")
     assert gated.returncode == 0, gated.stdout + gated.stderr
     assert "hit@3+judged" in gated.stdout and "+judged: human labels with " in gated.stdout
     assert "the judgments moved " in gated.stdout

@@ -25,6 +25,23 @@ WIDTH = 88
 NOTICES_SHOWN = 3
 
 
+class LineWriter:
+    """The two calls ``write_summary`` makes of pytest's terminal reporter, on a plain stream: the
+    ``report`` command prints a saved run's summary as the run printed it (pytest's ``sep``
+    layout at its default 80 columns; no colour)."""
+
+    def __init__(self, stream: Any, width: int = 80) -> None:
+        self.stream, self.width = stream, width
+
+    def write_line(self, line: str, **markup: bool) -> None:
+        self.stream.write(line + "\n")
+
+    def write_sep(self, sep: str, title: str, **markup: bool) -> None:
+        fill = sep * max((self.width - len(title) - 2) // (2 * len(sep)), 1)
+        line = f"{fill} {title} {fill}"
+        self.write_line(line + sep.rstrip() if len(line) + len(sep.rstrip()) <= self.width else line)
+
+
 def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unavailable: Mapping[str, str],
                   verbosity: int = 0) -> None:
     verdict = outcome.verdict
