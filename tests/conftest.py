@@ -3,9 +3,9 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-import sys
 
 import os
+import sys
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no network here; tests build pipelines directly
 
