@@ -257,17 +257,17 @@ def _report(args) -> int:
     from dataclasses import replace
 
     from .gate.rules import parse_max_drops, parse_thresholds
-    from .gate.verdict import judge_recorded, record_settings
+    from .gate.verdict import conclude, for_run
     from .ir.measures import DEFAULT_TABLE_MEASURES, parse_measures, split_measures
     from .plugin.session import load_baseline
     from .report.files import markdown
     from .report.outputs import metadata, write_outputs
 
-    run = _results_of(args)
-    recorded = run.settings
+    saved = _results_of(args)
+    run, settings = saved.run, saved.settings
     if args.judgments is not None:
         _attach(run, args.judgments, args.corpus)
-    baseline_path = args.baseline if args.baseline is not None else recorded.baseline
+    baseline_path = args.baseline if args.baseline is not None else settings.baseline
     if args.max_drop and baseline_path is None:
         raise RetrievalEvalError("--max-drop compares with a baseline: give --baseline PATH")
     # judged anew with what the command line changes, everything else (shadows too) as recorded
@@ -285,13 +285,13 @@ def _report(args) -> int:
 
         changes["prices"] = prices_of((t, "--prices") for t in args.prices)
     if changes or args.measures is not None or args.baseline is not None or args.judgments is not None:
-        columns = split_measures(args.measures) if args.measures else list(recorded.table_measures)
+        columns = split_measures(args.measures) if args.measures else list(settings.table_measures)
         if args.judgments is not None and not args.measures:  # the judged twins are laid out again
             columns = [c for c in columns if not parse_measures([c])[0].judged]
-        run = record_settings(run, replace(recorded, baseline=baseline_path, **changes),
-                              configured=tuple(parse_measures(columns)) if columns else DEFAULT_TABLE_MEASURES)
+        settings = for_run(run, replace(settings, baseline=baseline_path, **changes),
+                           configured=tuple(parse_measures(columns)) if columns else DEFAULT_TABLE_MEASURES)
     baseline, problems = load_baseline(Path(baseline_path)) if baseline_path else (None, [])
-    verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
+    verdict = conclude(run, settings, baseline, problems=problems, recorded=saved.analysis)
     if args.out or args.html:
         write_outputs(verdict, report_dir=Path(args.out) if args.out else None,
                       html=Path(args.html) if args.html else None, baseline=baseline)
@@ -382,7 +382,8 @@ def _shown_measure(evaluation: dict, measure: str) -> str | None:
 def _results_of(args):
     """``report RESULTS``: the saved run; ``report merge A B ...``: the run its slices make up;
     ``report comment ...``: either, printed as a pull-request comment (``args.comment``)."""
-    from .gate.settings import GateSettings, load_run
+    from .gate.saved import Saved, load_saved
+    from .gate.settings import GateSettings
 
     if args.results[0] == "comment":
         args.comment = True
@@ -397,14 +398,17 @@ def _results_of(args):
                                      f"slices of CI jobs: python -m pytest_retrieval_eval report merge "
                                      f"{' '.join(args.results)}")
         args.results = args.results[0]
-        return load_run(args.results)
+        return load_saved(args.results)
     from .run.combine import merge_slices
 
     paths = args.results[1:]
     args.results, args.merged = " ".join(paths), paths  # how a message names them; the files
     run = merge_slices(paths)
-    run.settings = GateSettings.of(run)
-    return run
+    try:
+        settings = GateSettings.from_dict(run.settings) if run.settings else GateSettings()
+    except RetrievalEvalError as exc:
+        raise RetrievalEvalError(exc.detail, path=paths[0], field=exc.field or "settings") from None
+    return Saved(run, settings)
 
 
 def _attach(run, judgments: str, corpus: str | None):
@@ -462,7 +466,7 @@ def _judge(args) -> int:
     from .data.corpus import open_corpus
     from .data.judge import JudgeConfig, judge_pairs
     from .data.judgments import Judgments
-    from .gate.settings import load_run
+    from .gate.saved import load_run
     from .run.judging import (attach, calibration_pairs, candidate_pairs, candidates_record, engine_order, pairs, pool,
                               question_hashes)
 

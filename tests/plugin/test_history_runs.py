@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, results_text
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.gate.history import History
 from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
@@ -176,8 +176,8 @@ def test_a_branch_is_judged_against_the_record_at_its_merge_base_not_mains_newes
 
     work, base, tip = branched
     history = History(tmp_path / "h")
-    history.append(_run().to_json(), {"commit": base, "dirty": False}, now=1e9)
-    history.append(_run().to_json(), {"commit": tip, "dirty": False}, now=2e9)  # main's newest
+    history.append(results_text(_run()), {"commit": base, "dirty": False}, now=1e9)
+    history.append(results_text(_run()), {"commit": tip, "dirty": False}, now=2e9)  # main's newest
     record, said = compare_ref(history, "main", work)
     assert record is not None and record.commit == base, said
     assert f"at {base[:10]}" in said and tip[:10] not in said
@@ -188,7 +188,7 @@ def test_no_record_at_the_merge_base_is_said_and_mains_newest_is_not_used(branch
 
     work, base, tip = branched
     history = History(tmp_path / "h")
-    history.append(_run().to_json(), {"commit": tip, "dirty": False}, now=2e9)  # only main's tip recorded
+    history.append(results_text(_run()), {"commit": tip, "dirty": False}, now=2e9)  # only main's tip recorded
     record, said = compare_ref(history, "main", work)
     assert record is None
     assert f"no history record at its merge-base {base[:10]}" in said
@@ -202,13 +202,13 @@ def test_another_jobs_record_at_the_merge_base_is_never_the_baseline(branched, t
     history = History(tmp_path / "h")
     ours = _run("questions.json", ("q1", "q2"))
     other = _run("other-labels.json", ("x1", "x2", "x3"))  # another CI job: other labels
-    history.append(ours.to_json(), {"commit": base, "dirty": False}, now=1e9)
-    history.append(other.to_json(), {"commit": base, "dirty": False}, now=2e9)  # the newest at the merge-base
+    history.append(results_text(ours), {"commit": base, "dirty": False}, now=1e9)
+    history.append(results_text(other), {"commit": base, "dirty": False}, now=2e9)  # the newest at the merge-base
     record, said = compare_ref(history, "main", work, run=ours)
     assert record is not None and record.run().evaluations[0].labeled.name == "questions.json", said
 
     alone = History(tmp_path / "alone")
-    alone.append(other.to_json(), {"commit": base, "dirty": False}, now=2e9)
+    alone.append(results_text(other), {"commit": base, "dirty": False}, now=2e9)
     record, said = compare_ref(alone, "main", work, run=ours)
     assert record is None
     assert f"at its merge-base {base[:10]}" in said
@@ -220,7 +220,7 @@ def test_the_same_labeled_set_name_with_other_questions_is_another_job(branched,
 
     work, base, _ = branched
     history = History(tmp_path / "h")
-    history.append(_run("questions.json", ("x1", "x2", "x3")).to_json(), {"commit": base}, now=1e9)
+    history.append(results_text(_run("questions.json", ("x1", "x2", "x3"))), {"commit": base}, now=1e9)
     ours = _run("questions.json", ("q1", "q2"))
     record, said = compare_ref(history, "main", work, run=ours)
     assert record is None and "fingerprint" in said
@@ -234,11 +234,11 @@ def test_another_named_jobs_record_is_never_the_baseline(branched, tmp_path, mon
     work, base, _ = branched
     history = History(tmp_path / "h")
     monkeypatch.setenv("RETRIEVAL_EVAL_JOB", "nightly")
-    history.append(_run().to_json(), {"commit": base}, now=1e9)
+    history.append(results_text(_run()), {"commit": base}, now=1e9)
     monkeypatch.setenv("RETRIEVAL_EVAL_JOB", "pull-request")
     record, said = compare_ref(history, "main", work, run=_run())
     assert record is None and "job nightly" in said and "this job: pull-request" in said
-    history.append(_run().to_json(), {"commit": base}, now=0.5e9)  # this job's, older
+    history.append(results_text(_run()), {"commit": base}, now=0.5e9)  # this job's, older
     record, said = compare_ref(history, "main", work, run=_run())
     assert record is not None and record.job.get("name") == "pull-request", said
 
@@ -314,11 +314,11 @@ def test_another_slices_record_is_never_the_baseline_and_forced_the_same_questio
         return RunResults([EvaluationResult("e", labeled, tuple(QueryResult(q.query_id, ("g",)) for q in labeled.queries))])
 
     history = History(tmp_path / "h")
-    history.append(sliced(2, 2).to_json(), {"commit": base}, now=1e9)  # the other job of the matrix
+    history.append(results_text(sliced(2, 2)), {"commit": base}, now=1e9)  # the other job of the matrix
     record, said = compare_ref(history, "main", work, run=sliced(1, 2), force=True)
     assert record is None and "slice 2/2 of questions.json (this run: slice 1/2)" in said, said
-    history.append(sliced(1, 2).to_json(), {"commit": base}, now=2e9)  # this job's
+    history.append(results_text(sliced(1, 2)), {"commit": base}, now=2e9)  # this job's
     edited = LabeledSet(whole.labeled.queries[1:], name="questions.json")  # q1 removed: slice 1/2 is q2, q4
-    history.append(sliced(1, 2, edited).to_json(), {"commit": base}, now=3e9)  # newer, other questions
+    history.append(results_text(sliced(1, 2, edited)), {"commit": base}, now=3e9)  # newer, other questions
     record, said = compare_ref(history, "main", work, run=sliced(1, 2), force=True)
     assert record is not None and record.path.name.startswith("20330518"), said  # the same questions first

@@ -246,10 +246,12 @@ def refused_page(pytester, tmp_path):
     result = pytester.runpytest(*common, f"--retrieval-html={tmp_path / 'page.html'}", f"--retrieval-report-dir={out}",
                                 f"--retrieval-baseline={tmp_path / 'base.json'}", "--retrieval-threshold=hit@1>=0.99")
     assert result.ret == 1, result.stdout.str()
-    from pytest_retrieval_eval.gate.verdict import judge_recorded
-    from pytest_retrieval_eval.run.results import RunResults
+    from pytest_retrieval_eval.gate.saved import load_run, load_saved
+    from pytest_retrieval_eval.gate.verdict import conclude
 
-    verdict = judge_recorded(RunResults.load(out / "results.json"), baseline=RunResults.load(tmp_path / "base.json"))
+    saved = load_saved(out / "results.json")
+    verdict = conclude(saved.run, saved.settings, load_run(tmp_path / "base.json", check_fingerprints=False),
+                       recorded=saved.analysis)
     assert verdict.baseline.refusals and len(verdict.failures) >= 3
     return tmp_path / "page.html", verdict
 

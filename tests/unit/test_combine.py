@@ -15,6 +15,7 @@ from pytest_retrieval_eval.run.combine import join, merge_slices
 from pytest_retrieval_eval.run.evaluate import evaluate_engine
 from pytest_retrieval_eval.run.results import RunResults
 from pytest_retrieval_eval.types import LabeledQuery
+from conftest import results_text
 
 LABELED = LabeledSet(tuple(LabeledQuery(f"q{i}", f"question number {i}", {f"d{i % 4}": 1}) for i in range(9)),
                      name="set")
@@ -42,7 +43,7 @@ def slice_file(tmp_path, i, n=3, *, trials=1, **kw):
     e = evaluation(LABELED.slice(i, n), **kw)
     e.trial_results = (e.results,) * (trials - 1)  # --retrieval-trials: the same rankings again
     path = tmp_path / f"s{i}.json"
-    path.write_text(RunResults([e]).to_json())
+    path.write_text(results_text(RunResults([e])))
     return str(path)
 
 
@@ -133,7 +134,7 @@ def test_a_slice_is_judged_like_its_whole_set_so_every_jobs_table_has_the_same_c
     multi = LabeledSet((*LABELED.queries[:8], LabeledQuery("q8", "question number 8", {"d0": 1, "d1": 2})), name="set")
     assert [multi.slice(i, 3).multi_judged for i in (1, 2, 3)] == [True, True, True]
     path = tmp_path / "s1.json"
-    path.write_text(RunResults([evaluation(multi.slice(1, 3))]).to_json())
+    path.write_text(results_text(RunResults([evaluation(multi.slice(1, 3))])))
     assert RunResults.load(path).evaluations[0].labeled.multi_judged  # read back as its whole set
 
 
@@ -150,7 +151,7 @@ def test_slices_judged_with_one_judgments_file_merge_into_the_unsliced_runs_judg
         run = RunResults([evaluation(LABELED.slice(i, 3))])
         attach(run, judgments, shown_path="j.jsonl")
         paths.append(tmp_path / f"s{i}.json")
-        paths[-1].write_text(run.to_json())
+        paths[-1].write_text(results_text(run))
     whole = RunResults([evaluation(LABELED)])
     attach(whole, judgments, shown_path="j.jsonl")
     merged = merge_slices([str(p) for p in paths])

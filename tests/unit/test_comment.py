@@ -7,7 +7,7 @@ from __future__ import annotations
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.gate.rules import parse_max_drops, parse_thresholds
 from pytest_retrieval_eval.gate.settings import GateSettings
-from pytest_retrieval_eval.gate.verdict import judge
+from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.report.comment import MARKER, comment
 from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
@@ -46,11 +46,9 @@ def test_a_short_comment_is_whole():
 
 def test_report_comment_points_to_the_results_md_beside_the_saved_run(tmp_path, capsys):
     from pytest_retrieval_eval.cli import main
-    from pytest_retrieval_eval.gate.verdict import record_settings
     from pytest_retrieval_eval.report.outputs import write_outputs
 
     verdict = _verdict(600)
-    record_settings(verdict.run, verdict.settings)
     write_outputs(verdict, report_dir=tmp_path / "out")
     assert main(["report", "comment", str(tmp_path / "out" / "results.json")]) == 1  # the gate fails
     text = capsys.readouterr().out
@@ -120,7 +118,7 @@ def test_measures_that_did_not_move_are_folded_into_a_count():
 def test_a_long_failure_list_is_cut_within_the_first_ten_lines_and_given_in_full_below():
     thresholds = [f"{m}>=0.99" for m in ("hit@1", "hit@3", "hit@5", "hit@10", "mrr")]
     verdict = _dropped(thresholds=thresholds)
-    failures = verdict.failures
+    failures = list(verdict.failures)
     assert len(failures) > 6
     text = comment(verdict)
     lead = text.splitlines()[:10]

@@ -18,12 +18,14 @@ from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.gate.rules import Threshold
 from pytest_retrieval_eval.gate.settings import GateSettings
-from pytest_retrieval_eval.gate.verdict import judge, record_settings
+from pytest_retrieval_eval.gate.saved import load_saved, results_json
+from pytest_retrieval_eval.gate.verdict import conclude, for_run, verdict_of as judge
 from pytest_retrieval_eval.run.cost import latency_of, parse_prices, usage_of
 from pytest_retrieval_eval.run.evaluate import evaluate_engine
 from pytest_retrieval_eval.run.results import RunResults
 from pytest_retrieval_eval.run.results_json import evaluation_from_dict
 from pytest_retrieval_eval.types import LabeledQuery
+from conftest import results_text
 
 LABELED = LabeledSet(tuple(LabeledQuery(f"q{i}", "word " * (i + 1), {"d1": 1}) for i in range(12)), name="set")
 
@@ -74,12 +76,13 @@ def test_latency_figures_are_numpys_percentiles_of_each_call_and_a_rule_names_th
     assert all(s >= p for s, p in zip(seconds, pauses))  # a monotonic clock around the call
     assert lat.figures["p95"] == pytest.approx(float(np.percentile(seconds, 95)))
     assert lat.figures["max"] == max(seconds) and lat.concurrency == 1 and "CPUs" in lat.machine
-    run = record_settings(RunResults([e]), GateSettings(thresholds=(Threshold.parse("slow:latency.p95<=5ms", source="t"),)))
-    verdict = judge(run, GateSettings.of(run))
+    run = RunResults([e])
+    settings = for_run(run, GateSettings(thresholds=(Threshold.parse("slow:latency.p95<=5ms", source="t"),)))
+    verdict = judge(run, settings)
     [failure] = verdict.failures
     assert failure.startswith(f"slow: latency.p95 = {lat.ms('p95'):.1f} ms, required <= 5 ms (from t; n=12; "
                               "measured at concurrency 1, ")
-    assert run.settings.latency  # a latency rule keeps the times in results.json
+    assert settings.latency  # a latency rule keeps the times in results.json
 
 
 def test_a_latency_rule_on_a_run_that_kept_no_times_fails_saying_so():
@@ -87,22 +90,22 @@ def test_a_latency_rule_on_a_run_that_kept_no_times_fails_saying_so():
     e.measured = {}  # as a results.json saved without --retrieval-latency reads back
     run = RunResults([e])
     verdict = judge(run, GateSettings(thresholds=(Threshold.parse("latency.p50<=1s", source="t"),), latency=True))
-    assert verdict.failures == ["slow: latency.p50 = unknown, required <= 1000 ms (from t; n=12; the run did not time "
+    assert list(verdict.failures) == ["slow: latency.p50 = unknown, required <= 1000 ms (from t; n=12; the run did not time "
                                 "its calls)"]
 
 
 def test_results_json_holds_the_times_only_with_latency_on_and_rebuilds_byte_identical(tmp_path):
     e = evaluate_engine(Sleeper([0.001] * 12), LABELED)
-    plain = json.loads(RunResults([e]).to_json())
+    plain = json.loads(results_text(RunResults([e])))
     assert "seconds" not in plain["evaluations"][0]["queries"][0] and "latency" not in plain["evaluations"][0]
-    run = record_settings(RunResults([e]), GateSettings(latency=True))
-    text = run.to_json()
+    run = RunResults([e])
+    text = results_text(run, for_run(run, GateSettings(latency=True)))
     d = json.loads(text)["evaluations"][0]
     assert d["latency"]["seconds"]["p95"] == pytest.approx(latency_of(e).figures["p95"])
     assert d["measured"]["concurrency"] == 1
     (tmp_path / "r.json").write_text(text)
-    again = RunResults.load(tmp_path / "r.json")
-    assert again.to_json() == text
+    again = load_saved(tmp_path / "r.json")
+    assert results_json(conclude(again.run, again.settings, recorded=again.analysis)) == text
 
 
 def _usage_server(api: FakeApi) -> None:
@@ -172,8 +175,8 @@ def test_a_retry_is_a_call_and_an_unpriced_model_leaves_the_cost_unknown_naming_
     used = usage_of(e, parse_prices("other=1"))
     assert math.isnan(used.cost) and used.unpriced == ("svc",)
     assert usage_of(e, parse_prices("*=1")).cost == pytest.approx(14 / 1e6)
-    run = record_settings(RunResults([e]), GateSettings(thresholds=(Threshold.parse("cost.per_query<=1", source="t"),)))
-    [failure] = judge(run, GateSettings.of(run)).failures
+    run = RunResults([e])
+    [failure] = judge(run, for_run(run, GateSettings(thresholds=(Threshold.parse("cost.per_query<=1", source="t"),)))).failures
     assert "cost.per_query = unknown" in failure and "no price for svc (--retrieval-prices)" in failure
 
 
@@ -291,10 +294,10 @@ def test_tokens_are_priced_under_the_model_asked_for_not_the_dated_name_the_answ
     [model] = used.by_model
     assert model.startswith("gpt-4o-mini") and "gpt-4o-mini-2024-07-18" in model  # both names kept
     assert used.priced_as == {model: "gpt-4o-mini"} and used.to_dict()["priced_as"] == {model: "gpt-4o-mini"}
-    run = record_settings(RunResults([e]), GateSettings(prices=parse_prices("gpt-4o-mini=0.15/0.60 *=0.0125/0.05"),
-                                                        thresholds=(Threshold.parse("cost.per_query<=0.0001",
-                                                                                    source="t"),)))
-    [failure] = judge(run, GateSettings.of(run)).failures  # 0.00021 a question: over the budget
+    run = RunResults([e])
+    [failure] = judge(run, for_run(run, GateSettings(prices=parse_prices("gpt-4o-mini=0.15/0.60 *=0.0125/0.05"),
+                                                     thresholds=(Threshold.parse("cost.per_query<=0.0001",
+                                                                                 source="t"),)))).failures  # 0.00021 a question: over the budget
     assert failure.startswith("remote: cost.per_query = 0.00021")
 
 

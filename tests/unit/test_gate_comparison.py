@@ -8,12 +8,13 @@ import pytest
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.gate.settings import GateSettings
-from pytest_retrieval_eval.gate.verdict import judge, record_settings
+from pytest_retrieval_eval.gate.verdict import for_run, verdict_of as judge
 from pytest_retrieval_eval.ir import paired as paired_module
 from pytest_retrieval_eval.ir.paired import moved, paired
 from pytest_retrieval_eval.report.outputs import write_outputs
 from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
+from conftest import results_text
 
 N = 20
 QUERIES = tuple(LabeledQuery(f"q{i:02d}", f"question {i}", {f"d{i}": 1}) for i in range(N))
@@ -49,10 +50,10 @@ def test_engine_pairs_baselines_and_shadows_read_one_statistic():
 
 
 def test_writing_the_outputs_runs_no_paired_test(tmp_path, monkeypatch):
-    run = record_settings(RunResults([_engine("a", set()), _engine("b", {2, 3, 5})]),
-                          GateSettings(shadows=(("a", "b"),), gain_weights={"hit@1": 1.0}))
-    verdict = judge(run, run.settings)
-    expected = run.to_json()
+    run = RunResults([_engine("a", set()), _engine("b", {2, 3, 5})])
+    settings = for_run(run, GateSettings(shadows=(("a", "b"),), gain_weights={"hit@1": 1.0}))
+    verdict = judge(run, settings)
+    expected = results_text(run, settings)
 
     def refused(*args, **kwargs):
         raise AssertionError("a paired test ran while the outputs were written")

@@ -11,10 +11,12 @@ import pytest
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.gate.rules import parse_max_drops, parse_thresholds
-from pytest_retrieval_eval.gate.settings import GateSettings, load_run
-from pytest_retrieval_eval.gate.verdict import judge_recorded, record_settings
+from pytest_retrieval_eval.gate.saved import load_saved, results_json
+from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.gate.verdict import conclude, for_run
 from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
+from conftest import results_text
 
 N = 12
 
@@ -61,7 +63,8 @@ def test_a_change_is_a_replace_that_keeps_everything_else():
 def test_report_with_another_alpha_keeps_the_shadow_comparisons_and_the_rules_verdict(tmp_path, capsys, rule, code,
                                                                                       said):
     saved = tmp_path / "results.json"
-    saved.write_text(record_settings(_run(), _settings(rule)).to_json(), encoding="utf-8")
+    run = _run()
+    saved.write_text(results_text(run, for_run(run, _settings(rule))), encoding="utf-8")
     out = tmp_path / "out"
     assert cli(["report", str(saved), "--alpha", "0.1", "--out", str(out)]) == code
     printed = capsys.readouterr().out
@@ -76,10 +79,12 @@ def test_report_with_another_alpha_keeps_the_shadow_comparisons_and_the_rules_ve
 
 def test_a_saved_run_is_judged_by_its_settings_after_a_reload(tmp_path):
     saved = tmp_path / "results.json"
-    run = record_settings(_run(), _settings())
-    saved.write_text(run.to_json(), encoding="utf-8")
-    loaded = load_run(saved)
-    assert isinstance(loaded.settings, GateSettings) and loaded.settings == run.settings
-    verdict = judge_recorded(loaded)
+    run = _run()
+    settings = for_run(run, _settings())
+    saved.write_text(results_text(run, settings), encoding="utf-8")
+    loaded = load_saved(saved)
+    assert isinstance(loaded.settings, GateSettings) and loaded.settings == settings
+    verdict = conclude(loaded.run, loaded.settings, recorded=loaded.analysis)
+    assert verdict.analysis == loaded.analysis  # the recorded analysis, read: nothing made again
     assert verdict.correction == "bh" and [sh.candidate for sh in verdict.shadows] == ["cand"]
-    assert loaded.to_json() == saved.read_text(encoding="utf-8")
+    assert results_json(verdict) == saved.read_text(encoding="utf-8")

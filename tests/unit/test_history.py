@@ -11,11 +11,12 @@ from pytest_retrieval_eval.gate.history import History, fingerprints
 from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
+from conftest import results_text
 
 
 def results_json(hit: bool = True) -> str:
     labeled = LabeledSet((LabeledQuery("q1", "x", {"g": 1}),))
-    return RunResults([EvaluationResult("e", labeled, (QueryResult("q1", ("g",) if hit else ("x",)),))]).to_json()
+    return results_text(RunResults([EvaluationResult("e", labeled, (QueryResult("q1", ("g",) if hit else ("x",)),))]))
 
 
 def test_writers_at_once_keep_every_record_and_the_oldest_go_beyond_keep(tmp_path):

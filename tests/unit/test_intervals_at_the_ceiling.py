@@ -11,7 +11,7 @@ import pytest
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.gate.rules import Breach, MaxDrop, Threshold
-from pytest_retrieval_eval.gate.verdict import judge
+from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.ir.stats import (detectable_drop, mean_ci, paired_randomization, queries_needed,
                                             wilson_ci)
 from pytest_retrieval_eval.report import table

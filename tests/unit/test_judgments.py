@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from conftest import CORPUS, FAKE_KEY
+from conftest import CORPUS, FAKE_KEY, results_text
 from fake_api import Reply, judge_reply, umbrela_grade
 from pytest_retrieval_eval import QueryResult
 from pytest_retrieval_eval.cli import main as cli
@@ -23,14 +23,13 @@ from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.gate.baseline import compare
 from pytest_retrieval_eval.gate.settings import GateSettings, table_measures
-from pytest_retrieval_eval.gate.verdict import judge as verdict_of
+from pytest_retrieval_eval.gate.verdict import verdict_of
 from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES, Measure
 from pytest_retrieval_eval.ir.metrics import evaluate
 from pytest_retrieval_eval.ir.stats import cohen_kappa, kendall_tau
 from pytest_retrieval_eval.report.judged import judged_lines, moved_most
 from pytest_retrieval_eval.run.judging import attach, calibration_pairs, engine_order, pool
 from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
-from pytest_retrieval_eval.run.results_json import run_to_json
 from pytest_retrieval_eval.run.shadow import shadows
 from pytest_retrieval_eval.types import LabeledQuery
 
@@ -345,10 +344,10 @@ def test_a_judgment_whose_document_changed_is_stale_listed_and_left_out():
 def test_results_json_keeps_the_judged_labels_so_a_saved_run_rebuilds_both_numbers(tmp_path):
     run = run_of(one=[["c", "a", "d"], ["x", "e", "b"]])
     attach(run, Judgments([one("q1", "c", 3), one("q2", "e", 2)]), shown_path="j.jsonl")
-    run.settings = GateSettings().for_run(run, DEFAULT_TABLE_MEASURES)
-    assert "hit@1+judged" in run.settings.table_measures  # each column beside its judged twin
+    settings = GateSettings().for_run(run, DEFAULT_TABLE_MEASURES)
+    assert "hit@1+judged" in settings.table_measures  # each column beside its judged twin
     path = tmp_path / "results.json"
-    path.write_text(run_to_json(run))
+    path.write_text(results_text(run, settings))
     again = RunResults.load(path)
     for m in ("ndcg@10+judged", "hit@1+judged", "mrr"):
         assert again.evaluations[0].mean(m) == run.evaluations[0].mean(m)
@@ -610,10 +609,9 @@ def saved_results(tmp_path, corpus_name: str | None = None, fingerprint: str | N
     results = tuple(QueryResult(q.query_id, tuple(ids[i:i + 4])) for i, q in enumerate(queries))
     context = {"corpus": corpus_name or corpus.name, "corpus_fingerprint": fingerprint or corpus.fingerprint}
     run = RunResults([EvaluationResult("kw", labeled, results, context=context)])
-    run.settings = GateSettings().for_run(run, DEFAULT_TABLE_MEASURES)
     path = tmp_path / "out" / "results.json"
     path.parent.mkdir(exist_ok=True)
-    path.write_text(run_to_json(run))
+    path.write_text(results_text(run, GateSettings().for_run(run, DEFAULT_TABLE_MEASURES)))
     return path
 
 

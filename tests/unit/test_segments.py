@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import results_text
 
 from pytest_retrieval_eval.data.labeled import LabeledSet, dump_questions_cache, load_questions_cache
 from pytest_retrieval_eval.data.labels import read_jsonl, read_table
@@ -11,7 +12,7 @@ from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.gate.baseline import compare
 from pytest_retrieval_eval.gate.rules import MaxDrop, Threshold, check_coverage, check_segments
 from pytest_retrieval_eval.gate.settings import GateSettings
-from pytest_retrieval_eval.gate.verdict import judge
+from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.report.misses import coverage_line
 from pytest_retrieval_eval.run.coverage import coverage_record
 from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
@@ -132,17 +133,17 @@ def test_a_max_drop_rule_on_a_segment_fails_where_the_total_rule_holds():
              MaxDrop.parse("[nosuch]:hit@5=0.05", source="ini"))
     verdict = judge(RunResults([after]), GateSettings(max_drops=rules), measures=["hit@5"], baseline=RunResults([before]))
     assert [str(r) for r in rules] == ["hit@5=0.05", "a[body-only]:hit@5=0.05", "[nosuch]:hit@5=0.05"]
-    assert verdict.drop_failures[0].startswith("a[body-only]: hit@5 dropped 1.0000 (1.0000 -> 0.0000), more than 0.05 "
+    assert verdict.of_kind("drop")[0].startswith("a[body-only]: hit@5 dropped 1.0000 (1.0000 -> 0.0000), more than 0.05 "
                                                "(from ini; segment body-only, n=20, 20 down, 0 up, p=")
-    assert "the total +0.0833); fell: q00, q01, q02, q03, q04 and 15 more" in verdict.drop_failures[0]
-    assert "no segment nosuch of any engine was compared with the baseline" in verdict.drop_failures[1]
-    assert len(verdict.drop_failures) == 2  # the total held
+    assert "the total +0.0833); fell: q00, q01, q02, q03, q04 and 15 more" in verdict.of_kind("drop")[0]
+    assert "no segment nosuch of any engine was compared with the baseline" in verdict.of_kind("drop")[1]
+    assert len(verdict.of_kind("drop")) == 2  # the total held
     assert any("a on labeled[body-only] can only detect a drop of" in w and "with 20 queries" in w
                for w in verdict.warnings)
 
 
 def test_the_baseline_lines_in_the_docs_are_what_it_prints():
-    from conftest import REPO
+    from conftest import results_text, REPO, results_text
     from projects import contiguous_in, shown_block
     from pytest_retrieval_eval.report.terminal import baseline_lines
 
@@ -171,15 +172,17 @@ def test_coverage_counts_documents_and_chunks_and_a_rule_names_what_no_question_
 def test_the_verdict_counts_misses_at_the_gated_cutoff_and_results_json_keeps_them():
     a = _result("a", {q.query_id: q.query_id < "q50" for q in QUERIES}, QUERIES)
     run = RunResults([a])
-    run.settings = GateSettings(thresholds=(Threshold.parse("hit@3>=0.5"),), by=("body-only",)).for_run(run, ())
-    verdict = judge(run, run.settings)
+    settings = GateSettings(thresholds=(Threshold.parse("hit@3>=0.5"),), by=("body-only",)).for_run(run, ())
+    verdict = judge(run, settings)
     assert verdict.miss_k == 3 and verdict.misses[0].line() == "a missed 10 of 60 at hit@3: 10 not retrieved"
     import json
 
-    doc = json.loads(run.to_json(verdict))
+    from pytest_retrieval_eval.gate.saved import results_json
+
+    doc = json.loads(results_json(verdict))
     assert doc["misses"][0]["missed"] == 10 and doc["settings"]["by"] == ["body-only"]
     assert [r["tag"] for r in doc["segments"]] == ["all", "body-only", "not body-only"]
-    assert run.to_json() == run.to_json(verdict)  # made again from the recorded settings, the same
+    assert results_text(run, settings) == results_json(verdict)  # made again from the same settings, the same
 
 
 def test_a_shadow_comparison_says_where_its_gain_came_from():

@@ -9,7 +9,8 @@ import random
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.gate.rules import MaxDrop, check_drops
 from pytest_retrieval_eval.gate.settings import GateSettings
-from pytest_retrieval_eval.gate.verdict import judge, record_settings
+from pytest_retrieval_eval.gate.saved import results_json
+from pytest_retrieval_eval.gate.verdict import for_run, verdict_of as judge
 from pytest_retrieval_eval.run.evaluate import evaluate_engine
 from pytest_retrieval_eval.run.results import RunResults
 from pytest_retrieval_eval.run.stability import stability_of
@@ -58,11 +59,11 @@ def test_an_engine_that_shuffles_ties_changes_its_top_k_and_a_deterministic_one_
 
 
 def test_results_json_and_the_verdict_say_the_share_that_changed():
-    run = record_settings(RunResults([trials(Ties(2), 3), trials(Fixed(2), 3)]), GateSettings())
-    verdict = judge(run, GateSettings.of(run))
+    run = RunResults([trials(Ties(2), 3), trials(Fixed(2), 3)])
+    verdict = judge(run, for_run(run, GateSettings()))
     by = {x.engine: x for x in verdict.stability}
     assert by["fixed"].share == 0.0 and by["ties"].share > 0
-    doc = json.loads(run.to_json(verdict))
+    doc = json.loads(results_json(verdict))
     assert {x["engine"]: x["changed_share"] for x in doc["stability"]} == {"fixed": 0.0, "ties": by["ties"].share}
 
 

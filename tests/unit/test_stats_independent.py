@@ -10,12 +10,13 @@ import pytest
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.gate.rules import MaxDrop, Row, Threshold, check
-from pytest_retrieval_eval.gate.verdict import judge
+from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.ir.stats import (adjust, bootstrap_ci, detectable_drop, paired_difference_ci,
                                             paired_randomization, queries_needed)
 from pytest_retrieval_eval.report import table
 from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
+from conftest import results_text
 
 scipy_stats = pytest.importorskip("scipy.stats")
 multitest = pytest.importorskip("statsmodels.stats.multitest")
@@ -126,16 +127,18 @@ def test_a_mark_significant_only_uncorrected_is_gone_under_holm_and_the_legend_s
 
 
 def test_effect_sizes_and_settings_are_in_results_json_and_survive_a_reload(tmp_path):
-    from pytest_retrieval_eval.gate.verdict import judge_recorded, record_settings
+    from pytest_retrieval_eval.gate.saved import load_saved, results_json
+    from pytest_retrieval_eval.gate.verdict import conclude, for_run
     from pytest_retrieval_eval.ir.measures import parse_measures
 
-    run = record_settings(_run(), configured=tuple(parse_measures(MEASURES)), correction="bh", confidence="lower")
-    text = run.to_json()
-    assert text == run.to_json()  # deterministic
+    run = _run()
+    settings = for_run(run, configured=tuple(parse_measures(MEASURES)), correction="bh", confidence="lower")
+    text = results_text(run, settings)
+    assert text == results_text(_run(), settings)  # deterministic
     (tmp_path / "r.json").write_text(text, encoding="utf-8")
-    loaded = RunResults.load(tmp_path / "r.json")
-    assert loaded.to_json() == text
-    verdict = judge_recorded(loaded)
+    loaded = load_saved(tmp_path / "r.json")
+    verdict = conclude(loaded.run, loaded.settings, recorded=loaded.analysis)
+    assert results_json(verdict) == text
     assert verdict.correction == "bh" and verdict.confidence == "lower"
     import json
     comps = json.loads(text)["comparisons"]

@@ -19,7 +19,7 @@ def test_a_summary_past_githubs_limit_is_cut_with_a_pointer_and_a_short_one_is_w
 
 def test_the_run_appends_a_step_summary_that_fits_after_other_steps(tmp_path):
     from pytest_retrieval_eval.data.labeled import LabeledSet
-    from pytest_retrieval_eval.gate.verdict import judge
+    from pytest_retrieval_eval.gate.verdict import verdict_of as judge
     from pytest_retrieval_eval.report.outputs import write_outputs
     from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
     from pytest_retrieval_eval.types import LabeledQuery, QueryResult
@@ -38,7 +38,7 @@ def test_the_step_summary_leads_with_the_verdict_and_every_failure(tmp_path):
     from pytest_retrieval_eval.data.labeled import LabeledSet
     from pytest_retrieval_eval.gate.rules import parse_thresholds
     from pytest_retrieval_eval.gate.settings import GateSettings
-    from pytest_retrieval_eval.gate.verdict import judge
+    from pytest_retrieval_eval.gate.verdict import verdict_of as judge
     from pytest_retrieval_eval.report.outputs import write_outputs
     from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
     from pytest_retrieval_eval.types import LabeledQuery, QueryResult

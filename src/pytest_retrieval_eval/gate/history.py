@@ -101,7 +101,7 @@ class Record:
 
 
     def run(self) -> Any:
-        """The recorded run (``RunResults``), its settings read; a record whose results cannot be
+        """The recorded run (``RunResults``), read as a baseline; a record whose results cannot be
         read is refused naming its file (a one-line error, never a traceback)."""
         from ..run.results_json import evaluation_from_dict
         from ..run.results import RunResults
@@ -111,7 +111,7 @@ class Record:
         try:
             run = RunResults([evaluation_from_dict(e) for e in doc.get("evaluations", [])],
                              doc["metrics"]["fingerprint"], settings=dict(doc.get("settings") or {}))
-            run.settings = GateSettings.of(run)
+            GateSettings.from_dict(run.settings)  # a record is refused whole, never half read
         except RetrievalEvalError as exc:
             raise RetrievalEvalError(f"history record {shown(self.path)}: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:

@@ -3,8 +3,9 @@
 The plugin and ``python -m pytest_retrieval_eval report`` build it from the option table
 (``plugin/options.py``: ``from_options``); the report command changes what its flags name with
 ``dataclasses.replace``, so whatever it does not name (shadows, gain weights ...) stays as the run
-recorded it. It is stored on the result model and written to results.json's ``settings`` in the
-same keys as ever (``to_dict``), so a saved run is judged again exactly as the live one was.
+recorded it. It travels beside the result model (never on it) and is written to results.json's
+``settings`` in the same keys as ever (``to_dict``; ``gate/saved.py``), so a saved run is judged
+again exactly as the live one was.
 """
 
 from __future__ import annotations
@@ -162,12 +163,6 @@ class GateSettings:
                    sweeps=tuple((s["base"], s["measure"], tuple((n, tuple(tuple(kv) for kv in v)) for n, v in s["points"]))
                                 for s in d.get("sweeps", ())))
 
-    @classmethod
-    def of(cls, run: RunResults) -> "GateSettings":
-        """The settings stored on ``run``: as stored, read from its file's form, or the defaults."""
-        s = run.settings
-        return s if isinstance(s, cls) else cls.from_dict(s) if s else cls()
-
 
 def prices_of(items: Any) -> tuple[tuple[str, float, float], ...]:
     """``--retrieval-prices`` / the ``retrieval_prices`` lines, as (text, source) pairs."""
@@ -177,18 +172,6 @@ def prices_of(items: Any) -> tuple[tuple[str, float, float], ...]:
     for text, source in items or ():
         out.update((p[0], p) for p in parse_prices(text, source=source))
     return tuple(out.values())
-
-
-def load_run(path: str | Path, *, check_fingerprints: bool = True) -> RunResults:
-    """A saved run with its settings read (refused in one line naming the file and the field)."""
-    from ..run.results import RunResults
-
-    run = RunResults.load(path, check_fingerprints=check_fingerprints)
-    try:
-        run.settings = GateSettings.of(run)
-    except RetrievalEvalError as exc:
-        raise RetrievalEvalError(exc.detail, path=path, field=exc.field or "settings") from None
-    return run
 
 
 def table_measures(run: RunResults, configured: Sequence[Measure]) -> list[str]:

@@ -1,110 +1,75 @@
-"""From a run's results to a verdict: the table's rows, engine comparisons, the baseline diff,
-and every reason the gate fails. Shared by the pytest session and ``python -m
-pytest_retrieval_eval report``, so both give the same answer and the same exit code."""
+"""From a run's analysis to a verdict: the rules over ``gate/analysis.Analysis``, each failure typed
+and worded once. Shared by the pytest session and ``python -m pytest_retrieval_eval report``
+(``conclude``), so both give the same answer and the same exit code."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, replace
-from typing import Sequence
+import textwrap
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
-from .baseline import BaselineComparison, compare
-from .rules import (Breach, LatencyQuantity, MaxDrop, Row, Threshold, UsageQuantity, check, check_coverage, check_drops, check_lint,
-                    check_segments, check_shadows, judges_shadows, measures_needed, shadow_measures)
+from .analysis import Analysis, Detectable, analyse, detectable_drops, gated_measures, underpowered  # noqa: F401  (re-exported)
+from .rules import MeasureQuantity, check, check_coverage, check_drops, check_lint, check_segments, check_shadows
 from .settings import FRESHNESS_K, GateSettings, table_measures  # noqa: F401  (FRESHNESS_K, table_measures: re-exported)
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure
-from ..ir.stats import CORRECTION_NAMES, POWER, detectable_drop, queries_needed
-from ..run.lint import KINDS as RUN_LINT_KINDS
-from ..run.results import Comparison, RunResults
+from ..ir.stats import CORRECTION_NAMES
+from ..run.results import RunResults
+
+#: what a failure is about, in the order the verdict lists them
+FAILURE_KINDS = ("run", "empty", "rule", "baseline", "drop", "lint", "shadow", "segment", "coverage")
+#: the widest line of a failure's causes
+CAUSE_WIDTH = 88
+
+
+class Failure(str):
+    """One reason the gate failed, as it reads (a ``str``), with its kind (``FAILURE_KINDS``) and
+    why the rule's engine missed where that is known (one line per labeled set, under it)."""
+
+    kind: str
+    causes: tuple[str, ...]
+
+    def __new__(cls, kind: str, text: str, causes: Sequence[str] = ()) -> "Failure":
+        self = super().__new__(cls, text)
+        self.kind, self.causes = kind, tuple(causes)
+        return self
 
 
 @dataclass(frozen=True)
-class Detectable:
-    """The smallest drop of ``measure`` the gate can tell from noise for one engine, at the run's
-    alpha with 80% power (``ir.stats.detectable_drop``)."""
-
-    engine: str
-    labeled: str
-    measure: str
-    drop: float
-    n: int
-
-    def __str__(self) -> str:
-        return f"{self.engine} {self.measure} {self.drop:.3f}"
-
-
-def gated_measures(thresholds: Sequence[Threshold], max_drops: Sequence[MaxDrop]) -> list[str]:
-    """The measures rules judge, max-drop rules first (none without rules: the table stays short)."""
-    return list(dict.fromkeys([d.measure for d in max_drops] + measures_needed(thresholds)))
-
-
-def detectable_drops(run: RunResults, measures: Sequence[str], alpha: float) -> list[Detectable]:
-    return [Detectable(e.engine, e.labeled.name, m, detectable_drop(e.values(m), alpha=alpha), e.n)
-            for e in run.evaluations for m in measures if e.n > 1]
-
-
-def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) -> list[str]:
-    """A warning per max-drop rule whose delta is below what the labeled set can detect: the gate
-    then either misses real drops of that size or (without --retrieval-noise-aware) fails on noise."""
-    from ..run.segments import subset
-
-    out = []
-    for rule in max_drops:
-        for e in run.evaluations:
-            if rule.engine and e.engine != rule.engine:
-                continue
-            ids = [q.query_id for q in e.labeled.queries if rule.segment is None or rule.segment in q.tags]
-            values = subset(e, rule.measure, ids)  # a segment rule: its segment's questions
-            if len(values) < 2:
-                continue
-            mdd = detectable_drop(values, alpha=alpha)
-            if rule.delta < mdd:
-                need = (f"a drop of {rule.delta:g} needs about {queries_needed(values, rule.delta, alpha=alpha)} "
-                        "queries") if rule.delta > 0 else "no number of queries tells any drop at all from noise"
-                on = f"{e.labeled.name}[{rule.segment}]" if rule.segment else e.labeled.name
-                out.append(f"max-drop rule {rule} (from {rule.source}): {e.engine} on {on} can only "
-                           f"detect a drop of {mdd:.3f} in {rule.measure} with {len(values)} queries ({POWER:.0%} "
-                           f"power, alpha {alpha:g}); {need}")
-    return out
-
-
-@dataclass
 class Verdict:
-    run: RunResults
-    measures: list[str]
-    rows: list[Row]
-    comparisons: list[Comparison]
-    #: what the run was judged by
-    settings: GateSettings = field(default_factory=GateSettings)
-    breaches: list[Breach] = field(default_factory=list)
-    detectable: list[Detectable] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # underpowered max-drop rules; freshness across days
-    baseline: BaselineComparison | None = None
-    drop_failures: list[str] = field(default_factory=list)
-    other_failures: list[str] = field(default_factory=list)  # lost xdist workers
-    lint: list = field(default_factory=list)  # lint.LintReport per ingestion
-    lint_failures: list[str] = field(default_factory=list)
-    shadows: list = field(default_factory=list)  # run.shadow.Shadow per configured pair and labeled set
-    shadow_failures: list[str] = field(default_factory=list)
-    #: the cutoff misses are counted at, and each evaluation's misses by cause (``run.causes.Misses``)
-    miss_k: int = 10
-    misses: list = field(default_factory=list)
-    #: a row per segment asked for (``--retrieval-by``) and engine (``run.segments.SegmentRow``)
-    segments: list = field(default_factory=list)
-    segment_failures: list[str] = field(default_factory=list)
-    coverage_failures: list[str] = field(default_factory=list)
-    #: per evaluation, its call times (``run.cost.Latency``; with ``--retrieval-latency``) and its
-    #: HTTP calls, tokens and cost (``run.cost.Usage``; where the plugin counted calls), in run order
-    latency: list = field(default_factory=list)
-    usage: list = field(default_factory=list)
-    #: with repeated trials, per evaluation how much it moved on its own (``run.stability.Stability``)
-    stability: list = field(default_factory=list)
-    #: a table per sweep and labeled set (``run.sweep.SweepTable``)
-    sweeps: list = field(default_factory=list)
+    """The run, the settings it was judged by, its analysis, and the rules' failures. Renderers
+    read it; nothing here computes a statistic."""
 
-    @property
-    def alpha(self) -> float:
-        return self.settings.alpha
+    run: RunResults
+    settings: GateSettings
+    analysis: Analysis
+    failures: tuple[Failure, ...] = ()
+    #: the analysis's warnings, and those of the rules (a drop within the engine's own spread)
+    warnings: tuple[str, ...] = ()
+
+    # --- the analysis, read ----------------------------------------------------------------
+    measures = property(lambda self: list(self.analysis.measures))
+    rows = property(lambda self: self.analysis.rows)
+    comparisons = property(lambda self: self.analysis.comparisons)
+    detectable = property(lambda self: self.analysis.detectable)
+    baseline = property(lambda self: self.analysis.baseline)
+    lint = property(lambda self: self.run.lint)
+    shadows = property(lambda self: self.analysis.shadows)
+    miss_k = property(lambda self: self.analysis.miss_k)
+    misses = property(lambda self: self.analysis.misses)
+    segments = property(lambda self: self.analysis.segments)
+    latency = property(lambda self: self.analysis.latency)
+    usage = property(lambda self: self.analysis.usage)
+    stability = property(lambda self: self.analysis.stability)
+    sweeps = property(lambda self: self.analysis.sweeps)
+    alpha = property(lambda self: self.settings.alpha)
+    correction = property(lambda self: self.settings.correction)
+    confidence = property(lambda self: self.settings.confidence)
+
+    def interval(self, key: tuple[str, str], measure: str) -> tuple[float, float]:
+        return self.analysis.interval(key, measure)
+
+    def causes(self, key: tuple[str, str]) -> dict:
+        return self.analysis.causes(key)
 
     @property
     def miss_measure(self) -> str:
@@ -112,159 +77,87 @@ class Verdict:
         return f"hit@{self.miss_k}"
 
     @property
-    def correction(self) -> str:
-        return self.settings.correction
-
-    @property
-    def confidence(self) -> str:
-        return self.settings.confidence
-
-    @property
-    def failures(self) -> list[str]:
-        out = list(self.other_failures)
-        out += [f"{r.engine}: labeled set {r.labeled} is empty; nothing was measured" for r in self.rows if r.n == 0]
-        out += [str(b) for b in self.breaches]
-        if self.baseline is not None:
-            out += [f"baseline refused: {r}; re-save the baseline, or compare anyway with --retrieval-baseline-force"
-                    for r in self.baseline.refusals]
-        return (out + self.drop_failures + self.lint_failures + self.shadow_failures + self.segment_failures
-                + self.coverage_failures)
-
-    @property
     def failed(self) -> bool:
         return bool(self.failures)
+
+    def of_kind(self, kind: str) -> list[Failure]:
+        """The failures of one kind (``FAILURE_KINDS``), in order."""
+        return [f for f in self.failures if f.kind == kind]
 
     def correction_text(self) -> str:
         """How the table's marks were corrected, e.g. ``Holm-Bonferroni over 18 comparisons``."""
         return f"{CORRECTION_NAMES[self.correction]} over {len(self.comparisons)} comparisons"
 
 
-def _why(e, measure: str) -> str:
-    lines = [line.strip() for line in e.freshness_lines(Measure.parse(measure), limit=10)]
-    return lines[0] + (f" ({'; '.join(lines[1:])})" if len(lines) > 1 else "") if lines else ""
+def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems: Sequence[str] = ()) -> Verdict:
+    """The rules of ``settings`` over ``analysis``; ``problems``: failures found before it (a
+    baseline that could not be read, a ref with no record)."""
+    s, a = settings, analysis
+    thresholds = s.thresholds
+    out = [Failure("run", f) for f in [*s.failures, *problems]]
+    out += [Failure("empty", f"{r.engine}: labeled set {r.labeled} is empty; nothing was measured") for r in a.rows if r.n == 0]
+    for b in check(thresholds, a.rows, confidence=s.confidence):
+        out.append(Failure("rule", str(b), _causes(run, a, b)))
+    if a.baseline is not None:
+        out += [Failure("baseline", f"baseline refused: {r}; re-save the baseline, or compare anyway with "
+                                    "--retrieval-baseline-force") for r in a.baseline.refusals]
+    # without a baseline (none loaded: nothing was evaluated, or it is unusable) nothing was
+    # compared, so a rule naming an engine fails by name rather than passing unchecked
+    spreads = {(x.engine, m): x.width(m) for x in a.stability for m in x.spread}
+    drops, within = check_drops(s.max_drops, a.baseline.diffs if a.baseline else [],
+                                segments=a.baseline.segments if a.baseline else [],
+                                noise_aware=s.noise_aware, alpha=s.alpha, spreads=spreads)
+    out += [Failure("drop", f) for f in drops]
+    out += [Failure("lint", f) for f in check_lint(thresholds, run.lint)]
+    out += [Failure("shadow", f) for f in [*a.shadow_problems, *check_shadows(thresholds, a.shadows)]]
+    out += [Failure("segment", f) for f in check_segments(thresholds, run, s.alpha)]
+    out += [Failure("coverage", f) for f in check_coverage(thresholds, run.coverage)]
+    return Verdict(run, s, a, tuple(out), (*a.warnings, *within))
 
 
-def _stale(e) -> dict:
-    """The questions of ``e``'s labeled set left out as stale: id -> what changed."""
-    return dict(e.labeled.provenance.get("stale_left_out") or {})
+def _causes(run: RunResults, a: Analysis, breach: Any) -> tuple[str, ...]:
+    """Under a failed rule on a retrieval measure: why its engine's questions missed at the
+    rule's cutoff (``run.causes``), one line per labeled set, so the reason sits beside the
+    failure and not only in the table above."""
+    q = breach.threshold.quantity
+    if breach.value is None or not isinstance(q, MeasureQuantity):
+        return ()
+    if q.measure.freshness or q.measure.count or breach.threshold.segment:
+        return ()  # a segment rule's failure names its lowest questions itself
+    k = q.measure.k or a.miss_k
+    out: list[str] = []
+    for e in run.evaluations:
+        misses = a.misses_of(e.key, k) if e.engine == breach.engine and e.n else None
+        if misses is not None and misses.causes:
+            several = len({x.labeled.name for x in run.evaluations if x.engine == e.engine}) > 1
+            out += textwrap.wrap("cause: " + misses.line() + (f" (on {e.labeled.name})" if several else ""),
+                                 width=CAUSE_WIDTH, initial_indent="  ", subsequent_indent="    ",
+                                 break_on_hyphens=False)
+    return tuple(out)
 
 
-def _stale_names(e) -> dict[str, str]:
-    """How messages name those of them whose ids were made from their text (``types.query_name``)."""
-    return dict(e.labeled.provenance.get("stale_names") or {})
-
-
-def _with_costs(row: Row, thresholds: Sequence[Threshold], latency, usage, timed: bool) -> Row:
-    """``row`` with the latency (ms) and usage figures its rules judge, NaN (with why) where the
-    run has none: such a rule fails rather than passing unchecked."""
-    values, details = dict(row.values), dict(row.details)
-    for t in thresholds:
-        q = t.quantity
-        if isinstance(q, LatencyQuantity):
-            if latency is None:
-                values[t.measure] = math.nan
-                details[t.measure] = ("the run did not time its calls" if timed else
-                                      "the run did not time its calls: run with --retrieval-latency")
-            else:
-                values[t.measure] = latency.ms(q.statistic)
-                details[t.measure] = f"measured at {latency.measured_at}"
-        elif isinstance(q, UsageQuantity):
-            if usage is None:
-                values[t.measure] = 0.0  # no HTTP call was counted for the engine: none was made
-                details[t.measure] = "the plugin counted no HTTP call for this engine"
-                continue
-            values[t.measure] = usage.per_query(q.figure) if q.per == "per_query" else usage.total(q.figure)
-            details[t.measure] = (f"{usage.calls} calls, {usage.tokens} tokens over {usage.n} queries"
-                                  + (f"; no price for {', '.join(usage.unpriced)} (--retrieval-prices)"
-                                     if q.figure == "cost" and usage.unpriced else ""))
-    return replace(row, values=values, details=details)
-
-
-def judge(run: RunResults, settings: GateSettings | None = None, *, measures: Sequence[str] | None = None,
+def verdict_of(run: RunResults, settings: GateSettings | None = None, *, measures: Sequence[str] | None = None,
           baseline: RunResults | None = None, other_failures: Sequence[str] = (), **changes) -> Verdict:
     """The verdict on ``run`` under ``settings`` (``changes``: fields of it replaced, e.g.
     ``correction="bh"``), with ``measures`` as the table's columns (default: the settings')."""
     s = replace(settings or GateSettings(), **changes)
-    measures = list(measures) if measures is not None else s.columns(run)
-    thresholds, max_drops, alpha = s.thresholds, s.max_drops, s.alpha
-    needed = list(dict.fromkeys([*measures, *measures_needed(thresholds)]))
-    gated = measures_needed(thresholds) if s.confidence == "lower" else []
-    from ..run.cost import latency_of, usage_of
-
-    miss_k = s.miss_k or s.miss_cutoff(measures)
-    for e in run.evaluations:  # every measure the verdict reads, scored in one pass per evaluation
-        e.prefetch([*needed, *(d.measure for d in max_drops), f"hit@{miss_k}"])
-    latency = {e.key: latency_of(e) for e in run.evaluations} if s.latency else {}
-    usage = {e.key: usage_of(e, s.prices) for e in run.evaluations}
-    rows = [Row(e.engine, e.labeled.name, {**{m: e.mean(m) for m in needed},
-                                           **{f"run.{k}": float(len(e.run_lint.get(k, ()))) for k in RUN_LINT_KINDS},
-                                           "stale": float(len(_stale(e)))},
-                e.n, e.n_errored, {m: e.ci(m) for m in gated},
-                {**{m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness},
-                 **({"stale": "left out: " + "; ".join(f"{_stale_names(e).get(q, q)} ({', '.join(w)})"
-                                                      for q, w in _stale(e).items())}
-                    if _stale(e) else {})})
-            for e in run.evaluations]
-    rows = [_with_costs(row, thresholds, latency.get(e.key), usage.get(e.key), s.latency)
-            for row, e in zip(rows, run.evaluations)]
-    verdict = Verdict(run, measures, rows, run.comparisons(measures, s.correction), s,
-                      breaches=check(thresholds, rows, confidence=s.confidence),
-                      other_failures=[*s.failures, *other_failures], lint=list(run.lint),
-                      lint_failures=check_lint(thresholds, run.lint),
-                      detectable=detectable_drops(run, gated_measures(thresholds, max_drops), alpha),
-                      warnings=underpowered(run, max_drops, alpha))
-    from ..run.judging import used
-    from ..run.segments import segment_rows, unknown_tags
-
-    verdict.latency = [x for x in latency.values() if x is not None]
-    if s.sweeps:
-        from ..run.sweep import sweep_tables
-
-        verdict.sweeps = sweep_tables(run, s.sweeps, latency, s.correction)
-    verdict.usage = [x for x in usage.values() if x is not None]
-    verdict.miss_k = miss_k
-    verdict.misses = [e.misses(verdict.miss_k) for e in run.evaluations]
-    from ..run.stability import stability_of
-
-    spread_of = list(dict.fromkeys([*measures, *measures_needed(thresholds), *(d.measure for d in max_drops)]))
-    verdict.stability = [x for e in run.evaluations if (x := stability_of(e, verdict.miss_k, spread_of)) is not None]
-    verdict.segments = segment_rows(run, s.by, f"hit@{verdict.miss_k}", alpha=alpha, correction=s.correction)
-    verdict.warnings += unknown_tags(run, s.by)
-    verdict.segment_failures = check_segments(thresholds, run, alpha)
-    verdict.coverage_failures = check_coverage(thresholds, run.coverage)
-    judgments = used(run)
-    if judgments is not None:  # a judge that agrees too little with the humans, stale judgments
-        verdict.warnings += judgments.warnings()
-    if s.shadows or judges_shadows(thresholds):
-        from ..run.shadow import shadows as compare_shadows
-
-        verdict.shadows, problems = compare_shadows(run, s.shadows, s.weights,
-                                                    list(dict.fromkeys([*measures, *shadow_measures(thresholds)])))
-        verdict.shadow_failures = problems + check_shadows(thresholds, verdict.shadows)
-    if baseline is not None:
-        compared = list(dict.fromkeys([*measures, *(d.measure for d in max_drops)]))
-        verdict.baseline = compare(run, baseline, compared, force=s.baseline_force, correction=s.correction)
-        verdict.warnings += verdict.baseline.warnings
-    # without a baseline (none loaded: nothing was evaluated, or it is unusable) nothing was
-    # compared, so a rule naming an engine fails by name rather than passing unchecked
-    spreads = {(x.engine, m): x.width(m) for x in verdict.stability for m in x.spread}
-    verdict.drop_failures, within = check_drops(max_drops, verdict.baseline.diffs if verdict.baseline else [],
-                                                segments=verdict.baseline.segments if verdict.baseline else [],
-                                                noise_aware=s.noise_aware, alpha=alpha, spreads=spreads)
-    verdict.warnings += within
-    return verdict
+    if measures is not None:
+        s = replace(s, table_measures=tuple(measures))
+    return decide(run, s, analyse(run, s, baseline), other_failures)
 
 
-def record_settings(run: RunResults, settings: GateSettings | None = None, *,
-                    configured: Sequence[Measure] = DEFAULT_TABLE_MEASURES, **changes) -> RunResults:
-    """Store on ``run`` how it is to be judged and rendered (``settings`` with ``changes``, and
-    the table's columns for it), so a saved results.json is judged again (``judge_recorded``)
-    exactly as the live run was."""
-    run.settings = replace(settings or GateSettings(), **changes).for_run(run, configured)
-    return run
+def conclude(run: RunResults, settings: GateSettings, baseline: RunResults | None = None, *,
+             problems: Sequence[str] = (), recorded: Analysis | None = None) -> Verdict:
+    """The one ending of a run and of ``report``: the analysis (the recorded one where it was
+    made from this run, these settings and this baseline; else made now), then the rules."""
+    from .analysis import basis
+
+    fits = recorded is not None and recorded.basis == basis(run, settings, baseline)
+    return decide(run, settings, recorded if fits else analyse(run, settings, baseline), problems)
 
 
-def judge_recorded(run: RunResults, *, baseline: RunResults | None = None,
-                   extra_failures: Sequence[str] = ()) -> Verdict:
-    """The verdict on a run under the settings stored on it (see ``record_settings``)."""
-    return judge(run, GateSettings.of(run), baseline=baseline, other_failures=extra_failures)
+def for_run(run: RunResults, settings: GateSettings | None = None, *,
+            configured: Sequence[Measure] = DEFAULT_TABLE_MEASURES, **changes) -> GateSettings:
+    """How ``run`` is to be judged and rendered: ``settings`` with ``changes`` and the table's
+    columns for it, recorded in results.json so a saved run is judged again exactly so."""
+    return replace(settings or GateSettings(), **changes).for_run(run, configured)

@@ -443,7 +443,7 @@ class RetrievalSession:
         self.role.ship(self.pytest_config, records)
         if not self.role.reports:
             return None
-        from ..gate.verdict import judge_recorded, record_settings
+        from ..gate.verdict import conclude, for_run
         from ..report.outputs import step_summary_path, write_outputs
         from ..run.results import RunResults
 
@@ -476,14 +476,14 @@ class RetrievalSession:
             else:
                 against = shown(record.path)
                 notes.append(said)
-        run = record_settings(
+        settings = for_run(
             run, cfg.gate.settings,
             configured=cfg.report.table_measures, baseline=against,
             failures=[*(f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers),
                       *merged.missing, *self.engine_failures({e.engine for e in evaluations}), *judging])
         if cfg.gate.compare is None:
             baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
-        verdict = judge_recorded(run, baseline=baseline, extra_failures=problems)
+        verdict = conclude(run, settings, baseline, problems=problems)
         # and the judge's, made here since shipping
         outside = summed(merged.usage, since(since(OUTSIDE.to_dict(), self._outside_before), records.usage))
         from ..run.cost import run_usage
@@ -495,7 +495,9 @@ class RetrievalSession:
             if history is not None:  # this run, remembered by commit; the page charts the history
                 from ..gate.history import commit_info
 
-                results_json = run.to_json(verdict)  # the record's and the report folder's, made once
+                from ..gate.saved import results_json as results_text
+
+                results_json = results_text(verdict)  # the record's and the report folder's, made once
                 path = history.append(results_json, commit_info(Path(self.pytest_config.rootpath)))
                 self.progress(f"history: {shown(path)} ({history.count()} record(s) in {shown(history.folder)})")
                 if cfg.report.html is not None:
@@ -535,7 +537,7 @@ def load_baseline(path: Path | None) -> tuple[Any, list[str]]:
     """The saved baseline, or why it cannot be used (a gate failure, never a silent pass)."""
     if path is None:
         return None, []
-    from ..gate.settings import load_run
+    from ..gate.saved import load_run
 
     try:
         return load_run(path, check_fingerprints=False), []  # compare() refuses, or is forced

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .._atomic import write_text_atomic
+from ..gate.saved import results_json as results_text
 from ..types import sha256_text
 from . import cost, plot, shadow, sweep, table
 from .errors import error_lines
@@ -126,7 +127,7 @@ def _misses_table(verdict: Any) -> list[str]:
     """Every missed question with its cause, per engine (results.md's "why" column)."""
     out = []
     for e in verdict.run.evaluations:
-        causes = e.causes(verdict.miss_k)
+        causes = verdict.causes(e.key)
         if not causes:
             continue
         by_id = e.labeled.by_id()
@@ -152,7 +153,7 @@ def write_report(folder: str | Path, verdict: Any, *, metadata: Mapping[str, Any
     folder = Path(folder)
     evaluations = verdict.run.evaluations
     (folder / "runs").mkdir(parents=True, exist_ok=True)
-    write_text_atomic(folder / "results.json", results_json if results_json is not None else verdict.run.to_json(verdict))
+    write_text_atomic(folder / "results.json", results_json if results_json is not None else results_text(verdict))
     write_text_atomic(folder / "results.md", markdown(verdict, metadata))
     write_text_atomic(folder / "per_query.jsonl", per_query_lines(verdict))
     several_sets = len({r.labeled.name for r in evaluations}) > 1

@@ -88,7 +88,7 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "", trend: str
         row = next(r for r in verdict.rows if (r.engine, r.labeled) == e.key)
         cells = []
         for m in verdict.measures:
-            lo, hi = e.ci(m)
+            lo, hi = verdict.interval(e.key, m)
             cells.append({"value": table.fmt(row.values[m]), "wins": table.superscript(beaten.get((e.key, m), "")),
                           "ci": "" if math.isnan(lo) else f"[{lo:.3f}, {hi:.3f}]"})
         summary.append({"engine": e.engine, "letter": table.superscript(names.get(e.key, "")), "labeled": e.labeled.name,
@@ -100,7 +100,7 @@ def render(verdict: Any, *, baseline: Any = None, subtitle: str = "", trend: str
         base = baseline.get(r.engine, r.labeled.name) if baseline is not None else None
         base_ranks = base.first_relevant_rank if base is not None else {}
         by_id = r.labeled.by_id()
-        causes = r.causes(verdict.miss_k)
+        causes = verdict.causes(r.key)
         rows = []
         for res in r.results:
             q = by_id[res.query_id]

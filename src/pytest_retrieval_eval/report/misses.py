@@ -82,7 +82,7 @@ def coverage_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
 
 def why_of(verdict: Any, e: Any) -> dict[str, str]:
     """Query id -> the cause of its miss at the verdict's cutoff, for ``e``'s missed questions."""
-    return {q: c.text for q, c in e.causes(verdict.miss_k).items()}
+    return {q: c.text for q, c in verdict.causes(e.key).items()}
 
 
 def coverage_line(record: dict[str, Any]) -> str | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .._atomic import write_text_atomic
+from ..gate.saved import results_json as results_text
 from ..run.results import METRICS_DEFINITION
 
 
@@ -31,7 +32,7 @@ def write_outputs(verdict: Any, *, report_dir: Path | None = None, html: Path | 
     baseline = compared(verdict, baseline)  # a refused baseline compared nothing: no artefact draws it
     meta = metadata(verdict)
     if results_json is None and (save_baseline is not None or report_dir is not None):
-        results_json = verdict.run.to_json(verdict)  # made once: the baseline and the report folder's are one text
+        results_json = results_text(verdict)  # made once: the baseline and the report folder's are one text
     if save_baseline is not None:
         write_text_atomic(save_baseline, results_json)
     if report_dir is not None:

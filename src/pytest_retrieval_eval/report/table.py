@@ -188,7 +188,7 @@ def _grid(verdict: Any, measures: Sequence[str], first: str, *, ci: bool) -> lis
         if ci and r.n:
             spread = []
             for m in measures:
-                lo, hi = e.ci(m)
+                lo, hi = verdict.interval(e.key, m)
                 half = max(r.values[m] - lo, hi - r.values[m])
                 spread.append("" if math.isnan(half) else "±" + f"{half:.3f}".lstrip("0"))
             lines.append(["  95% CI"] + ([""] if several_sets else []) + spread + ["", ""])
@@ -232,7 +232,7 @@ def markdown_rows(verdict: Any) -> list[str]:
         r = rows[e.key]
         cells = [e.engine + (" " + superscript(names[e.key]) if e.key in names else ""), e.labeled.name]
         for m in verdict.measures:
-            lo, hi = e.ci(m)
+            lo, hi = verdict.interval(e.key, m)
             interval = "" if math.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"
             cells.append(fmt(r.values[m]) + superscript(beaten.get((e.key, m), "")) + interval)
         out.append("| " + " | ".join(cells + [str(r.n), str(r.errors)]) + " |")

@@ -129,7 +129,7 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
         tr.write_line(line, red=True)
     for failure in outcome.failures:
         tr.write_line(f"FAIL retrieval gate: {failure}", red=True, bold=True)
-        for line in cause_lines(verdict, failure):
+        for line in failure.causes:
             tr.write_line(line, red=True)
     if (thresholds or verdict.baseline is not None) and verdict.rows and not outcome.failed:
         tr.write_line("retrieval gate: passed", green=True)
@@ -142,31 +142,6 @@ def _fitted(text: str, verbose: bool) -> list[str]:
         return [text]
     return textwrap.wrap(text, width=WIDTH, subsequent_indent="    ", break_on_hyphens=False,
                          break_long_words=False) or [text]
-
-
-def cause_lines(verdict: Any, failure: str) -> list[str]:
-    """Under a failed rule on a retrieval measure: why its engine's questions missed at the
-    rule's cutoff (``run.causes``), one line per labeled set, so the reason sits beside the
-    failure and not only in the table above."""
-    from ..gate.rules import MeasureQuantity
-
-    breach = next((b for b in verdict.breaches if str(b) == failure), None)
-    if breach is None or breach.value is None or not isinstance(breach.threshold.quantity, MeasureQuantity):
-        return []
-    measure = breach.threshold.quantity.measure
-    if measure.freshness or measure.count or breach.threshold.segment:
-        return []  # a segment rule's failure names its lowest questions itself
-    k = measure.k or verdict.miss_k
-    out = []
-    for e in verdict.run.evaluations:
-        if e.engine != breach.engine or not e.n:
-            continue
-        misses = e.misses(k)
-        if misses.causes:
-            several = len({x.labeled.name for x in verdict.run.evaluations if x.engine == e.engine}) > 1
-            out += textwrap.wrap("cause: " + misses.line() + (f" (on {e.labeled.name})" if several else ""),
-                                 width=WIDTH, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
-    return out
 
 
 def baseline_lines(verdict: Any, *, fallen: bool = True) -> list[str]:

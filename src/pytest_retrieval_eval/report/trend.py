@@ -6,6 +6,8 @@ same thing."""
 
 from __future__ import annotations
 
+import math
+
 from html import escape
 from typing import Any, Sequence
 
@@ -19,11 +21,13 @@ def points(records: Sequence[Any], measure: str, engine: str | None = None,
     """One point per record and evaluation: engine, series key, commit, order (the record's name),
     mean, interval. A record that cannot be read is left out, said in ``skipped`` (once)."""
     from ..errors import RetrievalEvalError
+    from ..gate.analysis import Analysis
 
     out = []
     for r in records:
         try:
             run = r.run()
+            analysis = Analysis.from_dict(r.results.get("analysis"))  # the record's own intervals
         except RetrievalEvalError as exc:
             said = f"{exc}; left out of the trend"
             if skipped is not None and said not in skipped:
@@ -34,7 +38,9 @@ def points(records: Sequence[Any], measure: str, engine: str | None = None,
                 continue
             key = f"{e.engine} on {e.labeled.name}"
             fp = r.fingerprints.get("engines", {}).get(key, {})
-            lo, hi = e.ci(measure)
+            lo, hi = analysis.interval(e.key, measure) if analysis is not None else (math.nan, math.nan)
+            if math.isnan(lo) and not math.isnan(e.mean(measure)):  # a record from before analyses were kept
+                lo, hi = e.ci(measure)
             out.append({"engine": e.engine, "label": key, "series": (key, *sorted(fp.items())),
                         "commit": (r.commit or "")[:10] or "no commit", "dirty": bool(r.git.get("dirty")),
                         "order": r.path.name, "mean": e.mean(measure), "ci": (lo, hi)})  # a record's name: its time to the µs

@@ -245,10 +245,10 @@ def _of_file(judgments: Mapping[str, Any]) -> dict[str, Any]:
 
 def _same_settings(docs: Sequence[tuple[str, RunResults, Any]]) -> dict[str, Any]:
     """The slices' recorded settings, which must agree (their failures are put together)."""
-    first = docs[0][1].recorded_settings()
+    first = dict(docs[0][1].settings)
     failures = list(first.get("failures", []))
     for path, run, _ in docs[1:]:
-        mine = run.recorded_settings()
+        mine = dict(run.settings)
         differ = sorted(k for k in {*first, *mine} if k != "failures" and first.get(k) != mine.get(k))
         if differ:
             raise RetrievalEvalError(f"its settings differ from {docs[0][0]}'s in {', '.join(differ)}: the jobs must "

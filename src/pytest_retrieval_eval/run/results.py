@@ -376,9 +376,9 @@ class RunResults:
     lint: list[LintReport] = field(default_factory=list)
     #: doc id -> the text the drill-down page shows for it (top 3 of each query)
     snippets: dict[str, str] = field(default_factory=dict)
-    #: how the run is judged and rendered: a ``gate.settings.GateSettings`` (this layer only
-    #: writes it, by its ``to_dict``); as read from a file, its recorded form until the gate reads it
-    settings: Any = field(default_factory=dict)
+    #: the settings a saved run recorded, as its file holds them (``report merge`` checks slices
+    #: were run alike); the gate reads them into its typed settings (``gate/saved.py``)
+    settings: Mapping[str, Any] = field(default_factory=dict)
     #: what the judged labels rest on (``run/judging.py``: ``JudgmentsUsed.to_dict()``): the file,
     #: the judge, how many were used and stale, its agreement with the humans; empty without judgments
     judgments: dict[str, Any] = field(default_factory=dict)
@@ -391,16 +391,6 @@ class RunResults:
 
     def __post_init__(self) -> None:
         self.evaluations = sorted(self.evaluations, key=lambda e: e.key)
-
-    @property
-    def measures(self) -> list[str]:
-        """Every measure recorded per query: the standard ones plus those the settings use."""
-        return measure_names(self.recorded_settings().get("recorded_measures", ()))
-
-    def recorded_settings(self) -> dict[str, Any]:
-        """The settings in results.json's form."""
-        s = self.settings
-        return s.to_dict() if hasattr(s, "to_dict") else dict(s or {})
 
     def get(self, engine: str, labeled: str) -> EvaluationResult | None:
         return next((e for e in self.evaluations if e.key == (engine, labeled)), None)
@@ -427,13 +417,6 @@ class RunResults:
                                                             paired(a.values(m), b.values(m), ids))
                     out.append(self._comparisons[key])
         return out
-
-    def to_json(self, judged: Any = None) -> str:
-        """results.json; with ``judged`` (the verdict on this run), its comparisons and shadows
-        are written as the gate computed them rather than computed again."""
-        from .results_json import run_to_json
-
-        return run_to_json(self, judged)
 
     @classmethod
     def load(cls, path: str | Path, *, check_fingerprints: bool = True) -> "RunResults":

@@ -10,9 +10,9 @@ same per-evaluation form travels between xdist workers and makes up a saved base
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .._textfiles import read_text
 from ..data.freshness import Freshness
@@ -46,7 +46,8 @@ class RecordedLabeledSet(LabeledSet):
 
 
 def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = None, *, timing: bool = False,
-                       prices: Sequence[Sequence[Any]] = ()) -> dict[str, Any]:
+                       prices: Sequence[Sequence[Any]] = (),
+                       intervals: Callable[[str], tuple[float, float]] | None = None) -> dict[str, Any]:
     """The source of truth; with ``measures``, also the values derived from it (what
     results.json shows people); with ``timing``, each call's seconds and how they were measured
     (what xdist ships, and results.json with ``--retrieval-latency``: without it the file holds
@@ -110,7 +111,8 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
             d["usage"] = {k: v for k, v in used.to_dict().items() if k not in ("engine", "labeled")}
         d["errors"] = self.errors
         d["trials"] = self.trial_means(measures)
-        d["summary"] = {m: {"mean": self.mean(m), "ci95": list(self.ci(m))} for m in sorted(measures)}
+        ci = intervals or self.ci  # the analysis's, where the run has one
+        d["summary"] = {m: {"mean": self.mean(m), "ci95": list(ci(m))} for m in sorted(measures)}
         ranks = self.first_relevant_rank
         for entry in queries:
             entry["first_relevant_rank"] = ranks[entry["id"]]
@@ -184,94 +186,37 @@ def _measured(raw: Any) -> dict[str, Any]:
     return dict(raw)
 
 
-def run_to_json(self: RunResults, judged: Any = None) -> str:
-    """The run's file. Besides the source of truth it holds, derived for people and other tools,
-    the engine comparisons and shadow comparisons of the table's measures: read from ``judged``
-    (the verdict) when it computed them, so writing never runs a test the gate already ran."""
-    measures, settings = self.measures, self.recorded_settings()
+def run_document(run: RunResults, measures: Sequence[str], *, timing: bool, prices: Sequence[Sequence[Any]],
+                 intervals: Callable[[tuple[str, str], str], tuple[float, float]]) -> dict[str, Any]:
+    """results.json's source of truth, with each evaluation's values of ``measures`` and their
+    ``intervals`` (read from the run's analysis: writing never computes one). The gate adds the
+    settings and the analysis (``gate/saved.py``)."""
     doc = {
         "format": FORMAT, "version": VERSION,
-        "metrics": {"definition": METRICS_DEFINITION, "fingerprint": self.metrics_fingerprint},
-        "settings": settings,
-        "lint": [r.to_dict() for r in self.lint],
-        "snippets": self.snippets,
-        "evaluations": [e.to_dict(measures, timing=bool(settings.get("latency")), prices=settings.get("prices", ()))
-                        for e in self.evaluations],
+        "metrics": {"definition": METRICS_DEFINITION, "fingerprint": run.metrics_fingerprint},
+        "lint": [r.to_dict() for r in run.lint],
+        "snippets": run.snippets,
+        "evaluations": [evaluation_to_dict(e, measures, timing=timing, prices=prices,
+                                           intervals=lambda m, key=e.key: intervals(key, m)) for e in run.evaluations],
     }
-    if self.judgments:
-        doc["judgments"] = self.judgments
-    if self.candidates:
-        doc["candidates"] = self.candidates
-    if self.coverage:
-        doc["coverage"] = self.coverage
-    k = settings.get("miss_k")
-    if k:  # derived: each miss's cause, and the segment rows, as the verdict has them (else made here)
-        ours = judged is not None and judged.miss_k == k
-        found = judged.misses if ours else [e.misses(k) for e in self.evaluations]
-        doc["misses"] = [{**m.to_dict(), "queries": [{"id": c.query_id, "kind": c.kind, "why": c.text}
-                                                     for c in m.causes]} for m in found]
-        if any(e.trial_results for e in self.evaluations):  # how much each engine moved between trials
-            from .stability import stability_of
-
-            shown = [*(settings.get("table_measures") or ()), *settings.get("recorded_measures", ())]
-            found = judged.stability if ours else [x for e in self.evaluations
-                                                   if (x := stability_of(e, k, list(dict.fromkeys(shown))))]
-            doc["stability"] = [x.to_dict() for x in found]
-        if settings.get("sweeps"):  # derived: each sweep's table, as the verdict has it
-            if ours:
-                tables = judged.sweeps
-            else:
-                from .cost import latency_of
-                from .sweep import sweep_tables
-
-                grids = [(s["base"], s["measure"], [(n, tuple(tuple(kv) for kv in v)) for n, v in s["points"]])
-                         for s in settings["sweeps"]]
-                tables = sweep_tables(self, grids, {e.key: latency_of(e) for e in self.evaluations},
-                                      settings.get("correction", "holm"))
-            doc["sweeps"] = [t.to_dict() for t in tables]
-        if settings.get("by"):
-            from .segments import segment_rows
-
-            rows = judged.segments if ours else segment_rows(self, settings["by"], f"hit@{k}",
-                                                              alpha=settings.get("alpha", 0.05),
-                                                              correction=settings.get("correction", "holm"))
-            doc["segments"] = [row.to_dict() for row in rows]
-    columns = list(settings.get("table_measures") or ())
-    if columns:  # derived: the effect sizes the reports show
-        found = judged.comparisons if judged is not None and list(judged.measures) == columns else \
-            self.comparisons(columns, settings.get("correction", "holm"))
-        doc["comparisons"] = [c.to_dict() for c in found]
-    if settings.get("shadows"):  # derived: what each candidate gained over its baseline
-        pairs = [tuple(p) for p in settings["shadows"]]
-        if judged is not None and list(judged.measures) == columns and [(s.candidate, s.baseline) for s in
-                                                                        judged.shadows] == _pairs_found(self, pairs):
-            found = [_shadow_of(sh, [*columns, *settings["gain_weights"]]) for sh in judged.shadows]
-        else:
-            from .shadow import shadows
-
-            found, _ = shadows(self, pairs, settings["gain_weights"], columns)
-        doc["shadows"] = [sh.to_dict() for sh in found]
-    return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=True) + "\n"
-
-
-def _pairs_found(run: RunResults, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The (candidate, baseline) of each shadow comparison ``run.shadow.shadows`` makes, in order."""
-    return [(cand, base) for cand, base in pairs for a in run.evaluations
-            if a.engine == cand and (b := run.get(base, a.labeled.name)) is not None
-            and b.labeled.fingerprint == a.labeled.fingerprint]
-
-
-def _shadow_of(sh: Any, names: Sequence[str]) -> Any:
-    """A shadow comparison with the deltas of ``names`` only, in their order (the verdict's also
-    holds the measures its rules judge)."""
-    order = {m: i for i, m in enumerate(dict.fromkeys(names))}
-    return replace(sh, deltas=tuple(sorted((d for d in sh.deltas if d.measure in order), key=lambda d: order[d.measure])))
+    if run.judgments:
+        doc["judgments"] = run.judgments
+    if run.candidates:
+        doc["candidates"] = run.candidates
+    if run.coverage:
+        doc["coverage"] = run.coverage
+    return doc
 
 
 def load(path: str | Path, *, check_fingerprints: bool = True) -> RunResults:
     """A saved run, refused in one line (file and field) when it does not hold together.
     ``check_fingerprints=False`` (baselines) leaves a labeled-set fingerprint that does not
     match the questions to the baseline comparison, which refuses it unless forced."""
+    return from_document(read_document(path), path, check_fingerprints=check_fingerprints)
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """A results file's JSON (a history record's results.json), not yet checked."""
     text = read_text(path)
     try:
         doc = json.loads(text)
@@ -279,6 +224,12 @@ def load(path: str | Path, *, check_fingerprints: bool = True) -> RunResults:
         raise RetrievalEvalError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
     if isinstance(doc, dict) and doc.get("format") == HISTORY_FORMAT and isinstance(doc.get("results"), dict):
         doc = doc["results"]  # a history record (gate/history.py) holds a run's results.json
+    return doc
+
+
+def from_document(doc: Any, path: str | Path, *, check_fingerprints: bool = True) -> RunResults:
+    """The run a results file's JSON holds (``read_document``), refused in one line when it does
+    not hold together; its settings stay as recorded (the gate reads them: ``gate/saved.py``)."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise RetrievalEvalError(f"not a results file (expected \"format\": \"{FORMAT}\")", path=path, field="format")
     if doc.get("version") != VERSION:

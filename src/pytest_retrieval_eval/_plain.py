@@ -1,0 +1,79 @@
+"""Frozen dataclasses to plain JSON values and back, exactly, driven by their type hints.
+
+The analysis of a run (``gate/analysis.py``) is written into results.json in this form and read
+back by ``report``, so a saved run renders byte-identical artefacts without computing a single
+statistic again. One generic pair instead of a hand-written ``from_dict`` per type keeps the
+two directions from drifting apart: a field added to a type is written and read with no more
+code. Floats survive the trip exactly (``json`` writes their shortest repr, NaN as ``NaN``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types
+import typing
+from typing import Any, Mapping
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def to_plain(value: Any) -> Any:
+    """``value`` as JSON's types: dataclasses as objects of their init fields (private ones left
+    out), tuples and lists as lists, mappings as objects with string keys."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if f.init and not f.name.startswith("_")}
+    if isinstance(value, Mapping):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
+        return value
+    if isinstance(value, float) or hasattr(value, "__float__"):
+        return float(value)
+    raise TypeError(f"cannot write a {type(value).__name__} as JSON")
+
+
+def from_plain(hint: Any, data: Any) -> Any:
+    """The value of type ``hint`` that ``to_plain`` wrote as ``data``."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any or hint is object or data is None:
+        return data
+    if origin in (typing.Union, types.UnionType):
+        if data is None and type(None) in args:
+            return None
+        kinds = [a for a in args if a is not type(None)]
+        return from_plain(kinds[0], data) if len(kinds) == 1 else data
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        if not isinstance(data, Mapping):
+            raise ValueError(f"expected an object for {hint.__name__}, got {type(data).__name__}")
+        hints = _hints(hint)
+        return hint(**{f.name: from_plain(hints[f.name], data[f.name]) for f in dataclasses.fields(hint)
+                       if f.init and not f.name.startswith("_") and f.name in data})
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(from_plain(args[0], v) for v in data)
+        if args and len(args) != len(data):
+            raise ValueError(f"expected {len(args)} values, got {len(data)}")
+        return tuple(from_plain(a, v) for a, v in zip(args, data)) if args else tuple(data)
+    if origin is list:
+        return [from_plain(args[0] if args else Any, v) for v in data]
+    if origin in (dict, Mapping, typing.Mapping) or (isinstance(origin, type) and issubclass(origin, Mapping)):
+        value = args[1] if len(args) == 2 else Any
+        return {k: from_plain(value, v) for k, v in data.items()}
+    if hint is float:
+        return float(data)
+    if hint in (int, str, bool):
+        if not isinstance(data, hint) or (hint is int and isinstance(data, bool)):
+            raise ValueError(f"expected {hint.__name__}, got {data!r:.40}")
+        return data
+    if hint in (tuple, list, dict):
+        return hint(data)
+    return data
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    return _HINTS[cls]

@@ -1,0 +1,292 @@
+"""Every quantity a run's reports and gate read, computed once: ``analyse(run, settings, baseline)``.
+
+Between "the engines answered" (``run/``) and "the gate said" (``gate/verdict.py``) sits one
+frozen value, as ranx computes a ``Report`` once and renders it: the table's rows and
+intervals, the paired comparisons, the misses and their causes, segments, stability, sweeps,
+shadows, latency, usage, what the labeled set can detect, and the comparison with a baseline.
+The gate's rules read it, results.json stores it (``to_dict``), and every renderer only reads it,
+so a saved run (``report results.json``) renders the same bytes without running a single paired
+test, bootstrap or miss attribution again: ``Analysis.basis`` says which run, settings and
+baseline it was made from, and a recorded analysis is used only where they are the same.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
+
+from .._plain import from_plain, to_plain
+from ..ir.measures import Measure
+from ..ir.stats import POWER, detectable_drop, queries_needed
+from ..run.causes import Cause, Misses
+from ..run.cost import Latency, Usage
+from ..run.lint import KINDS as RUN_LINT_KINDS
+from ..run.results import Comparison, RunResults
+from ..run.segments import SegmentRow
+from ..run.shadow import Shadow
+from ..run.stability import Stability
+from ..run.sweep import SweepTable
+from ..types import sha256_text
+from .baseline import BaselineComparison
+from .rules import LatencyQuantity, MaxDrop, MeasureQuantity, Row, Threshold, UsageQuantity, judges_shadows, measures_needed, shadow_measures
+from .settings import GateSettings
+
+#: bump when the analysis's form changes: a recorded one of another form is made again, not read
+ANALYSIS_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Detectable:
+    """The smallest drop of ``measure`` the gate can tell from noise for one engine, at the run's
+    alpha with 80% power (``ir.stats.detectable_drop``)."""
+
+    engine: str
+    labeled: str
+    measure: str
+    drop: float
+    n: int
+
+    def __str__(self) -> str:
+        return f"{self.engine} {self.measure} {self.drop:.3f}"
+
+
+@dataclass(frozen=True)
+class Intervals:
+    """One evaluation's 95% intervals, per measure (Wilson for hit@k and the rates, else the
+    bootstrap over queries: ``EvaluationResult.ci``)."""
+
+    engine: str
+    labeled: str
+    by_measure: Mapping[str, tuple[float, float]]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What a run means under its settings (see the module's docstring); renderers read it."""
+
+    #: which run, settings and baseline it was made from (``basis``)
+    basis: str
+    #: the table's columns
+    measures: tuple[str, ...]
+    #: the cutoff misses are counted at
+    miss_k: int
+    rows: tuple[Row, ...]
+    intervals: tuple[Intervals, ...]
+    comparisons: tuple[Comparison, ...]
+    #: each evaluation's misses at ``miss_k`` with their causes, in run order
+    misses: tuple[Misses, ...]
+    #: misses at the cutoff of each rule on a retrieval measure, where it is another: the causes a
+    #: failed rule is shown with
+    rule_misses: tuple[Misses, ...]
+    detectable: tuple[Detectable, ...]
+    warnings: tuple[str, ...]
+    segments: tuple[SegmentRow, ...]
+    stability: tuple[Stability, ...]
+    sweeps: tuple[SweepTable, ...]
+    shadows: tuple[Shadow, ...]
+    #: shadow pairs that could not be compared (an engine not run, ...): gate failures
+    shadow_problems: tuple[str, ...]
+    latency: tuple[Latency, ...]
+    usage: tuple[Usage, ...]
+    baseline: BaselineComparison | None = None
+    version: int = ANALYSIS_VERSION
+
+    def interval(self, key: tuple[str, str], measure: str) -> tuple[float, float]:
+        """The 95% interval of ``measure`` for the evaluation ``key`` (engine, labeled set)."""
+        for x in self.intervals:
+            if (x.engine, x.labeled) == key:
+                return x.by_measure.get(Measure.parse(measure).name, (math.nan, math.nan))
+        return (math.nan, math.nan)
+
+    def misses_of(self, key: tuple[str, str], k: int | None = None) -> Misses | None:
+        k = self.miss_k if k is None else k
+        return next((m for m in (*self.misses, *self.rule_misses) if (m.engine, m.labeled) == key and m.k == k), None)
+
+    def causes(self, key: tuple[str, str]) -> dict[str, Cause]:
+        """Query id -> why it missed at ``miss_k``, for the missed questions of one evaluation."""
+        found = self.misses_of(key)
+        return {c.query_id: c for c in found.causes} if found is not None else {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_plain(self)
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "Analysis | None":
+        """The recorded analysis; None for one of another form (it is then made again)."""
+        if not isinstance(d, dict) or d.get("version") != ANALYSIS_VERSION:
+            return None
+        return from_plain(cls, d)
+
+
+def basis(run: RunResults, settings: GateSettings, baseline: RunResults | None) -> str:
+    """A digest of everything an analysis depends on: the run's source of truth (what
+    results.json records of it), the settings, and the baseline's rankings."""
+    def of(r: RunResults, timing: bool) -> list:
+        return [[e.to_dict(timing=timing) for e in r.evaluations], r.judgments, r.coverage, r.metrics_fingerprint,
+                [x.to_dict() for x in r.lint]]
+
+    text = json.dumps([of(run, settings.latency), settings.to_dict(),
+                       of(baseline, False) if baseline is not None else None], sort_keys=True, default=str)
+    return sha256_text(text)
+
+
+def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None = None) -> Analysis:
+    """Every derived quantity of ``run`` under ``settings`` (columns as recorded, else the default
+    ones for the run), against ``baseline`` where there is one."""
+    from ..run.cost import latency_of, usage_of
+    from ..run.judging import used
+    from ..run.segments import segment_rows, unknown_tags
+    from ..run.stability import stability_of
+
+    s = settings
+    measures = s.columns(run)
+    thresholds, max_drops, alpha = s.thresholds, s.max_drops, s.alpha
+    needed = list(dict.fromkeys([*measures, *measures_needed(thresholds)]))
+    gated = measures_needed(thresholds) if s.confidence == "lower" else []
+    miss_k = s.miss_k or s.miss_cutoff(measures)
+    for e in run.evaluations:  # every measure read below, scored in one pass per evaluation
+        e.prefetch([*needed, *(d.measure for d in max_drops), f"hit@{miss_k}"])
+    latency = {e.key: latency_of(e) for e in run.evaluations} if s.latency else {}
+    usage = {e.key: usage_of(e, s.prices) for e in run.evaluations}
+    rows = tuple(_with_costs(_row(e, needed, gated, thresholds), thresholds, latency.get(e.key), usage.get(e.key),
+                             s.latency) for e in run.evaluations)
+    shown = [*measures, *_recorded(s), f"hit@{miss_k}", *gated]
+    intervals = tuple(Intervals(e.engine, e.labeled.name, {m: e.ci(m) for m in dict.fromkeys(
+        Measure.parse(x).name for x in shown)}) for e in run.evaluations)
+    warnings = [*underpowered(run, max_drops, alpha), *unknown_tags(run, s.by)]
+    judgments = used(run)
+    if judgments is not None:  # a judge that agrees too little with the humans, stale judgments
+        warnings += judgments.warnings()
+    sweeps: tuple = ()
+    if s.sweeps:
+        from ..run.sweep import sweep_tables
+
+        sweeps = tuple(sweep_tables(run, s.sweeps, latency, s.correction))
+    spread_of = list(dict.fromkeys([*measures, *measures_needed(thresholds), *(d.measure for d in max_drops)]))
+    shadows, shadow_problems = [], []
+    if s.shadows or judges_shadows(thresholds):
+        from ..run.shadow import shadows as compare_shadows
+
+        shadows, shadow_problems = compare_shadows(run, s.shadows, s.weights,
+                                                   list(dict.fromkeys([*measures, *shadow_measures(thresholds)])))
+    compared = None
+    if baseline is not None:
+        from .baseline import compare
+
+        compared = compare(run, baseline, list(dict.fromkeys([*measures, *(d.measure for d in max_drops)])),
+                           force=s.baseline_force, correction=s.correction)
+        warnings += compared.warnings
+    return Analysis(
+        basis=basis(run, s, baseline), measures=tuple(measures), miss_k=miss_k, rows=rows, intervals=intervals,
+        comparisons=tuple(run.comparisons(measures, s.correction)),
+        misses=tuple(e.misses(miss_k) for e in run.evaluations),
+        rule_misses=tuple(e.misses(k) for k in _rule_cutoffs(thresholds, miss_k) for e in run.evaluations
+                          if e.n and any(t.engine in (None, e.engine) for t in thresholds)),
+        detectable=tuple(detectable_drops(run, gated_measures(thresholds, max_drops), alpha)),
+        warnings=tuple(warnings),
+        segments=tuple(segment_rows(run, s.by, f"hit@{miss_k}", alpha=alpha, correction=s.correction)),
+        stability=tuple(x for e in run.evaluations if (x := stability_of(e, miss_k, spread_of)) is not None),
+        sweeps=sweeps, shadows=tuple(shadows), shadow_problems=tuple(shadow_problems),
+        latency=tuple(x for x in latency.values() if x is not None),
+        usage=tuple(x for x in usage.values() if x is not None), baseline=compared)
+
+
+def _recorded(s: GateSettings) -> list[str]:
+    from ..run.results import measure_names
+
+    return measure_names(s.recorded_measures)
+
+
+def _rule_cutoffs(thresholds: Sequence[Threshold], miss_k: int) -> list[int]:
+    """The cutoffs of the rules on a retrieval measure other than ``miss_k``: a failure of one of
+    them is shown with its engine's misses at its own cutoff."""
+    out = []
+    for t in thresholds:
+        q = t.quantity
+        if isinstance(q, MeasureQuantity) and not (q.measure.freshness or q.measure.count or t.segment):
+            k = q.measure.k or miss_k
+            if k != miss_k:
+                out.append(k)
+    return list(dict.fromkeys(out))
+
+
+def gated_measures(thresholds: Sequence[Threshold], max_drops: Sequence[MaxDrop]) -> list[str]:
+    """The measures rules judge, max-drop rules first (none without rules: the table stays short)."""
+    return list(dict.fromkeys([d.measure for d in max_drops] + measures_needed(thresholds)))
+
+
+def detectable_drops(run: RunResults, measures: Sequence[str], alpha: float) -> list[Detectable]:
+    return [Detectable(e.engine, e.labeled.name, m, detectable_drop(e.values(m), alpha=alpha), e.n)
+            for e in run.evaluations for m in measures if e.n > 1]
+
+
+def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) -> list[str]:
+    """A warning per max-drop rule whose delta is below what the labeled set can detect: the gate
+    then either misses real drops of that size or (without --retrieval-noise-aware) fails on noise."""
+    from ..run.segments import subset
+
+    out = []
+    for rule in max_drops:
+        for e in run.evaluations:
+            if rule.engine and e.engine != rule.engine:
+                continue
+            ids = [q.query_id for q in e.labeled.queries if rule.segment is None or rule.segment in q.tags]
+            values = subset(e, rule.measure, ids)  # a segment rule: its segment's questions
+            if len(values) < 2:
+                continue
+            mdd = detectable_drop(values, alpha=alpha)
+            if rule.delta < mdd:
+                need = (f"a drop of {rule.delta:g} needs about {queries_needed(values, rule.delta, alpha=alpha)} "
+                        "queries") if rule.delta > 0 else "no number of queries tells any drop at all from noise"
+                on = f"{e.labeled.name}[{rule.segment}]" if rule.segment else e.labeled.name
+                out.append(f"max-drop rule {rule} (from {rule.source}): {e.engine} on {on} can only "
+                           f"detect a drop of {mdd:.3f} in {rule.measure} with {len(values)} queries ({POWER:.0%} "
+                           f"power, alpha {alpha:g}); {need}")
+    return out
+
+
+def _why(e: Any, measure: str) -> str:
+    lines = [line.strip() for line in e.freshness_lines(Measure.parse(measure), limit=10)]
+    return lines[0] + (f" ({'; '.join(lines[1:])})" if len(lines) > 1 else "") if lines else ""
+
+
+def _row(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequence[Threshold]) -> Row:
+    """What the gate reads of one evaluation: its means, counts, and why a freshness measure or
+    the stale count is what it is."""
+    stale = dict(e.labeled.provenance.get("stale_left_out") or {})  # id -> what changed
+    names = dict(e.labeled.provenance.get("stale_names") or {})  # how messages name text-made ids
+    values = {**{m: e.mean(m) for m in needed},
+              **{f"run.{k}": float(len(e.run_lint.get(k, ()))) for k in RUN_LINT_KINDS}, "stale": float(len(stale))}
+    details = {m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness}
+    if stale:
+        details["stale"] = "left out: " + "; ".join(f"{names.get(q, q)} ({', '.join(w)})" for q, w in stale.items())
+    return Row(e.engine, e.labeled.name, values, e.n, e.n_errored, {m: e.ci(m) for m in gated}, details)
+
+
+def _with_costs(row: Row, thresholds: Sequence[Threshold], latency: Latency | None, usage: Usage | None,
+                timed: bool) -> Row:
+    """``row`` with the latency (ms) and usage figures its rules judge, NaN (with why) where the
+    run has none: such a rule fails rather than passing unchecked."""
+    values, details = dict(row.values), dict(row.details)
+    for t in thresholds:
+        q = t.quantity
+        if isinstance(q, LatencyQuantity):
+            if latency is None:
+                values[t.measure] = math.nan
+                details[t.measure] = ("the run did not time its calls" if timed else
+                                      "the run did not time its calls: run with --retrieval-latency")
+            else:
+                values[t.measure] = latency.ms(q.statistic)
+                details[t.measure] = f"measured at {latency.measured_at}"
+        elif isinstance(q, UsageQuantity):
+            if usage is None:
+                values[t.measure] = 0.0  # no HTTP call was counted for the engine: none was made
+                details[t.measure] = "the plugin counted no HTTP call for this engine"
+                continue
+            values[t.measure] = usage.per_query(q.figure) if q.per == "per_query" else usage.total(q.figure)
+            details[t.measure] = (f"{usage.calls} calls, {usage.tokens} tokens over {usage.n} queries"
+                                  + (f"; no price for {', '.join(usage.unpriced)} (--retrieval-prices)"
+                                     if q.figure == "cost" and usage.unpriced else ""))
+    return replace(row, values=values, details=details)

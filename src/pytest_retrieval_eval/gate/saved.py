@@ -1,0 +1,88 @@
+"""results.json as the gate writes and reads it: the run's source of truth, the settings it was
+judged by, and its analysis, so ``report results.json`` renders what the run rendered.
+
+Besides the analysis in its exact form (``"analysis"``, which ``report`` reads back), the file
+keeps the derived values for people and other tools under their long-standing keys
+(``comparisons``, ``misses``, ``segments``, ``stability``, ``sweeps``, ``shadows``), written from
+the same analysis: nothing here computes a statistic.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import RetrievalEvalError
+from ..run.results import RunResults, measure_names
+from ..run.results_json import from_document, read_document, run_document
+from .analysis import Analysis
+from .settings import GateSettings
+
+
+@dataclass(frozen=True)
+class Saved:
+    """A results file read back: the run, its settings, and its analysis (None when the file
+    holds none of this form: it is then made again)."""
+
+    run: RunResults
+    settings: GateSettings
+    analysis: Analysis | None = None
+
+
+def load_saved(path: str | Path, *, check_fingerprints: bool = True) -> Saved:
+    """A saved run with its settings and analysis, refused in one line naming the file and the field."""
+    doc = read_document(path)
+    run = from_document(doc, path, check_fingerprints=check_fingerprints)
+    try:
+        settings = GateSettings.from_dict(run.settings) if run.settings else GateSettings()
+    except RetrievalEvalError as exc:
+        raise RetrievalEvalError(exc.detail, path=path, field=exc.field or "settings") from None
+    try:
+        analysis = Analysis.from_dict(doc.get("analysis"))
+    except (KeyError, TypeError, ValueError):
+        analysis = None  # a damaged analysis is made again from the run, never read half
+    return Saved(run, settings, analysis)
+
+
+def results_json(verdict: Any) -> str:
+    """The run's results.json (sorted keys, no timings unless ``--retrieval-latency``: identical
+    inputs give identical bytes)."""
+    run, s, a = verdict.run, verdict.settings, verdict.analysis
+    doc = run_document(run, measure_names(s.recorded_measures), timing=s.latency, prices=s.prices,
+                       intervals=a.interval)
+    doc["settings"] = s.to_dict()
+    doc.update(_for_people(run, s, a))
+    doc["analysis"] = a.to_dict()
+    return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=True) + "\n"
+
+
+def _for_people(run: RunResults, s: GateSettings, a: Analysis) -> dict[str, Any]:
+    """The analysis's figures in the forms results.json has always shown them."""
+    doc: dict[str, Any] = {}
+    if s.miss_k:
+        doc["misses"] = [{**m.to_dict(), "queries": [{"id": c.query_id, "kind": c.kind, "why": c.text}
+                                                     for c in m.causes]} for m in a.misses]
+        if any(e.trial_results for e in run.evaluations):  # how much each engine moved between trials
+            doc["stability"] = [x.to_dict() for x in a.stability]
+        if s.sweeps:
+            doc["sweeps"] = [t.to_dict() for t in a.sweeps]
+        if s.by:
+            doc["segments"] = [row.to_dict() for row in a.segments]
+    if s.table_measures:  # the effect sizes the reports show
+        doc["comparisons"] = [c.to_dict() for c in a.comparisons]
+    if s.shadows:  # what each candidate gained over its baseline, on the columns and the weighted measures
+        names = [*s.table_measures, *s.weights]
+        order = {m: i for i, m in enumerate(dict.fromkeys(names))}
+        pairs = set(s.shadows)
+        doc["shadows"] = [replace(sh, deltas=tuple(sorted((d for d in sh.deltas if d.measure in order),
+                                                           key=lambda d: order[d.measure]))).to_dict()
+                          for sh in a.shadows if (sh.candidate, sh.baseline) in pairs]
+    return doc
+
+
+def load_run(path: str | Path, *, check_fingerprints: bool = True) -> RunResults:
+    """A saved run alone (a baseline): its settings and analysis are this run's business."""
+    return load_saved(path, check_fingerprints=check_fingerprints).run
+
