@@ -1,0 +1,74 @@
+"""A saved run's analysis is read back, not made again: ``report results.json`` renders every
+artefact of the run, byte for byte, with the paired test, the bootstrap and the miss attribution
+made to raise (``gate/analysis.py``, ``gate/saved.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from projects import BUNDLED_TESTS, ORACLE_CONFTEST
+from pytest_retrieval_eval.cli import main as cli
+
+#: every artefact of the report folder; timing.json holds wall times, which a saved run has not
+FILES = ["results.json", "results.md", "per_query.jsonl", "qrels.txt", "runs/keyword.trec", "runs/oracle.trec",
+         "hit_at_k.svg"]
+
+
+def summary_of(lines: list[str]) -> list[str]:
+    """The run's retrieval section: from its heading to pytest's closing line."""
+    start = next(i for i, line in enumerate(lines) if "retrieval evaluation" in line and line.startswith("---"))
+    return [line for line in lines[start:-1] if not line.startswith("retrieval: ")]
+
+
+def no_statistics(monkeypatch) -> None:
+    """Every paired test, bootstrap, Wilson interval and miss attribution raises from here on."""
+    import pytest_retrieval_eval.ir.paired as paired
+    import pytest_retrieval_eval.ir.stats as stats
+    import pytest_retrieval_eval.run.causes as causes
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a statistic was computed again while a saved run was rendered")
+
+    for module, name in ((paired, "paired_randomization"), (paired, "paired_difference_ci"), (stats, "bootstrap_ci"),
+                         (stats, "wilson_ci"), (stats, "paired_randomization"), (causes, "causes"),
+                         (causes, "cause_of")):
+        monkeypatch.setattr(module, name, refused)
+
+
+@pytest.fixture
+def failed_run(make_project):
+    """A run against a baseline with a failing rule, segments and a shadow pair: every section of
+    every artefact has something in it."""
+    p = make_project(engines="keyword oracle", conftest=ORACLE_CONFTEST, tests=BUNDLED_TESTS)
+    assert p.runpytest("-m", "retrieval", "--retrieval-save-baseline=base.json").ret == 0
+    result = p.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-report-dir=out",
+                         "--retrieval-html=page.html", "--retrieval-baseline=base.json", "--retrieval-by=tags",
+                         "--retrieval-shadow=keyword:oracle", "--retrieval-max-drop=hit@5=0.0",
+                         "--retrieval-threshold=keyword:hit@5>=0.9", "--retrieval-threshold=keyword:mrr>=0.9",
+                         "--retrieval-threshold=oracle:hit@1>=0.99")
+    assert result.ret == 1, result.stdout.str()
+    return p, summary_of(result.stdout.lines)
+
+
+def test_every_artefact_renders_from_results_json_byte_identical_with_no_statistic_computed(failed_run, monkeypatch,
+                                                                                           capsys):
+    p, printed = failed_run
+    no_statistics(monkeypatch)
+    capsys.readouterr()
+    assert cli(["report", str(p.path / "out" / "results.json"), "--out", str(p.path / "again"),
+                "--html", str(p.path / "again.html")]) == 1
+    assert capsys.readouterr().out.splitlines() == printed  # the run's own terminal summary
+    for name in FILES:
+        assert (p.path / "again" / name).read_bytes() == (p.path / "out" / name).read_bytes(), name
+    assert (p.path / "again.html").read_bytes() == (p.path / "page.html").read_bytes()
+    assert cli(["report", "comment", str(p.path / "out" / "results.json")]) == 1
+    assert "FAIL" in "\n".join(capsys.readouterr().out.splitlines()[:10])
+
+
+def test_a_changed_setting_makes_the_analysis_again(failed_run, monkeypatch):
+    """The recorded analysis is read only where it was made from the same run, settings and
+    baseline: another alpha is another analysis, made now (here: the refused statistics raise)."""
+    p, _ = failed_run
+    no_statistics(monkeypatch)
+    with pytest.raises(AssertionError, match="a statistic was computed again"):
+        cli(["report", str(p.path / "out" / "results.json"), "--alpha=0.1"])
