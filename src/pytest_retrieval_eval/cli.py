@@ -47,7 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--question-column", default=None, help="CSV/TSV header of the question (default: question or query)")
     imp.add_argument("--doc-column", default=None,
                      help="CSV/TSV header of the judged doc id(s) (default: doc_id(s), docid, document_id, gold, relevant)")
-    imp.add_argument("--grade-column", default=None, help="CSV/TSV header of the relevance grade (default: 1)")
+    imp.add_argument("--grade-column", default=None,
+                     help="CSV/TSV header of the relevance grade (default: grade or relevance; without one, 1)")
     imp.add_argument("--id-column", default=None,
                      help="CSV/TSV header of the query id (default: query_id, qid or id; else from the question's text)")
     imp.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
@@ -194,12 +195,12 @@ def _check(args) -> int:
 
 def _label(args) -> int:
     from .data.corpus import open_corpus
-    from .data.labels import Columns, import_labels, is_qrels_jsonl, read_labels, remove_labels, stamp_cache
+    from .data.labels import Columns, import_labels, is_team_file, read_labels, remove_labels, stamp_cache
     from .data.staleness import remove_command, stamp_command
 
-    if args.verb in ("remove", "stamp") and is_qrels_jsonl(args.questions):  # the team's file: never rewritten
+    if args.verb in ("remove", "stamp") and is_team_file(args.questions):  # the team's file: never rewritten
         raise RetrievalEvalError(
-            f"a rig-style qrels.jsonl is the team's own file, never rewritten: "
+            f"{Path(args.questions).name} is the team's own file, never rewritten: "
             + (f"it has no place for fingerprints; import it into a questions cache, which records them: "
                f"{stamp_command(args.corpus, args.questions)}" if args.verb == "stamp" else
                f"delete the line of {', '.join(map(repr, args.ids))} from it"), path=args.questions)

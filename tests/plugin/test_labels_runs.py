@@ -152,6 +152,25 @@ def test_a_rig_style_qrels_jsonl_works_directly_and_through_import_with_its_grad
         assert ours["direct"][q] == pytest.approx(theirs[q]["ndcg_cut_10"], abs=1e-9)
 
 
+def test_a_graded_labels_csv_works_directly_and_through_import_alike(team, tmp_path):
+    labels = team.path / "labels.csv"
+    labels.write_text("question,doc_id,grade\nwifi for visitors,guest-wifi,2\nwifi for visitors,vpn-setup,1\n"
+                      "lost laptop,laptop-replacement,3\nlost laptop,shared-drives,0\n", encoding="utf-8")
+    assert cli(["label", "import", str(labels), "--corpus", str(team.path / "kb"),
+                "--questions", str(team.path / "imported.json")]) == 0
+    qrels = {}
+    for name, questions in (("direct", "labels.csv"), ("via", "imported.json")):
+        team.runpytest("-m", "retrieval", f"--retrieval-questions={questions}", "--retrieval-engine", "keyword",
+                       f"--retrieval-report-dir={tmp_path / name}", "-W", "ignore::UserWarning")
+        qrels[name] = sorted((tmp_path / name / "qrels.txt").read_text().splitlines())
+    assert qrels["direct"] == qrels["via"] and any(line.endswith(" 3") for line in qrels["direct"])
+    labels.write_text("question,doc_id,grade\nwifi for visitors,guest-wifi,1.5\n", encoding="utf-8")
+    refused = team.runpytest("-m", "retrieval", "--retrieval-questions=labels.csv", "--retrieval-engine", "keyword")
+    assert refused.ret != pytest.ExitCode.OK
+    assert f"{labels}:2: field 'grade': relevance grade must be an integer, got '1.5'" in refused.stdout.str() + \
+        refused.stderr.str()
+
+
 def test_a_hand_written_cache_without_fingerprints_is_unchecked_until_stamped(team, capsys):
     entries = [{"id": f"h{i}", "question": q, "relevant": {d: 1}} for i, (q, d) in enumerate(TEN, start=1)]
     cache = {"format": "pytest-retrieval-eval/questions", "version": 1, "queries": entries}

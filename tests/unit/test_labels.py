@@ -122,6 +122,56 @@ def test_a_document_judged_twice_with_two_grades_is_refused_by_label_import_as_b
     assert read_labels(table, columns=Columns(grade="grade"))[0].relevant == {"d1": 1, "d2": 1}
 
 
+def _team_corpus(tmp_path):
+    from conftest import write_docs
+
+    return write_docs(tmp_path / "kb", [{"doc_id": d, "title": d, "content": f"{d} words " * 5} for d in ("d1", "d2", "d3")])
+
+
+@pytest.mark.parametrize("name, sep", [("labels.csv", ","), ("labels.tsv", "\t")])
+def test_a_column_named_grade_is_the_grade_for_label_import_and_the_run_time_loader_alike(tmp_path, capsys, name, sep):
+    from pytest_retrieval_eval.data.labels import load_labels
+
+    kb, labels, cache = _team_corpus(tmp_path), tmp_path / name, tmp_path / "questions.cache.json"
+    labels.write_text(sep.join(["question", "doc_id", "Grade"]) + "\n" + "".join(
+        sep.join(row) + "\n" for row in [("guest wifi", "d1", "2"), ("guest wifi", "d2", "0"),
+                                         ("printing", "d3", "1.0"), ("printing", "d2", "")]))
+    assert cli(["label", "import", str(labels), "--corpus", str(kb), "--questions", str(cache)]) == 0, capsys.readouterr()
+    imported = {q.question: dict(q.relevant) for q in load_questions_cache(cache)}
+    loaded = {q.question: dict(q.relevant) for q in load_labels(labels)}
+    assert imported == loaded == {"guest wifi": {"d1": 2, "d2": 0}, "printing": {"d3": 1, "d2": 1}}
+    assert [q.query_id for q in load_labels(labels)] == [q.query_id for q in load_questions_cache(cache)]
+
+
+@pytest.mark.parametrize("cell", ["1.5", "x", "nan"])
+def test_a_bad_grade_is_refused_alike_by_label_import_and_the_run_time_loader_in_one_line(tmp_path, capsys, cell):
+    from pytest_retrieval_eval.data.labels import load_labels
+
+    kb, labels, cache = _team_corpus(tmp_path), tmp_path / "labels.csv", tmp_path / "questions.cache.json"
+    labels.write_text(f"question,doc_id,grade\nguest wifi,d1,1\nguest wifi,d2,{cell}\n")
+    expected = f"{labels}:3: field 'grade': relevance grade must be an integer, got {cell!r}"
+    assert cli(["label", "import", str(labels), "--corpus", str(kb), "--questions", str(cache)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {expected}\n" and not cache.exists()
+    with pytest.raises(RetrievalEvalError) as caught:
+        load_labels(labels)
+    assert str(caught.value) == expected
+
+
+def test_a_labels_csv_read_at_run_time_is_the_teams_own_file_never_rewritten(tmp_path, capsys):
+    kb, labels = _team_corpus(tmp_path), tmp_path / "labels.csv"
+    labels.write_text("question,doc_id,grade\nguest wifi,d1,2\n")
+    before = labels.read_bytes()
+    assert cli(["check", "--corpus", str(kb), "--questions", str(labels)]) == 1
+    out = capsys.readouterr().out
+    assert "1 of 1 questions unchecked" in out
+    assert f"label import {labels} --corpus {kb} --questions {tmp_path / 'questions.cache.json'}" in out
+    assert cli(["label", "stamp", "--corpus", str(kb), "--questions", str(labels)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {labels}: ") and "never rewritten" in err and len(err.splitlines()) == 1
+    assert labels.read_bytes() == before
+
+
 #: grade values in JSON files: a JSON number with a whole value is that grade (``2.0`` is 2)
 JSON_GRADES = [(1, 1), (0, 0), (-1, -1), (2.0, 2), (1.5, None), (float("nan"), None), (True, None), (None, None),
                ([1], None)]

@@ -212,7 +212,7 @@ ALIASES = {
     "question": ("--question-column", ("question", "query", "query_text", "question_text")),
     "doc": ("--doc-column", ("doc_id", "doc_ids", "docid", "docids", "document_id", "document_ids", "gold",
                              "gold_doc", "relevant", "relevant_docs")),
-    "grade": ("--grade-column", ()),
+    "grade": ("--grade-column", ("grade", "relevance")),
     "id": ("--id-column", ("query_id", "qid", "id")),
 }
 
@@ -410,15 +410,28 @@ def read_labels(path: str | Path, *, fmt: str = "auto", columns: Columns = Colum
 
 
 def load_labels(path: str | Path) -> LabeledSet:
-    """``retrieval_questions``: the questions cache, or a rig-style ``qrels.jsonl`` in its place."""
+    """``retrieval_questions``: the questions cache, or the team's own file in its place (a
+    rig-style ``qrels.jsonl``, a labels CSV/TSV), read by the reader ``label import`` uses, so
+    both accept, grade and refuse a file alike."""
     from .labeled import load_questions_cache
 
-    if is_qrels_jsonl(path):
+    if is_team_file(path):
+        read = read_qrels_jsonl(path) if is_qrels_jsonl(path) else read_labels(path)
         entries = [LabeledQuery(q.query_id, q.question, dict(q.relevant),
-                                {k: v for k, v in q.source.items() if not k.startswith("_")})
-                   for q in read_qrels_jsonl(path)]
+                                {k: v for k, v in q.source.items() if not k.startswith("_")}, q.tags)
+                   for q in read]
         return LabeledSet(tuple(entries), name=Path(path).name, provenance={"path": str(path)})
     return load_questions_cache(path)
+
+
+#: endings of a labels table read directly as ``retrieval_questions``
+TABLE_SUFFIXES = (".csv", ".tsv", ".tab")
+
+
+def is_team_file(path: str | Path) -> bool:
+    """The team's own labels given as ``retrieval_questions`` (a rig-style ``qrels.jsonl`` or a
+    CSV/TSV): read as it is, never rewritten, with no place for fingerprints."""
+    return is_qrels_jsonl(path) or (Path(path).suffix.lower() in TABLE_SUFFIXES and Path(path).is_file())
 
 
 def is_qrels_jsonl(path: str | Path) -> bool:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 from .corpus import Corpus
 from .labeled import LabeledSet
-from .labels import did_you_mean, fingerprinted, is_generated, is_qrels_jsonl, unchecked
+from .labels import did_you_mean, fingerprinted, is_generated, is_team_file, unchecked
 
 
 def _command(verb: str, corpus_path: str, questions_path: str) -> str:
@@ -35,16 +35,18 @@ def check_command(corpus_path: str, questions_path: str) -> str:
 
 
 def stamp_command(corpus_path: str, questions_path: str) -> str:
-    """The command that records the judged documents' fingerprints. A rig-style ``qrels.jsonl``
-    has no place for them (``label stamp`` refuses it): importing it into a questions cache beside
-    it records them, so that is the command said, for every message that says one."""
-    if is_qrels_jsonl(questions_path):
+    """The command that records the judged documents' fingerprints. The team's own file (a
+    rig-style ``qrels.jsonl``, a labels CSV) has no place for them (``label stamp`` refuses it):
+    importing it into a questions cache beside it records them, so that is the command said, for
+    every message that says one."""
+    if is_team_file(questions_path):
         return import_command(questions_path, corpus_path, imported_cache(questions_path))
     return _command("label stamp", corpus_path, questions_path)
 
 
 def imported_cache(qrels_path: str) -> str:
-    """Where a rig-style ``qrels.jsonl`` is imported to: ``questions.cache.json`` beside it."""
+    """Where the team's own file (``qrels.jsonl``, a labels CSV) is imported to:
+    ``questions.cache.json`` beside it."""
     return os.path.join(os.path.dirname(str(qrels_path)), "questions.cache.json")
 
 
@@ -66,9 +68,9 @@ def list_command(corpus_path: str, questions_path: str) -> str:
 
 
 def drop_command(corpus_path: str, questions_path: str) -> str:
-    """``label stamp --drop-deleted``; none for a ``qrels.jsonl`` (nothing to stamp: its judged
+    """``label stamp --drop-deleted``; none for the team's own file (nothing to stamp: its judged
     documents were never fingerprinted, so none is known as deleted)."""
-    if is_qrels_jsonl(questions_path):
+    if is_team_file(questions_path):
         return ""
     return stamp_command(corpus_path, questions_path) + " --drop-deleted"
 

@@ -9,7 +9,7 @@ from typing import Callable
 
 from ..data.corpus import BeirFolder, Corpus, open_corpus
 from ..data.labeled import LabeledSet
-from ..data.labels import is_qrels_jsonl, load_labels
+from ..data.labels import is_team_file, load_labels
 from ..data.staleness import (check, chunk_fingerprints, drop_command, list_command, regenerate_command,
                               stamp_command)
 from ..errors import RetrievalEvalError
@@ -94,7 +94,7 @@ def load_labeled(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progre
     labeled = read if read is not None and not cfg.regenerate else load_labels(cfg.questions)
     stale = check(labeled, corpus, chunk_fingerprints(corpus, labeled, chunking))
     stamp = stamp_command(shown(cfg.corpus), shown(cfg.questions))
-    external = is_qrels_jsonl(cfg.questions)  # the team's own file: fingerprints live in an imported cache
+    external = is_team_file(cfg.questions)  # the team's own file: fingerprints live in an imported cache
     if stale.unchecked:
         message = stale.unchecked_message(shown(cfg.questions), len(labeled), stamp)
         if cfg.stale == "error" and len(stale.unchecked) == len(labeled) and not external:
