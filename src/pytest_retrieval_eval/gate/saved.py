@@ -53,6 +53,8 @@ def results_json(verdict: Any) -> str:
     doc = run_document(run, measure_names(s.recorded_measures), timing=s.latency, prices=s.prices,
                        intervals=a.interval)
     doc["settings"] = s.to_dict()
+    doc["verdict"] = {"failed": verdict.failed,  # what the gate said, as every surface says it
+                      "failures": [{"kind": f.kind, "text": str(f), "causes": list(f.causes)} for f in verdict.failures]}
     doc.update(_for_people(run, s, a))
     doc["analysis"] = a.to_dict()
     return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=True) + "\n"

@@ -52,7 +52,12 @@ def per_query_lines(verdict: Any) -> str:
 
 
 def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
-    out = ["# Retrieval evaluation", ""]
+    """results.md: the verdict and every failure first (as the PR comment leads), then the table
+    and the detail; the whole list of failures under "Gate" where the lead had to cut it."""
+    from .comment import LEAD, verdict_lines
+
+    lead, _ = verdict_lines(verdict, room=LEAD - 2)
+    out = ["# Retrieval evaluation", "", *lead, ""]
     out += table.markdown(verdict)
     out += ["", "95% intervals in brackets (Wilson for hit@k and the rates, a bootstrap over queries for graded measures)."]
     judged = [*stale_lines(verdict), *judged_lines(verdict, markdown=True),

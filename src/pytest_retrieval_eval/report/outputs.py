@@ -42,23 +42,13 @@ def write_outputs(verdict: Any, *, report_dir: Path | None = None, html: Path | 
 
         write_text_atomic(html, render(verdict, baseline=baseline, trend=trend,
                                        subtitle=", ".join(f"{k}: {v}" for k, v in meta.items())))
-    if step_summary:  # results.md led by the verdict, cut to GitHub's limit, pointing at the full results.md
+    if step_summary:  # results.md (led by the verdict), cut to GitHub's limit, pointing at the full results.md
         from .comment import step_summary as fitted
 
         already = os.path.getsize(step_summary) if os.path.exists(step_summary) else 0
         full = f"{Path(report_dir) / 'results.md'} (in CI, the workflow's artefact)" if report_dir is not None else None
         with open(step_summary, "a", encoding="utf-8") as fh:
-            fh.write(fitted(summary_text(verdict, markdown(verdict, meta)), already=already, full_report=full))
-
-
-def summary_text(verdict: Any, results_md: str) -> str:
-    """results.md with the comment's verdict and failures under its title: the step summary is read
-    first for whether the gate passed and why not (the full list stays in its "Gate" section)."""
-    from .comment import LEAD, verdict_lines
-
-    title, rest = results_md.split("\n", 1)
-    lead, _ = verdict_lines(verdict, room=LEAD - 2)
-    return "\n".join([title, "", *lead]) + "\n" + rest
+            fh.write(fitted(markdown(verdict, meta), already=already, full_report=full))
 
 
 def step_summary_path() -> str | None:
