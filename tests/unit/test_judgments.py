@@ -292,6 +292,8 @@ def test_judged_labels_fill_holes_never_overrule_a_human_and_score_as_trec_eval_
     e = run.evaluations[0]
     assert math.isnan(e.mean("ndcg@10+judged"))  # no judgments attached: no value, never a pass
     used = attach(run, judgments, shown_path="j.jsonl")
+    before, e = e, run.evaluations[0]
+    assert before.judged == {} and before.judge is None  # attaching makes new evaluations, never edits one
     assert used.used == 3 and e.judged == {"q1": {"c": 3, "d": 1}, "q2": {"e": 2}}
     filled = {"q1": {"a": 1, "c": 1, "d": 0}, "q2": {"b": 1, "x": 0, "e": 1}}
     ranked = {"q1": {"c": 3, "a": 2, "d": 1}, "q2": {"x": 3, "e": 2, "b": 1}}
@@ -420,7 +422,7 @@ def test_a_baseline_judged_by_another_judge_is_refused_in_one_line_unless_forced
 def test_a_shadow_comparison_across_judges_is_refused():
     run = run_of(one=[["c"], ["e"]], two=[["c"], ["e"]])
     attach(run, Judgments([one("q1", "c", 3)]), shown_path="j.jsonl")
-    run.evaluations[1].set_judged({}, JUDGE_B.to_dict())
+    run.replace_evaluations([run.evaluations[0], run.evaluations[1].with_judged({}, JUDGE_B.to_dict())])
     found, problems = shadows(run, [("one", "two")], {"hit@1": 1.0})
     assert found == [] and "shadow one:two refused: two was judged with another judge" in problems[0]
 

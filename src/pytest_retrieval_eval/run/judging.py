@@ -201,8 +201,8 @@ def hole_grades(human: Qrels, fresh: Mapping[str, Mapping[str, Judgment]], asked
 
 def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str | None = None,
            fingerprints: Mapping[str, str] | None = None) -> JudgmentsUsed | None:
-    """Give every evaluation the judge's labels of the holes (fresh ones only; a human label
-    always wins) and record on ``run`` what they rest on; None when the file holds no judgment."""
+    """Give ``run`` evaluations with the judge's labels of the holes (fresh ones only; a human
+    label always wins) and record on it what they rest on; None when the file holds no judgment."""
     current = judgments.current(judge)
     if current is None:
         return None
@@ -210,13 +210,15 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
     used: set[tuple[str, str]] = set()
     reworded: set[tuple[str, str]] = set()
     unkeyed: set[tuple[str, str]] = set()
+    attached = []
     for e in run.evaluations:
         asked = {q.query_id: question_sha256(q.question) for q in e.labeled.queries}
         judged, off, old = hole_grades(e.labeled.qrels, fresh, asked)
         reworded |= off
         unkeyed |= old
         used |= {(q, d) for q, docs in judged.items() for d in docs}
-        e.set_judged(judged, current.to_dict())
+        attached.append(e.with_judged(judged, current.to_dict()))
+    run.replace_evaluations(attached)
     calibration = judgments.calibration(current, question_hashes(run))
     record = JudgmentsUsed(shown_path, current, len(used), sorted((j.query_id, j.doc_id) for j in stale),
                            sum(1 for j in judgments if j.judge.fingerprint != current.fingerprint),

@@ -102,11 +102,12 @@ class EvaluationResult:
     #: the HTTP calls and tokens of the trials after the first (``--retrieval-trials``), together:
     #: the run's total counts them; the per-query figures are the first trial's
     trial_usage: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
-    _values: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
-    _causes: dict[int, Any] = field(default_factory=dict, repr=False)
-    _cis: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
-    _run: Run | None = field(default=None, repr=False)
-    _filled: Qrels | None = field(default=None, repr=False)
+    #: what is computed on demand, once (not init fields: ``dataclasses.replace`` starts afresh)
+    _values: dict[str, dict[str, float]] = field(default_factory=dict, repr=False, init=False)
+    _causes: dict[int, Any] = field(default_factory=dict, repr=False, init=False)
+    _cis: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False, init=False)
+    _run: Run | None = field(default=None, repr=False, init=False)
+    _filled: Qrels | None = field(default=None, repr=False, init=False)
 
     # --- identity and counts -----------------------------------------------------------------
     @property
@@ -150,14 +151,10 @@ class EvaluationResult:
             self._run = Run.from_ranked({r.query_id: r.doc_ids for r in self.results}, name=self.engine)
         return self._run
 
-    def set_judged(self, judged: Mapping[str, Mapping[str, int]], judge: Mapping[str, Any] | None) -> None:
-        """Attach the judge's labels of the holes (``run/judging.attach``); values computed on
-        the labels before are forgotten."""
-        self.judged, self.judge = judged, judge
-        self._values.clear()
-        self._causes.clear()
-        self._cis.clear()
-        self._filled = None
+    def with_judged(self, judged: Mapping[str, Mapping[str, int]], judge: Mapping[str, Any] | None) -> "EvaluationResult":
+        """The same rankings with the judge's labels of the holes (``run/judging.attach``): a new
+        evaluation, so nothing computed on the labels before is read with the new ones."""
+        return replace(self, judged=judged, judge=judge)
 
     @property
     def filled_qrels(self) -> Qrels:
@@ -387,10 +384,16 @@ class RunResults:
     candidates: dict[str, Any] = field(default_factory=dict)
     #: how much of the corpus the labeled questions judge (``run/coverage.py``); empty without a corpus
     coverage: dict[str, Any] = field(default_factory=dict)
-    _comparisons: dict = field(default_factory=dict, repr=False)
+    _comparisons: dict = field(default_factory=dict, repr=False, init=False)
 
     def __post_init__(self) -> None:
         self.evaluations = sorted(self.evaluations, key=lambda e: e.key)
+
+    def replace_evaluations(self, evaluations: Sequence[EvaluationResult]) -> None:
+        """New evaluations of the same engines (the judge's labels attached): what was compared
+        on the old ones is forgotten."""
+        self.evaluations = sorted(evaluations, key=lambda e: e.key)
+        self._comparisons.clear()
 
     def get(self, engine: str, labeled: str) -> EvaluationResult | None:
         return next((e for e in self.evaluations if e.key == (engine, labeled)), None)
