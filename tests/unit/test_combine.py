@@ -156,3 +156,46 @@ def test_slices_judged_with_one_judgments_file_merge_into_the_unsliced_runs_judg
     merged = combine([str(p) for p in paths]).run
     assert merged.judgments == whole.judgments and merged.judgments["used"] == 3
     assert merged.evaluations[0].judged == whole.evaluations[0].judged
+
+
+class Other(Engine):
+    def retrieve(self, query, k):
+        return ["d9", *super().retrieve(query, k)][:k]
+
+
+def test_workers_that_evaluated_the_same_set_keep_the_first_and_note_that_they_ranked_differently():
+    first, other = evaluation(LABELED).to_dict(timing=True), evaluation(LABELED, engine=Other()).to_dict(timing=True)
+    combined = combine([{"evaluations": [first]}, {"evaluations": [other]}, {"evaluations": [first]}],
+                       names=["gw0", "gw1", "gw2"])
+    [kept] = combined.run.evaluations
+    assert [r.doc_ids for r in kept.results] == [tuple(q["ranked"]) for q in first["queries"]]
+    assert combined.notes == ["engine 'kw' ranked differently on gw1; kept the first worker's run"]
+
+
+def test_a_share_that_never_arrived_is_a_failure_of_the_run_not_a_refusal():
+    combined = combine([{"evaluations": [shares()[1]]}], names=["gw1"])
+    assert combined.run.evaluations == [] and combined.missing == ["engine 'kw': share(s) 1 of 2 never arrived"]
+
+
+def test_shares_of_a_ci_jobs_slice_join_into_the_slice_that_report_merge_reads(tmp_path):
+    part = LABELED.slice(2, 3)
+    shipped = [{"evaluations": [{**evaluation(part.shard(k, 2)).to_dict(timing=True),
+                                 "share": {"of": part.fingerprint, "k": k, "n": 2, "positions": [
+                                     i for i, q in enumerate(part.queries) if q.query_id in part.shard(k, 2).by_id()]}}]}
+               for k in range(2)]
+    [joined] = combine(shipped).run.evaluations
+    assert [r.query_id for r in joined.results] == [q.query_id for q in part.queries]
+    assert joined.labeled.provenance["slice"]["index"] == 2  # still slice 2 of 3 of the whole set
+    path = tmp_path / "s2.json"
+    path.write_text(RunResults([joined]).to_json())
+    [e] = combine([slice_file(tmp_path, 1), str(path), slice_file(tmp_path, 3)]).run.evaluations
+    assert [r.query_id for r in e.results] == [q.query_id for q in LABELED.queries]
+
+
+def test_a_workers_evaluation_of_another_corpus_is_refused_by_the_same_check_naming_the_worker():
+    parts = [{"evaluations": [evaluation(LABELED, corpus=c * 64).to_dict(timing=True)]} for c in "cd"]
+    with pytest.raises(RetrievalEvalError) as exc:
+        combine(parts, names=["gw0", "gw1"])
+    assert str(exc.value) == ("gw1: field 'corpus': evaluation 2 of 2 of set: kw searched corpus corpus (fingerprint "
+                              "dddddddddddd), gw0's corpus corpus (fingerprint cccccccccccc): every xdist worker must "
+                              "evaluate the same corpus with the same engines and options")
