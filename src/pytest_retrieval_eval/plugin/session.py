@@ -7,7 +7,6 @@ for what they yield, passing what they already hold; it never reaches back into 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
