@@ -400,11 +400,13 @@ def _results_of(args):
                                      f"{' '.join(args.results)}")
         args.results = args.results[0]
         return load_saved(args.results)
-    from .run.combine import merge_slices
+    from .run.combine import combine
 
     paths = args.results[1:]
+    if not paths:
+        raise RetrievalEvalError("report merge needs the results.json of every slice: report merge a.json b.json ...")
     args.results, args.merged = " ".join(paths), paths  # how a message names them; the files
-    run = merge_slices(paths)
+    run = combine(paths).run
     try:
         settings = GateSettings.from_dict(run.settings) if run.settings else GateSettings()
     except RetrievalEvalError as exc:

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS
+from conftest import CORPUS, QUESTIONS, parse_table
 from pytest_retrieval_eval.run.combine import _info
 
 ARTEFACTS = ("results.json", "results.md", "per_query.jsonl", "qrels.txt", "runs/keyword.trec", "hit_at_k.svg")
@@ -96,11 +96,14 @@ def test_slices_decide_the_tables_measures_from_the_whole_set_so_one_multi_gold_
     (p.path / "questions.cache.json").write_text(json.dumps(cache))
     p.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = questions.cache.json\n"
               "retrieval_engines = keyword\n")
-    _slices(p)
-    whole = p.runpytest("-m", "retrieval", "--retrieval-report-dir=whole")
+    _slices(p, "--retrieval-report")
+    whole = p.runpytest("-m", "retrieval", "--retrieval-report-dir=whole", "--retrieval-report")
     merged = cli(p.path, "report", "merge", "s1/results.json", "s2/results.json", "s3/results.json", "--out", "merged")
     assert merged.returncode == whole.ret == 0, merged.stderr
     assert "ndcg@10" in json.loads((p.path / "s1/results.json").read_text())["settings"]["table_measures"]
+    table = parse_table(whole.stdout.str())  # the merged table: the unsliced run's columns and numbers
+    assert list(table) == ["keyword"] and "ndcg@10" in table["keyword"], table
+    assert parse_table(merged.stdout) == table, merged.stdout
     for name in ARTEFACTS:
         assert (p.path / "merged" / name).read_bytes() == (p.path / "whole" / name).read_bytes(), name
 

@@ -249,11 +249,11 @@ def test_a_bare_cost_name_says_the_figures_it_takes(text, said):
 
 
 def test_shares_joined_keep_every_call_time_and_sum_what_their_engines_prepared():
-    from pytest_retrieval_eval.run.combine import join
+    from pytest_retrieval_eval.run.combine import combine
 
-    parts, positions = [], []
     from dataclasses import replace
 
+    parts = []
     order = {q.query_id: i for i, q in enumerate(LABELED.queries)}
     for k in range(2):
         share = LABELED.shard(k, 2)
@@ -261,9 +261,10 @@ def test_shares_joined_keep_every_call_time_and_sum_what_their_engines_prepared(
         # each call's time as measured, made exact (q_i took i ms): the join must keep it with its question
         e.results = tuple(replace(r, seconds=order[r.query_id] / 1000) for r in e.results)
         e.prepare_usage, e.trial_usage = {"m": (1, 10, 0)}, {"m": (2, 4, 4)}
-        parts.append(e.to_dict(timing=True))
-        positions.append([i for i, q in enumerate(LABELED.queries) if q.query_id in share.by_id()])
-    whole = join(parts, positions, LABELED.fingerprint)
+        positions = [i for i, q in enumerate(LABELED.queries) if q.query_id in share.by_id()]
+        parts.append({"evaluations": [{**e.to_dict(timing=True),
+                                       "share": {"of": LABELED.fingerprint, "k": k, "n": 2, "positions": positions}}]})
+    [whole] = combine(parts).run.evaluations
     assert [r.query_id for r in whole.results] == [q.query_id for q in LABELED.queries]
     assert [r.seconds for r in whole.results] == [i / 1000 for i in range(len(LABELED.queries))]
     assert whole.measured["concurrency"] == 1 and dict(whole.prepare_usage) == {"m": (2, 20, 0)}

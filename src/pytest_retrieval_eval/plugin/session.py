@@ -7,7 +7,6 @@ for what they yield, passing what they already hold; it never reaches back into 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -58,60 +57,26 @@ class Merged:
 
 
 def merge(gathered: Gathered) -> Merged:
-    """Records from several processes: one evaluation per (engine, labeled set). Two workers that
-    both evaluated an engine asked it the same questions; the first (by worker id) is kept, and a
-    disagreement between them is noted rather than averaged away. Shares of an evaluation
-    (``--retrieval-shard``) are put back together query for query; a share that never arrived
-    is a failure."""
-    from ..data.lint import LintReport
-    from ..run.results import EvaluationResult
+    """Records from several processes as one run (``run/combine.combine``): one evaluation per
+    (engine, labeled set), the first worker's where several evaluated it (a disagreement noted,
+    never averaged away); shares of an evaluation (``--retrieval-shard``) put back together
+    query for query, a share that never arrived a failure."""
+    from .._usage import summed
+    from ..run.combine import combine
 
-    kept: dict[tuple[str, str], EvaluationResult] = {}
-    lint: dict[str, LintReport] = {}
-    snippets: dict[str, str] = {}
-    shares: dict[tuple[str, str], dict[int, dict]] = {}
-    notes = []
-    for origin, shipped in gathered.shipped:
-        for d in shipped.lint:
-            lint.setdefault(json.dumps(d, sort_keys=True), LintReport.from_dict(d))  # one ingestion, two workers
-        snippets.update(shipped.snippets)
-        for rec in shipped.evaluations:
-            result = EvaluationResult.from_dict(rec)
-            other = kept.get(result.identity)
-            if other is None:
-                kept[result.identity] = result
-            elif [r.doc_ids for r in other.results] != [r.doc_ids for r in result.results]:
-                notes.append(f"engine '{result.engine}' ranked differently on {origin}; kept the first worker's run")
-        for rec in shipped.shares:
-            shares.setdefault((rec["engine"], rec["share"]["of"]), {}).setdefault(rec["share"]["k"], rec)
-    missing = []
-    for (engine, of), parts in sorted(shares.items()):
-        if (engine, of) in kept:
-            continue  # a test evaluated the whole set on one worker: that evaluation stands
-        n = next(iter(parts.values()))["share"]["n"]
-        absent = [k + 1 for k in range(n) if k not in parts]
-        if absent:
-            missing.append(f"engine '{engine}': share(s) {', '.join(map(str, absent))} of {n} never arrived")
-            continue
-        kept[(engine, of)] = join_shares([parts[k] for k in range(n)])
-    said = [f"{origin}: {line}" for origin, shipped in gathered.shipped if origin != "local" for line in shipped.store]
-    store = said + [line for origin, shipped in gathered.shipped if origin == "local" for line in shipped.store]
-    unused = {shipped.unused_ingestion for _, shipped in gathered.shipped}
+    shipped = [s for _, s in gathered.shipped]
+    combined = combine([{"evaluations": [*s.evaluations, *s.shares], "lint": s.lint, "snippets": s.snippets}
+                        for s in shipped], names=[None if o == "local" else o for o, _ in gathered.shipped])
+    run = combined.run
+    said = [f"{origin}: {line}" for origin, s in gathered.shipped if origin != "local" for line in s.store]
+    store = said + [line for origin, s in gathered.shipped if origin == "local" for line in s.store]
+    unused = {s.unused_ingestion for s in shipped}
     warnings = ([f"retrieval_ingest_pipeline {next(iter(unused))} did not run: no engine reads what it ingests "
                  "(name a query pipeline that does, retrieval_query_pipelines = NAME=PATH, or leave it out)"]
-                if kept and len(unused) == 1 and None not in unused else [])
-    chunk_docs = next((shipped.chunk_docs for _, shipped in gathered.shipped if shipped.chunk_docs), None)
-    from .._usage import summed
-
-    return Merged(list(kept.values()), list(lint.values()), dict(sorted(snippets.items())), notes, missing, store,
-                  said, warnings, chunk_docs, summed(*(shipped.usage for _, shipped in gathered.shipped)))
-
-
-def join_shares(parts: list[dict]) -> Any:
-    """One evaluation from its xdist shares (``run/combine.join``)."""
-    from ..run.combine import join
-
-    return join(parts, [p["share"]["positions"] for p in parts], parts[0]["share"]["of"], label="share")
+                if run.evaluations and len(unused) == 1 and None not in unused else [])
+    chunk_docs = next((s.chunk_docs for s in shipped if s.chunk_docs), None)
+    return Merged(run.evaluations, run.lint, run.snippets, combined.notes, combined.missing, store, said, warnings,
+                  chunk_docs, summed(*(s.usage for s in shipped)))
 
 
 class RetrievalSession:
