@@ -257,7 +257,6 @@ def _label_list(args, corpus) -> int:
 def _report(args) -> int:
     from dataclasses import replace
 
-    from .gate.rules import parse_max_drops, parse_thresholds
     from .gate.verdict import conclude, for_run
     from .ir.measures import DEFAULT_TABLE_MEASURES, parse_measures, split_measures
     from .plugin.session import load_baseline
@@ -272,24 +271,15 @@ def _report(args) -> int:
     if args.max_drop and baseline_path is None:
         raise RetrievalEvalError("--max-drop compares with a baseline: give --baseline PATH")
     # judged anew with what the command line changes, everything else (shadows too) as recorded
-    changes = {key: value for key, value in (("alpha", args.alpha), ("noise_aware", args.noise_aware),
-                                             ("baseline_force", args.baseline_force), ("correction", args.correction),
-                                             ("confidence", args.confidence)) if value is not None}
-    if args.threshold is not None:
-        changes["thresholds"] = tuple(parse_thresholds((t, "--threshold") for t in args.threshold))
-    if args.by is not None:
-        changes["by"] = tuple(dict.fromkeys(t.strip() for text in args.by for t in text.split(",") if t.strip()))
-    if args.max_drop is not None:
-        changes["max_drops"] = tuple(parse_max_drops((t, "--max-drop") for t in args.max_drop))
-    if args.prices is not None:
-        from .gate.settings import prices_of
-
-        changes["prices"] = prices_of((t, "--prices") for t in args.prices)
-    if changes or args.measures is not None or args.baseline is not None or args.judgments is not None:
+    given = {key: value for key in ("alpha", "noise_aware", "baseline_force", "correction", "confidence")
+             if (value := getattr(args, key)) is not None}
+    given.update({key: [(text, f"--{key.replace('_', '-')}") for text in value]
+                  for key in ("threshold", "max_drop", "by", "prices") if (value := getattr(args, key)) is not None})
+    if given or args.measures is not None or args.baseline is not None or args.judgments is not None:
         columns = split_measures(args.measures) if args.measures else list(settings.table_measures)
         if args.judgments is not None and not args.measures:  # the judged twins are laid out again
             columns = [c for c in columns if not parse_measures([c])[0].judged]
-        settings = for_run(run, replace(settings, baseline=baseline_path, **changes),
+        settings = for_run(run, replace(settings.with_options(given), baseline=baseline_path),
                            configured=tuple(parse_measures(columns)) if columns else DEFAULT_TABLE_MEASURES)
     baseline, problems = load_baseline(Path(baseline_path)) if baseline_path else (None, [])
     verdict = conclude(run, settings, baseline, problems=problems, recorded=saved.analysis)

@@ -108,15 +108,13 @@ class GateSettings:
     @classmethod
     def from_options(cls, get: Callable[[str], Any], *, baseline: str | None = None) -> "GateSettings":
         """From the option table's values (``get(key)``, as ``plugin.options.read`` gives them)."""
-        return cls(thresholds=tuple(parse_thresholds(get("threshold"))),
-                   max_drops=tuple(parse_max_drops(get("max_drop"))),
-                   alpha=get("alpha"), noise_aware=get("noise_aware"), baseline=baseline,
-                   baseline_force=get("baseline_force"), correction=get("correction"), confidence=get("confidence"),
-                   shadows=tuple(dict.fromkeys(parse_pair(t, src) for t, src in get("shadow")
-                                               if t.strip() and not t.strip().startswith("#"))),
-                   gain_weights=tuple(parse_weights(get("gain_weights")).items()),
-                   by=tuple(dict.fromkeys(t.strip() for text, _ in get("by") for t in text.split(",") if t.strip())),
-                   latency=get("latency"), prices=prices_of(get("prices")))
+        return cls(baseline=baseline).with_options({key: get(key) for key in FROM_OPTIONS})
+
+    def with_options(self, given: Mapping[str, Any]) -> "GateSettings":
+        """These settings with the options ``given`` (option key -> value as the option table reads
+        it; rules and lines as (text, source) pairs) in place of theirs: the plugin gives them all,
+        ``report`` the flags it was given, whatever they do not name staying as recorded."""
+        return replace(self, **{FROM_OPTIONS[k][0]: FROM_OPTIONS[k][1](v) for k, v in given.items()})
 
     # --- results.json's "settings" ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -162,6 +160,24 @@ class GateSettings:
                    prices=tuple(tuple(p) for p in d.get("prices", ())),
                    sweeps=tuple((s["base"], s["measure"], tuple((n, tuple(tuple(kv) for kv in v)) for n, v in s["points"]))
                                 for s in d.get("sweeps", ())))
+
+
+def _lines(items: Any) -> tuple[str, ...]:
+    """Comma- or line-separated names, in order, without repeats."""
+    return tuple(dict.fromkeys(t.strip() for text, _ in items for t in text.split(",") if t.strip()))
+
+
+#: option key (``plugin/options.py``) -> (the field it sets, how its value becomes the field's)
+FROM_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "threshold": ("thresholds", lambda v: tuple(parse_thresholds(v))),
+    "max_drop": ("max_drops", lambda v: tuple(parse_max_drops(v))),
+    "alpha": ("alpha", float), "noise_aware": ("noise_aware", bool), "baseline_force": ("baseline_force", bool),
+    "correction": ("correction", str), "confidence": ("confidence", str),
+    "shadow": ("shadows", lambda v: tuple(dict.fromkeys(parse_pair(t, src) for t, src in v
+                                                        if t.strip() and not t.strip().startswith("#")))),
+    "gain_weights": ("gain_weights", lambda v: tuple(parse_weights(v).items())),
+    "by": ("by", _lines), "latency": ("latency", bool), "prices": ("prices", lambda v: prices_of(v)),
+}
 
 
 def prices_of(items: Any) -> tuple[tuple[str, float, float], ...]:
