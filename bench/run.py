@@ -422,10 +422,10 @@ def bench_queries(repeats: int, cache_dir: Path) -> None:
     from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
     from pytest_retrieval_eval.engines.hybrid import HybridEngine
     from pytest_retrieval_eval.engines.keyword import KeywordEngine
-    from pytest_retrieval_eval.run.evaluate import evaluate_engine
+    from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
     from pytest_retrieval_eval.hybrid.ingest import ingest
     from pytest_retrieval_eval.data.labeled import load_questions_cache
-    from pytest_retrieval_eval.run.results import RunResults
+    from pytest_retrieval_eval.evaluation.results import RunResults
     from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
     from pytest_retrieval_eval.gate.verdict import judge
 
@@ -522,7 +522,7 @@ def raw_hybrid(dsn: str, table: str, vectors: dict):
 def bench_memory() -> None:
     from pytest_retrieval_eval.data.corpus import JsonFolder
     from pytest_retrieval_eval.engines.keyword import KeywordEngine
-    from pytest_retrieval_eval.run.evaluate import evaluate_engine
+    from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
     from pytest_retrieval_eval.data.labeled import LabeledSet
     from pytest_retrieval_eval.types import LabeledQuery
 
@@ -740,7 +740,7 @@ def bench_scaling(repeats: int) -> None:
     from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
     from pytest_retrieval_eval.engines.hybrid import HybridEngine
     from pytest_retrieval_eval.engines.keyword import KeywordEngine
-    from pytest_retrieval_eval.run.evaluate import evaluate_engine
+    from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
     from pytest_retrieval_eval.hybrid.ingest import IngestConfig, ingest
     from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
 
@@ -962,8 +962,8 @@ def bench_http_concurrency(repeats: int) -> None:
 
     from pytest_retrieval_eval import adapters
     from pytest_retrieval_eval.data.labeled import LabeledSet
-    from pytest_retrieval_eval.run.evaluate import evaluate_engine
-    from pytest_retrieval_eval.run.results import RunResults
+    from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+    from pytest_retrieval_eval.evaluation.results import RunResults
     from pytest_retrieval_eval.types import LabeledQuery
 
     n = sized(300, 40)

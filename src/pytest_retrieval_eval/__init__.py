@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from .ir.runs import Run
     from .engines import adapters
     from .plugin.engines import hybrid_variant
-    from .run.results import EvaluationResult
+    from .evaluation.results import EvaluationResult
     from .types import Chunk, Doc, LabeledQuery, QueryResult
 
 

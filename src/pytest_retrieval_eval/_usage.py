@@ -4,7 +4,7 @@ metering at the time: the question an engine is answering, its ``prepare``; what
 (ingestion, generation, judging) to the process's ``OUTSIDE`` meter, which the run adds up.
 
 A ``ContextVar`` carries the meter, so the credit follows the call into the daemon thread or
-event-loop task that makes it (``run/evaluate.py`` copies the context into its threads) and two
+event-loop task that makes it (``evaluation/evaluate.py`` copies the context into its threads) and two
 engines asked side by side never count each other's calls.
 """
 

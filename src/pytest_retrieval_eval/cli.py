@@ -390,7 +390,7 @@ def _results_of(args):
                                      f"{' '.join(args.results)}")
         args.results = args.results[0]
         return load_saved(args.results)
-    from .run.combine import combine
+    from .evaluation.combine import combine
 
     paths = args.results[1:]
     if not paths:
@@ -407,7 +407,7 @@ def _results_of(args):
 def _attach(run, judgments: str, corpus: str | None):
     """The file's judgments on every evaluation of ``run`` (staleness checked with a corpus)."""
     from .data.corpus import open_corpus
-    from .run.judging import attach_file
+    from .evaluation.judging import attach_file
 
     found = attach_file(run, Path(judgments), shown_path=str(judgments),
                         corpus=open_corpus(corpus).load() if corpus else None)
@@ -460,7 +460,7 @@ def _judge(args) -> int:
     from .data.judge import JudgeConfig, judge_pairs
     from .data.judgments import Judgments
     from .gate.saved import load_run
-    from .run.judging import (attach, calibration_pairs, candidate_pairs, candidates_record, engine_order, pairs, pool,
+    from .evaluation.judging import (attach, calibration_pairs, candidate_pairs, candidates_record, engine_order, pairs, pool,
                               question_hashes)
 
     run = load_run(args.results)

@@ -24,7 +24,7 @@ def no_statistics(monkeypatch) -> None:
     """Every paired test, bootstrap, Wilson interval and miss attribution raises from here on."""
     import pytest_retrieval_eval.ir.paired as paired
     import pytest_retrieval_eval.ir.stats as stats
-    import pytest_retrieval_eval.run.causes as causes
+    import pytest_retrieval_eval.evaluation.causes as causes
 
     def refused(*args, **kwargs):
         raise AssertionError("a statistic was computed again while a saved run was rendered")

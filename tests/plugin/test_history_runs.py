@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO, results_text
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.gate.history import History
-from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 
 KB = REPO / "examples" / "helpdesk" / "kb"

@@ -10,7 +10,7 @@ import pytest
 from conftest import CORPUS, QUESTIONS, requires_hybrid
 from pytest_retrieval_eval import QueryResult
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.run.results import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import EvaluationResult
 from pytest_retrieval_eval.types import LabeledQuery
 
 LABELED = LabeledSet(tuple(LabeledQuery(f"q{i}", f"question {i}", {f"d{i}": 1}) for i in range(4)), name="s")

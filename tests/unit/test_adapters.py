@@ -19,7 +19,7 @@ from pytest_retrieval_eval import RetrievalEvalError, adapters
 from pytest_retrieval_eval.data.chunking import chunk_corpus
 from pytest_retrieval_eval.data.corpus import JsonFolder
 from pytest_retrieval_eval.data.labeled import load_questions_cache
-from pytest_retrieval_eval.run.evaluate import evaluate_engine
+from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
 
 WORD = re.compile(r"[a-z]+")
 

@@ -11,9 +11,9 @@ import pytest
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.plugin.roles import Controller, Shipped
-from pytest_retrieval_eval.run.combine import combine
-from pytest_retrieval_eval.run.evaluate import evaluate_engine
-from pytest_retrieval_eval.run.results import RunResults
+from pytest_retrieval_eval.evaluation.combine import combine
+from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.types import LabeledQuery
 from conftest import results_text
 
@@ -142,7 +142,7 @@ def test_slices_judged_with_one_judgments_file_merge_into_the_unsliced_runs_judg
     """What each slice used of the file (holes of its own questions) adds up; the file, the judge
     and the calibration are the same for every job."""
     from pytest_retrieval_eval.data.judgments import Judge, Judgment, Judgments
-    from pytest_retrieval_eval.run.judging import attach
+    from pytest_retrieval_eval.evaluation.judging import attach
 
     judge = Judge("model-a", "p" * 64, 0.0, 1, "127.0.0.1")
     judgments = Judgments([Judgment(q, "d9", 3, (3,), "s" * 64, judge) for q in ("q0", "q1", "q4")])

@@ -9,7 +9,7 @@ from pytest_retrieval_eval.gate.rules import parse_max_drops, parse_thresholds
 from pytest_retrieval_eval.gate.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.report.comment import MARKER, comment
-from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 
 GITHUB_LIMIT = 65_536

@@ -20,10 +20,10 @@ from pytest_retrieval_eval.gate.rules import Threshold
 from pytest_retrieval_eval.gate.settings import GateSettings
 from pytest_retrieval_eval.gate.saved import load_saved, results_json
 from pytest_retrieval_eval.gate.verdict import conclude, for_run, verdict_of as judge
-from pytest_retrieval_eval.run.cost import latency_of, parse_prices, usage_of
-from pytest_retrieval_eval.run.evaluate import evaluate_engine
-from pytest_retrieval_eval.run.results import RunResults
-from pytest_retrieval_eval.run.results_json import evaluation_from_dict
+from pytest_retrieval_eval.evaluation.cost import latency_of, parse_prices, usage_of
+from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from pytest_retrieval_eval.evaluation.results import RunResults
+from pytest_retrieval_eval.evaluation.results_json import evaluation_from_dict
 from pytest_retrieval_eval.types import LabeledQuery
 from conftest import results_text
 
@@ -249,7 +249,7 @@ def test_a_bare_cost_name_says_the_figures_it_takes(text, said):
 
 
 def test_shares_joined_keep_every_call_time_and_sum_what_their_engines_prepared():
-    from pytest_retrieval_eval.run.combine import combine
+    from pytest_retrieval_eval.evaluation.combine import combine
 
     from dataclasses import replace
 

@@ -11,7 +11,7 @@ from pytest_retrieval_eval.gate.rules import parse_thresholds
 from pytest_retrieval_eval.gate.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.report.html import render
-from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 
 

@@ -15,7 +15,7 @@ from pytest_retrieval_eval.data.freshness import Freshness
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.ir.measures import Measure
 from pytest_retrieval_eval.ir.metrics import evaluate
-from pytest_retrieval_eval.run.results import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import EvaluationResult
 from pytest_retrieval_eval.types import LabeledQuery
 
 DAY = dt.date(2026, 11, 30)

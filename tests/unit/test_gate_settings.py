@@ -14,7 +14,7 @@ from pytest_retrieval_eval.gate.rules import parse_max_drops, parse_thresholds
 from pytest_retrieval_eval.gate.saved import load_saved, results_json
 from pytest_retrieval_eval.gate.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import conclude, for_run
-from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 from conftest import results_text
 

@@ -28,9 +28,9 @@ from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES, Measure
 from pytest_retrieval_eval.ir.metrics import evaluate
 from pytest_retrieval_eval.ir.stats import cohen_kappa, kendall_tau
 from pytest_retrieval_eval.report.judged import judged_lines, moved_most
-from pytest_retrieval_eval.run.judging import attach, calibration_pairs, engine_order, pool
-from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
-from pytest_retrieval_eval.run.shadow import shadows
+from pytest_retrieval_eval.evaluation.judging import attach, calibration_pairs, engine_order, pool
+from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.evaluation.shadow import shadows
 from pytest_retrieval_eval.types import LabeledQuery
 
 JUDGE_A = Judge("model-a", "p" * 64, 0.0, 1, "127.0.0.1")
@@ -319,7 +319,7 @@ def test_judged_qrels_fill_only_the_holes_with_the_cut_and_change_nothing_they_r
 
 def test_the_holes_of_a_labeled_set_are_chosen_by_a_pure_function_and_the_evaluation_reads_their_qrels():
     from pytest_retrieval_eval.data.judgments import judged_qrels, question_sha256
-    from pytest_retrieval_eval.run.judging import hole_grades
+    from pytest_retrieval_eval.evaluation.judging import hole_grades
 
     judgments = Judgments([keyed("q1", "c", 3, "alpha, as it was asked before?"), keyed("q2", "e", 2, "beta?"),
                            one("q2", "g", 1), one("q1", "a", 0), one("q9", "z", 3)])  # a: the humans'; q9: not asked
@@ -670,7 +670,7 @@ def test_every_judge_request_caps_the_answers_length(fake_api, tmp_path):
 def test_a_candidate_answers_only_the_questions_as_its_judgment_read_them():
     from pytest_retrieval_eval.data.chunking import Chunking
     from pytest_retrieval_eval.data.corpus import Corpus
-    from pytest_retrieval_eval.run.judging import candidates_record
+    from pytest_retrieval_eval.evaluation.judging import candidates_record
     from pytest_retrieval_eval.types import Doc
 
     corpus, candidates = Corpus((Doc("a", "alpha text"),)), Corpus((Doc("new", "alpha and beta"),))

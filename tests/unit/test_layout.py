@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "pytest_retrieval_eval"
 #: engines into results, the gate, reports, the pytest side, the command line
 LAYERS = [
     {"errors", "types", "_atomic", "_textfiles", "_secrets", "_http", "_usage", "_lazy_torch", "_plain"},
-    {"ir"}, {"data"}, {"hybrid"}, {"engines"}, {"run"}, {"gate"}, {"report"}, {"plugin"}, {"cli", "__main__"},
+    {"ir"}, {"data"}, {"hybrid"}, {"engines"}, {"evaluation"}, {"gate"}, {"report"}, {"plugin"}, {"cli", "__main__"},
 ]
 
 

@@ -14,9 +14,9 @@ from pytest_retrieval_eval.gate.rules import MaxDrop, Threshold, check_coverage,
 from pytest_retrieval_eval.gate.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.report.misses import coverage_line
-from pytest_retrieval_eval.run.coverage import coverage_record
-from pytest_retrieval_eval.run.results import EvaluationResult, RunResults
-from pytest_retrieval_eval.run.segments import segment_rows
+from pytest_retrieval_eval.evaluation.coverage import coverage_record
+from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.evaluation.segments import segment_rows
 from pytest_retrieval_eval.types import Doc, LabeledQuery, QueryResult
 
 DOCS = [Doc("vpn", "Install the WireGuard client and import the profile.", title="VPN setup"),
@@ -96,7 +96,7 @@ def test_segment_rows_and_a_failed_segment_rule_name_the_segment_its_n_and_the_q
 
 
 def test_a_family_name_stands_for_its_values_and_an_unknown_tag_is_said():
-    from pytest_retrieval_eval.run.segments import unknown_tags
+    from pytest_retrieval_eval.evaluation.segments import unknown_tags
 
     queries = [LabeledQuery(f"q{i}", "x", {"g": 1}, tags=(f"area:{'ab'[i % 2]}",)) for i in range(6)]
     run = RunResults([_result("a", {q.query_id: True for q in queries}, queries)])
@@ -187,7 +187,7 @@ def test_the_verdict_counts_misses_at_the_gated_cutoff_and_results_json_keeps_th
 
 def test_a_shadow_comparison_says_where_its_gain_came_from():
     from pytest_retrieval_eval.report.shadow import segment_text
-    from pytest_retrieval_eval.run.shadow import compare as shadow
+    from pytest_retrieval_eval.evaluation.shadow import compare as shadow
 
     base = _result("base", {q.query_id: False for q in QUERIES}, QUERIES)
     cand = _result("cand", {q.query_id: "body-only" in q.tags for q in QUERIES}, QUERIES)  # gains on 20 of 60

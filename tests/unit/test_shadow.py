@@ -9,8 +9,8 @@ import pytest
 from pytest_retrieval_eval import QueryResult, RetrievalEvalError
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.gate.rules import Threshold, parse_pair, parse_weights
-from pytest_retrieval_eval.run.results import EvaluationResult
-from pytest_retrieval_eval.run.shadow import compare
+from pytest_retrieval_eval.evaluation.results import EvaluationResult
+from pytest_retrieval_eval.evaluation.shadow import compare
 from pytest_retrieval_eval.types import LabeledQuery
 
 LABELED = LabeledSet(tuple(LabeledQuery(f"q{i}", f"question {i}", {f"d{i}": 1}) for i in range(4)), name="s")

@@ -16,7 +16,7 @@ version of its key is in effect (a document with the same ``version_key`` whose 
 later than this one's, or this one has none, and not after the as-of day), or when the day is
 outside its validity. ``superseded_by`` may chain but not loop. Two
 versions of one key in the same top k are a **conflict**. ``ir.measures`` names the measures
-(``freshness.stale_free@k``, ``freshness.conflict_free@k``); ``run.results`` computes them.
+(``freshness.stale_free@k``, ``freshness.conflict_free@k``); ``evaluation.results`` computes them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Every quantity a run's reports and gate read, computed once: ``analyse(run, settings, baseline)``.
 
-Between "the engines answered" (``run/``) and "the gate said" (``gate/verdict.py``) sits one
+Between "the engines answered" (``evaluation/``) and "the gate said" (``gate/verdict.py``) sits one
 frozen value, as ranx computes a ``Report`` once and renders it: the table's rows and
 intervals, the paired comparisons, the misses and their causes, segments, stability, sweeps,
 shadows, latency, usage, what the labeled set can detect, and the comparison with a baseline.
@@ -20,14 +20,14 @@ from typing import Any, Mapping, Sequence
 from .._plain import from_plain, to_plain
 from ..ir.measures import Measure
 from ..ir.stats import POWER, detectable_drop, queries_needed
-from ..run.causes import Cause, Misses
-from ..run.cost import Latency, Usage
-from ..run.lint import KINDS as RUN_LINT_KINDS
-from ..run.results import Comparison, RunResults
-from ..run.segments import SegmentRow
-from ..run.shadow import Shadow
-from ..run.stability import Stability
-from ..run.sweep import SweepTable
+from ..evaluation.causes import Cause, Misses
+from ..evaluation.cost import Latency, Usage
+from ..evaluation.lint import KINDS as RUN_LINT_KINDS
+from ..evaluation.results import Comparison, RunResults
+from ..evaluation.segments import SegmentRow
+from ..evaluation.shadow import Shadow
+from ..evaluation.stability import Stability
+from ..evaluation.sweep import SweepTable
 from ..types import sha256_text
 from .baseline import BaselineComparison
 from .rules import LatencyQuantity, MaxDrop, MeasureQuantity, Row, Threshold, UsageQuantity, judges_shadows, measures_needed, shadow_measures
@@ -135,10 +135,10 @@ def basis(run: RunResults, settings: GateSettings, baseline: RunResults | None) 
 def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None = None) -> Analysis:
     """Every derived quantity of ``run`` under ``settings`` (columns as recorded, else the default
     ones for the run), against ``baseline`` where there is one."""
-    from ..run.cost import latency_of, usage_of
-    from ..run.judging import used
-    from ..run.segments import segment_rows, unknown_tags
-    from ..run.stability import stability_of
+    from ..evaluation.cost import latency_of, usage_of
+    from ..evaluation.judging import used
+    from ..evaluation.segments import segment_rows, unknown_tags
+    from ..evaluation.stability import stability_of
 
     s = settings
     measures = s.columns(run)
@@ -161,13 +161,13 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         warnings += judgments.warnings()
     sweeps: tuple = ()
     if s.sweeps:
-        from ..run.sweep import sweep_tables
+        from ..evaluation.sweep import sweep_tables
 
         sweeps = tuple(sweep_tables(run, s.sweeps, latency, s.correction))
     spread_of = list(dict.fromkeys([*measures, *measures_needed(thresholds), *(d.measure for d in max_drops)]))
     shadows, shadow_problems = [], []
     if s.shadows or judges_shadows(thresholds):
-        from ..run.shadow import shadows as compare_shadows
+        from ..evaluation.shadow import shadows as compare_shadows
 
         shadows, shadow_problems = compare_shadows(run, s.shadows, s.weights,
                                                    list(dict.fromkeys([*measures, *shadow_measures(thresholds)])))
@@ -194,7 +194,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
 
 
 def _recorded(s: GateSettings) -> list[str]:
-    from ..run.results import measure_names
+    from ..evaluation.results import measure_names
 
     return measure_names(s.recorded_measures)
 
@@ -225,7 +225,7 @@ def detectable_drops(run: RunResults, measures: Sequence[str], alpha: float) -> 
 def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) -> list[str]:
     """A warning per max-drop rule whose delta is below what the labeled set can detect: the gate
     then either misses real drops of that size or (without --retrieval-noise-aware) fails on noise."""
-    from ..run.segments import subset
+    from ..evaluation.segments import subset
 
     out = []
     for rule in max_drops:

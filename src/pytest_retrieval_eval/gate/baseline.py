@@ -19,8 +19,8 @@ import numpy as np
 from ..data.segments import all_tags
 from ..ir.measures import Measure
 from ..ir.paired import MOVERS, Paired, corrected, paired  # noqa: F401  (MOVERS: re-exported)
-from ..run.judging import judge_problem
-from ..run.results import EvaluationResult, RunResults
+from ..evaluation.judging import judge_problem
+from ..evaluation.results import EvaluationResult, RunResults
 
 
 @dataclass(frozen=True)
@@ -277,7 +277,7 @@ def no_baseline(now: EvaluationResult, base: RunResults) -> str:
 def latency_note(now: EvaluationResult, base: EvaluationResult) -> str | None:
     """The p95 latency against the baseline's, where both were timed; said not comparable when
     they were measured at a different concurrency or on another machine."""
-    from ..run.cost import latency_of
+    from ..evaluation.cost import latency_of
 
     a, b = latency_of(now), latency_of(base)
     if a is None or b is None:

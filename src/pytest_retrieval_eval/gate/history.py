@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 
 from .._atomic import write_text_atomic
 from ..errors import RetrievalEvalError
-from ..run.results_json import HISTORY_FORMAT as FORMAT  # a record reads as a baseline file too
+from ..evaluation.results_json import HISTORY_FORMAT as FORMAT  # a record reads as a baseline file too
 from ..types import canonical_json, sha256_text
 
 VERSION = 1
@@ -103,8 +103,8 @@ class Record:
     def run(self) -> Any:
         """The recorded run (``RunResults``), read as a baseline; a record whose results cannot be
         read is refused naming its file (a one-line error, never a traceback)."""
-        from ..run.results_json import evaluation_from_dict
-        from ..run.results import RunResults
+        from ..evaluation.results_json import evaluation_from_dict
+        from ..evaluation.results import RunResults
         from .settings import GateSettings
 
         doc = self.results

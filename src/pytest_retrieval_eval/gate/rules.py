@@ -10,8 +10,8 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 from ..errors import RetrievalEvalError
 from ..data.lint import KINDS as LINT_KINDS
-from ..run.cost import STATISTICS as LATENCY_STATISTICS, USAGE_FIGURES
-from ..run.lint import KINDS as RUN_LINT_KINDS
+from ..evaluation.cost import STATISTICS as LATENCY_STATISTICS, USAGE_FIGURES
+from ..evaluation.lint import KINDS as RUN_LINT_KINDS
 from ..ir.measures import Measure, split_measures
 from ..types import query_name
 
@@ -375,7 +375,7 @@ def check_segments(thresholds: Sequence[Threshold], run: Any, alpha: float = 0.0
     engine; a failure names the segment, its n, the smallest drop it can show, and the questions
     that scored lowest. A tag no question carries is a failure: the rule would check nothing."""
     from ..ir.stats import detectable_drop
-    from ..run.segments import subset
+    from ..evaluation.segments import subset
 
     failures = []
     for t in (t for t in thresholds if t.segment):
@@ -445,7 +445,7 @@ def judges_shadows(thresholds: Iterable[Threshold]) -> bool:
 
 def check_shadows(thresholds: Sequence[Threshold], shadows: Sequence) -> list[str]:
     """``[CANDIDATE:]shadow.gain>=X`` and ``[CANDIDATE:]shadow.MEASURE>=X`` against each shadow
-    comparison (``run/shadow.py``); a rule with no comparison to judge is a failure."""
+    comparison (``evaluation/shadow.py``); a rule with no comparison to judge is a failure."""
     failures = []
     for t in (t for t in thresholds if isinstance(t.quantity, ShadowQuantity)):
         gain = t.quantity.measure is None
@@ -576,7 +576,7 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
     return failures, warnings
 
 
-# --- shadow comparisons (run/shadow.py computes them) ---------------------------------------
+# --- shadow comparisons (evaluation/shadow.py computes them) ---------------------------------------
 
 def parse_weights(text: str) -> dict[str, float]:
     """``recall@5=2,ndcg@5=1`` -> canonical measure name -> weight (positive numbers), by name."""

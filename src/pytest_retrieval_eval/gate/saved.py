@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RetrievalEvalError
-from ..run.results import RunResults, measure_names
-from ..run.results_json import from_document, read_document, run_document
+from ..evaluation.results import RunResults, measure_names
+from ..evaluation.results_json import from_document, read_document, run_document
 from .analysis import Analysis
 from .settings import GateSettings
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from ..errors import RetrievalEvalError
 from ..ir.measures import DEFAULT_GAIN_WEIGHTS, DEFAULT_TABLE_MEASURES, Measure
 if TYPE_CHECKING:  # the model imports numpy: a run that only reads options stays light (plugin/config.py)
-    from ..run.results import RunResults
+    from ..evaluation.results import RunResults
 
 from .rules import LatencyQuantity, MaxDrop, Threshold, measures_needed, parse_max_drops, parse_pair, parse_thresholds, parse_weights
 
@@ -182,7 +182,7 @@ FROM_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 
 def prices_of(items: Any) -> tuple[tuple[str, float, float], ...]:
     """``--retrieval-prices`` / the ``retrieval_prices`` lines, as (text, source) pairs."""
-    from ..run.cost import parse_prices
+    from ..evaluation.cost import parse_prices
 
     out: dict[str, tuple[str, float, float]] = {}
     for text, source in items or ():

@@ -13,7 +13,7 @@ from .rules import MeasureQuantity, check, check_coverage, check_drops, check_li
 from .settings import FRESHNESS_K, GateSettings, table_measures  # noqa: F401  (FRESHNESS_K, table_measures: re-exported)
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure
 from ..ir.stats import CORRECTION_NAMES
-from ..run.results import RunResults
+from ..evaluation.results import RunResults
 
 #: what a failure is about, in the order the verdict lists them
 FAILURE_KINDS = ("run", "empty", "rule", "baseline", "drop", "lint", "shadow", "segment", "coverage")
@@ -117,7 +117,7 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
 
 def _causes(run: RunResults, a: Analysis, breach: Any) -> tuple[str, ...]:
     """Under a failed rule on a retrieval measure: why its engine's questions missed at the
-    rule's cutoff (``run.causes``), one line per labeled set, so the reason sits beside the
+    rule's cutoff (``evaluation.causes``), one line per labeled set, so the reason sits beside the
     failure and not only in the table above."""
     q = breach.threshold.quantity
     if breach.value is None or not isinstance(q, MeasureQuantity):

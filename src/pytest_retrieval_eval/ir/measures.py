@@ -356,6 +356,6 @@ DEFAULT_TABLE_MEASURES = tuple(
     Measure.parse(n) for n in ("hit@1", "hit@3", "hit@5", "hit@10", "hit@20", "mrr")
 )
 
-#: The weights of a shadow comparison's knowledge gain unless configured (``run/shadow.py``):
+#: The weights of a shadow comparison's knowledge gain unless configured (``evaluation/shadow.py``):
 #: finding the gold documents counts twice as much as ordering them.
 DEFAULT_GAIN_WEIGHTS = "recall@5=2,ndcg@5=1"

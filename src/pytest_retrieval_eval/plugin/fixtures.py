@@ -13,7 +13,7 @@ from .wake import session_of
 if TYPE_CHECKING:
     from ..data.corpus import Corpus
     from ..data.labeled import LabeledSet
-    from ..run.results import EvaluationResult
+    from ..evaluation.results import EvaluationResult
     from .session import RetrievalSession
 
 

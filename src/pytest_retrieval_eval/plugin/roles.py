@@ -100,11 +100,11 @@ class Controller(Standalone):
 
     def _misfit(self, wid: str, shipped: Shipped) -> str | None:
         """Why ``shipped`` holds an evaluation (or share) that was not evaluated as another
-        worker's of the same engine and labeled set was (``run.combine.misfit``), or None."""
+        worker's of the same engine and labeled set was (``evaluation.combine.misfit``), or None."""
         parts = [*shipped.evaluations, *shipped.shares]
         if not parts:
             return None
-        from ..run.combine import misfit, whole_of
+        from ..evaluation.combine import misfit, whole_of
 
         for d in parts:
             other, first = self._first.get((d["engine"], whole_of(d)), (None, None))

@@ -28,7 +28,7 @@ class Outcome:
     #: what only the workers printed (their store lines), for the controller to print
     workers_said: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: the run's HTTP calls in all (``run.cost.RunUsage``), the engines' and those no question claims
+    #: the run's HTTP calls in all (``evaluation.cost.RunUsage``), the engines' and those no question claims
     run_usage: Any = None
 
     @property
@@ -57,12 +57,12 @@ class Merged:
 
 
 def merge(gathered: Gathered) -> Merged:
-    """Records from several processes as one run (``run/combine.combine``): one evaluation per
+    """Records from several processes as one run (``evaluation/combine.combine``): one evaluation per
     (engine, labeled set), the first worker's where several evaluated it (a disagreement noted,
     never averaged away); shares of an evaluation (``--retrieval-shard``) put back together
     query for query, a share that never arrived a failure."""
     from .._usage import summed
-    from ..run.combine import combine
+    from ..evaluation.combine import combine
 
     shipped = [s for _, s in gathered.shipped]
     combined = combine([{"evaluations": [*s.evaluations, *s.shares], "lint": s.lint, "snippets": s.snippets}
@@ -280,7 +280,7 @@ class RetrievalSession:
         """Evaluate once per session per (engine name, labeled set); later calls reuse it
         (``record=False``: a share, kept apart from the evaluations)."""
         from ..report.html import snippets
-        from ..run.evaluate import evaluate_engine
+        from ..evaluation.evaluate import evaluate_engine
 
         key = (name or engine.name, labeled.fingerprint)
         if key not in self._results:
@@ -300,7 +300,7 @@ class RetrievalSession:
                 first.trial_usage = {m: tuple(v) for m, v in summed(
                     *(t.prepare_usage for t in trials), *(r.usage for t in trials for r in t.results)).items()}
             if corpus is not None:
-                from ..run.causes import gather
+                from ..evaluation.causes import gather
 
                 first.freshness = self.freshness(corpus)
                 index = getattr(engine, "index", None)  # the plugin's store it reads: chunks and their lint
@@ -330,7 +330,7 @@ class RetrievalSession:
     def judgments(self, run: Any) -> list[str]:
         """Grade the holes first (``--retrieval-judge``), then attach the file's judgments to
         every evaluation; what went wrong is a gate failure, never a silent pass on human labels."""
-        from ..run.judging import attach_file
+        from ..evaluation.judging import attach_file
         from .inputs import shown
 
         path = self.config.judging.judgments
@@ -350,7 +350,7 @@ class RetrievalSession:
 
     def coverage(self, run: Any, chunk_docs: list[str] | None) -> dict:
         """How much of the corpus the run's questions judge; empty when it has no corpus of ours."""
-        from ..run.coverage import coverage_record
+        from ..evaluation.coverage import coverage_record
 
         try:
             corpus = self.corpus()
@@ -374,7 +374,7 @@ class RetrievalSession:
         """Each candidate's novelty against the corpus (semantic too, with the run's embedder),
         and the questions the judge says it answers, recorded on ``run``."""
         from ..data.judgments import Judgments
-        from ..run.judging import candidates_record, used
+        from ..evaluation.judging import candidates_record, used
         from .inputs import shown
 
         j = self.config.judging
@@ -410,7 +410,7 @@ class RetrievalSession:
             return None
         from ..gate.verdict import conclude, for_run
         from ..report.outputs import step_summary_path, write_outputs
-        from ..run.results import RunResults
+        from ..evaluation.results import RunResults
 
         cfg = self.config
         gathered = self.role.gather(records)
@@ -451,7 +451,7 @@ class RetrievalSession:
         verdict = conclude(run, settings, baseline, problems=problems)
         # and the judge's, made here since shipping
         outside = summed(merged.usage, since(since(OUTSIDE.to_dict(), self._outside_before), records.usage))
-        from ..run.cost import run_usage
+        from ..evaluation.cost import run_usage
 
         self.outcome = Outcome(verdict, notes, list(cfg.gate.thresholds), merged.workers_said, merged.warnings,
                                run_usage(evaluations, outside, verdict.settings.prices))
@@ -482,14 +482,14 @@ class RetrievalSession:
 def _judge_holes(session: "RetrievalSession", run: Any) -> str:
     """``--retrieval-judge``: grade the pooled holes into the judgments file; the judge's fingerprint."""
     from ..data.judge import JudgeConfig, judge_pairs
-    from ..run.judging import pairs, pool
+    from ..evaluation.judging import pairs, pool
     from .inputs import shown
 
     j = session.config.judging
     config = JudgeConfig(model=j.model, votes=j.votes, concurrency=j.concurrency, rate=j.rate)
     todo, missing = pairs(pool(run, j.depth, j.engines), session.corpus())
     if j.candidates is not None:  # and what each candidate document would answer
-        from ..run.judging import candidate_pairs
+        from ..evaluation.judging import candidate_pairs
 
         todo += candidate_pairs(session.candidate_docs(), run)
     report = judge_pairs(todo, j.judgments, config, progress=session.progress)

@@ -1,4 +1,4 @@
-"""What each engine's quality cost, as the verdict computed it (``run/cost.py``): latency
+"""What each engine's quality cost, as the verdict computed it (``evaluation/cost.py``): latency
 percentiles per engine and stage, HTTP calls, tokens and dollars per query. Only read here."""
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def priced_as_text(priced_as: dict) -> str:
 
 
 def run_lines(total: Any) -> list[str]:
-    """The run's HTTP calls in all (``run.cost.RunUsage``), priced where the run has prices."""
+    """The run's HTTP calls in all (``evaluation.cost.RunUsage``), priced where the run has prices."""
     if total is None:
         return []
     besides = ", ".join(f"{m} {r[0]} calls ({r[1] + r[2]:,} tokens)" for m, r in total.outside.items())

@@ -9,7 +9,7 @@ import math
 from typing import Any, Iterable
 
 from ..data.judgments import is_judged_relevant
-from ..run.judging import used
+from ..evaluation.judging import used
 from . import cost, errors, plot, shadow, sweep, table
 from .judged import candidate_lines, judged_lines
 from .misses import coverage_lines, miss_lines

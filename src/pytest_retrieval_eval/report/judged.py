@@ -89,7 +89,7 @@ def judged_lines(verdict: Any, *, markdown: bool = False, width: int = 80) -> li
     """One line per engine with judged@k at the table's cutoffs (and with the judgments, when a
     run has them), when the labels judge fewer than two documents per question or judgments fill
     them; a line per engine whose gated top k is mostly unjudged; nothing otherwise."""
-    from ..run.judging import used
+    from ..evaluation.judging import used
 
     ks = cutoffs(list(verdict.measures))
     run, use = verdict.run, used(verdict.run)

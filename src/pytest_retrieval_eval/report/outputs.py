@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from .._atomic import write_text_atomic
 from ..gate.saved import results_json as results_text
-from ..run.results import METRICS_DEFINITION
+from ..evaluation.results import METRICS_DEFINITION
 
 
 def metadata(verdict: Any) -> dict[str, Any]:

@@ -5,8 +5,8 @@ intervals, the rank of the first relevant document, Hit@k curves, engine compari
 assert on it (``results.hit_at(5)``), xdist workers ship it, reports render it, baselines are
 saved copies of it, and ``results.json`` holds all of it, so a saved run rebuilds every artefact
 (``python -m pytest_retrieval_eval report results.json --out DIR``). Its JSON form and the checks
-a file must pass live in ``run/results_json.py``; what a failed assertion says, in
-``run/explain.py``.
+a file must pass live in ``evaluation/results_json.py``; what a failed assertion says, in
+``evaluation/explain.py``.
 """
 
 from __future__ import annotations
@@ -89,11 +89,11 @@ class EvaluationResult:
     judged: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     #: the judge those labels come from (``Judge.to_dict()``); None: no judgments attached
     judge: Mapping[str, Any] | None = None
-    #: what the run knew of the relevant documents (``run/causes.py``): not in the corpus, not
+    #: what the run knew of the relevant documents (``evaluation/causes.py``): not in the corpus, not
     #: ingested, past the embedder window, duplicated; None when the engine was run without a corpus
     evidence: Any = None
     #: how the calls were timed: ``concurrency`` (questions in flight), ``machine``
-    #: (``run.evaluate.machine``) and ``prepare_seconds`` (the engine's ``prepare``, apart from
+    #: (``evaluation.evaluate.machine``) and ``prepare_seconds`` (the engine's ``prepare``, apart from
     #: the per-query figures); empty when unknown (a file saved without latency)
     measured: Mapping[str, Any] = field(default_factory=dict)
     #: the HTTP calls and tokens of the engine's ``prepare`` (model -> (calls, input, output));
@@ -152,7 +152,7 @@ class EvaluationResult:
         return self._run
 
     def with_judged(self, judged: Mapping[str, Mapping[str, int]], judge: Mapping[str, Any] | None) -> "EvaluationResult":
-        """The same rankings with the judge's labels of the holes (``run/judging.attach``): a new
+        """The same rankings with the judge's labels of the holes (``evaluation/judging.attach``): a new
         evaluation, so nothing computed on the labels before is read with the new ones."""
         return replace(self, judged=judged, judge=judge)
 
@@ -299,7 +299,7 @@ class EvaluationResult:
                                 self.evidence, self.measured)
 
     def causes(self, k: int) -> dict[str, Any]:
-        """Query id -> why it missed at ``k`` (``run.causes.Cause``), for the missed questions."""
+        """Query id -> why it missed at ``k`` (``evaluation.causes.Cause``), for the missed questions."""
         if k not in self._causes:
             from .causes import causes
 
@@ -307,7 +307,7 @@ class EvaluationResult:
         return self._causes[k]
 
     def misses(self, k: int) -> Any:
-        """The misses at ``k`` counted by cause (``run.causes.Misses``): the line under the table."""
+        """The misses at ``k`` counted by cause (``evaluation.causes.Misses``): the line under the table."""
         from .causes import Misses
 
         return Misses(self.engine, self.labeled.name, k, self.n, tuple(self.causes(k).values()))
@@ -319,7 +319,7 @@ class EvaluationResult:
         return worst(self, measure, limit)
 
     def freshness_lines(self, measure: Measure, limit: int = 5) -> list[str]:
-        """Why a freshness measure is below 1 (``run/explain.py``)."""
+        """Why a freshness measure is below 1 (``evaluation/explain.py``)."""
         from .explain import freshness_lines
 
         return freshness_lines(self, measure, limit)
@@ -376,13 +376,13 @@ class RunResults:
     #: the settings a saved run recorded, as its file holds them (``report merge`` checks slices
     #: were run alike); the gate reads them into its typed settings (``gate/saved.py``)
     settings: Mapping[str, Any] = field(default_factory=dict)
-    #: what the judged labels rest on (``run/judging.py``: ``JudgmentsUsed.to_dict()``): the file,
+    #: what the judged labels rest on (``evaluation/judging.py``: ``JudgmentsUsed.to_dict()``): the file,
     #: the judge, how many were used and stale, its agreement with the humans; empty without judgments
     judgments: dict[str, Any] = field(default_factory=dict)
-    #: documents a change would add, with their novelty (``run/judging.candidates_record``): path,
+    #: documents a change would add, with their novelty (``evaluation/judging.candidates_record``): path,
     #: weight, items; empty without ``--retrieval-candidates``
     candidates: dict[str, Any] = field(default_factory=dict)
-    #: how much of the corpus the labeled questions judge (``run/coverage.py``); empty without a corpus
+    #: how much of the corpus the labeled questions judge (``evaluation/coverage.py``); empty without a corpus
     coverage: dict[str, Any] = field(default_factory=dict)
     _comparisons: dict = field(default_factory=dict, repr=False, init=False)
 
@@ -424,7 +424,7 @@ class RunResults:
     @classmethod
     def load(cls, path: str | Path, *, check_fingerprints: bool = True) -> "RunResults":
         """A saved run, refused in one line (file and field) when it does not hold together
-        (``run/results_json.py``)."""
+        (``evaluation/results_json.py``)."""
         from .results_json import load
 
         return load(path, check_fingerprints=check_fingerprints)
