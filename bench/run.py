@@ -890,35 +890,94 @@ def bench_scale(sizes: list[int]) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+#: the dormant section's plain suite: FILES test files of TESTS plain tests each
+DORMANT_FILES, DORMANT_TESTS = 10, 20
+#: a conftest that does nothing retrieval-related: a fixture, an autouse fixture and a hook
+PLAIN_CONFTEST = """import pytest
+
+@pytest.fixture
+def numbers():
+    return list(range(10))
+
+@pytest.fixture(autouse=True)
+def fresh_env(monkeypatch):
+    monkeypatch.setenv("APP_MODE", "test")
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: item.nodeid)
+"""
+
+
+def _plain_project(prefix: str, conftest: str = "", ini: str = "") -> Path:
+    """A project whose tests never ask for retrieval: DORMANT_FILES x DORMANT_TESTS plain tests."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    for f in range(DORMANT_FILES):
+        (folder / f"test_plain_{f}.py").write_text("".join(
+            f"def test_sum_{t}():\n    assert sum(range({t})) == {t * (t - 1) // 2}\n\n" for t in range(DORMANT_TESTS)))
+    if conftest:
+        (folder / "conftest.py").write_text(conftest)
+    if ini:
+        (folder / "pytest.ini").write_text(ini)
+    return folder
+
+
+def _timed_child(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one child run."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def bench_dormant(repeats: int) -> None:
-    """What installing the plugin costs a project's plain test run: one plain test, run with the
-    plugin and with ``-p no:retrieval_eval``, alternating; and with the plugin configured in the
-    ini file (settings checked at start, the plugin still asleep)."""
-    print("dormant plugin: a one-test project's pytest run", flush=True)
-    project = Path(tempfile.mkdtemp(prefix="retrieval-bench-dormant-"))
-    (project / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n")
-    configured = Path(tempfile.mkdtemp(prefix="retrieval-bench-dormant-ini-"))
-    (configured / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n")
-    (configured / "pytest.ini").write_text("[pytest]\nretrieval_corpus = corpus\nretrieval_thresholds =\n"
-                                           "    hit@5>=0.8\n    errors<=0\n")
+    """What installing the plugin costs a project whose tests never ask for it (issue 43: at most
+    1.05x): 200 plain tests run with the plugin and with ``-p no:retrieval_eval``, interleaved, in
+    fresh processes; the same with a conftest of the project's own, with the plugin configured in
+    the ini file (settings checked at start, the plugin still asleep), and collection alone
+    (``--co``). Then pytest alone (plugin autoload off) against pytest + the plugin (``-p``): the
+    strictest denominator, with no other plugin's start to hide in."""
+    print(f"dormant plugin: {DORMANT_FILES * DORMANT_TESTS} plain tests, plugin on / off", flush=True)
+    ini = "[pytest]\nretrieval_corpus = corpus\nretrieval_thresholds =\n    hit@5>=0.8\n    errors<=0\n"
+    projects = {"plain": _plain_project("retrieval-bench-dormant-"),
+                "conftest": _plain_project("retrieval-bench-dormant-conftest-", conftest=PLAIN_CONFTEST),
+                "ini": _plain_project("retrieval-bench-dormant-ini-", ini=ini)}
     base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RETRIEVAL_EVAL_")}
-    with_plugin, without, with_ini = [], [], []
+    # as a user's shell runs it: bytecode cached (see ``child``), not under CI, no plugin settings
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "CI") and not k.startswith(("RETRIEVAL_EVAL_", "PYTEST_"))}
+    alone = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    #: (name, project, extra args, environment) with the plugin off and on
+    cases = [
+        ("200 plain tests", "plain", [], env, ["-p", "no:retrieval_eval"], []),
+        ("the same, a conftest of the project's own", "conftest", [], env, ["-p", "no:retrieval_eval"], []),
+        ("the same, plugin configured in pytest.ini", "ini", [], env, ["-p", "no:retrieval_eval"], []),
+        ("collection only (--co)", "plain", ["--co"], env, ["-p", "no:retrieval_eval"], []),
+        ("pytest alone (autoload off) / + the plugin (-p)", "plain", [], alone, [], ["-p", "pytest_retrieval_eval.plugin"]),
+        ("the same, collection only (--co)", "plain", ["--co"], alone, [], ["-p", "pytest_retrieval_eval.plugin"]),
+    ]
+    times = {(name, side): ([], []) for name, *_ in cases for side in ("off", "on")}
     try:
-        for _ in range(sized(max(5, repeats), repeats)):
-            for out, cmd, cwd in ((without, base + ["-p", "no:retrieval_eval"], project), (with_plugin, base, project),
-                                  (with_ini, base, configured)):
-                start = time.perf_counter()
-                subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, check=True)
-                out.append(time.perf_counter() - start)
+        for round_ in range(sized(max(15, repeats), repeats)):
+            for name, project, extra, environment, off, on in cases:
+                sides = (("off", off), ("on", on)) if round_ % 2 == 0 else (("on", on), ("off", off))
+                for side, flags in sides:
+                    wall, cpu = _timed_child(base + extra + flags, projects[project], environment)
+                    times[(name, side)][0].append(wall)
+                    times[(name, side)][1].append(cpu)
     finally:
-        shutil.rmtree(project, ignore_errors=True)
-        shutil.rmtree(configured, ignore_errors=True)
-    a = record("dormant", "pytest, one plain test, plugin installed", with_plugin)
-    b = record("dormant", "the same with -p no:retrieval_eval", without)
-    c = record("dormant", "the same, plugin configured in pytest.ini", with_ini)
-    ratio("dormant", "installed / disabled", a, b)
-    ratio("dormant", "configured in the ini / disabled", c, b)
+        for folder in projects.values():
+            shutil.rmtree(folder, ignore_errors=True)
+    for name, *_ in cases:
+        (off_wall, off_cpu), (on_wall, on_cpu) = times[(name, "off")], times[(name, "on")]
+        b = record("dormant", f"{name}: plugin off, wall", off_wall)
+        a = record("dormant", f"{name}: plugin on, wall", on_wall)
+        ratio("dormant", f"{name}: on / off, wall (medians)", a, b)
+        ratio("dormant", f"{name}: on / off, wall (minima)", min(on_wall), min(off_wall))
+        ratio("dormant", f"{name}: on / off, CPU (medians)", statistics.median(on_cpu), statistics.median(off_cpu))
 
 
 def json_server(answer, delay: float = 0.05):

@@ -19,11 +19,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ._defaults import CHAT_MODEL, EMBED_CONCURRENCY
 from ._secrets import HOST_KEY_ENVS, TEAM_KEY_ENV, mask_and_cap, redact
 from .errors import RetrievalEvalError
 
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
-DEFAULT_CHAT_MODEL = "openai/gpt-4o-mini"  # question generation
+DEFAULT_CHAT_MODEL = CHAT_MODEL  # question generation
 TIMEOUT_ENV = "RETRIEVAL_EVAL_TIMEOUT"
 
 
@@ -157,8 +158,6 @@ class ChatEndpoint:
         return base_url(self.url)
 
 
-#: batches an OpenAI-compatible embedder has in flight by default: a TEI or vLLM server takes several
-EMBED_CONCURRENCY = 4
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
 

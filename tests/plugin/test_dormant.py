@@ -1,8 +1,11 @@
 """Installed but not asked: a project's plain test runs cost nothing beyond the entry point, the
-option table and the fixtures' registration (no numpy, no Haystack, no process-wide changes)."""
+option table and the fixtures' registration (no numpy, no Haystack, no process-wide changes),
+and at most 1.05x the run without the plugin (issue 43; timed in ``bench/run.py --only=dormant``,
+bounded here in Python calls, which a loaded machine does not change)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -17,12 +20,7 @@ ALLOWED = {
     "pytest_retrieval_eval", "pytest_retrieval_eval.plugin", "pytest_retrieval_eval.plugin.fixtures",
     "pytest_retrieval_eval.plugin.engines", "pytest_retrieval_eval.plugin.wake", "pytest_retrieval_eval.plugin.options",
     "pytest_retrieval_eval.plugin.roles", "pytest_retrieval_eval.plugin.hookspecs", "pytest_retrieval_eval.errors",
-    "pytest_retrieval_eval.types", "pytest_retrieval_eval._http", "pytest_retrieval_eval._secrets",
-    "pytest_retrieval_eval._lazy_torch", "pytest_retrieval_eval.data", "pytest_retrieval_eval.data.chunking",
-    "pytest_retrieval_eval.data.terms",  # the keyword engine's tokenizer, which the derived segments share
-    "pytest_retrieval_eval.engines", "pytest_retrieval_eval.engines.base", "pytest_retrieval_eval.engines.hybrid",
-    "pytest_retrieval_eval.engines.keyword", "pytest_retrieval_eval.hybrid", "pytest_retrieval_eval.hybrid.store",
-    "pytest_retrieval_eval.hybrid.store.base", "pytest_retrieval_eval.ir", "pytest_retrieval_eval.ir.measures",
+    "pytest_retrieval_eval._defaults",  # the option table's defaults, as plain values
 }
 HEAVY = ("numpy", "haystack", "httpx", "psycopg", "torch", "jinja2")
 
@@ -87,3 +85,64 @@ def test_a_marked_test_without_fixtures_wakes_the_plugin(pytester):
             assert request.config.pluginmanager.get_plugin("retrieval_session") is not None
     """)
     assert pytester.runpytest().ret == 0
+
+
+#: counts, in the child, every Python call and those made on behalf of the plugin (while a frame
+#: of its source is on the stack: its imports, hooks and whatever they call)
+COUNTING = """
+import json, sys
+ours, counts, depth = sys.argv[1], {"all": 0, "ours": 0}, [0]
+def profile(frame, event, arg):
+    if event == "call":
+        counts["all"] += 1
+        if depth[0] or frame.f_code.co_filename.startswith(ours):
+            counts["ours"] += 1
+            depth[0] += 1
+    elif event == "return" and depth[0]:
+        depth[0] -= 1
+sys.setprofile(profile)
+import pytest
+code = pytest.main(sys.argv[2:])
+sys.setprofile(None)
+print("CALLS " + json.dumps(counts))
+sys.exit(code)
+"""
+#: on / off at most 1.05x: the plugin's share of the run's calls at most 1 - 1/1.05
+SHARE = 1 - 1 / 1.05
+
+
+def plain_suite(pytester: pytest.Pytester, files: int, tests: int = 20) -> None:
+    """The bench's plain project: ``files`` files of ``tests`` plain tests."""
+    for f in range(files):
+        pytester.makepyfile(**{f"test_plain_{f}": "".join(
+            f"def test_sum_{t}():\n    assert sum(range({t})) == {t * (t - 1) // 2}\n\n" for t in range(tests))})
+
+
+def calls(pytester: pytest.Pytester, *args: str) -> dict:
+    """Python calls of a plain run under pytest alone (no other plugin to dilute the share) with
+    the plugin loaded: all of them, and the plugin's."""
+    import pytest_retrieval_eval
+
+    ours = os.path.dirname(pytest_retrieval_eval.__file__)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "RETRIEVAL_EVAL_"))}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as a user's run: assertions rewritten once, not in every run
+    command = [sys.executable, "-c", COUNTING, ours, "-q", "-p", "no:cacheprovider", "-p", "pytest_retrieval_eval.plugin", *args]
+    for _ in range(2):  # the first run may rewrite and cache the test files' bytecode
+        proc = subprocess.run(command, cwd=pytester.path, capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout.rsplit("CALLS ", 1)[1])
+
+
+def test_a_plain_run_spends_at_most_its_share_in_the_plugin(pytester):
+    plain_suite(pytester, 10)  # 200 tests, as the bench runs
+    counted = calls(pytester)
+    assert 0 < counted["ours"] <= SHARE * counted["all"], counted
+
+
+def test_the_plugin_does_next_to_nothing_per_test_when_dormant(pytester):
+    plain_suite(pytester, 10)
+    many = calls(pytester)
+    few = calls(pytester, "test_plain_0.py")  # 20 of the 200
+    ours, every = (many["ours"] - few["ours"]) / 180, (many["all"] - few["all"]) / 180
+    assert ours <= 0.05 * every, (ours, every)

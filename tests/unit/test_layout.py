@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "pytest_retrieval_eval"
 #: bottom to top: shared helpers, the pure IR core, data, the hybrid stack, engines, running
 #: engines into results, the gate, reports, the pytest side, the command line
 LAYERS = [
-    {"errors", "types", "_atomic", "_textfiles", "_secrets", "_http", "_usage", "_lazy_torch", "_plain"},
+    {"errors", "types", "_defaults", "_atomic", "_textfiles", "_secrets", "_http", "_usage", "_lazy_torch", "_plain"},
     {"ir"}, {"data"}, {"hybrid"}, {"engines"}, {"evaluation"}, {"gate"}, {"report"}, {"plugin"}, {"cli", "__main__"},
 ]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._defaults import SPLIT_LENGTH, SPLIT_OVERLAP
 from ..errors import RetrievalEvalError
 from ..types import Chunk
 
@@ -26,8 +27,8 @@ class Chunking:
     """Word windows of ``split_length`` words overlapping by ``split_overlap``; every chunk is
     tagged with ``org_id`` and its dataset, the metadata retrieval filters on."""
 
-    split_length: int = 400
-    split_overlap: int = 80
+    split_length: int = SPLIT_LENGTH
+    split_overlap: int = SPLIT_OVERLAP
     org_id: str = "eval"
 
     def __post_init__(self) -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
+from .._defaults import DEPTH
 from ..errors import RetrievalEvalError
 
 #: How deep an engine is asked by default: enough for recall@100 and every table column.
-DEFAULT_DEPTH = 100
+DEFAULT_DEPTH = DEPTH
 
 
 @runtime_checkable

@@ -15,6 +15,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Sequence
 
+from .._defaults import KEYWORD_TOP_K, RERANK
 from .._lazy_torch import import_haystack
 from ..errors import RetrievalEvalError
 
@@ -24,12 +25,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class HybridConfig:
-    keyword_top_k: int = 50
+    keyword_top_k: int = KEYWORD_TOP_K
     vector_top_k: int = 50
     fusion_top_k: int = 50
     use_keyword: bool = True
     use_vector: bool = True
-    rerank: str = "off"  # off | local:PATH | http:MODEL
+    rerank: str = RERANK  # off | local:PATH | http:MODEL
     rerank_top_k: int = 20
 
     def __post_init__(self) -> None:

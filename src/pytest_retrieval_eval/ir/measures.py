@@ -17,6 +17,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from .._defaults import GAIN_WEIGHTS, TABLE_MEASURES
 from ..errors import RetrievalEvalError
 
 
@@ -352,10 +353,8 @@ def split_measures(text: str) -> list[str]:
 
 
 #: The measures a summary table shows unless configured otherwise.
-DEFAULT_TABLE_MEASURES = tuple(
-    Measure.parse(n) for n in ("hit@1", "hit@3", "hit@5", "hit@10", "hit@20", "mrr")
-)
+DEFAULT_TABLE_MEASURES = tuple(Measure.parse(n) for n in TABLE_MEASURES)
 
 #: The weights of a shadow comparison's knowledge gain unless configured (``evaluation/shadow.py``):
 #: finding the gold documents counts twice as much as ordering them.
-DEFAULT_GAIN_WEIGHTS = "recall@5=2,ndcg@5=1"
+DEFAULT_GAIN_WEIGHTS = GAIN_WEIGHTS

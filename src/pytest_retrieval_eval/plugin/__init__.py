@@ -17,6 +17,7 @@ from .wake import ENGINE_ERROR_KEY, active, session_of
 
 _FLIP = {">=": "<=", "<=": ">=", ">": "<", "<": ">", "==": "==", "!=": "!="}
 _RESULTS_MODULE = "pytest_retrieval_eval.evaluation.results"
+_SCANNED_KEY = pytest.StashKey[list]()  # the items collection_modifyitems looked at
 
 __all__ = ["session_of"]
 
@@ -100,6 +101,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             session_of(config)
     except pytest.UsageError as exc:
         return wake.usage_error(config, items, str(exc))
+    config.stash[_SCANNED_KEY] = items[:]  # collection_finish looks again only if a later hook changed them
     rs = active(config)
     if rs is not None:  # what the tests will read, read now: a broken input stops the run once
         problem = rs.inputs_problem({name for item in items for name in getattr(item, "fixturenames", ())})
@@ -108,7 +110,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if active(session.config) is None and any(wake.wants_retrieval(item) for item in session.items):
+    if active(session.config) is None and session.items != session.config.stash.get(_SCANNED_KEY, None) and any(
+            wake.wants_retrieval(item) for item in session.items):
         session_of(session.config)
 
 

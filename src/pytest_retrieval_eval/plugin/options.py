@@ -6,8 +6,8 @@ pytest_retrieval_eval`` (``add_to_argparse``, without the ``retrieval-`` prefix,
 pytest-benchmark shares its options with its command) and the README's options table
 (``markdown_table``; a test keeps the two equal).
 
-This module is imported when pytest loads the plugin, so it imports only what the defaults
-need: small dataclasses, no numpy, no Haystack.
+This module is imported when pytest loads the plugin, so it takes the defaults from ``_defaults``
+(plain values), not from the modules that use them: no numpy, no Haystack, no dataclasses of theirs.
 """
 
 from __future__ import annotations
@@ -18,12 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .._http import DEFAULT_CHAT_MODEL, EMBED_CONCURRENCY
-from ..data.chunking import Chunking
-from ..engines.base import DEFAULT_DEPTH
-from ..engines.hybrid import HybridConfig
-from ..hybrid.store.base import BACKENDS
-from ..ir.measures import DEFAULT_GAIN_WEIGHTS, DEFAULT_TABLE_MEASURES
+from .._defaults import (BACKENDS, CHAT_MODEL, DEPTH, EMBED_CONCURRENCY, GAIN_WEIGHTS, KEYWORD_TOP_K, RERANK,
+                         SPLIT_LENGTH, SPLIT_OVERLAP, TABLE_MEASURES)
 
 PREFIX = "retrieval"
 ENV_PREFIX = "RETRIEVAL_EVAL_"
@@ -140,7 +136,7 @@ class Option:
         return " / ".join(n for n in (self.flag_name, self.ini_name) if n)
 
 
-_TOP_K = HybridConfig.keyword_top_k
+_TOP_K = KEYWORD_TOP_K
 OPTIONS: tuple[Option, ...] = (
     # what to evaluate
     Option("corpus", "corpus folder: JSON documents, or a BEIR folder", path="any", metavar="PATH",
@@ -149,7 +145,7 @@ OPTIONS: tuple[Option, ...] = (
            metavar="PATH", cli=("generate", "check")),
     Option("engine", "evaluate only this engine; repeatable (default: every registered engine)", kind="lines",
            ini="retrieval_engines", ini_type="args", merge=False, metavar="NAME"),
-    Option("depth", "documents asked of each engine", DEFAULT_DEPTH, whole(1), metavar="K"),
+    Option("depth", "documents asked of each engine", DEPTH, whole(1), metavar="K"),
     Option("split", "BEIR qrels split to evaluate, qrels/NAME.tsv", "test", metavar="NAME"),
     Option("stale", "when questions no longer match the corpus: leave-out lists the stale ones and leaves them out of "
            "the numbers and the gates; warn evaluates them anyway (a question about a "
@@ -157,7 +153,7 @@ OPTIONS: tuple[Option, ...] = (
            metavar="MODE"),
     Option("regenerate", "before evaluating, generate questions for chunks that lack a fresh one (calls the LLM; "
            "needs RETRIEVAL_EVAL_API_KEY or OPENROUTER_API_KEY)", False, kind="switch", ini=None),
-    Option("generator_model", "chat model for question generation", DEFAULT_CHAT_MODEL, metavar="MODEL",
+    Option("generator_model", "chat model for question generation", CHAT_MODEL, metavar="MODEL",
            env=f"{ENV_PREFIX}GENERATOR_MODEL", cli=("generate",), cli_aliases=("--model",)),
     Option("as_of", "the day freshness is judged on: documents outside their validity then, or superseded by a "
            "document already valid then, are stale (default: today; recorded in the reports)", None, day,
@@ -199,13 +195,13 @@ OPTIONS: tuple[Option, ...] = (
            path="dir", metavar="DIR", env=f"{ENV_PREFIX}MODEL_CACHE"),
     Option("store_cache_mb", "room for snapshots of ingested embedded stores (restored instead of ingesting "
            "again; least recently used go first; killed writers' temp folders count too; 0 turns them off)", 2048.0, whole(0), metavar="MB"),
-    Option("split_length", "chunk length in words", Chunking.split_length, whole(1), metavar="WORDS",
+    Option("split_length", "chunk length in words", SPLIT_LENGTH, whole(1), metavar="WORDS",
            cli=("generate", "judge")),
-    Option("split_overlap", "chunk overlap in words", Chunking.split_overlap, whole(0), metavar="WORDS",
+    Option("split_overlap", "chunk overlap in words", SPLIT_OVERLAP, whole(0), metavar="WORDS",
            cli=("generate", "judge")),
     Option("top_k", "hybrid engine: top k of each retriever and of the fusion", _TOP_K, whole(1), metavar="K"),
     Option("rerank", "hybrid engine reranker: off, local:PATH (a cross-encoder folder) or http:MODEL "
-           "(a Cohere-style /rerank endpoint)", HybridConfig.rerank, metavar="SPEC"),
+           "(a Cohere-style /rerank endpoint)", RERANK, metavar="SPEC"),
     Option("hybrid", "hybrid engine setting, e.g. use_vector=false, fusion_top_k=20; repeatable", kind="lines",
            metavar="KEY=VALUE"),
     Option("variant", "a hybrid engine variant as an engine of its own, e.g. 'hybrid-kw: use_vector=false' or "
@@ -271,7 +267,7 @@ OPTIONS: tuple[Option, ...] = (
            "query (gate with 'cost.per_query<=0.001'); repeatable", kind="lines", ini="retrieval_prices",
            metavar="MODEL=PRICE", cli=("report",)),
     Option("gain_weights", "weights of the knowledge gain: the weighted mean of the shadow's measure deltas",
-           DEFAULT_GAIN_WEIGHTS, metavar="MEASURE=W,..."),
+           GAIN_WEIGHTS, metavar="MEASURE=W,..."),
     Option("baseline_force", "compare with a baseline even when its corpus, labeled set or metric fingerprints "
            "differ", False, kind="switch", ini=None, cli=("report",)),
     # judgments of the documents the labels left unjudged
@@ -281,7 +277,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("judge", "at the end of the run, grade the unjudged documents of each engine's top K with an LLM into "
            "the judgments file first (calls the endpoint of question generation; asks only what the file lacks)",
            False, kind="switch", ini=None),
-    Option("judge_model", f"chat model of the judge (default: {DEFAULT_CHAT_MODEL} at the default endpoint; at "
+    Option("judge_model", f"chat model of the judge (default: {CHAT_MODEL} at the default endpoint; at "
            "any other, the model its server says answered)", None, metavar="MODEL",
            env=f"{ENV_PREFIX}JUDGE_MODEL", cli=("judge",), cli_aliases=("--model",)),
     Option("judge_depth", "the top K of each engine pooled for judging", 10, whole(1), metavar="K", cli=("judge",),
@@ -303,7 +299,7 @@ OPTIONS: tuple[Option, ...] = (
     # reports
     Option("report", "print the summary table at the end of the run", False, kind="switch"),
     Option("measures", "comma-separated table columns (a comma inside parentheses belongs to the name: "
-           "rbp(p=0.9,rel=1))", ",".join(m.name for m in DEFAULT_TABLE_MEASURES),
+           "rbp(p=0.9,rel=1))", ",".join(TABLE_MEASURES),
            metavar="LIST", cli=("report",)),
     Option("report_dir", "write results.md, results.json, per_query.jsonl, TREC runs, qrels and a Hit@k plot to DIR",
            path="dir", metavar="DIR"),

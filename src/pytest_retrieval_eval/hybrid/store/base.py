@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
+from ..._defaults import BACKENDS
 from ...errors import RetrievalEvalError
 
-BACKENDS = ("embedded", "dsn", "testcontainers")
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
