@@ -282,7 +282,8 @@ def _report(args) -> int:
         settings = for_run(run, replace(settings.with_options(given), baseline=baseline_path),
                            configured=tuple(parse_measures(columns)) if columns else DEFAULT_TABLE_MEASURES)
     baseline, problems = load_baseline(Path(baseline_path)) if baseline_path else (None, [])
-    verdict = conclude(run, settings, baseline, problems=problems, recorded=saved.analysis)
+    verdict = conclude(run, settings, baseline, problems=problems, recorded=saved.analysis, notes=saved.notes,
+                       run_warnings=saved.run_warnings, run_usage=saved.run_usage)
     if args.out or args.html:
         write_outputs(verdict, report_dir=Path(args.out) if args.out else None,
                       html=Path(args.html) if args.html else None, baseline=baseline)
@@ -296,7 +297,7 @@ def _report(args) -> int:
         from .plugin.session import Outcome
         from .report.terminal import LineWriter, write_summary
 
-        write_summary(LineWriter(sys.stdout), Outcome(verdict, thresholds=list(verdict.settings.thresholds)),
+        write_summary(LineWriter(sys.stdout), Outcome(verdict),
                       report=True, thresholds=len(verdict.settings.thresholds), unavailable={},
                       verbosity=args.verbose)
     if args.markdown and not getattr(args, "comment", False):  # results.md holds no gate lines of its own

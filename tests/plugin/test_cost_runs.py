@@ -7,6 +7,7 @@ import json
 import re
 
 from fake_api import FakeApi, Reply
+from pytest_retrieval_eval.cli import main as cli
 
 CONFTEST = """
     from pytest_retrieval_eval import adapters
@@ -22,7 +23,7 @@ def answer(body):
             "usage": {"prompt_tokens": len(body["q"].split()), "completion_tokens": 2}}
 
 
-def test_an_http_engine_is_timed_priced_and_gated_on_its_p95(bundled_project, tmp_path):
+def test_an_http_engine_is_timed_priced_and_gated_on_its_p95(bundled_project, tmp_path, capsys):
     with FakeApi() as api:
         api.script("/search", Reply(200, answer, delay=0.1))
         bundled_project.makeconftest(CONFTEST.format(url=api.url + "/search"))
@@ -59,6 +60,13 @@ def test_an_http_engine_is_timed_priced_and_gated_on_its_p95(bundled_project, tm
     assert total and abs(float(total[1]) - cost) <= cost * 0.005, text
     md = (out / "results.md").read_text()
     assert "## Cost" in md and "| remote | " in md
+    # the report command prints the run's own summary, the run's HTTP calls in all included
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if line.startswith("---") and "retrieval evaluation" in line)
+    printed = [line for line in lines[start:-1] if not line.startswith("retrieval: ")]
+    capsys.readouterr()
+    assert cli(["report", str(out / "results.json"), "-v"]) == 1
+    assert capsys.readouterr().out.splitlines() == printed and total[0] in printed
 
 
 DATED = """

@@ -14,7 +14,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .._plain import from_plain, to_plain
 from ..errors import RetrievalEvalError
+from ..evaluation.cost import RunUsage
 from ..evaluation.results import RunResults, measure_names
 from ..evaluation.results_json import from_document, read_document, run_document
 from .analysis import Analysis
@@ -29,6 +31,10 @@ class Saved:
     run: RunResults
     settings: GateSettings
     analysis: Analysis | None = None
+    #: what the run's ending noted and warned of, and its HTTP calls in all (``Verdict``)
+    notes: tuple[str, ...] = ()
+    run_warnings: tuple[str, ...] = ()
+    run_usage: RunUsage | None = None
 
 
 def load_saved(path: str | Path, *, check_fingerprints: bool = True) -> Saved:
@@ -43,7 +49,14 @@ def load_saved(path: str | Path, *, check_fingerprints: bool = True) -> Saved:
         analysis = Analysis.from_dict(doc.get("analysis"))
     except (KeyError, TypeError, ValueError):
         analysis = None  # a damaged analysis is made again from the run, never read half
-    return Saved(run, settings, analysis)
+    said = doc.get("verdict") if isinstance(doc.get("verdict"), dict) else {}
+    try:
+        usage = from_plain(RunUsage | None, said.get("run_usage"))
+        notes, warned = tuple(map(str, said.get("notes") or ())), tuple(map(str, said.get("warnings") or ()))
+    except (KeyError, TypeError, ValueError):
+        raise RetrievalEvalError("'verdict' must hold notes and warnings (lists of text) and the run's usage",
+                                 path=path, field="verdict") from None
+    return Saved(run, settings, analysis, notes, warned, usage)
 
 
 def results_json(verdict: Any) -> str:
@@ -54,7 +67,9 @@ def results_json(verdict: Any) -> str:
                        intervals=a.interval)
     doc["settings"] = s.to_dict()
     doc["verdict"] = {"failed": verdict.failed,  # what the gate said, as every surface says it
-                      "failures": [{"kind": f.kind, "text": str(f), "causes": list(f.causes)} for f in verdict.failures]}
+                      "failures": [{"kind": f.kind, "text": str(f), "causes": list(f.causes)} for f in verdict.failures],
+                      "notes": list(verdict.notes), "warnings": list(verdict.run_warnings),
+                      "run_usage": to_plain(verdict.run_usage)}
     doc.update(_for_people(run, s, a))
     doc["analysis"] = a.to_dict()
     return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=True) + "\n"

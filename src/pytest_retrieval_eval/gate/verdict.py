@@ -13,6 +13,7 @@ from .rules import MeasureQuantity, check, check_coverage, check_drops, check_li
 from .settings import FRESHNESS_K, GateSettings, table_measures  # noqa: F401  (FRESHNESS_K, table_measures: re-exported)
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure
 from ..ir.stats import CORRECTION_NAMES
+from ..evaluation.cost import RunUsage
 from ..evaluation.results import RunResults
 
 #: what a failure is about, in the order the verdict lists them
@@ -45,6 +46,12 @@ class Verdict:
     failures: tuple[Failure, ...] = ()
     #: the analysis's warnings, and those of the rules (a drop within the engine's own spread)
     warnings: tuple[str, ...] = ()
+    #: what the run's ending noted (workers that ranked differently, the record compared with)
+    #: and warned of besides (an ingestion no engine read), and the run's HTTP calls in all: kept
+    #: in results.json so ``report`` prints what the run printed
+    notes: tuple[str, ...] = ()
+    run_warnings: tuple[str, ...] = ()
+    run_usage: RunUsage | None = None
 
     # --- the analysis, read ----------------------------------------------------------------
     measures = property(lambda self: list(self.analysis.measures))
@@ -147,13 +154,16 @@ def verdict_of(run: RunResults, settings: GateSettings | None = None, *, measure
 
 
 def conclude(run: RunResults, settings: GateSettings, baseline: RunResults | None = None, *,
-             problems: Sequence[str] = (), recorded: Analysis | None = None) -> Verdict:
+             problems: Sequence[str] = (), recorded: Analysis | None = None, notes: Sequence[str] = (),
+             run_warnings: Sequence[str] = (), run_usage: RunUsage | None = None) -> Verdict:
     """The one ending of a run and of ``report``: the analysis (the recorded one where it was
-    made from this run, these settings and this baseline; else made now), then the rules."""
+    made from this run, these settings and this baseline; else made now), then the rules, with
+    what the run's ending noted beside them."""
     from .analysis import basis
 
     fits = recorded is not None and recorded.basis == basis(run, settings, baseline)
-    return decide(run, settings, recorded if fits else analyse(run, settings, baseline), problems)
+    verdict = decide(run, settings, recorded if fits else analyse(run, settings, baseline), problems)
+    return replace(verdict, notes=tuple(notes), run_warnings=tuple(run_warnings), run_usage=run_usage)
 
 
 def for_run(run: RunResults, settings: GateSettings | None = None, *,

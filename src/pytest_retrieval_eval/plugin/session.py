@@ -20,16 +20,20 @@ from .roles import Gathered, Shipped, Standalone
 
 @dataclass
 class Outcome:
-    """The reporting process's end of run: the verdict, plus what xdist merging noted."""
+    """The reporting process's end of run: the verdict (which holds what the run's ending noted,
+    its warnings and its HTTP calls, as results.json keeps them), plus what only this session
+    prints: the workers' store lines and the history folder's files that are not records."""
 
     verdict: Any  # gate.verdict.Verdict
-    notes: list[str] = field(default_factory=list)
-    thresholds: list = field(default_factory=list)
     #: what only the workers printed (their store lines), for the controller to print
     workers_said: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    session_warnings: list[str] = field(default_factory=list)
+
+    notes = property(lambda self: list(self.verdict.notes))
+    warnings = property(lambda self: [*self.verdict.run_warnings, *self.session_warnings])
     #: the run's HTTP calls in all (``evaluation.cost.RunUsage``), the engines' and those no question claims
-    run_usage: Any = None
+    run_usage = property(lambda self: self.verdict.run_usage)
+    thresholds = property(lambda self: list(self.verdict.settings.thresholds))
 
     @property
     def failures(self) -> list[str]:
@@ -448,13 +452,13 @@ class RetrievalSession:
                       *merged.missing, *self.engine_failures({e.engine for e in evaluations}), *judging])
         if cfg.gate.compare is None:
             baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
-        verdict = conclude(run, settings, baseline, problems=problems)
         # and the judge's, made here since shipping
         outside = summed(merged.usage, since(since(OUTSIDE.to_dict(), self._outside_before), records.usage))
         from ..evaluation.cost import run_usage
 
-        self.outcome = Outcome(verdict, notes, list(cfg.gate.thresholds), merged.workers_said, merged.warnings,
-                               run_usage(evaluations, outside, verdict.settings.prices))
+        verdict = conclude(run, settings, baseline, problems=problems, notes=notes, run_warnings=merged.warnings,
+                           run_usage=run_usage(evaluations, outside, settings.prices))
+        self.outcome = Outcome(verdict, merged.workers_said)
         if run.evaluations:
             trend = results_json = None
             if history is not None:  # this run, remembered by commit; the page charts the history
@@ -469,7 +473,7 @@ class RetrievalSession:
                     from ..report.trend import trend_svg
 
                     trend = trend_svg(history.records(), verdict.miss_measure, skipped=history.warnings)
-                self.outcome.warnings += history.warnings  # each file of the folder that is not a record
+                self.outcome.session_warnings += history.warnings  # each file of the folder that is not a record
             timing = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "store": merged.store,
                       "engines": {f"{r.engine} on {r.labeled.name}": {"queries": r.n, "seconds": round(r.seconds, 6)}
                                   for r in evaluations}, **({"usage_outside_engines": outside} if outside else {})}

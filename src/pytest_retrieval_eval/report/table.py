@@ -246,7 +246,7 @@ def describe_engines(evaluations: Iterable[Any], width: int = 80) -> list[str]:
         seen.setdefault(e.engine, dict(e.engine_info))
     lines = []
     for name in sorted(seen):
-        info = ", ".join(f"{k}={v}" for k, v in seen[name].items() if k != "engine")
+        info = ", ".join(f"{k}={v}" for k, v in sorted(seen[name].items()) if k != "engine")  # as results.json keeps it
         lines += textwrap.wrap(info, width=width, initial_indent=f"{name}: ", subsequent_indent="    ",
                                break_on_hyphens=False, break_long_words=False) or [f"{name}:"]
     return lines
