@@ -427,7 +427,7 @@ def bench_queries(repeats: int, cache_dir: Path) -> None:
     from pytest_retrieval_eval.data.labeled import load_questions_cache
     from pytest_retrieval_eval.evaluation.results import RunResults
     from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
-    from pytest_retrieval_eval.gate.verdict import judge
+    from pytest_retrieval_eval.gate.verdict import verdict_of
 
     print("queries (bundled corpus), question embedding, plugin overhead", flush=True)
     corpus = JsonFolder(REPO / "corpus").load()
@@ -473,7 +473,7 @@ def bench_queries(repeats: int, cache_dir: Path) -> None:
                 own = sum(r.seconds for r in evals[-1].results) + evals[-1].measured["prepare_seconds"]
                 around[name].append((took - own) / took)
             run = RunResults(evals)
-            judge(run, measures=["hit@1", "hit@3", "hit@5", "hit@10", "hit@20", "mrr"])
+            verdict_of(run, measures=["hit@1", "hit@3", "hit@5", "hit@10", "hit@20", "mrr"])
             total.append(time.perf_counter() - start)
             inside.append(sum(sum(r.seconds for r in e.results) + e.measured["prepare_seconds"] for e in evals))
         t = record("overhead", "evaluate + score + CIs + significance, both engines", total)
@@ -1023,6 +1023,8 @@ def bench_http_concurrency(repeats: int) -> None:
     from pytest_retrieval_eval.data.labeled import LabeledSet
     from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
     from pytest_retrieval_eval.evaluation.results import RunResults
+    from pytest_retrieval_eval.gate.saved import results_json
+    from pytest_retrieval_eval.gate.verdict import verdict_of
     from pytest_retrieval_eval.types import LabeledQuery
 
     n = sized(300, 40)
@@ -1044,7 +1046,7 @@ def bench_http_concurrency(repeats: int) -> None:
                 start = time.perf_counter()
                 result = evaluate_engine(engine, labeled)
                 result.engine_info = {k: v for k, v in result.engine_info.items() if k != "concurrency"}
-                outputs[width] = RunResults([result]).to_json()
+                outputs[width] = results_json(verdict_of(RunResults([result])))
                 times[width].append(time.perf_counter() - start)
     finally:
         server.shutdown()

@@ -38,5 +38,7 @@ def test_the_bundled_eval_summary_fits_30_lines_of_88_columns_and_v_brings_the_d
 
     verbose = "\n".join(summary(bundled_project, sandbox_tmp, shared_cache_dir, "-v"))
     assert "differences (paired mean, 95% CI; * significant after correction):" in verbose
-    assert "hybrid: keyword_top_k=50" in verbose and "keyword: fields=title 4" in verbose
+    configurations = [line for line in verbose.splitlines() if line.startswith(("hybrid: ", "keyword: "))]
+    assert [line.split(":")[0] for line in configurations] == ["hybrid", "keyword"]  # one paragraph per engine
+    assert "keyword_top_k=50" in verbose and "fields=title 4" in verbose
     assert "judged@k, the share of each top k" in verbose and "segments at hit@5" in verbose

@@ -27,6 +27,10 @@ FRESHNESS_K = 5
 DEFAULT_WEIGHTS = tuple(parse_weights(DEFAULT_GAIN_WEIGHTS).items())
 
 
+#: one grid over engine settings: (base engine, measure, ((engine, ((setting, value), ...)), ...))
+Sweep = tuple[str, str, tuple[tuple[str, tuple[tuple[str, str], ...]], ...]]
+
+
 @dataclass(frozen=True)
 class GateSettings:
     """Everything the verdict on a run depends on besides the run itself."""
@@ -55,9 +59,8 @@ class GateSettings:
     latency: bool = False
     #: (model, dollars per million input tokens, per million output tokens), sorted (``--retrieval-prices``)
     prices: tuple[tuple[str, float, float], ...] = ()
-    #: grids over engine settings (``--retrieval-sweep``): (base engine, measure, ((engine, ((key,
-    #: value), ...)), ...)), the base's own point included
-    sweeps: tuple = ()
+    #: grids over engine settings (``--retrieval-sweep``), the base's own point included
+    sweeps: tuple[Sweep, ...] = ()
 
     def __post_init__(self) -> None:  # lists given by callers become tuples: the value is frozen all the way
         for name in ("table_measures", "thresholds", "max_drops", "failures", "by"):

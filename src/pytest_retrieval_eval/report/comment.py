@@ -16,10 +16,13 @@ drops past 1024k) leads with the same verdict and is cut the same way (``step_su
 from __future__ import annotations
 
 import html
-from typing import Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from . import cost, table
 from .misses import miss_lines, segment_lines
+
+if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..gate.verdict import Verdict
 
 MARKER = "<!-- pytest-retrieval-eval -->"
 #: per-query movers the comment lists (results.md has them all)
@@ -44,7 +47,7 @@ class Section(NamedTuple):
     close: list[str]
 
 
-def verdict_lines(verdict: Any, *, room: int) -> tuple[list[str], bool]:
+def verdict_lines(verdict: Verdict, *, room: int) -> tuple[list[str], bool]:
     """The verdict, then every failure with its cause, in at most ``room`` lines; and whether the
     failures had to be cut there (then the caller lists them whole further down)."""
     failures = verdict.failures
@@ -70,7 +73,7 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).splitlines())
 
 
-def comment(verdict: Any, *, full_report: str | None = None, limit: int = LIMIT) -> str:
+def comment(verdict: Verdict, *, full_report: str | None = None, limit: int = LIMIT) -> str:
     """The comment, at most ``limit`` UTF-8 bytes; ``full_report``: where the whole report is
     (the path of results.md, or a command that prints it), named where the comment is cut."""
     top = [MARKER, "## Retrieval evaluation", ""]
@@ -94,7 +97,7 @@ def _names(names: Sequence[str], most: int = 6) -> str:
     return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
-def _scores(verdict: Any) -> Section | None:
+def _scores(verdict: Verdict) -> Section | None:
     evaluations = verdict.run.evaluations
     sets = _names([e.labeled.name for e in evaluations])
     questions = _names([str(e.n) for e in evaluations])
@@ -107,7 +110,7 @@ def _scores(verdict: Any) -> Section | None:
                    f"{', '.join(verdict.measures)}; 95% intervals)", lines)
 
 
-def _baseline(verdict: Any) -> Section | None:
+def _baseline(verdict: Verdict) -> Section | None:
     """Against the baseline: the measures that moved, the rest counted; refused, said as refused."""
     b = verdict.baseline
     if b is None:
@@ -156,7 +159,7 @@ def _unchanged(still: Sequence[Any], diffs: Sequence[Any]) -> str:
                      for e, ms in per.items())
 
 
-def _differences(verdict: Any) -> Section | None:
+def _differences(verdict: Verdict) -> Section | None:
     """Engine against engine, per measure; pairs equal on every question only counted."""
     comparisons = verdict.comparisons
     if not comparisons:
@@ -176,20 +179,20 @@ def _differences(verdict: Any) -> Section | None:
     return _folded(summary, lines)
 
 
-def _misses(verdict: Any) -> Section | None:
+def _misses(verdict: Verdict) -> Section | None:
     return _folded(f"Why it missed (at hit@{verdict.miss_k})", miss_lines(verdict, markdown=True))
 
 
-def _segments(verdict: Any) -> Section | None:
+def _segments(verdict: Verdict) -> Section | None:
     tags = list(dict.fromkeys(r.tag for r in verdict.segments))
     return _folded(f"Segments: {len(tags)} rows", segment_lines(verdict, markdown=True))
 
 
-def _cost(verdict: Any) -> Section | None:
+def _cost(verdict: Verdict) -> Section | None:
     return _folded("Cost: latency, calls, tokens, dollars", cost.markdown(verdict))
 
 
-def _detectable(verdict: Any) -> Section | None:
+def _detectable(verdict: Verdict) -> Section | None:
     lines = [f"- {d.engine} on {d.labeled}: {d.measure} {d.drop:.3f} ({d.n} queries)" for d in verdict.detectable]
     lines = ([f"Detectable drop (80% power, alpha {verdict.alpha:g}, normal approximation from the per-query "
               "spread):", "", *lines] if lines else [])

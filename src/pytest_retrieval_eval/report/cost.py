@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import math
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..gate.verdict import Verdict
 
 
 def _ms(seconds: float) -> str:
@@ -23,7 +26,7 @@ def _money(value: float) -> str:
     return f"{value:.{digits}f}"
 
 
-def rows(verdict: Any) -> tuple[list[str], list[list[str]], list[str]]:
+def rows(verdict: Verdict) -> tuple[list[str], list[list[str]], list[str]]:
     """(header, a row per evaluation, notes): the cells both renderers lay out."""
     latency = {(x.engine, x.labeled): x for x in verdict.latency}
     usage = {(x.engine, x.labeled): x for x in verdict.usage}
@@ -76,7 +79,7 @@ def measured_text(found: list) -> str:
             + "; ".join(f"{x.engine} at {x.measured_at}" for x in found))
 
 
-def lines(verdict: Any) -> list[str]:
+def lines(verdict: Verdict) -> list[str]:
     """The terminal's cost table and its notes."""
     header, body, notes = rows(verdict)
     if not header:
@@ -92,7 +95,7 @@ def lines(verdict: Any) -> list[str]:
     return out
 
 
-def markdown(verdict: Any) -> list[str]:
+def markdown(verdict: Verdict) -> list[str]:
     header, body, notes = rows(verdict)
     if not header:
         return []

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..gate.verdict import Verdict
 
 SHOWN_IDS = 3
 SHOWN_KINDS = 5
@@ -45,7 +48,7 @@ def groups(evaluations: Any) -> list[ErrorGroup]:
     return out
 
 
-def error_lines(verdict: Any, *, markdown: bool = False, width: int = 80) -> list[str]:
+def error_lines(verdict: Verdict, *, markdown: bool = False, width: int = 80) -> list[str]:
     found = groups(verdict.run.evaluations)
     if not found:
         return []

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .._atomic import write_text_atomic
 from ..gate.saved import results_json as results_text
@@ -23,6 +23,9 @@ from . import cost, plot, shadow, sweep, table
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
 from .misses import coverage_lines, miss_lines, segment_lines, why_of
+
+if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..gate.verdict import Verdict
 
 
 def safe_name(name: str) -> str:
@@ -33,7 +36,7 @@ def safe_name(name: str) -> str:
     return (re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip(".") or "_") + "-" + sha256_text(name)[:8]
 
 
-def per_query_lines(verdict: Any) -> str:
+def per_query_lines(verdict: Verdict) -> str:
     """One line per engine and question; ``why``: the cause of its miss at the verdict's cutoff
     (``miss_k``), null for a hit."""
     lines = []
@@ -51,7 +54,7 @@ def per_query_lines(verdict: Any) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
+def markdown(verdict: Verdict, metadata: Mapping[str, Any]) -> str:
     """results.md: the verdict and every failure first (as the PR comment leads), then the table
     and the detail; the whole list of failures under "Gate" where the lead had to cut it."""
     from .comment import LEAD, verdict_lines
@@ -96,7 +99,7 @@ def markdown(verdict: Any, metadata: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def baseline_section(verdict: Any, *, movers: int | None = None) -> list[str]:
+def baseline_section(verdict: Verdict, *, movers: int | None = None) -> list[str]:
     """The run against its baseline, in Markdown: every diff with its interval and corrected p,
     the queries that moved (the first ``movers``), the segments that fell, the notes."""
     if verdict.baseline is None:
@@ -128,7 +131,7 @@ def baseline_section(verdict: Any, *, movers: int | None = None) -> list[str]:
     return out
 
 
-def _misses_table(verdict: Any) -> list[str]:
+def _misses_table(verdict: Verdict) -> list[str]:
     """Every missed question with its cause, per engine (results.md's "why" column)."""
     out = []
     for e in verdict.run.evaluations:
@@ -150,7 +153,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def write_report(folder: str | Path, verdict: Any, *, metadata: Mapping[str, Any], baseline: Any = None,
+def write_report(folder: str | Path, verdict: Verdict, *, metadata: Mapping[str, Any], baseline: Any = None,
                  timing: Mapping[str, Any] | None = None, results_json: str | None = None) -> Path:
     """Every file of the report folder from the verdict on a run (``timing.json`` only when
     timings are known: a live run has them, a saved ``results.json`` does not); ``results_json``:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.resources
 import math
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ..data.judgments import is_judged_relevant
 from ..evaluation.judging import used
@@ -14,6 +14,9 @@ from . import cost, errors, plot, shadow, sweep, table
 from .judged import candidate_lines, judged_lines
 from .misses import coverage_lines, miss_lines
 from .terminal import baseline_lines
+
+if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..gate.verdict import Verdict
 
 MISS_AT = 10
 SNIPPET = 140
@@ -51,14 +54,14 @@ def _ranks(stage: Any, q: Any) -> str:
     return f"{', '.join(ranks) or '-'} of {stage.size}"
 
 
-def compared(verdict: Any, baseline: Any) -> Any:
+def compared(verdict: Verdict, baseline: Any) -> Any:
     """The baseline the verdict compared the run with, or None: a refused comparison compared
     nothing, so no section of the page (curve, movements, filter) may show one."""
     comparison = verdict.baseline
     return baseline if comparison is not None and not comparison.refused else None
 
 
-def against_baseline(verdict: Any) -> dict[str, Any] | None:
+def against_baseline(verdict: Verdict) -> dict[str, Any] | None:
     """The page's "Against the baseline" section as the verdict judged it: refused with the
     reasons, or what moved (None without a baseline)."""
     comparison = verdict.baseline
@@ -79,7 +82,7 @@ def _judge_text(run: Any) -> str:
     return found.judge.describe() if found is not None else ""
 
 
-def render(verdict: Any, *, baseline: Any = None, subtitle: str = "", trend: str | None = None) -> str:
+def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend: str | None = None) -> str:
     from jinja2 import Environment
 
     names, beaten = table.letters(verdict), table.wins(verdict)

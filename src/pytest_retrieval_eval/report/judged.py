@@ -8,9 +8,12 @@ lower bounds, and a reader should see that beside them (ir_measures' ``Judged@k`
 from __future__ import annotations
 
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ir.measures import Measure
+
+if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..gate.verdict import Verdict
 
 MEANING = ("unjudged documents count as not relevant: precision, map and ndcg are lower bounds; "
            "hit@k and mrr depend on the judged documents only")
@@ -26,7 +29,7 @@ def cutoffs(measures: list[str]) -> list[int]:
     return sorted(ks)
 
 
-def stale_lines(verdict: Any) -> list[str]:
+def stale_lines(verdict: Verdict) -> list[str]:
     """Per labeled set with questions left out as stale: how many the numbers rest on."""
     seen, out = set(), []
     for e in verdict.run.evaluations:
@@ -42,7 +45,7 @@ def stale_lines(verdict: Any) -> list[str]:
 LOW_JUDGED = 0.5
 
 
-def _gated(verdict: Any) -> list[str]:
+def _gated(verdict: Verdict) -> list[str]:
     """The measures the rules judge, else (no rules) the table's."""
     from ..gate.rules import measures_needed
 
@@ -51,7 +54,7 @@ def _gated(verdict: Any) -> list[str]:
     return list(dict.fromkeys(Measure.parse(m).on_human_labels.name for m in named)) or list(verdict.measures)
 
 
-def _rests_on(verdict: Any, e: Any, ks: list[int]) -> list[str]:
+def _rests_on(verdict: Verdict, e: Any, ks: list[int]) -> list[str]:
     """``hybrid: hit@5 rests on a top 5 that is 81% unjudged``, for the gated measures whose top
     k is judged below ``LOW_JUDGED``: one line per engine, the first cutoff said in full."""
     parts, gated = [], _gated(verdict)
@@ -70,7 +73,7 @@ def _rests_on(verdict: Any, e: Any, ks: list[int]) -> list[str]:
     return ["; ".join(parts)] if parts else []
 
 
-def moved_most(verdict: Any) -> str | None:
+def moved_most(verdict: Verdict) -> str | None:
     """Which engine's score the filled holes moved most, on the first column with a judged twin."""
     pairs = [(m, j) for m in verdict.measures if (j := f"{m}+judged") in verdict.measures]
     if not pairs:
@@ -85,7 +88,7 @@ def moved_most(verdict: Any) -> str | None:
             + (f"; {others}" if others else ""))
 
 
-def judged_lines(verdict: Any, *, markdown: bool = False, width: int = 80) -> list[str]:
+def judged_lines(verdict: Verdict, *, markdown: bool = False, width: int = 80) -> list[str]:
     """One line per engine with judged@k at the table's cutoffs (and with the judgments, when a
     run has them), when the labels judge fewer than two documents per question or judgments fill
     them; a line per engine whose gated top k is mostly unjudged; nothing otherwise."""

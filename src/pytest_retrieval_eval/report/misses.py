@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import math
 import textwrap
-from typing import Any, Container
+from typing import TYPE_CHECKING, Any, Container
 
 from ..ir.stats import CORRECTION_NAMES, POWER
 from . import table
+
+if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..gate.verdict import Verdict
 
 
 def _wrap(line: str, markdown: bool, width: int = 80) -> list[str]:
@@ -17,7 +20,7 @@ def _wrap(line: str, markdown: bool, width: int = 80) -> list[str]:
                                                                  break_on_hyphens=False)
 
 
-def miss_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
+def miss_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
     """``hybrid missed 7 of 68 at hit@5: 3 ranked 6-20, 2 never a candidate (keyword leg empty) ...``"""
     several = len({m.labeled for m in verdict.misses}) > 1
     out = []
@@ -27,7 +30,7 @@ def miss_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
     return out
 
 
-def segment_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
+def segment_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
     """A row per segment: n, each engine's value with its interval and the engines it beats
     inside the segment, and the smallest drop the segment can show (flagged when it has few questions)."""
     rows = verdict.segments
@@ -69,7 +72,7 @@ def segment_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
     return out
 
 
-def coverage_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
+def coverage_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
     record = verdict.run.coverage
     line = coverage_line(record)
     if line is None:
@@ -80,7 +83,7 @@ def coverage_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
     return out
 
 
-def why_of(verdict: Any, e: Any) -> dict[str, str]:
+def why_of(verdict: Verdict, e: Any) -> dict[str, str]:
     """Query id -> the cause of its miss at the verdict's cutoff, for ``e``'s missed questions."""
     return {q: c.text for q, c in verdict.causes(e.key).items()}
 

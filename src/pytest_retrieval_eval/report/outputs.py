@@ -7,20 +7,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .._atomic import write_text_atomic
 from ..gate.saved import results_json as results_text
 from ..evaluation.results import METRICS_DEFINITION
 
+if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..gate.verdict import Verdict
 
-def metadata(verdict: Any) -> dict[str, Any]:
+
+def metadata(verdict: Verdict) -> dict[str, Any]:
     """The run's description in results.md and under the page's title."""
     return {"measures": ", ".join(verdict.measures), "metric definition": METRICS_DEFINITION,
             "alpha": verdict.alpha, "baseline": verdict.settings.baseline or "none"}
 
 
-def write_outputs(verdict: Any, *, report_dir: Path | None = None, html: Path | None = None,
+def write_outputs(verdict: Verdict, *, report_dir: Path | None = None, html: Path | None = None,
                   save_baseline: Path | None = None, baseline: Any = None,
                   timing: Mapping[str, Any] | None = None, step_summary: str | None = None,
                   trend: str | None = None, results_json: str | None = None) -> None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import math
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .table import signed
+
+if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..gate.verdict import Verdict
 
 
 def interval_text(ci: tuple[float, float]) -> str:
@@ -46,7 +49,7 @@ def documents(sh: Any) -> list[str]:
             f"relevant documents newly out of the top {sh.cutoff}: {listed(sh.newly_missed)}"]
 
 
-def terminal_lines(verdict: Any, *, full: bool = True) -> list[str]:
+def terminal_lines(verdict: Verdict, *, full: bool = True) -> list[str]:
     """Per shadow comparison its headline (the knowledge gain); with ``full`` (``-v``) the deltas,
     movers, documents and segments too."""
     lines: list[str] = []
@@ -75,7 +78,7 @@ def segment_text(sh: Any) -> str:
     return ", ".join(f"{tag} {signed(gain)} (n={n}, p={p:.3g})" for tag, n, gain, p in sh.segments)
 
 
-def markdown_lines(verdict: Any) -> list[str]:
+def markdown_lines(verdict: Verdict) -> list[str]:
     if not verdict.shadows:
         return []
     out = ["", "## Shadow comparisons", ""]

@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 import textwrap
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .plot import COLOURS, frame
+
+if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..gate.verdict import Verdict
 
 W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 360, 56, 24, 24, 44
 
@@ -36,7 +39,7 @@ def title(t: Any) -> str:
             "front of quality against p95 latency (L) and against chunk count (S)")
 
 
-def lines(verdict: Any) -> list[str]:
+def lines(verdict: Verdict) -> list[str]:
     out = []
     for t in verdict.sweeps:
         header, body = cells(t, compact=True)
@@ -48,7 +51,7 @@ def lines(verdict: Any) -> list[str]:
     return out
 
 
-def markdown(verdict: Any) -> list[str]:
+def markdown(verdict: Verdict) -> list[str]:
     out = []
     for t in verdict.sweeps:
         header, body = cells(t)

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import math
 import textwrap
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..ir.stats import CORRECTION_NAMES
+
+if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..gate.verdict import Verdict
 
 SUPERSCRIPTS = dict(zip("abcdefghijklmnoprstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ"))
 
@@ -17,7 +20,7 @@ def fmt(value: float) -> str:
     return "nan" if math.isnan(value) else f"{value:.3f}"
 
 
-def letters(verdict: Any) -> dict[tuple[str, str], str]:
+def letters(verdict: Verdict) -> dict[tuple[str, str], str]:
     """A letter per engine within each labeled set (a, b, ...), when there is something to compare."""
     out: dict[tuple[str, str], str] = {}
     by_set: dict[str, list] = {}
@@ -29,7 +32,7 @@ def letters(verdict: Any) -> dict[tuple[str, str], str]:
     return out
 
 
-def wins(verdict: Any) -> dict[tuple[tuple[str, str], str], str]:
+def wins(verdict: Verdict) -> dict[tuple[tuple[str, str], str], str]:
     """(engine key, measure) -> letters of the engines it beats with p < alpha, p corrected for
     every comparison of the table (see ``RunResults.comparisons``)."""
     names = letters(verdict)
@@ -53,7 +56,7 @@ def signed(x: float) -> str:
     return "nan" if math.isnan(x) else f"{x:+.3f}"
 
 
-def effect_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
+def effect_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
     """Per engine pair, each measure's paired mean difference with its 95% bootstrap interval and
     corrected p: how big a difference is, not only whether it is one. Compact in the terminal
     (one wrapped paragraph per pair), a table in Markdown."""
@@ -76,7 +79,7 @@ def effect_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
     return lines
 
 
-def detectable_lines(verdict: Any) -> list[str]:
+def detectable_lines(verdict: Verdict) -> list[str]:
     """Per gated measure, the drop each engine's labeled set can detect (80% power, the run's
     alpha), then any max-drop rule that asks for less."""
     if not verdict.detectable:
@@ -92,7 +95,7 @@ def superscript(text: str) -> str:
     return "".join(SUPERSCRIPTS.get(ch, ch) for ch in text)
 
 
-def legend(verdict: Any, *, markdown: bool = False) -> list[str]:
+def legend(verdict: Verdict, *, markdown: bool = False) -> list[str]:
     names = letters(verdict)
     if not names:
         return []
@@ -110,7 +113,7 @@ def short(measure: str) -> str:
     return measure.split(".", 1)[1] if measure.startswith("freshness.") else measure
 
 
-def freshness_lines(verdict: Any, *, markdown: bool = False, limit: int = 3) -> list[str]:
+def freshness_lines(verdict: Verdict, *, markdown: bool = False, limit: int = 3) -> list[str]:
     """Under the table, per engine and freshness column: how many queries got a stale document
     (or two versions of one) in the top k and which, then why each document shown is stale."""
     from ..ir.measures import Measure
@@ -146,7 +149,7 @@ def freshness_lines(verdict: Any, *, markdown: bool = False, limit: int = 3) -> 
     return lines
 
 
-def render(verdict: Any, *, ci: bool = True, detail: bool = True) -> list[str]:
+def render(verdict: Verdict, *, ci: bool = True, detail: bool = True) -> list[str]:
     """Terminal lines. Under each row, ``±`` is the larger side of the 95% interval; then the
     legend, the freshness columns in a table of their own, and the judged twins (``hit@5+judged``)
     in a table of their own too, so the main table keeps its width. ``detail`` adds the queries
@@ -170,7 +173,7 @@ def render(verdict: Any, *, ci: bool = True, detail: bool = True) -> list[str]:
 JUDGED_HEADER = "with the judgments"
 
 
-def _grid(verdict: Any, measures: Sequence[str], first: str, *, ci: bool) -> list[str]:
+def _grid(verdict: Verdict, measures: Sequence[str], first: str, *, ci: bool) -> list[str]:
     names, beaten = letters(verdict), wins(verdict)
     several_sets = len({e.labeled.name for e in verdict.run.evaluations}) > 1
     if first == "freshness":
@@ -202,7 +205,7 @@ def _grid(verdict: Any, measures: Sequence[str], first: str, *, ci: bool) -> lis
     return [line(cells) for cells in lines]
 
 
-def markdown(verdict: Any) -> list[str]:
+def markdown(verdict: Verdict) -> list[str]:
     """A Markdown table with the interval spelled out: ``0.984ᵇ [0.952, 1.000]``, then its legend,
     the freshness lines, the differences between engines and what the labeled set can detect."""
     out = markdown_rows(verdict)
@@ -222,7 +225,7 @@ def markdown(verdict: Any) -> list[str]:
     return out
 
 
-def markdown_rows(verdict: Any) -> list[str]:
+def markdown_rows(verdict: Verdict) -> list[str]:
     """The table alone (the pull-request comment folds the parts of ``markdown`` one by one)."""
     names, beaten = letters(verdict), wins(verdict)
     header = ["engine", "labeled set", *verdict.measures, "n", "errored"]

@@ -10,12 +10,15 @@ of them also in results.md); ``-q`` leaves out the intervals as well.
 from __future__ import annotations
 
 import textwrap
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from . import cost, shadow, sweep, table
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
 from .misses import coverage_lines, miss_lines, segment_lines
+
+if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..gate.verdict import Verdict
 
 #: segments that fell against the baseline, shown in the terminal (results.md has them all)
 SEGMENTS_SHOWN = 10
@@ -144,7 +147,7 @@ def _fitted(text: str, verbose: bool) -> list[str]:
                          break_long_words=False) or [text]
 
 
-def baseline_lines(verdict: Any, *, fallen: bool = True) -> list[str]:
+def baseline_lines(verdict: Verdict, *, fallen: bool = True) -> list[str]:
     """What moved against the baseline, measure by measure (only what changed); with ``fallen``,
     the segments that fell too."""
     comparison = verdict.baseline
@@ -166,7 +169,7 @@ def baseline_lines(verdict: Any, *, fallen: bool = True) -> list[str]:
     return lines
 
 
-def run_lint_lines(verdict: Any, *, limit: int = 3) -> list[str]:
+def run_lint_lines(verdict: Verdict, *, limit: int = 3) -> list[str]:
     """Per engine with findings: the counts of run lint, then the first queries of each kind."""
     lines = []
     for e in verdict.run.evaluations:
@@ -178,7 +181,7 @@ def run_lint_lines(verdict: Any, *, limit: int = 3) -> list[str]:
     return lines
 
 
-def lint_lines(verdict: Any, *, limit: int = 3) -> list[str]:
+def lint_lines(verdict: Verdict, *, limit: int = 3) -> list[str]:
     """Per ingestion: the counts, then the first findings of each kind."""
     lines = []
     for report in verdict.lint:
@@ -210,7 +213,7 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return comb(c, k) / comb(n, k)
 
 
-def trial_lines(verdict: Any, thresholds: list) -> list[str]:
+def trial_lines(verdict: Verdict, thresholds: list) -> list[str]:
     """With repeated trials: each measure's spread, and pass@k / pass^k of each threshold."""
     lines = []
     evaluations = {(e.engine, e.labeled.name): e for e in verdict.run.evaluations}
