@@ -29,7 +29,17 @@ _PUBLIC = {
     "AsyncEngine": "engines.base",
     "EngineRegistry": "engines.base",
     "Stages": "engines.base",
-    "EvaluationResult": "run.results",
+    "EvaluationResult": "evaluation.results",
+    "RunResults": "evaluation.results",
+    "GateSettings": "gate.settings",
+    "Analysis": "gate.analysis",
+    "analyse": "gate.analysis",
+    "Verdict": "gate.verdict",
+    "Failure": "gate.verdict",
+    "conclude": "gate.verdict",
+    "Saved": "gate.saved",
+    "load_saved": "gate.saved",
+    "results_json": "gate.saved",
     "hybrid_variant": "plugin.engines",
     "adapters": "engines.adapters",  # a module: adapters.function(...), adapters.http(...)
 }
@@ -48,7 +58,11 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from .ir.runs import Run
     from .engines import adapters
     from .plugin.engines import hybrid_variant
-    from .evaluation.results import EvaluationResult
+    from .evaluation.results import EvaluationResult, RunResults
+    from .gate.analysis import Analysis, analyse
+    from .gate.saved import Saved, load_saved, results_json
+    from .gate.settings import GateSettings
+    from .gate.verdict import Failure, Verdict, conclude
     from .types import Chunk, Doc, LabeledQuery, QueryResult
 
 

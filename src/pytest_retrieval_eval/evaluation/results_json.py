@@ -258,7 +258,7 @@ def from_document(doc: Any, path: str | Path, *, check_fingerprints: bool = True
     problem = _fit_problem(doc.get("evaluations") or [], evaluations, check_fingerprints)
     if problem:
         raise RetrievalEvalError(problem[1], path=path, field=problem[0])
-    settings = doc.get("settings", {})  # checked when the gate reads it (gate.settings.load_run)
+    settings = doc.get("settings", {})  # checked when the gate reads it (gate.saved.load_saved)
     try:
         lint = [LintReport.from_dict(r) for r in doc.get("lint", [])]
         judgments = doc.get("judgments") or {}
