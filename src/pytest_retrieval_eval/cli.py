@@ -428,7 +428,8 @@ def _attach(run, judgments: str, corpus: str | None):
     found = attach_file(run, Path(judgments), shown_path=str(judgments),
                         corpus=open_corpus(corpus).load() if corpus else None)
     if found is None:
-        raise RetrievalEvalError(f"{judgments}: no judgment in the file (python -m pytest_retrieval_eval judge --help)")
+        raise RetrievalEvalError(f"{judgments}: no judgment by an LLM judge in the file (a worksheet's human "
+                                 "grades fill no hole; python -m pytest_retrieval_eval judge --help)")
     return found
 
 

@@ -266,6 +266,10 @@ def test_judge_worksheet_writes_a_sheet_a_filled_copy_imports_and_an_empty_grade
     assert f"recorded {len(rows)} human grade(s) of 30 question(s)" in capsys.readouterr().out
     human = Judgments.load(judgments).human_judged()
     assert len(human) == 30 and {depth for depth, _ in human.values()} == {3}
+    # a person's grades fill no hole: the judged numbers still need an LLM judge, and say so
+    assert cli(["report", str(results), f"--judgments={judgments}"]) == 2
+    assert "no judgment by an LLM judge in the file (a worksheet's human grades fill no hole" in \
+        capsys.readouterr().err
 
     # the next worksheet picks among the questions not yet human-judged
     assert cli(["judge", str(results), "--worksheet=30", f"--corpus={CORPUS}", f"--worksheet-file={sheet}",
