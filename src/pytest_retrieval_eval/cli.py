@@ -92,10 +92,25 @@ def _parser() -> argparse.ArgumentParser:
     add_to_argparse(jdg, "judge", corpus=None, judgments="judgments.jsonl", judge_model=None)
     jdg.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (default: RETRIEVAL_EVAL_BASE_URL or OpenRouter)")
     jdg.add_argument("--temperature", type=float, default=0.0, help="the judge's sampling temperature (default 0)")
-    jdg.add_argument("--calibrate", action="store_true",
-                     help="grade a sample of the documents the humans judged and report the agreement instead")
+    what = jdg.add_mutually_exclusive_group()
+    what.add_argument("--calibrate", action="store_true",
+                      help="grade a sample of the documents the humans judged and report the agreement instead")
+    what.add_argument("--worksheet", type=_whole, default=None, metavar="N",
+                      help="write a CSV for a person to grade N questions' top K (every engine) 0-3 instead; "
+                           "no LLM is asked")
+    what.add_argument("--import-worksheet", default=None, metavar="FILE",
+                      help="record a filled worksheet's grades in the judgments file (questions human-judged to K)")
+    jdg.add_argument("--worksheet-file", default="worksheet.csv", metavar="PATH",
+                     help="--worksheet: the CSV written, a README beside it (default worksheet.csv)")
     jdg.add_argument("--sample", type=int, default=100, help="--calibrate: pairs graded (default 100)")
     return parser
+
+
+def _whole(text: str) -> int:
+    """A whole number >= 1 (argparse's type: a bad one is a one-line usage error)."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number >= 1, got {text!r}")
+    return int(text)
 
 
 #: the exit status of a command whose reader went away (``label list | head -1``): 128 + SIGPIPE,
@@ -413,7 +428,8 @@ def _attach(run, judgments: str, corpus: str | None):
     found = attach_file(run, Path(judgments), shown_path=str(judgments),
                         corpus=open_corpus(corpus).load() if corpus else None)
     if found is None:
-        raise RetrievalEvalError(f"{judgments}: no judgment in the file (python -m pytest_retrieval_eval judge --help)")
+        raise RetrievalEvalError(f"{judgments}: no judgment by an LLM judge in the file (a worksheet's human "
+                                 "grades fill no hole; python -m pytest_retrieval_eval judge --help)")
     return found
 
 
@@ -465,7 +481,11 @@ def _judge(args) -> int:
                               question_hashes)
 
     run = load_run(args.results)
+    if args.import_worksheet is not None:
+        return _import_worksheet(run, args)
     corpus, corpus_arg = _judge_corpus(run, args)
+    if args.worksheet is not None:
+        return _write_worksheet(run, corpus, corpus_arg, args)
     model = args.judge_model or os.environ.get("RETRIEVAL_EVAL_JUDGE_MODEL") or None
     config = JudgeConfig(model=model, url=args.base_url, temperature=args.temperature,
                          votes=args.judge_votes, concurrency=args.judge_concurrency, rate=args.judge_rate)
@@ -525,3 +545,63 @@ def _judge(args) -> int:
         for item in record["items"]:
             print(f"  {Novelty.from_dict(item).describe()}")
     return 1 if report.failed else 0
+
+
+def _write_worksheet(run, corpus, corpus_arg: str, args) -> int:
+    """``judge --worksheet=N``: N questions not yet human-judged, every pooled document of their
+    top K, as a CSV for a person, with its README (the scale) beside it."""
+    import shlex
+
+    from ._atomic import write_text_atomic
+    from .data.judgments import Judgments
+    from .data.worksheet import readme, worksheet_csv
+    from .evaluation.judging import question_hashes
+    from .evaluation.worksheet import choose, sheet_rows
+
+    if args.judge_engine:
+        raise RetrievalEvalError("a worksheet pools every engine, so its questions are completely judged: leave out "
+                                 "--engine")
+    done = Judgments.load(args.judgments).human_judged(question_hashes(run))
+    rows, lacking = sheet_rows(run, corpus, args.judge_depth)
+    eligible = [qid for qid in rows if qid not in done]
+    picked = choose(run, eligible, args.worksheet)
+    if not picked:
+        raise RetrievalEvalError(f"no question left to put on a worksheet ({len(done)} already human-judged in "
+                                 f"{args.judgments}, {len(lacking)} with a pooled document not in the corpus "
+                                 f"{corpus_arg})", path=args.results)
+    sheet = [r for qid in picked for r in rows[qid]]
+    path = Path(args.worksheet_file)
+    command = (f"python -m pytest_retrieval_eval judge {shlex.quote(str(args.results))} "
+               f"--import-worksheet={shlex.quote(str(path))} --judgments={shlex.quote(str(args.judgments))}")
+    write_text_atomic(path, worksheet_csv(sheet, args.judge_depth))
+    write_text_atomic(path.with_suffix(".README.md"), readme(path.name, len(picked), len(sheet), args.judge_depth,
+                                                             command))
+    print(f"{path}: {len(picked)} question(s), {len(sheet)} document(s) to grade 0-3 (every engine's top "
+          f"{args.judge_depth} and the labeled documents); the scale: {path.with_suffix('.README.md')}")
+    short = [f"{len(eligible)} question(s) to pick from"] if len(picked) < args.worksheet else []
+    short += [f"{len(done)} already human-judged"] if done else []
+    short += [f"{len(lacking)} left out, a pooled document not in the corpus ({', '.join(sorted(lacking)[:3])})"
+              ] if lacking else []
+    if short:
+        print(f"note: {'; '.join(short)}")
+    print(f"when filled: {command}")
+    return 0
+
+
+def _import_worksheet(run, args) -> int:
+    """``judge --import-worksheet=FILE``: the filled sheet's grades into the judgments file, in one
+    atomic write; any row refused, nothing written."""
+    from ._atomic import locked
+    from .data.judgments import Judgments, rewrite
+    from .data.worksheet import read_worksheet
+    from .evaluation.worksheet import checked
+
+    sheet = read_worksheet(args.import_worksheet)
+    judgments = checked(sheet, run)
+    path = Path(args.judgments)
+    with locked(path):
+        rewrite(path, Judgments([*Judgments.load(path), *judgments], path))
+    questions = len({j.query_id for j in judgments})
+    print(f"{path}: recorded {len(judgments)} human grade(s) of {questions} question(s) from {args.import_worksheet}, "
+          f"each question human-judged to depth {sheet.depth}")
+    return 0

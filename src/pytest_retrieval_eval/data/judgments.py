@@ -37,7 +37,7 @@ RELEVANT_FROM = 2
 #: draws a warning in every run that uses its judgments ("moderate" agreement starts at 0.41)
 KAPPA_FLOOR = 0.4
 GRADES = (0, 1, 2, 3)
-KINDS = ("hole", "calibration", "candidate")
+KINDS = ("hole", "calibration", "candidate", "human")
 
 
 def is_judged_relevant(grade: int) -> bool:
@@ -107,12 +107,15 @@ class Judgment:
     doc_sha256: str
     judge: Judge
     #: ``hole`` (a document the labels left unjudged), ``calibration`` (one they judged: ``human``
-    #: holds their grade) or ``candidate`` (a document a change would add to the corpus)
+    #: holds their grade), ``candidate`` (a document a change would add to the corpus) or
+    #: ``human`` (a person's grade from a worksheet: ``depth`` says how deep its question is judged)
     kind: str = "hole"
     human: int | None = None
     #: ``question_sha256`` of the question the judge read; None on lines written before it was
     #: recorded (used, with a warning, and asked again by ``judge``)
     question_sha256: str | None = None
+    #: kind ``human``: every document of the question's top ``depth`` (all engines) is graded
+    depth: int | None = None
 
     def reads(self, question_hash: str, doc_sha256: str) -> bool:
         """Was this grade given for this question text and this document text?"""
@@ -135,6 +138,8 @@ class Judgment:
             d["human"] = self.human
         if self.question_sha256 is not None:
             d["question_sha256"] = self.question_sha256
+        if self.depth is not None:
+            d["depth"] = self.depth
         return d
 
 
@@ -165,6 +170,12 @@ def _problem(d: Any) -> tuple[str, str] | None:
         return "kind", f"kind must be one of {', '.join(KINDS)}, got {d.get('kind')!r}"
     if d.get("kind") == "calibration" and _whole(d.get("human")) is None:
         return "human", "a calibration judgment records the human grade (an integer)"
+    if d.get("kind") == "human" or "depth" in d:
+        depth = d.get("depth")
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1 or d.get("kind") != "human":
+            return "depth", "a human judgment records depth, a whole number >= 1 (and only a human one does)"
+        if "question_sha256" not in d:
+            return "question_sha256", "a human judgment records question_sha256 (the question the person read)"
     judge = d.get("judge")
     if not isinstance(judge, dict):
         return "judge", "judge must be an object (model, prompt_sha256, temperature, votes, host, fingerprint)"
@@ -196,7 +207,7 @@ def parse_line(text: str, *, path: Any = None, line: int | None = None) -> Judgm
     human = d.get("human")
     return Judgment(d["query_id"], d["doc_id"], _whole(d["grade"]), tuple(map(_whole, d["votes"])), d["doc_sha256"],
                     Judge.from_dict(d["judge"]), d.get("kind", "hole"), human if human is None else _whole(human),
-                    d.get("question_sha256"))
+                    d.get("question_sha256"), d.get("depth"))
 
 
 def _is_json(text: str) -> bool:
@@ -316,17 +327,20 @@ class Judgments:
     def get(self, query_id: str, doc_id: str, judge: Judge, kind: str = "hole") -> Judgment | None:
         return self._by_key.get((kind, query_id, doc_id, judge.fingerprint))
 
-    def judges(self) -> list[Judge]:
-        """Every judge in the file, newest (the last line's) last."""
+    def judges(self, *, people: bool = True) -> list[Judge]:
+        """Every judge in the file, newest (the last line's) last; with ``people=False`` the LLM
+        judges alone (a worksheet's grades are no judge a run reads in place of the labels)."""
         seen: dict[str, Judge] = {}
         for j in self._by_key.values():
+            if not people and j.kind == "human":
+                continue
             seen.pop(j.judge.fingerprint, None)
             seen[j.judge.fingerprint] = j.judge
         return list(seen.values())
 
     def current(self, fingerprint: str | None = None) -> Judge | None:
-        """The judge a run reads: the one with ``fingerprint`` (a prefix will do), else the newest."""
-        judges = self.judges()
+        """The LLM judge a run reads: the one with ``fingerprint`` (a prefix will do), else the newest."""
+        judges = self.judges(people=False)
         if fingerprint is None:
             return judges[-1] if judges else None
         found = [j for j in judges if j.fingerprint.startswith(fingerprint)]
@@ -357,6 +371,20 @@ class Judgments:
         (``questions``: question id -> hashes of its text now; None: not checked)."""
         return Calibration(judge, [(j.human, j.grade) for j in self.of_kind("calibration", judge, questions)
                                    if j.human is not None])
+
+    def human_judged(self, questions: Mapping[str, Collection[str]] | None = None
+                     ) -> dict[str, tuple[int, dict[str, int]]]:
+        """Question id -> (depth, doc id -> grade) of the questions a worksheet graded completely
+        (kind ``human``); with ``questions`` (id -> hashes of its text now), not a question graded
+        in another wording. The depth is the deepest import's: each one was complete at its own."""
+        out: dict[str, tuple[int, dict[str, int]]] = {}
+        for j in self._by_key.values():
+            if j.kind != "human" or (questions is not None and j.question_sha256 not in questions.get(j.query_id, ())):
+                continue
+            depth, grades = out.get(j.query_id, (0, {}))
+            grades[j.doc_id] = j.grade
+            out[j.query_id] = (max(depth, j.depth or 0), grades)
+        return dict(sorted(out.items()))
 
     def of_kind(self, kind: str, judge: Judge, questions: Mapping[str, Collection[str]] | None = None
                 ) -> list[Judgment]:

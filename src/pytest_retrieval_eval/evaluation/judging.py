@@ -221,7 +221,7 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
     run.replace_evaluations(attached)
     calibration = judgments.calibration(current, question_hashes(run))
     record = JudgmentsUsed(shown_path, current, len(used), sorted((j.query_id, j.doc_id) for j in stale),
-                           sum(1 for j in judgments if j.judge.fingerprint != current.fingerprint),
+                           sum(1 for j in judgments if j.judge.fingerprint != current.fingerprint and j.kind != "human"),
                            calibration.n, calibration.kappa if calibration.n else None,
                            calibration.agreement if calibration.n else None, calibration.n > 0 and calibration.one_sided,
                            fingerprints is not None, sorted(reworded - used), len(unkeyed & used),

@@ -348,7 +348,8 @@ class RetrievalSession:
         except RetrievalEvalError as exc:
             return [f"judgments {shown(path)}: {exc}"]
         if found is None:
-            return [f"judgments {shown(path)}: the file holds no judgment; grade the holes with --retrieval-judge "
+            return [f"judgments {shown(path)}: the file holds no judgment by an LLM judge (a worksheet's human "
+                    "grades fill no hole); grade the holes with --retrieval-judge "
                     "(or see python -m pytest_retrieval_eval judge --help)"]
         return []
 
