@@ -118,3 +118,23 @@ def test_questions_that_moved_both_ways_are_shown_though_the_mean_held():
     assert "no measure moved" not in "\n".join(lines)
     assert any("a: hit@1 0.9500 -> 0.9500 (+0.0000; 1 up, 1 down" in line for line in lines), lines
     assert "- a hit@1 q05: 1 -> 0" in "\n".join(baseline_section(verdict))
+
+
+def test_a_baseline_of_another_labeled_set_is_refused_naming_what_changed():
+    from pytest_retrieval_eval.gate.baseline import compare
+
+    edited = tuple(
+        LabeledQuery(q.query_id, q.question + " again" if i == 3 else q.question,
+                     {"other": 1} if i in (5, 6) else dict(q.relevant))
+        for i, q in enumerate(QUERIES) if i not in (0, 1, 2, 4))
+    now_set = LabeledSet(edited + (LabeledQuery("q99", "a new question", {"d99": 1}),), name="set")
+    now = RunResults([EvaluationResult("a", now_set, tuple(QueryResult(q.query_id, ()) for q in now_set.queries))])
+    found = compare(now, RunResults([_engine("a", set())]), ["hit@1"])
+    [refusal] = found.refusals
+    assert refusal.startswith("a: labeled set set fingerprint ")
+    assert refusal.endswith("(1 added (q99); 4 removed (q00, q01, q02 and 1 more); "
+                            "3 changed (q03 (reworded), q05 (labels), q06 (labels)))")
+    same = EvaluationResult.from_dict({**_engine("a", set()).to_dict(), "labeled": {
+        **_engine("a", set()).to_dict()["labeled"], "fingerprint": "0" * 64}})
+    [refusal] = compare(RunResults([_engine("a", set())]), RunResults([same]), ["hit@1"]).refusals
+    assert "no question differs: only the recorded fingerprint does" in refusal

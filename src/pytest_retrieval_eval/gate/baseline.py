@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -140,11 +140,38 @@ class SegmentDiff:
                 f"{self.paired.p_adjusted:.3g}: {noise}) while the total {total} ({self.total_delta:+.4f}); fell: {shown}")
 
 
+#: questions named in a message about what changed, before the rest are counted
+CHANGES_NAMED = 3
+
+
+def labeled_changes(base: Any, now: Any) -> str:
+    """What differs between the baseline's labeled set and this run's, question by question:
+    added, removed and changed (the question reworded, its labels edited), the first few of each
+    by name, then counts; or that no question differs (only the recorded fingerprint does)."""
+    before, after = base.by_id(), now.by_id()
+
+    def named(ids: list[str], queries: Mapping[str, Any], why: Mapping[str, str] | None = None) -> str:
+        shown = [queries[q].name + (f" ({why[q]})" if why else "") for q in ids[:CHANGES_NAMED]]
+        return ", ".join(shown) + (f" and {len(ids) - CHANGES_NAMED} more" if len(ids) > CHANGES_NAMED else "")
+
+    added = [q for q in after if q not in before]
+    removed = [q for q in before if q not in after]
+    why = {q: " and ".join(part for part, moved in (("reworded", before[q].question != after[q].question),
+                                                    ("labels", dict(before[q].relevant) != dict(after[q].relevant)))
+                           if moved)
+           for q in after if q in before}
+    changed = [q for q, said in why.items() if said]
+    parts = ([f"{len(added)} added ({named(added, after)})"] if added else []) + \
+            ([f"{len(removed)} removed ({named(removed, before)})"] if removed else []) + \
+            ([f"{len(changed)} changed ({named(changed, after, why)})"] if changed else [])
+    return "; ".join(parts) if parts else "no question differs: only the recorded fingerprint does"
+
+
 def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult) -> list[str]:
     out = []
     if now.labeled.fingerprint != base.labeled.fingerprint:
         out.append(f"labeled set {now.labeled.name} fingerprint {base.labeled.fingerprint[:12]} -> "
-                   f"{now.labeled.fingerprint[:12]}")
+                   f"{now.labeled.fingerprint[:12]} ({labeled_changes(base.labeled, now.labeled)})")
     if now.corpus_fingerprint != base.corpus_fingerprint:
         out.append(f"corpus fingerprint {str(base.corpus_fingerprint)[:12]} -> {str(now.corpus_fingerprint)[:12]}")
     problem = judge_problem(now.judge, base.judge)
