@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     hist.add_argument("--engine", default=None, help="trend: one engine only (default: every engine)")
     hist.add_argument("--out", default="trend.svg", metavar="PATH", help="trend: the SVG written (default trend.svg)")
     jdg = sub.add_parser("judge", help="grade the unjudged documents of a saved run's top K with an LLM "
-                                       "into a judgments file (--calibrate: agreement with the human labels)")
+                                       "into a judgments file (--calibrate, --validate: agreement with the humans)")
     jdg.add_argument("results", help="a results.json written by --retrieval-report-dir or --retrieval-save-baseline")
     # no default corpus: the one the run recorded, else refused; no default model: see JudgeConfig.model
     add_to_argparse(jdg, "judge", corpus=None, judgments="judgments.jsonl", judge_model=None)
@@ -102,7 +102,11 @@ def _parser() -> argparse.ArgumentParser:
                       help="record a filled worksheet's grades in the judgments file (questions human-judged to K)")
     jdg.add_argument("--worksheet-file", default="worksheet.csv", metavar="PATH",
                      help="--worksheet: the CSV written, a README beside it (default worksheet.csv)")
-    jdg.add_argument("--sample", type=int, default=100, help="--calibrate: pairs graded (default 100)")
+    what.add_argument("--validate", action="store_true",
+                      help="hide every human label (relevant and not, a worksheet's too), grade them again and report "
+                           "kappa with the base rate, the confusion table and Kendall's tau; stored per judge; exit 1 "
+                           "below the floor")
+    jdg.add_argument("--sample", type=int, default=100, help="--calibrate, --validate: pairs graded (default 100)")
     return parser
 
 
@@ -477,8 +481,7 @@ def _judge(args) -> int:
     from .data.judge import JudgeConfig, judge_pairs
     from .data.judgments import Judgments
     from .gate.saved import load_run
-    from .evaluation.judging import (attach, calibration_pairs, candidate_pairs, candidates_record, engine_order, pairs, pool,
-                              question_hashes)
+    from .evaluation.judging import attach, candidate_pairs, candidates_record, pairs, pool
 
     run = load_run(args.results)
     if args.import_worksheet is not None:
@@ -490,21 +493,8 @@ def _judge(args) -> int:
     config = JudgeConfig(model=model, url=args.base_url, temperature=args.temperature,
                          votes=args.judge_votes, concurrency=args.judge_concurrency, rate=args.judge_rate)
     path = Path(args.judgments)
-    if args.calibrate:
-        todo = calibration_pairs(run, corpus, args.sample)
-        if not todo:
-            raise RetrievalEvalError(f"none of the documents the labels judge is in the corpus {corpus_arg}: give the "
-                                     "corpus the run searched with --corpus=PATH", path=args.results)
-        report = judge_pairs(todo, path, config, progress=lambda m: print(m, flush=True))
-        print(f"{path}: {report.summary()}")
-        judgments = Judgments.load(path)
-        calibration = judgments.calibration(report.judge, question_hashes(run))
-        print(f"calibration of {report.judge.describe()} on {calibration.n} pairs the humans judged:")
-        print(f"{calibration.describe()} (relevant: human grade >= 1, judged grade >= {RELEVANT_FROM}; below kappa {KAPPA_FLOOR} "
-              "every run using this judge warns)")
-        print("\n".join(calibration.confusion_lines()))
-        print("\n".join(engine_order(run, judgments.of_kind("calibration", report.judge, question_hashes(run))).lines()))
-        return 1 if report.failed else 0
+    if args.calibrate or args.validate:
+        return _agreement(run, corpus, corpus_arg, args, config, path)
     engines = tuple(args.judge_engine or ())
     holes = pool(run, args.judge_depth, engines)
     todo, missing = pairs(holes, corpus)
@@ -545,6 +535,54 @@ def _judge(args) -> int:
         for item in record["items"]:
             print(f"  {Novelty.from_dict(item).describe()}")
     return 1 if report.failed else 0
+
+
+def _agreement(run, corpus, corpus_arg: str, args, config, path: Path) -> int:
+    """``judge --calibrate`` and ``--validate``: the judge grades documents the humans judged, and
+    its agreement with them is printed; ``--validate`` hides every human label (relevant and not,
+    a worksheet's too), draws uniformly, stores the result per judge and fails below the floor."""
+    from .data.judge import judge_pairs
+    from .data.judgments import Judgments
+    from .data.validation import store, validation_path
+    from .evaluation.judging import calibration_pairs, engine_order, question_hashes
+    from .evaluation.validation import draw, hidden_labels, measured, passes, record
+
+    hidden = hidden_labels(run, corpus, Judgments.load(path)) if args.validate else []
+    drawn = draw(hidden, args.sample) if args.validate else []
+    todo = [h.pair for h in drawn] if args.validate else calibration_pairs(run, corpus, args.sample)
+    if not todo:
+        raise RetrievalEvalError(f"none of the documents the labels judge is in the corpus {corpus_arg}: give the "
+                                 "corpus the run searched with --corpus=PATH", path=args.results)
+    report = judge_pairs(todo, path, config, progress=lambda m: print(m, flush=True))
+    print(f"{path}: {report.summary()}")
+    judgments = Judgments.load(path)
+    if args.validate:
+        calibration, order, missing = measured(run, drawn, judgments, report.judge)
+        print(f"validation of {report.judge.describe()} on {calibration.n} of the {len(hidden)} human label(s) "
+              f"hidden from it (a seeded uniform draw of --sample={args.sample})"
+              + (f"; {missing} not graded (failed)" if missing else "") + ":")
+    else:
+        calibration = judgments.calibration(report.judge, question_hashes(run))
+        order = engine_order(run, judgments.of_kind("calibration", report.judge, question_hashes(run)))
+        print(f"calibration of {report.judge.describe()} on {calibration.n} pairs the humans judged:")
+    print(f"{calibration.describe()} (relevant: human grade >= 1, a worksheet's and the judge's >= {RELEVANT_FROM}; "
+          f"below kappa {KAPPA_FLOOR} every run using this judge warns)")
+    if calibration.n:
+        print(f"base rate: {calibration.base_rate:.0%} of the {calibration.n} human labels relevant "
+              "(kappa is read against it: near 0% or 100% it swings on a few pairs)")
+    print("\n".join(calibration.confusion_lines()))
+    print("\n".join(order.lines()))
+    if not args.validate:
+        return 1 if report.failed else 0
+    if report.failed:
+        print("not stored: some pairs failed; run it again to ask for them")
+        return 1
+    where = validation_path(path)
+    store(where, report.judge.fingerprint, record(run, calibration, order, len(hidden)))
+    ok = passes(calibration)
+    print(f"judge {report.judge.fingerprint} {'meets' if ok else 'FAILS'} the floor (Cohen's kappa >= {KAPPA_FLOOR} on "
+          f"human labels of both kinds); stored in {where}")
+    return 0 if ok else 1
 
 
 def _write_worksheet(run, corpus, corpus_arg: str, args) -> int:

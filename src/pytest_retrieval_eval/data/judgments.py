@@ -220,36 +220,54 @@ def _is_json(text: str) -> bool:
 
 @dataclass
 class Calibration:
-    """A judge against the human labels on the documents both judged (``judge --calibrate``)."""
+    """A judge against the human labels on the documents both judged (``judge --calibrate`` and
+    ``--validate``): the labels' own grades (relevant from 1) and a worksheet's (the judge's 0-3
+    scale, relevant from ``RELEVANT_FROM``), each on its own scale, never mixed in one table."""
 
     judge: Judge
-    #: (human grade, judge's grade) per calibrated pair
+    #: (the labels' grade, judge's grade) per calibrated pair
     pairs: list[tuple[int, int]] = field(default_factory=list)
+    #: (a worksheet's grade, judge's grade) per pair a person graded that the labels do not judge
+    sheet: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def n(self) -> int:
-        return len(self.pairs)
+        return len(self.pairs) + len(self.sheet)
+
+    def relevance(self) -> list[tuple[int, int]]:
+        """(human, judge) relevance 0/1 per pair: the one cut every number below reads."""
+        return ([(int(h >= 1), int(is_judged_relevant(g))) for h, g in self.pairs]
+                + [(int(is_judged_relevant(h)), int(is_judged_relevant(g))) for h, g in self.sheet])
 
     @property
     def kappa(self) -> float:
-        """Cohen's kappa on relevance: human grade >= 1 against judged grade >= ``RELEVANT_FROM``
-        (NaN with no pair, or one label used by both throughout)."""
+        """Cohen's kappa on relevance: human grade >= 1 (a worksheet's >= ``RELEVANT_FROM``) against
+        judged grade >= ``RELEVANT_FROM`` (NaN with no pair, or one label used by both throughout)."""
         from ..ir.stats import cohen_kappa
 
-        return cohen_kappa([int(h >= 1) for h, _ in self.pairs], [int(is_judged_relevant(g)) for _, g in self.pairs])
+        rel = self.relevance()
+        return cohen_kappa([h for h, _ in rel], [g for _, g in rel])
+
+    @property
+    def base_rate(self) -> float:
+        """The share of the pairs the humans call relevant: kappa is read against it (a rare or
+        near-universal label leaves little chance agreement to beat, and kappa swings)."""
+        rel = self.relevance()
+        return sum(h for h, _ in rel) / len(rel) if rel else float("nan")
 
     @property
     def one_sided(self) -> bool:
         """The sample's human labels are all of one kind (qrels that judge relevant documents
         alone): kappa is then 0 whatever the judge says, and says nothing of it."""
-        return len({h >= 1 for h, _ in self.pairs}) == 1
+        return len({h for h, _ in self.relevance()}) == 1
 
     @property
     def agreement(self) -> float:
         """The share of pairs on which the judge and the humans agree about relevance."""
-        if not self.pairs:
+        rel = self.relevance()
+        if not rel:
             return float("nan")
-        return sum((h >= 1) == is_judged_relevant(g) for h, g in self.pairs) / len(self.pairs)
+        return sum(h == g for h, g in rel) / len(rel)
 
     def describe(self) -> str:
         why = (" (the sample's human labels are all of one kind: kappa is 0 whatever the judge says, so read the "
@@ -257,17 +275,23 @@ class Calibration:
         k = f"{self.kappa:.2f}" if self.kappa == self.kappa else "undefined"
         return f"Cohen's kappa {k}{why}, agreement {self.agreement:.0%} against the human labels on {self.n} pairs"
 
-    def confusion(self) -> dict[int, dict[int, int]]:
-        """Human grade -> judged grade -> pairs."""
+    def confusion(self, sheet: bool = False) -> dict[int, dict[int, int]]:
+        """Human grade -> judged grade -> pairs (``sheet``: of the worksheet's grades)."""
         out: dict[int, dict[int, int]] = {}
-        for h, g in self.pairs:
+        for h, g in self.sheet if sheet else self.pairs:
             row = out.setdefault(h, {x: 0 for x in GRADES})
             row[g] += 1
         return dict(sorted(out.items()))
 
     def confusion_lines(self) -> list[str]:
-        head = "human \\ judge " + " ".join(f"{g:>5}" for g in GRADES)
-        return [head] + [f"{h:>13} " + " ".join(f"{row[g]:>5}" for g in GRADES) for h, row in self.confusion().items()]
+        out = []
+        for sheet, who in ((False, "human"), (True, "sheet")):  # the labels, a worksheet
+            table = self.confusion(sheet)
+            if table or (not sheet and not self.sheet):
+                head = who + " \\ judge"
+                out.append(f"{head:>13} " + " ".join(f"{g:>5}" for g in GRADES))
+                out += [f"{h:>13} " + " ".join(f"{row[g]:>5}" for g in GRADES) for h, row in table.items()]
+        return out
 
 
 class Judgments:

@@ -70,10 +70,10 @@ def pairs(holes: Iterable[Hole], corpus: Any) -> tuple[list[Pair], list[str]]:
     return out, sorted(set(missing))
 
 
-def calibration_pairs(run: RunResults, corpus: Any, sample: int = 100, seed: int = 0) -> list[Pair]:
-    """Up to ``sample`` documents the humans judged, half relevant and half judged not relevant
-    where the labels carry such (the rest relevant), drawn with a fixed seed."""
-    relevant, other, seen = [], [], set()
+def labeled_pairs(run: RunResults, corpus: Any) -> list[Pair]:
+    """Every (question, document) the labels judge, relevant or not, once each, whose document
+    the corpus holds: as calibration pairs carrying the human grade."""
+    out, seen = [], set()
     for e in run.evaluations:
         for q in e.labeled.queries:
             for doc_id, grade in sorted(q.relevant.items()):
@@ -81,8 +81,16 @@ def calibration_pairs(run: RunResults, corpus: Any, sample: int = 100, seed: int
                 if doc is None or (q.query_id, doc_id) in seen:
                     continue
                 seen.add((q.query_id, doc_id))
-                pair = Pair(q.query_id, q.question, doc_id, doc_text(doc), doc.fingerprint, "calibration", grade)
-                (relevant if grade >= 1 else other).append(pair)
+                out.append(Pair(q.query_id, q.question, doc_id, doc_text(doc), doc.fingerprint, "calibration", grade))
+    return out
+
+
+def calibration_pairs(run: RunResults, corpus: Any, sample: int = 100, seed: int = 0) -> list[Pair]:
+    """Up to ``sample`` documents the humans judged, half relevant and half judged not relevant
+    where the labels carry such (the rest relevant), drawn with a fixed seed."""
+    relevant, other = [], []
+    for pair in labeled_pairs(run, corpus):
+        (relevant if pair.human >= 1 else other).append(pair)
     rng = random.Random(seed)
     rng.shuffle(relevant)
     rng.shuffle(other)
@@ -238,7 +246,8 @@ def used(run: RunResults) -> JudgmentsUsed | None:
 
 @dataclass(frozen=True)
 class EngineOrder:
-    """The engines' means of one measure on the human labels and on the judge's (``--calibrate``)."""
+    """The engines' means of one measure on the human labels and on the judge's (``--calibrate``,
+    ``--validate``)."""
 
     measure: str
     human: tuple[tuple[str, float], ...]  # (engine, mean), best first
@@ -261,20 +270,25 @@ class EngineOrder:
                 + (f" (Kendall's tau {tau:.2f})" if tau == tau else "")]
 
 
-def engine_order(run: RunResults, calibrated: Iterable[Any], measure: str = "ndcg@10") -> EngineOrder:
+def engine_order(run: RunResults, calibrated: Iterable[Any], measure: str = "ndcg@10",
+                 human: Mapping[str, Mapping[str, int]] | None = None) -> EngineOrder:
     """Each engine's mean of ``measure`` on the human labels, and with the calibrated documents'
-    human grades replaced by the judge's (how the disagreement would reorder the engines)."""
+    human grades replaced by the judge's (how the disagreement would reorder the engines);
+    ``human`` (question id -> doc id -> 0/1): human labels beside the labeled set's, such as a
+    worksheet's grades of its holes, on both sides before the judge's replace them."""
     swapped: dict[str, dict[str, int]] = {}
     for j in calibrated:
         swapped.setdefault(j.query_id, {})[j.doc_id] = j.relevance
-    human, judge = [], []
+    extra = human or {}
+    out_human, out_judge = [], []
     for e in run.evaluations:
-        qrels = e.labeled.qrels.judgements
+        qrels = {q: {**extra.get(q, {}), **docs} for q, docs in e.labeled.qrels.judgements.items()}
         replaced = {q: {**docs, **swapped.get(q, {})} for q, docs in qrels.items()}
         name = f"{e.engine}" if len({x.labeled.name for x in run.evaluations}) == 1 else f"{e.engine} ({e.labeled.name})"
-        human.append((name, evaluate(qrels, e.run, [measure])[measure]))
-        judge.append((name, evaluate(replaced, e.run, [measure])[measure]))
-    return EngineOrder(measure, tuple(sorted(human, key=lambda p: -p[1])), tuple(sorted(judge, key=lambda p: -p[1])))
+        out_human.append((name, evaluate(qrels, e.run, [measure])[measure]))
+        out_judge.append((name, evaluate(replaced, e.run, [measure])[measure]))
+    return EngineOrder(measure, tuple(sorted(out_human, key=lambda p: -p[1])),
+                       tuple(sorted(out_judge, key=lambda p: -p[1])))
 
 
 def judge_problem(now: Mapping[str, Any] | None, base: Mapping[str, Any] | None) -> str | None:
