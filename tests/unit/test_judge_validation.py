@@ -150,3 +150,26 @@ def test_the_stored_validation_is_keyed_by_the_judges_fingerprint_and_a_judge_be
     assert cli(validate(results, judgments, "good")) == 0  # every grade in the file: nothing asked again
     assert len(fake_api.hits("/chat/completions")) == asked
     assert load(validation_path(judgments)) == stored
+
+
+def test_a_smaller_sample_is_a_seeded_uniform_draw_of_the_hidden_labels(fake_api, tmp_path, capsys):
+    from pytest_retrieval_eval.evaluation.validation import draw, hidden_labels
+    from pytest_retrieval_eval.gate.saved import load_run
+
+    fake_api.script("/chat/completions", Reply(200, grades_by_model))
+    results, judgments = saved(tmp_path)
+    hidden = hidden_labels(load_run(results), open_corpus(CORPUS).load(), Judgments.load(judgments))
+    assert sorted((h.pair.query_id, h.pair.doc_id, h.human, h.sheet) for h in hidden) == sorted(
+        [(q, d, g, False) for q, docs in LABELS.items() for d, g in docs.items()]
+        + [(q, d, g, True) for (q, d), g in SHEET.items()])
+    drawn = draw(hidden, 6)
+    assert len(drawn) == 6 and drawn == draw(hidden, 6) and drawn != draw(hidden, 6, seed=1)
+    human = [int(h.human >= 2) if h.sheet else int(h.human >= 1) for h in drawn]
+    judged = [int(WRONG.get((h.pair.query_id, h.pair.doc_id), agreeing(h.pair.query_id, h.pair.doc_id)) >= 2)
+              for h in drawn]
+    kappa = cohen_kappa(human, judged)
+    argv = validate(results, judgments, "good")
+    assert cli([*argv[:3], "--sample=6", *argv[4:]]) == (0 if kappa >= 0.4 else 1)
+    out = capsys.readouterr().out
+    assert "on 6 of the 16 human label(s) hidden from it" in out and len(fake_api.hits("/chat/completions")) == 6
+    assert f"Cohen's kappa {kappa:.2f}" in out and f"base rate: {sum(human) / 6:.0%} of the 6 human labels" in out
