@@ -1059,6 +1059,33 @@ def bench_http_concurrency(repeats: int) -> None:
     if not same:
         raise SystemExit("concurrent results differ from the serial run's")
 
+    # a team's OpenAI-compatible embedding server answering each batch in 50 ms
+    from pytest_retrieval_eval.hybrid.embedders import Embedder, OpenAIBackend
+
+    def embeddings(path: str, body: dict) -> dict:
+        return {"data": [{"index": i, "embedding": [float(len(t) % 7), 1.0, float(i % 3)]}
+                         for i, t in enumerate(body["input"])]}
+
+    batches = sized(40, 16)
+    texts = [f"passage {i} " + "word " * (i % 13) for i in range(64 * batches)]
+    server, root = json_server(embeddings)
+    taken, vectors = {1: [], 8: []}, {}
+    try:
+        for _ in range(max(1, repeats // 2)):
+            for width in (1, 8):
+                embedder = Embedder(OpenAIBackend("m", url=root, concurrency=width), None)
+                embedder.embed(["warm"])  # the client is made once
+                start = time.perf_counter()
+                vectors[width] = embedder.embed(texts)
+                taken[width].append(time.perf_counter() - start)
+    finally:
+        server.shutdown()
+    a = record("http", f"embedder, {batches} batches of 64, one at a time", taken[1])
+    b = record("http", f"embedder, {batches} batches of 64, 8 in flight", taken[8])
+    ratio("http", "embedder serial / 8 in flight", a, b)
+    if not (vectors[1] == vectors[8]).all():
+        raise SystemExit("the concurrent embedder's vectors differ from the serial run's")
+
 
 def bench_judging(repeats: int) -> None:
     """The judge: 1,000 (question, document) pairs graded against a chat-completions server that
