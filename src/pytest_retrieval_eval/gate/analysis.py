@@ -222,7 +222,7 @@ def estimates_of(run: RunResults, measures: Sequence[str]) -> list[Estimate]:
 
     wanted = list(dict.fromkeys(m.name for m in map(Measure.parse, measures) if m.ppi))
     judgments = used(run) if wanted else None
-    judge = judgments.judge.describe() if judgments is not None else ""
+    judge = f"{judgments.judge.model} ({judgments.judge.fingerprint})" if judgments is not None else ""
     return [Estimate(e.engine, e.labeled.name, m, found, judge) for e in run.evaluations for m in wanted
             if (found := e.ppi(m)) is not None]
 
@@ -294,6 +294,10 @@ def _row(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequen
     values = {**{m: e.mean(m) for m in needed},
               **{f"run.{k}": float(len(e.run_lint.get(k, ()))) for k in RUN_LINT_KINDS}, "stale": float(len(stale))}
     details = {m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness}
+    for m in measures_needed(thresholds):  # a ~ppi rule: the questions people judged, not all n
+        if Measure.parse(m).ppi and (found := e.ppi(m)) is not None:
+            details[m] = (f"from {found.n} of {found.N} questions judged by people"
+                          + (f", human-only: {found.note.split(':')[0]}" if found.fell_back else ""))
     if stale:
         details["stale"] = "left out: " + "; ".join(f"{names.get(q, q)} ({', '.join(w)})" for q, w in stale.items())
     return Row(e.engine, e.labeled.name, values, e.n, e.n_errored, {m: e.ci(m) for m in gated}, details)

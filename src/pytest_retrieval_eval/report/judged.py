@@ -94,20 +94,20 @@ def ppi_lines(verdict: Verdict) -> list[str]:
     found = verdict.analysis.estimates
     if not found:
         return []
-    first = found[0]
     sizes = sorted({(x.ppi.n, x.ppi.N) for x in found})
     rests = ", ".join(f"{n} of {N}" for n, N in sizes)
-    out = [f"~ppi: prediction-powered from {rests} questions people judged completely (worksheet), correcting "
-           f"judge {first.judge}; the interval is the estimate's own, the human-only one where the judge does "
-           "not narrow it"]
-    engines: dict[tuple[str, str], list[str]] = {}
+    out = [f"~ppi: prediction-powered from {rests} questions people judged completely (a worksheet), correcting "
+           f"judge {found[0].judge}: each interval is the estimate's own, or the people's alone where the judge "
+           "does not narrow it"]
     several = len({x.labeled for x in found}) > 1
+    by_engine: dict[tuple[str, str], dict[str, list[str]]] = {}
     for x in found:
-        said = (f"{x.measure} human-only ({x.ppi.note.split(':')[0]})" if x.ppi.fell_back else
-                f"{x.measure} worth {x.ppi.effective_n:.0f} human-judged questions")
-        engines.setdefault((x.engine, x.labeled), []).append(said)
-    out += [f"{engine}{f' ({labeled})' if several else ''}: {'; '.join(parts)}"
-            for (engine, labeled), parts in engines.items()]
+        said = (f"human-only: {x.ppi.note.split(':')[0]}" if x.ppi.fell_back else
+                f"worth {x.ppi.effective_n:.0f} human-judged questions")
+        by_engine.setdefault((x.engine, x.labeled), {}).setdefault(said, []).append(x.measure)
+    out += [f"{engine}{f' ({labeled})' if several else ''}: "
+            + "; ".join(f"{', '.join(names)} {said}" for said, names in groups.items())
+            for (engine, labeled), groups in by_engine.items()]
     return out
 
 
