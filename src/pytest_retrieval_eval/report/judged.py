@@ -91,7 +91,7 @@ def moved_most(verdict: Verdict) -> str | None:
 def ppi_lines(verdict: Verdict) -> list[str]:
     """What the ``~ppi`` estimates rest on: the human-judged questions, the judge they correct,
     and per engine what each is worth in human-judged questions, or why it fell back to them alone."""
-    found = verdict.analysis.estimates
+    found = verdict.estimates
     if not found:
         return []
     sizes = sorted({(x.ppi.n, x.ppi.N) for x in found})
