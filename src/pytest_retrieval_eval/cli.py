@@ -297,7 +297,7 @@ def _report(args) -> int:
     if given or args.measures is not None or args.baseline is not None or args.judgments is not None:
         columns = split_measures(args.measures) if args.measures else list(settings.table_measures)
         if args.judgments is not None and not args.measures:  # the judged twins are laid out again
-            columns = [c for c in columns if not parse_measures([c])[0].judged]
+            columns = [c for c in columns if not parse_measures([c])[0].judge_dependent]
         settings = for_run(run, replace(settings.with_options(given), baseline=baseline_path),
                            configured=tuple(parse_measures(columns)) if columns else DEFAULT_TABLE_MEASURES)
     baseline, problems = load_baseline(Path(baseline_path)) if baseline_path else (None, [])

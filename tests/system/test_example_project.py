@@ -3,6 +3,8 @@ installed as a package), copied to a fresh directory and run there as its team w
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, parse_table, requires_hybrid
-from fake_api import FakeApi, Reply, judge_reply
+from fake_api import FakeApi, Reply, judge_reply, umbrela_grade
 
 EXAMPLE = REPO / "examples" / "helpdesk"
 pytestmark = requires_hybrid  # the project's second engine is a Haystack pipeline (found, not imported: no torch at collection)
@@ -121,6 +123,28 @@ def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
     assert "hit@3+judged" in gated.stdout and "+judged: human labels with " in gated.stdout
     assert "the judgments moved " in gated.stdout
     assert "helpdesk-bm25 missed 3 of 16 at hit@3: 1 ranked 6, 2 not retrieved" in gated.stdout  # at the rule's k
+    # a person grades a worksheet of 8 questions; the judged numbers then come with ~ppi estimates
+    sheet = run(project, "judge", "out/results.json", "--corpus", "kb", "--worksheet=8", module="pytest_retrieval_eval")
+    assert sheet.returncode == 0 and "worksheet.csv: 8 question(s)" in sheet.stdout, sheet.stdout + sheet.stderr
+    rows = list(csv.DictReader(io.StringIO((project / "worksheet.csv").read_text(encoding="utf-8-sig"))))
+    grade = next(c for c in rows[0] if c.startswith("grade"))
+    for i, row in enumerate(rows):  # the person's grades: the test judge's, one in four a step lower
+        row[grade] = max(0, umbrela_grade(row["question"], f"{row['title']}\n{row['excerpt']}") - (i % 4 == 0))
+    with open(project / "worksheet.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    imported = run(project, "judge", "out/results.json", "--import-worksheet=worksheet.csv", module="pytest_retrieval_eval")
+    assert imported.returncode == 0 and "of 8 question(s) from worksheet.csv" in imported.stdout, imported.stderr
+    estimated = run(project, "report", "out/results.json", "--judgments", "judgments.jsonl", "--corpus", "kb",
+                    "--out=ppi", "-v", module="pytest_retrieval_eval")
+    assert estimated.returncode == 0, estimated.stdout + estimated.stderr
+    flat = estimated.stdout.replace("\n    ", " ")
+    assert "~ppi: prediction-powered from 8 of 16 questions people judged completely (a worksheet)" in flat
+    assert "hit@3~ppi" in estimated.stdout
+    saved = json.loads((project / "ppi" / "results.json").read_text())
+    assert {x["engine"] for x in saved["analysis"]["estimates"]} == {"helpdesk-bm25", "helpdesk-haystack",
+                                                                      "helpdesk-pgvector", "keyword"}
 
 
 def test_the_unit_tests_alone_leave_the_plugin_asleep(project):

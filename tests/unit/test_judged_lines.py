@@ -18,7 +18,7 @@ from pytest_retrieval_eval.types import LabeledQuery
 def verdict(labeled: LabeledSet, measures: list[str]) -> SimpleNamespace:
     ranked = tuple(QueryResult(q.query_id, ("a", "b", "c", "d", "e")) for q in labeled)
     return SimpleNamespace(measures=measures, run=SimpleNamespace(evaluations=[EvaluationResult("e", labeled, ranked)]),
-                           settings=GateSettings(), rows=[])
+                           settings=GateSettings(), rows=[], estimates=())
 
 
 ONE_GOLD = LabeledSet((LabeledQuery("q1", "x", {"a": 1}), LabeledQuery("q2", "y", {"z": 1})), name="gen")

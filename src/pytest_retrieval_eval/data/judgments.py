@@ -396,14 +396,17 @@ class Judgments:
         return Calibration(judge, [(j.human, j.grade) for j in self.of_kind("calibration", judge, questions)
                                    if j.human is not None])
 
-    def human_judged(self, questions: Mapping[str, Collection[str]] | None = None
-                     ) -> dict[str, tuple[int, dict[str, int]]]:
+    def human_judged(self, questions: Mapping[str, Collection[str]] | None = None,
+                     fingerprints: Mapping[str, str] | None = None) -> dict[str, tuple[int, dict[str, int]]]:
         """Question id -> (depth, doc id -> grade) of the questions a worksheet graded completely
         (kind ``human``); with ``questions`` (id -> hashes of its text now), not a question graded
-        in another wording. The depth is the deepest import's: each one was complete at its own."""
+        in another wording; with ``fingerprints`` (doc id -> sha256 now), not a grade of a document
+        that changed since. The depth is the deepest import's: each one was complete at its own."""
         out: dict[str, tuple[int, dict[str, int]]] = {}
         for j in self._by_key.values():
             if j.kind != "human" or (questions is not None and j.question_sha256 not in questions.get(j.query_id, ())):
+                continue
+            if fingerprints is not None and fingerprints.get(j.doc_id) != j.doc_sha256:
                 continue
             depth, grades = out.get(j.query_id, (0, {}))
             grades[j.doc_id] = j.grade

@@ -118,6 +118,8 @@ class JudgmentsUsed:
     unkeyed: int = 0
     #: the line number of a last line cut off mid-write (not JSON), not read; None when whole
     cut_off: int | None = None
+    #: questions a worksheet graded completely (as they read now, their documents unchanged)
+    human_judged: int = 0
 
     def warnings(self) -> list[str]:
         out = []
@@ -164,14 +166,15 @@ class JudgmentsUsed:
                 "stale": [list(p) for p in self.stale], "other_judges": self.other_judges,
                 "calibrated": self.calibrated, "kappa": self.kappa, "agreement": self.agreement,
                 "one_sided": self.one_sided, "checked": self.checked, "reworded": [list(p) for p in self.reworded],
-                "unkeyed": self.unkeyed, "cut_off": self.cut_off}
+                "unkeyed": self.unkeyed, "cut_off": self.cut_off, "human_judged": self.human_judged}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "JudgmentsUsed":
         return cls(d["path"], Judge.from_dict(d["judge"]), int(d.get("used", 0)),
                    [tuple(p) for p in d.get("stale", [])], int(d.get("other_judges", 0)), int(d.get("calibrated", 0)),
                    d.get("kappa"), d.get("agreement"), bool(d.get("one_sided", False)), bool(d.get("checked", True)),
-                   [tuple(p) for p in d.get("reworded", [])], int(d.get("unkeyed", 0)), d.get("cut_off"))
+                   [tuple(p) for p in d.get("reworded", [])], int(d.get("unkeyed", 0)), d.get("cut_off"),
+                   int(d.get("human_judged", 0)))
 
 
 def question_hashes(run: RunResults) -> dict[str, set[str]]:
@@ -207,6 +210,25 @@ def hole_grades(human: Qrels, fresh: Mapping[str, Mapping[str, Judgment]], asked
     return grades, reworded, unkeyed
 
 
+def complete_human(e: Any, people: Mapping[str, tuple[int, Mapping[str, int]]]
+                   ) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """(question id -> the worksheet's grades of the documents the labels leave unjudged, question
+    id -> depth) of the human-judged questions (``Judgments.human_judged``) whose grades cover
+    every document of this engine's top to that depth: only those are the humans' complete view of
+    its ranking (a document it ranks that no person read leaves the question out)."""
+    labels = e.labeled.qrels.judgements
+    ranked = {r.query_id: r.doc_ids for r in e.results}
+    grades, depths = {}, {}
+    for qid, (depth, graded) in people.items():
+        if qid not in ranked or qid not in labels:
+            continue
+        judged = labels[qid]
+        if all(d in graded or d in judged for d in ranked[qid][:depth]):
+            grades[qid] = {d: g for d, g in graded.items() if d not in judged}
+            depths[qid] = depth
+    return grades, depths
+
+
 def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str | None = None,
            fingerprints: Mapping[str, str] | None = None) -> JudgmentsUsed | None:
     """Give ``run`` evaluations with the judge's labels of the holes (fresh ones only; a human
@@ -219,13 +241,14 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
     reworded: set[tuple[str, str]] = set()
     unkeyed: set[tuple[str, str]] = set()
     attached = []
+    people = judgments.human_judged(question_hashes(run), fingerprints)
     for e in run.evaluations:
         asked = {q.query_id: question_sha256(q.question) for q in e.labeled.queries}
         judged, off, old = hole_grades(e.labeled.qrels, fresh, asked)
         reworded |= off
         unkeyed |= old
         used |= {(q, d) for q, docs in judged.items() for d in docs}
-        attached.append(e.with_judged(judged, current.to_dict()))
+        attached.append(e.with_judged(judged, current.to_dict(), *complete_human(e, people)))
     run.replace_evaluations(attached)
     calibration = judgments.calibration(current, question_hashes(run))
     record = JudgmentsUsed(shown_path, current, len(used), sorted((j.query_id, j.doc_id) for j in stale),
@@ -233,7 +256,7 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
                            calibration.n, calibration.kappa if calibration.n else None,
                            calibration.agreement if calibration.n else None, calibration.n > 0 and calibration.one_sided,
                            fingerprints is not None, sorted(reworded - used), len(unkeyed & used),
-                           getattr(judgments, "cut_off", None))
+                           getattr(judgments, "cut_off", None), len(people))
     run.judgments = record.to_dict()
     return record
 

@@ -102,8 +102,15 @@ class EvaluationResult:
     #: the HTTP calls and tokens of the trials after the first (``--retrieval-trials``), together:
     #: the run's total counts them; the per-query figures are the first trial's
     trial_usage: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
+    #: a worksheet's grades (0-3) of the documents the labels leave unjudged, for the questions
+    #: people judged completely to ``human_depth`` in this engine's rankings (``evaluation/judging.attach``):
+    #: query id -> doc id -> grade; the ``~ppi`` estimates correct the judge with them
+    human: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    #: query id -> the depth its human grades are complete to (every document of the top that deep)
+    human_depth: Mapping[str, int] = field(default_factory=dict)
     #: what is computed on demand, once (not init fields: ``dataclasses.replace`` starts afresh)
     _values: dict[str, dict[str, float]] = field(default_factory=dict, repr=False, init=False)
+    _ppi: dict[str, Any] = field(default_factory=dict, repr=False, init=False)
     _causes: dict[int, Any] = field(default_factory=dict, repr=False, init=False)
     _cis: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False, init=False)
     _run: Run | None = field(default=None, repr=False, init=False)
@@ -151,10 +158,44 @@ class EvaluationResult:
             self._run = Run.from_ranked({r.query_id: r.doc_ids for r in self.results}, name=self.engine)
         return self._run
 
-    def with_judged(self, judged: Mapping[str, Mapping[str, int]], judge: Mapping[str, Any] | None) -> "EvaluationResult":
-        """The same rankings with the judge's labels of the holes (``evaluation/judging.attach``): a new
-        evaluation, so nothing computed on the labels before is read with the new ones."""
-        return replace(self, judged=judged, judge=judge)
+    def with_judged(self, judged: Mapping[str, Mapping[str, int]], judge: Mapping[str, Any] | None,
+                    human: Mapping[str, Mapping[str, int]] | None = None,
+                    human_depth: Mapping[str, int] | None = None) -> "EvaluationResult":
+        """The same rankings with the judge's labels of the holes and a worksheet's complete human
+        grades (``evaluation/judging.attach``): a new evaluation, so nothing computed on the labels
+        before is read with the new ones."""
+        return replace(self, judged=judged, judge=judge, human=dict(human or {}), human_depth=dict(human_depth or {}))
+
+    def human_questions(self, k: int) -> list[str]:
+        """The questions people judged completely to depth ``k`` or deeper, in labeled-set order."""
+        return [q.query_id for q in self.labeled.queries if self.human_depth.get(q.query_id, 0) >= k]
+
+    def ppi(self, measure: "str | Measure") -> Any:
+        """The prediction-powered estimate of ``measure`` (``ndcg@10~ppi``: ``ir.ppi.PPIEstimate``):
+        the measure on the judge-filled labels of every question, corrected by the questions
+        people judged completely to its cutoff; None without judgments or human-judged questions."""
+        m = Measure.parse(measure)
+        if not m.ppi:
+            raise ValueError(f"{m.name} is no prediction-powered measure (name it {m.with_ppi().name})")
+        if m.name not in self._ppi:
+            self._ppi[m.name] = self._ppi_estimate(m)
+        return self._ppi[m.name]
+
+    def _ppi_estimate(self, m: Measure) -> Any:
+        from ..data.judgments import judged_qrels
+        from ..ir.ppi import ppi_mean
+
+        ids = self.human_questions(m.k or 0)
+        if self.judge is None or not ids:
+            return None
+        base = m.on_human_labels.name
+        judge_filled = self.values(m.with_judgments())
+        where = {q.query_id: i for i, q in enumerate(self.labeled.queries)}
+        labels = self.labeled.qrels.judgements
+        people = judged_qrels(Qrels({q: labels[q] for q in ids if q in labels}), self.human)
+        human = evaluate(people, self.run, [base], per_query=True)[base]
+        return ppi_mean(judge_filled, [human.get(q, 0.0) for q in ids], judge_filled[[where[q] for q in ids]],
+                        binary=m.family in BINARY_FAMILIES, bounds=m.bounds)
 
     @property
     def filled_qrels(self) -> Qrels:
@@ -169,7 +210,9 @@ class EvaluationResult:
         parsed = Measure.parse(measure)
         name = parsed.name
         if name not in self._values:
-            if parsed.judged:  # no judgments attached: no value (NaN), as freshness without versions
+            if parsed.ppi:  # an estimate over the questions, not a value per question: NaN per question
+                self._values[name] = {}
+            elif parsed.judged:  # no judgments attached: no value (NaN), as freshness without versions
                 self._values[name] = {} if self.judge is None else evaluate(
                     self.filled_qrels, self.run, [parsed.on_human_labels.name], per_query=True
                 )[parsed.on_human_labels.name]
@@ -185,7 +228,7 @@ class EvaluationResult:
     def prefetch(self, measures: Iterable["str | Measure"]) -> None:
         """Score every measure of ``measures`` on the human labels not scored yet in one pass
         (the run and the qrels are laid out once for all of them, not once per measure)."""
-        todo = [m for m in (Measure.parse(x) for x in measures) if not (m.judged or m.freshness)
+        todo = [m for m in (Measure.parse(x) for x in measures) if not (m.judge_dependent or m.freshness)
                 and m.name not in self._values]
         if todo:
             self._values.update(evaluate(self.labeled.qrels, self.run, list(dict.fromkeys(m.name for m in todo)),
@@ -195,7 +238,7 @@ class EvaluationResult:
         """Per-query values in labeled-set order (a query the run left out scores 0). A freshness
         measure on a corpus without versioned documents has no value: NaN for every query."""
         per = self.per_query(measure)
-        if not per and (Measure.parse(measure).freshness or Measure.parse(measure).judged):
+        if not per and (Measure.parse(measure).freshness or Measure.parse(measure).judge_dependent):
             return np.full(self.n, math.nan)
         return np.array([per.get(q.query_id, 0.0) for q in self.labeled.queries], dtype=np.float64)
 
@@ -215,6 +258,9 @@ class EvaluationResult:
         return {r.query_id: c for r in self.results if (c := self.freshness.conflicts(r.doc_ids, k))}
 
     def mean(self, measure: "str | Measure") -> float:
+        if Measure.parse(measure).ppi:  # the estimate; NaN without human-judged questions
+            found = self.ppi(measure)
+            return float(found.estimate) if found is not None else math.nan
         v = self.values(measure)
         return float(v.mean()) if len(v) else math.nan
 
@@ -249,6 +295,9 @@ class EvaluationResult:
         (``ir.stats.mean_ci``)."""
         m = Measure.parse(measure)
         name = m.name
+        if m.ppi:  # the estimate's own: PPI's, or the human-only one where the judge does not help
+            found = self.ppi(m)
+            return tuple(found.interval) if found is not None else (math.nan, math.nan)
         if name not in self._cis:
             self._cis[name] = mean_ci(self.values(name), binary=m.family in BINARY_FAMILIES)
         return self._cis[name]

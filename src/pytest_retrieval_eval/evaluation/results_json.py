@@ -20,6 +20,7 @@ from ..data.labeled import LabeledSet
 from ..data.lint import LintReport
 from ..engines.base import DEFAULT_DEPTH
 from ..errors import RetrievalEvalError
+from ..ir.measures import Measure
 from ..types import LabeledQuery, QueryResult, Stage
 from .causes import Evidence
 from .lint import KINDS as RUN_LINT_KINDS
@@ -70,6 +71,9 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
             entry["stages"] = [st.to_list() for st in r.stages]
         if self.judged.get(r.query_id):  # the judge's labels of the holes: what +judged measures read
             entry["judged"] = dict(sorted(self.judged[r.query_id].items()))
+        if r.query_id in self.human_depth:  # people judged it completely: what ~ppi measures correct with
+            entry["human"] = dict(sorted(self.human.get(r.query_id, {}).items()))
+            entry["human_depth"] = self.human_depth[r.query_id]
         queries.append(entry)
     d: dict[str, Any] = {
         "engine": self.engine, "engine_info": dict(self.engine_info), "depth": self.depth,
@@ -116,7 +120,8 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
         ranks = self.first_relevant_rank
         for entry in queries:
             entry["first_relevant_rank"] = ranks[entry["id"]]
-            entry["values"] = {m: self.per_query(m).get(entry["id"], 0.0) for m in sorted(measures)}
+            entry["values"] = {m: self.per_query(m).get(entry["id"], 0.0) for m in sorted(measures)
+                               if not Measure.parse(m).ppi}  # an estimate over questions: none per question
     return d
 
 
@@ -135,6 +140,11 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
         judged = q.get("judged", {})
         if not isinstance(judged, dict) or not all(g in (0, 1, 2, 3) and not isinstance(g, bool) for g in judged.values()):
             raise ValueError(f"'queries' entry {q['id']!r}: judged must map doc ids to the judge's grades 0-3")
+        human, depth = q.get("human", {}), q.get("human_depth", 1)
+        if not isinstance(human, dict) or not all(g in (0, 1, 2, 3) and not isinstance(g, bool) for g in human.values()):
+            raise ValueError(f"'queries' entry {q['id']!r}: human must map doc ids to a worksheet's grades 0-3")
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
+            raise ValueError(f"'queries' entry {q['id']!r}: human_depth must be a whole number >= 1")
     labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"], tags=tuple(q.get("tags", ())))
                                        for q in queries),
                                  name=lab["name"], recorded_fingerprint=lab["fingerprint"],
@@ -159,7 +169,9 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
                             Freshness.from_dict(d.get("freshness")),
                             {q["id"]: dict(q["judged"]) for q in queries if q.get("judged")}, judge,
                             Evidence.from_dict(d.get("evidence")), _measured(d.get("measured") or {}),
-                            _usage(d.get("prepare_usage") or {}, None), _usage(d.get("trial_usage") or {}, None))
+                            _usage(d.get("prepare_usage") or {}, None), _usage(d.get("trial_usage") or {}, None),
+                            human={q["id"]: dict(q.get("human", {})) for q in queries if "human_depth" in q},
+                            human_depth={q["id"]: q["human_depth"] for q in queries if "human_depth" in q})
 
 
 def _seconds(raw: Any, query: str) -> dict[str, float]:

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from .._plain import from_plain, to_plain
 from ..ir.measures import Measure
+from ..ir.ppi import PPIEstimate
 from ..ir.stats import POWER, detectable_drop, queries_needed
 from ..evaluation.causes import Cause, Misses
 from ..evaluation.cost import Latency, Usage
@@ -34,7 +35,7 @@ from .rules import LatencyQuantity, MaxDrop, MeasureQuantity, Row, Threshold, Us
 from .settings import GateSettings
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 1
+ANALYSIS_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,19 @@ class Intervals:
     engine: str
     labeled: str
     by_measure: Mapping[str, tuple[float, float]]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One evaluation's prediction-powered estimate of one measure (``ndcg@10~ppi``): what it rests
+    on (``n`` human-judged questions of ``N``), what it is worth, and whether it fell back."""
+
+    engine: str
+    labeled: str
+    measure: str
+    ppi: PPIEstimate
+    #: the judge it corrects (``Judge.describe()``)
+    judge: str
 
 
 @dataclass(frozen=True)
@@ -91,6 +105,8 @@ class Analysis:
     latency: tuple[Latency, ...]
     usage: tuple[Usage, ...]
     baseline: BaselineComparison | None = None
+    #: the prediction-powered estimates (``~ppi``) of the measures shown and gated, in run order
+    estimates: tuple[Estimate, ...] = ()
     version: int = ANALYSIS_VERSION
 
     def interval(self, key: tuple[str, str], measure: str) -> tuple[float, float]:
@@ -164,33 +180,51 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         from ..evaluation.sweep import sweep_tables
 
         sweeps = tuple(sweep_tables(run, s.sweeps, latency, s.correction))
-    spread_of = list(dict.fromkeys([*measures, *measures_needed(thresholds), *(d.measure for d in max_drops)]))
+    spread_of = per_question(dict.fromkeys([*measures, *measures_needed(thresholds), *(d.measure for d in max_drops)]))
     shadows, shadow_problems = [], []
     if s.shadows or judges_shadows(thresholds):
         from ..evaluation.shadow import shadows as compare_shadows
 
         shadows, shadow_problems = compare_shadows(run, s.shadows, s.weights,
-                                                   list(dict.fromkeys([*measures, *shadow_measures(thresholds)])))
+                                                   per_question(dict.fromkeys([*measures, *shadow_measures(thresholds)])))
     compared = None
     if baseline is not None:
         from .baseline import compare
 
-        compared = compare(run, baseline, list(dict.fromkeys([*measures, *(d.measure for d in max_drops)])),
+        compared = compare(run, baseline, per_question(dict.fromkeys([*measures, *(d.measure for d in max_drops)])),
                            force=s.baseline_force, correction=s.correction)
         warnings += compared.warnings
     return Analysis(
         basis=basis(run, s, baseline), measures=tuple(measures), miss_k=miss_k, rows=rows, intervals=intervals,
-        comparisons=tuple(run.comparisons(measures, s.correction)),
+        comparisons=tuple(run.comparisons(per_question(measures), s.correction)),
         misses=tuple(e.misses(miss_k) for e in run.evaluations),
         rule_misses=tuple(e.misses(k) for k in _rule_cutoffs(thresholds, miss_k) for e in run.evaluations
                           if e.n and any(t.engine in (None, e.engine) for t in thresholds)),
-        detectable=tuple(detectable_drops(run, gated_measures(thresholds, max_drops), alpha)),
+        detectable=tuple(detectable_drops(run, per_question(gated_measures(thresholds, max_drops)), alpha)),
         warnings=tuple(warnings),
         segments=tuple(segment_rows(run, s.by, f"hit@{miss_k}", alpha=alpha, correction=s.correction)),
         stability=tuple(x for e in run.evaluations if (x := stability_of(e, miss_k, spread_of)) is not None),
         sweeps=sweeps, shadows=tuple(shadows), shadow_problems=tuple(shadow_problems),
         latency=tuple(x for x in latency.values() if x is not None),
-        usage=tuple(x for x in usage.values() if x is not None), baseline=compared)
+        usage=tuple(x for x in usage.values() if x is not None), baseline=compared,
+        estimates=tuple(estimates_of(run, [*shown, *measures_needed(thresholds)])))
+
+
+def per_question(measures: Any) -> list[str]:
+    """The measures with a value per question (what paired tests, spreads and drops read): all
+    but the prediction-powered estimates (``~ppi``), which exist only over the questions."""
+    return [m for m in measures if not Measure.parse(m).ppi]
+
+
+def estimates_of(run: RunResults, measures: Sequence[str]) -> list[Estimate]:
+    """Every evaluation's prediction-powered estimate of each ``~ppi`` measure among ``measures``."""
+    from ..evaluation.judging import used
+
+    wanted = list(dict.fromkeys(m.name for m in map(Measure.parse, measures) if m.ppi))
+    judgments = used(run) if wanted else None
+    judge = f"{judgments.judge.model} ({judgments.judge.fingerprint})" if judgments is not None else ""
+    return [Estimate(e.engine, e.labeled.name, m, found, judge) for e in run.evaluations for m in wanted
+            if (found := e.ppi(m)) is not None]
 
 
 def _recorded(s: GateSettings) -> list[str]:
@@ -260,6 +294,10 @@ def _row(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequen
     values = {**{m: e.mean(m) for m in needed},
               **{f"run.{k}": float(len(e.run_lint.get(k, ()))) for k in RUN_LINT_KINDS}, "stale": float(len(stale))}
     details = {m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness}
+    for m in measures_needed(thresholds):  # a ~ppi rule: the questions people judged, not all n
+        if Measure.parse(m).ppi and (found := e.ppi(m)) is not None:
+            details[m] = (f"from {found.n} of {found.N} questions judged by people"
+                          + (f", human-only: {found.note.split(':')[0]}" if found.fell_back else ""))
     if stale:
         details["stale"] = "left out: " + "; ".join(f"{names.get(q, q)} ({', '.join(w)})" for q, w in stale.items())
     return Row(e.engine, e.labeled.name, values, e.n, e.n_errored, {m: e.ci(m) for m in gated}, details)

@@ -17,7 +17,7 @@ from ..types import query_name
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 #: a measure name, with a parenthesised parameter list where it has one (``P(rel=2)@5``, ``rbp(p=0.9)``)
-_MEASURE = r"[A-Za-z_][\w@.+-]*(?:\([\w.=,+\- ]*\)[\w@.+-]*)?"
+_MEASURE = r"[A-Za-z_][\w@.+~-]*(?:\([\w.=,+\- ]*\)[\w@.+~-]*)?"
 _RULE = re.compile(
     rf"^\s*(?:(?P<engine>[^\s:<>=\[\]]*)(?:\[(?P<segment>[^\]\s]+)\])?\s*:\s*)?(?P<measure>{_MEASURE})\s*"
     r"(?P<op>>=|<=|>|<)\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>ms|s)?\s*$"
@@ -235,6 +235,9 @@ class Threshold:
         quantity = parse_quantity(m["measure"], f"threshold {text!r}{where}")
         if m["segment"] and not isinstance(quantity, MeasureQuantity):
             raise RetrievalEvalError(f"threshold {text!r}{where}: a segment rule judges a measure, not {quantity.name}")
+        if m["segment"] and quantity.measure.ppi:
+            raise RetrievalEvalError(f"threshold {text!r}{where}: a segment's questions are too few to correct the "
+                                     f"judge with; write {quantity.measure.with_judgments().name} for the segment")
         value = float(m["value"])
         if isinstance(quantity, LatencyQuantity):
             if not m["unit"]:
@@ -506,8 +509,13 @@ class MaxDrop:
         if not 0 <= delta < 1:
             raise RetrievalEvalError(f"max-drop rule {text!r}{where} can never fail: measures take values in [0, 1], "
                                      "so a drop is below 1; give a DELTA in [0, 1)")
-        return cls(_measure_name(m["measure"], f"max-drop rule {text!r}{where}"), delta, m["engine"] or None, source,
-                   m["segment"])
+        measure = _measure(m["measure"], f"max-drop rule {text!r}{where}")
+        if measure.ppi:
+            raise RetrievalEvalError(
+                f"max-drop rule {text!r}{where}: a drop is tested question by question against the baseline, and "
+                f"{measure.name} has no per-question value; write {measure.with_judgments().name}={m['value']}, or "
+                f"a threshold on the estimate's bound ({measure.name}>=VALUE with --retrieval-confidence=lower)")
+        return cls(measure.name, delta, m["engine"] or None, source, m["segment"])
 
     def __str__(self) -> str:
         who = (self.engine or "") + (f"[{self.segment}]" if self.segment else "")

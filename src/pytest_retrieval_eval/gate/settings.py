@@ -87,7 +87,7 @@ class GateSettings:
         hits = [m for m in (Measure.parse(n) for n in [*measures_needed(self.thresholds),
                                                         *(d.measure for d in self.max_drops)])
                 if m.family == "hit"]  # hit@3+judged too: its misses are counted at 3
-        shown = [m for m in (Measure.parse(n) for n in columns) if m.family == "hit" and not m.judged]
+        shown = [m for m in (Measure.parse(n) for n in columns) if m.family == "hit" and not m.judge_dependent]
         if hits:
             return hits[0].k or 10
         if any(m.k == 5 for m in shown):
@@ -201,10 +201,14 @@ def table_measures(run: RunResults, configured: Sequence[Measure]) -> list[str]:
         names.append("ndcg@10")
     if any(e.freshness is not None for e in run.evaluations) and not any(m.freshness for m in configured):
         names += [f"freshness.stale_free@{FRESHNESS_K}", f"freshness.conflict_free@{FRESHNESS_K}"]
-    if any(e.judge is not None for e in run.evaluations) and not any(m.judged for m in configured):
-        # with judgments, each measure on relevance labels beside its judged counterpart
+    if any(e.judge is not None for e in run.evaluations) and not any(m.judge_dependent for m in configured):
+        # with judgments, each measure on relevance labels beside its judged counterpart: the
+        # prediction-powered one where people judged questions completely to its cutoff
+        deepest = max((d for e in run.evaluations if e.judge is not None for d in e.human_depth.values()), default=0)
         parsed = [Measure.parse(n) for n in names]
-        names = [x for m in parsed for x in ([m.name] if m.freshness or m.count else [m.name, m.with_judgments().name])]
+        names = [x for m in parsed for x in ([m.name] if m.freshness or m.count else [
+            m.name, (m.with_ppi() if m.k is not None and m.k <= deepest and m.family != "judged"
+                     else m.with_judgments()).name])]
     return names
 
 

@@ -68,6 +68,7 @@ class Verdict:
     usage = property(lambda self: self.analysis.usage)
     stability = property(lambda self: self.analysis.stability)
     sweeps = property(lambda self: self.analysis.sweeps)
+    estimates = property(lambda self: self.analysis.estimates)
     alpha = property(lambda self: self.settings.alpha)
     correction = property(lambda self: self.settings.correction)
     confidence = property(lambda self: self.settings.confidence)

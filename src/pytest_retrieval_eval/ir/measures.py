@@ -6,7 +6,9 @@ Like ir_measures, a measure is a small value object; ``Measure.parse("nDCG@10")`
 their measure objects) and ranx's (``hit_rate@5``, ``r-precision``, ``precision@5-l2``,
 ``ndcg_burges@10``) parse to the same objects; docs/measure-names.md maps them all. A name ending
 in ``+judged`` (``ndcg@10+judged``) is the same measure computed on the human labels plus the
-LLM judgments of the documents they left unjudged (``data/judgments.py``). A name that
+LLM judgments of the documents they left unjudged (``data/judgments.py``); one ending in ``~ppi``
+(``ndcg@10~ppi``) is its prediction-powered estimate: the judged measure over every question,
+corrected by the questions people judged completely (``ir/ppi.py``). A name that
 means something else in another tool (ranx's ``hits@k`` and ``rbp.95``, a bare ``rbp``) is
 refused with the spellings that say what is meant, never read one way silently.
 """
@@ -23,6 +25,10 @@ from ..errors import RetrievalEvalError
 
 #: the suffix of a measure computed on human labels plus judgments: ``ndcg@10+judged``
 JUDGED = "judged"
+#: the suffix of a measure's prediction-powered estimate: ``ndcg@10~ppi``
+PPI = "ppi"
+#: how each kind of labels is spelled after the measure's name
+_SUFFIX = {JUDGED: "+", PPI: "~"}
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,8 @@ _GAINS = {"exp": "exp", "linear": None, "exp-log2": "exp", "log2": None}
 KNOWN = ("hit@k", "mrr", "mrr@k", "recall@k", "precision@k", "ndcg", "ndcg@k", "ndcg(gain=exp)@k", "map", "map@k",
          "rprec", "bpref", "judged@k", "num_ret", "num_rel", "num_rel_ret", "set_precision", "set_recall", "set_f",
          "err@k", "rbp(p=0.9)", "P(rel=2)@k", "freshness.stale_free@k", "freshness.conflict_free@k",
-         "ndcg@k+judged (any of them on human labels plus judgments)")
+         "ndcg@k+judged (any of them on human labels plus judgments)",
+         "ndcg@k~ppi (any with a cutoff, prediction-powered from human-judged questions)")
 
 
 def _number(value: float) -> str:
@@ -111,7 +118,9 @@ class Measure:
     ``rel=``), None for the default 1 (for ``rbp``: None is graded gain, a level makes it binary);
     ``p``: RBP's persistence; ``gain``: ``"exp"`` for nDCG with ``2**grade - 1`` (None: the grade,
     as trec_eval); ``beta``: set_F's weight of recall (None: 1); ``labels``: ``"judged"`` for the
-    human labels with the judged holes filled (name suffix ``+judged``), None for the human labels."""
+    human labels with the judged holes filled (name suffix ``+judged``), ``"ppi"`` for the
+    prediction-powered estimate from them and the human-judged questions (``~ppi``), None for the
+    human labels."""
 
     family: str
     k: int | None = None
@@ -142,11 +151,16 @@ class Measure:
             takes = ", ".join(spec.params) or "none"
             raise RetrievalEvalError(f"measure '{self.family}' takes no parameter {wrong[0]!r} (its parameters: {takes})")
         self._check_values()
-        if self.labels is not None and self.labels != JUDGED:
-            raise RetrievalEvalError(f"measure labels must be '{JUDGED}' or left out, got {self.labels!r}")
+        if self.labels is not None and self.labels not in _SUFFIX:
+            raise RetrievalEvalError(f"measure labels must be '{JUDGED}', '{PPI}' or left out, got {self.labels!r}")
         if self.labels is not None and self.freshness:
             raise RetrievalEvalError(f"{self.family}: freshness is judged on document versions, not on labels; "
-                                     f"'+{JUDGED}' does not apply")
+                                     f"'{_SUFFIX[self.labels]}{self.labels}' does not apply")
+        if self.labels == PPI and (spec.count or self.k is None):
+            raise RetrievalEvalError(
+                f"measure '{self.family}{'' if self.k is None else f'@{self.k}'}~ppi': a prediction-powered estimate "
+                + ("is of a mean, not of a count summed over questions" if spec.count else
+                   f"needs a cutoff people judged to, e.g. {self.family}@10~ppi"))
         # one identity per meaning: the defaults are not spelled out
         if self.rel == 1 and self.family != "rbp":
             object.__setattr__(self, "rel", None)
@@ -205,12 +219,26 @@ class Measure:
                   if (v := getattr(self, n)) is not None]
         head = f"{self.family}({','.join(params)})" if params else self.family
         name = head if self.k is None else f"{head}@{self.k}"
-        return name if self.labels is None else f"{name}+{self.labels}"
+        return name if self.labels is None else f"{name}{_SUFFIX[self.labels]}{self.labels}"
 
     @property
     def judged(self) -> bool:
         """Computed on the human labels plus the judgments (``+judged``)."""
         return self.labels == JUDGED
+
+    @property
+    def ppi(self) -> bool:
+        """The prediction-powered estimate (``~ppi``): no per-question value, an estimate and its interval."""
+        return self.labels == PPI
+
+    @property
+    def judge_dependent(self) -> bool:
+        """Moves with the LLM judge's grades (``+judged`` or ``~ppi``)."""
+        return self.labels is not None
+
+    def with_ppi(self) -> "Measure":
+        """The same measure's prediction-powered estimate (``ndcg@10`` -> ``ndcg@10~ppi``)."""
+        return replace(self, labels=PPI)
 
     @property
     def on_human_labels(self) -> "Measure":
@@ -236,6 +264,12 @@ class Measure:
                 raise RetrievalEvalError(f"measure '{text}': '+{JUDGED}' applies once, to a measure on relevance "
                                          "labels (not to freshness)")
             return replace(base, labels=JUDGED)
+        if isinstance(text, str) and text.rstrip().lower().endswith(f"~{PPI}"):
+            base = cls.parse(text.rstrip()[: -len(PPI) - 1])
+            if base.labels is not None or base.freshness:
+                raise RetrievalEvalError(f"measure '{text}': '~{PPI}' applies once, to a measure on relevance "
+                                         "labels (not to freshness or a +judged one)")
+            return replace(base, labels=PPI)
         if not isinstance(text, str):
             if hasattr(text, "NAME") and hasattr(text, "params"):
                 return _from_ir_measures(text)

@@ -42,6 +42,8 @@ FALLBACK_ALPHA = 0.05
 #: judge's disagreements with the humans are a handful of counts whose normal interval misses
 #: (simulated: 90-92% coverage at 20 questions; 95% at 50), so the human-only Wilson stands
 MIN_BINARY = 50
+#: how far past its range a value may lie from floating-point rounding alone (then clipped)
+ROUNDING = 1e-9
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ def _refuse(name: str, x: np.ndarray, bounds: "tuple[float, float] | None") -> N
     if np.isnan(x).any() or np.isinf(x).any():
         raise ValueError(f"{name}: {int((~np.isfinite(x)).sum())} value(s) not a number; "
                          "every question needs a value (NaN is no score of 0)")
-    if bounds and x.size and (x.min() < bounds[0] or x.max() > bounds[1]):
+    if bounds and x.size and (x.min() < bounds[0] - ROUNDING or x.max() > bounds[1] + ROUNDING):
         raise ValueError(f"{name}: values outside the measure's range {bounds}: {x.min():g} .. {x.max():g}")
 
 
@@ -120,6 +122,8 @@ def ppi_mean(judged: Sequence[float], human: Sequence[float], judged_human: Sequ
     yhat, y, yh = (np.asarray(v, dtype=np.float64) for v in (judged, human, judged_human))
     for name, x in (("judged", yhat), ("human", y), ("judged_human", yh)):
         _refuse(name, x, bounds)
+    if bounds:  # an nDCG of 1 computed as 1.0000000000000002
+        yhat, y, yh = (np.clip(x, *bounds) for x in (yhat, y, yh))
     n, N = len(y), len(yhat)
     if binary and not all(np.isin(x, (0.0, 1.0)).all() for x in (yhat, y, yh)):
         raise ValueError("binary: a 0/1 measure's values are 0 or 1 per question")

@@ -19,6 +19,7 @@ import html
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from . import cost, table
+from .judged import ppi_lines
 from .misses import miss_lines, segment_lines
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
@@ -106,6 +107,8 @@ def _scores(verdict: Verdict) -> Section | None:
     lines += ["", *legend] if legend else []
     fresh = table.freshness_lines(verdict, markdown=True)
     lines += ["", *fresh] if fresh else []
+    estimates = ppi_lines(verdict)  # what the ~ppi columns rest on
+    lines += ["", *(f"- {x}" for x in estimates)] if estimates else []
     return _folded(f"Scores: {_names([e.engine for e in evaluations])} on {sets} ({questions} questions; "
                    f"{', '.join(verdict.measures)}; 95% intervals)", lines)
 

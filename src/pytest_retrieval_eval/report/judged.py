@@ -60,7 +60,7 @@ def _rests_on(verdict: Verdict, e: Any, ks: list[int]) -> list[str]:
     parts, gated = [], _gated(verdict)
     for k in ks:
         unjudged = 1.0 - e.mean(f"judged@{k}")
-        names = [m for m in gated if (p := Measure.parse(m)).k == k and not p.judged and not p.freshness]
+        names = [m for m in gated if (p := Measure.parse(m)).k == k and not p.judge_dependent and not p.freshness]
         if not names or not unjudged > 1.0 - LOW_JUDGED:
             continue
         after = f" ({1.0 - e.mean(f'judged@{k}+judged'):.0%}{' with the judgments' if not parts else ''})" \
@@ -88,6 +88,29 @@ def moved_most(verdict: Verdict) -> str | None:
             + (f"; {others}" if others else ""))
 
 
+def ppi_lines(verdict: Verdict) -> list[str]:
+    """What the ``~ppi`` estimates rest on: the human-judged questions, the judge they correct,
+    and per engine what each is worth in human-judged questions, or why it fell back to them alone."""
+    found = verdict.estimates
+    if not found:
+        return []
+    sizes = sorted({(x.ppi.n, x.ppi.N) for x in found})
+    rests = ", ".join(f"{n} of {N}" for n, N in sizes)
+    out = [f"~ppi: prediction-powered from {rests} questions people judged completely (a worksheet), correcting "
+           f"judge {found[0].judge}: each interval is the estimate's own, or the people's alone where the judge "
+           "does not narrow it"]
+    several = len({x.labeled for x in found}) > 1
+    by_engine: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for x in found:
+        said = (f"human-only: {x.ppi.note.split(':')[0]}" if x.ppi.fell_back else
+                f"worth {x.ppi.effective_n:.0f} human-judged questions")
+        by_engine.setdefault((x.engine, x.labeled), {}).setdefault(said, []).append(x.measure)
+    out += [f"{engine}{f' ({labeled})' if several else ''}: "
+            + "; ".join(f"{', '.join(names)} {said}" for said, names in groups.items())
+            for (engine, labeled), groups in by_engine.items()]
+    return out
+
+
 def judged_lines(verdict: Verdict, *, markdown: bool = False, width: int = 80) -> list[str]:
     """One line per engine with judged@k at the table's cutoffs (and with the judgments, when a
     run has them), when the labels judge fewer than two documents per question or judgments fill
@@ -98,6 +121,7 @@ def judged_lines(verdict: Verdict, *, markdown: bool = False, width: int = 80) -
     run, use = verdict.run, used(verdict.run)
     few = [e for e in run.evaluations if e.labeled.qrels.judges_few() or e.judge is not None]
     top = use.lines() if use is not None else []
+    top += ppi_lines(verdict)
     moved = moved_most(verdict)
     top += [moved] if moved else []
     if not ks or not few:

@@ -107,7 +107,7 @@ def legend(verdict: Verdict, *, markdown: bool = False) -> list[str]:
 
 def short(measure: str) -> str:
     """A column header: freshness measures without their family prefix, judged twins without
-    their suffix (their table says so), so that each table fits."""
+    their suffix (their table says so; a ``~ppi`` estimate keeps its own), so that each table fits."""
     if measure.endswith("+judged"):
         measure = measure[: -len("+judged")]
     return measure.split(".", 1)[1] if measure.startswith("freshness.") else measure
@@ -158,7 +158,7 @@ def render(verdict: Verdict, *, ci: bool = True, detail: bool = True) -> list[st
     from ..ir.measures import Measure
 
     relevance = [m for m in verdict.measures if not m.startswith("freshness.")]
-    judged = [m for m in relevance if Measure.parse(m).judged]
+    judged = [m for m in relevance if Measure.parse(m).judge_dependent]  # +judged and ~ppi twins
     relevance = [m for m in relevance if m not in judged]
     fresh = [m for m in verdict.measures if m.startswith("freshness.")]
     lines = _grid(verdict, relevance, "engine", ci=ci) + legend(verdict)
