@@ -23,6 +23,15 @@ from ..errors import RetrievalEvalError
 
 #: the suffix of a measure computed on human labels plus judgments: ``ndcg@10+judged``
 JUDGED = "judged"
+#: the suffix of a measure estimated from the judge's grades with prediction-powered inference
+PPI = "~ppi"
+
+
+def judge_dependent(name: str) -> bool:
+    """Does the quantity ``name`` read an LLM judge's grades: a measure on the judged labels
+    (``ndcg@10+judged``, ``shadow.hit@5+judged``) or estimated with them (``ndcg@10~ppi``)? Such a
+    rule gates only with a judge that passed ``judge --validate`` (``gate/verdict.py``)."""
+    return f"+{JUDGED}" in name or name.endswith(PPI)
 
 
 @dataclass(frozen=True)
@@ -211,6 +220,11 @@ class Measure:
     def judged(self) -> bool:
         """Computed on the human labels plus the judgments (``+judged``)."""
         return self.labels == JUDGED
+
+    @property
+    def judge_dependent(self) -> bool:
+        """Does it read an LLM judge's grades (``judge_dependent``)?"""
+        return judge_dependent(self.name)
 
     @property
     def on_human_labels(self) -> "Measure":
