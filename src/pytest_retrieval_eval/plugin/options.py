@@ -278,7 +278,7 @@ OPTIONS: tuple[Option, ...] = (
            "failed judge --validate (below its kappa floor); without it such a judge fails the run instead", False,
            kind="switch", cli=("report",)),
     Option("judges", "read a panel of the file's judges by majority instead of the newest judge: their fingerprints "
-           "(a prefix will do), comma-separated, or all", None, metavar="FP,FP,...|all", cli=("report", "judge")),
+           "(a prefix will do), comma-separated, or all", None, metavar="FP,FP,...", cli=("report", "judge")),
     Option("judge", "at the end of the run, grade the unjudged documents of each engine's top K with an LLM into "
            "the judgments file first (calls the endpoint of question generation; asks only what the file lacks)",
            False, kind="switch", ini=None),
