@@ -114,11 +114,11 @@ class Panel:
 
     def __post_init__(self) -> None:
         unique = {m.fingerprint: m for m in self.members}
-        object.__setattr__(self, "members", tuple(unique[f] for f in sorted(unique)))
+        object.__setattr__(self, "members", tuple(sorted(unique.values(), key=lambda m: (m.model, m.fingerprint))))
 
     @property
     def fingerprint(self) -> str:
-        return sha256_text(canonical_json({"panel": [m.fingerprint for m in self.members]}))[:16]
+        return sha256_text(canonical_json({"panel": sorted(m.fingerprint for m in self.members)}))[:16]
 
     @property
     def model(self) -> str:
