@@ -437,8 +437,7 @@ def _attach(run, judgments: str, corpus: str | None, *, results: str | None = No
 
     found = attach_file(run, Path(judgments), shown_path=str(judgments),
                         corpus=open_corpus(corpus).load() if corpus else None,
-                        results=results,
-                        panel=panel_of(panel))
+                        results=results, panel=panel_of(panel), corpus_path=corpus)
     if found is None:
         raise RetrievalEvalError(f"{judgments}: no judgment by an LLM judge in the file (a worksheet's human "
                                  "grades fill no hole; python -m pytest_retrieval_eval judge --help)")
@@ -524,7 +523,8 @@ def _judge(args) -> int:
 
         found = attach(run, judgments, shown_path=str(path), judge=judge.fingerprint,
                        fingerprints={d.doc_id: d.fingerprint for d in corpus.docs},
-                       validations=load_validations(validation_path(path)), results=str(args.results))
+                       validations=load_validations(validation_path(path)), results=str(args.results),
+                       corpus=str(args.corpus) if args.corpus else None)
         if args.judges:
             print(f"the panel's members: {judgments.agreement(judge, ('hole',)).describe()}")
         for e in run.evaluations:

@@ -111,8 +111,8 @@ def test_a_failed_judge_without_rules_on_its_grades_only_warns():
 
 def test_without_a_results_file_the_command_says_how_to_write_one():
     verdict = verdict_of(judged_run({JUDGE.fingerprint: FAILED}, results=None), settings(*RULES))
-    assert ("`python -m pytest_retrieval_eval judge out/results.json --validate --judgments=j.jsonl --model=model-a "
-            "(the run's results.json: write it with --retrieval-report-dir=out)`") in verdict.failures[0]
+    assert ("`python -m pytest_retrieval_eval judge out/results.json --validate --judgments=j.jsonl --model=model-a` "
+            "(the run's results.json: write it with --retrieval-report-dir=out), or gate") in verdict.failures[0]
 
 
 def test_the_command_validates_a_judge_of_votes_and_a_panel_as_they_were_asked():

@@ -125,6 +125,8 @@ class JudgmentsUsed:
     results: str | None = None
     #: a panel's members' agreement on the pairs all of them graded (``data.judgments.Agreement``)
     agreement_of_members: dict[str, Any] | None = None
+    #: the corpus the judge reads, as shown, for the ``judge`` command (None: the one the run recorded)
+    corpus: str | None = None
 
     @property
     def validation_state(self) -> str:
@@ -144,9 +146,15 @@ class JudgmentsUsed:
                f"--model={shlex.quote(self.judge.asked_as or self.judge.model)}"
                + (f" --votes={self.judge.votes}" if self.judge.votes != 1 else "")
                + (f" --temperature={self.judge.temperature:g}" if self.judge.temperature else ""))
+        corpus = f" --corpus={shlex.quote(self.corpus)}" if self.corpus else ""
         command = (f"python -m pytest_retrieval_eval judge {shlex.quote(results)} --validate "
-                   f"--judgments={shlex.quote(self.path)} {who}")
-        return command if self.results else f"{command} (the run's results.json: write it with --retrieval-report-dir=out)"
+                   f"--judgments={shlex.quote(self.path)}{corpus} {who}")
+        return command
+
+    def validate_hint(self) -> str:
+        """The command in backticks, and where its results.json comes from when the run wrote none."""
+        note = "" if self.results else " (the run's results.json: write it with --retrieval-report-dir=out)"
+        return f"`{self.validate_command()}`{note}"
 
     def validation_text(self) -> str:
         """What the stored validation says of the judge, in one clause."""
@@ -163,7 +171,7 @@ class JudgmentsUsed:
         out = []
         if self.validation_state == "unvalidated":
             out.append(f"judge not validated: {self.judge.model} ({self.judge.fingerprint}) has no stored "
-                       f"validation beside {self.path}; run `{self.validate_command()}`")
+                       f"validation beside {self.path}; run {self.validate_hint()}")
         elif self.validation_state == "failed":
             out.append(f"judge {self.judge.model} ({self.judge.fingerprint}) failed validation: "
                        f"{self.validation_text()}; its +judged numbers are doubtful")
@@ -220,7 +228,8 @@ class JudgmentsUsed:
                 "unkeyed": self.unkeyed, "cut_off": self.cut_off,
                 **({"validation": self.validation} if self.validation is not None else {}),
                 **({"results": self.results} if self.results is not None else {}),
-                **({"members_agreement": self.agreement_of_members} if self.agreement_of_members is not None else {})}
+                **({"members_agreement": self.agreement_of_members} if self.agreement_of_members is not None else {}),
+                **({"corpus": self.corpus} if self.corpus is not None else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "JudgmentsUsed":
@@ -228,7 +237,7 @@ class JudgmentsUsed:
                    [tuple(p) for p in d.get("stale", [])], int(d.get("other_judges", 0)), int(d.get("calibrated", 0)),
                    d.get("kappa"), d.get("agreement"), bool(d.get("one_sided", False)), bool(d.get("checked", True)),
                    [tuple(p) for p in d.get("reworded", [])], int(d.get("unkeyed", 0)), d.get("cut_off"),
-                   d.get("validation"), d.get("results"), d.get("members_agreement"))
+                   d.get("validation"), d.get("results"), d.get("members_agreement"), d.get("corpus"))
 
 
 def question_hashes(run: RunResults) -> dict[str, set[str]]:
@@ -266,12 +275,14 @@ def hole_grades(human: Qrels, fresh: Mapping[str, Mapping[str, Judgment]], asked
 
 def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str | None = None,
            fingerprints: Mapping[str, str] | None = None, validations: Mapping[str, Mapping[str, Any]] | None = None,
-           results: str | None = None, panel: Sequence[str] = ()) -> JudgmentsUsed | None:
+           results: str | None = None, panel: Sequence[str] = (), corpus: str | None = None
+           ) -> JudgmentsUsed | None:
     """Give ``run`` evaluations with the judge's labels of the holes (fresh ones only; a human
     label always wins) and record on it what they rest on; None when the file holds no judgment.
     ``panel``: the fingerprints (prefixes, or ``all``) of judges read as one, by majority
     (``Judgments.with_panel``), in place of ``judge``; ``validations``: judge fingerprint -> what
-    ``judge --validate`` stored (``data.validation``); ``results``: the run's results.json as shown."""
+    ``judge --validate`` stored (``data.validation``); ``results``, ``corpus``: the run's
+    results.json and corpus as shown (what the command that validates the judge reads)."""
     members: tuple[Judge, ...] = ()
     agreement = None
     if panel:
@@ -304,7 +315,7 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
                            calibration.agreement if calibration.n else None, calibration.n > 0 and calibration.one_sided,
                            fingerprints is not None, sorted(reworded - used), len(unkeyed & used),
                            getattr(judgments, "cut_off", None), _validation(validations, current.fingerprint), results,
-                           agreement)
+                           agreement, corpus)
     run.judgments = record.to_dict()
     return record
 
@@ -380,8 +391,8 @@ def judge_problem(now: Mapping[str, Any] | None, base: Mapping[str, Any] | None)
 
 
 def attach_file(run: RunResults, path: Any, *, shown_path: str, corpus: Any = None,
-                judge: str | None = None, results: str | None = None, panel: Sequence[str] = ()
-                ) -> JudgmentsUsed | None:
+                judge: str | None = None, results: str | None = None, panel: Sequence[str] = (),
+                corpus_path: str | None = None) -> JudgmentsUsed | None:
     """``attach`` the judgments of the file at ``path``, their staleness checked against
     ``corpus`` when given (doc id -> fingerprint), by the judge ``judge`` names (default: the
     newest) or the ``panel`` of judges; with the validations ``judge --validate`` stored beside it."""
@@ -389,7 +400,8 @@ def attach_file(run: RunResults, path: Any, *, shown_path: str, corpus: Any = No
 
     fingerprints = {d.doc_id: d.fingerprint for d in corpus.docs} if corpus is not None else None
     return attach(run, Judgments.load(path), shown_path=shown_path, judge=judge, fingerprints=fingerprints,
-                  validations=load_validations(validation_path(path)), results=results, panel=panel)
+                  validations=load_validations(validation_path(path)), results=results, panel=panel,
+                  corpus=corpus_path)
 
 
 def candidate_pairs(candidates: Any, run: RunResults) -> list[Pair]:

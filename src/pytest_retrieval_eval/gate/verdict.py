@@ -144,7 +144,7 @@ def _failed_judge(run: RunResults, s: GateSettings) -> tuple[Failure | None, lis
         return None, [f"{shown} gated on the grades of {who}, which failed judge --validate "
                       f"({judge.validation_text()}): allowed by --retrieval-allow-failed-judge"]
     return Failure("judge", f"{who} failed judge --validate ({judge.validation_text()}), so the rule(s) on its "
-                            f"grades are not gated: {shown}; validate it again with `{judge.validate_command()}`, "
+                            f"grades are not gated: {shown}; validate it again with {judge.validate_hint()}, "
                             "or gate on it anyway with --retrieval-allow-failed-judge"), []
 
 

@@ -347,7 +347,8 @@ class RetrievalSession:
             report_dir = self.config.report.report_dir
             found = attach_file(run, path, shown_path=shown(path), corpus=corpus, judge=judge,
                                 results=shown(report_dir / "results.json") if report_dir is not None else None,
-                                panel=self.config.judging.panel)
+                                panel=self.config.judging.panel,
+                                corpus_path=shown(self.config.data.corpus) if self.config.data.corpus else None)
         except RetrievalEvalError as exc:
             return [f"judgments {shown(path)}: {exc}"]
         if found is None:
