@@ -118,3 +118,12 @@ def test_a_run_reads_several_models_as_one_panel_and_says_how_they_agree(project
     assert "judge-a ~ judge-b" in text
     assert f"judge not validated: panel of 3 (judge-a, judge-b, judge-c) ({panel.fingerprint})" in text
     assert f"--judges={','.join(m.fingerprint for m in panel.members)}" in text
+    rebuilt = command(["report", str(p.path / "out" / "results.json"), "-v"])
+    assert rebuilt.returncode == 0 and "the panel's members: Fleiss' kappa 1.00" in flat(rebuilt.stdout)
+    again = command(["report", str(p.path / "out" / "results.json"), "--judgments=j.jsonl",
+                     f"--judges={panel.members[0].fingerprint[:8]},{panel.members[1].fingerprint}", "-v"])
+    two = Panel(panel.members[:2])
+    assert again.returncode == 0 and f"panel fingerprint {two.fingerprint}" in flat(again.stdout)
+    alone = command(["report", str(p.path / "out" / "results.json"), "--judges=all"])
+    assert alone.returncode == 2
+    assert "--judges reads a panel of the judges of a judgments file: give --judgments=PATH too" in alone.stderr

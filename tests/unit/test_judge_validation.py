@@ -210,3 +210,27 @@ def test_a_panel_is_validated_like_one_judge_with_its_members_agreement_stored_a
     capsys.readouterr()
     assert cli([*argv[:-2], "--judges=all", "--model=good", argv[-1]]) == 2
     assert "--judges names the panel's judges, each with its own model: leave out --model" in capsys.readouterr().err
+
+
+def test_judge_with_a_panel_has_each_member_grade_the_holes_it_lacks_and_says_how_they_agree(
+        fake_api, tmp_path, capsys):
+    from pytest_retrieval_eval.data.judgments import Panel
+
+    fake_api.script("/chat/completions", Reply(200, grades_by_model))
+    results, judgments = saved(tmp_path)
+    hole = ["judge", str(results), f"--corpus={CORPUS}", f"--judgments={judgments}", "--judge-depth=5"]
+    assert cli([*hole, "--judge-model=good"]) == 0
+    one = len(fake_api.hits("/chat/completions"))
+    assert cli([*hole, "--judge-model=bad", "--judge-depth=3"]) == 0  # bad grades the top 3 only
+    members = Judgments.load(judgments).judges(people=False)
+    capsys.readouterr()
+    asked = len(fake_api.hits("/chat/completions"))
+    assert cli([*hole, "--judges=all"]) == 0
+    out = capsys.readouterr().out
+    assert len(fake_api.hits("/chat/completions")) - asked == one - (asked - one)  # bad's missing top 4-5 only
+    panel = Panel(tuple(members))
+    file = Judgments.load(judgments)
+    both = {(j.query_id, j.doc_id) for j in file if j.kind == "hole" and j.judge == members[0]}
+    assert both == {(j.query_id, j.doc_id) for j in file if j.kind == "hole" and j.judge == members[1]}
+    assert "the panel's members: Fleiss' kappa" in out and f"over the {one} pair(s) all 2 graded" in out
+    assert f"--judges={','.join(m.fingerprint for m in panel.members)}" in out  # validate the panel, not a member
