@@ -144,3 +144,13 @@ def test_a_panels_validation_is_read_by_its_own_fingerprint(state, kind):
            validations={panel.fingerprint: state, JUDGE.fingerprint: PASSED, OTHER.fingerprint: PASSED})
     verdict = verdict_of(run, settings("one:hit@1+judged>=0.5"))
     assert [f.kind for f in verdict.failures] == kind
+
+
+def test_a_validation_made_on_other_labels_is_read_and_said_to_be_of_other_labels():
+    fingerprint = LABELED.fingerprint
+    same = verdict_of(judged_run({JUDGE.fingerprint: {**PASSED, "labeled": [fingerprint]}}), settings(*RULES))
+    assert not any("validated on other labels" in w for w in same.warnings)
+    other = verdict_of(judged_run({JUDGE.fingerprint: {**PASSED, "labeled": ["0" * 64]}}), settings(*RULES))
+    assert [f.kind for f in other.failures] == ["rule"]  # it passed: its rules gate on their numbers
+    assert any(w.startswith(f"judge model-a ({JUDGE.fingerprint}) was validated on other labels than this run's")
+               and w.endswith("--model=model-a`") for w in other.warnings)

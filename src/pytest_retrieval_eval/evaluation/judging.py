@@ -175,6 +175,10 @@ class JudgmentsUsed:
         elif self.validation_state == "failed":
             out.append(f"judge {self.judge.model} ({self.judge.fingerprint}) failed validation: "
                        f"{self.validation_text()}; its +judged numbers are doubtful")
+        if self.validation is not None and self.validation.get("other_labels"):
+            out.append(f"judge {self.judge.model} ({self.judge.fingerprint}) was validated on other labels than this "
+                       f"run's (its stored validation is of another labeled set, or an older version of it): validate "
+                       f"it on these with {self.validate_hint()}")
         if self.kappa is not None and self.kappa == self.kappa and self.kappa < KAPPA_FLOOR and not self.one_sided:
             out.append(f"judge {self.judge.model} ({self.judge.fingerprint}) agrees with the human labels at Cohen's "
                        f"kappa {self.kappa:.2f} on {self.calibrated} calibrated pairs, below {KAPPA_FLOOR}: its "
@@ -314,18 +318,24 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
                            calibration.n, calibration.kappa if calibration.n else None,
                            calibration.agreement if calibration.n else None, calibration.n > 0 and calibration.one_sided,
                            fingerprints is not None, sorted(reworded - used), len(unkeyed & used),
-                           getattr(judgments, "cut_off", None), _validation(validations, current.fingerprint), results,
+                           getattr(judgments, "cut_off", None), _validation(validations, current.fingerprint, run), results,
                            agreement, corpus)
     run.judgments = record.to_dict()
     return record
 
 
-def _validation(validations: Mapping[str, Mapping[str, Any]] | None, fingerprint: str) -> dict[str, Any] | None:
-    """What a run records of the judge's stored validation: its numbers, not its tables."""
+def _validation(validations: Mapping[str, Mapping[str, Any]] | None, fingerprint: str, run: RunResults
+                ) -> dict[str, Any] | None:
+    """What a run records of the judge's stored validation: its numbers, not its tables, and
+    whether it was made on other labeled sets than the run's (``other_labels``)."""
     found = (validations or {}).get(fingerprint)
     if found is None:
         return None
-    return {k: found.get(k) for k in ("kappa", "base_rate", "pairs", "one_sided", "floor", "passed")}
+    out = {k: found.get(k) for k in ("kappa", "base_rate", "pairs", "one_sided", "floor", "passed")}
+    labeled = found.get("labeled")
+    if isinstance(labeled, list) and not {e.labeled.fingerprint for e in run.evaluations} <= set(labeled):
+        out["other_labels"] = True
+    return out
 
 
 def used(run: RunResults) -> JudgmentsUsed | None:
