@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="a results.json written by --retrieval-report-dir or --retrieval-save-baseline; or merge "
                           "followed by every slice's results.json (--retrieval-slice I/N jobs)")
     add_to_argparse(rep, "report", alpha=None, measures=None, noise_aware=None, baseline_force=None,
-                    correction=None, confidence=None, corpus=None)
+                    correction=None, confidence=None, corpus=None, allow_failed_judge=None)
     rep.add_argument("--out", default=None, metavar="DIR",
                      help="write the report folder (results.md, results.json, per_query.jsonl, runs/, qrels, plot)")
     rep.add_argument("--html", default=None, metavar="PATH", help="write the drill-down page")
@@ -284,13 +284,17 @@ def _report(args) -> int:
 
     saved = _results_of(args)
     run, settings = saved.run, saved.settings
+    if args.judges is not None and args.judgments is None:
+        raise RetrievalEvalError("--judges reads a panel of the judges of a judgments file: give --judgments=PATH too")
     if args.judgments is not None:
-        _attach(run, args.judgments, args.corpus)
+        _attach(run, args.judgments, args.corpus, results=None if getattr(args, "merged", None) else args.results,
+                panel=args.judges)
     baseline_path = args.baseline if args.baseline is not None else settings.baseline
     if args.max_drop and baseline_path is None:
         raise RetrievalEvalError("--max-drop compares with a baseline: give --baseline PATH")
     # judged anew with what the command line changes, everything else (shadows too) as recorded
-    given = {key: value for key in ("alpha", "noise_aware", "baseline_force", "correction", "confidence")
+    given = {key: value for key in ("alpha", "noise_aware", "baseline_force", "correction", "confidence",
+                                    "allow_failed_judge")
              if (value := getattr(args, key)) is not None}
     given.update({key: [(text, f"--{key.replace('_', '-')}") for text in value]
                   for key in ("threshold", "max_drop", "by", "prices") if (value := getattr(args, key)) is not None})
@@ -424,13 +428,16 @@ def _results_of(args):
     return Saved(run, settings)
 
 
-def _attach(run, judgments: str, corpus: str | None):
-    """The file's judgments on every evaluation of ``run`` (staleness checked with a corpus)."""
+def _attach(run, judgments: str, corpus: str | None, *, results: str | None = None, panel: str | None = None):
+    """The file's judgments on every evaluation of ``run`` (staleness checked with a corpus), by
+    the newest judge or the ``panel`` (``--judges``)."""
     from .data.corpus import open_corpus
     from .evaluation.judging import attach_file
+    from .plugin.config import panel_of
 
     found = attach_file(run, Path(judgments), shown_path=str(judgments),
-                        corpus=open_corpus(corpus).load() if corpus else None)
+                        corpus=open_corpus(corpus).load() if corpus else None,
+                        results=results, panel=panel_of(panel), corpus_path=corpus)
     if found is None:
         raise RetrievalEvalError(f"{judgments}: no judgment by an LLM judge in the file (a worksheet's human "
                                  "grades fill no hole; python -m pytest_retrieval_eval judge --help)")
@@ -478,8 +485,7 @@ def _judge(args) -> int:
     import shlex
 
     from .data.corpus import open_corpus
-    from .data.judge import JudgeConfig, judge_pairs
-    from .data.judgments import Judgments
+    from .data.judge import JudgeConfig
     from .gate.saved import load_run
     from .evaluation.judging import attach, candidate_pairs, candidates_record, pairs, pool
 
@@ -508,14 +514,19 @@ def _judge(args) -> int:
     ks = sorted({args.judge_depth, 10})
     before = {e.key: {**{k: e.mean(f"judged@{k}") for k in ks}, "ndcg@10": e.mean("ndcg@10")}
               for e in run.evaluations}
-    report = judge_pairs(todo, path, config, progress=lambda m: print(m, flush=True))
     print(f"{path}: pooled {len(holes)} unjudged document(s) of the top {args.judge_depth} of "
-          f"{', '.join(engines) or 'every engine'}; {report.summary()}"
-          + (f"; {len(missing)} not in the corpus ({', '.join(missing[:3])})" if missing else ""))
-    judgments = Judgments.load(path)
-    if any(j.judge.fingerprint == report.judge.fingerprint for j in judgments):  # none when humans judged every one
-        found = attach(run, judgments, shown_path=str(path), judge=report.judge.fingerprint,
-                       fingerprints={d.doc_id: d.fingerprint for d in corpus.docs})
+          f"{', '.join(engines) or 'every engine'}"
+          + (f"; {len(missing)} not in the corpus ({', '.join(missing[:3])})" if missing else ""), flush=True)
+    judge, judgments, failed = _grade(todo, path, config, args)
+    if any(j.judge.fingerprint == judge.fingerprint for j in judgments):  # none when humans judged every one
+        from .data.validation import load as load_validations, validation_path
+
+        found = attach(run, judgments, shown_path=str(path), judge=judge.fingerprint,
+                       fingerprints={d.doc_id: d.fingerprint for d in corpus.docs},
+                       validations=load_validations(validation_path(path)), results=str(args.results),
+                       corpus=str(args.corpus) if args.corpus else None)
+        if args.judges:
+            print(f"the panel's members: {judgments.agreement(judge, ('hole',)).describe()}")
         for e in run.evaluations:
             was = before[e.key]
             judged = ", ".join(f"judged@{k} {was[k]:.3f} -> {e.mean(f'judged@{k}+judged'):.3f}" for k in ks)
@@ -530,18 +541,17 @@ def _judge(args) -> int:
 
         split = Chunking(split_length=args.split_length, split_overlap=args.split_overlap)
         record = candidates_record(candidates, corpus, split, shown_path=str(args.candidates), weight=0.0,
-                                   judgments=judgments, judge=report.judge, run=run)
+                                   judgments=judgments, judge=judge, run=run)
         print(f"candidates ({len(record['items'])} from {args.candidates}), lexical novelty against {corpus_arg}:")
         for item in record["items"]:
             print(f"  {Novelty.from_dict(item).describe()}")
-    return 1 if report.failed else 0
+    return 1 if failed else 0
 
 
 def _agreement(run, corpus, corpus_arg: str, args, config, path: Path) -> int:
     """``judge --calibrate`` and ``--validate``: the judge grades documents the humans judged, and
     its agreement with them is printed; ``--validate`` hides every human label (relevant and not,
     a worksheet's too), draws uniformly, stores the result per judge and fails below the floor."""
-    from .data.judge import judge_pairs
     from .data.judgments import Judgments
     from .data.validation import store, validation_path
     from .evaluation.judging import calibration_pairs, engine_order, question_hashes
@@ -553,18 +563,26 @@ def _agreement(run, corpus, corpus_arg: str, args, config, path: Path) -> int:
     if not todo:
         raise RetrievalEvalError(f"none of the documents the labels judge is in the corpus {corpus_arg}: give the "
                                  "corpus the run searched with --corpus=PATH", path=args.results)
-    report = judge_pairs(todo, path, config, progress=lambda m: print(m, flush=True))
-    print(f"{path}: {report.summary()}")
-    judgments = Judgments.load(path)
+    judge, judgments, failed = _grade(todo, path, config, args)
+    agreement = None
     if args.validate:
-        calibration, order, missing = measured(run, drawn, judgments, report.judge)
-        print(f"validation of {report.judge.describe()} on {calibration.n} of the {len(hidden)} human label(s) "
+        calibration, order, missing = measured(run, drawn, judgments, judge)
+        print(f"validation of {judge.describe()} on {calibration.n} of the {len(hidden)} human label(s) "
               f"hidden from it (a seeded uniform draw of --sample={args.sample})"
               + (f"; {missing} not graded (failed)" if missing else "") + ":")
+        if args.judges:  # the members' agreement on the drawn pairs they all graded
+            from .data.judgments import Agreement
+
+            rows = [j.votes for h in drawn if (j := judgments.get(h.pair.query_id, h.pair.doc_id, judge, h.pair.kind))]
+            agreement = Agreement.of(judge.members, rows)
     else:
-        calibration = judgments.calibration(report.judge, question_hashes(run))
-        order = engine_order(run, judgments.of_kind("calibration", report.judge, question_hashes(run)))
-        print(f"calibration of {report.judge.describe()} on {calibration.n} pairs the humans judged:")
+        calibration = judgments.calibration(judge, question_hashes(run))
+        order = engine_order(run, judgments.of_kind("calibration", judge, question_hashes(run)))
+        print(f"calibration of {judge.describe()} on {calibration.n} pairs the humans judged:")
+        if args.judges:
+            agreement = judgments.agreement(judge, ("calibration",))
+    if agreement is not None:
+        print(f"the panel's members: {agreement.describe()}")
     print(f"{calibration.describe()} (relevant: human grade >= 1, a worksheet's and the judge's >= {RELEVANT_FROM}; "
           f"below kappa {KAPPA_FLOOR} every run using this judge warns)")
     if calibration.n:
@@ -573,16 +591,46 @@ def _agreement(run, corpus, corpus_arg: str, args, config, path: Path) -> int:
     print("\n".join(calibration.confusion_lines()))
     print("\n".join(order.lines()))
     if not args.validate:
-        return 1 if report.failed else 0
-    if report.failed:
+        return 1 if failed else 0
+    if failed:
         print("not stored: some pairs failed; run it again to ask for them")
         return 1
     where = validation_path(path)
-    store(where, report.judge.fingerprint, record(run, calibration, order, len(hidden)))
+    stored = record(run, calibration, order, len(hidden))
+    if agreement is not None:
+        stored["members_agreement"] = agreement.to_dict()
+    store(where, judge.fingerprint, stored)
     ok = passes(calibration)
-    print(f"judge {report.judge.fingerprint} {'meets' if ok else 'FAILS'} the floor (Cohen's kappa >= {KAPPA_FLOOR} on "
+    print(f"judge {judge.fingerprint} {'meets' if ok else 'FAILS'} the floor (Cohen's kappa >= {KAPPA_FLOOR} on "
           f"human labels of both kinds); stored in {where}")
     return 0 if ok else 1
+
+
+def _grade(todo, path: Path, config, args):
+    """(the judge, the file's judgments as it reads them, whether some pair failed) after the
+    judge grades ``todo``: the one judge of ``config``, or each member of the panel ``--judges``
+    names (then read as one, by majority)."""
+    from .data.judge import judge_pairs, judge_panel
+    from .data.judgments import Judgments
+
+    progress = lambda m: print(m, flush=True)  # noqa: E731
+    if not args.judges:
+        report = judge_pairs(todo, path, config, progress=progress)
+        print(f"{path}: {report.summary()}")
+        return report.judge, Judgments.load(path), bool(report.failed)
+    if args.judge_model:
+        raise RetrievalEvalError("--judges names the panel's judges, each with its own model: leave out --model")
+    panel, reports = judge_panel(todo, path, _panel_of(args), config, progress=progress)
+    for report in reports:
+        print(f"{path}: {report.summary()}")
+    judgments, panel = Judgments.load(path).with_panel([m.fingerprint for m in panel.members])
+    return panel, judgments, any(r.failed for r in reports)
+
+
+def _panel_of(args) -> tuple[str, ...]:
+    from .plugin.config import panel_of
+
+    return panel_of(args.judges)
 
 
 def _write_worksheet(run, corpus, corpus_arg: str, args) -> int:

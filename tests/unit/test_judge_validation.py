@@ -173,3 +173,64 @@ def test_a_smaller_sample_is_a_seeded_uniform_draw_of_the_hidden_labels(fake_api
     out = capsys.readouterr().out
     assert "on 6 of the 16 human label(s) hidden from it" in out and len(fake_api.hits("/chat/completions")) == 6
     assert f"Cohen's kappa {kappa:.2f}" in out and f"base rate: {sum(human) / 6:.0%} of the 6 human labels" in out
+
+
+def test_a_panel_is_validated_like_one_judge_with_its_members_agreement_stored_and_printed(fake_api, tmp_path, capsys):
+    """``good`` and ``twin`` grade alike and ``bad`` the other way round: the panel's majority is
+    ``good``'s, so its kappa is too; stored under the panel's own fingerprint, nothing asked twice."""
+    from pytest_retrieval_eval.data.judgments import Panel
+    from pytest_retrieval_eval.ir.stats import fleiss_kappa
+
+    fake_api.script("/chat/completions", Reply(200, grades_by_model))
+    results, judgments = saved(tmp_path)
+    for model in ("good", "twin", "bad"):
+        cli(validate(results, judgments, model))
+    members = Judgments.load(judgments).judges(people=False)
+    capsys.readouterr()
+    asked = len(fake_api.hits("/chat/completions"))
+    argv = validate(results, judgments, "good")
+    assert cli([*argv[:-2], "--judges=all", argv[-1]]) == 0
+    assert len(fake_api.hits("/chat/completions")) == asked  # every member's grade is in the file
+    out = capsys.readouterr().out
+    panel = Panel(tuple(members))
+    stored = load(validation_path(judgments))
+    assert stored[panel.fingerprint]["kappa"] == stored[members[0].fingerprint]["kappa"]  # good's
+    assert stored[panel.fingerprint]["judge"]["panel"][0]["model"] == "bad" and stored[panel.fingerprint]["passed"]
+    # the members on the 16 hidden labels: good and twin relevant alike, bad the other way round
+    good = [int(WRONG.get((q, d), agreeing(q, d)) >= 2) for q, docs in LABELS.items() for d in docs]
+    good += [int(WRONG.get((q, d), agreeing(q, d)) >= 2) for q, d in SHEET]
+    bad = [int(3 - agreeing(q, d) >= 2) for q, docs in LABELS.items() for d in docs]
+    bad += [int(3 - agreeing(q, d) >= 2) for q, d in SHEET]
+    fleiss = fleiss_kappa([[2 * (1 - g) + (1 - b), 2 * g + b] for g, b in zip(good, bad)])
+    assert "validation of a panel of 3 by majority (a tie to the lower grade): bad (temperature 0" in out
+    assert f"the panel's members: Fleiss' kappa {fleiss:.2f} on relevance" in out and "over the 16 pair(s) all 3" in out
+    assert "good ~ twin 1.00" in out
+    assert stored[panel.fingerprint]["members_agreement"]["fleiss"] == pytest.approx(fleiss, abs=1e-6)
+    assert f"judge {panel.fingerprint} meets the floor" in out
+    capsys.readouterr()
+    assert cli([*argv[:-2], "--judges=all", "--model=good", argv[-1]]) == 2
+    assert "--judges names the panel's judges, each with its own model: leave out --model" in capsys.readouterr().err
+
+
+def test_judge_with_a_panel_has_each_member_grade_the_holes_it_lacks_and_says_how_they_agree(
+        fake_api, tmp_path, capsys):
+    from pytest_retrieval_eval.data.judgments import Panel
+
+    fake_api.script("/chat/completions", Reply(200, grades_by_model))
+    results, judgments = saved(tmp_path)
+    hole = ["judge", str(results), f"--corpus={CORPUS}", f"--judgments={judgments}", "--judge-depth=5"]
+    assert cli([*hole, "--judge-model=good"]) == 0
+    one = len(fake_api.hits("/chat/completions"))
+    assert cli([*hole, "--judge-model=bad", "--judge-depth=3"]) == 0  # bad grades the top 3 only
+    members = Judgments.load(judgments).judges(people=False)
+    capsys.readouterr()
+    asked = len(fake_api.hits("/chat/completions"))
+    assert cli([*hole, "--judges=all"]) == 0
+    out = capsys.readouterr().out
+    assert len(fake_api.hits("/chat/completions")) - asked == one - (asked - one)  # bad's missing top 4-5 only
+    panel = Panel(tuple(members))
+    file = Judgments.load(judgments)
+    both = {(j.query_id, j.doc_id) for j in file if j.kind == "hole" and j.judge == members[0]}
+    assert both == {(j.query_id, j.doc_id) for j in file if j.kind == "hole" and j.judge == members[1]}
+    assert "the panel's members: Fleiss' kappa" in out and f"over the {one} pair(s) all 2 graded" in out
+    assert f"--judges={','.join(m.fingerprint for m in panel.members)}" in out  # validate the panel, not a member

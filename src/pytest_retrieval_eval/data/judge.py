@@ -28,7 +28,7 @@ from .._secrets import mask_and_cap, redact
 from .._usage import counting
 from ..errors import RetrievalEvalError
 from ..types import sha256_text
-from .judgments import Judge, Judgment, Judgments, append, question_sha256, rewrite
+from .judgments import Judge, Judgment, Judgments, Panel, append, majority, question_sha256, rewrite  # noqa: F401  (majority: re-exported)
 
 SYSTEM_PROMPT = "You are a search quality rater evaluating the relevance of passages."
 USER_PROMPT = """Given a query and a passage, you must provide a score on an integer scale of 0 to 3 with the following meanings:
@@ -111,11 +111,6 @@ def grade_of(content: str) -> int:
 
 class NoGrade(RetrievalEvalError):
     """An answer that states no grade: counted apart from calls that failed."""
-
-
-def majority(votes: Sequence[int]) -> int:
-    """The most given grade; a tie goes to the lower grade (a doubtful document is not relevant)."""
-    return max(sorted(set(votes)), key=lambda g: (votes.count(g), -g))
 
 
 @dataclass(frozen=True)
@@ -364,3 +359,27 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
         rewrite(path, Judgments([*existing, *written]))  # the file's lines and ours, under the lock
     report.seconds = time.perf_counter() - started
     return report
+
+
+def panel_configs(path: str | Path, members: Sequence[str], config: JudgeConfig) -> tuple[Panel, list[JudgeConfig]]:
+    """(the panel ``members`` names in the judgments file, a judge config per member at
+    ``config``'s endpoint: its model name as sent, temperature and votes), so each member grades
+    what the panel lacks as it graded before; a member asked at another host is refused by name."""
+    _, panel = Judgments.load(path).with_panel(members)
+    host = config.judge.host
+    out = []
+    for m in panel.members:
+        if m.host != host:
+            raise RetrievalEvalError(f"judge {m.fingerprint} ({m.model}) of the panel was asked at host {m.host or '?'}, "
+                                     f"not {host or '?'}: give its endpoint (--base-url, RETRIEVAL_EVAL_BASE_URL)",
+                                     path=path)
+        out.append(replace(config, model=m.asked_as or m.model, temperature=m.temperature, votes=m.votes))
+    return panel, out
+
+
+def judge_panel(pairs: Sequence[Pair], path: str | Path, members: Sequence[str], config: JudgeConfig, *,
+                progress: Callable[[str], None] | None = None) -> tuple[Panel, list[JudgingReport]]:
+    """Every member of the panel grades the pairs it lacks (``judge_pairs``, one member after the
+    other); the panel and each member's report."""
+    panel, configs = panel_configs(path, members, config)
+    return panel, [judge_pairs(pairs, path, c, progress=progress) for c in configs]

@@ -55,6 +55,11 @@ def judged_qrels(human: Qrels, judged: Mapping[str, Mapping[str, int]]) -> Qrels
                   for q, docs in human.judgements.items()})
 
 
+def majority(votes: Sequence[int]) -> int:
+    """The most given grade; a tie goes to the lower grade (a doubtful document is not relevant)."""
+    return max(sorted(set(votes)), key=lambda g: (votes.count(g), -g))
+
+
 def question_sha256(question: str) -> str:
     """The hash of a question as the judge reads it (whitespace folded): what a judgment is keyed by."""
     return sha256_text(" ".join(question.split()))
@@ -86,6 +91,8 @@ class Judge:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Judge":
+        if "panel" in d:  # a panel's record (results.json, a validation), never a line of the file
+            return Panel.from_dict(d)  # type: ignore[return-value]
         return cls(str(d["model"]), str(d["prompt_sha256"]), float(d.get("temperature", 0.0)), int(d.get("votes", 1)),
                    str(d.get("host", "")), str(d.get("asked_as") or ""))
 
@@ -94,6 +101,102 @@ class Judge:
         asked = f", asked as {self.asked_as}" if self.asked_as else ""
         return (f"{self.model} (temperature {self.temperature:g}, {votes}, host {self.host or '?'}{asked}, "
                 f"fingerprint {self.fingerprint})")
+
+
+@dataclass(frozen=True)
+class Panel:
+    """Several judges read as one: a pair's grade is the majority of the members' grades (a tie
+    to the lower grade, as a judge's own votes), given only where every member graded the pair
+    for the same question and document text. Its identity is its members': the fingerprint is
+    the hash of theirs, in any order, so validations and runs key on it as on one judge."""
+
+    members: tuple[Judge, ...]
+
+    def __post_init__(self) -> None:
+        unique = {m.fingerprint: m for m in self.members}
+        object.__setattr__(self, "members", tuple(sorted(unique.values(), key=lambda m: (m.model, m.fingerprint))))
+
+    @property
+    def fingerprint(self) -> str:
+        return sha256_text(canonical_json({"panel": sorted(m.fingerprint for m in self.members)}))[:16]
+
+    @property
+    def model(self) -> str:
+        return f"panel of {len(self.members)} ({', '.join(m.model for m in self.members)})"
+
+    # what a run and a message read of any judge
+    votes = property(lambda self: len(self.members))
+    temperature = property(lambda self: 0.0)
+    asked_as = property(lambda self: "")
+
+    def to_dict(self, *, fingerprint: bool = True) -> dict[str, Any]:
+        d = {"model": self.model, "panel": [m.to_dict(fingerprint=fingerprint) for m in self.members]}
+        return {**d, "fingerprint": self.fingerprint} if fingerprint else d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Panel":
+        return cls(tuple(Judge.from_dict(m) for m in d["panel"]))
+
+    def describe(self) -> str:
+        return (f"a panel of {len(self.members)} by majority (a tie to the lower grade): "
+                + "; ".join(m.describe() for m in self.members) + f"; panel fingerprint {self.fingerprint}")
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How a panel's members agree on the pairs every one of them graded: Fleiss' kappa on
+    relevance (the cut the ``+judged`` measures make) and on the 0-3 grades, Cohen's kappa on
+    relevance for each two members, and the share of pairs all call alike."""
+
+    #: (fingerprint, model) per member
+    members: tuple[tuple[str, str], ...]
+    pairs: int
+    fleiss: float
+    fleiss_grades: float
+    #: (fingerprint, fingerprint, Cohen's kappa on relevance)
+    pairwise: tuple[tuple[str, str, float], ...]
+    unanimous: float
+
+    @classmethod
+    def of(cls, members: Sequence[Judge], grades: Sequence[Sequence[int]]) -> "Agreement":
+        """From each pair's grades, one per member in ``members``' order."""
+        from ..ir.stats import cohen_kappa, fleiss_kappa
+
+        rel = [[int(is_judged_relevant(g)) for g in row] for row in grades]
+        fleiss = fleiss_kappa([[r.count(0), r.count(1)] for r in rel])
+        fleiss_grades = fleiss_kappa([[list(row).count(g) for g in GRADES] for row in grades])
+        pairwise = tuple((a.fingerprint, b.fingerprint, cohen_kappa([r[i] for r in rel], [r[j] for r in rel]))
+                         for i, a in enumerate(members) for j, b in enumerate(members) if i < j)
+        unanimous = sum(len(set(r)) == 1 for r in rel) / len(rel) if rel else float("nan")
+        return cls(tuple((m.fingerprint, m.model) for m in members), len(grades), fleiss, fleiss_grades, pairwise,
+                   unanimous)
+
+    def describe(self) -> str:
+        def k(x: float) -> str:
+            return f"{x:.2f}" if x == x else "undefined"
+
+        models = dict(self.members)
+        two = ", ".join(f"{models[a]} ~ {models[b]} {k(x)}" for a, b, x in self.pairwise)
+        share = f"{self.unanimous:.0%}" if self.unanimous == self.unanimous else "none"
+        return (f"Fleiss' kappa {k(self.fleiss)} on relevance ({k(self.fleiss_grades)} on the 0-3 grades) over the "
+                f"{self.pairs} pair(s) all {len(self.members)} graded, {share} unanimous; Cohen's kappa by two: {two}")
+
+    def to_dict(self) -> dict[str, Any]:
+        def number(x: float) -> float | None:
+            return None if x != x else round(x, 6)
+
+        return {"members": [list(m) for m in self.members], "pairs": self.pairs, "fleiss": number(self.fleiss),
+                "fleiss_grades": number(self.fleiss_grades),
+                "pairwise": [[a, b, number(x)] for a, b, x in self.pairwise], "unanimous": number(self.unanimous)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Agreement":
+        def number(x: Any) -> float:
+            return float("nan") if x is None else float(x)
+
+        return cls(tuple((str(f), str(m)) for f, m in d["members"]), int(d["pairs"]), number(d["fleiss"]),
+                   number(d["fleiss_grades"]), tuple((str(a), str(b), number(x)) for a, b, x in d["pairwise"]),
+                   number(d["unanimous"]))
 
 
 @dataclass(frozen=True)
@@ -373,6 +476,50 @@ class Judgments:
             raise RetrievalEvalError(f"{'no' if not found else 'more than one'} judge with fingerprint {fingerprint!r} "
                                      f"(in the file: {known})", path=self.path)
         return found[0]
+
+    def with_panel(self, members: Sequence[str]) -> tuple["Judgments", Panel]:
+        """(these judgments with the panel's, the panel) of the LLM judges ``members`` names by
+        fingerprint (a prefix will do), or ``all`` of them; two judges or more."""
+        judges = self.judges(people=False)
+        chosen = judges if [m.strip() for m in members] == ["all"] else [self.current(m.strip()) for m in members]
+        panel = Panel(tuple(j for j in chosen if j is not None))
+        if len(panel.members) < 2:
+            known = ", ".join(f"{j.fingerprint} ({j.model})" for j in judges) or "none"
+            raise RetrievalEvalError(f"a panel reads two judges or more by majority, got {len(panel.members)} "
+                                     f"(in the file: {known}); grade with another model first (judge --model=NAME)",
+                                     path=self.path)
+        found = Judgments([*self, *self.panel_judgments(panel)], self.path)
+        found.cut_off = self.cut_off
+        return found, panel
+
+    def panel_judgments(self, panel: Panel) -> list[Judgment]:
+        """The panel's judgments: per (kind, question, document) every member graded for the same
+        question and document text, the majority of their grades (their votes, in the members'
+        order: ``votes``)."""
+        by: dict[tuple[str, str, str], dict[str, Judgment]] = {}
+        fingerprints = {m.fingerprint for m in panel.members}
+        for j in self._by_key.values():
+            if j.kind != "human" and j.judge.fingerprint in fingerprints:
+                by.setdefault((j.kind, j.query_id, j.doc_id), {})[j.judge.fingerprint] = j
+        out = []
+        for (kind, q, d), graded in by.items():
+            if len(graded) < len(panel.members):
+                continue
+            each = [graded[m.fingerprint] for m in panel.members]
+            if len({(j.question_sha256, j.doc_sha256) for j in each}) != 1:
+                continue  # the members read different texts: no grade of the panel's
+            first = each[0]
+            grades = tuple(j.grade for j in each)
+            out.append(Judgment(q, d, majority(grades), grades, first.doc_sha256, panel, kind,  # type: ignore[arg-type]
+                                first.human, first.question_sha256))
+        return out
+
+    def agreement(self, panel: Panel, kinds: Collection[str] = ("hole", "calibration", "candidate")) -> Agreement:
+        """How the panel's members agree on the pairs all of them graded (of ``kinds``)."""
+        rows = [j.votes for j in self._by_key.values() if j.judge.fingerprint == panel.fingerprint and j.kind in kinds]
+        if not rows:
+            rows = [j.votes for j in self.panel_judgments(panel) if j.kind in kinds]
+        return Agreement.of(panel.members, rows)
 
     def holes(self, judge: Judge, fingerprints: Mapping[str, str] | None = None
               ) -> tuple[dict[str, dict[str, Judgment]], list[Judgment]]:

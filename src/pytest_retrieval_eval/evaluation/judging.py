@@ -118,11 +118,69 @@ class JudgmentsUsed:
     unkeyed: int = 0
     #: the line number of a last line cut off mid-write (not JSON), not read; None when whole
     cut_off: int | None = None
+    #: what ``judge --validate`` stored for this judge (``data.validation``: kappa, base rate,
+    #: pairs, floor, passed); None when it was never validated
+    validation: dict[str, Any] | None = None
+    #: the results.json a ``judge --validate`` reads, as shown (None: the run wrote none)
+    results: str | None = None
+    #: a panel's members' agreement on the pairs all of them graded (``data.judgments.Agreement``)
+    agreement_of_members: dict[str, Any] | None = None
+    #: the corpus the judge reads, as shown, for the ``judge`` command (None: the one the run recorded)
+    corpus: str | None = None
     #: questions a worksheet graded completely (as they read now, their documents unchanged)
     human_judged: int = 0
 
+    @property
+    def validation_state(self) -> str:
+        """``passed``, ``failed`` (below the floor at its last ``judge --validate``) or ``unvalidated``."""
+        if self.validation is None:
+            return "unvalidated"
+        return "passed" if self.validation.get("passed") else "failed"
+
+    def validate_command(self) -> str:
+        """The command that validates this judge again, as printed (the run's results.json: the one
+        it read, else the one ``--retrieval-report-dir=out`` writes)."""
+        import shlex
+
+        results = self.results or "out/results.json"
+        members = getattr(self.judge, "members", ())
+        who = (f"--judges={','.join(m.fingerprint for m in members)}" if members else
+               f"--model={shlex.quote(self.judge.asked_as or self.judge.model)}"
+               + (f" --votes={self.judge.votes}" if self.judge.votes != 1 else "")
+               + (f" --temperature={self.judge.temperature:g}" if self.judge.temperature else ""))
+        corpus = f" --corpus={shlex.quote(self.corpus)}" if self.corpus else ""
+        command = (f"python -m pytest_retrieval_eval judge {shlex.quote(results)} --validate "
+                   f"--judgments={shlex.quote(self.path)}{corpus} {who}")
+        return command
+
+    def validate_hint(self) -> str:
+        """The command in backticks, and where its results.json comes from when the run wrote none."""
+        note = "" if self.results else " (the run's results.json: write it with --retrieval-report-dir=out)"
+        return f"`{self.validate_command()}`{note}"
+
+    def validation_text(self) -> str:
+        """What the stored validation says of the judge, in one clause."""
+        v = self.validation or {}
+        kappa = v.get("kappa")
+        shown = f"{kappa:.2f}" if isinstance(kappa, (int, float)) else "undefined"
+        base = v.get("base_rate")
+        rate = f", base rate {base:.0%}" if isinstance(base, (int, float)) else ""
+        one = " (human labels of one kind only)" if v.get("one_sided") else ""
+        return (f"Cohen's kappa {shown}{one} on {v.get('pairs', 0)} hidden human label(s){rate}, "
+                f"floor {v.get('floor', KAPPA_FLOOR)}")
+
     def warnings(self) -> list[str]:
         out = []
+        if self.validation_state == "unvalidated":
+            out.append(f"judge not validated: {self.judge.model} ({self.judge.fingerprint}) has no stored "
+                       f"validation beside {self.path}; run {self.validate_hint()}")
+        elif self.validation_state == "failed":
+            out.append(f"judge {self.judge.model} ({self.judge.fingerprint}) failed validation: "
+                       f"{self.validation_text()}; its +judged numbers are doubtful")
+        if self.validation is not None and self.validation.get("other_labels"):
+            out.append(f"judge {self.judge.model} ({self.judge.fingerprint}) was validated on other labels than this "
+                       f"run's (its stored validation is of another labeled set, or an older version of it): validate "
+                       f"it on these with {self.validate_hint()}")
         if self.kappa is not None and self.kappa == self.kappa and self.kappa < KAPPA_FLOOR and not self.one_sided:
             out.append(f"judge {self.judge.model} ({self.judge.fingerprint}) agrees with the human labels at Cohen's "
                        f"kappa {self.kappa:.2f} on {self.calibrated} calibrated pairs, below {KAPPA_FLOOR}: its "
@@ -155,6 +213,13 @@ class JudgmentsUsed:
             calibration = f"{kappa}, agreement {self.agreement:.0%} against the human labels on {self.calibrated} pairs"
         out = [f"+judged: human labels with {self.used} judged hole(s) from {self.path}, judge {self.judge.describe()}; "
                f"{calibration}"]
+        if self.agreement_of_members is not None:
+            from ..data.judgments import Agreement
+
+            out.append(f"  the panel's members: {Agreement.from_dict(self.agreement_of_members).describe()}")
+        if self.validation is not None:
+            out.append(f"  judge --validate: {'passed' if self.validation_state == 'passed' else 'FAILED'}, "
+                       f"{self.validation_text()}")
         if not self.checked:
             out.append("  (staleness of the judgments not checked: no corpus to check them against)")
         if self.other_judges:
@@ -166,7 +231,12 @@ class JudgmentsUsed:
                 "stale": [list(p) for p in self.stale], "other_judges": self.other_judges,
                 "calibrated": self.calibrated, "kappa": self.kappa, "agreement": self.agreement,
                 "one_sided": self.one_sided, "checked": self.checked, "reworded": [list(p) for p in self.reworded],
-                "unkeyed": self.unkeyed, "cut_off": self.cut_off, "human_judged": self.human_judged}
+                "unkeyed": self.unkeyed, "cut_off": self.cut_off,
+                **({"validation": self.validation} if self.validation is not None else {}),
+                **({"results": self.results} if self.results is not None else {}),
+                **({"members_agreement": self.agreement_of_members} if self.agreement_of_members is not None else {}),
+                **({"corpus": self.corpus} if self.corpus is not None else {}),
+                **({"human_judged": self.human_judged} if self.human_judged else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "JudgmentsUsed":
@@ -174,6 +244,7 @@ class JudgmentsUsed:
                    [tuple(p) for p in d.get("stale", [])], int(d.get("other_judges", 0)), int(d.get("calibrated", 0)),
                    d.get("kappa"), d.get("agreement"), bool(d.get("one_sided", False)), bool(d.get("checked", True)),
                    [tuple(p) for p in d.get("reworded", [])], int(d.get("unkeyed", 0)), d.get("cut_off"),
+                   d.get("validation"), d.get("results"), d.get("members_agreement"), d.get("corpus"),
                    int(d.get("human_judged", 0)))
 
 
@@ -230,10 +301,23 @@ def complete_human(e: Any, people: Mapping[str, tuple[int, Mapping[str, int]]]
 
 
 def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str | None = None,
-           fingerprints: Mapping[str, str] | None = None) -> JudgmentsUsed | None:
+           fingerprints: Mapping[str, str] | None = None, validations: Mapping[str, Mapping[str, Any]] | None = None,
+           results: str | None = None, panel: Sequence[str] = (), corpus: str | None = None
+           ) -> JudgmentsUsed | None:
     """Give ``run`` evaluations with the judge's labels of the holes (fresh ones only; a human
-    label always wins) and record on it what they rest on; None when the file holds no judgment."""
-    current = judgments.current(judge)
+    label always wins) and record on it what they rest on; None when the file holds no judgment.
+    ``panel``: the fingerprints (prefixes, or ``all``) of judges read as one, by majority
+    (``Judgments.with_panel``), in place of ``judge``; ``validations``: judge fingerprint -> what
+    ``judge --validate`` stored (``data.validation``); ``results``, ``corpus``: the run's
+    results.json and corpus as shown (what the command that validates the judge reads)."""
+    members: tuple[Judge, ...] = ()
+    agreement = None
+    if panel:
+        judgments, current = judgments.with_panel(panel)
+        members = current.members
+        agreement = judgments.agreement(current).to_dict()
+    else:
+        current = judgments.current(judge)
     if current is None:
         return None
     fresh, stale = judgments.holes(current, fingerprints)
@@ -252,13 +336,30 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
     run.replace_evaluations(attached)
     calibration = judgments.calibration(current, question_hashes(run))
     record = JudgmentsUsed(shown_path, current, len(used), sorted((j.query_id, j.doc_id) for j in stale),
-                           sum(1 for j in judgments if j.judge.fingerprint != current.fingerprint and j.kind != "human"),
+                           sum(1 for j in judgments if j.judge.fingerprint not in {current.fingerprint,
+                                                                                     *(m.fingerprint for m in members)}
+                               and j.kind != "human"),
                            calibration.n, calibration.kappa if calibration.n else None,
                            calibration.agreement if calibration.n else None, calibration.n > 0 and calibration.one_sided,
                            fingerprints is not None, sorted(reworded - used), len(unkeyed & used),
-                           getattr(judgments, "cut_off", None), len(people))
+                           getattr(judgments, "cut_off", None), _validation(validations, current.fingerprint, run), results,
+                           agreement, corpus, len(people))
     run.judgments = record.to_dict()
     return record
+
+
+def _validation(validations: Mapping[str, Mapping[str, Any]] | None, fingerprint: str, run: RunResults
+                ) -> dict[str, Any] | None:
+    """What a run records of the judge's stored validation: its numbers, not its tables, and
+    whether it was made on other labeled sets than the run's (``other_labels``)."""
+    found = (validations or {}).get(fingerprint)
+    if found is None:
+        return None
+    out = {k: found.get(k) for k in ("kappa", "base_rate", "pairs", "one_sided", "floor", "passed")}
+    labeled = found.get("labeled")
+    if isinstance(labeled, list) and not {e.labeled.fingerprint for e in run.evaluations} <= set(labeled):
+        out["other_labels"] = True
+    return out
 
 
 def used(run: RunResults) -> JudgmentsUsed | None:
@@ -324,11 +425,17 @@ def judge_problem(now: Mapping[str, Any] | None, base: Mapping[str, Any] | None)
 
 
 def attach_file(run: RunResults, path: Any, *, shown_path: str, corpus: Any = None,
-                judge: str | None = None) -> JudgmentsUsed | None:
+                judge: str | None = None, results: str | None = None, panel: Sequence[str] = (),
+                corpus_path: str | None = None) -> JudgmentsUsed | None:
     """``attach`` the judgments of the file at ``path``, their staleness checked against
-    ``corpus`` when given (doc id -> fingerprint), by the judge ``judge`` names (default: the newest)."""
+    ``corpus`` when given (doc id -> fingerprint), by the judge ``judge`` names (default: the
+    newest) or the ``panel`` of judges; with the validations ``judge --validate`` stored beside it."""
+    from ..data.validation import load as load_validations, validation_path
+
     fingerprints = {d.doc_id: d.fingerprint for d in corpus.docs} if corpus is not None else None
-    return attach(run, Judgments.load(path), shown_path=shown_path, judge=judge, fingerprints=fingerprints)
+    return attach(run, Judgments.load(path), shown_path=shown_path, judge=judge, fingerprints=fingerprints,
+                  validations=load_validations(validation_path(path)), results=results, panel=panel,
+                  corpus=corpus_path)
 
 
 def candidate_pairs(candidates: Any, run: RunResults) -> list[Pair]:

@@ -61,6 +61,9 @@ class GateSettings:
     prices: tuple[tuple[str, float, float], ...] = ()
     #: grids over engine settings (``--retrieval-sweep``), the base's own point included
     sweeps: tuple[Sweep, ...] = ()
+    #: rules on a judge's grades (``+judged``, ``~ppi``) gate even when the judge failed
+    #: ``judge --validate`` (``--retrieval-allow-failed-judge``); else such a judge fails the run
+    allow_failed_judge: bool = False
 
     def __post_init__(self) -> None:  # lists given by callers become tuples: the value is frozen all the way
         for name in ("table_measures", "thresholds", "max_drops", "failures", "by"):
@@ -140,6 +143,8 @@ class GateSettings:
             d["latency"] = True
         if self.prices:
             d["prices"] = [list(p) for p in self.prices]
+        if self.allow_failed_judge:
+            d["allow_failed_judge"] = True
         if self.sweeps:
             d["sweeps"] = [{"base": b, "measure": m, "points": [[n, [list(kv) for kv in values]] for n, values in points]}
                            for b, m, points in self.sweeps]
@@ -161,6 +166,7 @@ class GateSettings:
                    gain_weights=tuple((d.get("gain_weights") or dict(DEFAULT_WEIGHTS)).items()),
                    by=tuple(d.get("by", ())), miss_k=d.get("miss_k"), latency=bool(d.get("latency")),
                    prices=tuple(tuple(p) for p in d.get("prices", ())),
+                   allow_failed_judge=bool(d.get("allow_failed_judge")),
                    sweeps=tuple((s["base"], s["measure"], tuple((n, tuple(tuple(kv) for kv in v)) for n, v in s["points"]))
                                 for s in d.get("sweeps", ())))
 
@@ -180,6 +186,7 @@ FROM_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
                                                         if t.strip() and not t.strip().startswith("#")))),
     "gain_weights": ("gain_weights", lambda v: tuple(parse_weights(v).items())),
     "by": ("by", _lines), "latency": ("latency", bool), "prices": ("prices", lambda v: prices_of(v)),
+    "allow_failed_judge": ("allow_failed_judge", bool),
 }
 
 

@@ -11,13 +11,13 @@ from typing import Any, Sequence
 from .analysis import Analysis, Detectable, analyse, detectable_drops, gated_measures, underpowered  # noqa: F401  (re-exported)
 from .rules import MeasureQuantity, check, check_coverage, check_drops, check_lint, check_segments, check_shadows
 from .settings import FRESHNESS_K, GateSettings, table_measures  # noqa: F401  (FRESHNESS_K, table_measures: re-exported)
-from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure
+from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure, judge_dependent
 from ..ir.stats import CORRECTION_NAMES
 from ..evaluation.cost import RunUsage
 from ..evaluation.results import RunResults
 
 #: what a failure is about, in the order the verdict lists them
-FAILURE_KINDS = ("run", "empty", "rule", "baseline", "drop", "lint", "shadow", "segment", "coverage")
+FAILURE_KINDS = ("run", "empty", "judge", "rule", "baseline", "drop", "lint", "shadow", "segment", "coverage")
 #: the widest line of a failure's causes
 CAUSE_WIDTH = 88
 
@@ -101,9 +101,14 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     """The rules of ``settings`` over ``analysis``; ``problems``: failures found before it (a
     baseline that could not be read, a ref with no record)."""
     s, a = settings, analysis
-    thresholds = s.thresholds
     out = [Failure("run", f) for f in [*s.failures, *problems]]
     out += [Failure("empty", f"{r.engine}: labeled set {r.labeled} is empty; nothing was measured") for r in a.rows if r.n == 0]
+    held, noted = _failed_judge(run, s)
+    if held is not None:
+        out.append(held)  # the rules on the judge's grades are not gated on its numbers
+        s = replace(s, thresholds=tuple(t for t in s.thresholds if not judge_dependent(t.measure)),
+                    max_drops=tuple(d for d in s.max_drops if not judge_dependent(d.measure)))
+    thresholds = s.thresholds
     for b in check(thresholds, a.rows, confidence=s.confidence):
         out.append(Failure("rule", str(b), _causes(run, a, b)))
     if a.baseline is not None:
@@ -120,7 +125,28 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     out += [Failure("shadow", f) for f in [*a.shadow_problems, *check_shadows(thresholds, a.shadows)]]
     out += [Failure("segment", f) for f in check_segments(thresholds, run, s.alpha)]
     out += [Failure("coverage", f) for f in check_coverage(thresholds, run.coverage)]
-    return Verdict(run, s, a, tuple(out), (*a.warnings, *within))
+    return Verdict(run, settings, a, tuple(out), (*a.warnings, *noted, *within))
+
+
+def _failed_judge(run: RunResults, s: GateSettings) -> tuple[Failure | None, list[str]]:
+    """(the failure of a run whose rules on a judge's grades (``+judged``, ``~ppi``) rest on a
+    judge that failed ``judge --validate``, or None; the warning when
+    ``--retrieval-allow-failed-judge`` lets them gate all the same)."""
+    from ..evaluation.judging import used
+
+    judge = used(run)
+    rules = [*(str(t) for t in s.thresholds if judge_dependent(t.measure)),
+             *(str(d) for d in s.max_drops if judge_dependent(d.measure))]
+    if judge is None or judge.validation_state != "failed" or not rules:
+        return None, []
+    who = f"judge {judge.judge.model} ({judge.judge.fingerprint})"
+    shown = ", ".join(rules)
+    if s.allow_failed_judge:
+        return None, [f"{shown} gated on the grades of {who}, which failed judge --validate "
+                      f"({judge.validation_text()}): allowed by --retrieval-allow-failed-judge"]
+    return Failure("judge", f"{who} failed judge --validate ({judge.validation_text()}), so the rule(s) on its "
+                            f"grades are not gated: {shown}; validate it again with {judge.validate_hint()}, "
+                            "or gate on it anyway with --retrieval-allow-failed-judge"), []
 
 
 def _causes(run: RunResults, a: Analysis, breach: Any) -> tuple[str, ...]:

@@ -31,6 +31,13 @@ PPI = "ppi"
 _SUFFIX = {JUDGED: "+", PPI: "~"}
 
 
+def judge_dependent(name: str) -> bool:
+    """Does the quantity ``name`` read an LLM judge's grades: a measure on the judged labels
+    (``ndcg@10+judged``, ``shadow.hit@5+judged``) or estimated with them (``ndcg@10~ppi``)? Such a
+    rule gates only with a judge that passed ``judge --validate`` (``gate/verdict.py``)."""
+    return f"+{JUDGED}" in name or name.endswith(f"~{PPI}")
+
+
 @dataclass(frozen=True)
 class _Family:
     cutoff: str  # "required", "optional" or "none"

@@ -124,6 +124,8 @@ class JudgingConfig:
     rate: float | None = None
     candidates: Path | None = None
     novelty_weight: float = 0.1
+    #: the judges read as one panel by majority (``--retrieval-judges``: fingerprints, or ``all``)
+    panel: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,8 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool,
     measures = get("measures")
     judging = JudgingConfig(get("judgments"), get("judge"), get("judge_model"), get("judge_depth"),
                             tuple(t for t, _ in get("judge_engine")), get("judge_votes"), get("judge_concurrency"),
-                            get("judge_rate"), get("candidates"), get("novelty_weight"))
+                            get("judge_rate"), get("candidates"), get("novelty_weight"),
+                            panel_of(get("judges")))
     if judging.judge and judging.judgments is None:
         raise RetrievalEvalError("--retrieval-judge writes its grades to a judgments file: give "
                                  "--retrieval-judgments=PATH (e.g. judgments.jsonl, committed beside the questions)")
@@ -217,6 +220,11 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool,
                             report_dir=get("report_dir"), html=get("html"), save_baseline=get("save_baseline")),
         judging=judging,
     )
+
+
+def panel_of(text: str | None) -> tuple[str, ...]:
+    """``--retrieval-judges``: the fingerprints (or ``all``), comma-separated, in order, once each."""
+    return tuple(dict.fromkeys(t.strip() for t in (text or "").split(",") if t.strip()))
 
 
 def parse_query_pipeline(text: str, source: str, base: Path = Path(".")) -> tuple[str, Path, tuple[str, ...]]:

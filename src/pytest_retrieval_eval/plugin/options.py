@@ -274,6 +274,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("judgments", "LLM judgments of unjudged documents (judgments.jsonl): every measure is also shown and "
            "gated on the human labels plus the judged ones (NAME+judged, e.g. ndcg@10+judged)", path="file",
            metavar="PATH", env=f"{ENV_PREFIX}JUDGMENTS", cli=("report", "judge")),
+    Option("allow_failed_judge", "let rules on a judge's grades (NAME+judged, NAME~ppi) gate although the judge "
+           "failed judge --validate (below its kappa floor); without it such a judge fails the run instead", False,
+           kind="switch", cli=("report",)),
+    Option("judges", "read a panel of the file's judges by majority instead of the newest judge: their fingerprints "
+           "(a prefix will do), comma-separated, or all", None, metavar="FP,FP,...", cli=("report", "judge")),
     Option("judge", "at the end of the run, grade the unjudged documents of each engine's top K with an LLM into "
            "the judgments file first (calls the endpoint of question generation; asks only what the file lacks)",
            False, kind="switch", ini=None),

@@ -344,7 +344,11 @@ class RetrievalSession:
                 corpus = self.corpus()
             except RetrievalEvalError:  # engines of a team's own data: staleness unchecked, and said
                 corpus = None
-            found = attach_file(run, path, shown_path=shown(path), corpus=corpus, judge=judge)
+            report_dir = self.config.report.report_dir
+            found = attach_file(run, path, shown_path=shown(path), corpus=corpus, judge=judge,
+                                results=shown(report_dir / "results.json") if report_dir is not None else None,
+                                panel=self.config.judging.panel,
+                                corpus_path=shown(self.config.data.corpus) if self.config.data.corpus else None)
         except RetrievalEvalError as exc:
             return [f"judgments {shown(path)}: {exc}"]
         if found is None:
@@ -484,9 +488,10 @@ class RetrievalSession:
         return self.outcome
 
 
-def _judge_holes(session: "RetrievalSession", run: Any) -> str:
-    """``--retrieval-judge``: grade the pooled holes into the judgments file; the judge's fingerprint."""
-    from ..data.judge import JudgeConfig, judge_pairs
+def _judge_holes(session: "RetrievalSession", run: Any) -> str | None:
+    """``--retrieval-judge``: grade the pooled holes into the judgments file; the judge's
+    fingerprint (None with a panel, ``--retrieval-judges``: each member grades what it lacks)."""
+    from ..data.judge import JudgeConfig, judge_pairs, judge_panel
     from ..evaluation.judging import pairs, pool
     from .inputs import shown
 
@@ -497,10 +502,14 @@ def _judge_holes(session: "RetrievalSession", run: Any) -> str:
         from ..evaluation.judging import candidate_pairs
 
         todo += candidate_pairs(session.candidate_docs(), run)
-    report = judge_pairs(todo, j.judgments, config, progress=session.progress)
-    session.progress(f"{shown(j.judgments)}: {report.summary()}"
-                     + (f"; {len(missing)} pooled document(s) not in the corpus" if missing else ""))
-    return report.judge.fingerprint  # the model the server says answered
+    if j.panel:
+        _, reports = judge_panel(todo, j.judgments, j.panel, config, progress=session.progress)
+    else:
+        reports = [judge_pairs(todo, j.judgments, config, progress=session.progress)]
+    for report in reports:
+        session.progress(f"{shown(j.judgments)}: {report.summary()}"
+                         + (f"; {len(missing)} pooled document(s) not in the corpus" if missing else ""))
+    return None if j.panel else reports[0].judge.fingerprint  # the model the server says answered
 
 
 def load_baseline(path: Path | None) -> tuple[Any, list[str]]:
