@@ -434,6 +434,9 @@ def _attach(run, judgments: str, corpus: str | None):
     if found is None:
         raise RetrievalEvalError(f"{judgments}: no judgment by an LLM judge in the file (a worksheet's human "
                                  "grades fill no hole; python -m pytest_retrieval_eval judge --help)")
+    from .evaluation.fingerprints import file_digest
+
+    run.fingerprints = {**run.fingerprints, "judgments": {"sha256": file_digest(judgments)}}  # the file now used
     return found
 
 

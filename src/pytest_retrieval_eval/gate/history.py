@@ -103,6 +103,7 @@ class Record:
     def run(self) -> Any:
         """The recorded run (``RunResults``), read as a baseline; a record whose results cannot be
         read is refused naming its file (a one-line error, never a traceback)."""
+        from ..evaluation.fingerprints import checked
         from ..evaluation.results_json import evaluation_from_dict
         from ..evaluation.results import RunResults
         from .settings import GateSettings
@@ -110,7 +111,8 @@ class Record:
         doc = self.results
         try:
             run = RunResults([evaluation_from_dict(e) for e in doc.get("evaluations", [])],
-                             doc["metrics"]["fingerprint"], settings=dict(doc.get("settings") or {}))
+                             doc["metrics"]["fingerprint"], settings=dict(doc.get("settings") or {}),
+                             fingerprints=checked(doc.get("fingerprints")))
             GateSettings.from_dict(run.settings)  # a record is refused whole, never half read
         except RetrievalEvalError as exc:
             raise RetrievalEvalError(f"history record {shown(self.path)}: {exc}") from None
