@@ -224,6 +224,7 @@ def test_the_same_labeled_set_name_with_other_questions_is_another_job(branched,
     ours = _run("questions.json", ("q1", "q2"))
     record, said = compare_ref(history, "main", work, run=ours)
     assert record is None and "fingerprint" in said
+    assert ": 2 added (q1, q2); 3 removed (x1, x2, x3); --retrieval-baseline-force compares" in said, said
     record, said = compare_ref(history, "main", work, run=ours, force=True)  # forced: the same set by name
     assert record is not None, said
 

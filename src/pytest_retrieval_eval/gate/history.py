@@ -215,9 +215,10 @@ def shown(path: Path) -> Path:
 
 
 def _why_not(record: Record, mine: Mapping[tuple[str, str], tuple[str | None, str | None]], job: str | None,
-             force: bool) -> str | None:
+             force: bool, run: Any = None) -> str | None:
     """Why ``record`` is not this job's baseline (another job, other engines or labeled sets,
-    another slice, a labeled set of the same name with other questions), or None when it is."""
+    another slice, a labeled set of the same name with other questions: named, with ``run``),
+    or None when it is."""
     if job and record.job.get("name") and record.job["name"] != job:
         return f"job {record.job['name']} (this job: {job})"
     theirs = record.labeled_sets()
@@ -234,9 +235,23 @@ def _why_not(record: Record, mine: Mapping[tuple[str, str], tuple[str | None, st
         return "; ".join(f"{part(a)} of {name} (this run: {part(b)})" for name, (a, b) in sliced)
     differ = sorted({k[1]: (theirs[k][0], mine[k][0]) for k in shared if theirs[k][0] != mine[k][0]}.items())
     if differ and not force:
-        return "; ".join(f"labeled set {name} fingerprint {str(a)[:12]} (this run: {str(b)[:12]}; "
+        return "; ".join(f"labeled set {name} fingerprint {str(a)[:12]} (this run: {str(b)[:12]}{_changes(record, run, name)}; "
                          "--retrieval-baseline-force compares over the questions both hold)" for name, (a, b) in differ)
     return None
+
+
+def _changes(record: Record, run: Any, name: str) -> str:
+    """``: `` and the questions added, removed and changed between the record's labeled set
+    ``name`` and this run's (``baseline.labeled_changes``), or '' (no run, an unreadable record)."""
+    from ..evaluation.results_json import evaluation_from_dict
+    from .baseline import labeled_changes
+
+    now = next((e.labeled for e in getattr(run, "evaluations", ()) if e.labeled.name == name), None)
+    found = next((e for e in record.results.get("evaluations", []) if e["labeled"]["name"] == name), None)
+    try:
+        return f": {labeled_changes(evaluation_from_dict(found).labeled, now)}" if now and found else ""
+    except (RetrievalEvalError, KeyError, TypeError, ValueError, AttributeError):
+        return ""
 
 
 def compare_ref(history: History, ref: str, cwd: Path, *, run: Any = None,
@@ -265,7 +280,7 @@ def compare_ref(history: History, ref: str, cwd: Path, *, run: Any = None,
         mine = {(e.engine, e.labeled.name): (e.labeled.fingerprint, _slice(e.labeled.provenance.get("slice")))
                 for e in run.evaluations}
         job = job_name()
-        why = {r.path.name: _why_not(r, mine, job, force) for r in there}
+        why = {r.path.name: _why_not(r, mine, job, force, run) for r in there}
         fitting = [r for r in there if why[r.path.name] is None]
         if not fitting:
             reasons = list(dict.fromkeys(why.values()))
