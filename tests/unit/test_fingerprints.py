@@ -174,3 +174,23 @@ def test_a_comparison_with_other_judged_grades_notes_them_once_per_labeled_set(t
     said = [n for n in found.notes if n.startswith("judgments on set")]
     assert said == ["judgments on set differ from the baseline's: grades 1 added (q2/d6); 1 changed (q1/d5 1->2)"]
     assert not found.refusals
+
+
+def test_ci_slices_merge_with_their_corpus_digests_and_the_whole_labeled_sets_fingerprint(tmp_path):
+    from pytest_retrieval_eval.evaluation.combine import combine
+
+    corpus = Corpus(DOCS)
+    paths = []
+    for i in (1, 2):
+        part = LABELED.slice(i, 2)
+        e = EvaluationResult("a", part, tuple(QueryResult(q.query_id, ("d1",)) for q in part.queries),
+                             context={"corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint})
+        run = RunResults([e])
+        run.fingerprints = record(run, corpus)
+        assert run.fingerprints["labeled"] == {"set": part.fingerprint} != {"set": LABELED.fingerprint}
+        paths.append(tmp_path / f"s{i}.json")
+        paths[-1].write_text(results_text(run))
+    merged = combine([str(p) for p in paths]).run
+    assert merged.fingerprints["corpora"] == {corpus.fingerprint: {"name": corpus.name,
+                                                                   "documents": document_digests(corpus)}}
+    assert merged.fingerprints["labeled"] == {"set": LABELED.fingerprint}
