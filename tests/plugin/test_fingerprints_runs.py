@@ -122,4 +122,4 @@ def test_compare_with_mains_record_on_another_corpus_names_the_documents(project
     result = project.runpytest("-m", "retrieval", "--retrieval-history=retrieval-history", "--retrieval-compare=main")
     out = result.stdout.str()
     assert result.ret == 1, out
-    assert f"baseline refused: ours: corpus fingerprint " in out and f"{CHANGED}; re-save the baseline" in out, out
+    assert "baseline refused: ours: corpus fingerprint " in out and f"{CHANGED}; re-save the baseline" in out, out

@@ -4,9 +4,10 @@ per-query movers, and a paired test that says whether a delta is beyond noise.
 Runs are only compared when they measured the same thing: the same corpus, the same labeled
 set and the same metric definitions (by fingerprint). Otherwise the comparison is refused,
 unless forced, and the refusal (or the forced comparison's note) says which fingerprint differs
-and what changed: the questions, the documents (``evaluation/fingerprints.py``). Every number of a comparison,
-means included, is over the questions both sides hold: two means over different questions (a
-question removed, one added) can agree while a question went from hit to miss.
+and what changed: the questions, the documents (``evaluation/fingerprints.py``). Every number
+of a comparison, means included, is over the questions both sides hold: two means over
+different questions (a question removed, one added) can agree while a question went from hit
+to miss.
 """
 
 from __future__ import annotations
@@ -140,8 +141,6 @@ class SegmentDiff:
         return (f"{self.engine}[{self.tag}]: {self.measure} {self.before:.4f} -> {self.after:.4f} ({self.delta:+.4f}; "
                 f"n={self.n}, {self.paired.losses} down, {self.paired.wins} up; p={self.paired.p:.3g}, corrected "
                 f"{self.paired.p_adjusted:.3g}: {noise}) while the total {total} ({self.total_delta:+.4f}); fell: {shown}")
-
-
 
 
 def labeled_changes(base: Any, now: Any) -> str:

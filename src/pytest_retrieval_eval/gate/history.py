@@ -235,8 +235,9 @@ def _why_not(record: Record, mine: Mapping[tuple[str, str], tuple[str | None, st
         return "; ".join(f"{part(a)} of {name} (this run: {part(b)})" for name, (a, b) in sliced)
     differ = sorted({k[1]: (theirs[k][0], mine[k][0]) for k in shared if theirs[k][0] != mine[k][0]}.items())
     if differ and not force:
-        return "; ".join(f"labeled set {name} fingerprint {str(a)[:12]} (this run: {str(b)[:12]}{_changes(record, run, name)}; "
-                         "--retrieval-baseline-force compares over the questions both hold)" for name, (a, b) in differ)
+        return "; ".join(f"labeled set {name} fingerprint {str(a)[:12]} (this run: {str(b)[:12]}"
+                         f"{_changes(record, run, name)}; --retrieval-baseline-force compares over the questions "
+                         "both hold)" for name, (a, b) in differ)
     return None
 
 
