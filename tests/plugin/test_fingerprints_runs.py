@@ -2,7 +2,8 @@
 baseline recorded on one corpus is refused on the corpus with a document edited, one added and
 one removed, naming them; forced, the comparison names them too; a baseline saved before the
 documents' digests were kept still loads and says the change cannot be itemised; and
-``--retrieval-compare`` against main's history record says the same."""
+``--retrieval-compare`` against main's history record says the same, as ``history`` does under
+the record that changed."""
 
 from __future__ import annotations
 
@@ -123,3 +124,9 @@ def test_compare_with_mains_record_on_another_corpus_names_the_documents(project
     out = result.stdout.str()
     assert result.ret == 1, out
     assert "baseline refused: ours: corpus fingerprint " in out and f"{CHANGED}; re-save the baseline" in out, out
+    listed = subprocess.run([sys.executable, "-m", "pytest_retrieval_eval", "history"], cwd=project.path,
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert len(lines) == 3 and lines[2].startswith("  changed since the record before: corpus "), lines
+    assert lines[2].endswith(f" {CHANGED}") and not lines[1].startswith(" "), lines

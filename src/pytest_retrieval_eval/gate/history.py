@@ -255,6 +255,46 @@ def _changes(record: Record, run: Any, name: str) -> str:
         return ""
 
 
+def _measured(record: Record) -> tuple:
+    """The corpora and labeled sets a record measured and its judgments file, by fingerprint."""
+    evaluations = [e for e in record.results.get("evaluations", []) if isinstance(e, dict)]
+    return (sorted({str((e.get("corpus") or {}).get("fingerprint")) for e in evaluations}),
+            sorted({(str(e["labeled"].get("name")), str(e["labeled"].get("fingerprint"))) for e in evaluations}),
+            str(((record.results.get("fingerprints") or {}).get("judgments") or {}).get("sha256")))
+
+
+def changes_since(before: Record, after: Record) -> list[str]:
+    """What ``after`` measured otherwise than ``before`` (``history`` lists it under the record):
+    the corpus's documents, each labeled set's questions (of the names both hold) and the
+    judgments file, named (``evaluation/fingerprints.py``); none when they measured alike or a
+    record cannot be read."""
+    from ..evaluation.fingerprints import corpus_changes
+    from .baseline import labeled_changes
+
+    if _measured(before) == _measured(after):  # read from the files as they are: most records change nothing
+        return []
+    try:
+        old, new = before.run(), after.run()
+    except RetrievalEvalError:
+        return []
+    out = []
+    corpora = [sorted({e.corpus_fingerprint for e in r.evaluations if e.corpus_fingerprint}) for r in (old, new)]
+    if corpora[0] != corpora[1]:
+        a, b = (c[0] if len(c) == 1 else None for c in corpora)
+        said = f" ({corpus_changes(old.fingerprints, new.fingerprints, a, b)})" if a and b else ""
+        out.append(f"corpus {', '.join(c[:12] for c in corpora[0]) or 'none'} -> "
+                   f"{', '.join(c[:12] for c in corpora[1]) or 'none'}{said}")
+    sets = [{e.labeled.name: e.labeled for e in r.evaluations} for r in (old, new)]
+    for name, labeled in sets[1].items():
+        was = sets[0].get(name)
+        if was is not None and was.fingerprint != labeled.fingerprint:
+            out.append(f"labeled set {name} ({labeled_changes(was, labeled)})")
+    digests = [(r.fingerprints.get("judgments") or {}).get("sha256") for r in (old, new)]
+    if all(digests) and digests[0] != digests[1]:
+        out.append(f"judgments file sha256 {digests[0][:12]} -> {digests[1][:12]}")
+    return out
+
+
 def compare_ref(history: History, ref: str, cwd: Path, *, run: Any = None,
                 force: bool = False) -> tuple[Record | None, str]:
     """The record ``ref`` is judged against: the newest of this job's at the merge-base of HEAD
