@@ -346,10 +346,12 @@ def _full_report(args) -> str:
 
 
 def _history(args) -> int:
-    """``history``: a line per record, each number named by its measure; ``history trend``: the
-    measure across commits, as SVG. A file of the folder that is not a record is skipped, said."""
+    """``history``: a line per record, each number named by its measure, and under it what it
+    measured otherwise than the job's record before (corpus, labeled sets, judgments file);
+    ``history trend``: the measure across commits, as SVG. A file of the folder that is not a
+    record is skipped, said."""
     from ._atomic import write_text_atomic
-    from .gate.history import History
+    from .gate.history import History, changes_since
     from .ir.measures import Measure
     from .report.trend import points, trend_svg
 
@@ -361,6 +363,7 @@ def _history(args) -> int:
                                      f"pytest --retrieval-history={args.history}")
         measure = Measure.parse(args.measure).name
         if args.action == "list":
+            last: dict = {}  # each job's record before, what a record is said to have changed from
             for r in records:
                 git = r.git
                 where = (f"{(r.commit or 'no commit')[:10]}{' (dirty)' if git.get('dirty') else ''}"
@@ -368,6 +371,10 @@ def _history(args) -> int:
                 engines = ", ".join(f"{e['engine']} {m} {_mean_text(e, m)}" for e in r.results["evaluations"]
                                     for m in [_shown_measure(e, measure)] if m)
                 print(f"{r.time}  {where}  {engines}  ({r.path.name})")
+                before = last.get(r.job.get("name"))
+                for said in changes_since(before, r) if before is not None else []:
+                    print(f"  changed since the record before: {said}")
+                last[r.job.get("name")] = r
             return 0
         found = points(records, measure, args.engine, history.warnings)
         if not found:
@@ -441,6 +448,9 @@ def _attach(run, judgments: str, corpus: str | None, *, results: str | None = No
     if found is None:
         raise RetrievalEvalError(f"{judgments}: no judgment by an LLM judge in the file (a worksheet's human "
                                  "grades fill no hole; python -m pytest_retrieval_eval judge --help)")
+    from .evaluation.fingerprints import file_digest
+
+    run.fingerprints = {**run.fingerprints, "judgments": {"sha256": file_digest(judgments)}}  # the file now used
     return found
 
 

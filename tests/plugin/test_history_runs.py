@@ -99,8 +99,10 @@ def test_three_commits_three_records_a_trend_and_a_new_series(repo):
     assert "Across commits" in page and page.count('class="point"') == 6
     listed = cli(repo.path, "history")
     assert listed.returncode == 0, listed.stderr
-    lines = listed.stdout.splitlines()
+    lines = [line for line in listed.stdout.splitlines() if not line.startswith("  ")]  # a line per record
     assert [re.search(r"  ([0-9a-f]{10}) on main  ", l)[1] for l in lines] == [c[:10] for c in commits]
+    assert listed.stdout.splitlines()[3] == ("  changed since the record before: labeled set questions.cache.json "
+                                             "(1 added ('How do I enrol a second factor'))"), listed.stdout
     assert "ours hit@5 0.833" in lines[0] and "ours hit@5 0.667" in lines[1] and "ours hit@5 0.714" in lines[2]
     trend = cli(repo.path, "history", "trend", "--measure", "hit@5", "--out", "trend.svg")
     assert trend.returncode == 0, trend.stderr
@@ -224,6 +226,7 @@ def test_the_same_labeled_set_name_with_other_questions_is_another_job(branched,
     ours = _run("questions.json", ("q1", "q2"))
     record, said = compare_ref(history, "main", work, run=ours)
     assert record is None and "fingerprint" in said
+    assert ": 2 added (q1, q2); 3 removed (x1, x2, x3); --retrieval-baseline-force compares" in said, said
     record, said = compare_ref(history, "main", work, run=ours, force=True)  # forced: the same set by name
     assert record is not None, said
 

@@ -63,6 +63,9 @@ def test_a_run_judges_its_holes_shows_both_numbers_and_gates_either(judged_proje
     assert doc["judgments"]["used"] == asked and doc["judgments"]["judge"]["model"] == "openai/gpt-4o-mini"
     assert "hit@5+judged" in doc["evaluations"][0]["summary"]
     assert any(q.get("judged") for q in doc["evaluations"][0]["queries"])
+    import hashlib  # what the run used, by content: a later comparison says when the file differs
+
+    assert doc["fingerprints"]["judgments"] == {"sha256": hashlib.sha256((p.path / "j.jsonl").read_bytes()).hexdigest()}
     page = (p.path / "page.html").read_text()
     assert 'class="judged-tag" data-grade="' in page and "What the labels judge" in page
     assert FAKE_KEY not in text + page + (p.path / "j.jsonl").read_text()
@@ -129,6 +132,21 @@ def test_a_baseline_made_with_another_judge_is_refused_in_one_line(judged_projec
     forced = p.runpytest("-m", "retrieval", "--retrieval-judgments=j.jsonl", "--retrieval-baseline=base.json",
                          "--retrieval-baseline-force")
     assert forced.ret == 0 and "compared although keyword: judged with another judge" in forced.stdout.str()
+
+
+def test_a_baseline_judged_to_another_depth_notes_the_file_and_the_grades_that_differ(judged_project):
+    p = judged_project
+    judge = ("--retrieval-judge", "--retrieval-judgments=j.jsonl", "--retrieval-judge-model=judge-a")
+    assert p.runpytest("-m", "retrieval", *judge, "--retrieval-judge-depth=2", "--retrieval-save-baseline=base.json").ret == 0
+    before = Judgments.load(p.path / "j.jsonl")
+    result = p.runpytest("-m", "retrieval", *judge, "--retrieval-judge-depth=3", "--retrieval-baseline=base.json")
+    out = result.stdout.str().replace("\n    ", " ")
+    assert result.ret == 0, out
+    added = len(Judgments.load(p.path / "j.jsonl")) - len(before)
+    assert added > 0
+    note = next(line for line in out.splitlines() if "judgments on " in line)
+    assert "differ from the baseline's: the judgments file differs (sha256 " in note, note
+    assert re.search(rf"; grades {added} added \([^,/ ]+/[^,/ ]+, [^,]+, [^,]+ and {added - 3} more\)$", note), note
 
 
 @pytest.fixture

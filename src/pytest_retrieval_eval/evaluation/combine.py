@@ -197,6 +197,8 @@ def combine(parts: Sequence[Part], *, names: Sequence[str | None] | None = None)
                    for group in chosen.values()]
     if runs:
         records["judgments"] = _judgments(records["judgments"], [r for _, r in runs], evaluations)
+        if records["fingerprints"]:  # the whole labeled sets', not the first slice's
+            records["fingerprints"]["labeled"] = {e.labeled.name: e.labeled.fingerprint for e in evaluations}
     run = RunResults(evaluations, lint=list(lint.values()), snippets=dict(sorted(snippets.items())), **records)
     return Combined(run, notes, missing)
 
@@ -336,7 +338,8 @@ def _run_records(runs: Sequence[tuple[str, RunResults]]) -> dict[str, Any]:
                 raise RetrievalEvalError(f"its {key} differ from {first_name}'s{keys}: the jobs ran with different "
                                          "settings or inputs", path=name, field=key)
     return {"metrics_fingerprint": first.metrics_fingerprint, "settings": {**settings, "failures": failures},
-            "judgments": dict(first.judgments), "candidates": first.candidates, "coverage": first.coverage}
+            "judgments": dict(first.judgments), "candidates": first.candidates, "coverage": first.coverage,
+            "fingerprints": dict(first.fingerprints)}
 
 
 def _judgments(judgments: dict[str, Any], runs: Sequence[RunResults],

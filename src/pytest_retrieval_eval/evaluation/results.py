@@ -433,6 +433,9 @@ class RunResults:
     candidates: dict[str, Any] = field(default_factory=dict)
     #: how much of the corpus the labeled questions judge (``evaluation/coverage.py``); empty without a corpus
     coverage: dict[str, Any] = field(default_factory=dict)
+    #: what was measured, by content (``evaluation/fingerprints.py``): the corpus and a digest per
+    #: document, labeled sets, the judgments file, embedder canaries; empty in files saved before
+    fingerprints: dict[str, Any] = field(default_factory=dict)
     _comparisons: dict = field(default_factory=dict, repr=False, init=False)
 
     def __post_init__(self) -> None:

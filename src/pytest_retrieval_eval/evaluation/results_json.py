@@ -23,6 +23,7 @@ from ..errors import RetrievalEvalError
 from ..ir.measures import Measure
 from ..types import LabeledQuery, QueryResult, Stage
 from .causes import Evidence
+from .fingerprints import checked
 from .lint import KINDS as RUN_LINT_KINDS
 from .results import FORMAT, METRICS_DEFINITION, VERSION, EvaluationResult, RunResults
 
@@ -217,6 +218,8 @@ def run_document(run: RunResults, measures: Sequence[str], *, timing: bool, pric
         doc["candidates"] = run.candidates
     if run.coverage:
         doc["coverage"] = run.coverage
+    if run.fingerprints:
+        doc["fingerprints"] = run.fingerprints
     return doc
 
 
@@ -284,9 +287,13 @@ def from_document(doc: Any, path: str | Path, *, check_fingerprints: bool = True
         if not isinstance(coverage, dict) or (coverage and not isinstance(coverage.get("documents"), dict)):
             raise RetrievalEvalError("'coverage' must be an object with documents {judged, total}", path=path,
                                      field="coverage")
+        try:
+            fingerprints = checked(doc.get("fingerprints"))
+        except ValueError as exc:
+            raise RetrievalEvalError(str(exc), path=path, field="fingerprints") from None
         return RunResults(evaluations, doc["metrics"]["fingerprint"], lint, dict(doc.get("snippets", {})),
                           dict(settings) if isinstance(settings, dict) else settings, dict(judgments),
-                          dict(candidates), dict(coverage))
+                          dict(candidates), dict(coverage), fingerprints)
     except (KeyError, TypeError, ValueError) as exc:
         raise RetrievalEvalError(f"results file is missing or has a malformed {exc}", path=path) from None
 

@@ -3,9 +3,11 @@ per-query movers, and a paired test that says whether a delta is beyond noise.
 
 Runs are only compared when they measured the same thing: the same corpus, the same labeled
 set and the same metric definitions (by fingerprint). Otherwise the comparison is refused,
-unless forced, and the refusal says which fingerprint differs. Every number of a comparison,
-means included, is over the questions both sides hold: two means over different questions (a
-question removed, one added) can agree while a question went from hit to miss.
+unless forced, and the refusal (or the forced comparison's note) says which fingerprint differs
+and what changed: the questions, the documents (``evaluation/fingerprints.py``). Every number
+of a comparison, means included, is over the questions both sides hold: two means over
+different questions (a question removed, one added) can agree while a question went from hit
+to miss.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 from ..data.segments import all_tags
 from ..ir.measures import Measure
 from ..ir.paired import MOVERS, Paired, corrected, paired  # noqa: F401  (MOVERS: re-exported)
+from ..evaluation.fingerprints import CHANGES_NAMED, corpus_changes, judgments_changes
 from ..evaluation.judging import judge_problem
 from ..evaluation.results import EvaluationResult, RunResults
 
@@ -140,10 +143,6 @@ class SegmentDiff:
                 f"{self.paired.p_adjusted:.3g}: {noise}) while the total {total} ({self.total_delta:+.4f}); fell: {shown}")
 
 
-#: questions named in a message about what changed, before the rest are counted
-CHANGES_NAMED = 3
-
-
 def labeled_changes(base: Any, now: Any) -> str:
     """What differs between the baseline's labeled set and this run's, question by question:
     added, removed and changed (the question reworded, its labels edited), the first few of each
@@ -167,13 +166,17 @@ def labeled_changes(base: Any, now: Any) -> str:
     return "; ".join(parts) if parts else "no question differs: only the recorded fingerprint does"
 
 
-def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult) -> list[str]:
+def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult, recorded: tuple[Mapping, Mapping]) -> list[str]:
+    """Why ``now`` and ``base`` did not measure the same thing, each saying what changed;
+    ``recorded``: the baseline's and this run's fingerprints (``RunResults.fingerprints``)."""
     out = []
     if now.labeled.fingerprint != base.labeled.fingerprint:
         out.append(f"labeled set {now.labeled.name} fingerprint {base.labeled.fingerprint[:12]} -> "
                    f"{now.labeled.fingerprint[:12]} ({labeled_changes(base.labeled, now.labeled)})")
     if now.corpus_fingerprint != base.corpus_fingerprint:
-        out.append(f"corpus fingerprint {str(base.corpus_fingerprint)[:12]} -> {str(now.corpus_fingerprint)[:12]}")
+        said = (f" ({corpus_changes(*recorded, base.corpus_fingerprint, now.corpus_fingerprint)})"
+                if base.corpus_fingerprint and now.corpus_fingerprint else "")
+        out.append(f"corpus fingerprint {str(base.corpus_fingerprint)[:12]} -> {str(now.corpus_fingerprint)[:12]}{said}")
     problem = judge_problem(now.judge, base.judge)
     if problem:
         out.append(problem)
@@ -247,6 +250,7 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
     over all of those diffs (every engine and measure is one more chance of a false alarm)."""
     out = BaselineComparison()
     paired_over: list[str] = []  # said once the comparison is made (not when refused)
+    judged_on: set[str] = set()
     if now.metrics_fingerprint != base.metrics_fingerprint:
         out.refusals.append(f"metric definitions differ (fingerprint {base.metrics_fingerprint[:12]} -> "
                             f"{now.metrics_fingerprint[:12]})")
@@ -255,9 +259,14 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
         if b is None:
             out.notes.append(no_baseline(e, base))
             continue
-        problems = _fingerprint_problems(e, b)
+        problems = _fingerprint_problems(e, b, (base.fingerprints, now.fingerprints))
         if problems:
             out.refusals.append(f"{e.engine}: " + "; ".join(problems))
+        judged = judgments_changes(base.fingerprints, now.fingerprints, b.judged, e.judged) \
+            if e.judge is not None and b.judge is not None and e.labeled.name not in judged_on else ""
+        if judged:  # the grades are the labeled set's, whichever engine: said once per set
+            judged_on.add(e.labeled.name)
+            out.notes.append(f"judgments on {e.labeled.name} differ from the baseline's: {judged}")
         judged_alone = [m for m in measures if Measure.parse(m).judged and (e.judge is None) != (b.judge is None)]
         if judged_alone:
             out.notes.append(f"{e.engine}: {', '.join(judged_alone)} not compared: "

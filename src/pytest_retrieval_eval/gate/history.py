@@ -103,6 +103,7 @@ class Record:
     def run(self) -> Any:
         """The recorded run (``RunResults``), read as a baseline; a record whose results cannot be
         read is refused naming its file (a one-line error, never a traceback)."""
+        from ..evaluation.fingerprints import checked
         from ..evaluation.results_json import evaluation_from_dict
         from ..evaluation.results import RunResults
         from .settings import GateSettings
@@ -110,7 +111,8 @@ class Record:
         doc = self.results
         try:
             run = RunResults([evaluation_from_dict(e) for e in doc.get("evaluations", [])],
-                             doc["metrics"]["fingerprint"], settings=dict(doc.get("settings") or {}))
+                             doc["metrics"]["fingerprint"], settings=dict(doc.get("settings") or {}),
+                             fingerprints=checked(doc.get("fingerprints")))
             GateSettings.from_dict(run.settings)  # a record is refused whole, never half read
         except RetrievalEvalError as exc:
             raise RetrievalEvalError(f"history record {shown(self.path)}: {exc}") from None
@@ -213,9 +215,10 @@ def shown(path: Path) -> Path:
 
 
 def _why_not(record: Record, mine: Mapping[tuple[str, str], tuple[str | None, str | None]], job: str | None,
-             force: bool) -> str | None:
+             force: bool, run: Any = None) -> str | None:
     """Why ``record`` is not this job's baseline (another job, other engines or labeled sets,
-    another slice, a labeled set of the same name with other questions), or None when it is."""
+    another slice, a labeled set of the same name with other questions: named, with ``run``),
+    or None when it is."""
     if job and record.job.get("name") and record.job["name"] != job:
         return f"job {record.job['name']} (this job: {job})"
     theirs = record.labeled_sets()
@@ -232,9 +235,64 @@ def _why_not(record: Record, mine: Mapping[tuple[str, str], tuple[str | None, st
         return "; ".join(f"{part(a)} of {name} (this run: {part(b)})" for name, (a, b) in sliced)
     differ = sorted({k[1]: (theirs[k][0], mine[k][0]) for k in shared if theirs[k][0] != mine[k][0]}.items())
     if differ and not force:
-        return "; ".join(f"labeled set {name} fingerprint {str(a)[:12]} (this run: {str(b)[:12]}; "
-                         "--retrieval-baseline-force compares over the questions both hold)" for name, (a, b) in differ)
+        return "; ".join(f"labeled set {name} fingerprint {str(a)[:12]} (this run: {str(b)[:12]}"
+                         f"{_changes(record, run, name)}; --retrieval-baseline-force compares over the questions "
+                         "both hold)" for name, (a, b) in differ)
     return None
+
+
+def _changes(record: Record, run: Any, name: str) -> str:
+    """``: `` and the questions added, removed and changed between the record's labeled set
+    ``name`` and this run's (``baseline.labeled_changes``), or '' (no run, an unreadable record)."""
+    from ..evaluation.results_json import evaluation_from_dict
+    from .baseline import labeled_changes
+
+    now = next((e.labeled for e in getattr(run, "evaluations", ()) if e.labeled.name == name), None)
+    found = next((e for e in record.results.get("evaluations", []) if e["labeled"]["name"] == name), None)
+    try:
+        return f": {labeled_changes(evaluation_from_dict(found).labeled, now)}" if now and found else ""
+    except (RetrievalEvalError, KeyError, TypeError, ValueError, AttributeError):
+        return ""
+
+
+def _measured(record: Record) -> tuple:
+    """The corpora and labeled sets a record measured and its judgments file, by fingerprint."""
+    evaluations = [e for e in record.results.get("evaluations", []) if isinstance(e, dict)]
+    return (sorted({str((e.get("corpus") or {}).get("fingerprint")) for e in evaluations}),
+            sorted({(str(e["labeled"].get("name")), str(e["labeled"].get("fingerprint"))) for e in evaluations}),
+            str(((record.results.get("fingerprints") or {}).get("judgments") or {}).get("sha256")))
+
+
+def changes_since(before: Record, after: Record) -> list[str]:
+    """What ``after`` measured otherwise than ``before`` (``history`` lists it under the record):
+    the corpus's documents, each labeled set's questions (of the names both hold) and the
+    judgments file, named (``evaluation/fingerprints.py``); none when they measured alike or a
+    record cannot be read."""
+    from ..evaluation.fingerprints import corpus_changes
+    from .baseline import labeled_changes
+
+    if _measured(before) == _measured(after):  # read from the files as they are: most records change nothing
+        return []
+    try:
+        old, new = before.run(), after.run()
+    except RetrievalEvalError:
+        return []
+    out = []
+    corpora = [sorted({e.corpus_fingerprint for e in r.evaluations if e.corpus_fingerprint}) for r in (old, new)]
+    if corpora[0] != corpora[1]:
+        a, b = (c[0] if len(c) == 1 else None for c in corpora)
+        said = f" ({corpus_changes(old.fingerprints, new.fingerprints, a, b)})" if a and b else ""
+        out.append(f"corpus {', '.join(c[:12] for c in corpora[0]) or 'none'} -> "
+                   f"{', '.join(c[:12] for c in corpora[1]) or 'none'}{said}")
+    sets = [{e.labeled.name: e.labeled for e in r.evaluations} for r in (old, new)]
+    for name, labeled in sets[1].items():
+        was = sets[0].get(name)
+        if was is not None and was.fingerprint != labeled.fingerprint:
+            out.append(f"labeled set {name} ({labeled_changes(was, labeled)})")
+    digests = [(r.fingerprints.get("judgments") or {}).get("sha256") for r in (old, new)]
+    if all(digests) and digests[0] != digests[1]:
+        out.append(f"judgments file sha256 {digests[0][:12]} -> {digests[1][:12]}")
+    return out
 
 
 def compare_ref(history: History, ref: str, cwd: Path, *, run: Any = None,
@@ -263,7 +321,7 @@ def compare_ref(history: History, ref: str, cwd: Path, *, run: Any = None,
         mine = {(e.engine, e.labeled.name): (e.labeled.fingerprint, _slice(e.labeled.provenance.get("slice")))
                 for e in run.evaluations}
         job = job_name()
-        why = {r.path.name: _why_not(r, mine, job, force) for r in there}
+        why = {r.path.name: _why_not(r, mine, job, force, run) for r in there}
         fitting = [r for r in there if why[r.path.name] is None]
         if not fitting:
             reasons = list(dict.fromkeys(why.values()))

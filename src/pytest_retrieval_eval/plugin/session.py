@@ -371,6 +371,18 @@ class RetrievalSession:
             sets = {k: whole if l.name == whole.name else l for k, l in sets.items()}
         return coverage_record(corpus.docs, sets.values(), chunk_docs)
 
+    def fingerprints(self, run: Any) -> dict:
+        """What the run measured, by content (``evaluation/fingerprints.py``): a later comparison
+        across another corpus or judgments file names what changed."""
+        from ..evaluation.fingerprints import record
+
+        try:
+            corpus = self.corpus()
+        except RetrievalEvalError:  # engines over a team's own data, no corpus configured
+            corpus = None
+        judgments = self.config.judging.judgments
+        return record(run, corpus, judgments=judgments if run.judgments and judgments is not None else None)
+
     def candidate_docs(self):
         """The documents a change would add (``--retrieval-candidates``), read once."""
         if getattr(self, "_candidates", None) is None:
@@ -429,6 +441,7 @@ class RetrievalSession:
         run.coverage = self.coverage(run, merged.chunk_docs) if run.evaluations else {}
         judging = self.judgments(run) if cfg.judging.judgments is not None and run.evaluations else []
         judging += self.candidates(run) if cfg.judging.candidates is not None and run.evaluations else []
+        run.fingerprints = self.fingerprints(run) if run.evaluations else {}
         history = None
         if cfg.gate.history is not None:
             from ..gate.history import History

@@ -1,0 +1,132 @@
+"""Say what changed, in a team's own project (the helpdesk knowledge base, its own engine): a
+baseline recorded on one corpus is refused on the corpus with a document edited, one added and
+one removed, naming them; forced, the comparison names them too; a baseline saved before the
+documents' digests were kept still loads and says the change cannot be itemised; and
+``--retrieval-compare`` against main's history record says the same, as ``history`` does under
+the record that changed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import REPO
+
+KB = REPO / "examples" / "helpdesk" / "kb"
+ROWS = [("My internet tunnel to work keeps dropping at the hotel", "vpn-setup"),
+        ("I forgot my login as a contractor", "password-reset"),
+        ("Where do print jobs wait before I pick them up", "printer-queue"),
+        ("A customer visiting tomorrow needs internet", "guest-wifi")]
+ENGINE = """
+    import json
+    from pathlib import Path
+
+    GOLD = dict(json.loads(Path("gold.json").read_text()))
+
+    class Ours:
+        name = "ours"
+
+        def retrieve(self, query, k):
+            return [GOLD[query]]
+
+    def pytest_retrieval_engines(registry, config):
+        registry.register("ours", lambda request: Ours())
+"""
+CHANGED = "(documents: 1 added (expense-claims); 1 removed (software-requests); 1 changed (mfa-enrolment))"
+
+
+def sh(cwd, *args: str) -> str:
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def project(pytester):
+    import shutil
+
+    shutil.copytree(KB, pytester.path / "kb")
+    (pytester.path / "labels.csv").write_text("question,doc_id\n" + "".join(f"{q},{d}\n" for q, d in ROWS))
+    (pytester.path / "gold.json").write_text(json.dumps(ROWS))
+    pytester.makeconftest(textwrap.dedent(ENGINE))
+    pytester.makeini("[pytest]\nretrieval_corpus = kb\nretrieval_questions = questions.cache.json\n"
+                     "retrieval_engines = ours\n")
+    pytester.makepyfile("import pytest\n\n@pytest.mark.retrieval\ndef test_x(retrieval_results):\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest_retrieval_eval", "label", "import", "labels.csv", "--corpus",
+                           "kb", "--questions", "questions.cache.json"], cwd=pytester.path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return pytester
+
+
+def edit_corpus(root) -> None:
+    """None of the labeled documents: an edit, an addition and a removal the questions do not see."""
+    kb = root / "kb"
+    mfa = json.loads((kb / "mfa-enrolment.json").read_text())
+    (kb / "mfa-enrolment.json").write_text(json.dumps({**mfa, "content": mfa["content"] + " Hardware keys work too."}))
+    (kb / "software-requests.json").unlink()
+    (kb / "expense-claims.json").write_text(json.dumps({"doc_id": "expense-claims", "title": "Expense claims",
+                                                        "content": "Claims are filed in the finance portal."}))
+
+
+def corpus_fingerprints(*paths) -> list[str]:
+    return [json.loads(p.read_text())["evaluations"][0]["corpus"]["fingerprint"][:12] for p in paths]
+
+
+def test_a_baseline_on_an_edited_corpus_is_refused_naming_the_documents_and_forced_names_them_too(project):
+    assert project.runpytest("-m", "retrieval", "--retrieval-save-baseline=base.json").ret == 0
+    recorded = json.loads((project.path / "base.json").read_text())["fingerprints"]
+    [(_, corpus)] = recorded["corpora"].items()
+    assert corpus["name"] == "kb" and len(corpus["documents"]) == 9
+    assert all(len(digest) == 12 for digest in corpus["documents"].values())
+    edit_corpus(project.path)
+    refused = project.runpytest("-m", "retrieval", "--retrieval-baseline=base.json", "--retrieval-report-dir=out")
+    out = refused.stdout.str()
+    assert refused.ret == 1, out
+    before, after = corpus_fingerprints(project.path / "base.json", project.path / "out" / "results.json")
+    said = f"ours: corpus fingerprint {before} -> {after} {CHANGED}"
+    assert f"FAIL retrieval gate: baseline refused: {said}; re-save the baseline" in out, out
+    forced = project.runpytest("-m", "retrieval", "--retrieval-baseline=base.json", "--retrieval-baseline-force")
+    out = forced.stdout.str()
+    assert forced.ret == 0, out
+    assert f"compared although {said} (--retrieval-baseline-force)" in out, out
+
+
+def test_a_baseline_saved_before_document_digests_were_kept_still_loads_and_says_so(project):
+    assert project.runpytest("-m", "retrieval", "--retrieval-save-baseline=base.json").ret == 0
+    doc = json.loads((project.path / "base.json").read_text())
+    del doc["fingerprints"]
+    (project.path / "base.json").write_text(json.dumps(doc))
+    edit_corpus(project.path)
+    result = project.runpytest("-m", "retrieval", "--retrieval-baseline=base.json")
+    out = result.stdout.str()
+    assert result.ret == 1, out
+    assert "(the change cannot be itemised: the baseline records no document digests); re-save the baseline" in out, out
+    assert "baseline unusable" not in out
+
+
+def test_compare_with_mains_record_on_another_corpus_names_the_documents(project):
+    for args in (("init", "-q", "-b", "main"), ("config", "user.email", "t@example.com"), ("config", "user.name", "t")):
+        sh(project.path, "git", *args)
+    (project.path / ".gitignore").write_text("retrieval-history/\n")
+    sh(project.path, "git", "add", "-A")
+    sh(project.path, "git", "commit", "-qm", "one")
+    assert project.runpytest("-m", "retrieval", "--retrieval-history=retrieval-history").ret == 0  # main's record
+    sh(project.path, "git", "checkout", "-qb", "feature")
+    edit_corpus(project.path)
+    sh(project.path, "git", "add", "-A")
+    sh(project.path, "git", "commit", "-qm", "the knowledge base moves on")
+    result = project.runpytest("-m", "retrieval", "--retrieval-history=retrieval-history", "--retrieval-compare=main")
+    out = result.stdout.str()
+    assert result.ret == 1, out
+    assert "baseline refused: ours: corpus fingerprint " in out and f"{CHANGED}; re-save the baseline" in out, out
+    listed = subprocess.run([sys.executable, "-m", "pytest_retrieval_eval", "history"], cwd=project.path,
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert len(lines) == 3 and lines[2].startswith("  changed since the record before: corpus "), lines
+    assert lines[2].endswith(f" {CHANGED}") and not lines[1].startswith(" "), lines
