@@ -130,7 +130,8 @@ class Record:
 
         doc = self.results
         wanted = {f: ref for f, ref in self.corpora.items() if against is None or f not in against}
-        recorded = with_documents(doc.get("fingerprints"), wanted, self.path.parent) if wanted else doc.get("fingerprints")
+        recorded = doc.get("fingerprints")
+        recorded = with_documents(recorded, wanted, self.path.parent) if wanted else recorded
         try:
             run = RunResults([evaluation_from_dict(e) for e in doc.get("evaluations", [])],
                              doc["metrics"]["fingerprint"], settings=dict(doc.get("settings") or {}),
