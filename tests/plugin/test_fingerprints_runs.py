@@ -3,7 +3,8 @@ baseline recorded on one corpus is refused on the corpus with a document edited,
 one removed, naming them; forced, the comparison names them too; a baseline saved before the
 documents' digests were kept still loads and says the change cannot be itemised; and
 ``--retrieval-compare`` against main's history record says the same, as ``history`` does under
-the record that changed."""
+the record that changed (from the corpus maps the history keeps once each; with one deleted,
+the change cannot be itemised)."""
 
 from __future__ import annotations
 
@@ -130,3 +131,16 @@ def test_compare_with_mains_record_on_another_corpus_names_the_documents(project
     lines = listed.stdout.splitlines()
     assert len(lines) == 3 and lines[2].startswith("  changed since the record before: corpus "), lines
     assert lines[2].endswith(f" {CHANGED}") and not lines[1].startswith(" "), lines
+    folder = project.path / "retrieval-history"
+    records = sorted(folder.glob("*.json"))
+    kept = sorted((folder / "corpora").glob("*.json"))  # each corpus's digests once, beside the records
+    assert [p.stem for p in kept] == sorted(next(iter(json.loads(r.read_text())["corpora"])) for r in records)
+    assert all(json.loads(r.read_text())["results"]["fingerprints"]["corpora"] == {} for r in records)
+    mains = next(iter(json.loads(records[0].read_text())["corpora"]))
+    (folder / "corpora" / f"{mains}.json").unlink()  # deleted by hand: the records still read
+    listed = subprocess.run([sys.executable, "-m", "pytest_retrieval_eval", "history"], cwd=project.path,
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert len(lines) == 3 and lines[2].endswith(
+        "(the change cannot be itemised: the baseline records no document digests)"), lines

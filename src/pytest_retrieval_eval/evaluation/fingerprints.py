@@ -5,11 +5,17 @@ document, so a later comparison can name the documents added, removed or edited)
 sets, the judgments file (a digest of its bytes) and each engine's embedder canary (its
 ``engine_info["canary"]``, where the engine reports one). A comparison refused or forced across
 another corpus or judgments then says what changed, not only that a fingerprint differs.
+
+A run history keeps each corpus's digests once, in ``corpora/<fingerprint>.json`` beside its
+records (``gate/history.py``), since one corpus repeats in almost every record; a record names
+its corpus by fingerprint and ``with_documents`` puts the digests back when they are read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -18,6 +24,12 @@ from typing import Any, Mapping, Sequence
 DOC_DIGEST = 12
 #: names shown of each kind of change before the rest are counted
 CHANGES_NAMED = 3
+#: the history folder's subfolder of corpus maps, one file per corpus fingerprint
+CORPORA = "corpora"
+#: a corpus map file's ``"format"``
+MAP_FORMAT = "pytest-retrieval-eval/corpus-documents"
+#: a corpus fingerprint that names a file (sha256 hex); any other keeps its digests in the record
+_FILE_FINGERPRINT = re.compile(r"^[0-9a-f]{16,128}$")
 
 
 def named(names: Sequence[str]) -> str:
@@ -81,6 +93,49 @@ def checked(raw: Any) -> dict[str, Any]:
     if judgments is not None and not (isinstance(judgments, dict) and isinstance(judgments.get("sha256"), str)):
         raise ValueError("'fingerprints' judgments must be null or {sha256: digest}")
     return dict(raw)
+
+
+def map_path(folder: str | Path, fingerprint: str) -> Path | None:
+    """Where a history folder keeps the digests of the corpus ``fingerprint``; None for a
+    fingerprint that is not a hex digest (never a path made of an arbitrary string)."""
+    return Path(folder) / CORPORA / f"{fingerprint}.json" if _FILE_FINGERPRINT.match(fingerprint) else None
+
+
+def map_text(fingerprint: str, name: Any, documents: Mapping[str, str]) -> str:
+    """A corpus map file: compact, as size is the reason it exists (about 30 bytes a document)."""
+    return json.dumps({"format": MAP_FORMAT, "fingerprint": fingerprint, "name": name, "documents": documents},
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+def read_map(folder: str | Path, fingerprint: str) -> dict[str, str] | None:
+    """The document digests ``folder`` keeps for the corpus ``fingerprint``, or None (missing,
+    deleted by hand, unreadable, another corpus's): the change then cannot be itemised, as for
+    a record written before digests were kept."""
+    path = map_path(folder, fingerprint)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    documents = doc.get("documents") if isinstance(doc, dict) else None
+    if (doc is None or doc.get("format") != MAP_FORMAT or doc.get("fingerprint") != fingerprint
+            or not isinstance(documents, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in documents.items())):
+        return None
+    return documents
+
+
+def with_documents(raw: Any, refs: Mapping[str, Any], folder: str | Path) -> Any:
+    """A record's ``"fingerprints"`` (``raw``) with the digests of the corpora ``refs`` names
+    (fingerprint -> ``{"name": ...}``) read back from ``folder``'s maps; a corpus whose map
+    cannot be read stays without digests. ``raw`` is not changed."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("corpora", {}), dict):
+        return raw  # refused as malformed by ``checked``
+    corpora = dict(raw.get("corpora") or {})
+    for fingerprint, ref in refs.items():
+        documents = read_map(folder, fingerprint) if fingerprint not in corpora else None
+        if documents is not None:
+            corpora[fingerprint] = {"name": ref.get("name") if isinstance(ref, dict) else None, "documents": documents}
+    return {**raw, "corpora": corpora}
 
 
 def corpus_changes(base: Mapping[str, Any], now: Mapping[str, Any], base_corpus: str, now_corpus: str) -> str:

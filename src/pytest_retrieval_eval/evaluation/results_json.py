@@ -23,7 +23,7 @@ from ..errors import RetrievalEvalError
 from ..ir.measures import Measure
 from ..types import LabeledQuery, QueryResult, Stage
 from .causes import Evidence
-from .fingerprints import checked
+from .fingerprints import checked, with_documents
 from .lint import KINDS as RUN_LINT_KINDS
 from .results import FORMAT, METRICS_DEFINITION, VERSION, EvaluationResult, RunResults
 
@@ -238,7 +238,9 @@ def read_document(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise RetrievalEvalError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
     if isinstance(doc, dict) and doc.get("format") == HISTORY_FORMAT and isinstance(doc.get("results"), dict):
-        doc = doc["results"]  # a history record (gate/history.py) holds a run's results.json
+        record, doc = doc, doc["results"]  # a history record (gate/history.py) holds a run's results.json
+        if isinstance(record.get("corpora"), dict) and record["corpora"]:  # its corpus digests kept beside it
+            doc = {**doc, "fingerprints": with_documents(doc.get("fingerprints"), record["corpora"], Path(path).parent)}
     return doc
 
 

@@ -8,6 +8,15 @@ jobs writing at once both keep theirs; the oldest beyond ``keep`` are removed (r
 file of the team's in the folder is never pruned, and one that is not a record is skipped with a
 warning). ``compare_ref`` finds the record a branch is judged against: this job's (same job
 name, same labeled sets by fingerprint) at the merge-base with a ref, and no other.
+
+A corpus's document digests (``evaluation/fingerprints.py``, about 30 bytes a document) repeat
+in almost every record, so the folder keeps them once, in ``corpora/<fingerprint>.json``
+(written atomically, only when absent); a record names its corpus by fingerprint under
+``"corpora"``, and the digests are read back only for a comparison across two corpora. A map is
+written before the record naming it and removed once the last record naming it is pruned, all
+under one lock, so a crash between the steps leaves at most a map no record names; a map deleted
+by hand leaves its records readable, their change "cannot be itemised". Records written with the
+digests inline (before) read as they are.
 """
 
 from __future__ import annotations
@@ -20,10 +29,11 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
-from .._atomic import write_text_atomic
+from .._atomic import locked, write_text_atomic
 from ..errors import RetrievalEvalError
+from ..evaluation.fingerprints import CORPORA, map_path, map_text, with_documents
 from ..evaluation.results_json import HISTORY_FORMAT as FORMAT  # a record reads as a baseline file too
 from ..types import canonical_json, sha256_text
 
@@ -88,6 +98,9 @@ class Record:
     results: Mapping[str, Any]
     #: the CI job that wrote it (``{"name": ...}``; empty for records written before jobs were kept)
     job: Mapping[str, Any] = field(default_factory=dict)
+    #: corpus fingerprint -> ``{"name": ...}``: corpora whose digests the folder's map files keep
+    #: (empty for a record holding them inline)
+    corpora: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def commit(self) -> str | None:
@@ -100,19 +113,29 @@ class Record:
                 for e in self.results.get("evaluations", [])}
 
 
-    def run(self) -> Any:
+    def corpus_fingerprints(self) -> set[str]:
+        """The corpora the record's evaluations searched, by fingerprint (nothing else is read)."""
+        return {str(f) for e in self.results.get("evaluations", []) if isinstance(e, dict)
+                if (f := (e.get("corpus") or {}).get("fingerprint"))}
+
+    def run(self, against: Collection[str] | None = None) -> Any:
         """The recorded run (``RunResults``), read as a baseline; a record whose results cannot be
-        read is refused naming its file (a one-line error, never a traceback)."""
+        read is refused naming its file (a one-line error, never a traceback). ``against``: the
+        corpora (fingerprints) of the run it is compared with: only the digests of the others
+        are read from their maps, as only a corpus that differs is itemised (None: every one)."""
         from ..evaluation.fingerprints import checked
         from ..evaluation.results_json import evaluation_from_dict
         from ..evaluation.results import RunResults
         from .settings import GateSettings
 
         doc = self.results
+        wanted = {f: ref for f, ref in self.corpora.items() if against is None or f not in against}
+        recorded = doc.get("fingerprints")
+        recorded = with_documents(recorded, wanted, self.path.parent) if wanted else recorded
         try:
             run = RunResults([evaluation_from_dict(e) for e in doc.get("evaluations", [])],
                              doc["metrics"]["fingerprint"], settings=dict(doc.get("settings") or {}),
-                             fingerprints=checked(doc.get("fingerprints")))
+                             fingerprints=checked(recorded))
             GateSettings.from_dict(run.settings)  # a record is refused whole, never half read
         except RetrievalEvalError as exc:
             raise RetrievalEvalError(f"history record {shown(self.path)}: {exc}") from None
@@ -138,16 +161,64 @@ class History:
         now = time.time() if now is None else now
         # microseconds in the name: records of one second still sort in the order they were made
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
-        record = {"format": FORMAT, "version": VERSION, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
-                  "git": dict(git_info), "job": {"name": job if job is not None else job_name()},
-                  "fingerprints": fingerprints(results), "results": results}
         name = f"{stamp}_{(git_info.get('commit') or 'nocommit')[:12]}_{os.getpid()}_{secrets.token_hex(3)}.json"
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / name
-        write_text_atomic(path, json.dumps(record, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
-        for old in self._files()[:-self.keep] if self.keep else []:
-            old.unlink(missing_ok=True)
+        # one writer at a time keeps a map from being pruned between its check and its record's write
+        with locked(self.folder / CORPORA):
+            corpora, written = self._store_maps(results)
+            record = {"format": FORMAT, "version": VERSION,
+                      "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+                      "git": dict(git_info), "job": {"name": job if job is not None else job_name()},
+                      "fingerprints": fingerprints(results), "corpora": corpora, "results": results}
+            try:
+                write_text_atomic(path, json.dumps(record, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+            except BaseException:
+                for made in written:  # a map only this record would have named
+                    made.unlink(missing_ok=True)
+                raise
+            self._prune(set(corpora))
         return path
+
+    def _store_maps(self, results: dict[str, Any]) -> tuple[dict[str, Any], list[Path]]:
+        """Moves each corpus's digests out of ``results`` into the folder's map for it (written
+        only when absent: one corpus, one file): the references the record keeps, and the
+        maps written now. A corpus whose fingerprint names no file keeps its digests inline."""
+        recorded = results.get("fingerprints")
+        corpora = recorded.get("corpora") if isinstance(recorded, dict) else None
+        if not isinstance(corpora, dict):
+            return {}, []
+        refs, written, inline = {}, [], {}
+        for fingerprint, corpus in corpora.items():
+            path = map_path(self.folder, fingerprint)
+            if path is None or not isinstance(corpus, dict) or not isinstance(corpus.get("documents"), dict):
+                inline[fingerprint] = corpus
+                continue
+            if not path.exists():
+                write_text_atomic(path, map_text(fingerprint, corpus.get("name"), corpus["documents"]))
+                written.append(path)
+            refs[fingerprint] = {"name": corpus.get("name"), "documents": f"{CORPORA}/{path.name}"}
+        results["fingerprints"] = {**recorded, "corpora": inline}
+        return refs, written
+
+    def _prune(self, kept: set[str]) -> None:
+        """The oldest records beyond ``keep``, then each map that only they named (``kept``: the
+        corpora of the record just written). The records left are read oldest first, where the
+        next of a pruned record's corpus is, and only until every map is found named."""
+        old = self._files()[:-self.keep] if self.keep else []
+        maps: set[str] = set()
+        for path in old:
+            maps |= _references(path)
+            path.unlink(missing_ok=True)
+        maps -= kept
+        for path in self._files() if maps else []:
+            maps -= _references(path)
+            if not maps:
+                break
+        for fingerprint in maps:
+            path = map_path(self.folder, fingerprint)
+            if path is not None:
+                path.unlink(missing_ok=True)
 
     def count(self) -> int:
         """How many records the folder holds (their names only: nothing is read)."""
@@ -178,7 +249,7 @@ class History:
                     self.warnings.append(said)
                 continue
             out.append(Record(path, doc["time"], doc.get("git") or {}, doc.get("fingerprints") or {}, doc["results"],
-                              doc.get("job") or {}))
+                              doc.get("job") or {}, doc.get("corpora") or {}))
         return sorted(out, key=lambda r: r.path.name)  # the name starts with the time, to the microsecond
 
     def at(self, commits: Sequence[str], records: Sequence[Record] | None = None) -> Record | None:
@@ -197,13 +268,22 @@ def _record_problem(doc: Any) -> str | None:
     results = doc.get("results")
     if not isinstance(doc.get("time"), str) or not isinstance(results, dict) \
             or not isinstance(results.get("evaluations"), list) or not isinstance(doc.get("git") or {}, dict) \
-            or not isinstance(doc.get("job") or {}, dict):
-        return "its \"time\", \"git\", \"job\" or \"results\" is missing or of another type"
+            or not isinstance(doc.get("job") or {}, dict) or not isinstance(doc.get("corpora") or {}, dict):
+        return "its \"time\", \"git\", \"job\", \"corpora\" or \"results\" is missing or of another type"
     for e in results["evaluations"]:
         if not (isinstance(e, dict) and isinstance(e.get("engine"), str) and isinstance(e.get("labeled"), dict)
                 and isinstance(e["labeled"].get("name"), str)):
             return "an evaluation without its engine or labeled set"
     return None
+
+
+def _references(path: Path) -> set[str]:
+    """The corpora whose maps the record at ``path`` names (none when it cannot be read)."""
+    try:
+        corpora = json.loads(path.read_text(encoding="utf-8")).get("corpora")
+    except (OSError, ValueError, AttributeError):
+        return set()
+    return set(corpora) if isinstance(corpora, dict) else set()
 
 
 def shown(path: Path) -> Path:
@@ -273,8 +353,8 @@ def changes_since(before: Record, after: Record) -> list[str]:
 
     if _measured(before) == _measured(after):  # read from the files as they are: most records change nothing
         return []
-    try:
-        old, new = before.run(), after.run()
+    try:  # a corpus's digests are read only where the two records' corpora differ
+        old, new = before.run(against=after.corpus_fingerprints()), after.run(against=before.corpus_fingerprints())
     except RetrievalEvalError:
         return []
     out = []

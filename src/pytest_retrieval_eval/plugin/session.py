@@ -455,7 +455,8 @@ class RetrievalSession:
             try:
                 record, said = compare_ref(history, cfg.gate.compare, Path(self.pytest_config.rootpath), run=run,
                                            force=cfg.gate.settings.baseline_force)
-                baseline = record.run() if record is not None else None  # a record reads as a baseline file
+                baseline = (record.run(against={e.corpus_fingerprint for e in run.evaluations})  # as a baseline file
+                            if record is not None else None)
             except RetrievalEvalError as exc:
                 record, said = None, f"--retrieval-compare {cfg.gate.compare}: {exc}"
             if record is None:
