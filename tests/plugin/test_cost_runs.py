@@ -38,7 +38,8 @@ def test_an_http_engine_is_timed_priced_and_gated_on_its_p95(bundled_project, tm
     assert result.ret == 1, text
     d = json.loads((out / "results.json").read_text())["evaluations"][0]
     p95 = d["latency"]["seconds"]["p95"]
-    assert 0.100 <= p95 <= 0.160, d["latency"]
+    calls = sorted(q["seconds"] for q in d["queries"])  # each call's own time: the server's 100 ms and more
+    assert len(calls) == 17 and calls[0] >= 0.100 and calls[-2] <= p95 <= calls[-1], (calls, d["latency"])
     assert d["latency"]["concurrency"] == 1
     [failure] = [line for line in text.splitlines() if line.startswith("FAIL retrieval gate")]
     assert failure.startswith(f"FAIL retrieval gate: remote: latency.p95 = {p95 * 1000:.1f} ms, required <= 50 ms "
