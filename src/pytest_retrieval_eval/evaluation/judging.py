@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..data.judge import Pair
 from ..data.judgments import KAPPA_FLOOR, Judge, Judgment, Judgments, question_sha256
+from ..data.recheck import drift_of
 from ..errors import RetrievalEvalError
 from ..ir.metrics import evaluate
 from ..ir.qrels import Qrels
@@ -118,9 +119,18 @@ class JudgmentsUsed:
     unkeyed: int = 0
     #: the line number of a last line cut off mid-write (not JSON), not read; None when whole
     cut_off: int | None = None
+    #: the judge's last ``judge --recheck`` when it found the judge drifted (``data/recheck.py``), else None
+    recheck: dict | None = None
 
     def warnings(self) -> list[str]:
         out = []
+        if self.recheck is not None:
+            r = self.recheck
+            out.append(f"judge {self.judge.model} ({self.judge.fingerprint}) drifted: graded again on {r.get('pairs')} "
+                       f"of its stored pairs ({str(r.get('checked', '?'))[:10]}), it gave the same relevance on "
+                       f"{float(r.get('agreement') or 0):.0%} of them, below {float(r.get('floor') or 0):.0%}: the "
+                       "model changed under the same name, and the +judged numbers rest on grades it no longer gives "
+                       "(judge --recheck)")
         if self.kappa is not None and self.kappa == self.kappa and self.kappa < KAPPA_FLOOR and not self.one_sided:
             out.append(f"judge {self.judge.model} ({self.judge.fingerprint}) agrees with the human labels at Cohen's "
                        f"kappa {self.kappa:.2f} on {self.calibrated} calibrated pairs, below {KAPPA_FLOOR}: its "
@@ -164,14 +174,16 @@ class JudgmentsUsed:
                 "stale": [list(p) for p in self.stale], "other_judges": self.other_judges,
                 "calibrated": self.calibrated, "kappa": self.kappa, "agreement": self.agreement,
                 "one_sided": self.one_sided, "checked": self.checked, "reworded": [list(p) for p in self.reworded],
-                "unkeyed": self.unkeyed, "cut_off": self.cut_off}
+                "unkeyed": self.unkeyed, "cut_off": self.cut_off,
+                **({"recheck": self.recheck} if self.recheck is not None else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "JudgmentsUsed":
         return cls(d["path"], Judge.from_dict(d["judge"]), int(d.get("used", 0)),
                    [tuple(p) for p in d.get("stale", [])], int(d.get("other_judges", 0)), int(d.get("calibrated", 0)),
                    d.get("kappa"), d.get("agreement"), bool(d.get("one_sided", False)), bool(d.get("checked", True)),
-                   [tuple(p) for p in d.get("reworded", [])], int(d.get("unkeyed", 0)), d.get("cut_off"))
+                   [tuple(p) for p in d.get("reworded", [])], int(d.get("unkeyed", 0)), d.get("cut_off"),
+                   d.get("recheck"))
 
 
 def question_hashes(run: RunResults) -> dict[str, set[str]]:
@@ -233,7 +245,7 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
                            calibration.n, calibration.kappa if calibration.n else None,
                            calibration.agreement if calibration.n else None, calibration.n > 0 and calibration.one_sided,
                            fingerprints is not None, sorted(reworded - used), len(unkeyed & used),
-                           getattr(judgments, "cut_off", None))
+                           getattr(judgments, "cut_off", None), drift_of(judgments.path, current.fingerprint))
     run.judgments = record.to_dict()
     return record
 
