@@ -94,3 +94,33 @@ def test_an_embedding_server_upgraded_in_place_is_named_drifted_and_nothing_of_i
     assert settled_texts == 5 and settled["verdict"]["warnings"] == []  # the new model is the reference now
     assert settled["evaluations"][0]["engine_info"] == info
     assert leftovers(sandbox_tmp) == ([], [])
+
+
+def test_xdist_workers_of_a_drifted_run_agree_on_the_new_reference_and_warn_once(pytester, sandbox_tmp, tmp_path):
+    cache = tmp_path / "cache"
+    pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
+                     f"retrieval_cache_dir = {cache}\nretrieval_embedder = openai:text-embed\n"
+                     "retrieval_engines = hybrid\n")
+    pytester.makepyfile(TESTS + """
+    def test_mrr(retrieval_results):
+        assert retrieval_results.mrr() >= 0.0
+
+    def test_no_errors(retrieval_results):
+        assert retrieval_results.n_errored == 0
+""")
+    with FakeApi() as api:
+        env = {"RETRIEVAL_EVAL_BASE_URL": api.url, "RETRIEVAL_EVAL_API_KEY": "sk-test-drift"}
+        api.script("/embeddings", Reply(200, served()))
+        assert run_inner(pytester, sandbox_tmp, "-m", "retrieval", env=env).returncode == 0
+        api.script("/embeddings", Reply(200, served(turn=0.3)))
+        before = len(api.hits("/embeddings"))
+        done = run_inner(pytester, sandbox_tmp, "-n", "2", "-m", "retrieval", "--retrieval-report-dir=out",
+                         "-p", "no:randomly", env=env)
+        canaries = [h for h in api.hits("/embeddings")[before:] if h.body["input"] == list(CANARY_TEXTS)]
+    assert done.returncode == 0, done.stdout + done.stderr  # the workers' evaluations fit: one reference
+    assert "2 workers" in done.stdout and len(canaries) == 2  # each worker checked once
+    doc = json.loads((pytester.path / "out" / "results.json").read_text())
+    drifted = [w for w in doc["verdict"]["warnings"] if " drifted: " in w]
+    assert len(drifted) == 1 and drifted[0].startswith(f"embedder openai:{api.url}:text-embed drifted: ")
+    assert doc["evaluations"][0]["engine_info"]["embedder"].endswith("#canary-1")
+    assert leftovers(sandbox_tmp) == ([], [])

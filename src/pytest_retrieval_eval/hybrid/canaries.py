@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .._secrets import redact
+from .._secrets import mask_and_cap, redact
 from ..errors import RetrievalEvalError
 
 #: embedded at the start of every run (a local model: when its libraries changed) and compared
@@ -148,7 +148,7 @@ def _check(backend: Any, cache: Any) -> CanaryCheck:
         now = np.asarray(backend.embed(list(CANARY_TEXTS)), dtype=np.float32)
     except RetrievalEvalError as exc:
         generation = stored.generation if stored is not None else 0
-        return CanaryCheck(model, generation, None, unchecked=str(exc).splitlines()[0][:200])
+        return CanaryCheck(model, generation, None, unchecked=mask_and_cap(str(exc).splitlines()[0], 200))
 
     def decide(stored: Stored | None) -> tuple[Stored | None, str | None, CanaryCheck]:
         """(the reference to write, the identity whose vectors to delete, the check)."""
