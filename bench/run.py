@@ -1087,6 +1087,52 @@ def bench_http_concurrency(repeats: int) -> None:
         raise SystemExit("the concurrent embedder's vectors differ from the serial run's")
 
 
+def bench_canary(repeats: int) -> None:
+    """The drift canaries' cost in a warm run: the bundled eval on an OpenAI-compatible embedding
+    server answering in 50 ms (every embedding cached), against the canary check alone, timed in
+    process as a new session makes it (a new cache connection, a new client: one request of the
+    five canary texts, the reference read, compared)."""
+    import threading
+
+    from pytest_retrieval_eval.hybrid.canaries import check
+    from pytest_retrieval_eval.hybrid.embedders import OpenAIBackend, backend_for
+    from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
+
+    model, lock = backend_for("minilm"), threading.Lock()  # the server runs the built-in MiniLM: the eval passes
+
+    def embeddings(path: str, body: dict) -> dict:
+        with lock:
+            vectors = model.embed(body["input"])
+        return {"data": [{"index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]}
+
+    print("drift canaries: the bundled eval, warm, embedder openai:m at a MiniLM server answering in 50 ms+", flush=True)
+    server, root = json_server(embeddings)
+    tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-canary-"))
+    cmd = PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={tmp}", "--retrieval-embedder=openai:m"]
+    env = {"RETRIEVAL_EVAL_BASE_URL": f"{root}/v1", "RETRIEVAL_EVAL_API_KEY": ""}
+    try:
+        child(cmd, env=env)  # cold: fills the cache and stores the canaries
+        runs = [child(cmd, env=env) for _ in range(repeats)]
+        if any("drifted" in out or "ingested" in out for _, _, out in runs):
+            raise SystemExit("a warm run against an unchanged server drifted or ingested again")
+        warm = record("canary", "warm run (openai embedder, every vector cached), wall", [w for w, _, _ in runs])
+        checks = []
+        for _ in range(max(3, repeats)):
+            cache = EmbeddingCache(tmp / "embeddings.sqlite3")
+            start = time.perf_counter()
+            found = check(OpenAIBackend("m", url=f"{root}/v1"), cache)
+            checks.append(time.perf_counter() - start)
+            cache.close()
+            if found.drifted or found.cosine != 1.0:
+                raise SystemExit(f"an unchanged server must match its canaries exactly: {found}")
+        canary = record("canary", "the canary check (one request of 5 texts, 50 ms server)", checks)
+        ratio("canary", "canary check / warm run (must-show: under 0.05)", canary, warm)
+        print(f"  {'the canary check, share of the warm run':58} {canary / warm:10.2%}", flush=True)
+    finally:
+        server.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def bench_judging(repeats: int) -> None:
     """The judge: 1,000 (question, document) pairs graded against a chat-completions server that
     answers in 50 ms, one call at a time against 8 at a time (``--judge-concurrency``), each run
@@ -1199,7 +1245,7 @@ def main() -> None:
     parser.add_argument("--results", default=None, help="the folder results.json and summary.md go to (default bench/results)")
     parser.add_argument("--scale", default="5330,100000",
                         help="corpus sizes (chunks) of the scale section, comma-separated; 1000000 takes about 35 minutes")
-    parser.add_argument("--only", choices=["dormant", "http", "judge", "own", "evaluate", "queries", "scifact", "bundled",
+    parser.add_argument("--only", choices=["dormant", "http", "canary", "judge", "own", "evaluate", "queries", "scifact", "bundled",
                                            "scaling", "ingestion", "memory", "embedding", "scale"],
                         help="run one section and print it (results files untouched)")
     args = parser.parse_args()
@@ -1213,7 +1259,7 @@ def main() -> None:
         sizes = [300, 600]
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     if args.only:
-        {"dormant": bench_dormant, "http": bench_http_concurrency, "judge": bench_judging, "own": bench_own_engine,
+        {"dormant": bench_dormant, "http": bench_http_concurrency, "canary": bench_canary, "judge": bench_judging, "own": bench_own_engine,
          "evaluate": bench_evaluate,
          "queries": lambda r: bench_queries(r, Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))),
          "scifact": lambda r: bench_scifact(args.scifact_cold or 0, r, Path(args.cache) if args.cache else None),
@@ -1223,6 +1269,7 @@ def main() -> None:
         return
     bench_dormant(args.repeats)
     bench_http_concurrency(args.repeats)
+    bench_canary(args.repeats)
     bench_judging(args.repeats)
     bench_own_engine(args.repeats)
     bench_evaluate(args.repeats)

@@ -106,6 +106,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="hide every human label (relevant and not, a worksheet's too), grade them again and report "
                            "kappa with the base rate, the confusion table and Kendall's tau; stored per judge; exit 1 "
                            "below the floor")
+    what.add_argument("--recheck", type=_whole, default=None, metavar="N",
+                      help="grade N of the judge's stored grades again (a seeded draw; the file is not changed) and "
+                           "report agreement with them; stored per judge in the judgments file's .recheck.json; "
+                           "below the floor every run using its grades warns, and this exits 1")
     jdg.add_argument("--sample", type=int, default=100, help="--calibrate, --validate: pairs graded (default 100)")
     return parser
 
@@ -509,6 +513,8 @@ def _judge(args) -> int:
     config = JudgeConfig(model=model, url=args.base_url, temperature=args.temperature,
                          votes=args.judge_votes, concurrency=args.judge_concurrency, rate=args.judge_rate)
     path = Path(args.judgments)
+    if args.recheck is not None:
+        return _recheck(run, corpus, corpus_arg, args, config, path)
     if args.calibrate or args.validate:
         return _agreement(run, corpus, corpus_arg, args, config, path)
     engines = tuple(args.judge_engine or ())
@@ -641,6 +647,64 @@ def _panel_of(args) -> tuple[str, ...]:
     from .plugin.config import panel_of
 
     return panel_of(args.judges)
+
+
+def _recheck(run, corpus, corpus_arg: str, args, config, path: Path) -> int:
+    """``judge --recheck=N``: N of the judge's stored grades asked again with the same settings
+    (into a file of their own, thrown away), compared with the stored ones, kept per judge; exit 1
+    when the judge drifted (or a pair failed: nothing is stored then)."""
+    import shlex
+    import tempfile
+    import time
+
+    from .data.judge import judge_pairs
+    from .data.judgments import Judgments
+    from .data.recheck import RECHECK_FLOOR, Recheck, draw, recheck_path, store, stored_pairs
+    from .evaluation.judging import doc_text
+
+    judgments = Judgments.load(path)
+    judge = config.known_judge(judgments)
+    if judge is None:
+        raise RetrievalEvalError(f"no grade in the file by the judge these settings ask for ({config.judge.describe()}): "
+                                 "give the judge's own --model=NAME, --temperature and --votes", path=path)
+    questions = {q.query_id: q.question for e in run.evaluations for q in e.labeled.queries}
+    found = stored_pairs(judgments, judge, questions, corpus, doc_text)
+    if not found:
+        raise RetrievalEvalError(f"judge {judge.fingerprint} stored no grade of a question of this run and a document of "
+                                 f"{corpus_arg} that still read as they did: nothing to ask again", path=path)
+    drawn = draw(found, args.recheck)
+    with tempfile.TemporaryDirectory(prefix="retrieval-recheck-") as folder:
+        report = judge_pairs([p for p, _ in drawn], Path(folder) / "recheck.jsonl", config,
+                             progress=lambda m: print(m, flush=True))
+        now = {(j.kind, j.query_id, j.doc_id): j.grade for j in Judgments.load(Path(folder) / "recheck.jsonl")}
+    if report.failed:
+        print(f"recheck: {report.summary()}")
+        print("not stored: some pairs failed; run it again to ask for them")
+        return 1
+    other = report.judge if report.judge.fingerprint != judge.fingerprint else None
+    result = Recheck(judge, [(j.grade, now[(p.kind, p.query_id, p.doc_id)]) for p, j in drawn], len(found), other)
+    print(f"recheck of {judge.describe()} on {result.n} of its {len(found)} stored grade(s) (a seeded draw of "
+          f"--recheck={args.recheck}); the judgments file is not changed:")
+    print(result.describe())
+    if other is not None:
+        print(f"note: the server now names another model as answering ({other.model}, fingerprint {other.fingerprint})")
+    where = recheck_path(path)
+    store(where, judge.fingerprint, result.record(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
+    floor = f"the same relevance on at least {RECHECK_FLOOR:.0%} of the pairs"
+    if not result.drifted:
+        print(f"judge {judge.fingerprint} gives the grades it stored ({floor}); stored in {where}")
+        return 0
+    again = path.with_name(f"{path.stem}.rejudged{path.suffix}")
+    command = (f"python -m pytest_retrieval_eval judge {shlex.quote(str(args.results))} "
+               f"--judgments={shlex.quote(str(again))} --corpus={corpus_arg}"
+               + (f" --model={shlex.quote(config.model)}" if config.model else "")
+               + (f" --base-url={shlex.quote(args.base_url)}" if args.base_url else "")
+               + (f" --temperature={config.temperature:g}" if config.temperature else "")
+               + (f" --votes={config.votes}" if config.votes != 1 else ""))
+    print(f"judge {judge.fingerprint} DRIFTED: below {floor}, the model changed under the same name; stored in "
+          f"{where}: every run using its grades warns until a recheck meets the floor. To grade again into a new "
+          f"file: {command}")
+    return 1
 
 
 def _write_worksheet(run, corpus, corpus_arg: str, args) -> int:

@@ -75,14 +75,14 @@ def test_results_json_records_the_corpus_labeled_set_judgments_file_and_canaries
     corpus = Corpus(DOCS, name="kb")
     judgments = tmp_path / "judgments.jsonl"
     judgments.write_bytes(b'{"query_id": "q1"}\n')
-    run = _run(corpus, engine_info={"canary": {"model": "m", "sha256": "c0ffee"}})
+    run = _run(corpus, engine_info={"embedder_canary": "c0ffee"})  # as engines/hybrid.py describes it
     run.fingerprints = record(run, corpus, judgments=judgments)
     doc = json.loads(results_text(run))
     assert doc["fingerprints"] == {
         "corpora": {corpus.fingerprint: {"name": "kb", "documents": {d.doc_id: d.fingerprint[:12] for d in DOCS}}},
         "labeled": {"set": LABELED.fingerprint},
         "judgments": {"sha256": hashlib.sha256(b'{"query_id": "q1"}\n').hexdigest()},
-        "canaries": {"a": {"model": "m", "sha256": "c0ffee"}}}
+        "canaries": {"a": "c0ffee"}}
 
 
 def test_a_corpus_no_evaluation_searched_is_not_recorded_and_no_judgments_file_is_null():

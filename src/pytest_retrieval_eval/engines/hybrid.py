@@ -76,11 +76,13 @@ class HybridEngine:
 
     def describe(self) -> dict:
         rerank = self.config.rerank if self.config.rerank != "off" else "off (no offline cross-encoder is available)"
+        canary = getattr(self.index.embedder, "canary", None)  # the embedder's numbers (hybrid/canaries.py)
         return {
             "engine": "hybrid",
             **asdict(self.config),
             "rerank": rerank,
             "embedder": self.index.embedder.identity,
+            **({"embedder_canary": canary.fingerprint} if canary is not None and canary.fingerprint else {}),
             "store": self.index.store.backend,
             "table": self.index.table,
             "split": f"{self.index.config.split_length} words, {self.index.config.split_overlap} overlap",

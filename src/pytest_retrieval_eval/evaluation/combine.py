@@ -23,7 +23,8 @@ from .results import EvaluationResult, RunResults
 _FRACTION = re.compile(r"^(\d+)/(\d+)$")
 #: what an engine's description says its run met on its own questions, not how it was set up:
 #: each part's own (counts like ``keyword_empty`` 3/17 are added up, the rest shown per part)
-OBSERVED = frozenset({"keyword_empty", "prepare_error", "chunk_ids_folded", "unknown_ids"})
+OBSERVED = frozenset({"keyword_empty", "prepare_error", "chunk_ids_folded", "unknown_ids",
+                      "embedder_canary"})  # each job's own cache: stamped where it ran
 #: what to do about a part that does not fit, by what the parts are
 _ADVICE = {"slice": "every CI job must evaluate the same corpus with the same engines and options",
            "share": "every xdist worker must evaluate the same corpus with the same engines and options",

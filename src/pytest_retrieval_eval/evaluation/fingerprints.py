@@ -3,7 +3,7 @@
 results.json's ``"fingerprints"`` records the corpus (its fingerprint, and a short digest per
 document, so a later comparison can name the documents added, removed or edited), the labeled
 sets, the judgments file (a digest of its bytes) and each engine's embedder canary (its
-``engine_info["canary"]``, where the engine reports one). A comparison refused or forced across
+``engine_info["embedder_canary"]``, where the engine reports one). A comparison refused or forced across
 another corpus or judgments then says what changed, not only that a fingerprint differs.
 
 A run history keeps each corpus's digests once, in ``corpora/<fingerprint>.json`` beside its
@@ -75,7 +75,8 @@ def record(run: Any, corpus: Any = None, *, judgments: str | Path | None = None)
     return {"corpora": corpora,
             "labeled": {e.labeled.name: e.labeled.fingerprint for e in run.evaluations},
             "judgments": {"sha256": digest} if digest else None,
-            "canaries": {e.engine: e.engine_info["canary"] for e in run.evaluations if "canary" in e.engine_info}}
+            "canaries": {e.engine: e.engine_info["embedder_canary"] for e in run.evaluations
+                          if "embedder_canary" in e.engine_info}}
 
 
 def checked(raw: Any) -> dict[str, Any]:

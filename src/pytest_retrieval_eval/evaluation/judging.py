@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..data.judge import Pair
 from ..data.judgments import KAPPA_FLOOR, Judge, Judgment, Judgments, question_sha256
+from ..data.recheck import drift_of
 from ..errors import RetrievalEvalError
 from ..ir.metrics import evaluate
 from ..ir.qrels import Qrels
@@ -129,6 +130,8 @@ class JudgmentsUsed:
     corpus: str | None = None
     #: questions a worksheet graded completely (as they read now, their documents unchanged)
     human_judged: int = 0
+    #: the judge's last ``judge --recheck`` when it found the judge drifted (``data/recheck.py``), else None
+    recheck: dict | None = None
 
     @property
     def validation_state(self) -> str:
@@ -171,6 +174,13 @@ class JudgmentsUsed:
 
     def warnings(self) -> list[str]:
         out = []
+        if self.recheck is not None:
+            r = self.recheck
+            out.append(f"judge {self.judge.model} ({self.judge.fingerprint}) drifted: graded again on {r.get('pairs')} "
+                       f"of its stored pairs ({str(r.get('checked', '?'))[:10]}), it gave the same relevance on "
+                       f"{float(r.get('agreement') or 0):.0%} of them, below {float(r.get('floor') or 0):.0%}: the "
+                       "model changed under the same name, and the +judged numbers rest on grades it no longer gives "
+                       "(judge --recheck)")
         if self.validation_state == "unvalidated":
             out.append(f"judge not validated: {self.judge.model} ({self.judge.fingerprint}) has no stored "
                        f"validation beside {self.path}; run {self.validate_hint()}")
@@ -236,7 +246,8 @@ class JudgmentsUsed:
                 **({"results": self.results} if self.results is not None else {}),
                 **({"members_agreement": self.agreement_of_members} if self.agreement_of_members is not None else {}),
                 **({"corpus": self.corpus} if self.corpus is not None else {}),
-                **({"human_judged": self.human_judged} if self.human_judged else {})}
+                **({"human_judged": self.human_judged} if self.human_judged else {}),
+                **({"recheck": self.recheck} if self.recheck is not None else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "JudgmentsUsed":
@@ -245,7 +256,7 @@ class JudgmentsUsed:
                    d.get("kappa"), d.get("agreement"), bool(d.get("one_sided", False)), bool(d.get("checked", True)),
                    [tuple(p) for p in d.get("reworded", [])], int(d.get("unkeyed", 0)), d.get("cut_off"),
                    d.get("validation"), d.get("results"), d.get("members_agreement"), d.get("corpus"),
-                   int(d.get("human_judged", 0)))
+                   int(d.get("human_judged", 0)), d.get("recheck"))
 
 
 def question_hashes(run: RunResults) -> dict[str, set[str]]:
@@ -343,7 +354,7 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
                            calibration.agreement if calibration.n else None, calibration.n > 0 and calibration.one_sided,
                            fingerprints is not None, sorted(reworded - used), len(unkeyed & used),
                            getattr(judgments, "cut_off", None), _validation(validations, current.fingerprint, run), results,
-                           agreement, corpus, len(people))
+                           agreement, corpus, len(people), drift_of(judgments.path, current.fingerprint))
     run.judgments = record.to_dict()
     return record
 

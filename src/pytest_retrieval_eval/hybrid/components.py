@@ -52,7 +52,7 @@ class PluginEmbedder:
         if self._embedder is None:
             from .embedders import backend_for
 
-            self._embedder = Embedder(backend_for(self.spec, model_cache=self.model_cache), self.cache)
+            self._embedder = Embedder(backend_for(self.spec, model_cache=self.model_cache), self.cache, canaries=True)
         before = (self._embedder.stats.computed, self._embedder.stats.cached)
         progress = getattr(self, "_progress", None)
         vectors = self._embedder.embed(list(texts), progress=progress) if progress else self._embedder.embed(list(texts))

@@ -15,7 +15,9 @@ One setting, ``--retrieval-embedder`` / ``retrieval_embedder``:
   fast plumbing tests; not for quality claims.
 
 Every embedder sits behind the cache: texts already embedded by the same model are never sent
-again, and a model is loaded only when some text is missing from the cache.
+again, and a model is loaded only when some text is missing from the cache. The plugin's
+embedders are checked for drift first (``canaries.py``): a model changed under the same name
+reuses none of its cached vectors.
 """
 
 from __future__ import annotations
@@ -79,6 +81,26 @@ def folder_fingerprint(folder: Path) -> str:
     return hashlib.sha256(repr(entries).encode("utf-8")).hexdigest()
 
 
+#: the libraries whose versions decide a local model's numbers, by runtime
+RUNTIME_LIBRARIES = {"torch": ("torch", "transformers", "sentence-transformers", "tokenizers"),
+                     "onnx": ("onnxruntime", "optimum", "optimum-onnx", "onnx", "transformers", "tokenizers")}
+
+
+def runtime_stamp(runtime: str) -> str:
+    """The installed versions of the libraries that run a local model on ``runtime``: while they
+    and the weights (the identity) are the same, so are its vectors, and its drift canaries need
+    not be embedded again (a warm run loads no model)."""
+    from importlib import metadata
+
+    def version(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "-"
+
+    return " ".join(f"{name}={version(name)}" for name in RUNTIME_LIBRARIES[runtime])
+
+
 def model_identity(model: str) -> str:
     """``model`` as an embedder's identity: a local folder with its content hash, a hub name as it is."""
     folder = Path(model)
@@ -107,6 +129,12 @@ class SentenceTransformersBackend:
         if self._identity is None:
             self._identity = f"sentence-transformers:{model_identity(self.model)}"
         return self._identity
+
+    @property
+    def canary_stamp(self) -> str | None:
+        """A local folder (its content in the identity): the libraries that run it; a hub name,
+        whose weights can change under it: None (the canaries are embedded every run)."""
+        return runtime_stamp("torch") if Path(self.model).is_dir() else None
 
     def _load(self):
         if Path(self.model).is_dir():
@@ -175,6 +203,7 @@ class OpenAIBackend:
         self.concurrency = max(1, int(concurrency))
         self.pace = Pace(rate)
         self.identity = f"openai:{self.url}:{model}"
+        self.canary_stamp = None  # a service can change under its name any day: canaries every run
         self._client = None
         self._key: str | None = None
         self._lock = threading.Lock()
@@ -265,6 +294,7 @@ class HashingBackend:
             raise RetrievalEvalError(f"hashing embedder dimension must be >= 8, got {dim}")
         self.dim = dim
         self.identity = f"hashing:v1:{dim}"
+        self.canary_stamp = "hashing:v1"  # the package's own code, bit for bit
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         hashes, lengths = [], []
@@ -347,18 +377,35 @@ class EmbedStats:
 
 
 class Embedder:
-    """A backend behind the cache; ``embed`` returns float32 rows in the order of ``texts``."""
+    """A backend behind the cache; ``embed`` returns float32 rows in the order of ``texts``.
+    ``canaries``: check the backend for drift before its first use (``canaries.check``; the
+    plugin's stack does): the cache, tables and snapshots are then keyed by the checked identity."""
 
-    def __init__(self, backend: Backend, cache: EmbeddingCache | None, *, batch_size: int = 64) -> None:
+    def __init__(self, backend: Backend, cache: EmbeddingCache | None, *, batch_size: int = 64,
+                 canaries: bool = False) -> None:
         self.backend = backend
         self.cache = cache
         self.batch_size = batch_size
         self.stats = EmbedStats()
         self._dim: int | None = getattr(backend, "dim", None)
+        self._canaries = canaries and cache is not None
+
+    @property
+    def canary(self):
+        """The drift check of this embedder (``canaries.CanaryCheck``; once per process), or None
+        when it is not checked (no cache, or not asked)."""
+        if not self._canaries:
+            return None
+        from .canaries import check
+
+        return check(self.backend, self.cache)
 
     @property
     def identity(self) -> str:
-        return self.backend.identity
+        """What the cache, tables and snapshots are keyed by: the backend's identity, with its
+        canary generation once it drifted."""
+        canary = self.canary
+        return canary.identity if canary is not None else self.backend.identity
 
     def token_window(self) -> tuple[Callable[[str], int], int] | None:
         window = getattr(self.backend, "token_window", None)

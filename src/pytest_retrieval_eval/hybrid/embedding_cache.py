@@ -34,6 +34,19 @@ CREATE TABLE IF NOT EXISTS embeddings (
     PRIMARY KEY (model, key)
 ) WITHOUT ROWID
 """
+#: each model's reference drift canaries (``canaries.py``): its generation, which texts, the local
+#: runtime that embedded them, and their vectors (float32 rows with a crc32, as ``embeddings``)
+_CANARIES = """
+CREATE TABLE IF NOT EXISTS canaries (
+    model TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL,
+    texts TEXT NOT NULL,
+    stamp TEXT,
+    rows INTEGER NOT NULL,
+    dim INTEGER NOT NULL,
+    vecs BLOB NOT NULL
+) WITHOUT ROWID
+"""
 
 
 #: ``PRAGMA user_version`` of a cache whose vectors all carry their checksum
@@ -63,9 +76,25 @@ class EmbeddingCacheWarning(UserWarning):
 HINT = "choose another folder with --retrieval-cache-dir (ini retrieval_cache_dir)"
 
 
+def _stored(model: str, row: tuple | None):
+    """A ``canaries`` row as ``canaries.Stored``; None for no row or one whose checksum fails."""
+    from .canaries import Stored
+
+    if row is None:
+        return None
+    generation, texts, stamp, rows, dim, blob = row
+    size = int(rows) * int(dim) * 4
+    if len(blob) != size + 4 or blob[size:] != _crc(model, texts, blob[:size]):
+        return None
+    vectors = np.frombuffer(blob, dtype=np.float32, count=int(rows) * int(dim)).reshape(int(rows), int(dim))
+    return Stored(int(generation), texts, stamp, vectors)
+
+
 class EmbeddingCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        #: model -> ``canaries.CanaryCheck``: the drift checks made through this connection
+        self.checked: dict = {}
         # one connection, shared by an engine's query threads (--retrieval-concurrency): one
         # statement or transaction at a time on it
         self._lock = threading.Lock()
@@ -126,6 +155,7 @@ class EmbeddingCache:
                 # on a random leaf, and a large corpus's cache outgrows a small page cache
                 conn.execute("PRAGMA cache_size=-65536")
                 conn.execute(_SCHEMA)
+                conn.execute(_CANARIES)
                 conn.execute("SELECT COUNT(*) FROM embeddings LIMIT 1").fetchone()
                 if conn.execute("PRAGMA user_version").fetchone()[0] < CHECKSUMS:
                     self._add_checksums(conn)
@@ -217,6 +247,40 @@ class EmbeddingCache:
                     raise self._unusable(exc) from None
                 with self._lock:
                     self._set_aside(f"damaged ({exc})", stacklevel=4)
+
+    def canaries(self, model: str):
+        """``model``'s reference canaries (``canaries.Stored``), or None (none yet, or a row that
+        does not match its checksum: stored again)."""
+        with self._lock:
+            row = self._conn.execute("SELECT generation, texts, stamp, rows, dim, vecs FROM canaries WHERE model = ?",
+                                     (model,)).fetchone()
+        return _stored(model, row)
+
+    def swap_canaries(self, model: str, decide):
+        """Read ``model``'s reference canaries, write what ``decide(stored)`` says and delete the
+        vectors of the identity it names, in one transaction: of xdist workers checking at once,
+        the first to see a drift moves the generation and the next reads the new reference.
+        ``decide`` returns (``Stored`` to write or None, identity to delete or None, result);
+        returns (result, vectors deleted)."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._conn.execute("SELECT generation, texts, stamp, rows, dim, vecs FROM canaries "
+                                         "WHERE model = ?", (model,)).fetchone()
+                write, drop, result = decide(_stored(model, row))
+                deleted = 0
+                if drop is not None:
+                    deleted = self._conn.execute("DELETE FROM embeddings WHERE model = ?", (drop,)).rowcount
+                if write is not None:
+                    vectors = np.ascontiguousarray(write.vectors, dtype=np.float32)
+                    self._conn.execute("INSERT OR REPLACE INTO canaries VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                       (model, write.generation, write.texts, write.stamp, vectors.shape[0],
+                                        vectors.shape[1], _with_crc(model, write.texts, vectors.tobytes())))
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        return result, deleted
 
     def count(self, model: str | None = None) -> int:
         if model is None:

@@ -329,9 +329,19 @@ class OnnxMiniLMBackend:
         self.identity = identity
         self.cache = cache
         self.loads = 0
+        self._stamp: str | None = None
         self._session = None
         self._tokenizer = None
         self._inputs: list[str] = []
+
+    @property
+    def canary_stamp(self) -> str:
+        """The libraries that export and run it (the weights are pinned by the identity)."""
+        if self._stamp is None:
+            from .embedders import runtime_stamp
+
+            self._stamp = runtime_stamp("onnx")
+        return self._stamp
 
     def _load(self) -> None:
         folder = ensure_export(self.source, self.weights_sha256, self.cache or default_model_cache())  # verified

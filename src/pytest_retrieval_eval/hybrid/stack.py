@@ -47,13 +47,22 @@ class Stack:
         return self._cache
 
     def embedder(self) -> Embedder:
-        """The configured embedder, answering from the stack's embedding cache."""
+        """The configured embedder, answering from the stack's embedding cache, checked for drift
+        before its first use (``canaries.py``)."""
         if self._embedder is None:
             from .embedders import Embedder, backend_for
 
             backend = backend_for(self._embedder_spec, **self._remote, model_cache=self.model_cache)
-            self._embedder = Embedder(backend, self.embedding_cache())
+            self._embedder = Embedder(backend, self.embedding_cache(), canaries=True)
         return self._embedder
+
+    def canary_warnings(self) -> list[str]:
+        """The embedders that drifted (or could not be checked) this session, as run warnings."""
+        if self._cache is None:
+            return []
+        from .canaries import warnings_of
+
+        return warnings_of(self._cache)
 
     def close(self) -> None:
         """The cache connection closed (the store is its owner's to stop)."""

@@ -40,6 +40,8 @@ class Shipped:
     chunk_docs: list[str] = field(default_factory=list)
     #: the HTTP calls no engine's question claims (``_usage.OUTSIDE``): model -> [calls, input, output tokens]
     usage: dict = field(default_factory=dict)
+    #: what this process warns of for the whole run (an embedder that drifted: ``hybrid/canaries.py``)
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -78,6 +78,7 @@ def merge(gathered: Gathered) -> Merged:
     warnings = ([f"retrieval_ingest_pipeline {next(iter(unused))} did not run: no engine reads what it ingests "
                  "(name a query pipeline that does, retrieval_query_pipelines = NAME=PATH, or leave it out)"]
                 if run.evaluations and len(unused) == 1 and None not in unused else [])
+    warnings += dict.fromkeys(w for s in shipped for w in s.warnings)  # each once, whoever said it
     chunk_docs = next((s.chunk_docs for s in shipped if s.chunk_docs), None)
     return Merged(run.evaluations, run.lint, run.snippets, combined.notes, combined.missing, store, said, warnings,
                   chunk_docs, summed(*(s.usage for s in shipped)))
@@ -425,7 +426,8 @@ class RetrievalSession:
                           dict(self._snippets), list(self._shares.values()), list(self.store_events),
                           shown(ingestion) if ingestion is not None and "pipeline" not in self._indexes else None,
                           [c.doc_id for c in read.chunks] if read is not None else [],
-                          since(OUTSIDE.to_dict(), self._outside_before))
+                          since(OUTSIDE.to_dict(), self._outside_before),
+                          self._stack.canary_warnings() if getattr(self, "_stack", None) is not None else [])
         self.role.ship(self.pytest_config, records)
         if not self.role.reports:
             return None

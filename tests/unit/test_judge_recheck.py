@@ -1,0 +1,158 @@
+"""``judge --recheck=N``: a judge's stored grades asked again at the tests' own chat server, whose
+model changes its grades under the same name; the agreement as printed and stored per judge, the
+floor's exit code, and the warning in every run that uses a drifted judge's grades."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import CORPUS, results_text
+from fake_api import Reply, judge_reply, umbrela_grade
+from pytest_retrieval_eval import QueryResult
+from pytest_retrieval_eval.cli import main as cli
+from pytest_retrieval_eval.data.corpus import open_corpus
+from pytest_retrieval_eval.data.judgments import Judge, Judgments, is_judged_relevant
+from pytest_retrieval_eval.data.labeled import LabeledSet
+from pytest_retrieval_eval.data.recheck import RECHECK_FLOOR, Recheck, draw, load, recheck_path
+from pytest_retrieval_eval.evaluation.judging import attach_file
+from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.gate.saved import load_run
+from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES
+from pytest_retrieval_eval.ir.stats import cohen_kappa
+from pytest_retrieval_eval.types import LabeledQuery
+
+DOCS = open_corpus(CORPUS).load().docs
+IDS = [d.doc_id for d in DOCS]
+QUESTIONS = {f"q{i}": f"{DOCS[i].title}: what does it say?" for i in range(6)}
+
+
+def saved(tmp_path):
+    """A results.json over the bundled corpus: each question labels one document, and the engine
+    ranks four it does not judge (the holes the judge grades)."""
+    labeled = LabeledSet(tuple(LabeledQuery(q, QUESTIONS[q], {IDS[i]: 1}) for i, q in enumerate(QUESTIONS)), name="set")
+    context = {"corpus": "handbook", "corpus_fingerprint": open_corpus(CORPUS).load().fingerprint}
+    run = RunResults([EvaluationResult("kw", labeled, tuple(
+        QueryResult(f"q{i}", (IDS[i], *IDS[i + 7:i + 11])) for i in range(6)), context=context)])
+    results = tmp_path / "results.json"
+    results.write_text(results_text(run, GateSettings().for_run(run, DEFAULT_TABLE_MEASURES)))
+    return results, tmp_path / "judgments.jsonl"
+
+
+class Provider:
+    """The chat server's model ``judge-1``: UMBRELA-style grades (``umbrela_grade``) until the
+    provider updates it in place (``updated``), after which it calls relevant what it called not."""
+
+    def __init__(self) -> None:
+        self.updated = False
+
+    def grade(self, query: str, passage: str) -> int:
+        grade = umbrela_grade(query, passage)
+        return (0 if is_judged_relevant(grade) else 3) if self.updated else grade
+
+
+def judge(results, judgments, *extra: str) -> list[str]:
+    return ["judge", str(results), f"--corpus={CORPUS}", "--model=judge-1", f"--judgments={judgments}", *extra]
+
+
+def test_an_unchanged_judge_gives_its_stored_grades_and_the_file_is_untouched(fake_api, tmp_path, capsys):
+    provider = Provider()
+    fake_api.script("/chat/completions", Reply(200, judge_reply(provider.grade)))
+    results, judgments = saved(tmp_path)
+    assert cli(judge(results, judgments)) == 0
+    stored = Judgments.load(judgments)
+    holes = len(stored)
+    assert holes == 24
+    before, asked = judgments.read_bytes(), len(fake_api.hits("/chat/completions"))
+    capsys.readouterr()
+    assert cli(judge(results, judgments, "--recheck=100")) == 0
+    out = capsys.readouterr().out
+    assert len(fake_api.hits("/chat/completions")) == asked + holes  # every stored grade asked again
+    assert judgments.read_bytes() == before  # the runs keep reading what they read
+    assert f"on {holes} of its {holes} stored grade(s)" in out
+    assert f"the same grade on 100% ({holes}/{holes}), the same relevance on 100% ({holes}/{holes})" in out
+    fingerprint = stored.current().fingerprint
+    assert f"judge {fingerprint} gives the grades it stored (the same relevance on at least 90% of the pairs)" in out
+    record = load(recheck_path(judgments))[fingerprint]
+    assert recheck_path(judgments) == tmp_path / "judgments.recheck.json"
+    assert (record["pairs"], record["stored"], record["agreement"], record["exact"], record["drifted"]) == (
+        holes, holes, 1.0, 1.0, False)
+    assert record["floor"] == RECHECK_FLOOR and record["judge"]["model"] == "judge-1"
+
+
+def test_a_judge_updated_under_its_name_is_drifted_and_every_run_using_its_grades_says_so(fake_api, tmp_path, capsys):
+    provider = Provider()
+    fake_api.script("/chat/completions", Reply(200, judge_reply(provider.grade)))
+    results, judgments = saved(tmp_path)
+    assert cli(judge(results, judgments)) == 0
+    stored = Judgments.load(judgments)
+    current = stored.current()
+    grades = [j.grade for j in stored]
+    provider.updated = True  # the provider updates the model; its name, and so the fingerprint, stay
+    capsys.readouterr()
+    assert cli(judge(results, judgments, "--recheck=100")) == 1
+    out = capsys.readouterr().out
+    now = [0 if is_judged_relevant(g) else 3 for g in grades]
+    exact = sum(a == b for a, b in zip(grades, now))
+    assert exact == 0 and f"the same grade on 0% (0/24), the same relevance on 0% (0/24)" in out
+    assert f"judge {current.fingerprint} DRIFTED: below the same relevance on at least 90% of the pairs" in out
+    command = out.split("To grade again into a new file: ", 1)[1].strip()
+    assert command == (f"python -m pytest_retrieval_eval judge {results} --judgments={tmp_path / 'judgments.rejudged.jsonl'} "
+                       f"--corpus={CORPUS} --model=judge-1")
+    record = load(recheck_path(judgments))[current.fingerprint]
+    assert record["drifted"] and record["agreement"] == 0.0
+
+    run = load_run(results)
+    used = attach_file(run, judgments, shown_path="judgments.jsonl")
+    [warning] = [w for w in used.warnings() if "drifted" in w]
+    assert warning.startswith(f"judge judge-1 ({current.fingerprint}) drifted: graded again on 24 of its stored pairs (")
+    assert "it gave the same relevance on 0% of them, below 90%: the model changed under the same name" in warning
+    assert run.judgments["recheck"]["drifted"]  # results.json keeps what the warning rests on
+    assert cli(["report", str(results), f"--judgments={judgments}", f"--corpus={CORPUS}"]) in (0, 1)
+    assert f"warning: judge judge-1 ({current.fingerprint}) drifted" in " ".join(capsys.readouterr().out.split())
+
+    provider.updated = False  # back as it was: a recheck that meets the floor clears the mark
+    assert cli(judge(results, judgments, "--recheck=100")) == 0
+    run = load_run(results)
+    assert not [w for w in attach_file(run, judgments, shown_path="j").warnings() if "drifted" in w]
+    assert "recheck" not in run.judgments
+
+
+def test_a_smaller_recheck_is_a_seeded_draw_of_the_stored_grades(fake_api, tmp_path, capsys):
+    fake_api.script("/chat/completions", Reply(200, judge_reply(Provider().grade)))
+    results, judgments = saved(tmp_path)
+    assert cli(judge(results, judgments)) == 0
+    asked = len(fake_api.hits("/chat/completions"))
+    assert cli(judge(results, judgments, "--recheck=5")) == 0
+    assert len(fake_api.hits("/chat/completions")) == asked + 5
+    assert "on 5 of its 24 stored grade(s) (a seeded draw of --recheck=5)" in capsys.readouterr().out
+    items = list(range(24))
+    assert draw(items, 5) == draw(items, 5) != draw(items, 5, seed=1) and len(draw(items, 5)) == 5
+
+
+def test_a_recheck_of_a_judge_the_file_does_not_hold_is_refused_naming_the_flag(fake_api, tmp_path, capsys):
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    results, judgments = saved(tmp_path)
+    assert cli(judge(results, judgments)) == 0
+    assert cli(["judge", str(results), f"--corpus={CORPUS}", "--model=judge-2", f"--judgments={judgments}",
+                "--recheck=3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {judgments}: no grade in the file by the judge these settings ask for (judge-2 ")
+    assert "give the judge's own --model=NAME, --temperature and --votes" in err
+
+
+def test_the_recheck_figures_are_exact_relevance_and_kappa_of_the_stored_against_the_new():
+    grades = [(0, 0), (1, 1), (2, 3), (3, 3), (1, 2), (0, 1), (3, 0), (2, 2), (0, 0), (1, 0)]
+    r = Recheck(Judge("m", "p"), grades, stored=40)
+    assert r.exact == 5 / 10
+    rel = [(int(a >= 2), int(b >= 2)) for a, b in grades]
+    assert r.agreement == sum(a == b for a, b in rel) / 10 == 0.8
+    assert r.kappa == pytest.approx(cohen_kappa([a for a, _ in rel], [b for _, b in rel]))
+    assert r.drifted  # 80% < 90%
+    record = r.record("2026-01-02T03:04:05Z")
+    assert record["grades"] == {"0": {"0": 2, "1": 1}, "1": {"0": 1, "1": 1, "2": 1}, "2": {"2": 1, "3": 1},
+                                "3": {"0": 1, "3": 1}}
+    assert json.loads(json.dumps(record))["agreement"] == 0.8
+    assert not Recheck(Judge("m", "p"), [(3, 3)] * 9 + [(2, 1)]).drifted  # 90% meets the floor
