@@ -30,9 +30,9 @@ def cells(c: Any) -> tuple[list[str], list[list[str]]]:
     """The header and a row per stage: stage, recall at each k of the grid some stage reaches, all."""
     from ..evaluation.ceiling import GRID
 
-    ks = [k for k in GRID if any(x == k and x < s.size for s in c.stages for x, _ in s.points)]
+    ks = [k for k in GRID if any(x == k for s in c.stages for x, _ in s.points)]
     head = ["stage", *(f"@{k}" for k in ks), "all"]
-    rows = [[s.label, *("" if (v := s.at(k)) is None or k >= s.size else f"{v:.3f}" for k in ks),
+    rows = [[s.label, *("" if (v := s.at(k)) is None else f"{v:.3f}" for k in ks),
              f"{s.ceiling:.3f} ({s.size})"] for s in c.stages]
     return head, rows
 
