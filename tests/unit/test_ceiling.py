@@ -68,8 +68,8 @@ def test_each_miss_is_lost_at_one_stage_and_the_shares_count_every_miss(curve):
     assert c.missed == 4 == len(e.misses(3).causes)  # q2, q3, q4, q5; q1 a hit, q6 judges nothing relevant
     assert c.losses == (("engine error", 1), ("never a candidate", 1), ("cut by fusion", 1), ("ranked below 3", 1))
     assert c.share("never a candidate") == 0.25 and c.share("cut by rerank") == 0.0
-    assert c.line() == ("hybrid by stage, recall of all each held: keyword leg 0.25 of 10, vector leg 0.50 of 10, "
-                        "fusion 0.25 of 5, final ranking 0.25 of 5; of 4 misses at hit@3: 25% engine error, "
+    assert c.line() == ("hybrid, recall of all each stage held: keyword leg 0.25 (10), vector leg 0.50 (10), "
+                        "fusion 0.25 (5), final ranking 0.25 (5); the 4 misses at hit@3 lost: 25% engine error, "
                         "25% never a candidate, 25% cut by fusion, 25% ranked below 3")
 
 

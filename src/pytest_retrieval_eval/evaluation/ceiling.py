@@ -73,12 +73,13 @@ class StageCurve:
         return dict(self.losses).get(where, 0) / self.missed if self.missed else 0.0
 
     def line(self) -> str:
-        """``hybrid by stage, recall of all each held: vector leg 0.93 of 50, ...; of 7 misses at
-        hit@5: 43% never a candidate, ...``: the terminal's one line (with -v)."""
-        said = ", ".join(f"{s.label} {s.ceiling:.2f} of {s.size}" for s in self.stages)
+        """``hybrid, recall of all each stage held: vector leg 0.93 (50), ...; the 7 misses at hit@5
+        lost: 43% never a candidate, ...``: the terminal's line (with -v)."""
+        said = ", ".join(f"{s.label} {s.ceiling:.2f} ({s.size})" for s in self.stages)
         lost = ", ".join(f"{self.share(w):.0%} {w}" for w, c in self.losses if c)
-        tail = f"of {self.missed} misses at hit@{self.miss_k}: {lost}" if self.missed else f"no miss at hit@{self.miss_k}"
-        return f"{self.engine} by stage, recall of all each held: {said}; {tail}"
+        tail = f"the {self.missed} misses at hit@{self.miss_k} lost: {lost}" if self.missed else \
+            f"no miss at hit@{self.miss_k}"
+        return f"{self.engine}, recall of all each stage held: {said}; {tail}"
 
 
 def ranked_below(k: int) -> str:
