@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import requires_hybrid
+from conftest import REPO, requires_hybrid
 
 pytestmark = pytest.mark.system
 
@@ -59,6 +59,9 @@ def test_each_stage_recall_and_where_the_misses_were_lost_on_every_surface(bundl
     # its two misses at hit@5 (both ranked 6, as the causes say): below the cutoff, not lost earlier
     assert "where the 2 misses at hit@5 were lost: 0 never a candidate, 0 cut by fusion, 2 (100%) ranked below 5." in md
 
+    # the table and losses the docs show are the hybrid's
+    shown = (REPO / "docs" / "misses.md").read_text(encoding="utf-8").split("| stage | @1 |", 1)[1]
+    assert "| stage | @1 |" + shown.split("\n\n")[0] + "\n\n" + shown.split("\n\n")[1] in md
     # fusion keeping one document: its recall is the full fusion's at 1, and it lost every miss
     f1 = rows_of(md, "hybrid-f1")
     assert f1["fusion"] == f1["final ranking"] == [hybrid["final ranking"][0], "", "", "", "", f"{hybrid['final ranking'][0]} (1)"]
