@@ -78,7 +78,7 @@ def page(verdict: Verdict) -> list[dict[str, Any]]:
 
 def curve_svg(c: Any, *, title: str) -> str:
     """Each stage's recall@k over k on a log scale, ending at all it held. Deterministic text."""
-    shown = [s for s in c.stages if any(k >= 1 for k, _ in s.points)]
+    shown = list(c.stages)  # a stage that held nothing: in the legend, with no line
     top_k = max([k for s in shown for k, _ in s.points] or [1])
     pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
     span = math.log(top_k) or 1.0
@@ -105,11 +105,12 @@ def curve_svg(c: Any, *, title: str) -> str:
     for i, (s, label) in enumerate(zip(shown, labels)):
         colour = COLOURS[i % len(COLOURS)]
         dash = ' stroke-dasharray="5,4"' if s.kind == "leg" else ""
-        points = " ".join(f"{x(k):.1f},{y(v):.1f}" for k, v in s.points if k >= 1)
-        if len(s.points) == 1:  # one point: a dot, as a line of one point draws nothing
-            k, v = s.points[0]
+        drawn = [(k, v) for k, v in s.points if k >= 1]
+        points = " ".join(f"{x(k):.1f},{y(v):.1f}" for k, v in drawn)
+        if len(drawn) == 1:  # one point: a dot, as a line of one point draws nothing
+            k, v = drawn[0]
             out.append(f'<circle cx="{x(k):.1f}" cy="{y(v):.1f}" r="3" fill="{colour}"/>')
-        else:
+        elif drawn:
             out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} points="{points}"/>')
         out += legend_entry(W - RIGHT + 12, legend_y, colour, dash, label)
         legend_y += ROW
