@@ -73,7 +73,7 @@ def test_each_stage_recall_and_where_the_misses_were_lost_on_every_surface(bundl
 
     # the page: a table and a curve per engine; the terminal with -v: a line per engine
     html = page.read_text(encoding="utf-8")
-    assert html.count('<section class="ceiling"') == 2 and "<title>recall@k by stage: hybrid-f1</title>" in html
+    assert html.count('<div class="ceiling"') == 2 and "<title>recall@k by stage: hybrid-f1</title>" in html
     said = out.replace("\n    ", " ")
     assert re.search(r"hybrid, recall of all each stage held: keyword leg 0\.\d\d \(\d+\), vector leg 1\.00 \(30\), "
                      r"fusion 1\.00 \(30\), final ranking 1\.00 \(30\); the 2 misses at hit@5 lost: 100% ranked below 5",

@@ -109,7 +109,7 @@ def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
     stages = (project / "out" / "results.md").read_text(encoding="utf-8").split("## Recall by stage", 1)[1].split("\n## ")[0]
     assert re.findall(r"^### (.+)$", stages, re.M) == ["helpdesk-pgvector", "keyword"]
     assert "| keyword leg |  |  |  | 0.000 (0) |" in stages and "| joiner | 1.000 | 1.000 | 1.000 | 1.000 (9) |" in stages
-    assert (project / "out" / "page.html").read_text(encoding="utf-8").count('<section class="ceiling"') == 2
+    assert (project / "out" / "page.html").read_text(encoding="utf-8").count('<div class="ceiling"') == 2
     again = run(project, "report", "out/results.json", "--out=rebuilt", "--html=rebuilt/page.html",
                 module="pytest_retrieval_eval")
     assert again.returncode == 0, again.stdout + again.stderr
