@@ -21,17 +21,18 @@ def summary_of(lines: list[str]) -> list[str]:
 
 
 def no_statistics(monkeypatch) -> None:
-    """Every paired test, bootstrap, Wilson interval and miss attribution raises from here on."""
+    """Every paired test, bootstrap, Wilson interval, miss attribution and stage curve raises from here on."""
     import pytest_retrieval_eval.ir.paired as paired
     import pytest_retrieval_eval.ir.stats as stats
     import pytest_retrieval_eval.evaluation.causes as causes
+    import pytest_retrieval_eval.evaluation.ceiling as ceiling
 
     def refused(*args, **kwargs):
         raise AssertionError("a statistic was computed again while a saved run was rendered")
 
     for module, name in ((paired, "paired_randomization"), (paired, "paired_difference_ci"), (stats, "bootstrap_ci"),
                          (stats, "wilson_ci"), (stats, "paired_randomization"), (causes, "causes"),
-                         (causes, "cause_of")):
+                         (causes, "cause_of"), (ceiling, "ceiling_of"), (ceiling, "lost_at")):
         monkeypatch.setattr(module, name, refused)
 
 
@@ -53,6 +54,9 @@ def failed_run(make_project):
 def test_every_artefact_renders_from_results_json_byte_identical_with_no_statistic_computed(failed_run, monkeypatch,
                                                                                            capsys):
     p, printed = failed_run
+    # the keyword engine reports its one leg: its recall by stage is among what is read back
+    assert "## Recall by stage" in (p.path / "out" / "results.md").read_text(encoding="utf-8")
+    assert 'id="recall-by-stage"' in (p.path / "page.html").read_text(encoding="utf-8")
     no_statistics(monkeypatch)
     capsys.readouterr()
     assert cli(["report", str(p.path / "out" / "results.json"), "--out", str(p.path / "again"),

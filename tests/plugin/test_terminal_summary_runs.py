@@ -41,6 +41,7 @@ def test_the_default_summary_is_the_table_misses_and_verdict_within_88_columns(b
         assert detail not in text, detail
     said = " ".join(line.strip() for line in lines if line.startswith(("more with -v: ", "    ")))
     assert said.startswith("more with -v: differences") and "engine configurations" in said and "segments" in said
+    assert "recall by stage" in said and "recall of all each stage held" not in text  # the keyword engine's leg
     assert max(len(line) for line in lines) <= 88, max(lines, key=len)
     assert len(lines) <= 16, text
     results_md = (p.path / "out" / "results.md").read_text(encoding="utf-8")  # the file keeps the detail
@@ -54,6 +55,9 @@ def test_verbose_brings_back_the_differences_configurations_and_detail(bundled_p
     assert "keyword: fields=title 4, description 2, filename 3, reads_body=False" in text
     assert "judged@k, the share of each top k the labels judge" in text
     assert "segments at hit@5" in text and "coverage: the questions judge" in text
+    assert ("keyword, recall of all each stage held: metadata leg 0.79 (30), final ranking 0.79 (30); the 44 "
+            "misses at hit@5 lost: 32% never a candidate, 68% ranked below 5") in text.replace("\n    ", " ")
+    assert "oracle, recall of all" not in text  # an engine without stages: nothing said
     assert "more with -v" not in text
 
 

@@ -93,7 +93,8 @@ def test_the_bundled_eval_output_in_the_docs_is_what_it_prints(bundled_project, 
     # the detail the pages show is what -v adds
     verbose = run_bundled(bundled_project, sandbox_tmp, shared_cache_dir, *both, *by, "-v").splitlines()
     for page, first in ((docs / "reports.md", "corpus lint, corpus:"), (docs / "misses.md", "segment           n"),
-                        (docs / "misses.md", "coverage: the questions judge")):
+                        (docs / "misses.md", "coverage: the questions judge"),
+                        (docs / "misses.md", "hybrid, recall of all each stage held")):
         assert contiguous_in(shown_block(page, first), verbose), f"{page.name}: block {first!r} is not what -v prints"
 
     # again, warm (embeddings and the store snapshot cached), with what the gate, trials, shadow

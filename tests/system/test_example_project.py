@@ -99,6 +99,17 @@ def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
                      done.stdout.replace("\n  ", " "))
     assert "printer-copy: novelty 0.00 (lexical 0.00, nearest printer-queue:0; semantic 0.00" in done.stdout
     assert re.search(r"badge-access: novelty 0\.\d\d \(lexical 0\.(8|9)\d, nearest [\w-]+:\d+; semantic 0\.\d\d", done.stdout)
+    # recall by stage, for the engines that report stages: the team's query YAML (its keyword leg held
+    # nothing for any question: the vector leg carries it) and the keyword floor's one leg; not their own searches
+    flat = done.stdout.replace("\n    ", " ")
+    assert ("helpdesk-pgvector, recall of all each stage held: keyword leg 0.00 (0), vector leg 1.00 (9), joiner 1.00 "
+            "(9), final ranking 1.00 (9); no miss at hit@3") in flat
+    assert re.search(r"^keyword, recall of all each stage held: metadata leg 0\.\d\d \(9\), final ranking 0\.\d\d \(9\); "
+                     r"the 6 misses at hit@3 lost: 33% never a candidate, 67% ranked below 3$", flat, re.M)
+    stages = (project / "out" / "results.md").read_text(encoding="utf-8").split("## Recall by stage", 1)[1].split("\n## ")[0]
+    assert re.findall(r"^### (.+)$", stages, re.M) == ["helpdesk-pgvector", "keyword"]
+    assert "| keyword leg |  |  |  | 0.000 (0) |" in stages and "| joiner | 1.000 | 1.000 | 1.000 | 1.000 (9) |" in stages
+    assert (project / "out" / "page.html").read_text(encoding="utf-8").count('<div class="ceiling"') == 2
     again = run(project, "report", "out/results.json", "--out=rebuilt", "--html=rebuilt/page.html",
                 module="pytest_retrieval_eval")
     assert again.returncode == 0, again.stdout + again.stderr

@@ -112,7 +112,7 @@ def test_the_page_in_chromium(page_file, tmp_path):
         assert moved.count() == 2  # q-attack up (2 -> 1), q-plain down (1 -> 2)
         assert sorted(moved.locator(".tag").all_inner_texts()) == ["down (was 1)", "up (was 2)"]
         assert page.locator("section[data-engine=keyword] tr.q:visible").count() == 0
-        page.click("text=all")
+        page.click("button[data-filter=all]")  # the filter, not the first text holding "all" ("Recall by stage")
         page.fill("#search", "q-plain")
         assert page.locator("section.engine tr.q:visible").count() == 2
         page.fill("#search", "")

@@ -22,6 +22,7 @@ from ..ir.measures import Measure
 from ..ir.ppi import PPIEstimate
 from ..ir.stats import POWER, detectable_drop, queries_needed
 from ..evaluation.causes import Cause, Misses
+from ..evaluation.ceiling import StageCurve
 from ..evaluation.cost import Latency, Usage
 from ..evaluation.lint import KINDS as RUN_LINT_KINDS
 from ..evaluation.results import Comparison, RunResults
@@ -35,7 +36,7 @@ from .rules import LatencyQuantity, MaxDrop, MeasureQuantity, Row, Threshold, Us
 from .settings import GateSettings
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 2
+ANALYSIS_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,9 @@ class Analysis:
     baseline: BaselineComparison | None = None
     #: the prediction-powered estimates (``~ppi``) of the measures shown and gated, in run order
     estimates: tuple[Estimate, ...] = ()
+    #: per evaluation whose engine reports its stages: recall@k at each and where its misses at
+    #: ``miss_k`` were lost (``evaluation/ceiling.py``), in run order
+    ceilings: tuple[StageCurve, ...] = ()
     version: int = ANALYSIS_VERSION
 
     def interval(self, key: tuple[str, str], measure: str) -> tuple[float, float]:
@@ -151,6 +155,7 @@ def basis(run: RunResults, settings: GateSettings, baseline: RunResults | None) 
 def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None = None) -> Analysis:
     """Every derived quantity of ``run`` under ``settings`` (columns as recorded, else the default
     ones for the run), against ``baseline`` where there is one."""
+    from ..evaluation.ceiling import ceiling_of
     from ..evaluation.cost import latency_of, usage_of
     from ..evaluation.judging import used
     from ..evaluation.segments import segment_rows, unknown_tags
@@ -207,7 +212,8 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         sweeps=sweeps, shadows=tuple(shadows), shadow_problems=tuple(shadow_problems),
         latency=tuple(x for x in latency.values() if x is not None),
         usage=tuple(x for x in usage.values() if x is not None), baseline=compared,
-        estimates=tuple(estimates_of(run, [*shown, *measures_needed(thresholds)])))
+        estimates=tuple(estimates_of(run, [*shown, *measures_needed(thresholds)])),
+        ceilings=tuple(c for e in run.evaluations if (c := ceiling_of(e, miss_k)) is not None))
 
 
 def per_question(measures: Any) -> list[str]:

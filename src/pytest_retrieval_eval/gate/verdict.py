@@ -69,6 +69,7 @@ class Verdict:
     stability = property(lambda self: self.analysis.stability)
     sweeps = property(lambda self: self.analysis.sweeps)
     estimates = property(lambda self: self.analysis.estimates)
+    ceilings = property(lambda self: self.analysis.ceilings)
     alpha = property(lambda self: self.settings.alpha)
     correction = property(lambda self: self.settings.correction)
     confidence = property(lambda self: self.settings.confidence)

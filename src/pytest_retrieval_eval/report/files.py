@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from .._atomic import write_text_atomic
 from ..gate.saved import results_json as results_text
 from ..types import sha256_text
-from . import cost, plot, shadow, sweep, table
+from . import ceiling, cost, plot, shadow, sweep, table
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
 from .misses import coverage_lines, miss_lines, segment_lines, why_of
@@ -68,6 +68,7 @@ def markdown(verdict: Verdict, metadata: Mapping[str, Any]) -> str:
     out += ["", *judged] if judged else []
     why = [*miss_lines(verdict, markdown=True), *coverage_lines(verdict, markdown=True)]
     out += ["", *why] if why else []
+    out += ceiling.markdown(verdict)
     segments = segment_lines(verdict, markdown=True)
     out += ["", "## Segments", "", *segments] if segments else []
     costs = cost.markdown(verdict)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any, Mapping
 
-from . import cost, shadow, sweep, table
+from . import ceiling, cost, shadow, sweep, table
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
 from .misses import coverage_lines, miss_lines, segment_lines
@@ -80,7 +80,7 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
                 tr.write_line(line)
             for line in miss_lines(verdict):
                 tr.write_line(line)
-            for line in (detail("segments", segment_lines(verdict)) + detail("coverage", coverage_lines(verdict))
+            for line in (detail("recall by stage", ceiling.lines(verdict)) + detail("segments", segment_lines(verdict)) + detail("coverage", coverage_lines(verdict))
                          + detail("cost", cost.lines(verdict)) + detail("sweeps", sweep.lines(verdict))):
                 tr.write_line(line)
         else:
