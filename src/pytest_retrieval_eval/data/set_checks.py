@@ -65,22 +65,31 @@ def similarity(a: str, b: str) -> float:
 
 
 def _pairs(texts: Sequence[str], others: Sequence[str] | None, threshold: float) -> list[tuple[int, int, float]]:
-    """Index pairs (i into ``texts``, j into ``others``, or into ``texts`` with j > i) at or above
-    ``threshold``; candidates share a content word or their normalised text."""
+    """Index pairs (i into ``texts``, j into ``others``, or into ``texts`` with j > i) whose
+    ``similarity`` is at or above ``threshold``: the same normalised text, or content words counted
+    in common through an inverted index (a large set is not compared pair by pair)."""
+    from collections import Counter
+
     against = texts if others is None else others
+    sets = [frozenset(content_words(t)) for t in against]
     index: dict[str, list[int]] = {}
-    for j, t in enumerate(against):
-        for w in {*content_words(t), "\0" + normalised(t)}:
-            index.setdefault(w, []).append(j)
+    same: dict[str, list[int]] = {}
+    for j, words_ in enumerate(sets):
+        same.setdefault(normalised(against[j]), []).append(j)
+        if len(words_) >= MIN_WORDS:
+            for w in words_:
+                index.setdefault(w, []).append(j)
     out = []
     for i, t in enumerate(texts):
-        seen = {j for w in {*content_words(t), "\0" + normalised(t)} for j in index.get(w, ())}
-        for j in sorted(seen):
-            if others is None and j <= i:
-                continue
-            s = similarity(t, against[j])
-            if s >= threshold:
-                out.append((i, j, s))
+        found = {j: 1.0 for j in same.get(normalised(t), ())}
+        mine = frozenset(content_words(t))
+        if len(mine) >= MIN_WORDS:
+            shared: Counter[int] = Counter()
+            for w in mine:
+                shared.update(index.get(w, ()))
+            for j, inter in shared.items():
+                found.setdefault(j, inter / (len(mine) + len(sets[j]) - inter))
+        out += [(i, j, s) for j, s in sorted(found.items()) if s >= threshold and (others is not None or j > i)]
     return out
 
 

@@ -21,6 +21,7 @@ from .._plain import from_plain, to_plain
 from ..ir.measures import Measure
 from ..ir.ppi import PPIEstimate
 from ..ir.stats import POWER, detectable_drop, queries_needed
+from ..data.set_checks import SetFinding
 from ..evaluation.causes import Cause, Misses
 from ..evaluation.cost import Latency, Usage
 from ..evaluation.lint import KINDS as RUN_LINT_KINDS
@@ -28,6 +29,7 @@ from ..evaluation.results import Comparison, RunResults
 from ..evaluation.segments import SegmentRow
 from ..evaluation.shadow import Shadow
 from ..evaluation.stability import Stability
+from ..evaluation.subset import SubsetDrop
 from ..evaluation.sweep import SweepTable
 from ..types import sha256_text
 from .baseline import BaselineComparison
@@ -35,7 +37,7 @@ from .rules import LatencyQuantity, MaxDrop, MeasureQuantity, Row, Threshold, Us
 from .settings import GateSettings
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 2
+ANALYSIS_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,12 @@ class Analysis:
     baseline: BaselineComparison | None = None
     #: the prediction-powered estimates (``~ppi``) of the measures shown and gated, in run order
     estimates: tuple[Estimate, ...] = ()
+    #: what the labeled set says of itself, each finding naming its questions: near duplicates and
+    #: leakage (recorded with the coverage, ``data/set_checks.py``), no signal and the metadata-only
+    #: baseline (``evaluation/set_signal.py``)
+    labeled_set: tuple[SetFinding, ...] = ()
+    #: a subset run (``--retrieval-subset``): the smallest drop it detects against the full set's
+    subset: tuple[SubsetDrop, ...] = ()
     version: int = ANALYSIS_VERSION
 
     def interval(self, key: tuple[str, str], measure: str) -> tuple[float, float]:
@@ -155,6 +163,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
     from ..evaluation.judging import used
     from ..evaluation.segments import segment_rows, unknown_tags
     from ..evaluation.stability import stability_of
+    from ..evaluation.subset import subset_drops
 
     s = settings
     measures = s.columns(run)
@@ -207,7 +216,17 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         sweeps=sweeps, shadows=tuple(shadows), shadow_problems=tuple(shadow_problems),
         latency=tuple(x for x in latency.values() if x is not None),
         usage=tuple(x for x in usage.values() if x is not None), baseline=compared,
-        estimates=tuple(estimates_of(run, [*shown, *measures_needed(thresholds)])))
+        estimates=tuple(estimates_of(run, [*shown, *measures_needed(thresholds)])),
+        labeled_set=tuple(set_findings(run, measures[0] if measures else f"hit@{miss_k}")),
+        subset=tuple(subset_drops(run, alpha)))
+
+
+def set_findings(run: RunResults, measure: str) -> list[SetFinding]:
+    """The labeled set's findings: those recorded with the run's coverage, then the rankings' own."""
+    from ..evaluation.set_signal import set_signal
+
+    recorded = [SetFinding(kind, tuple(ids), detail) for kind, ids, detail in (run.coverage or {}).get("checks", ())]
+    return [*recorded, *set_signal(run, measure)]
 
 
 def per_question(measures: Any) -> list[str]:
