@@ -59,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     sub_.add_argument("--size", type=_whole, default=20, metavar="N", help="questions in the subset (default 20)")
     sub_.add_argument("--name", default="pr", help="the subset's name (default pr)")
     sub_.add_argument("--measure", default=None,
-                      help="the per-question measure compared (default: the run's first table column)")
+                      help="the per-question measure compared (default: the first max-drop rule's, else hit@K at the "
+                           "run's miss cutoff)")
     sub_.add_argument("--dir", default="subsets", metavar="DIR",
                       help="where NAME.json is written (default subsets, where --retrieval-subset=NAME looks)")
     label = sub.add_parser("label", help="bring your own labels: import, list, remove, or stamp fingerprints")
@@ -252,7 +253,7 @@ def _check_set(args, labeled, corpus) -> int:
         from .gate.saved import load_saved
 
         saved = load_saved(args.results)
-        measure = saved.settings.columns(saved.run)[0]
+        measure = f"hit@{saved.settings.miss_k or saved.settings.miss_cutoff(saved.settings.columns(saved.run))}"
         findings += set_signal(saved.run, measure)
         against += f" and the rankings in {args.results} ({measure})"
     print(f"labeled set {args.questions}: {len(labeled)} questions checked against {args.corpus}{against}: "
@@ -270,7 +271,8 @@ def _subset(args) -> int:
     saved = [load_saved(p) for p in args.results]
     args.results = " ".join(args.results)  # how a malformed-file message names them
     run, settings = saved[0].run, saved[0].settings
-    measure = args.measure or settings.columns(run)[0]
+    measure = args.measure or (settings.max_drops[0].measure if settings.max_drops else
+                               f"hit@{settings.miss_k or settings.miss_cutoff(settings.columns(run))}")
     runs = [s.run for s in saved]
     ids, spread = choose(runs, measure, args.size)
     by_engine = drops(runs, measure, ids, settings.alpha)

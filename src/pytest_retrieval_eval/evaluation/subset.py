@@ -4,7 +4,8 @@ so a pull request runs a few and the nightly run the whole set.
 The rule (``choose``): every evaluation of the saved run(s) on the labeled set is a column; each
 question's spread is the population variance of its per-question measure across the columns
 (hit@5: a question two engines of three find scores 0.22, one all find or all miss 0); questions
-are taken by spread, largest first, ties broken by id, up to ``size``. A question with no spread
+are taken by spread, largest first, ties broken by the spread of the reciprocal rank (how far
+apart the engines rank its first relevant document), then by id, up to ``size``. A question with no spread
 separates nothing: it is taken only when fewer than ``size`` have one, and the file says how many.
 
 The file (``subsets/NAME.json``, ``--retrieval-subset=NAME`` selects it) records the questions,
@@ -26,8 +27,8 @@ from ..ir.stats import detectable_drop
 
 FORMAT = "pytest-retrieval-eval/subset"
 VERSION = 1
-RULE = ("population variance across engines and runs of each question's {measure}, largest first, "
-        "ties broken by id")
+RULE = ("population variance across engines and runs of each question's {measure}, largest first; "
+        "ties broken by the variance of its reciprocal rank, then by id")
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,9 @@ class SubsetDrop:
         return f"{self.engine} {self.measure} {self.subset:.3f} with {self.n} questions ({full})"
 
 
-def spreads(runs: Sequence[Any], measure: str) -> tuple[list[str], dict[str, float], list[Any]]:
-    """The questions every column shares (in the first run's order), each one's spread, and the
-    columns (evaluations) of the first labeled set."""
+def spreads(runs: Sequence[Any], measure: str) -> tuple[list[str], dict[str, tuple[float, float]], list[Any]]:
+    """The questions every column shares (in the first run's order), each one's spread (of
+    ``measure``, then of the reciprocal rank), and the columns (evaluations) of the first labeled set."""
     import numpy as np
 
     first = runs[0].evaluations
@@ -60,8 +61,9 @@ def spreads(runs: Sequence[Any], measure: str) -> tuple[list[str], dict[str, flo
     name = first[0].labeled.name
     columns = [e for r in runs for e in r.evaluations if e.labeled.name == name and e.n]
     per = [dict(zip((q.query_id for q in e.labeled.queries), e.values(measure))) for e in columns]
+    rr = [{q: 1.0 / r if r else 0.0 for q, r in e.first_relevant_rank.items()} for e in columns]
     ids = [q.query_id for q in first[0].labeled.queries if all(q.query_id in p for p in per)]
-    spread = {q: float(np.var([p[q] for p in per])) for q in ids}
+    spread = {q: (float(np.var([p[q] for p in per])), float(np.var([r.get(q, 0.0) for r in rr]))) for q in ids}
     return ids, spread, columns
 
 
@@ -72,8 +74,8 @@ def choose(runs: Sequence[Any], measure: str, size: int) -> tuple[list[str], int
         raise RetrievalEvalError(f"a subset needs two engines or runs to separate; the saved run has "
                                  f"{len(columns)} evaluation(s) on its labeled set: save a run of several engines, "
                                  "or pass the results.json of several past runs")
-    ranked = sorted(ids, key=lambda q: (-spread[q], q))[:size]
-    return ranked, sum(1 for q in ranked if spread[q] > 0)
+    ranked = sorted(ids, key=lambda q: (-spread[q][0], -spread[q][1], q))[:size]
+    return ranked, sum(1 for q in ranked if spread[q][0] > 0)
 
 
 def drops(runs: Sequence[Any], measure: str, chosen: Sequence[str], alpha: float) -> dict[str, dict[str, float]]:

@@ -217,7 +217,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         latency=tuple(x for x in latency.values() if x is not None),
         usage=tuple(x for x in usage.values() if x is not None), baseline=compared,
         estimates=tuple(estimates_of(run, [*shown, *measures_needed(thresholds)])),
-        labeled_set=tuple(set_findings(run, measures[0] if measures else f"hit@{miss_k}")),
+        labeled_set=tuple(set_findings(run, f"hit@{miss_k}")),
         subset=tuple(subset_drops(run, alpha)))
 
 
