@@ -106,11 +106,12 @@ def subset_path(path: Path) -> Path:
 
 def read_subset(path: Path) -> dict[str, Any]:
     """A subset file, refused in one line naming the file and the field."""
+    if not Path(path).is_file():
+        raise RetrievalEvalError(f"no such subset file; write one with python -m pytest_retrieval_eval subset "
+                                 f"results.json --size=20 --name={Path(path).stem} --dir={Path(path).parent}",
+                                 path=path)
     try:
         doc = json.loads(read_text(path))
-    except FileNotFoundError:
-        raise RetrievalEvalError("no such subset file; write one with python -m pytest_retrieval_eval subset "
-                                 "results.json --size=20 --name=NAME", path=path) from None
     except json.JSONDecodeError as exc:
         raise RetrievalEvalError(f"not JSON ({exc.msg})", path=path, line=exc.lineno) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
