@@ -248,6 +248,10 @@ class RetrievalSession:
         try:
             if "labeled_queries" in fixtures and self._labeled is None:
                 self._read = read_labels(self.config.data)
+                if self.config.data.subset is not None:  # a missing or broken subset file: said once, first
+                    from ..evaluation.subset import read_subset
+
+                    read_subset(self.config.data.subset)
         except RetrievalEvalError as exc:
             return str(exc)
         return None
