@@ -1,8 +1,8 @@
 """A labeled set that tests itself, in a project's own run: ``check --labels --results`` names a
 near-duplicate pair, a question copying its document and the questions every engine answers at
 rank 1; the run's reports hold the same section; a sharp subset of 20 is written by ``subset``,
-selected by ``--retrieval-subset=NAME``, and the report says the smallest drop it can detect
-against the full set's."""
+selected by ``--retrieval-subset=NAME`` (a baseline of the full set compared over its questions),
+and the report says the smallest drop it can detect against the full set's."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def project(tmp_path_factory):
                                     "retrieval_engines = keyword oracle\n")
     (folder / "conftest.py").write_text(textwrap.dedent(ORACLE_CONFTEST))
     (folder / "test_q.py").write_text(TESTS)
-    printed = pytest_in(folder)
+    printed = pytest_in(folder, "--retrieval-save-baseline=base.json")
     return folder, first["id"], printed
 
 
@@ -94,7 +94,7 @@ def test_a_subset_of_20_is_written_selected_and_priced_against_the_full_set(proj
     chosen = json.loads((folder / "subsets" / "pr.json").read_text())
     assert len(chosen["ids"]) == 20 and chosen["measure"] == "hit@5"
     assert "select it in a run with --retrieval-subset=pr" in said
-    printed = pytest_in(folder, "--retrieval-subset=pr", "--retrieval-report-dir=sub")
+    printed = pytest_in(folder, "--retrieval-subset=pr", "--retrieval-report-dir=sub", "--retrieval-baseline=base.json")
     run = load_saved(folder / "sub" / "results.json").run
     assert [sorted(q.query_id for q in e.labeled.queries) for e in run.evaluations] == [sorted(chosen["ids"])] * 2
     line = " ".join(printed.split("subset pr: ", 1)[1].split("\n")[:2])
@@ -103,6 +103,8 @@ def test_a_subset_of_20_is_written_selected_and_priced_against_the_full_set(proj
         full = chosen["detectable_drop"][e.engine]["full"]
         assert f"{e.engine} {mine:.3f} (all 70: {full:.3f})" in " ".join(line.split())
     assert printed.count("subset pr: 20 of 70 questions") == 1
+    assert "refused" not in printed  # the full set's baseline, compared over the subset's questions
+    assert printed.count("compared over the 20 questions both hold; 50 only in the baseline") == 2
     assert "## Labeled set\n\n- subset pr: 20 of 70 questions" in (folder / "sub" / "results.md").read_text()
 
 

@@ -99,3 +99,26 @@ def test_a_subset_of_another_set_is_refused_naming_a_question(tmp_path):
     doc = {"format": "pytest-retrieval-eval/subset", "ids": ["nope-1", "nope-2"]}
     with pytest.raises(RetrievalEvalError, match=r"pr\.json: field 'ids': none of its 2 questions .*nope-1"):
         restrict(LABELED, doc, tmp_path / "pr.json")
+
+
+def test_a_baseline_of_the_full_set_is_compared_over_the_subsets_questions_unless_one_changed(tmp_path):
+    from pytest_retrieval_eval.data.labeled import LabeledSet
+    from pytest_retrieval_eval.gate.baseline import compare
+    from pytest_retrieval_eval.types import LabeledQuery
+
+    full = run_of(Ranked("a", {}), Ranked("b", {i: 3 for i in IDS[::3]}))
+    doc = {"format": "pytest-retrieval-eval/subset", "ids": IDS[:20], "measure": "hit@1", "of_n": 68}
+    small = restrict(LABELED, doc, tmp_path / "pr.json")
+    now = run_of(Ranked("a", {}), labeled=small)
+    said = compare(now, full, ["hit@1"])
+    assert said.refusals == [] and [d.engine for d in said.diffs] == ["a"]
+    assert "compared over the 20 questions both hold; 48 only in the baseline" in " ".join(said.notes)
+    reworded = LabeledSet((LabeledQuery(IDS[0], "another question entirely", dict(LABELED.queries[0].relevant)),
+                           *small.queries[1:]), name=small.name, provenance=small.provenance)
+    BY_TEXT["another question entirely"] = LABELED.queries[0]
+    try:
+        assert compare(run_of(Ranked("a", {}), labeled=reworded), full, ["hit@1"]).refusals
+    finally:
+        del BY_TEXT["another question entirely"]
+    plain = LabeledSet(small.queries, name=small.name)  # the same questions, not a subset run: refused as before
+    assert compare(run_of(Ranked("a", {}), labeled=plain), full, ["hit@1"]).refusals
