@@ -105,3 +105,22 @@ def test_the_bundled_hand_written_set_has_no_finding_until_a_copy_and_a_repeat_a
     found = check_set(more, corpus.docs, ["nothing like any question here at all"])
     assert [(f.kind, f.query_ids) for f in found] == [("near_duplicate", (first.query_id, "again")),
                                                       ("leaks_passage", ("copy",))]
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.6, 0.8])
+def test_the_indexed_search_finds_exactly_the_pairs_comparing_every_pair_finds(threshold):
+    import itertools
+    import random
+
+    from pytest_retrieval_eval.data.set_checks import _pairs
+
+    rng = random.Random(2)
+    vocab = [f"word{i}" for i in range(10)]  # a dense set: many pairs near any threshold
+    texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(2, 7))) for _ in range(200)]
+    every = {(i, j) for i, j in itertools.combinations(range(len(texts)), 2)
+             if similarity(texts[i], texts[j]) >= threshold}
+    assert len(every) > 50
+    assert {(i, j) for i, j, _ in _pairs(texts, None, threshold)} == every
+    probe, other = texts[80:], texts[:80]
+    across = {(i, j) for i in range(len(probe)) for j in range(len(other)) if similarity(probe[i], other[j]) >= threshold}
+    assert {(i, j) for i, j, _ in _pairs(probe, other, threshold)} == across

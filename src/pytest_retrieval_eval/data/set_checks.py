@@ -66,29 +66,37 @@ def similarity(a: str, b: str) -> float:
 
 def _pairs(texts: Sequence[str], others: Sequence[str] | None, threshold: float) -> list[tuple[int, int, float]]:
     """Index pairs (i into ``texts``, j into ``others``, or into ``texts`` with j > i) whose
-    ``similarity`` is at or above ``threshold``: the same normalised text, or content words counted
-    in common through an inverted index (a large set is not compared pair by pair)."""
+    ``similarity`` is at or above ``threshold``: the same normalised text, or content words alike.
+    Prefix filtering keeps a large set from being compared pair by pair, exactly: with each set's
+    words in one order (rarest first), two sets of Jaccard ``t`` or more share a word among the
+    first ``|x| - ceil(t |x|) + 1`` of each."""
+    import math
     from collections import Counter
 
     against = texts if others is None else others
-    sets = [frozenset(content_words(t)) for t in against]
+    mine_sets = [frozenset(content_words(t)) for t in texts]
+    their_sets = mine_sets if others is None else [frozenset(content_words(t)) for t in against]
+    df = Counter(w for x in (*mine_sets, *(their_sets if others is not None else ())) for w in x)
+
+    def prefix(x: frozenset[str]) -> list[str]:
+        return sorted(x, key=lambda w: (df[w], w))[:len(x) - math.ceil(threshold * len(x) - 1e-9) + 1]
+
     index: dict[str, list[int]] = {}
     same: dict[str, list[int]] = {}
-    for j, words_ in enumerate(sets):
+    for j, x in enumerate(their_sets):
         same.setdefault(normalised(against[j]), []).append(j)
-        if len(words_) >= MIN_WORDS:
-            for w in words_:
+        if len(x) >= MIN_WORDS:
+            for w in prefix(x):
                 index.setdefault(w, []).append(j)
     out = []
     for i, t in enumerate(texts):
         found = {j: 1.0 for j in same.get(normalised(t), ())}
-        mine = frozenset(content_words(t))
+        mine = mine_sets[i]
         if len(mine) >= MIN_WORDS:
-            shared: Counter[int] = Counter()
-            for w in mine:
-                shared.update(index.get(w, ()))
-            for j, inter in shared.items():
-                found.setdefault(j, inter / (len(mine) + len(sets[j]) - inter))
+            for j in {j for w in prefix(mine) for j in index.get(w, ())}:
+                if j not in found:
+                    inter = len(mine & their_sets[j])
+                    found[j] = inter / (len(mine) + len(their_sets[j]) - inter)
         out += [(i, j, s) for j, s in sorted(found.items()) if s >= threshold and (others is not None or j > i)]
     return out
 
