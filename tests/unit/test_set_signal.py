@@ -69,3 +69,15 @@ def test_a_line_names_every_question_unless_told_how_many():
     found = no_signal(run_of(Scripted("a", questions(IDS[:12])), Scripted("b", questions(IDS[:12]))))
     assert all(i in lines(found)[0] for i in IDS[:12])
     assert lines(found, limit=10)[0].startswith(f"no_signal: {', '.join(IDS[:10])} and 2 more: ")
+
+
+def test_the_metadata_baseline_warning_is_a_warning_of_the_run_and_its_questions_a_finding():
+    from pytest_retrieval_eval.gate.analysis import analyse
+    from pytest_retrieval_eval.gate.settings import GateSettings
+
+    run = run_of(Scripted("keyword", questions(IDS[:30])), Scripted("vector", questions(IDS[:20])))
+    analysis = analyse(run, GateSettings())
+    assert [w for w in analysis.warnings if w.startswith("labeled set: ")] == [
+        "labeled set: on questions.cache.json the metadata-only baseline keyword scores hit@5 1.000, the best engine "
+        "vector 1.000: the set rewards naming the document (30 questions keyword answers at rank 1)"]  # as good: warned
+    assert [(f.kind, len(f.query_ids)) for f in analysis.labeled_set] == [("no_signal", 20), ("metadata_baseline", 30)]

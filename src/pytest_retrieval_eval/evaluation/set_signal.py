@@ -56,13 +56,18 @@ def metadata_baseline(run, measure: str) -> list[SetFinding]:
             ids = tuple(q.query_id for q in base.labeled.queries if ranks.get(q.query_id) == 1)
             out.append(SetFinding("metadata_baseline", ids, f"on {name} the metadata-only baseline {METADATA_ENGINE} "
                                   f"scores {measure} {base.mean(measure):.3f}, the best engine {best.engine} "
-                                  f"{best.mean(measure):.3f}: the set rewards naming the document; named here, "
-                                  f"the {len(ids)} questions {METADATA_ENGINE} answers at rank 1"))
+                                  f"{best.mean(measure):.3f}: the set rewards naming the document ({len(ids)} "
+                                  f"questions {METADATA_ENGINE} answers at rank 1)"))
     return out
 
 
 def set_signal(run, measure: str) -> list[SetFinding]:
     return [*no_signal(run), *metadata_baseline(run, measure)]
+
+
+def warnings(findings: Sequence[SetFinding]) -> list[str]:
+    """The set-level warnings among ``findings`` (every surface shows them, not only with -v)."""
+    return [f"labeled set: {f.detail}" for f in findings if f.kind == "metadata_baseline"]
 
 
 def lines(findings: Sequence[SetFinding], *, limit: int | None = None) -> list[str]:

@@ -163,6 +163,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
     from ..evaluation.judging import used
     from ..evaluation.segments import segment_rows, unknown_tags
     from ..evaluation.stability import stability_of
+    from ..evaluation.set_signal import warnings as set_warnings
     from ..evaluation.subset import subset_drops
 
     s = settings
@@ -196,6 +197,8 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
 
         shadows, shadow_problems = compare_shadows(run, s.shadows, s.weights,
                                                    per_question(dict.fromkeys([*measures, *shadow_measures(thresholds)])))
+    found = set_findings(run, f"hit@{miss_k}")
+    warnings += set_warnings(found)  # the metadata-only baseline as good as the best engine
     compared = None
     if baseline is not None:
         from .baseline import compare
@@ -217,7 +220,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         latency=tuple(x for x in latency.values() if x is not None),
         usage=tuple(x for x in usage.values() if x is not None), baseline=compared,
         estimates=tuple(estimates_of(run, [*shown, *measures_needed(thresholds)])),
-        labeled_set=tuple(set_findings(run, f"hit@{miss_k}")),
+        labeled_set=tuple(found),
         subset=tuple(subset_drops(run, alpha)))
 
 
