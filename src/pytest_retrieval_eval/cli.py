@@ -54,8 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     sub_ = sub.add_parser("subset", help="write the N questions of a saved run that best separate its engines "
                           "(or runs) as a subset a run selects with --retrieval-subset=NAME")
     sub_.add_argument("results", nargs="+", metavar="RESULTS",
-                      help="one results.json (its engines are compared) or several of past runs (every engine "
-                           "of every run)")
+                      help="one results.json (its engines are compared) or several of past runs, history records "
+                           "too (every engine of every run)")
     sub_.add_argument("--size", type=_whole, default=20, metavar="N", help="questions in the subset (default 20)")
     sub_.add_argument("--name", default="pr", help="the subset's name (default pr)")
     sub_.add_argument("--measure", default=None,
