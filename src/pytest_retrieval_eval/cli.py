@@ -2,7 +2,10 @@
 
 - ``generate``: fill the questions cache with one LLM-written question per chunk that lacks a
   fresh one (``--only-missing``, the default), or replace every question (``--regenerate``);
-- ``check``: say whether the questions cache is stale against the corpus (exit 1 if so);
+- ``check``: say whether the questions cache is stale against the corpus (exit 1 if so); with
+  ``--labels`` (``--training``, ``--results``) whether the labeled set is any good;
+- ``subset``: write the questions of a saved run that best separate its engines, a subset a run
+  selects with ``--retrieval-subset=NAME``;
 - ``report``: judge a saved ``results.json`` again (against a baseline, with thresholds and
   max-drop rules; by default those it was judged with), with the pytest gate's exit codes: 1
   when it fails; ``--out DIR`` (and ``--html PATH``) rebuild the run's artefacts.
@@ -36,8 +39,30 @@ def _parser() -> argparse.ArgumentParser:
                       help="a new question for every chunk (imported and hand-written questions are kept)")
     gen.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (default: RETRIEVAL_EVAL_BASE_URL or OpenRouter)")
     gen.add_argument("--concurrency", type=int, default=4)
-    check = sub.add_parser("check", help="is the questions cache stale against the corpus?")
+    check = sub.add_parser("check", help="is the questions cache stale against the corpus? with --labels, "
+                           "--training or --results: is the labeled set any good?")
     add_to_argparse(check, "check", **files)
+    check.add_argument("--labels", action="store_true",
+                       help="also check the set itself: near-duplicate questions, questions leaking their "
+                            "document's title or copying its passage (exit 1 on a finding)")
+    check.add_argument("--training", default=None, metavar="FILE",
+                       help="training or tuning questions (.txt one a line, or .jsonl with 'question'): name the "
+                            "set's near-copies of them (implies --labels)")
+    check.add_argument("--results", default=None, metavar="RESULTS",
+                       help="a saved run's results.json: name the questions every engine answers at rank 1 and "
+                            "warn when the metadata-only keyword engine is as good as the best (implies --labels)")
+    sub_ = sub.add_parser("subset", help="write the N questions of a saved run that best separate its engines "
+                          "(or runs) as a subset a run selects with --retrieval-subset=NAME")
+    sub_.add_argument("results", nargs="+", metavar="RESULTS",
+                      help="one results.json (its engines are compared) or several of past runs, history records "
+                           "too (every engine of every run)")
+    sub_.add_argument("--size", type=_whole, default=20, metavar="N", help="questions in the subset (default 20)")
+    sub_.add_argument("--name", default="pr", help="the subset's name (default pr)")
+    sub_.add_argument("--measure", default=None,
+                      help="the per-question measure compared (default: the first max-drop rule's, else hit@K at the "
+                           "run's miss cutoff)")
+    sub_.add_argument("--dir", default="subsets", metavar="DIR",
+                      help="where NAME.json is written (default subsets, where --retrieval-subset=NAME looks)")
     label = sub.add_parser("label", help="bring your own labels: import, list, remove, or stamp fingerprints")
     verbs = label.add_subparsers(dest="verb", required=True)
     imp = verbs.add_parser("import", help="merge labeled questions from a CSV/TSV, JSONL, qrels.jsonl or BEIR folder")
@@ -149,13 +174,13 @@ def _main(argv: list[str] | None) -> int:
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     uninstall = install_log_redaction()  # API keys never reach a log line
     try:
-        return {"generate": _generate, "check": _check, "report": _report, "label": _label,
+        return {"generate": _generate, "check": _check, "subset": _subset, "report": _report, "label": _label,
                 "judge": _judge, "history": _history}[args.command](args)
     except RetrievalEvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        if args.command not in ("report", "judge"):
+        if args.command not in ("report", "judge", "subset"):
             raise
         # exit 1 means "the gate failed" and nothing else: a file that cannot be judged is 2
         print(f"error: {args.results}: malformed results file ({type(exc).__name__}: {exc})", file=sys.stderr)
@@ -204,15 +229,67 @@ def _check(args) -> int:
         print(f"note: the corpus changed since {args.questions} was written (fingerprint {old[:12]} -> {new[:12]})")
     if stale.unchecked:
         print(stale.unchecked_message(args.questions, len(labeled), stamp))
+    checked = len(labeled) - len(stale.unchecked)
     if stale:
         print(stale.describe(args.questions, args.corpus, regenerate_command(args.corpus, args.questions), stamp,
                              drop_command(args.corpus, args.questions)))
-        return 1
-    checked = len(labeled) - len(stale.unchecked)
-    if not checked:  # nothing compared: never "up to date"
+        status = 1
+    elif not checked:  # nothing compared: never "up to date"
         print(f"{args.questions}: none of {len(labeled)} questions checked against {args.corpus}")
-        return 1
-    print(f"{args.questions}: {checked} of {len(labeled)} questions checked, up to date with {args.corpus}")
+        status = 1
+    else:
+        print(f"{args.questions}: {checked} of {len(labeled)} questions checked, up to date with {args.corpus}")
+        status = 0
+    if args.labels or args.training or args.results:
+        status = max(status, _check_set(args, labeled, corpus))
+    return status
+
+
+def _check_set(args, labeled, corpus) -> int:
+    """``check --labels``: the set's own findings, each naming its questions; 1 when there are any."""
+    from .data.set_checks import check_set, read_training
+    from .evaluation.set_signal import lines, set_signal
+
+    training = read_training(args.training) if args.training else []
+    findings = check_set(labeled, corpus.docs, training)
+    against = f" and {len(training)} training questions in {args.training}" if args.training else ""
+    if args.results:
+        from .gate.saved import load_saved
+
+        saved = load_saved(args.results)
+        measure = f"hit@{saved.settings.miss_k or saved.settings.miss_cutoff(saved.settings.columns(saved.run))}"
+        findings += set_signal(saved.run, measure)
+        against += f" and the rankings in {args.results} ({measure})"
+    print(f"labeled set {args.questions}: {len(labeled)} questions checked against {args.corpus}{against}: "
+          + (f"{len(findings)} finding(s)" if findings else "no findings"))
+    for line in lines(findings):
+        print(f"  {line}")
+    return 1 if findings else 0
+
+
+def _subset(args) -> int:
+    """``subset RESULTS... --size=N --name=NAME``: write the sharpest questions (``evaluation/subset.py``)."""
+    from .evaluation.subset import choose, drops, write_subset
+    from .gate.saved import load_saved
+
+    saved = [load_saved(p) for p in args.results]
+    args.results = " ".join(args.results)  # how a malformed-file message names them
+    run, settings = saved[0].run, saved[0].settings
+    measure = args.measure or (settings.max_drops[0].measure if settings.max_drops else
+                               f"hit@{settings.miss_k or settings.miss_cutoff(settings.columns(run))}")
+    runs = [s.run for s in saved]
+    ids, spread = choose(runs, measure, args.size)
+    by_engine = drops(runs, measure, ids, settings.alpha)
+    labeled = run.evaluations[0].labeled
+    path = Path(args.dir) / f"{args.name}.json"
+    write_subset(path, name=args.name, ids=ids, measure=measure, labeled=labeled, sources=args.results.split(),
+                 spread=spread, alpha=settings.alpha, by_engine=by_engine)
+    print(f"{path}: {len(ids)} of {len(labeled)} questions of {labeled.name}, by the spread of {measure} across "
+          f"{sum(len(r.evaluations) for r in runs)} evaluations ({spread} of them separate some)")
+    print(f"smallest drop of {measure} detectable (80% power, alpha {settings.alpha:g}), subset against the full set:")
+    for engine, d in by_engine.items():
+        print(f"  {engine}: {d['subset']:.3f} with {len(ids)} questions, {d['full']:.3f} with {len(labeled)}")
+    print(f"select it in a run with --retrieval-subset={args.name}")
     return 0
 
 

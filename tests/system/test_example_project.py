@@ -158,6 +158,39 @@ def test_a_saved_run_rebuilds_the_report_in_the_teams_project(project):
                                                                       "helpdesk-pgvector", "keyword"}
 
 
+def test_the_teams_labeled_set_checks_itself_and_a_pull_request_runs_its_sharpest_questions(project):
+    done = run(project, "-m", "retrieval", "--retrieval-report", "--retrieval-report-dir=out")
+    assert done.returncode == 0, done.stdout + done.stderr
+    saved = json.loads((project / "out" / "results.json").read_text())
+    first = {e["engine"]: {q["id"] for q in e["queries"] if q["ranked"] and q["relevant"].get(q["ranked"][0], 0) >= 1}
+             for e in saved["evaluations"]}
+    everyone = [q["id"] for q in saved["evaluations"][0]["queries"] if all(q["id"] in ids for ids in first.values())]
+    labels = json.loads((project / "labels.json").read_text())["queries"]
+    (project / "tuning.txt").write_text(labels[2]["question"].lower().rstrip("?") + "\nan unrelated tuning question\n")
+    checked = run(project, "check", "--corpus=kb", "--questions=labels.json", "--training=tuning.txt",
+                  "--results=out/results.json", module="pytest_retrieval_eval")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    lines = checked.stdout.splitlines()
+    assert f"  training_copy: {labels[2]['id']}: the same as training question " in "\n".join(lines)
+    said = [line for line in lines if line.startswith("  no_signal: ")]
+    assert said == ([f"  no_signal: {', '.join(everyone)}: {len(everyone)} of 16 questions of labels.json every engine "
+                     f"({', '.join(e['engine'] for e in saved['evaluations'])}) answers at rank 1: they separate none "
+                     "of them"] if everyone else [])
+    assert not [line for line in lines if line.startswith(("  near_duplicate", "  leaks_"))]  # written by hand
+    # the pull request's subset: the 8 questions that best separate the four engines
+    chosen = run(project, "subset", "out/results.json", "--size=8", "--name=pr", module="pytest_retrieval_eval")
+    assert chosen.returncode == 0 and "select it in a run with --retrieval-subset=pr" in chosen.stdout, chosen.stderr
+    subset = json.loads((project / "subsets" / "pr.json").read_text())
+    assert len(subset["ids"]) == 8 and subset["measure"] == "hit@3"
+    quick = run(project, "-m", "retrieval", "--retrieval-report", "--retrieval-report-dir=pr", "--retrieval-subset=pr")
+    out = " ".join(quick.stdout.split())
+    assert "subset pr: 8 of 16 questions; the smallest drop of hit@3 it can detect (80% power): " in out, quick.stdout
+    again = json.loads((project / "pr" / "results.json").read_text())
+    assert all(sorted(q["id"] for q in e["queries"]) == sorted(subset["ids"]) for e in again["evaluations"])
+    for e in again["analysis"]["subset"]:
+        assert f"{e['engine']} {e['subset']:.3f} (all 16: {subset['detectable_drop'][e['engine']]['full']:.3f})" in out
+
+
 def test_the_unit_tests_alone_leave_the_plugin_asleep(project):
     done = run(project, "-m", "not retrieval")
     assert done.returncode == 0 and "3 passed" in done.stdout

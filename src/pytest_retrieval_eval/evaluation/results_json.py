@@ -88,6 +88,9 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
     part = self.labeled.provenance.get("slice")
     if part:  # one CI job's slice of the labeled set: report merge puts the slices together
         d["labeled"]["slice"] = dict(part)
+    chosen = self.labeled.provenance.get("subset")
+    if chosen:  # a pull request's subset (--retrieval-subset): which, of how many, the full set's drops
+        d["labeled"]["subset"] = dict(chosen)
     stale = self.labeled.provenance.get("stale_left_out")
     if stale:  # questions left out of the numbers as stale: the `stale` count a rule can gate
         d["labeled"]["stale_left_out"] = {q: list(why) for q, why in stale.items()}
@@ -150,6 +153,7 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
                                        for q in queries),
                                  name=lab["name"], recorded_fingerprint=lab["fingerprint"],
                                  provenance={**({"slice": dict(lab["slice"])} if lab.get("slice") else {}),
+                                             **({"subset": dict(lab["subset"])} if lab.get("subset") else {}),
                                              "stale_left_out": dict(lab.get("stale_left_out") or {}),
                                              **({"stale_names": dict(lab["stale_names"])}
                                                 if lab.get("stale_names") else {})})

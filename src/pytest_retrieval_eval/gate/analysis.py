@@ -21,6 +21,7 @@ from .._plain import from_plain, to_plain
 from ..ir.measures import Measure
 from ..ir.ppi import PPIEstimate
 from ..ir.stats import POWER, detectable_drop, queries_needed
+from ..data.set_checks import SetFinding
 from ..evaluation.causes import Cause, Misses
 from ..evaluation.ceiling import StageCurve
 from ..evaluation.cost import Latency, Usage
@@ -29,6 +30,7 @@ from ..evaluation.results import Comparison, RunResults
 from ..evaluation.segments import SegmentRow
 from ..evaluation.shadow import Shadow
 from ..evaluation.stability import Stability
+from ..evaluation.subset import SubsetDrop
 from ..evaluation.sweep import SweepTable
 from ..types import sha256_text
 from .baseline import BaselineComparison
@@ -36,7 +38,7 @@ from .rules import LatencyQuantity, MaxDrop, MeasureQuantity, Row, Threshold, Us
 from .settings import GateSettings
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 3
+ANALYSIS_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,12 @@ class Analysis:
     #: per evaluation whose engine reports its stages: recall@k at each and where its misses at
     #: ``miss_k`` were lost (``evaluation/ceiling.py``), in run order
     ceilings: tuple[StageCurve, ...] = ()
+    #: what the labeled set says of itself, each finding naming its questions: near duplicates and
+    #: leakage (recorded with the coverage, ``data/set_checks.py``), no signal and the metadata-only
+    #: baseline (``evaluation/set_signal.py``)
+    labeled_set: tuple[SetFinding, ...] = ()
+    #: a subset run (``--retrieval-subset``): the smallest drop it detects against the full set's
+    subset: tuple[SubsetDrop, ...] = ()
     version: int = ANALYSIS_VERSION
 
     def interval(self, key: tuple[str, str], measure: str) -> tuple[float, float]:
@@ -160,6 +168,8 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
     from ..evaluation.judging import used
     from ..evaluation.segments import segment_rows, unknown_tags
     from ..evaluation.stability import stability_of
+    from ..evaluation.set_signal import warnings as set_warnings
+    from ..evaluation.subset import subset_drops
 
     s = settings
     measures = s.columns(run)
@@ -192,6 +202,8 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
 
         shadows, shadow_problems = compare_shadows(run, s.shadows, s.weights,
                                                    per_question(dict.fromkeys([*measures, *shadow_measures(thresholds)])))
+    found = set_findings(run, f"hit@{miss_k}")
+    warnings += set_warnings(found)  # the metadata-only baseline as good as the best engine
     compared = None
     if baseline is not None:
         from .baseline import compare
@@ -213,7 +225,17 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         latency=tuple(x for x in latency.values() if x is not None),
         usage=tuple(x for x in usage.values() if x is not None), baseline=compared,
         estimates=tuple(estimates_of(run, [*shown, *measures_needed(thresholds)])),
-        ceilings=tuple(c for e in run.evaluations if (c := ceiling_of(e, miss_k)) is not None))
+        ceilings=tuple(c for e in run.evaluations if (c := ceiling_of(e, miss_k)) is not None),
+        labeled_set=tuple(found),
+        subset=tuple(subset_drops(run, alpha)))
+
+
+def set_findings(run: RunResults, measure: str) -> list[SetFinding]:
+    """The labeled set's findings: those recorded with the run's coverage, then the rankings' own."""
+    from ..evaluation.set_signal import set_signal
+
+    recorded = [SetFinding(kind, tuple(ids), detail) for kind, ids, detail in (run.coverage or {}).get("checks", ())]
+    return [*recorded, *set_signal(run, measure)]
 
 
 def per_question(measures: Any) -> list[str]:

@@ -40,6 +40,7 @@ class DataConfig:
     generator_model: str = DEFAULT_CHAT_MODEL
     max_doc_mb: float = 10.0
     as_of: str | None = None  # ISO day freshness is judged on; None: the day the run starts
+    subset: Path | None = None  # --retrieval-subset: the subset file (NAME resolved to subsets/NAME.json)
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,15 @@ def build(config: Any) -> RetrievalConfig:
                                    base_for=lambda source: ini_base if source.startswith("ini") else Path.cwd()))
 
 
+def _subset_file(path: Path | None) -> Path | None:
+    """``--retrieval-subset=NAME`` (resolved as a path by the options) -> ``subsets/NAME.json`` beside it."""
+    if path is None:
+        return None
+    from ..evaluation.subset import subset_path
+
+    return subset_path(path)
+
+
 def _build(get: Callable[[str], Any], *, questions_explicit: bool,
            base_for: Callable[[str], Path] = lambda source: Path.cwd()) -> RetrievalConfig:
     names = {o.key: o.names for o in options.OPTIONS}
@@ -199,7 +209,7 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool,
                         questions_explicit=questions_explicit,
                         split=get("split"), stale=get("stale"), regenerate=get("regenerate"),
                         generator_model=get("generator_model"), max_doc_mb=get("max_doc_mb"),
-                        as_of=get("as_of")),
+                        as_of=get("as_of"), subset=_subset_file(get("subset"))),
         run=RunConfig(engines=tuple(t for t, _ in get("engine")), depth=get("depth"), trials=get("trials"),
                       timeout=get("timeout"), concurrency=get("concurrency"), slice=get("slice")),
         hybrid=HybridSetup(store=get("store"), dsn=SecretText(get("dsn")) if get("dsn") else None,

@@ -155,6 +155,9 @@ OPTIONS: tuple[Option, ...] = (
            "needs RETRIEVAL_EVAL_API_KEY or OPENROUTER_API_KEY)", False, kind="switch", ini=None),
     Option("generator_model", "chat model for question generation", CHAT_MODEL, metavar="MODEL",
            env=f"{ENV_PREFIX}GENERATOR_MODEL", cli=("generate",), cli_aliases=("--model",)),
+    Option("subset", "evaluate only the questions of a subset written by python -m pytest_retrieval_eval subset "
+           "(NAME reads subsets/NAME.json; or a .json path); the report says the smallest drop it can still detect "
+           "against the full set's", path="any", metavar="NAME"),
     Option("as_of", "the day freshness is judged on: documents outside their validity then, or superseded by a "
            "document already valid then, are stale (default: today; recorded in the reports)", None, day,
            metavar="YYYY-MM-DD", env=f"{ENV_PREFIX}AS_OF"),

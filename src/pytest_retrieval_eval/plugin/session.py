@@ -249,6 +249,10 @@ class RetrievalSession:
         try:
             if "labeled_queries" in fixtures and self._labeled is None:
                 self._read = read_labels(self.config.data)
+                if self.config.data.subset is not None:  # a missing or broken subset file: said once, first
+                    from ..evaluation.subset import read_subset
+
+                    read_subset(self.config.data.subset)
         except RetrievalEvalError as exc:
             return str(exc)
         return None
@@ -262,6 +266,11 @@ class RetrievalSession:
             labeled = load_labeled(self.config.data, corpus, self.config.hybrid.ingest, self.progress,
                                    self._read)
             self._read = None
+            if self.config.data.subset is not None:  # a pull request's sharp subset (evaluation/subset.py)
+                from ..evaluation.subset import read_subset, restrict
+
+                path = self.config.data.subset
+                labeled = restrict(labeled, read_subset(path), path)
             self._whole = derive(labeled, corpus.docs)  # body-only, versioned, multi-gold, length:*
             self._labeled = self._whole
             if self.config.run.slice is not None:  # one CI job's slice; report merge puts them together
@@ -370,7 +379,13 @@ class RetrievalSession:
         sets = {e.labeled.fingerprint: e.labeled for e in run.evaluations}
         if whole is not None and self.config.run.slice is not None:
             sets = {k: whole if l.name == whole.name else l for k, l in sets.items()}
-        return coverage_record(corpus.docs, sets.values(), chunk_docs)
+        record = coverage_record(corpus.docs, sets.values(), chunk_docs)
+        from ..data.set_checks import check_set
+
+        checks = [f for labeled in sets.values() for f in check_set(labeled, corpus.docs)]
+        if checks:  # the labeled set's own findings, read by the analysis (gate/analysis.set_findings)
+            record["checks"] = [[f.kind, list(f.query_ids), f.detail] for f in checks]
+        return record
 
     def fingerprints(self, run: Any) -> dict:
         """What the run measured, by content (``evaluation/fingerprints.py``): a later comparison

@@ -18,7 +18,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
-from . import cost, table
+from . import cost, labeled_set, table
 from .judged import ppi_lines
 from .misses import miss_lines, segment_lines
 
@@ -200,6 +200,7 @@ def _detectable(verdict: Verdict) -> Section | None:
     lines = ([f"Detectable drop (80% power, alpha {verdict.alpha:g}, normal approximation from the per-query "
               "spread):", "", *lines] if lines else [])
     lines += [f"- warning: {w}" for w in verdict.warnings]
+    lines += labeled_set.subset_lines(verdict, markdown=True)  # a pull request's subset: what it costs
     warned = f" and {len(verdict.warnings)} warning{'s' * (len(verdict.warnings) != 1)}" if verdict.warnings else ""
     return _folded(f"Detectable drops{warned}", lines)
 

@@ -22,6 +22,7 @@ from ..types import sha256_text
 from . import ceiling, cost, plot, shadow, sweep, table
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
+from . import labeled_set
 from .misses import coverage_lines, miss_lines, segment_lines, why_of
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
@@ -69,6 +70,8 @@ def markdown(verdict: Verdict, metadata: Mapping[str, Any]) -> str:
     why = [*miss_lines(verdict, markdown=True), *coverage_lines(verdict, markdown=True)]
     out += ["", *why] if why else []
     out += ceiling.markdown(verdict)
+    chosen = labeled_set.subset_lines(verdict, markdown=True) + labeled_set.lines(verdict, markdown=True)
+    out += ["", "## Labeled set", "", *chosen] if chosen else []
     segments = segment_lines(verdict, markdown=True)
     out += ["", "## Segments", "", *segments] if segments else []
     costs = cost.markdown(verdict)

@@ -12,6 +12,7 @@ from ..data.judgments import is_judged_relevant
 from ..evaluation.judging import used
 from . import ceiling, cost, errors, plot, shadow, sweep, table
 from .judged import candidate_lines, judged_lines
+from . import labeled_set
 from .misses import coverage_lines, miss_lines
 from .terminal import baseline_lines
 
@@ -142,7 +143,9 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
         subtitle=subtitle, measures=verdict.measures, judge=_judge_text(verdict.run),
         judged_lines=[line.strip() for line in judged_lines(verdict, width=10 ** 6) + candidate_lines(verdict.run)],
         miss_k=verdict.miss_k, miss_lines=[line[2:] for line in miss_lines(verdict, markdown=True)],
-        coverage=[line[2:] for line in coverage_lines(verdict, markdown=True)],
+        coverage=[line[2:] for line in (*coverage_lines(verdict, markdown=True),
+                                         *labeled_set.subset_lines(verdict, markdown=True),
+                                         *labeled_set.lines(verdict, markdown=True))],
         ceilings=ceiling.page(verdict), ceiling_about=ceiling.ABOUT,
         cost=cost.rows(verdict),
         sweeps=[{"title": sweep.title(t), "cells": sweep.cells(t), "latency": sweep.scatter_svg(t, "latency"),

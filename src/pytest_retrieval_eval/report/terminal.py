@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 from . import ceiling, cost, shadow, sweep, table
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
+from . import labeled_set
+from .labeled_set import subset_lines
 from .misses import coverage_lines, miss_lines, segment_lines
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
@@ -78,9 +80,13 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
             for line in (detail("stale questions", stale_lines(verdict)) + detail("judged@k", judged_lines(verdict))
                          + detail("candidates", candidate_lines(verdict.run))):
                 tr.write_line(line)
+            for line in subset_lines(verdict):
+                tr.write_line(line)
             for line in miss_lines(verdict):
                 tr.write_line(line)
-            for line in (detail("recall by stage", ceiling.lines(verdict)) + detail("segments", segment_lines(verdict)) + detail("coverage", coverage_lines(verdict))
+            for line in (detail("recall by stage", ceiling.lines(verdict)) + detail("segments", segment_lines(verdict))
+                         + detail("coverage", coverage_lines(verdict))
+                         + detail("labeled set findings", labeled_set.lines(verdict))
                          + detail("cost", cost.lines(verdict)) + detail("sweeps", sweep.lines(verdict))):
                 tr.write_line(line)
         else:

@@ -1,0 +1,126 @@
+"""The labeled set's checks against the corpus alone: near-duplicate questions grouped, questions
+leaking their document's title or copying a passage, near-copies of training questions; each
+finding names its questions."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import CORPUS, QUESTIONS
+from pytest_retrieval_eval.data.corpus import open_corpus
+from pytest_retrieval_eval.data.labeled import LabeledSet, load_questions_cache
+from pytest_retrieval_eval.data.set_checks import (check_set, leak, leakage, near_duplicates, read_training,
+                                                   similarity, training_copies)
+from pytest_retrieval_eval.errors import RetrievalEvalError
+from pytest_retrieval_eval.types import Doc, LabeledQuery
+
+
+def test_questions_asking_the_same_thing_are_one_group_naming_each():
+    questions = [("a", "How do I reset my password?"), ("b", "how do I reset my PASSWORD"),
+                 ("c", "Where is the printer on floor two?"), ("d", "How do i  reset my password!")]
+    found = near_duplicates(questions)
+    assert [f.query_ids for f in found] == [("a", "b", "d")]
+    assert "3 questions, the same question" in found[0].detail
+
+
+def test_content_words_alike_past_the_threshold_are_near_duplicates_and_below_it_not():
+    a = "What are the steps to reset a forgotten account password?"
+    b = "What are steps to reset forgotten account password quickly?"  # 5 of 6 content words shared
+    c = "What are the steps to change an account email address?"
+    assert similarity(a, b) == pytest.approx(5 / 6)
+    assert [f.query_ids for f in near_duplicates([("a", a), ("b", b), ("c", c)])] == [("a", "b")]
+    assert near_duplicates([("a", a), ("b", b)], threshold=0.9) == []
+
+
+def test_a_short_question_is_only_a_duplicate_of_its_own_text():
+    assert similarity("printer jam", "printer jammed") == 0.0
+    assert similarity("Printer jam?", "printer jam") == 1.0
+
+
+def doc(doc_id, title, content, filename=""):
+    return Doc(doc_id, content, title=title, filename=filename)
+
+
+DOCS = {d.doc_id: d for d in [
+    doc("vpn", "Connecting to the VPN", "Install the client.\n\nOpen the client and sign in with your badge "
+        "number and the one-time code from the authenticator app."),
+    doc("reset", "Notes", "Passwords expire every ninety days.", filename="reset_password.py"),
+]}
+
+
+def q(qid, text, gold):
+    return LabeledQuery(qid, text, {gold: 1})
+
+
+def test_a_question_naming_its_documents_title_or_file_leaks_it():
+    found = leakage([q("t", "How do I start connecting to the VPN?", "vpn"),
+                     q("f", "Where is reset_password defined?", "reset")], DOCS)
+    assert [(f.kind, f.query_ids) for f in found] == [("leaks_title", ("t",)), ("leaks_title", ("f",))]
+    assert "title of vpn" in found[0].detail and "67%" in found[0].detail  # start, connecting, vpn
+    assert "67%" in found[1].detail  # reset, password of reset, password, defined
+
+
+def test_a_question_copying_a_passage_leaks_it_and_a_paraphrase_does_not():
+    copying = q("c", "Sign in with your badge number and the one-time code from the authenticator app?", "vpn")
+    paraphrase = q("p", "What do I type when the remote access software asks who I am?", "vpn")
+    found = leakage([copying, paraphrase], DOCS)
+    assert [(f.kind, f.query_ids) for f in found] == [("leaks_passage", ("c",))]
+    assert "word trigrams verbatim" in found[0].detail and "a passage of vpn" in found[0].detail
+
+
+def test_leak_takes_any_passage_so_labeled_evidence_can_stand_in_for_the_document():
+    question = "which authenticator app is the one-time code for the badge sign in from"
+    assert leak(question, "the one-time code from the authenticator app and your badge to sign in") is not None
+    assert leak(question, "Install the client.") is None
+
+
+def test_training_questions_near_copied_by_the_set_are_named_with_the_one_copied():
+    questions = [("a", "How do I reset my password?"), ("b", "Where is the printer on floor two?")]
+    found = training_copies(questions, ["where is the printer on floor two", "Something else entirely here"])
+    assert [(f.kind, f.query_ids) for f in found] == [("training_copy", ("b",))]
+    assert 'the same as training question "where is the printer on floor two"' in found[0].detail
+
+
+def test_a_training_file_is_read_as_lines_or_jsonl_and_a_bad_line_is_named(tmp_path):
+    (tmp_path / "t.txt").write_text("one question?\n\n two questions? \n")
+    assert read_training(tmp_path / "t.txt") == ["one question?", "two questions?"]
+    (tmp_path / "t.jsonl").write_text('{"question": "a?"}\n{"query": "b?"}\n{"text": "c?"}\n')
+    with pytest.raises(RetrievalEvalError, match=r"t\.jsonl:3.*field 'question'|t\.jsonl:3"):
+        read_training(tmp_path / "t.jsonl")
+    (tmp_path / "u.jsonl").write_text('{"question": "a?"}\nnot json\n')
+    with pytest.raises(RetrievalEvalError, match=r"u\.jsonl:2"):
+        read_training(tmp_path / "u.jsonl")
+
+
+def test_the_bundled_hand_written_set_has_no_finding_until_a_copy_and_a_repeat_are_added():
+    corpus = open_corpus(CORPUS).load()
+    labeled = load_questions_cache(QUESTIONS)
+    assert check_set(labeled, corpus.docs) == []
+    first = labeled.queries[0]
+    gold = corpus.by_id()[first.gold[0]] if hasattr(corpus, "by_id") else next(
+        d for d in corpus.docs if d.doc_id == first.gold[0])
+    sentence = " ".join(gold.content.split()[:14])
+    more = LabeledSet((*labeled.queries, LabeledQuery("again", first.question.upper(), dict(first.relevant)),
+                       LabeledQuery("copy", sentence + "?", dict(first.relevant))), name=labeled.name)
+    found = check_set(more, corpus.docs, ["nothing like any question here at all"])
+    assert [(f.kind, f.query_ids) for f in found] == [("near_duplicate", (first.query_id, "again")),
+                                                      ("leaks_passage", ("copy",))]
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.6, 0.8])
+def test_the_indexed_search_finds_exactly_the_pairs_comparing_every_pair_finds(threshold):
+    import itertools
+    import random
+
+    from pytest_retrieval_eval.data.set_checks import _pairs
+
+    rng = random.Random(2)
+    vocab = [f"word{i}" for i in range(10)]  # a dense set: many pairs near any threshold
+    texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(2, 7))) for _ in range(200)]
+    every = {(i, j) for i, j in itertools.combinations(range(len(texts)), 2)
+             if similarity(texts[i], texts[j]) >= threshold}
+    assert len(every) > 50
+    assert {(i, j) for i, j, _ in _pairs(texts, None, threshold)} == every
+    probe, other = texts[80:], texts[:80]
+    across = {(i, j) for i in range(len(probe)) for j in range(len(other)) if similarity(probe[i], other[j]) >= threshold}
+    assert {(i, j) for i, j, _ in _pairs(probe, other, threshold)} == across
