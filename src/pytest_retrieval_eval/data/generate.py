@@ -57,8 +57,7 @@ PROMPT_SHA256 = sha256_text(SYSTEM_PROMPT + "\n\n" + USER_PROMPT)
 DEFAULT_MODEL = DEFAULT_CHAT_MODEL
 
 
-#: tokens a question's answer may take: ``{"question": "...", "evidence": "..."}`` needs about a hundred,
-#: so, a preamble more
+#: tokens a question's answer may take: ``{"question": "...", "evidence": "..."}`` needs about a hundred
 MAX_TOKENS = 128
 
 

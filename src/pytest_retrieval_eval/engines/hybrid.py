@@ -5,8 +5,9 @@ come from the built-in query YAML (``pipelines/query.yaml``), loaded and pointed
 a team's own YAML is, and are called directly rather than through ``Pipeline.run``: a Pipeline
 deep-copies every input and output, embeddings included, which costs more than the retrieval
 itself at this scale; the engine also applies the org/dataset filter, embeds the questions in
-one batch, and runs the use_keyword/use_vector variants and the reranker. Results are normalised
-from chunks to documents: the first occurrence of each parent document, order kept.
+one batch, and runs the use_keyword/use_vector variants and the reranker. It answers with the
+fused chunks as passages (``Passage``): the plugin folds them into documents (the first
+occurrence of each parent document, order kept) and reads their texts for the evidence level.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Sequence
 from .._defaults import KEYWORD_TOP_K, RERANK
 from .._lazy_torch import import_haystack
 from ..errors import RetrievalEvalError
+from ..types import Passage
 
 if TYPE_CHECKING:
     from ..hybrid.ingest import IngestedIndex
@@ -113,7 +115,7 @@ class HybridEngine:
             self._query_vectors[query] = self.index.embedder.embed([query])[0].tolist()
         return self._query_vectors[query]
 
-    def retrieve(self, query: str, k: int) -> list[str]:
+    def retrieve(self, query: str, k: int) -> list:
         return list(self.retrieve_stages(query, k).ranked)
 
     def retrieve_stages(self, query: str, k: int):
@@ -146,4 +148,6 @@ class HybridEngine:
             fused = self.reranker.run(query=query, documents=window)["documents"]
             seconds["rerank"] = clock() - start
             steps["rerank window"], steps["rerank"] = chunks_to_docs(window), chunks_to_docs(fused)
-        return Stages(chunks_to_docs(fused)[:k], {name: chunks_to_docs(c) for name, c in legs.items()}, steps, seconds)
+        # the answer: the fused chunks as passages (their documents are what the plugin ranks, the first
+        # ``k`` of them; their texts, what the evidence-level measures read)
+        return Stages([Passage(c.meta["doc_id"], c.content or "") for c in fused], {name: chunks_to_docs(c) for name, c in legs.items()}, steps, seconds)
