@@ -200,6 +200,9 @@ class QueryResult:
     #: all the evidence-level measures read, kept instead of the texts
     passages: int = 0
     passage_ranks: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
+    #: relevant doc id -> the rank of its first passage, evidence or not: a miss's cause tells "right
+    #: document, wrong passage" by it
+    first_passages: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def errored(self) -> bool:

@@ -128,3 +128,12 @@ def passage_ranks(relevant: Mapping[str, int], evidence: Mapping[str, Sequence[s
         if any(covers(text, q, _passage_tokens=have) for q in quotes):
             out[doc] = rank
     return out
+
+
+def first_passages(relevant: Mapping[str, int], passages: Sequence[tuple[str, str]]) -> dict[str, int]:
+    """Relevant doc id -> the 1-based rank of its first passage, whatever it holds."""
+    out: dict[str, int] = {}
+    for rank, (doc, _) in enumerate(passages, start=1):
+        if relevant.get(doc, 0) >= 1:
+            out.setdefault(doc, rank)
+    return out

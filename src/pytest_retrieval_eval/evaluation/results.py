@@ -387,6 +387,14 @@ class EvaluationResult:
 
         return Misses(self.engine, self.labeled.name, k, self.n, tuple(self.causes(k).values()))
 
+    def evidence_misses(self, k: int) -> Any:
+        """The misses at ``k`` at the evidence level (``hit@k+evidence``), counted by cause: "right
+        document, wrong passage" among them (``evaluation.causes.evidence_cause_of``)."""
+        from .causes import Misses, causes
+
+        found = causes(self, k, evidence_level=True)
+        return Misses(self.engine, self.labeled.name, k, self.n, tuple(found.values()), evidence=True)
+
     def worst(self, measure: str, limit: int = 5) -> list[str]:
         """One line per worst-scoring query (below the best possible value), worst first."""
         from .explain import worst

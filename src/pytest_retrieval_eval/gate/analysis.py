@@ -35,7 +35,7 @@ from .rules import LatencyQuantity, MaxDrop, MeasureQuantity, Row, Threshold, Us
 from .settings import GateSettings
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 2
+ANALYSIS_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,9 @@ class Analysis:
     baseline: BaselineComparison | None = None
     #: the prediction-powered estimates (``~ppi``) of the measures shown and gated, in run order
     estimates: tuple[Estimate, ...] = ()
+    #: the misses at ``miss_k`` at the evidence level ("right document, wrong passage" among their
+    #: causes), for the engines that return passages, where the table shows evidence-level twins
+    evidence_misses: tuple[Misses, ...] = ()
     version: int = ANALYSIS_VERSION
 
     def interval(self, key: tuple[str, str], measure: str) -> tuple[float, float]:
@@ -207,7 +210,9 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         sweeps=sweeps, shadows=tuple(shadows), shadow_problems=tuple(shadow_problems),
         latency=tuple(x for x in latency.values() if x is not None),
         usage=tuple(x for x in usage.values() if x is not None), baseline=compared,
-        estimates=tuple(estimates_of(run, [*shown, *measures_needed(thresholds)])))
+        estimates=tuple(estimates_of(run, [*shown, *measures_needed(thresholds)])),
+        evidence_misses=tuple(e.evidence_misses(miss_k) for e in run.evaluations if e.returns_passages
+                              and any(Measure.parse(m).evidence for m in needed)))
 
 
 def per_question(measures: Any) -> list[str]:
