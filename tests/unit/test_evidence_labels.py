@@ -104,3 +104,22 @@ def test_passage_ranks_credit_the_first_passage_with_the_evidence_and_any_passag
                 ("wifi", "Reception prints a voucher valid for one day; for events")]
     ranks = passage_ranks({"wifi": 1, "print": 1}, {"wifi": ["a voucher valid for one day"]}, passages)
     assert ranks == {"print": 2, "wifi": 3}
+
+
+def test_a_failed_assertion_on_an_evidence_measure_explains_itself_with_the_wrong_passages():
+    from pytest_retrieval_eval import LabeledQuery, LabeledSet, Passage, adapters
+    from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+
+    labeled = LabeledSet((LabeledQuery("wifi", "guest wifi?", {"wifi": 1}, {"evidence": {"wifi": ["a voucher valid"]}}),
+                          LabeledQuery("print", "print jobs?", {"print": 1}, {"evidence": {"print": ["twelve hours"]}})))
+    answers = {"guest wifi?": [Passage("wifi", "Visitors connect to the guest network.")],
+               "print jobs?": [Passage("print", "Printers are on every floor."), Passage("print", PRINT)]}
+    result = evaluate_engine(adapters.function(lambda q, k: answers[q], name="chunks"), labeled)
+    assert result.hit_at(5) == 1.0 and result.score("hit@1+evidence") == 0.0 and result.score("hit@5+evidence") == 0.5
+    assert result.score("mrr+evidence") == 0.25  # the evidence of print at passage 2, none for wifi
+    lines = result.score("hit@5+evidence").explain(">=", 0.9)
+    assert lines[1] == "chunks missed 1 of 2 at hit@5+evidence: 1 right document, wrong passage"
+    assert "why: right document, wrong passage: wifi at passage 1 lacks the evidence" in lines[3]
+    first = result.evidence_misses(1).causes
+    assert [(c.query_id, c.kind) for c in first] == [("wifi", "wrong-passage"), ("print", "wrong-passage")]
+    assert first[1].text == "right document, wrong passage: print at passage 1 lacks the evidence, its evidence at passage 2"

@@ -48,6 +48,11 @@ def chunks_to_docs(chunks: Sequence) -> list[str]:
     return list(dict.fromkeys(c.meta["doc_id"] for c in chunks))
 
 
+def chunks_to_docs_of(passages: Sequence[Passage]) -> list[str]:
+    """The documents of passages in first-occurrence order."""
+    return list(dict.fromkeys(p.doc_id for p in passages))
+
+
 class HybridEngine:
     def __init__(self, index: IngestedIndex, config: HybridConfig = HybridConfig(), *, name: str = "hybrid",
                  warm: bool = False) -> None:
@@ -115,8 +120,8 @@ class HybridEngine:
             self._query_vectors[query] = self.index.embedder.embed([query])[0].tolist()
         return self._query_vectors[query]
 
-    def retrieve(self, query: str, k: int) -> list:
-        return list(self.retrieve_stages(query, k).ranked)
+    def retrieve(self, query: str, k: int) -> list[str]:
+        return chunks_to_docs_of(self.retrieve_stages(query, k).ranked)[:k]
 
     def retrieve_stages(self, query: str, k: int):
         """The answer and what each stage held (``engines.base.Stages``): the keyword and vector
@@ -150,4 +155,5 @@ class HybridEngine:
             steps["rerank window"], steps["rerank"] = chunks_to_docs(window), chunks_to_docs(fused)
         # the answer: the fused chunks as passages (their documents are what the plugin ranks, the first
         # ``k`` of them; their texts, what the evidence-level measures read)
-        return Stages([Passage(c.meta["doc_id"], c.content or "") for c in fused], {name: chunks_to_docs(c) for name, c in legs.items()}, steps, seconds)
+        return Stages([Passage(c.meta["doc_id"], c.content or "") for c in fused],
+                      {name: chunks_to_docs(c) for name, c in legs.items()}, steps, seconds)

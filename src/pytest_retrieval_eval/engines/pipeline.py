@@ -129,7 +129,7 @@ class PipelineEngine:
         from ..types import Passage
 
         steps = {c: ids(c) for c in self.steps}
-        out = self.output.partition(".")[0]
-        ids(out)  # every answered document has its id field
-        ranked = [Passage(str(d.meta[self.id_field]), d.content or "") for d in (result.get(out) or {}).get("documents") or []]
+        out = self.output.partition(".")[0]  # a step's: its documents' ids are checked there
+        ranked = [Passage(str(d.meta[self.id_field]), d.content or "")
+                  for d in (result.get(out) or {}).get("documents") or []]
         return Stages(ranked, {c: ids(c) for c in self.legs}, steps)
