@@ -54,7 +54,7 @@ def test_the_right_document_with_the_wrong_passage_is_a_hit_for_documents_and_a_
         make_project, tmp_path, capsys):
     p = _project(make_project, tmp_path, capsys)
     result = p.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-report-dir=out",
-                         "--retrieval-threshold=passages:hit@5+evidence>=0.9")
+                         "--retrieval-html=out/page.html", "--retrieval-threshold=passages:hit@5+evidence>=0.9")
     text = result.stdout.str()
     assert result.ret == 1, text
     saved = json.loads((p.path / "out" / "results.json").read_text())
@@ -75,6 +75,9 @@ def test_the_right_document_with_the_wrong_passage_is_a_hit_for_documents_and_a_
     assert rows[1][:4] == ["passages", "with", "the", "evidence"]
     assert rows[2][2:8] == ["0.000", "0.667", "0.667", "0.667", "0.667", "0.222"]  # on passages: 4 of 6, at rank 3
     assert "FAIL retrieval gate: passages: hit@5+evidence = 0.6667, required >= 0.9" in text
+    md, page = (p.path / "out" / "results.md").read_text(), (p.path / "out" / "page.html").read_text()
+    for surface in (md, page):  # every report: the twins beside the measures, the wrong passages counted
+        assert "hit@5+evidence" in surface and "2 right document, wrong passage" in surface
     # report results.json prints what the run printed: the twins, the causes, the unavailable line
     assert cli(["report", str(p.path / "out" / "results.json")]) == 1
     printed = capsys.readouterr().out
