@@ -86,9 +86,13 @@ class LabeledSet:
 
     @cached_property
     def has_evidence(self) -> bool:
-        """Some question records evidence (``data/evidence.py``): evidence-level measures apply."""
+        """Some question records evidence (``data/evidence.py``): evidence-level measures apply. A
+        slice answers for its whole set, as ``multi_judged`` does."""
         from .evidence import evidence_of
 
+        whole = self.provenance.get("slice", {}).get("has_evidence")
+        if whole is not None:
+            return bool(whole)
         return any(evidence_of(q) for q in self.queries)
 
     def by_id(self) -> dict[str, LabeledQuery]:
@@ -105,7 +109,8 @@ class LabeledSet:
         positions = list(range(i - 1, len(self.queries), n))
         return LabeledSet(tuple(self.queries[p] for p in positions), name=self.name, provenance={
             **self.provenance, "slice": {"index": i, "count": n, "of": self.fingerprint, "of_n": len(self),
-                                         "positions": positions, "multi_judged": self.multi_judged}})
+                                         "positions": positions, "multi_judged": self.multi_judged,
+                                         **({"has_evidence": True} if self.has_evidence else {})}})
 
     def shard(self, k: int, n: int) -> "LabeledSet":
         """Share ``k`` of ``n``: the queries whose id hashes (crc32, stable across processes) to
