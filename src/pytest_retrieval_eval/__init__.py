@@ -14,6 +14,7 @@ _PUBLIC = {
     "Doc": "types",
     "LabeledQuery": "types",
     "QueryResult": "types",
+    "Passage": "types",
     "RetrievalEvalError": "errors",
     "Measure": "ir.measures",
     "evaluate": "ir.metrics",
@@ -63,7 +64,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from .gate.saved import Saved, load_saved, results_json
     from .gate.settings import GateSettings
     from .gate.verdict import Failure, Verdict, conclude
-    from .types import Chunk, Doc, LabeledQuery, QueryResult
+    from .types import Chunk, Doc, LabeledQuery, Passage, QueryResult
 
 
 def __getattr__(name: str) -> Any:

@@ -170,6 +170,17 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class Passage:
+    """A retrieved passage: the document it is part of and its text. An engine that answers with
+    passages (best first, a document's several passages each in its place) is scored at the
+    document level, its passages folded into their documents, and at the evidence level
+    (``hit@5+evidence``: ``data/evidence.py``)."""
+
+    doc_id: str
+    text: str
+
+
+@dataclass(frozen=True)
 class QueryResult:
     """What one engine returned for one query: a ranking, or the error it raised (never hidden),
     with what it cost: the wall time of the call (``seconds``, a monotonic clock around the
@@ -184,6 +195,14 @@ class QueryResult:
     stages: tuple[Stage, ...] = ()
     stage_seconds: Mapping[str, float] = field(default_factory=dict, compare=False, hash=False)
     usage: Mapping[str, tuple[int, int, int]] = field(default_factory=dict, compare=False, hash=False)
+    #: how many passages the engine returned (0: it returned ids only, so no evidence-level value), and
+    #: relevant doc id -> the 1-based rank of the first passage carrying it (``data.evidence.passage_ranks``):
+    #: all the evidence-level measures read, kept instead of the texts
+    passages: int = 0
+    passage_ranks: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
+    #: relevant doc id -> the rank of its first passage, evidence or not: a miss's cause tells "right
+    #: document, wrong passage" by it
+    first_passages: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def errored(self) -> bool:

@@ -201,3 +201,30 @@ def test_a_question_that_repeats_another_chunks_question_is_refused(fake_api, sm
     assert len(report.generated) == 1 and len(report.filtered["duplicate"]) == 3
     assert "filtered 3 (duplicate 3)" in report.summary()
     assert [q.question for q in load_questions_cache(tmp_path / "q.json")] == ["How do I reset my password?"]
+
+
+def _quoting(quote_of):
+    """A chat answer with a question and ``quote_of(passage)`` as its evidence."""
+    def answer(request: dict) -> dict:
+        passage = request["messages"][-1]["content"].split("<<<\n", 1)[1].rsplit("\n>>>", 1)[0]
+        content = json.dumps({"question": f"What about {passage.split()[2]} here?", "evidence": quote_of(passage)})
+        return {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+    return answer
+
+
+def test_a_generated_question_records_the_sentence_it_was_made_from_when_the_model_copied_it(fake_api, small, tmp_path):
+    fake_api.script("/chat/completions", Reply(200, _quoting(lambda p: " ".join(p.split()[1:7]).upper())))
+    path = tmp_path / "q.json"
+    run(small, path)
+    labeled = load_questions_cache(path)
+    chunks = {c.chunk_id: c.text for c in chunk_corpus(JsonFolder(small).load(), SPLIT)}
+    for q in labeled:
+        [quote] = q.source["evidence"][q.source["doc_id"]]
+        assert quote == " ".join(chunks[q.source["chunk_id"]].split()[1:7]).upper()
+
+
+def test_a_quote_the_model_did_not_copy_from_the_passage_is_no_evidence(fake_api, small, tmp_path):
+    fake_api.script("/chat/completions", Reply(200, _quoting(lambda p: "words the passage never held")))
+    path = tmp_path / "q.json"
+    run(small, path)
+    assert all("evidence" not in q.source for q in load_questions_cache(path))

@@ -49,15 +49,16 @@ SYSTEM_PROMPT = (
     "reuse the passage's distinctive words (product names, rare terms, title words, numbers as written); "
     "use everyday words instead, as someone who has never seen the passage would. The question must stand "
     "on its own: never mention 'the passage', 'the text' or 'the document'. "
-    'Answer with JSON only: {"question": "..."}'
+    'Answer with JSON only: {"question": "...", "evidence": "..."}, where evidence is the sentence or '
+    "sentences of the passage that answer the question, copied word for word."
 )
 USER_PROMPT = "Passage:\n<<<\n{passage}\n>>>"
 PROMPT_SHA256 = sha256_text(SYSTEM_PROMPT + "\n\n" + USER_PROMPT)
 DEFAULT_MODEL = DEFAULT_CHAT_MODEL
 
 
-#: tokens a question's answer may take: ``{"question": "..."}`` needs a few dozen, a preamble more
-MAX_TOKENS = 96
+#: tokens a question's answer may take: ``{"question": "...", "evidence": "..."}`` needs about a hundred
+MAX_TOKENS = 128
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,24 @@ def _tidy(question: str, content: str) -> str:
     if len(question) < 5:
         raise UnparsableAnswer(f"question {question!r} is empty or too short (answer {_shown(content)})")
     return question
+
+
+def answer_evidence(answer: object, passage: str) -> str | None:
+    """The sentence(s) the model says its question was made from (``"evidence"`` in its JSON),
+    when they occur in ``passage`` (case and whitespace aside); None otherwise: a quote the model
+    did not copy is no label."""
+    from .evidence import occurs
+
+    try:
+        content = answer["choices"][0]["message"]["content"]  # type: ignore[index]
+        fenced = _FENCE.search(content)
+        text = fenced.group(1) if fenced else content
+        quote = json.loads(text[text.index("{"): text.rindex("}") + 1]).get("evidence")
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        return None
+    if not isinstance(quote, str) or not quote.strip() or not occurs(quote, passage):
+        return None
+    return " ".join(quote.split())
 
 
 def parse_question(answer: object) -> str:
@@ -316,9 +335,11 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
             else:
                 answer = post_json(client, url, payload, api_key=api_key, retries=config.retries)
             doc = corpus.get(chunk.doc_id)
+            quote = answer_evidence(answer, chunk.text)  # what it was made from: a label that outlives the chunk
             return LabeledQuery(_free_id(chunk.chunk_id, taken), parse_question(answer), {chunk.doc_id: 1}, {
                 "doc_id": chunk.doc_id, "doc_sha256": doc.fingerprint, "chunk_id": chunk.chunk_id,
                 "chunk_sha256": chunk.fingerprint, "by": config.model,
+                **({"evidence": {chunk.doc_id: [quote]}} if quote else {}),
             })
 
         with counting() as meter, httpx.Client(timeout=config.timeout) as client, \

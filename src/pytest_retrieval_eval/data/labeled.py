@@ -10,7 +10,8 @@
       "corpus_fingerprint": "<sha256>",  # of the corpus the set was made from
       "queries": [
         {"id": "...", "question": "...", "relevant": {"<doc_id>": 1},
-         "source": {"doc_id": "...", "doc_sha256": "...", "chunk_id": null, "chunk_sha256": null}}
+         "source": {"doc_id": "...", "doc_sha256": "...", "chunk_id": null, "chunk_sha256": null,
+                    "evidence": {"<doc_id>": ["a passage of its text that answers it", ...]}}}
       ]
     }
 
@@ -76,9 +77,23 @@ class LabeledSet:
     def fingerprint(self) -> str:
         """sha256 over ids, questions and judgements: what the scores depend on (computed once:
         the set is frozen)."""
-        return sha256_text(
-            canonical_json([[q.query_id, q.question, dict(q.relevant)] for q in self.queries])
+        from .evidence import evidence_of
+
+        return sha256_text(  # evidence only where there is some: a set without keeps its fingerprint
+            canonical_json([[q.query_id, q.question, dict(q.relevant), *([ev] if (ev := {
+                d: list(x) for d, x in evidence_of(q).items()}) else [])] for q in self.queries])
         )
+
+    @cached_property
+    def has_evidence(self) -> bool:
+        """Some question records evidence (``data/evidence.py``): evidence-level measures apply. A
+        slice answers for its whole set, as ``multi_judged`` does."""
+        from .evidence import evidence_of
+
+        whole = self.provenance.get("slice", {}).get("has_evidence")
+        if whole is not None:
+            return bool(whole)
+        return any(evidence_of(q) for q in self.queries)
 
     def by_id(self) -> dict[str, LabeledQuery]:
         return dict(self._by_id)
@@ -94,7 +109,8 @@ class LabeledSet:
         positions = list(range(i - 1, len(self.queries), n))
         return LabeledSet(tuple(self.queries[p] for p in positions), name=self.name, provenance={
             **self.provenance, "slice": {"index": i, "count": n, "of": self.fingerprint, "of_n": len(self),
-                                         "positions": positions, "multi_judged": self.multi_judged}})
+                                         "positions": positions, "multi_judged": self.multi_judged,
+                                         **({"has_evidence": True} if self.has_evidence else {})}})
 
     def shard(self, k: int, n: int) -> "LabeledSet":
         """Share ``k`` of ``n``: the queries whose id hashes (crc32, stable across processes) to
@@ -196,6 +212,13 @@ def load_questions_cache(path: str | Path, *, known_doc_ids: Iterable[str] | Non
         source = entry.get("source") or {}
         if not isinstance(source, dict):
             raise bad(f"query '{qid}': must be an object", "source")
+        if "evidence" in source:
+            from .evidence import parse_evidence
+
+            try:
+                source = {**source, "evidence": parse_evidence(source["evidence"], relevant)}
+            except ValueError as exc:
+                raise bad(f"query '{qid}': {exc}", "source.evidence") from None
         from .segments import parse_tags
 
         try:

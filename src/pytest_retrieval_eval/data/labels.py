@@ -138,6 +138,32 @@ def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: st
 
 # --- readers -------------------------------------------------------------------------------------
 
+def _evidence(raw: Any, relevant: dict[str, int], path: str | Path, line: int | None, field: str) -> dict:
+    """A record's evidence field (``data.evidence.parse_evidence``), refused naming file, line and field."""
+    from .evidence import parse_evidence
+
+    try:
+        return parse_evidence(raw, relevant)
+    except ValueError as exc:
+        raise RetrievalEvalError(str(exc), path=path, line=line, field=field) from None
+
+
+def check_evidence(entries: Sequence[LabeledQuery], corpus: Any, origin: str | None = None) -> None:
+    """Every quote of every entry occurs in its document (case and whitespace normalised); the
+    first that does not stops the import, naming its file, line and the closest passage."""
+    from .evidence import quote_problem
+
+    for q in entries:
+        for doc, quotes in (q.source.get("evidence") or {}).items():
+            if doc not in corpus:
+                continue  # an unknown id is refused by the stamp, with the nearest id
+            for quote in quotes:
+                problem = quote_problem(quote, doc, corpus.get(doc).content)
+                if problem:
+                    raise RetrievalEvalError(f"query '{q.query_id}': {problem}", path=q.source.get("_file") or origin,
+                                             line=q.source.get("_line"), field="evidence")
+
+
 def question_id(path: str | Path, question: str) -> str:
     """An id for a question that has none, from its text alone (never the file name): the same
     question imported again, from this file or a renamed copy, keeps its id and adds nothing."""
@@ -151,7 +177,8 @@ def question_id(path: str | Path, question: str) -> str:
 def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
     """Rig-style ``qrels.jsonl``: one object per line with ``query_id``, ``query`` and
     ``relevant_docs`` ({doc: grade}, [{"doc_id", "relevance"}] or [doc, ...]); an optional
-    ``reference_answer`` is kept in the entry's source."""
+    ``reference_answer`` is kept in the entry's source, an optional ``evidence`` (a quote, quotes,
+    or {doc: quotes}) too."""
     from .._textfiles import json_lines
 
     out, seen = [], {}
@@ -192,6 +219,8 @@ def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
         source = {"by": f"{IMPORTED}:{Path(path).name}", "_line": number, "_file": str(path)}
         if record.get("reference_answer"):
             source["reference_answer"] = str(record["reference_answer"])
+        if record.get("evidence"):
+            source["evidence"] = _evidence(record["evidence"], relevant, path, number, "evidence")
         out.append(LabeledQuery(qid, " ".join(text.split()), relevant, source))
     return out
 
@@ -236,7 +265,8 @@ def _columns(header: Sequence[str], columns: Columns, path: str | Path) -> dict[
 
 def read_table(path: str | Path, *, delimiter: str | None = None, columns: Columns = Columns()) -> list[LabeledQuery]:
     """CSV or TSV with a header row: one row per (question, judged document); several doc ids in
-    one cell may be separated by ``;`` or ``|``. Rows of the same question (or query id) merge,
+    one cell may be separated by ``;`` or ``|``; an ``evidence`` column quotes the row's document.
+    Rows of the same question (or query id) merge,
     and each merge is said in the entry's ``_notes``. Without an id column, a question's id is
     derived from its text (``question_id``)."""
     text = read_text(path)
@@ -247,6 +277,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
     col = _columns(header, columns, path)
     qcol, dcol, gcol, icol = col["question"], col["doc"], col["grade"], col["id"]
     tcol = next((h for h in header if h and h.strip().lower() in TAG_COLUMNS), None)
+    ecol = next((h for h in header if h and h.strip().lower() in EVIDENCE_COLUMNS), None)
     grouped: dict[str, dict[str, Any]] = {}
     for number, row in enumerate(reader, start=2):
         if row.get(None):  # cells beyond the header: a delimiter inside an unquoted cell, usually
@@ -265,7 +296,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
         given = (row.get(icol) or "").strip() if icol else ""
         key = given or question_id(path, question)
         entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number, "notes": [],
-                                         "given": bool(given), "tags": set()})
+                                         "given": bool(given), "tags": set(), "evidence": {}})
         if tcol:
             entry["tags"].update(_tags(row.get(tcol), path, number, tcol))
         if entry["question"] != question:
@@ -280,6 +311,13 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
         for doc in docs:
             who = f"query '{given}'" if given else f"question {question!r}"
             add_grade(entry["relevant"], doc, grade, who=who, path=path, line=number, field=gcol or dcol)
+        quote = " ".join((row.get(ecol) or "").split()) if ecol else ""
+        if quote:
+            if len(docs) != 1 or grade < 1:
+                raise RetrievalEvalError("a quote is the evidence of one relevant document: give it a row of its own "
+                                         f"(this row names {len(docs)}, grade {grade})", path=path, line=number, field=ecol)
+            entry["evidence"].setdefault(docs[0], []).append(quote)
+            _evidence(entry["evidence"], entry["relevant"], path, number, ecol)
     out = []
     for qid, entry in grouped.items():
         if not any(g >= 1 for g in entry["relevant"].values()):
@@ -295,12 +333,17 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
             source["_notes"] = entry["notes"]
         if not entry["given"]:
             source["_text_id"] = True
+        if entry["evidence"]:
+            source["evidence"] = _evidence(entry["evidence"], entry["relevant"], path, entry["line"], ecol)
         out.append(LabeledQuery(qid, entry["question"], entry["relevant"], source, tuple(sorted(entry["tags"]))))
     return out
 
 
 #: header names of the optional column of a question's tags (its segments)
 TAG_COLUMNS = ("tags", "tag", "segments")
+#: header names of the optional column of a row's evidence: a quote of its document that answers
+#: the question (several quotes: several rows)
+EVIDENCE_COLUMNS = ("evidence", "quote")
 
 
 def _tags(raw: Any, path: str | Path, line: int, field: str) -> tuple[str, ...]:
@@ -326,7 +369,8 @@ def _refuse_duplicate_columns(header: Sequence[str], path: str | Path) -> None:
 
 
 def read_jsonl(path: str | Path) -> list[LabeledQuery]:
-    """JSONL of ``{"id"?, "question", "relevant": {doc: grade}}`` or ``{"question", "doc_id"}``."""
+    """JSONL of ``{"id"?, "question", "relevant": {doc: grade}}`` or ``{"question", "doc_id"}``, with
+    an optional ``evidence`` (a quote, quotes, or {doc: quotes})."""
     from .._textfiles import json_lines
 
     out, seen = [], {}
@@ -355,9 +399,10 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
         problem = query_problem(qid, question, relevant)
         if problem:
             raise RetrievalEvalError(problem[0], path=path, line=number, field=problem[1])
-        out.append(LabeledQuery(qid, question, relevant, {"by": f"{IMPORTED}:{Path(path).name}", "_line": number,
-                                                          "_file": str(path)},
-                                _tags(record.get("tags"), path, number, "tags")))
+        source = {"by": f"{IMPORTED}:{Path(path).name}", "_line": number, "_file": str(path)}
+        if record.get("evidence"):
+            source["evidence"] = _evidence(record["evidence"], relevant, path, number, "evidence")
+        out.append(LabeledQuery(qid, question, relevant, source, _tags(record.get("tags"), path, number, "tags")))
     return out
 
 
@@ -375,8 +420,31 @@ def read_beir(folder: str | Path, split: str = "test") -> list[LabeledQuery]:
                                      "give at least one judged document score >= 1", path=qrels,
                                      line=_first_line(qrels, q.query_id + "\t"))
     qrels = str(Path(folder) / "qrels" / f"{split}.tsv")  # the file a split's judgments come from
-    return [LabeledQuery(q.query_id, q.question, dict(q.relevant), {"by": f"{IMPORTED}:beir/{split}", "_file": qrels})
+    quotes = _beir_evidence(Path(folder) / "qrels" / f"{split}.evidence.jsonl", {q.query_id: q for q in labeled})
+    return [LabeledQuery(q.query_id, q.question, dict(q.relevant), {"by": f"{IMPORTED}:beir/{split}", "_file": qrels,
+                                                                    **({"evidence": quotes[q.query_id]}
+                                                                       if q.query_id in quotes else {})})
             for q in labeled]
+
+
+def _beir_evidence(path: Path, queries: dict) -> dict[str, dict]:
+    """A BEIR folder's evidence beside its qrels (``qrels/SPLIT.evidence.jsonl``): one object per
+    line, ``{"query-id", "corpus-id", "text"}``; query id -> {doc: quotes}."""
+    from .._textfiles import json_lines
+
+    if not path.is_file():
+        return {}
+    raw: dict[str, dict[str, list[str]]] = {}
+    lines: dict[str, int] = {}
+    for number, record in json_lines(path):
+        qid, doc, text = (record.get(k) if isinstance(record, dict) else None for k in ("query-id", "corpus-id", "text"))
+        if qid is None or str(qid) not in queries:
+            raise RetrievalEvalError(f"no query {qid!r} in the split's qrels", path=path, line=number, field="query-id")
+        if not isinstance(text, str) or not text.strip():
+            raise RetrievalEvalError("must be a non-empty quote", path=path, line=number, field="text")
+        raw.setdefault(str(qid), {}).setdefault(str(doc), []).append(text)
+        lines.setdefault(str(qid), number)
+    return {q: _evidence(ev, dict(queries[q].relevant), path, lines[q], "corpus-id") for q, ev in raw.items()}
 
 
 def _first_line(path: Path, start: str) -> int | None:
@@ -510,6 +578,7 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
     report = ImportReport(notes=[f"{q.query_id}: {n}" for q in entries for n in q.source.get("_notes", ())])
     text_ids = {q.query_id for q in entries if q.source.get("_text_id")}
     entries = [_from_file(q, cache, origin) for q in entries]
+    check_evidence(entries, corpus, origin)
     stamped = stamp(LabeledSet(tuple(entries), name=cache.name), corpus, origin=origin).labeled
     with locked(cache):
         existing = load_questions_cache(cache) if cache.exists() else None
@@ -521,7 +590,8 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
             old = merged.get(q.query_id)
             if old is None:
                 report.added.append(q.query_id)
-            elif (old.question, dict(old.relevant), old.tags) == (q.question, dict(q.relevant), q.tags):
+            elif (old.question, dict(old.relevant), old.tags, old.source.get("evidence")) == (
+                    q.question, dict(q.relevant), q.tags, q.source.get("evidence")):
                 report.skipped.append(q.query_id)  # kept as it was, source too: a namesake may have brought it
                 continue
             else:

@@ -2,7 +2,9 @@
 with the corpus, and name what changed, so nobody scores questions against documents that moved
 on. Four findings, each said in its own words:
 
-- ``changed``: a document the entry fingerprinted has other content now;
+- ``changed``: a document the entry fingerprinted has other content now (for a label with
+  evidence, only when a quote of its evidence is gone from the document: an edit elsewhere keeps
+  the label fresh);
 - ``deleted``: a document the entry fingerprinted (so it existed) is gone;
 - ``unknown``: a judged id the corpus never had, with the nearest id (a typo, usually);
 - ``unchecked``: an entry that records no fingerprint: nothing would notice a change.
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from .corpus import Corpus
+from .evidence import evidence_of, stale_quotes
 from .labeled import LabeledSet
 from .labels import did_you_mean, fingerprinted, is_generated, is_team_file, unchecked
 
@@ -89,6 +92,8 @@ class Staleness:
     unchecked: list[str] = field(default_factory=list)  # query ids without fingerprints
     corpus_changed: tuple[str, str] | None = None  # (recorded, now) corpus fingerprints, when they differ
     generated: set[str] = field(default_factory=set)  # ids of per-chunk questions, which ``generate`` maintains
+    #: query id -> doc id -> the quotes of its evidence no longer in that changed document
+    evidence_gone: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.deleted or self.unknown)
@@ -99,7 +104,9 @@ class Staleness:
         for kind, docs in (("changed", self.changed), ("deleted", self.deleted), ("unknown id", self.unknown)):
             for doc, queries in sorted(docs.items()):
                 for q in queries:
-                    out.setdefault(q, []).append(f"{kind}: {doc}")
+                    gone = self.evidence_gone.get(q, {}).get(doc) if kind == "changed" else None
+                    out.setdefault(q, []).append(f"{kind}: {doc}" + (f" (its evidence {gone[0]!r:.60} is gone)"
+                                                                      if gone else ""))
         return out
 
     def left_out(self, labeled: LabeledSet) -> str:
@@ -119,6 +126,8 @@ class Staleness:
         for kind, docs in (("changed", self.changed), ("deleted", self.deleted)):
             for doc, queries in sorted(docs.items()):
                 lines.append(f"  {kind}: {doc} ({_queries(queries)})")
+                lines += [f"    {q}: its evidence {self.evidence_gone[q][doc][0]!r:.70} is no longer in {doc}"
+                          for q in queries if kind == "changed" and doc in self.evidence_gone.get(q, {})]
         for doc, queries in sorted(self.unknown.items()):
             lines.append(f"  unknown document id '{doc}'{self.suggestions.get(doc, '')} ({_queries(queries)})")
         if self.unknown:
@@ -177,7 +186,13 @@ def check(labeled: LabeledSet, corpus: Corpus,
         moved = [doc for doc, sha in sorted(recorded_sha.items()) if corpus.get(doc).fingerprint != sha]
         if moved and chunks is not None and _chunk_unchanged(q, chunks):
             continue  # a generated question's answer is its chunk: that text is as it was
+        quoted = evidence_of(q)
         for doc in moved:
+            if quoted.get(doc):  # a label with evidence goes stale only when its evidence went
+                gone = stale_quotes(q, doc, corpus.get(doc).content)
+                if not gone:
+                    continue
+                out.evidence_gone.setdefault(q.query_id, {})[doc] = gone
             out.changed.setdefault(doc, []).append(q.query_id)
     return out
 

@@ -10,8 +10,9 @@
         registry.register("search-api", lambda request: adapters.http("http://search.internal/q?text={query}&n={k}",
                                                                        ids="hits[].id"))
 
-Everything is duck-typed: no adapter makes its library a dependency of the plugin. Results
-come back as document ids, best first: scored answers are ranked by trec_eval's rule (score
+Everything is duck-typed: no adapter makes its library a dependency of the plugin. The
+retrievers' documents come back as passages (``Passage``: doc id and text, scored at the
+evidence level too), an HTTP service's as ids, or passages with ``texts=``; results are read as document ids, best first: scored answers are ranked by trec_eval's rule (score
 descending, ties by doc id descending), and chunk hits are folded into their documents (first
 occurrence, order kept) through a metadata field (``doc_id`` by default).
 """
@@ -25,6 +26,7 @@ import re
 from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import RetrievalEvalError
+from ..types import Passage
 
 #: How many calls an HTTP engine has in flight by default: a search service takes several at once.
 HTTP_CONCURRENCY = 8
@@ -32,10 +34,13 @@ HTTP_CONCURRENCY = 8
 
 def ranked_ids(answer: Any) -> list[str]:
     """An engine's answer as doc ids, best first: a sequence (or iterator) of ids; ``(id, score)``
-    pairs; ``{id: score}``. The answer is read exactly once; any other shape is a ``TypeError``
-    that names it (an unordered set, None, a lone string, objects that are not ids)."""
+    pairs; ``{id: score}``; ``Passage`` objects (their documents', folded). The answer is read
+    exactly once; any other shape is a ``TypeError`` that names it (an unordered set, None, a lone
+    string, objects that are not ids)."""
     if type(answer) in (list, tuple) and all(type(i) is str for i in answer):  # the common answer, checked fast
         return list(answer)
+    if type(answer) in (list, tuple) and answer and all(type(i) is Passage for i in answer):
+        return fold(p.doc_id for p in answer)
     from ..ir.runs import rank_by_score
 
     if answer is None:
@@ -58,6 +63,20 @@ def ranked_ids(answer: Any) -> list[str]:
             raise TypeError(f"retrieve() returned a {type(answer).__name__} whose item {i} is a "
                             f"{type(item).__name__} ({item!r:.60}), not a doc id string")
     return items
+
+
+def passages_of(answer: Any) -> list[tuple[str, str]] | None:
+    """(doc id, text) of each passage of an answer made of ``Passage`` objects, best first; None
+    for an answer of ids, or of passages without any text (no evidence level for it)."""
+    if type(answer) in (list, tuple) and answer and all(type(i) is Passage for i in answer) and any(
+            p.text.strip() for p in answer):
+        return [(p.doc_id, p.text) for p in answer]
+    return None
+
+
+def _passage(doc_id: str, text: Any) -> Passage:
+    """A retrieved document or chunk as a ``Passage`` (no text: an empty one, which carries no evidence)."""
+    return Passage(doc_id, text if isinstance(text, str) else "")
 
 
 def _scores(pairs: Iterable[Any], shape: str) -> dict[str, float]:
@@ -90,6 +109,10 @@ class Adapted:
     def retrieve(self, query: str, k: int) -> list[str]:
         return ranked_ids(self._call(query, k))
 
+    def retrieve_passages(self, query: str, k: int) -> Any:
+        """The answer as it came, passages kept (what the evaluation reads: ``engines.base.answer_of``)."""
+        return self._call(query, k)
+
     def describe(self) -> dict:
         return dict(self._info)
 
@@ -99,6 +122,9 @@ class AsyncAdapted(Adapted):
 
     async def retrieve(self, query: str, k: int) -> list[str]:  # type: ignore[override]
         return ranked_ids(await self._call(query, k))
+
+    async def retrieve_passages(self, query: str, k: int) -> Any:  # type: ignore[override]
+        return await self._call(query, k)
 
 
 def function(fn: Callable[..., Any], *, name: str | None = None, concurrency: int | None = None) -> Adapted:
@@ -149,7 +175,7 @@ def haystack(obj: Any, *, name: str = "haystack", output: str | None = None, doc
         if id_required and any((d.meta or {}).get(doc_id_field) is None for d in docs):
             raise RetrievalEvalError(f"a retrieved document lacks the id meta field '{doc_id_field}'",
                                      path=path, field=doc_id_field)
-        return fold(_meta_id(d.meta, doc_id_field, d.id) for d in docs)
+        return [_passage(_meta_id(d.meta, doc_id_field, d.id), getattr(d, "content", None)) for d in docs]
 
     info = {"adapter": "haystack", "object": type(obj).__name__, "doc_id_field": doc_id_field}
     if output:
@@ -166,7 +192,8 @@ def langchain(retriever: Any, *, name: str = "langchain", doc_id_field: str = "d
         kwargs = getattr(retriever, "search_kwargs", None)
         config = {"search_kwargs": {**kwargs, "k": k}} if isinstance(kwargs, dict) else {}
         docs = retriever.invoke(query, **config) if config else retriever.invoke(query)
-        return fold(_meta_id(getattr(d, "metadata", None), doc_id_field, getattr(d, "id", None)) for d in docs)
+        return [_passage(_meta_id(getattr(d, "metadata", None), doc_id_field, getattr(d, "id", None)),
+                         getattr(d, "page_content", None)) for d in docs]
 
     return Adapted(name, call, {"adapter": "langchain", "object": type(retriever).__name__,
                                 "doc_id_field": doc_id_field}, concurrency=concurrency)
@@ -182,8 +209,9 @@ def llamaindex(retriever: Any, *, name: str = "llamaindex", doc_id_field: str = 
         for hit in retriever.retrieve(query):
             node = getattr(hit, "node", hit)
             fallback = getattr(node, "ref_doc_id", None) or getattr(node, "node_id", None)
-            out.append(_meta_id(getattr(node, "metadata", None), doc_id_field, fallback))
-        return fold(out)
+            text = node.get_content() if callable(getattr(node, "get_content", None)) else getattr(node, "text", None)
+            out.append(_passage(_meta_id(getattr(node, "metadata", None), doc_id_field, fallback), text))
+        return out
 
     return Adapted(name, call, {"adapter": "llamaindex", "object": type(retriever).__name__,
                                 "doc_id_field": doc_id_field}, concurrency=concurrency)
@@ -234,10 +262,11 @@ def pick(document: Any, path: str) -> list[str]:
 
 
 def http(url: str, *, name: str = "http", method: str = "GET", params: Mapping[str, Any] | None = None,
-         json: Any = None, ids: str = "ids", headers: Mapping[str, str] | None = None, timeout: float = 10.0,
+         json: Any = None, ids: str = "ids", texts: str | None = None, headers: Mapping[str, str] | None = None, timeout: float = 10.0,
          retries: int = 3, concurrency: int = HTTP_CONCURRENCY) -> Adapted:
     """A search service over HTTP. ``{query}`` and ``{k}`` are filled into the URL (URL-encoded),
-    ``params`` and the ``json`` body template; ``ids`` is the path to the ids in the answer;
+    ``params`` and the ``json`` body template; ``ids`` is the path to the ids in the answer, and
+    ``texts`` (``hits[].text``), where the service returns passages, the path to their texts;
     header values may name environment variables (``"Bearer ${SEARCH_TOKEN}"``), whose values
     are masked in every message. 429, 5xx and timeouts are retried honouring ``Retry-After``."""
     import threading
@@ -270,7 +299,13 @@ def http(url: str, *, name: str = "http", method: str = "GET", params: Mapping[s
         answer = request_json(client, method, target, params=_fill(params, query, k) if params else None,
                               json=_fill(json, query, k) if json is not None else None, headers=resolved,
                               secrets=secrets, retries=retries)
-        return fold(pick(answer, ids))
+        found = pick(answer, ids)
+        if texts is None:
+            return fold(found)
+        said = pick(answer, texts)
+        if len(said) != len(found):
+            raise RetrievalEvalError(f"http engine {name}: {len(found)} ids at {ids!r} but {len(said)} texts at {texts!r}")
+        return [_passage(d, t) for d, t in zip(found, said)]
 
     return Adapted(name, call, {"adapter": "http", "method": method, "url": url.split("?")[0], "ids": ids,
-                                "timeout": timeout}, concurrency=concurrency)
+                                **({"texts": texts} if texts else {}), "timeout": timeout}, concurrency=concurrency)

@@ -17,7 +17,8 @@ class Engine(Protocol):
     """Anything with a ``name`` and a ``retrieve`` method is an engine.
 
     ``retrieve`` returns document ids, best first; the plugin keeps the first ``k`` and drops
-    repeats. The optional parts an engine may add are declared below (``Prepares``,
+    repeats. It may return passages instead (``types.Passage``: doc id and text, best first): they
+    count as their documents, and are scored at the evidence level too. The optional parts an engine may add are declared below (``Prepares``,
     ``Describes``, ``Concurrent``); ``AsyncEngine`` is the same contract with ``async def retrieve``.
     """
 
@@ -105,6 +106,15 @@ class Staged(Protocol):
     attributed to the stage that lost the answer ("cut by fusion", "never a candidate")."""
 
     def retrieve_stages(self, query: str, k: int) -> Stages: ...
+
+
+def answer_of(engine: Engine) -> Callable[[str, int], Any]:
+    """What the evaluation calls: ``retrieve_stages`` where the engine tells its stages, else
+    ``retrieve_passages`` where it keeps the passages an adapter's retriever returned (``Passage``:
+    read at the evidence level), else ``retrieve``."""
+    if is_staged(engine):
+        return engine.retrieve_stages  # type: ignore[attr-defined]
+    return getattr(engine, "retrieve_passages", None) or engine.retrieve
 
 
 def is_staged(engine: Engine) -> bool:

@@ -5,8 +5,9 @@ come from the built-in query YAML (``pipelines/query.yaml``), loaded and pointed
 a team's own YAML is, and are called directly rather than through ``Pipeline.run``: a Pipeline
 deep-copies every input and output, embeddings included, which costs more than the retrieval
 itself at this scale; the engine also applies the org/dataset filter, embeds the questions in
-one batch, and runs the use_keyword/use_vector variants and the reranker. Results are normalised
-from chunks to documents: the first occurrence of each parent document, order kept.
+one batch, and runs the use_keyword/use_vector variants and the reranker. It answers with the
+fused chunks as passages (``Passage``): the plugin folds them into documents (the first
+occurrence of each parent document, order kept) and reads their texts for the evidence level.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Sequence
 from .._defaults import KEYWORD_TOP_K, RERANK
 from .._lazy_torch import import_haystack
 from ..errors import RetrievalEvalError
+from ..types import Passage
 
 if TYPE_CHECKING:
     from ..hybrid.ingest import IngestedIndex
@@ -44,6 +46,11 @@ class HybridConfig:
 def chunks_to_docs(chunks: Sequence) -> list[str]:
     """Parent doc ids in first-occurrence order."""
     return list(dict.fromkeys(c.meta["doc_id"] for c in chunks))
+
+
+def chunks_to_docs_of(passages: Sequence[Passage]) -> list[str]:
+    """The documents of passages in first-occurrence order."""
+    return list(dict.fromkeys(p.doc_id for p in passages))
 
 
 class HybridEngine:
@@ -116,7 +123,7 @@ class HybridEngine:
         return self._query_vectors[query]
 
     def retrieve(self, query: str, k: int) -> list[str]:
-        return list(self.retrieve_stages(query, k).ranked)
+        return chunks_to_docs_of(self.retrieve_stages(query, k).ranked)[:k]
 
     def retrieve_stages(self, query: str, k: int):
         """The answer and what each stage held (``engines.base.Stages``): the keyword and vector
@@ -148,4 +155,7 @@ class HybridEngine:
             fused = self.reranker.run(query=query, documents=window)["documents"]
             seconds["rerank"] = clock() - start
             steps["rerank window"], steps["rerank"] = chunks_to_docs(window), chunks_to_docs(fused)
-        return Stages(chunks_to_docs(fused)[:k], {name: chunks_to_docs(c) for name, c in legs.items()}, steps, seconds)
+        # the answer: the fused chunks as passages (their documents are what the plugin ranks, the first
+        # ``k`` of them; their texts, what the evidence-level measures read)
+        return Stages([Passage(c.meta["doc_id"], c.content or "") for c in fused],
+                      {name: chunks_to_docs(c) for name, c in legs.items()}, steps, seconds)

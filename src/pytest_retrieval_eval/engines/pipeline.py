@@ -126,5 +126,10 @@ class PipelineEngine:
                                          path=self.file.path, field=self.id_field)
             return fold(str(d.meta[self.id_field]) for d in docs)
 
+        from ..types import Passage
+
         steps = {c: ids(c) for c in self.steps}
-        return Stages(steps[self.output.partition(".")[0]][:k], {c: ids(c) for c in self.legs}, steps)
+        out = self.output.partition(".")[0]  # a step's: its documents' ids are checked there
+        ranked = [Passage(str(d.meta[self.id_field]), d.content or "")
+                  for d in (result.get(out) or {}).get("documents") or []]
+        return Stages(ranked, {c: ids(c) for c in self.legs}, steps)

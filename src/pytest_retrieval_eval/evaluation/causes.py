@@ -14,6 +14,11 @@ A miss (no relevant document in the top k) is attributed, first match wins, to:
 - ``window``: not retrieved, and its text runs past the embedder's window;
 - ``absent``: not retrieved, for no reason the run can see.
 
+At the evidence level (``hit@5+evidence``: no passage of the top k carries the evidence), a
+relevant document whose passage is in the top k, or which came back at all, without its
+evidence is ``wrong-passage`` ("right document, wrong passage"); evidence deeper than k is
+``ranked``; a document not retrieved has its document-level cause.
+
 What a cause rests on is recorded with the result (stage ranks per query, ``Evidence`` per
 evaluation), so ``report`` rebuilds every cause from results.json.
 """
@@ -28,8 +33,10 @@ from typing import Any, Container, Iterable, Mapping, Sequence
 from ..types import Chunk, LabeledQuery, QueryResult
 
 #: every cause, in the order the summary line lists them
-KINDS = ("error", "not-in-corpus", "not-ingested", "judged", "stale-version", "near-duplicate", "ranked", "cut",
-         "never-candidate", "window", "absent")
+KINDS = ("error", "not-in-corpus", "not-ingested", "judged", "stale-version", "near-duplicate", "wrong-passage",
+         "ranked", "cut", "never-candidate", "window", "absent")
+#: the cause of an evidence-level miss where the document came back without its evidence
+WRONG_PASSAGE = "right document, wrong passage"
 _CHUNK_IDS = re.compile(r"(\S+?):\d+\b")
 
 
@@ -210,13 +217,34 @@ def _staged(qid: str, stored: Sequence[str], result: QueryResult, window: tuple[
     return Cause(qid, "never-candidate", text, group)
 
 
-def causes(e: Any, k: int) -> dict[str, Cause]:
-    """Query id -> the cause of its miss at ``k``, for ``e``'s missed questions in labeled-set order."""
+def evidence_cause_of(query: LabeledQuery, result: QueryResult, k: int, **kw: Any) -> Cause | None:
+    """The cause of ``query``'s miss at ``k`` at the evidence level (ranks are passages), or None
+    when a passage of its top ``k`` carries a relevant document's evidence."""
+    qid = query.query_id
+    if result.error is not None or not query.gold:
+        return cause_of(query, result, k, **kw)
+    found = min(result.passage_ranks.values(), default=None)
+    if found is not None and found <= k:
+        return None
+    shown = sorted((r, d) for d, r in result.first_passages.items() if d not in result.passage_ranks or r < result.passage_ranks[d])
+    deeper = f", its evidence at passage {found}" if found is not None else ""
+    if shown and (shown[0][0] <= k or found is None):
+        r, d = shown[0]
+        return Cause(qid, "wrong-passage", f"{WRONG_PASSAGE}: {d} at passage {r} lacks the evidence{deeper}", WRONG_PASSAGE)
+    if found is not None:
+        return Cause(qid, "ranked", f"evidence ranked {found}", "ranked", found)
+    return cause_of(query, result, max(k, len(result.doc_ids)), **kw) or Cause(
+        qid, "absent", "evidence not retrieved", "not retrieved")
+
+
+def causes(e: Any, k: int, *, evidence_level: bool = False) -> dict[str, Cause]:
+    """Query id -> the cause of its miss at ``k`` (at the evidence level: ``evidence_cause_of``),
+    for ``e``'s missed questions in labeled-set order."""
     by_id = e.labeled.by_id()
     out = {}
+    of = evidence_cause_of if evidence_level else cause_of
     for r in e.results:
-        c = cause_of(by_id[r.query_id], r, k, evidence=e.evidence, freshness=e.freshness,
-                     judged=e.judged.get(r.query_id))
+        c = of(by_id[r.query_id], r, k, evidence=e.evidence, freshness=e.freshness, judged=e.judged.get(r.query_id))
         if c is not None:
             out[r.query_id] = c
     return out
@@ -231,6 +259,8 @@ class Misses:
     k: int
     n: int
     causes: tuple[Cause, ...]
+    #: counted at the evidence level (``hit@k+evidence``: ranks are passages)
+    evidence: bool = False
 
     def groups(self) -> list[tuple[str, int]]:
         """(group as the line says it, count), in ``KINDS`` order; ranks folded into one range."""
@@ -246,10 +276,11 @@ class Misses:
         return out
 
     def line(self) -> str:
+        at = f"hit@{self.k}" + ("+evidence" if self.evidence else "")
         if not self.causes:
-            return f"{self.engine} missed none of {self.n} at hit@{self.k}"
+            return f"{self.engine} missed none of {self.n} at {at}"
         said = ", ".join(f"{n} {group}" for group, n in self.groups())
-        return f"{self.engine} missed {len(self.causes)} of {self.n} at hit@{self.k}: {said}"
+        return f"{self.engine} missed {len(self.causes)} of {self.n} at {at}: {said}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"engine": self.engine, "labeled": self.labeled, "k": self.k, "missed": len(self.causes),

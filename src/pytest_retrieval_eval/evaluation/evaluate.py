@@ -26,7 +26,10 @@ from typing import Any, Container, Mapping
 from .._secrets import redact
 from ..data.labeled import LabeledSet
 from ..engines.adapters import ranked_ids
-from ..engines.base import DEFAULT_DEPTH, Engine, Prepares, Stages, concurrency_of, describe, is_async, is_staged
+from ..data.evidence import evidence_of, first_passages, passage_ranks
+from ..engines.adapters import passages_of
+from ..engines.base import (DEFAULT_DEPTH, Engine, Prepares, Stages, answer_of, concurrency_of, describe, is_async,
+                            is_staged)
 from ..ir.runs import dedupe
 from ..types import QueryResult, Stage, id_problem
 from .._usage import Meter, metering
@@ -73,6 +76,7 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
         doc_ids: tuple[str, ...] = ()
         stages: tuple[Stage, ...] = ()
         stage_seconds: dict[str, float] = {}
+        passages: list[tuple[str, str]] | None = None
         if error is None:
             try:
                 if staged:
@@ -80,10 +84,14 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
                     answer = held.ranked
                     stages = _stages(held, q.relevant, known_ids)
                     stage_seconds = {str(n): float(v) for n, v in held.seconds.items()}
+                passages = passages_of(answer)
                 ids = ranked_ids(answer)
                 if known_ids is not None:
                     ids, n = _fold_chunks(ids, known_ids)
                     folded += n
+                    if passages is not None:
+                        passages = list(zip(_fold_chunks([d for d, _ in passages], known_ids)[0],
+                                            (t for _, t in passages)))
                 unique = dedupe(ids)
                 doc_ids = unique[:depth]
                 for kind, found in (("empty", not ids), ("duplicates", len(unique) < len(ids)),
@@ -101,9 +109,12 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
                     unknown.update((d, None) for d in doc_ids if d not in known_ids)
             except Exception as exc:  # a malformed answer: recorded, counted as a miss
                 error = redact(f"{type(exc).__name__}: {exc}")
+        kept = _within(passages, doc_ids) if error is None and passages is not None else []
         results.append(QueryResult(q.query_id, doc_ids, error, seconds, stages if error is None else (),
                                    stage_seconds if error is None else {},
-                                   {m: tuple(v) for m, v in used.to_dict().items()}))
+                                   {m: tuple(v) for m, v in used.to_dict().items()}, len(kept),
+                                   passage_ranks(q.relevant, evidence_of(q), kept) if kept else {},
+                                   first_passages(q.relevant, kept) if kept else {}))
     info = dict(describe(engine))
     if width > 1:
         info["concurrency"] = width
@@ -120,6 +131,17 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
     return EvaluationResult(name or engine.name, labeled, tuple(results), info, depth, dict(context or {}),
                             run_lint={k: tuple(v) for k, v in lint.items() if v}, measured=measured,
                             prepare_usage={m: tuple(v) for m, v in prepare_meter.to_dict().items()})
+
+
+def _within(passages: list[tuple[str, str]], doc_ids: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The passages of the documents kept (the first ``depth``), up to the first of another."""
+    kept = set(doc_ids)
+    out = []
+    for doc, text in passages:
+        if doc not in kept:
+            break
+        out.append((doc, text))
+    return out
 
 
 @functools.lru_cache(maxsize=None)
@@ -358,7 +380,7 @@ class _AsyncCalls:
         call.task = asyncio.current_task()
         try:
             with metering(call.meter):  # this task's own context: calls in flight side by side count apart
-                answer = await self.engine.retrieve(self.questions[call.index], self.depth)
+                answer = await answer_of(self.engine)(self.questions[call.index], self.depth)
         except Exception as exc:
             self._hand_over(call, None, redact(f"{type(exc).__name__}: {exc}"))
         else:
@@ -420,7 +442,7 @@ def _call(engine: Engine, question: str, depth: int, timeout: float | None):
     """``engine.retrieve``, in a daemon thread when there is a time limit: a hung call is left
     behind (it cannot be killed) and cannot keep the process from exiting. The answer is read
     into a list inside that thread, so a lazy answer (a generator) is also timed."""
-    ask = engine.retrieve_stages if is_staged(engine) else engine.retrieve  # type: ignore[attr-defined]
+    ask = answer_of(engine)
     if timeout is None:
         return _materialised(ask(question, depth))
     box: dict[str, Any] = {}

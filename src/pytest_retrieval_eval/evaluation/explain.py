@@ -23,7 +23,11 @@ def explain(r: "EvaluationResult", measure: str, value: float, op: str, other: o
     if parsed.freshness:
         lines.extend(freshness_lines(r, parsed, limit))
         return lines
-    if not parsed.judged and not parsed.count:  # the misses at the measure's cutoff, by cause
+    if parsed.evidence and not r.returns_passages:
+        lines.append(f"{r.engine} returns document ids, not passages: no evidence-level value")
+    elif parsed.evidence:  # the evidence level's misses: "right document, wrong passage" among them
+        lines.append(r.evidence_misses(parsed.k or r.depth).line())
+    elif not parsed.judged and not parsed.count:  # the misses at the measure's cutoff, by cause
         lines.append(r.misses(parsed.k or r.depth).line())
     misses = worst(r, measure, limit)
     if misses:
@@ -46,7 +50,8 @@ def worst(self: "EvaluationResult", measure: str, limit: int = 5) -> list[str]:
     rows.sort(key=lambda row: row[:3])
     lines = []
     parsed = Measure.parse(measure)
-    causes = self.causes(parsed.k or self.depth) if not parsed.judged else {}
+    causes = ({} if parsed.judged else {c.query_id: c for c in self.evidence_misses(parsed.k or self.depth).causes}
+              if parsed.evidence else self.causes(parsed.k or self.depth))
     for v, _, qid, r, rank in rows[:limit]:
         q = by_id[qid]
         question = q.question if len(q.question) <= 70 else q.question[:67] + "..."

@@ -115,6 +115,7 @@ class EvaluationResult:
     _cis: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False, init=False)
     _run: Run | None = field(default=None, repr=False, init=False)
     _filled: Qrels | None = field(default=None, repr=False, init=False)
+    _passage_run: Run | None = field(default=None, repr=False, init=False)
 
     # --- identity and counts -----------------------------------------------------------------
     @property
@@ -157,6 +158,26 @@ class EvaluationResult:
         if self._run is None:  # results are set once; per-measure scoring asks many times
             self._run = Run.from_ranked({r.query_id: r.doc_ids for r in self.results}, name=self.engine)
         return self._run
+
+    @property
+    def returns_passages(self) -> bool:
+        """The engine answered with passages (``types.Passage``), so the evidence level applies."""
+        return any(r.passages for r in self.results)
+
+    @property
+    def passage_run(self) -> Run:
+        """The ranking of passages the evidence-level measures read: at the rank of the first
+        passage carrying a relevant document's evidence, that document; elsewhere a passage that
+        counts for none (a placeholder id no document can have: ids hold no whitespace)."""
+        if self._passage_run is None:
+            rankings = {}
+            for r in self.results:
+                ranked = [f" passage {i}" for i in range(1, r.passages + 1)]
+                for doc, rank in r.passage_ranks.items():
+                    ranked[rank - 1] = doc
+                rankings[r.query_id] = ranked
+            self._passage_run = Run.from_ranked(rankings, name=self.engine)
+        return self._passage_run
 
     def with_judged(self, judged: Mapping[str, Mapping[str, int]], judge: Mapping[str, Any] | None,
                     human: Mapping[str, Mapping[str, int]] | None = None,
@@ -216,6 +237,10 @@ class EvaluationResult:
                 self._values[name] = {} if self.judge is None else evaluate(
                     self.filled_qrels, self.run, [parsed.on_human_labels.name], per_query=True
                 )[parsed.on_human_labels.name]
+            elif parsed.evidence:  # ids only: no passage to score, no value (NaN), said once by the report
+                base = parsed.on_documents.name
+                self._values[name] = {} if not self.returns_passages else evaluate(
+                    self.labeled.qrels, self.passage_run, [base], per_query=True)[base]
             elif parsed.freshness:  # an errored query scores 0, as it does on every measure: never a pass
                 kind = parsed.family.split(".", 1)[1]
                 self._values[name] = {} if self.freshness is None else {
@@ -228,7 +253,7 @@ class EvaluationResult:
     def prefetch(self, measures: Iterable["str | Measure"]) -> None:
         """Score every measure of ``measures`` on the human labels not scored yet in one pass
         (the run and the qrels are laid out once for all of them, not once per measure)."""
-        todo = [m for m in (Measure.parse(x) for x in measures) if not (m.judge_dependent or m.freshness)
+        todo = [m for m in (Measure.parse(x) for x in measures) if not (m.judge_dependent or m.freshness or m.evidence)
                 and m.name not in self._values]
         if todo:
             self._values.update(evaluate(self.labeled.qrels, self.run, list(dict.fromkeys(m.name for m in todo)),
@@ -238,7 +263,8 @@ class EvaluationResult:
         """Per-query values in labeled-set order (a query the run left out scores 0). A freshness
         measure on a corpus without versioned documents has no value: NaN for every query."""
         per = self.per_query(measure)
-        if not per and (Measure.parse(measure).freshness or Measure.parse(measure).judge_dependent):
+        parsed = Measure.parse(measure)
+        if not per and (parsed.freshness or parsed.judge_dependent or parsed.evidence):
             return np.full(self.n, math.nan)
         return np.array([per.get(q.query_id, 0.0) for q in self.labeled.queries], dtype=np.float64)
 
@@ -360,6 +386,14 @@ class EvaluationResult:
         from .causes import Misses
 
         return Misses(self.engine, self.labeled.name, k, self.n, tuple(self.causes(k).values()))
+
+    def evidence_misses(self, k: int) -> Any:
+        """The misses at ``k`` at the evidence level (``hit@k+evidence``), counted by cause: "right
+        document, wrong passage" among them (``evaluation.causes.evidence_cause_of``)."""
+        from .causes import Misses, causes
+
+        found = causes(self, k, evidence_level=True)
+        return Misses(self.engine, self.labeled.name, k, self.n, tuple(found.values()), evidence=True)
 
     def worst(self, measure: str, limit: int = 5) -> list[str]:
         """One line per worst-scoring query (below the best possible value), worst first."""

@@ -70,6 +70,12 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
             entry["tags"] = list(q.tags)
         if r.stages:  # where each stage put the relevant documents: what a miss's cause reads
             entry["stages"] = [st.to_list() for st in r.stages]
+        if q.source.get("evidence"):  # the label's quotes: the twins' columns show where some exist
+            entry["evidence"] = {d: list(x) for d, x in sorted(q.source["evidence"].items())}
+        if r.passages:  # the passages returned and where each relevant document's evidence first was:
+            entry["passages"] = r.passages  # all the evidence-level measures read
+            entry["passage_ranks"] = dict(sorted(r.passage_ranks.items()))
+            entry["first_passages"] = dict(sorted(r.first_passages.items()))
         if self.judged.get(r.query_id):  # the judge's labels of the holes: what +judged measures read
             entry["judged"] = dict(sorted(self.judged[r.query_id].items()))
         if r.query_id in self.human_depth:  # people judged it completely: what ~ppi measures correct with
@@ -141,6 +147,16 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
         tags = q.get("tags", [])
         if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
             raise ValueError(f"'queries' entry {q['id']!r}: tags must be a list of names")
+        count = q.get("passages", 0)
+        for key in ("passage_ranks", "first_passages"):
+            ranks = q.get(key, {})
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0 or not isinstance(ranks, dict) or not all(
+                    isinstance(r, int) and not isinstance(r, bool) and 1 <= r <= count for r in ranks.values()):
+                raise ValueError(f"'queries' entry {q['id']!r}: {key} must map doc ids to ranks 1..passages")
+        ev = q.get("evidence", {})
+        if not isinstance(ev, dict) or not all(isinstance(x, list) and all(isinstance(t, str) for t in x)
+                                               for x in ev.values()):
+            raise ValueError(f"'queries' entry {q['id']!r}: evidence must map doc ids to lists of quotes")
         judged = q.get("judged", {})
         if not isinstance(judged, dict) or not all(g in (0, 1, 2, 3) and not isinstance(g, bool) for g in judged.values()):
             raise ValueError(f"'queries' entry {q['id']!r}: judged must map doc ids to the judge's grades 0-3")
@@ -149,7 +165,8 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
             raise ValueError(f"'queries' entry {q['id']!r}: human must map doc ids to a worksheet's grades 0-3")
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
             raise ValueError(f"'queries' entry {q['id']!r}: human_depth must be a whole number >= 1")
-    labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"], tags=tuple(q.get("tags", ())))
+    labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"], tags=tuple(q.get("tags", ())),
+                                                    source={"evidence": q["evidence"]} if q.get("evidence") else {})
                                        for q in queries),
                                  name=lab["name"], recorded_fingerprint=lab["fingerprint"],
                                  provenance={**({"slice": dict(lab["slice"])} if lab.get("slice") else {}),
@@ -159,7 +176,8 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
                                                 if lab.get("stale_names") else {})})
     results = tuple(QueryResult(q["id"], tuple(q["ranked"]), q["error"], q.get("seconds", 0.0),
                                 tuple(Stage.from_list(st) for st in q.get("stages", ())),
-                                _seconds(q.get("stage_seconds", []), q["id"]), _usage(q.get("usage", {}), q["id"]))
+                                _seconds(q.get("stage_seconds", []), q["id"]), _usage(q.get("usage", {}), q["id"]),
+                                q.get("passages", 0), dict(q.get("passage_ranks", {})), dict(q.get("first_passages", {})))
                     for q in queries)
     trials = tuple(tuple(QueryResult(q["id"], tuple(ranked), error) for q, (ranked, error) in zip(queries, t))
                    for t in d.get("trial_rankings", []))

@@ -38,7 +38,7 @@ from .rules import LatencyQuantity, MaxDrop, MeasureQuantity, Row, Threshold, Us
 from .settings import GateSettings
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 4
+ANALYSIS_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,9 @@ class Analysis:
     labeled_set: tuple[SetFinding, ...] = ()
     #: a subset run (``--retrieval-subset``): the smallest drop it detects against the full set's
     subset: tuple[SubsetDrop, ...] = ()
+    #: the misses at ``miss_k`` at the evidence level ("right document, wrong passage" among their
+    #: causes), for the engines that return passages, where the table shows evidence-level twins
+    evidence_misses: tuple[Misses, ...] = ()
     version: int = ANALYSIS_VERSION
 
     def interval(self, key: tuple[str, str], measure: str) -> tuple[float, float]:
@@ -227,7 +230,9 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         estimates=tuple(estimates_of(run, [*shown, *measures_needed(thresholds)])),
         ceilings=tuple(c for e in run.evaluations if (c := ceiling_of(e, miss_k)) is not None),
         labeled_set=tuple(found),
-        subset=tuple(subset_drops(run, alpha)))
+        subset=tuple(subset_drops(run, alpha)),
+        evidence_misses=tuple(e.evidence_misses(miss_k) for e in run.evaluations if e.returns_passages
+                              and any(Measure.parse(m).evidence for m in needed)))
 
 
 def set_findings(run: RunResults, measure: str) -> list[SetFinding]:

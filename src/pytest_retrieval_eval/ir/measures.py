@@ -8,7 +8,9 @@ their measure objects) and ranx's (``hit_rate@5``, ``r-precision``, ``precision@
 in ``+judged`` (``ndcg@10+judged``) is the same measure computed on the human labels plus the
 LLM judgments of the documents they left unjudged (``data/judgments.py``); one ending in ``~ppi``
 (``ndcg@10~ppi``) is its prediction-powered estimate: the judged measure over every question,
-corrected by the questions people judged completely (``ir/ppi.py``). A name that
+corrected by the questions people judged completely (``ir/ppi.py``). One ending in ``+evidence``
+(``hit@5+evidence``) is its evidence-level twin: ranks are the retrieved passages, and one counts
+when it carries the label's evidence (``data/evidence.py``). A name that
 means something else in another tool (ranx's ``hits@k`` and ``rbp.95``, a bare ``rbp``) is
 refused with the spellings that say what is meant, never read one way silently.
 """
@@ -29,6 +31,9 @@ JUDGED = "judged"
 PPI = "ppi"
 #: how each kind of labels is spelled after the measure's name
 _SUFFIX = {JUDGED: "+", PPI: "~"}
+#: the suffix of a measure's evidence-level twin: ``hit@5+evidence`` counts a retrieved passage
+#: relevant when it carries the label's evidence (``data/evidence.py``), ranks being passages
+EVIDENCE = "evidence"
 
 
 def judge_dependent(name: str) -> bool:
@@ -109,7 +114,8 @@ KNOWN = ("hit@k", "mrr", "mrr@k", "recall@k", "precision@k", "ndcg", "ndcg@k", "
          "rprec", "bpref", "judged@k", "num_ret", "num_rel", "num_rel_ret", "set_precision", "set_recall", "set_f",
          "err@k", "rbp(p=0.9)", "P(rel=2)@k", "freshness.stale_free@k", "freshness.conflict_free@k",
          "ndcg@k+judged (any of them on human labels plus judgments)",
-         "ndcg@k~ppi (any with a cutoff, prediction-powered from human-judged questions)")
+         "ndcg@k~ppi (any with a cutoff, prediction-powered from human-judged questions)",
+         "hit@k+evidence (any on relevance labels, scored on passages against the labels' evidence)")
 
 
 def _number(value: float) -> str:
@@ -136,6 +142,9 @@ class Measure:
     gain: str | None = None
     beta: float | None = None
     labels: str | None = None
+    #: ``"evidence"``: scored on the retrieved passages against the labels' evidence (``+evidence``);
+    #: None: on the retrieved documents
+    unit: str | None = None
 
     def __post_init__(self) -> None:
         spec = FAMILIES.get(self.family)
@@ -163,6 +172,13 @@ class Measure:
         if self.labels is not None and self.freshness:
             raise RetrievalEvalError(f"{self.family}: freshness is judged on document versions, not on labels; "
                                      f"'{_SUFFIX[self.labels]}{self.labels}' does not apply")
+        if self.unit is not None and self.unit != EVIDENCE:
+            raise RetrievalEvalError(f"measure unit must be '{EVIDENCE}' or left out, got {self.unit!r}")
+        if self.unit is not None and (self.labels is not None or self.freshness or spec.count
+                                      or self.family == "judged"):
+            raise RetrievalEvalError(
+                f"measure '{self.family}': '+{EVIDENCE}' scores passages against the labels' evidence, so it applies "
+                "once, to a measure of the human labels' relevance (not a count, judged@k, freshness, +judged or ~ppi)")
         if self.labels == PPI and (spec.count or self.k is None):
             raise RetrievalEvalError(
                 f"measure '{self.family}{'' if self.k is None else f'@{self.k}'}~ppi': a prediction-powered estimate "
@@ -226,7 +242,23 @@ class Measure:
                   if (v := getattr(self, n)) is not None]
         head = f"{self.family}({','.join(params)})" if params else self.family
         name = head if self.k is None else f"{head}@{self.k}"
+        if self.unit is not None:
+            name = f"{name}+{self.unit}"
         return name if self.labels is None else f"{name}{_SUFFIX[self.labels]}{self.labels}"
+
+    @property
+    def evidence(self) -> bool:
+        """The evidence-level twin (``+evidence``): passages scored against the labels' evidence."""
+        return self.unit == EVIDENCE
+
+    def with_evidence(self) -> "Measure":
+        """The same measure at the evidence level (``hit@5`` -> ``hit@5+evidence``)."""
+        return replace(self, unit=EVIDENCE)
+
+    @property
+    def on_documents(self) -> "Measure":
+        """The same measure on the retrieved documents."""
+        return self if self.unit is None else replace(self, unit=None)
 
     @property
     def judged(self) -> bool:
@@ -265,15 +297,26 @@ class Measure:
         ``P(rel=2)@5``, ``RBP(p=0.8)``, ``nDCG(dcg=exp-log2)@10`` ... or an ir_measures object."""
         if isinstance(text, Measure):
             return text
+        if isinstance(text, str) and text.rstrip().lower().endswith(f"+{EVIDENCE}"):
+            base = cls.parse(text.rstrip()[: -len(EVIDENCE) - 1])
+            if base.unit is not None:
+                raise RetrievalEvalError(f"measure '{text}': '+{EVIDENCE}' applies once")
+            try:
+                return replace(base, unit=EVIDENCE)
+            except RetrievalEvalError as exc:
+                raise RetrievalEvalError(f"measure '{text}': {exc.detail}") from None
         if isinstance(text, str) and text.rstrip().lower().endswith(f"+{JUDGED}"):
             base = cls.parse(text.rstrip()[: -len(JUDGED) - 1])
+            if base.unit is not None:
+                raise RetrievalEvalError(f"measure '{text}': the judge grades documents, not passages: "
+                                         f"'+{JUDGED}' and '+{EVIDENCE}' do not combine")
             if base.labels is not None or base.freshness:
                 raise RetrievalEvalError(f"measure '{text}': '+{JUDGED}' applies once, to a measure on relevance "
                                          "labels (not to freshness)")
             return replace(base, labels=JUDGED)
         if isinstance(text, str) and text.rstrip().lower().endswith(f"~{PPI}"):
             base = cls.parse(text.rstrip()[: -len(PPI) - 1])
-            if base.labels is not None or base.freshness:
+            if base.labels is not None or base.freshness or base.unit is not None:
                 raise RetrievalEvalError(f"measure '{text}': '~{PPI}' applies once, to a measure on relevance "
                                          "labels (not to freshness or a +judged one)")
             return replace(base, labels=PPI)

@@ -24,7 +24,7 @@ def miss_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
     """``hybrid missed 7 of 68 at hit@5: 3 ranked 6-20, 2 never a candidate (keyword leg empty) ...``"""
     several = len({m.labeled for m in verdict.misses}) > 1
     out = []
-    for m in verdict.misses:
+    for m in (*verdict.misses, *verdict.analysis.evidence_misses):  # the evidence level's under the documents'
         line = m.line() + (f" (on {m.labeled})" if several else "")
         out += _wrap(line, markdown, width=88)  # the default summary's width: one line per engine, mostly
     return out

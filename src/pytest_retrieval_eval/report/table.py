@@ -106,10 +106,11 @@ def legend(verdict: Verdict, *, markdown: bool = False) -> list[str]:
 
 
 def short(measure: str) -> str:
-    """A column header: freshness measures without their family prefix, judged twins without
-    their suffix (their table says so; a ``~ppi`` estimate keeps its own), so that each table fits."""
-    if measure.endswith("+judged"):
-        measure = measure[: -len("+judged")]
+    """A column header: freshness measures without their family prefix, judged and evidence twins
+    without their suffix (their table says so; a ``~ppi`` estimate keeps its own), so that each table fits."""
+    for suffix in ("+judged", "+evidence"):
+        if measure.endswith(suffix):
+            measure = measure[: -len(suffix)]
     return measure.split(".", 1)[1] if measure.startswith("freshness.") else measure
 
 
@@ -159,9 +160,12 @@ def render(verdict: Verdict, *, ci: bool = True, detail: bool = True) -> list[st
 
     relevance = [m for m in verdict.measures if not m.startswith("freshness.")]
     judged = [m for m in relevance if Measure.parse(m).judge_dependent]  # +judged and ~ppi twins
-    relevance = [m for m in relevance if m not in judged]
+    evidence = [m for m in relevance if Measure.parse(m).evidence]  # +evidence twins
+    relevance = [m for m in relevance if m not in judged and m not in evidence]
     fresh = [m for m in verdict.measures if m.startswith("freshness.")]
     lines = _grid(verdict, relevance, "engine", ci=ci) + legend(verdict)
+    if evidence:
+        lines += _grid(verdict, evidence, EVIDENCE_HEADER, ci=ci) + evidence_lines(verdict)
     if judged:
         lines += _grid(verdict, judged, JUDGED_HEADER, ci=ci)
     if fresh:
@@ -171,6 +175,21 @@ def render(verdict: Verdict, *, ci: bool = True, detail: bool = True) -> list[st
 
 #: the first header of the table of judged twins: the same measures, the holes filled by the judge
 JUDGED_HEADER = "with the judgments"
+#: the first header of the table of evidence-level twins: ranks are passages, one counts when it
+#: carries the label's evidence
+EVIDENCE_HEADER = "passages with the evidence"
+
+
+def evidence_lines(verdict: Verdict) -> list[str]:
+    """Said once, under the evidence-level table: the engines that return ids only, for which
+    that level is unavailable."""
+    ids_only = [e.engine for e in verdict.run.evaluations if not e.returns_passages]
+    if not ids_only:
+        return []
+    said = (f"evidence level unavailable for {', '.join(dict.fromkeys(ids_only))}: "
+            f"{'it returns' if len(set(ids_only)) == 1 else 'they return'} document ids, not passages "
+            "(return pytest_retrieval_eval.Passage(doc_id, text) to score passages)")
+    return textwrap.wrap(said, width=80, subsequent_indent="  ", break_on_hyphens=False)
 
 
 def _grid(verdict: Verdict, measures: Sequence[str], first: str, *, ci: bool) -> list[str]:

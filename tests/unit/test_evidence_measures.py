@@ -1,0 +1,105 @@
+"""The evidence-level twins: their names, when a table shows them, the engines that return
+passages (an HTTP service through its texts, a Haystack retriever), and results.json keeping
+what they read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fake_api import FakeApi, Reply
+from pytest_retrieval_eval import LabeledQuery, LabeledSet, Measure, Passage, RetrievalEvalError, adapters
+from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.gate.settings import table_measures
+from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES
+
+TEXTS = {"wifi": ["Visitors connect to the guest network.", "Reception prints a voucher valid for one day."],
+         "print": ["Printers are on every floor.", "Badge in; jobs wait for twelve hours."]}
+EVIDENCE = LabeledSet((LabeledQuery("wifi", "guest wifi?", {"wifi": 1}, {"evidence": {"wifi": ["a voucher valid for one day"]}}),
+                       LabeledQuery("print", "print jobs?", {"print": 1}, {"evidence": {"print": ["jobs wait for twelve hours"]}})))
+PLAIN = LabeledSet(tuple(LabeledQuery(q.query_id, q.question, dict(q.relevant)) for q in EVIDENCE))
+
+
+def passages(query, k):
+    doc = "wifi" if "wifi" in query else "print"
+    return [Passage(doc, TEXTS[doc][0]), Passage(doc, TEXTS[doc][1])]
+
+
+@pytest.mark.parametrize("name, canonical", [("hit@5+evidence", "hit@5+evidence"), ("nDCG@10+evidence", "ndcg@10+evidence"),
+                                             ("P(rel=2)@5+evidence", "precision(rel=2)@5+evidence"), ("MRR+evidence", "mrr+evidence")])
+def test_every_measure_on_relevance_labels_has_an_evidence_twin_spelled_with_a_suffix(name, canonical):
+    m = Measure.parse(name)
+    assert m.name == canonical and m.evidence and Measure.parse(canonical) == m
+    assert m.on_documents.with_evidence() == m and not m.on_documents.evidence
+
+
+@pytest.mark.parametrize("name, said", [
+    ("hit@5+evidence+judged", "'+judged' and '+evidence' do not combine"),
+    ("hit@5+judged+evidence", "not a count, judged@k, freshness, +judged or ~ppi"),
+    ("hit@5+evidence~ppi", "'~ppi' applies once"),
+    ("num_ret+evidence", "not a count"),
+    ("freshness.stale_free@5+evidence", "freshness"),
+    ("hit@5+evidence+evidence", "'+evidence' applies once"),
+])
+def test_an_evidence_twin_of_what_has_none_is_refused_saying_why(name, said):
+    with pytest.raises(RetrievalEvalError) as caught:
+        Measure.parse(name)
+    assert said in str(caught.value) and name in str(caught.value)
+
+
+def test_the_judged_and_ppi_suffixes_still_parse_beside_it():
+    assert Measure.parse("ndcg@10+judged").judged and Measure.parse("ndcg@10~ppi").ppi
+    assert not Measure.parse("ndcg@10+judged").evidence
+
+
+def test_a_table_shows_the_twins_only_with_evidence_and_an_engine_that_returns_passages():
+    ids = adapters.function(lambda q, k: ["wifi" if "wifi" in q else "print"], name="ids")
+    chunks = adapters.function(passages, name="chunks")
+    plain = table_measures(RunResults([evaluate_engine(chunks, PLAIN)]), DEFAULT_TABLE_MEASURES)
+    assert plain == [m.name for m in DEFAULT_TABLE_MEASURES]  # no evidence: the table as it was
+    assert table_measures(RunResults([evaluate_engine(ids, EVIDENCE)]), DEFAULT_TABLE_MEASURES) == plain
+    both = table_measures(RunResults([evaluate_engine(ids, EVIDENCE), evaluate_engine(chunks, EVIDENCE)]),
+                          DEFAULT_TABLE_MEASURES)
+    assert both == [x for m in plain for x in (m, m + "+evidence")]
+
+
+def test_an_http_service_returning_passages_is_scored_at_the_evidence_level():
+    def answer(request):
+        doc = "wifi" if "wifi" in request["q"] else "print"
+        return {"hits": [{"id": doc, "text": t} for t in TEXTS[doc]]}
+
+    with FakeApi() as api:
+        api.script("/search", Reply(200, answer))
+        service = adapters.http(api.url + "/search?q={query}", ids="hits[].id", texts="hits[].text")
+        result = evaluate_engine(service, EVIDENCE)
+    assert result.hit_at(1) == 1.0 and result.score("hit@1+evidence") == 0.0 and result.score("hit@2+evidence") == 1.0
+    assert [(r.passages, dict(r.passage_ranks), dict(r.first_passages)) for r in result.results] == [
+        (2, {"wifi": 2}, {"wifi": 1}), (2, {"print": 2}, {"print": 1})]
+
+
+def test_a_haystack_retriever_returns_its_documents_text_as_passages():
+    pytest.importorskip("haystack")
+    from haystack import Document
+    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    store = InMemoryDocumentStore()
+    store.write_documents([Document(content=t, meta={"doc_id": d}) for d, texts in TEXTS.items() for t in texts])
+    result = evaluate_engine(adapters.haystack(InMemoryBM25Retriever(store)), EVIDENCE)
+    assert result.returns_passages and result.hit_at(1) == 1.0
+    # "guest wifi?" matches the passage that says "guest" only, not the one with the answer
+    assert result.score("hit@5+evidence") == 0.5
+    [miss] = result.evidence_misses(5).causes
+    assert miss.query_id == "wifi" and miss.kind == "wrong-passage"
+
+
+def test_results_json_keeps_what_the_twins_read_and_not_the_passages_text():
+    result = evaluate_engine(adapters.function(passages, name="chunks"), EVIDENCE)
+    saved = result.to_dict(["mrr+evidence"])
+    assert "Badge in" not in json.dumps(saved)
+    again = EvaluationResult.from_dict(json.loads(json.dumps(saved)))
+    assert again.score("mrr+evidence") == result.score("mrr+evidence") == 0.5
+    assert again.labeled.has_evidence and again.labeled.computed_fingerprint == EVIDENCE.fingerprint
+    assert EVIDENCE.fingerprint != PLAIN.fingerprint  # the evidence is what the twins depend on

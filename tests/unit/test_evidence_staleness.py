@@ -1,0 +1,60 @@
+"""Staleness by evidence: an edited document keeps the labels whose evidence is still in it; a
+label goes stale when its evidence is gone or changed, named with its question."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import write_docs
+from pytest_retrieval_eval.cli import main as cli
+from pytest_retrieval_eval.data.corpus import JsonFolder
+from pytest_retrieval_eval.data.labeled import load_questions_cache
+from pytest_retrieval_eval.data.staleness import check
+
+TEXT = ("Visitors connect to the guest network. Reception prints a voucher valid for one day. "
+        "Printers are on every floor; jobs wait for twelve hours.")
+
+
+def _labeled(tmp_path, capsys):
+    kb = write_docs(tmp_path / "kb", [{"doc_id": "office", "title": "office", "content": TEXT}])
+    labels = tmp_path / "labels.csv"
+    labels.write_text("id,question,doc_id,evidence\nwifi,how do guests get online,office,a voucher valid for one day\n"
+                      "print,how long do print jobs wait,office,jobs wait for twelve hours\nfloor,where are printers,office,\n")
+    cache = tmp_path / "questions.cache.json"
+    assert cli(["label", "import", str(labels), "--corpus", str(kb), "--questions", str(cache)]) == 0
+    capsys.readouterr()
+    return kb, cache
+
+
+def _edit(kb, content):
+    path = kb / "office.json"
+    doc = json.loads(path.read_text())
+    path.write_text(json.dumps({**doc, "content": content}))
+
+
+def test_an_edit_outside_the_evidence_leaves_those_labels_fresh_and_only_a_label_without_evidence_goes_stale(
+        tmp_path, capsys):
+    kb, cache = _labeled(tmp_path, capsys)
+    _edit(kb, TEXT.replace("Visitors connect", "Guests and contractors connect") + " Toner is in the cupboard.")
+    stale = check(load_questions_cache(cache), JsonFolder(kb).load())
+    assert stale.changed == {"office": ["floor"]}  # no evidence: any edit of its document, as before
+    assert stale.why() == {"floor": ["changed: office"]}
+
+
+def test_an_edit_of_the_evidence_makes_its_label_stale_naming_the_question_and_the_quote(tmp_path, capsys):
+    kb, cache = _labeled(tmp_path, capsys)
+    _edit(kb, TEXT.replace("twelve hours", "two days"))
+    stale = check(load_questions_cache(cache), JsonFolder(kb).load())
+    assert stale.changed == {"office": ["print", "floor"]}
+    assert stale.why()["print"] == ["changed: office (its evidence 'jobs wait for twelve hours' is gone)"]
+    assert cli(["check", "--corpus", str(kb), "--questions", str(cache)]) != 0
+    out = capsys.readouterr()
+    assert "print: its evidence 'jobs wait for twelve hours' is no longer in office" in out.out + out.err
+    assert "wifi" not in out.out + out.err
+
+
+def test_whitespace_and_case_of_the_evidence_may_change_without_making_it_stale(tmp_path, capsys):
+    kb, cache = _labeled(tmp_path, capsys)
+    _edit(kb, TEXT.replace("a voucher valid for one day", "a Voucher valid\nfor one day").replace(
+        "jobs wait for", "jobs  wait for") + " New: the lift is on the left.")
+    assert check(load_questions_cache(cache), JsonFolder(kb).load()).changed == {"office": ["floor"]}
