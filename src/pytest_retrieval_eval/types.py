@@ -203,6 +203,8 @@ class QueryResult:
     #: relevant doc id -> the rank of its first passage, evidence or not: a miss's cause tells "right
     #: document, wrong passage" by it
     first_passages: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
+    #: the word tokens of each passage returned, in order: what the engine hands a generator
+    passage_tokens: tuple[int, ...] = field(default=(), compare=False, hash=False)
 
     @property
     def errored(self) -> bool:

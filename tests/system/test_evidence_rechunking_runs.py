@@ -69,5 +69,13 @@ def test_three_chunkings_are_scored_at_the_evidence_level_from_one_set_of_labels
               f"mrr {result.score('mrr'):.3f}, mrr+evidence {result.score('mrr+evidence'):.3f}")
     table = parse_table(text)
     assert set(table) == set(CHUNKINGS)
+    # beside its quality, what each chunking hands a generator: smaller chunks, fewer tokens
+    handed = {h["engine"]: h["tokens"] for h in saved["analysis"]["handed"]}
+    assert handed["hybrid"] > handed["hybrid-200"] > handed["hybrid-120"] > 0, handed
+    line = " ".join(text[text.index("handed to a generator"):].split("\n  ")[:3]).split("\n")[0]
+    assert line.startswith("handed to a generator, word tokens of the top 5 passages (mean per question): ")
+    for engine, tokens in handed.items():
+        assert f"{engine} {tokens:.0f}" in line, line
+    print(line)
     assert cache.read_text() == before  # no relabeling: the same labels for every chunking
     assert cli(["check", "--corpus", str(CORPUS), "--questions", str(cache)]) == 0

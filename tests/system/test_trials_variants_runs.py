@@ -100,7 +100,7 @@ def test_a_variant_and_a_sweep_are_rows_of_their_own_and_the_sweep_draws_its_fro
     assert len(tables) == 2, text  # one ingestion per chunking; fusion_top_k reuses it
     sweep = text.split("sweep of hybrid on questions.cache.json", 1)[1].splitlines()
     header = next(line.split() for line in sweep if line.split()[:2] == ["split_length", "fusion_top_k"])
-    assert header[2:] == ["ndcg@10", "±", "vs", "base", "p", "corr", "p95", "ms", "chunks", "front"]
+    assert header[2:] == ["ndcg@10", "±", "vs", "base", "p", "corr", "p95", "ms", "chunks", "tokens@10", "front"]
     rows = [line.split() for line in sweep[sweep.index(next(l for l in sweep if "split_length" in l)) + 1:][:4]]
     values = [float(r[2]) for r in rows]
     assert values == sorted(values, reverse=True) and len(rows) == 4
@@ -112,9 +112,13 @@ def test_a_variant_and_a_sweep_are_rows_of_their_own_and_the_sweep_draws_its_fro
     assert {p["chunks"] for p in table["points"]} == {38, next(p["chunks"] for p in table["points"]
                                                                if p["settings"][0] == ["split_length", "200"])}
     assert any("latency" in p["front"] for p in table["points"]) and any("size" in p["front"] for p in table["points"])
+    # what each chunking hands a generator (the hybrid engine returns passages): 400-word chunks more
+    tokens = {p["settings"][0][1]: p["tokens"] for p in table["points"]}
+    assert tokens["400"] > tokens["200"] > 0 and table["tokens_k"] == 10
+    assert any("tokens" in p["front"] for p in table["points"])
     html = page.read_text()
     assert "<h2>Sweep</h2>" in html and html.count("against p95 latency (ms): sweep of hybrid") == 1 \
-        and "against chunks: sweep of hybrid" in html
+        and "against chunks: sweep of hybrid" in html and "against tokens of the top 10 passages: sweep of hybrid" in html
     rebuilt = tmp_path / "rebuilt"
     again = subprocess.run([sys.executable, "-m", "pytest_retrieval_eval", "report", str(out / "results.json"),
                             "--out", str(rebuilt)], capture_output=True, text=True, timeout=120)

@@ -87,3 +87,44 @@ def test_a_sweep_that_would_say_nothing_is_refused(text, said):
 def test_a_value_given_twice_is_one_configuration():
     s = parse_sweep("hybrid: fusion_top_k=5,5,20", "t", HybridConfig(), IngestConfig(), (), 32)
     assert [n for n, _ in s.points] == ["hybrid", "hybrid-fusion_top_k5", "hybrid-fusion_top_k20"]
+
+
+class Chunks:
+    """An engine returning passages of ``words`` words each, the gold document first for the first
+    ``right`` questions: bigger chunks cost more tokens for the same ranking."""
+
+    def __init__(self, name: str, right: int, words: int) -> None:
+        self.name, self.right, self.words = name, right, words
+
+    def retrieve(self, query: str, k: int):
+        from pytest_retrieval_eval import Passage
+
+        i = int(query.split()[1])
+        docs = [f"d{i}"] if i < self.right else []
+        return [Passage(d, " ".join(["word"] * self.words)) for d in [*docs, "other1", "other2"]][:k]
+
+
+def test_a_sweep_of_engines_returning_passages_counts_the_tokens_they_hand_and_puts_them_on_a_front():
+    """Whole documents (400 words) win one question more than 120-word chunks; the tokens of the
+    top 5 passages say what that costs, and both are on the quality-tokens front."""
+    from pytest_retrieval_eval.report.sweep import cells, scatter_svg, title
+
+    labeled = LabeledSet(tuple(LabeledQuery(f"q{i}", f"question {i}", {f"d{i}": 1}) for i in range(20)), name="set")
+    engines = (("hybrid", 20, 400), ("hy-120", 19, 120), ("hy-worse", 10, 200))
+    run = RunResults([evaluate_engine(Chunks(*x), labeled) for x in engines])
+    grid = [("hybrid", (("split_length", "400"),)), ("hy-120", (("split_length", "120"),)),
+            ("hy-worse", (("split_length", "200"),))]
+    [t] = sweep_tables(run, [("hybrid", "hit@5", grid)], {})
+    by = {p.engine: p for p in t.points}
+    assert t.tokens_k == 5 and t.handed
+    assert by["hybrid"].tokens == 3 * 400 and by["hy-120"].tokens == pytest.approx((19 * 3 + 2) * 120 / 20)
+    assert by["hybrid"].front_tokens and by["hy-120"].front_tokens and not by["hy-worse"].front_tokens
+    header, body = cells(t, compact=True)
+    assert header[-2:] == ["tokens@5", "front"] and body[0][-2:] == ["1200", "T"]
+    assert title(t).endswith("front of quality against p95 latency (L), against chunk count (S) and against the word "
+                             "tokens of the top 5 passages handed to a generator (T)")
+    assert "tokens of the top 5 passages" in scatter_svg(t, "tokens")
+    # an engine returning ids only hands nothing the table could count: no tokens column at all
+    [ids] = sweep_tables(RunResults([evaluate_engine(Answers("hybrid", 5), labeled)]),
+                         [("hybrid", "hit@5", [("hybrid", (("k", "1"),))])], {})
+    assert not ids.handed and "tokens@5" not in cells(ids)[0] and math.isnan(ids.points[0].tokens)

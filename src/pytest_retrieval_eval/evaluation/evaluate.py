@@ -26,7 +26,7 @@ from typing import Any, Container, Mapping
 from .._secrets import redact
 from ..data.labeled import LabeledSet
 from ..engines.adapters import ranked_ids
-from ..data.evidence import evidence_of, first_passages, passage_ranks
+from ..data.evidence import evidence_of, first_passages, passage_ranks, tokens
 from ..engines.adapters import passages_of
 from ..engines.base import (DEFAULT_DEPTH, Engine, Prepares, Stages, answer_of, concurrency_of, describe, is_async,
                             is_staged)
@@ -114,7 +114,8 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
                                    stage_seconds if error is None else {},
                                    {m: tuple(v) for m, v in used.to_dict().items()}, len(kept),
                                    passage_ranks(q.relevant, evidence_of(q), kept) if kept else {},
-                                   first_passages(q.relevant, kept) if kept else {}))
+                                   first_passages(q.relevant, kept) if kept else {},
+                                   tuple(len(tokens(text)) for _, text in kept)))
     info = dict(describe(engine))
     if width > 1:
         info["concurrency"] = width

@@ -387,6 +387,13 @@ class EvaluationResult:
 
         return Misses(self.engine, self.labeled.name, k, self.n, tuple(self.causes(k).values()))
 
+    def tokens_at(self, k: int) -> float:
+        """What the engine hands a generator: the word tokens of its top ``k`` passages, the mean
+        over questions (an errored question hands nothing); NaN for an engine returning ids only."""
+        if not self.returns_passages:
+            return math.nan
+        return float(np.mean([sum(r.passage_tokens[:k]) for r in self.results])) if self.results else math.nan
+
     def evidence_misses(self, k: int) -> Any:
         """The misses at ``k`` at the evidence level (``hit@k+evidence``), counted by cause: "right
         document, wrong passage" among them (``evaluation.causes.evidence_cause_of``)."""

@@ -76,6 +76,8 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
             entry["passages"] = r.passages  # all the evidence-level measures read
             entry["passage_ranks"] = dict(sorted(r.passage_ranks.items()))
             entry["first_passages"] = dict(sorted(r.first_passages.items()))
+            if r.passage_tokens:  # what each passage hands a generator: the sweep's cost of quality
+                entry["passage_tokens"] = list(r.passage_tokens)
         if self.judged.get(r.query_id):  # the judge's labels of the holes: what +judged measures read
             entry["judged"] = dict(sorted(self.judged[r.query_id].items()))
         if r.query_id in self.human_depth:  # people judged it completely: what ~ppi measures correct with
@@ -153,6 +155,10 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
             if not isinstance(count, int) or isinstance(count, bool) or count < 0 or not isinstance(ranks, dict) or not all(
                     isinstance(r, int) and not isinstance(r, bool) and 1 <= r <= count for r in ranks.values()):
                 raise ValueError(f"'queries' entry {q['id']!r}: {key} must map doc ids to ranks 1..passages")
+        sizes = q.get("passage_tokens", [])
+        if not isinstance(sizes, list) or len(sizes) > count or not all(
+                isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in sizes):
+            raise ValueError(f"'queries' entry {q['id']!r}: passage_tokens must be a count >= 0 per passage returned")
         ev = q.get("evidence", {})
         if not isinstance(ev, dict) or not all(isinstance(x, list) and all(isinstance(t, str) for t in x)
                                                for x in ev.values()):
@@ -177,7 +183,8 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
     results = tuple(QueryResult(q["id"], tuple(q["ranked"]), q["error"], q.get("seconds", 0.0),
                                 tuple(Stage.from_list(st) for st in q.get("stages", ())),
                                 _seconds(q.get("stage_seconds", []), q["id"]), _usage(q.get("usage", {}), q["id"]),
-                                q.get("passages", 0), dict(q.get("passage_ranks", {})), dict(q.get("first_passages", {})))
+                                q.get("passages", 0), dict(q.get("passage_ranks", {})), dict(q.get("first_passages", {})),
+                                tuple(q.get("passage_tokens", ())))
                     for q in queries)
     trials = tuple(tuple(QueryResult(q["id"], tuple(ranked), error) for q, (ranked, error) in zip(queries, t))
                    for t in d.get("trial_rankings", []))

@@ -1,8 +1,10 @@
 """A sweep's table (``--retrieval-sweep``): every configuration of the grid on one labeled set,
 sorted by the sweep's measure, with its interval, the paired difference from the base engine
-(p corrected over the grid), its p95 latency and chunk count, and whether it is on the Pareto
-front: no other configuration is at least as good on quality and on cost (p95 latency; index
-size) and better on one. Computed once (the verdict holds it); renderers only read it."""
+(p corrected over the grid), its p95 latency and chunk count, what it hands a generator (the
+word tokens of its top k passages, for an engine returning passages: a configuration that wins by
+returning whole documents shows its cost), and whether it is on the Pareto front: no other
+configuration is at least as good on quality and on cost (p95 latency; index size; tokens handed)
+and better on one. Computed once (the verdict holds it); renderers only read it."""
 
 from __future__ import annotations
 
@@ -27,12 +29,17 @@ class SweepPoint:
     base: bool
     front_latency: bool = False
     front_size: bool = False
+    #: word tokens of the top ``SweepTable.tokens_k`` passages, mean per question; NaN: ids only
+    tokens: float = math.nan
+    front_tokens: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"engine": self.engine, "settings": [list(kv) for kv in self.settings], "value": self.value, "ci95": list(self.ci),
                 "delta": self.delta, "p": self.p, "p_adjusted": self.p_adjusted,
                 "p95_ms": None if math.isnan(self.p95_ms) else self.p95_ms, "chunks": self.chunks, "base": self.base,
-                "front": [name for name, on in (("latency", self.front_latency), ("size", self.front_size)) if on]}
+                "front": [name for name, on in (("latency", self.front_latency), ("size", self.front_size),
+                                                ("tokens", self.front_tokens)) if on],
+                **({} if math.isnan(self.tokens) else {"tokens": self.tokens})}
 
 
 @dataclass(frozen=True)
@@ -43,10 +50,22 @@ class SweepTable:
     keys: tuple[str, ...]
     points: tuple[SweepPoint, ...]  # best first
     missing: tuple[str, ...] = ()  # configurations of the grid with no evaluation on this labeled set
+    #: the top k whose passages' tokens ``SweepPoint.tokens`` counts (the measure's cutoff, else 5)
+    tokens_k: int = 5
+
+    @property
+    def handed(self) -> bool:
+        """Some configuration returns passages, so what it hands a generator is known."""
+        return any(not math.isnan(p.tokens) for p in self.points)
 
     def to_dict(self) -> dict[str, Any]:
         return {"base": self.base, "labeled": self.labeled, "measure": self.measure, "keys": list(self.keys),
-                "points": [p.to_dict() for p in self.points], "missing": list(self.missing)}
+                "points": [p.to_dict() for p in self.points], "missing": list(self.missing),
+                **({"tokens_k": self.tokens_k} if self.handed else {})}
+
+
+#: the top k whose passages count as handed to a generator when the measure has no cutoff
+TOKENS_K = 5
 
 
 def front(points: Sequence[tuple[float, float]]) -> list[bool]:
@@ -65,8 +84,11 @@ def front(points: Sequence[tuple[float, float]]) -> list[bool]:
 def sweep_tables(run: Any, sweeps: Sequence, latency: Mapping[tuple[str, str], Any], correction: str = "holm"
                  ) -> list[SweepTable]:
     """One table per sweep and labeled set its base was evaluated on."""
+    from ..ir.measures import Measure
+
     tables = []
     for base, measure, grid in sweeps:
+        k = Measure.parse(measure).k or TOKENS_K
         keys = tuple(k for k, _ in grid[0][1]) if grid else ()
         for b in (e for e in run.evaluations if e.engine == base):
             found = [(run.get(name, b.labeled.name), name, values) for name, values in grid]
@@ -84,12 +106,14 @@ def sweep_tables(run: Any, sweeps: Sequence, latency: Mapping[tuple[str, str], A
                                  p_adjusted=math.nan if test is None else test.p_adjusted,
                                  p95_ms=lat.ms("p95") if lat is not None else math.nan,
                                  chunks=e.engine_info.get("chunks") if isinstance(e.engine_info.get("chunks"), int)
-                                 else None, base=name == base))
+                                 else None, base=name == base, tokens=e.tokens_at(k)))
             on_latency = front([(r["value"], r["p95_ms"]) for r in rows])
             on_size = front([(r["value"], math.nan if r["chunks"] is None else float(r["chunks"])) for r in rows])
-            points = [SweepPoint(**r, front_latency=a, front_size=s) for r, a, s in zip(rows, on_latency, on_size)]
+            on_tokens = front([(r["value"], r["tokens"]) for r in rows])
+            points = [SweepPoint(**r, front_latency=a, front_size=s, front_tokens=t)
+                      for r, a, s, t in zip(rows, on_latency, on_size, on_tokens)]
             # best first; ties in the grid's own order (the values as given, not as strings)
             points.sort(key=lambda p: -p.value if not math.isnan(p.value) else math.inf)
             tables.append(SweepTable(base, b.labeled.name, measure, keys, tuple(points),
-                                     tuple(name for e, name, _ in found if e is None)))
+                                     tuple(name for e, name, _ in found if e is None), k))
     return tables

@@ -38,7 +38,7 @@ from .rules import LatencyQuantity, MaxDrop, MeasureQuantity, Row, Threshold, Us
 from .settings import GateSettings
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 5
+ANALYSIS_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,17 @@ class Estimate:
     ppi: PPIEstimate
     #: the judge it corrects (``Judge.describe()``)
     judge: str
+
+
+@dataclass(frozen=True)
+class Handed:
+    """What an engine returning passages hands a generator: the word tokens of its top ``k``
+    passages, the mean per question (beside its quality, so whole documents show their cost)."""
+
+    engine: str
+    labeled: str
+    k: int
+    tokens: float
 
 
 @dataclass(frozen=True)
@@ -122,6 +133,8 @@ class Analysis:
     #: the misses at ``miss_k`` at the evidence level ("right document, wrong passage" among their
     #: causes), for the engines that return passages, where the table shows evidence-level twins
     evidence_misses: tuple[Misses, ...] = ()
+    #: per evaluation whose engine returns passages: the tokens of its top ``miss_k`` passages
+    handed: tuple[Handed, ...] = ()
     version: int = ANALYSIS_VERSION
 
     def interval(self, key: tuple[str, str], measure: str) -> tuple[float, float]:
@@ -232,7 +245,9 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         labeled_set=tuple(found),
         subset=tuple(subset_drops(run, alpha)),
         evidence_misses=tuple(e.evidence_misses(miss_k) for e in run.evaluations if e.returns_passages
-                              and any(Measure.parse(m).evidence for m in needed)))
+                              and any(Measure.parse(m).evidence for m in needed)),
+        handed=tuple(Handed(e.engine, e.labeled.name, miss_k, e.tokens_at(miss_k)) for e in run.evaluations
+                     if e.returns_passages))
 
 
 def set_findings(run: RunResults, measure: str) -> list[SetFinding]:

@@ -17,26 +17,31 @@ W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 360, 56, 24, 24, 44
 
 def cells(t: Any, *, compact: bool = False) -> tuple[list[str], list[list[str]]]:
     """The header and a row per configuration; ``compact`` (the terminal): the interval as ± its larger side."""
-    header = [*t.keys, t.measure, "±" if compact else "95% CI", "vs base", "p corr", "p95 ms", "chunks", "front"]
+    handed = t.handed  # a column of what each configuration hands a generator, when one returns passages
+    header = [*t.keys, t.measure, "±" if compact else "95% CI", "vs base", "p corr", "p95 ms", "chunks",
+              *([f"tokens@{t.tokens_k}"] if handed else []), "front"]
     body = []
     for p in t.points:
         settings = dict(p.settings)
         vs = "base" if p.base else f"{p.delta + 0.0:+.3f}".replace("-0.000", "+0.000") + (
             "*" if p.p_adjusted < 0.05 else "")
-        marks = "".join(m for m, on in (("L", p.front_latency), ("S", p.front_size)) if on)
+        marks = "".join(m for m, on in (("L", p.front_latency), ("S", p.front_size), ("T", p.front_tokens)) if on)
         half = max(p.value - p.ci[0], p.ci[1] - p.value)
         interval = ("" if math.isnan(half) else f"{half:.3f}".lstrip("0")) if compact else \
             f"[{p.ci[0]:.3f}, {p.ci[1]:.3f}]"
         body.append([*(settings.get(k, "") for k in t.keys), f"{p.value:.3f}", interval, vs,
                      "" if p.base else f"{p.p_adjusted:.3g}", "-" if math.isnan(p.p95_ms) else f"{p.p95_ms:.1f}",
-                     "-" if p.chunks is None else str(p.chunks), marks or "-"])
+                     "-" if p.chunks is None else str(p.chunks),
+                     *(["-" if math.isnan(p.tokens) else f"{p.tokens:.0f}"] if handed else []), marks or "-"])
     return header, body
 
 
 def title(t: Any) -> str:
     return (f"sweep of {t.base} on {t.labeled}, best {t.measure} first; vs base: the paired difference from {t.base} "
             f"(* significant, p corrected over the {len(t.points) - 1} other configurations); front: on the Pareto "
-            "front of quality against p95 latency (L) and against chunk count (S)")
+            "front of quality against p95 latency (L)"
+            + (f", against chunk count (S) and against the word tokens of the top {t.tokens_k} passages handed "
+               "to a generator (T)" if t.handed else " and against chunk count (S)"))
 
 
 def lines(verdict: Verdict) -> list[str]:
@@ -61,13 +66,16 @@ def markdown(verdict: Verdict) -> list[str]:
 
 
 def scatter_svg(t: Any, cost: str = "latency") -> str:
-    """Quality against p95 latency (``cost="latency"``) or chunk count (``"size"``), the front
-    joined. Deterministic text: the same table, the same bytes."""
+    """Quality against p95 latency (``cost="latency"``), chunk count (``"size"``) or the tokens
+    of the top k passages (``"tokens"``), the front joined. Deterministic text: the same table,
+    the same bytes."""
     def cost_of(p: Any) -> float:
+        if cost == "tokens":
+            return p.tokens
         return p.p95_ms if cost == "latency" else (math.nan if p.chunks is None else float(p.chunks))
 
     shown = [p for p in t.points if not math.isnan(cost_of(p)) and not math.isnan(p.value)]
-    axis = "p95 latency (ms)" if cost == "latency" else "chunks"
+    axis = {"latency": "p95 latency (ms)", "size": "chunks"}.get(cost, f"tokens of the top {t.tokens_k} passages")
     pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
     out = frame(f"{t.measure} against {axis}: sweep of {t.base}", W, H, LEFT, TOP, pw, ph)
     if not shown:
@@ -88,7 +96,7 @@ def scatter_svg(t: Any, cost: str = "latency") -> str:
     out.append(f'<text x="{LEFT + pw / 2:.1f}" y="{H - 8}" text-anchor="middle">{escape(axis)}</text>')
     out.append(f'<text x="14" y="{TOP + ph / 2:.1f}" transform="rotate(-90 14 {TOP + ph / 2:.1f})" '
                f'text-anchor="middle">{escape(t.measure)}</text>')
-    on = [p for p in shown if (p.front_latency if cost == "latency" else p.front_size)]
+    on = [p for p in shown if {"latency": p.front_latency, "size": p.front_size}.get(cost, p.front_tokens)]
     if len(on) > 1:
         path = " ".join(f"{x(cost_of(p)):.1f},{y(p.value):.1f}" for p in sorted(on, key=cost_of))
         out.append(f'<polyline fill="none" stroke="{COLOURS[1]}" stroke-width="1.5" stroke-dasharray="4,3" '

@@ -180,16 +180,33 @@ JUDGED_HEADER = "with the judgments"
 EVIDENCE_HEADER = "passages with the evidence"
 
 
+def handed_line(verdict: Verdict) -> list[str]:
+    """What each engine returning passages hands a generator, beside its quality: whole documents
+    win recall and cost tokens. Said with the evidence-level twins, which it qualifies."""
+    from ..ir.measures import Measure
+
+    found = verdict.analysis.handed
+    if not found or not any(Measure.parse(m).evidence for m in verdict.measures):
+        return []
+    several = len({h.labeled for h in found}) > 1
+    ks = sorted({h.k for h in found})
+    each = ", ".join(f"{h.engine}{f' ({h.labeled})' if several else ''} {h.tokens:.0f}" for h in found)
+    return [f"handed to a generator, word tokens of the top {'/'.join(map(str, ks))} passages (mean per question): "
+            f"{each}"]
+
+
 def evidence_lines(verdict: Verdict) -> list[str]:
-    """Said once, under the evidence-level table: the engines that return ids only, for which
-    that level is unavailable."""
+    """Said once, under the evidence-level table: what each engine returning passages hands a
+    generator, and the engines that return ids only, for which that level is unavailable."""
+    handed = [w for line in handed_line(verdict)
+              for w in textwrap.wrap(line, width=80, subsequent_indent="  ", break_on_hyphens=False)]
     ids_only = [e.engine for e in verdict.run.evaluations if not e.returns_passages]
     if not ids_only:
-        return []
+        return handed
     said = (f"evidence level unavailable for {', '.join(dict.fromkeys(ids_only))}: "
             f"{'it returns' if len(set(ids_only)) == 1 else 'they return'} document ids, not passages "
             "(return pytest_retrieval_eval.Passage(doc_id, text) to score passages)")
-    return textwrap.wrap(said, width=80, subsequent_indent="  ", break_on_hyphens=False)
+    return handed + textwrap.wrap(said, width=80, subsequent_indent="  ", break_on_hyphens=False)
 
 
 def _grid(verdict: Verdict, measures: Sequence[str], first: str, *, ci: bool) -> list[str]:
@@ -229,6 +246,8 @@ def markdown(verdict: Verdict) -> list[str]:
     the freshness lines, the differences between engines and what the labeled set can detect."""
     out = markdown_rows(verdict)
     out += [""] + legend(verdict)
+    handed = handed_line(verdict)
+    out += ["", *handed] if handed else []
     fresh = freshness_lines(verdict, markdown=True)
     if fresh:
         out += [""] + fresh
