@@ -65,6 +65,16 @@ def test_a_table_shows_the_twins_only_with_evidence_and_an_engine_that_returns_p
     assert both == [x for m in plain for x in (m, m + "+evidence")]
 
 
+def test_an_ids_only_engine_is_compared_on_documents_only_never_on_twins_it_has_no_value_of():
+    ids = adapters.function(lambda q, k: ["wifi" if "wifi" in q else "print"], name="ids")
+    chunks = adapters.function(passages, name="chunks")
+    more = adapters.function(lambda q, k: passages(q, k)[::-1], name="more")
+    run = RunResults([evaluate_engine(ids, EVIDENCE), evaluate_engine(chunks, EVIDENCE), evaluate_engine(more, EVIDENCE)])
+    compared = [({c.a, c.b}, c.measure) for c in run.comparisons(["hit@1", "hit@1+evidence"])]
+    # no "nan*" row marked significant, and no phantom comparison in the correction's count
+    assert len(compared) == 4 and [pair for pair, m in compared if m == "hit@1+evidence"] == [{"chunks", "more"}]
+
+
 def test_an_http_service_returning_passages_is_scored_at_the_evidence_level():
     def answer(request):
         doc = "wifi" if "wifi" in request["q"] else "print"
