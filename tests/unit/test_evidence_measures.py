@@ -75,6 +75,20 @@ def test_an_ids_only_engine_is_compared_on_documents_only_never_on_twins_it_has_
     assert len(compared) == 4 and [pair for pair, m in compared if m == "hit@1+evidence"] == [{"chunks", "more"}]
 
 
+def test_a_failed_evidence_rule_names_the_misses_among_the_passages_as_its_cause():
+    from pytest_retrieval_eval.gate.rules import Threshold
+    from pytest_retrieval_eval.gate.settings import GateSettings
+    from pytest_retrieval_eval.gate.verdict import verdict_of
+
+    chunks = adapters.function(passages, name="chunks")  # the right document first, its answer second
+    run = RunResults([evaluate_engine(chunks, EVIDENCE)])
+    rule = Threshold.parse("chunks:hit@1+evidence>=0.9", source="t")
+    [failed] = verdict_of(run, GateSettings(thresholds=(rule,))).of_kind("rule")
+    assert failed.startswith("chunks: hit@1+evidence = 0.0000, required >= 0.9")
+    # not the documents' misses (none: hit@1 is 1.0), the passages'
+    assert failed.causes == ("  cause: chunks missed 2 of 2 at hit@1+evidence: 2 right document, wrong passage",)
+
+
 def test_an_http_service_returning_passages_is_scored_at_the_evidence_level():
     def answer(request):
         doc = "wifi" if "wifi" in request["q"] else "print"
