@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -36,6 +37,23 @@ def run(project: Path, *args: str, module: str = "pytest", env: dict | None = No
                           env={**clean, **(env or {})}, timeout=300)
 
 
+def evidence_table(output: str) -> dict[str, dict[str, float]]:
+    """The evidence-level table under the documents' ("passages with the evidence"), as
+    {engine: {column: value}} (an ids-only engine's cells are nan)."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("passages with the evidence"))
+    header = ["engine", *lines[start].removeprefix("passages with the evidence").split()]
+    table = {}
+    for line in lines[start + 1:]:
+        if line.startswith("  95% CI"):
+            continue
+        cells = [c for c in (re.sub(r"[^\x00-\x7f]", "", c) for c in line.split()) if c]
+        if len(cells) != len(header):
+            break
+        table[cells[0]] = {h: float(c) for h, c in zip(header[1:], cells[1:])}
+    return table
+
+
 def test_the_teams_tests_pass_and_their_gate_holds_and_xdist_gives_the_same_table(project):
     done = run(project, "--retrieval-report", "--retrieval-report-dir=out", "-v")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -58,6 +76,26 @@ def test_the_teams_tests_pass_and_their_gate_holds_and_xdist_gives_the_same_tabl
     assert re.search(r"^area:network +6 .*\(few questions\)$", out, re.M) and re.search(r"^body-only +4 ", out, re.M)
     assert "coverage: the questions judge 8 of 9 documents (88.9%) and 15 of 17 chunks (88.2%); the largest no " \
            "question reaches: vpn-setup-2025 (63 words)" in out
+    # the evidence in labels.json: the engines returning passages (the Haystack pipeline, the query
+    # YAML) get twins at the evidence level, at most their documents'; the ids-only ones are named once
+    passages = evidence_table(done.stdout)
+    assert set(passages) == set(table) and all(row["n"] == 16 for row in passages.values())
+    for engine in ("helpdesk-haystack", "helpdesk-pgvector"):
+        assert all(0 <= passages[engine][m] <= table[engine][m] for m in ("hit@1", "hit@3", "hit@5", "mrr")), engine
+    assert all(math.isnan(passages[e][m]) for e in ("helpdesk-bm25", "keyword") for m in ("hit@1", "hit@5", "mrr"))
+    flat = " ".join(done.stdout.split())
+    assert flat.count("evidence level unavailable") == 1
+    assert ("evidence level unavailable for helpdesk-bm25, keyword: they return document ids, not passages "
+            "(return pytest_retrieval_eval.Passage(doc_id, text) to score passages)") in flat
+    assert "nan*" not in flat  # no difference marked significant where an engine has no value
+    saved = json.loads((project / "out" / "results.json").read_text())
+    handed = {h["engine"]: h["tokens"] for h in saved["analysis"]["handed"]}
+    assert sorted(handed) == ["helpdesk-haystack", "helpdesk-pgvector"] and all(t > 0 for t in handed.values())
+    assert ("handed to a generator, word tokens of the top 3 passages (mean per question): "
+            f"helpdesk-haystack {handed['helpdesk-haystack']:.0f}, helpdesk-pgvector {handed['helpdesk-pgvector']:.0f}"
+            ) in flat
+    assert "helpdesk-pgvector missed none of 16 at hit@3+evidence" in flat  # the team's evidence rule holds
+    assert re.search(r"helpdesk-haystack missed \d+ of 16 at hit@3\+evidence: ", flat)
     # the team's latency rule: every engine timed, at the project's concurrency
     assert re.search(r"latency measured on Linux \S+, \d+ CPUs.* at concurrency 4 \(helpdesk-bm25, "
                      r"helpdesk-haystack, keyword\); 1 \(helpdesk-pgvector\): rows at a different concurrency do not "
@@ -189,6 +227,33 @@ def test_the_teams_labeled_set_checks_itself_and_a_pull_request_runs_its_sharpes
     assert all(sorted(q["id"] for q in e["queries"]) == sorted(subset["ids"]) for e in again["evaluations"])
     for e in again["analysis"]["subset"]:
         assert f"{e['engine']} {e['subset']:.3f} (all 16: {subset['detectable_drop'][e['engine']]['full']:.3f})" in out
+
+
+def test_an_edit_outside_a_labels_evidence_keeps_it_fresh_and_an_edit_of_the_quote_makes_it_stale(project):
+    labels = json.loads((project / "labels.json").read_text())["queries"]
+    quoted = {q["id"]: q["source"]["evidence"] for q in labels if q["source"].get("evidence")}
+    assert len(quoted) == 16  # every question carries the sentence of its article that answers it
+    fresh = run(project, "check", "--corpus=kb", "--questions=labels.json", module="pytest_retrieval_eval")
+    assert fresh.returncode == 0 and "16 of 16 questions checked, up to date with kb" in fresh.stdout, fresh.stdout
+    article = project / "kb" / "printer-queue.json"
+    doc = json.loads(article.read_text())
+    [queue] = quoted["printer-queue.q1"]["printer-queue"]
+    assert "eight hours" in queue and "design room" not in " ".join(quoted["printer-queue.q2"]["printer-queue"])
+    doc["content"] = doc["content"].replace("the plotter in the design room", "the plotter in room 4.12")
+    article.write_text(json.dumps(doc))
+    elsewhere = run(project, "check", "--corpus=kb", "--questions=labels.json", module="pytest_retrieval_eval")
+    assert elsewhere.returncode == 0, elsewhere.stdout + elsewhere.stderr  # the article changed, not the answers
+    assert "16 of 16 questions checked, up to date with kb" in elsewhere.stdout
+    doc["content"] = doc["content"].replace("eight hours", "four hours")  # the answer itself changes
+    article.write_text(json.dumps(doc))
+    stale = run(project, "check", "--corpus=kb", "--questions=labels.json", module="pytest_retrieval_eval")
+    assert stale.returncode == 1, stale.stdout + stale.stderr
+    assert "changed: printer-queue (1 question: printer-queue.q1)" in stale.stdout  # q2's quote is still there
+    assert f"printer-queue.q1: its evidence {queue!r} is no longer in printer-queue" in stale.stdout
+    # the run leaves it out and says why; the other fifteen are scored
+    done = run(project, "-m", "retrieval", "--retrieval-report")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "printer-queue.q1" in done.stdout and parse_table(done.stdout)["helpdesk-bm25"]["n"] == 15
 
 
 def test_the_unit_tests_alone_leave_the_plugin_asleep(project):

@@ -65,6 +65,30 @@ def test_a_table_shows_the_twins_only_with_evidence_and_an_engine_that_returns_p
     assert both == [x for m in plain for x in (m, m + "+evidence")]
 
 
+def test_an_ids_only_engine_is_compared_on_documents_only_never_on_twins_it_has_no_value_of():
+    ids = adapters.function(lambda q, k: ["wifi" if "wifi" in q else "print"], name="ids")
+    chunks = adapters.function(passages, name="chunks")
+    more = adapters.function(lambda q, k: passages(q, k)[::-1], name="more")
+    run = RunResults([evaluate_engine(ids, EVIDENCE), evaluate_engine(chunks, EVIDENCE), evaluate_engine(more, EVIDENCE)])
+    compared = [({c.a, c.b}, c.measure) for c in run.comparisons(["hit@1", "hit@1+evidence"])]
+    # no "nan*" row marked significant, and no phantom comparison in the correction's count
+    assert len(compared) == 4 and [pair for pair, m in compared if m == "hit@1+evidence"] == [{"chunks", "more"}]
+
+
+def test_a_failed_evidence_rule_names_the_misses_among_the_passages_as_its_cause():
+    from pytest_retrieval_eval.gate.rules import Threshold
+    from pytest_retrieval_eval.gate.settings import GateSettings
+    from pytest_retrieval_eval.gate.verdict import verdict_of
+
+    chunks = adapters.function(passages, name="chunks")  # the right document first, its answer second
+    run = RunResults([evaluate_engine(chunks, EVIDENCE)])
+    rule = Threshold.parse("chunks:hit@1+evidence>=0.9", source="t")
+    [failed] = verdict_of(run, GateSettings(thresholds=(rule,))).of_kind("rule")
+    assert failed.startswith("chunks: hit@1+evidence = 0.0000, required >= 0.9")
+    # not the documents' misses (none: hit@1 is 1.0), the passages'
+    assert failed.causes == ("  cause: chunks missed 2 of 2 at hit@1+evidence: 2 right document, wrong passage",)
+
+
 def test_an_http_service_returning_passages_is_scored_at_the_evidence_level():
     def answer(request):
         doc = "wifi" if "wifi" in request["q"] else "print"

@@ -495,6 +495,8 @@ class RunResults:
         """Every pair of engines on the same labeled set, per measure: a paired test over queries
         and the bootstrap interval of the difference; ``p_adjusted`` corrects every p for the whole
         grid (all pairs and measures asked for), since each is one more chance of a false mark.
+        A measure an engine has no value of (NaN for every query: an ids-only engine's
+        ``+evidence`` twin) is no comparison, neither printed nor counted in the correction.
         The gate asks once, when it judges the run; reports read the verdict's."""
         raw = self._raw_comparisons(measures)
         return [replace(c, paired=q) for c, q in zip(raw, corrected([c.paired for c in raw], correction))]
@@ -506,6 +508,8 @@ class RunResults:
                 if a.labeled.name != b.labeled.name or a.labeled.fingerprint != b.labeled.fingerprint:
                     continue
                 for m in measures:
+                    if np.isnan(a.values(m)).all() or np.isnan(b.values(m)).all():
+                        continue  # no value on one side (an ids-only engine's +evidence): nothing to compare
                     key = (a.key, b.key, m)
                     if key not in self._comparisons:
                         ids = [q.query_id for q in a.labeled.queries]

@@ -152,8 +152,8 @@ def _failed_judge(run: RunResults, s: GateSettings) -> tuple[Failure | None, lis
 
 def _causes(run: RunResults, a: Analysis, breach: Any) -> tuple[str, ...]:
     """Under a failed rule on a retrieval measure: why its engine's questions missed at the
-    rule's cutoff (``evaluation.causes``), one line per labeled set, so the reason sits beside the
-    failure and not only in the table above."""
+    rule's cutoff (``evaluation.causes``; among the passages for a ``+evidence`` rule), one line
+    per labeled set, so the reason sits beside the failure and not only in the table above."""
     q = breach.threshold.quantity
     if breach.value is None or not isinstance(q, MeasureQuantity):
         return ()
@@ -162,7 +162,10 @@ def _causes(run: RunResults, a: Analysis, breach: Any) -> tuple[str, ...]:
     k = q.measure.k or a.miss_k
     out: list[str] = []
     for e in run.evaluations:
-        misses = a.misses_of(e.key, k) if e.engine == breach.engine and e.n else None
+        if e.engine != breach.engine or not e.n:
+            continue
+        # a rule on an evidence twin: the misses among the passages ("right document, wrong passage")
+        misses = (e.evidence_misses(k) if e.returns_passages else None) if q.measure.evidence else a.misses_of(e.key, k)
         if misses is not None and misses.causes:
             several = len({x.labeled.name for x in run.evaluations if x.engine == e.engine}) > 1
             out += textwrap.wrap("cause: " + misses.line() + (f" (on {e.labeled.name})" if several else ""),
