@@ -736,7 +736,7 @@ def _recheck(run, corpus, corpus_arg: str, args, config, path: Path) -> int:
 
     from .data.judge import judge_pairs
     from .data.judgments import Judgments
-    from .data.recheck import RECHECK_FLOOR, Recheck, draw, recheck_path, store, stored_pairs
+    from .data.recheck import KEPT_FLOOR, RECHECK_FLOOR, Recheck, draw, recheck_path, store, stored_pairs
     from .evaluation.judging import doc_text
 
     judgments = Judgments.load(path)
@@ -767,7 +767,8 @@ def _recheck(run, corpus, corpus_arg: str, args, config, path: Path) -> int:
         print(f"note: the server now names another model as answering ({other.model}, fingerprint {other.fingerprint})")
     where = recheck_path(path)
     store(where, judge.fingerprint, result.record(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
-    floor = f"the same relevance on at least {RECHECK_FLOOR:.0%} of the pairs"
+    floor = (f"the same relevance on at least {RECHECK_FLOOR:.0%} of the pairs, and on at least {KEPT_FLOOR:.0%} "
+             "of those stored as relevant and of those stored as not")
     if not result.drifted:
         print(f"judge {judge.fingerprint} gives the grades it stored ({floor}); stored in {where}")
         return 0
@@ -778,7 +779,8 @@ def _recheck(run, corpus, corpus_arg: str, args, config, path: Path) -> int:
                + (f" --base-url={shlex.quote(args.base_url)}" if args.base_url else "")
                + (f" --temperature={config.temperature:g}" if config.temperature else "")
                + (f" --votes={config.votes}" if config.votes != 1 else ""))
-    print(f"judge {judge.fingerprint} DRIFTED: below {floor}, the model changed under the same name; stored in "
+    print(f"judge {judge.fingerprint} DRIFTED: graded again on {result.n} of its stored pairs, {result.why_drifted}: "
+          f"the model changed under the same name; stored in "
           f"{where}: every run using its grades warns until a recheck meets the floor. To grade again into a new "
           f"file: {command}")
     return 1

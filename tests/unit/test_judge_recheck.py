@@ -74,7 +74,8 @@ def test_an_unchanged_judge_gives_its_stored_grades_and_the_file_is_untouched(fa
     assert f"on {holes} of its {holes} stored grade(s)" in out
     assert f"the same grade on 100% ({holes}/{holes}), the same relevance on 100% ({holes}/{holes})" in out
     fingerprint = stored.current().fingerprint
-    assert f"judge {fingerprint} gives the grades it stored (the same relevance on at least 90% of the pairs)" in out
+    assert f"judge {fingerprint} gives the grades it stored (the same relevance on at least 90% of the pairs, and on " \
+           "at least 50% of those stored as relevant and of those stored as not)" in out
     record = load(recheck_path(judgments))[fingerprint]
     assert recheck_path(judgments) == tmp_path / "judgments.recheck.json"
     assert (record["pairs"], record["stored"], record["agreement"], record["exact"], record["drifted"]) == (
@@ -97,7 +98,8 @@ def test_a_judge_updated_under_its_name_is_drifted_and_every_run_using_its_grade
     now = [0 if is_judged_relevant(g) else 3 for g in grades]
     exact = sum(a == b for a, b in zip(grades, now))
     assert exact == 0 and f"the same grade on 0% (0/24), the same relevance on 0% (0/24)" in out
-    assert f"judge {current.fingerprint} DRIFTED: below the same relevance on at least 90% of the pairs" in out
+    assert f"judge {current.fingerprint} DRIFTED: graded again on " in out
+    assert "of its stored pairs, it gave the same relevance on 0% of them, below 90%: the model changed" in out
     command = out.split("To grade again into a new file: ", 1)[1].strip()
     assert command == (f"python -m pytest_retrieval_eval judge {results} --judgments={tmp_path / 'judgments.rejudged.jsonl'} "
                        f"--corpus={CORPUS} --model=judge-1")
@@ -156,3 +158,17 @@ def test_the_recheck_figures_are_exact_relevance_and_kappa_of_the_stored_against
                                 "3": {"0": 1, "3": 1}}
     assert json.loads(json.dumps(record))["agreement"] == 0.8
     assert not Recheck(Judge("m", "p"), [(3, 3)] * 9 + [(2, 1)]).drifted  # 90% meets the floor
+
+
+def test_a_judge_that_now_grades_everything_not_relevant_is_drifted_though_most_pairs_agree():
+    """Two relevant pairs of twenty stored; the judge now says 0 to all: 90% agree, the floor of
+    the share alone would pass it, the relevant ones it keeps (0 of 2) do not."""
+    lazy = Recheck(Judge("m", "p"), [(3, 0), (2, 0)] + [(0, 0)] * 18, stored=20)
+    assert lazy.agreement == 0.9 and lazy.kept(True) == 0.0 and lazy.kept(False) == 1.0
+    assert lazy.drifted and lazy.why_drifted == "of those it stored as relevant, it grades only 0% so now, below 50%"
+    assert lazy.record("2026-01-02T03:04:05Z")["why"] == lazy.why_drifted
+    # one borderline flip among the relevant ones is a temperature-0 judge's noise, not a drift
+    assert not Recheck(Judge("m", "p"), [(3, 3), (2, 1)] + [(0, 0)] * 18).drifted
+    # the server naming another model answering is a drift whatever the grades
+    other = Recheck(Judge("m", "p"), [(0, 0)] * 5, answered_by=Judge("m-2025-06", "p"))
+    assert other.why_drifted == "the server names another model as answering (m-2025-06)"

@@ -5,8 +5,9 @@ N of the grades the judge stored (holes and calibration pairs whose question and
 read as they did) are drawn with a fixed seed and graded again by the same settings; the new
 grades are compared with the stored ones, and not written to the judgments file (the runs keep
 reading what they read). Agreement on relevance (grade >= ``RELEVANT_FROM`` on both sides) below
-``RECHECK_FLOOR`` marks the judge as drifted: every run that uses its grades then warns, until a
-recheck meets the floor again. The result is kept per judge fingerprint in
+``RECHECK_FLOOR``, either kind of stored relevance kept on fewer than ``KEPT_FLOOR`` of its pairs,
+or another model answering marks the judge as drifted: every run that uses its grades then warns,
+until a recheck meets the floors again. The result is kept per judge fingerprint in
 ``judgments.recheck.json`` beside the judgments file (as ``judge --validate``'s are in
 ``judgments.validation.json``).
 """
@@ -28,6 +29,8 @@ RECHECK_FLOOR = 0.9
 #: the kinds of stored grade a recheck draws from: those a run reads (holes) and those set against
 #: the humans (calibration); a candidate's document is not in the corpus, a worksheet's is a person's
 RECHECKED_KINDS = ("hole", "calibration")
+#: the lowest share of each kind of stored relevance (relevant, not relevant) graded so again
+KEPT_FLOOR = 0.5
 
 
 def recheck_path(judgments: str | Path) -> Path:
@@ -93,9 +96,33 @@ class Recheck:
     def relevance(self) -> list[tuple[int, int]]:
         return [(int(is_judged_relevant(a)), int(is_judged_relevant(b))) for a, b in self.grades]
 
+    def kept(self, relevant: bool) -> float:
+        """The share of the pairs stored as relevant (``relevant``), or as not, graded so again."""
+        side = [now for was, now in self.relevance() if was == int(relevant)]
+        return sum(now == int(relevant) for now in side) / len(side) if side else float("nan")
+
+    @property
+    def why_drifted(self) -> str | None:
+        """Why the judge counts as drifted, or None: relevance kept on fewer than ``RECHECK_FLOOR``
+        of the pairs; or either kind of stored relevance kept on fewer than half of its pairs (the
+        share alone passes a judge that now grades everything 0 when few pairs were relevant); or
+        the server names another model as answering."""
+        if not self.n:
+            return None
+        if self.agreement < RECHECK_FLOOR:
+            return f"it gave the same relevance on {self.agreement:.0%} of them, below {RECHECK_FLOOR:.0%}"
+        for relevant in (True, False):
+            share = self.kept(relevant)
+            if share == share and share < KEPT_FLOOR:
+                return (f"of those it stored as {'relevant' if relevant else 'not relevant'}, it grades only "
+                        f"{share:.0%} so now, below {KEPT_FLOOR:.0%}")
+        if self.answered_by is not None:
+            return f"the server names another model as answering ({self.answered_by.model})"
+        return None
+
     @property
     def drifted(self) -> bool:
-        return bool(self.n) and self.agreement < RECHECK_FLOOR
+        return self.why_drifted is not None
 
     def describe(self) -> str:
         kappa = f"{self.kappa:.2f}" if self.kappa == self.kappa else "undefined (one label throughout)"
@@ -115,7 +142,8 @@ class Recheck:
             row[str(b)] = row.get(str(b), 0) + 1
         return {"judge": self.judge.to_dict(), "pairs": self.n, "stored": self.stored, "exact": number(self.exact),
                 "agreement": number(self.agreement), "kappa": number(self.kappa), "floor": RECHECK_FLOOR,
-                "drifted": self.drifted, "checked": when, "grades": dict(sorted(changed.items())),
+                "drifted": self.drifted, **({"why": self.why_drifted} if self.drifted else {}),
+                "checked": when, "grades": dict(sorted(changed.items())),
                 **({"answered_by": self.answered_by.to_dict()} if self.answered_by is not None else {})}
 
 

@@ -176,9 +176,10 @@ class JudgmentsUsed:
         out = []
         if self.recheck is not None:
             r = self.recheck
+            why = r.get("why") or (f"it gave the same relevance on {float(r.get('agreement') or 0):.0%} of them, "
+                                   f"below {float(r.get('floor') or 0):.0%}")
             out.append(f"judge {self.judge.model} ({self.judge.fingerprint}) drifted: graded again on {r.get('pairs')} "
-                       f"of its stored pairs ({str(r.get('checked', '?'))[:10]}), it gave the same relevance on "
-                       f"{float(r.get('agreement') or 0):.0%} of them, below {float(r.get('floor') or 0):.0%}: the "
+                       f"of its stored pairs ({str(r.get('checked', '?'))[:10]}), {why}: the "
                        "model changed under the same name, and the +judged numbers rest on grades it no longer gives "
                        "(judge --recheck)")
         if self.validation_state == "unvalidated":
