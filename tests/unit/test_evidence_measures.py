@@ -89,6 +89,20 @@ def test_a_failed_evidence_rule_names_the_misses_among_the_passages_as_its_cause
     assert failed.causes == ("  cause: chunks missed 2 of 2 at hit@1+evidence: 2 right document, wrong passage",)
 
 
+def test_a_rule_on_the_evidence_twin_of_an_ids_only_engine_says_why_it_has_no_value():
+    from pytest_retrieval_eval.gate.rules import Threshold
+    from pytest_retrieval_eval.gate.settings import GateSettings
+    from pytest_retrieval_eval.gate.verdict import verdict_of
+
+    ids = adapters.function(lambda q, k: ["wifi" if "wifi" in q else "print"], name="ids")
+    run = RunResults([evaluate_engine(ids, EVIDENCE)])
+    rule = Threshold.parse("ids:hit@1+evidence>=0.9", source="t")
+    [failed] = verdict_of(run, GateSettings(thresholds=(rule,))).of_kind("rule")
+    assert failed.startswith("ids: hit@1+evidence = nan, required >= 0.9")
+    assert "no evidence-level value: the engine returns document ids, not passages" in failed
+    assert failed.causes == ()  # the documents' misses (none) say nothing of passages it never returned
+
+
 def test_an_http_service_returning_passages_is_scored_at_the_evidence_level():
     def answer(request):
         doc = "wifi" if "wifi" in request["q"] else "print"

@@ -197,3 +197,17 @@ def test_rules_gate_a_ppi_measure_by_threshold_but_refuse_a_max_drop_or_a_segmen
         MaxDrop.parse("ndcg@10~ppi=0.02")
     with pytest.raises(RetrievalEvalError, match="write hit@5\\+judged for the segment"):
         Threshold.parse("hybrid[body-only]:hit@5~ppi>=0.5")
+
+
+def test_a_failed_ppi_rule_names_the_questions_people_judged_and_no_miss_of_the_documents():
+    from pytest_retrieval_eval.gate.settings import GateSettings
+    from pytest_retrieval_eval.gate.verdict import verdict_of
+
+    e, _, _ = judged_run(6, error=0.15, humans=40, n=200)
+    rule = Threshold.parse("engine:ndcg@10~ppi>=0.99", source="t")
+    [failed] = verdict_of(RunResults([e]), GateSettings(thresholds=(rule,))).of_kind("rule")
+    assert failed.startswith(f"engine: ndcg@10~ppi = {e.mean('ndcg@10~ppi'):.4f}, required >= 0.99")
+    assert "from 40 of 200 questions judged by people" in failed and failed.causes == ()
+    without = EvaluationResult("engine", e.labeled, e.results)  # no judgments read
+    [none] = verdict_of(RunResults([without]), GateSettings(thresholds=(rule,))).of_kind("rule")
+    assert "= nan" in none and "no estimate: the run reads no judgments (--retrieval-judgments=FILE)" in none

@@ -343,7 +343,16 @@ def _row(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequen
               **{f"run.{k}": float(len(e.run_lint.get(k, ()))) for k in RUN_LINT_KINDS}, "stale": float(len(stale))}
     details = {m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness}
     for m in measures_needed(thresholds):  # a ~ppi rule: the questions people judged, not all n
-        if Measure.parse(m).ppi and (found := e.ppi(m)) is not None:
+        if Measure.parse(m).evidence and not e.returns_passages:
+            details[m] = ("no evidence-level value: the engine returns document ids, not passages (return "
+                          "pytest_retrieval_eval.Passage(doc_id, text) to score passages)")
+        if not Measure.parse(m).ppi:
+            continue
+        found = e.ppi(m)
+        if found is None:
+            details[m] = ("no estimate: no question people judged completely to its cutoff" if e.judge is not None
+                          else "no estimate: the run reads no judgments (--retrieval-judgments=FILE)")
+        else:
             details[m] = (f"from {found.n} of {found.N} questions judged by people"
                           + (f", human-only: {found.note.split(':')[0]}" if found.fell_back else ""))
     if stale:

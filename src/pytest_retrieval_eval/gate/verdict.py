@@ -159,6 +159,8 @@ def _causes(run: RunResults, a: Analysis, breach: Any) -> tuple[str, ...]:
         return ()
     if q.measure.freshness or q.measure.count or breach.threshold.segment:
         return ()  # a segment rule's failure names its lowest questions itself
+    if q.measure.ppi:
+        return ()  # an estimate over the questions people judged: no miss of its own to name
     k = q.measure.k or a.miss_k
     out: list[str] = []
     for e in run.evaluations:

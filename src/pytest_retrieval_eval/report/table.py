@@ -167,7 +167,8 @@ def render(verdict: Verdict, *, ci: bool = True, detail: bool = True) -> list[st
     if evidence:
         lines += _grid(verdict, evidence, EVIDENCE_HEADER, ci=ci) + evidence_lines(verdict)
     if judged:
-        lines += _grid(verdict, judged, JUDGED_HEADER, ci=ci)
+        # ~ppi estimates beside +judged values: each column says which it is (they rest on other questions)
+        lines += _grid(verdict, judged, JUDGED_HEADER, ci=ci, suffixes=any(Measure.parse(m).ppi for m in judged))
     if fresh:
         lines += _grid(verdict, fresh, "freshness", ci=False) + (freshness_lines(verdict)[1:] if detail else [])
     return lines + (effect_lines(verdict) if ci and detail else []) + (detectable_lines(verdict) if detail else [])
@@ -209,13 +210,14 @@ def evidence_lines(verdict: Verdict) -> list[str]:
     return handed + textwrap.wrap(said, width=80, subsequent_indent="  ", break_on_hyphens=False)
 
 
-def _grid(verdict: Verdict, measures: Sequence[str], first: str, *, ci: bool) -> list[str]:
+def _grid(verdict: Verdict, measures: Sequence[str], first: str, *, ci: bool, suffixes: bool = False) -> list[str]:
     names, beaten = letters(verdict), wins(verdict)
     several_sets = len({e.labeled.name for e in verdict.run.evaluations}) > 1
     if first == "freshness":
         days = sorted({e.freshness.as_of for e in verdict.run.evaluations if e.freshness is not None})
         first = f"freshness as of {', '.join(days)}" if days else first
-    header = [first] + (["labeled set"] if several_sets else []) + [short(m) for m in measures] + ["n", "errored"]
+    header = [first] + (["labeled set"] if several_sets else []) + [m if suffixes else short(m) for m in measures] \
+        + ["n", "errored"]
     lines: list[list[str]] = [header]
     rows = {(r.engine, r.labeled): r for r in verdict.rows}
     for e in verdict.run.evaluations:
