@@ -118,3 +118,29 @@ def test_the_helpdesk_evidence_csv_with_its_tags_column_sets_the_same_tags(desk,
     assert "updated 16 (evidence added;" in out
     cache = load_questions_cache("labels.json")
     assert {q.query_id: q.tags for q in cache} == tags and all(q.source["by"] == "handwritten" for q in cache)
+
+
+def test_sync_of_a_trimmed_file_removes_the_question_it_added_but_not_the_one_it_updated(desk, capsys):
+    [vpn, *_] = network()
+    rows = evidence_rows([vpn]) + '"","Who may borrow the spare projector?",vpn-setup,\n'
+    (desk / "ev.csv").write_text(rows, encoding="utf-8")
+    out = label(capsys, "import", "ev.csv")
+    assert "added 1" in out and "updated 1 (evidence added" in out
+    added = {q.question: q.query_id for q in load_questions_cache("labels.json")}["Who may borrow the spare projector?"]
+    (desk / "ev.csv").write_text('id,question,doc_id,evidence\n"","Why is the sky blue?",vpn-setup,\n', encoding="utf-8")
+    out = label(capsys, "import", "ev.csv", "--sync")
+    assert f"removed (gone from ev.csv): {added}" in out and "removed 1" in out
+    assert vpn in {q.query_id for q in load_questions_cache("labels.json")}  # only updated by ev.csv: kept
+
+
+def test_a_jsonl_record_without_tags_or_grades_keeps_the_questions_tags_and_grade(desk, capsys):
+    [vpn, *_] = network()
+    raw = json.loads((desk / "labels.json").read_text())
+    entry = next(e for e in raw["queries"] if e["id"] == vpn)
+    entry["relevant"] = {"vpn-setup": 2}
+    (desk / "labels.json").write_text(json.dumps(raw))
+    (desk / "ev.jsonl").write_text(json.dumps({"id": vpn, "question": entry["question"], "doc_id": "vpn-setup",
+                                               "evidence": "switch the profile to TCP mode"}) + "\n")
+    assert "updated 1 (evidence added" in label(capsys, "import", "ev.jsonl")
+    q = load_questions_cache("labels.json").by_id()[vpn]
+    assert q.tags == ("area:network",) and dict(q.relevant) == {"vpn-setup": 2} and q.source["by"] == "handwritten"
