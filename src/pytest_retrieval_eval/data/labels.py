@@ -216,7 +216,9 @@ def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
         problem = query_problem(qid, text, relevant)
         if problem:
             raise bad(problem[0], {"id": "query_id", "question": "query", "relevant": "relevant_docs"}[problem[1]])
-        source = {"by": f"{IMPORTED}:{Path(path).name}", "_line": number, "_file": str(path)}
+        graded = isinstance(docs, dict) or any(isinstance(i, dict) and ("relevance" in i or "grade" in i) for i in docs)
+        source = {"by": f"{IMPORTED}:{Path(path).name}", "_line": number, "_file": str(path),
+                  "_carries": _carried(tags=False, grades=graded, evidence="evidence" in record)}
         if record.get("reference_answer"):
             source["reference_answer"] = str(record["reference_answer"])
         if record.get("evidence"):
@@ -328,7 +330,8 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
         if problem:
             field = {"id": icol or qcol, "question": qcol, "relevant": dcol}[problem[1]]
             raise RetrievalEvalError(problem[0], path=path, line=entry["line"], field=field)
-        source: dict[str, Any] = {"by": f"{IMPORTED}:{Path(path).name}", "_line": entry["line"], "_file": str(path)}
+        source: dict[str, Any] = {"by": f"{IMPORTED}:{Path(path).name}", "_line": entry["line"], "_file": str(path),
+                                  "_carries": _carried(tags=tcol, grades=gcol, evidence=ecol)}
         if entry["notes"]:
             source["_notes"] = entry["notes"]
         if not entry["given"]:
@@ -337,6 +340,16 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
             source["evidence"] = _evidence(entry["evidence"], entry["relevant"], path, entry["line"], ecol)
         out.append(LabeledQuery(qid, entry["question"], entry["relevant"], source, tuple(sorted(entry["tags"]))))
     return out
+
+
+def _carried(**fields: Any) -> tuple[str, ...]:
+    """The fields a file's record carries (``source._carries``), of ``CARRIED``: an import over an
+    existing question keeps what its file does not carry (``_merge``)."""
+    return tuple(f for f in CARRIED if fields.get(f))
+
+
+#: the fields a label file may carry or not: a tags column, a grade column, an evidence column
+CARRIED = ("tags", "grades", "evidence")
 
 
 #: header names of the optional column of a question's tags (its segments)
@@ -399,7 +412,8 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
         problem = query_problem(qid, question, relevant)
         if problem:
             raise RetrievalEvalError(problem[0], path=path, line=number, field=problem[1])
-        source = {"by": f"{IMPORTED}:{Path(path).name}", "_line": number, "_file": str(path)}
+        source = {"by": f"{IMPORTED}:{Path(path).name}", "_line": number, "_file": str(path),
+                  "_carries": _carried(tags="tags" in record, grades="relevant" in record, evidence="evidence" in record)}
         if record.get("evidence"):
             source["evidence"] = _evidence(record["evidence"], relevant, path, number, "evidence")
         out.append(LabeledQuery(qid, question, relevant, source, _tags(record.get("tags"), path, number, "tags")))
@@ -421,7 +435,9 @@ def read_beir(folder: str | Path, split: str = "test") -> list[LabeledQuery]:
                                      line=_first_line(qrels, q.query_id + "\t"))
     qrels = str(Path(folder) / "qrels" / f"{split}.tsv")  # the file a split's judgments come from
     quotes = _beir_evidence(Path(folder) / "qrels" / f"{split}.evidence.jsonl", {q.query_id: q for q in labeled})
+    carries = _carried(grades=True, evidence=(Path(folder) / "qrels" / f"{split}.evidence.jsonl").is_file())
     return [LabeledQuery(q.query_id, q.question, dict(q.relevant), {"by": f"{IMPORTED}:beir/{split}", "_file": qrels,
+                                                                    "_carries": carries,
                                                                     **({"evidence": quotes[q.query_id]}
                                                                        if q.query_id in quotes else {})})
             for q in labeled]
@@ -525,10 +541,21 @@ class ImportReport:
     removed: list[str] = field(default_factory=list)  # --sync: brought by this file before, gone from it now
     notes: list[str] = field(default_factory=list)  # rows merged into one question, said
     unproven: list[str] = field(default_factory=list)  # --sync: gone from it, but recorded by base name only: kept
+    #: same question text, brought up to date by a file that did not write it (``_merge``): its author stays
+    updated: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)  # what the updates did (evidence added, ...), in order
+    kept_tags: list[str] = field(default_factory=list)  # updated or replaced, the file carrying no tags: kept
 
     def summary(self) -> str:
         removed = f", removed {len(self.removed)}" if self.removed else ""
-        return f"added {len(self.added)}, replaced {len(self.replaced)}, unchanged {len(self.skipped)}{removed}"
+        out = f"added {len(self.added)}, replaced {len(self.replaced)}, unchanged {len(self.skipped)}{removed}"
+        if self.updated:
+            out += f", updated {len(self.updated)} ({', '.join(self.changes)}; their author and source kept)"
+        if self.kept_tags:
+            n = len(self.kept_tags)
+            out += (f", kept their tags" if set(self.kept_tags) == set(self.updated + self.replaced) else
+                    f", kept the tags of {n}") + " (the file has no tags)"
+        return out
 
 
 def _key(question: str) -> str:
@@ -561,6 +588,61 @@ def _by_name_only(q: LabeledQuery, names: set[str]) -> bool:
     return "file" not in q.source and str(q.source.get("by") or "") in names
 
 
+def _owned(q: LabeledQuery, file: str | None, by: str) -> bool:
+    """The entry was written by this file (``source.file``; an older entry: its base name, ``by``)."""
+    return (file is not None and q.source.get("file") == file) or ("file" not in q.source and q.source.get("by") == by)
+
+
+def _merge(old: LabeledQuery, new: LabeledQuery, carries: Sequence[str], file: str | None,
+           corpus: Any) -> tuple[LabeledQuery, str, list[str]]:
+    """``new`` (stamped, from a file) over ``old`` (the cache's entry of that id): the entry, its
+    kind (``replaced`` or ``updated``) and what changed. Nothing the file does not mention is lost:
+
+    - tags: the file's when it carries tags (a tags column, a ``tags`` field; an empty cell: none),
+      else ``old``'s;
+    - same question text, from a file that did not write the entry: ``updated``: ``old``'s source
+      is kept (who wrote it, its chunk fingerprints, its file: ``--sync`` ownership), the file
+      recorded in ``source.updated_by``; judged documents merge: the file's documents join, with
+      the file's grade when it carries grades, else the grade ``old`` gave (1 for a new one);
+      documents the file does not name keep their grade and fingerprint; the file's evidence
+      replaces that of the documents it quotes, the others keep theirs;
+    - the question text changed, or the file wrote the entry: ``replaced`` by the file's version
+      (as before), its source the file's, keeping only tags and, when the file carries no evidence,
+      the evidence of documents still judged."""
+    tags = new.tags if "tags" in carries else old.tags
+    changes: list[str] = []
+    if new.question != old.question or _owned(old, file, str(new.source.get("by"))):
+        evidence = dict(new.source.get("evidence") or {}) if "evidence" in carries else {
+            d: v for d, v in (old.source.get("evidence") or {}).items() if d in new.relevant and new.relevant[d] >= 1}
+        source = {k: v for k, v in new.source.items() if k != "evidence"}
+        if evidence:
+            source["evidence"] = evidence
+        return LabeledQuery(new.query_id, new.question, dict(new.relevant), source, tags), "replaced", changes
+    relevant = dict(old.relevant)
+    for doc, grade in new.relevant.items():
+        if doc not in relevant:
+            changes.append("documents added")
+        elif "grades" in carries and relevant[doc] != grade:
+            changes.append("grades changed")
+        relevant[doc] = grade if "grades" in carries or doc not in relevant else relevant[doc]
+    evidence = {d: list(v) for d, v in (old.source.get("evidence") or {}).items() if relevant.get(d, 0) >= 1}
+    for doc, quotes in (new.source.get("evidence") or {}).items():
+        if relevant.get(doc, 0) >= 1 and evidence.get(doc) != list(quotes):
+            changes.append("evidence changed" if doc in evidence else "evidence added")
+            evidence[doc] = list(quotes)
+    if tuple(tags) != tuple(old.tags):
+        changes.append("tags changed")
+    source = {k: v for k, v in old.source.items() if k != "evidence"}
+    judged = dict(old.source.get("judged_sha256") or {})
+    judged.update({d: corpus.get(d).fingerprint for d in new.relevant})  # the file judged these now
+    source["judged_sha256"] = {d: judged[d] for d in sorted(relevant) if d in judged}
+    if evidence:
+        source["evidence"] = evidence
+    if file is not None and changes:
+        source["updated_by"] = sorted({*(old.source.get("updated_by") or ()), file})
+    return LabeledQuery(old.query_id, old.question, relevant, source, tags), "updated", changes
+
+
 def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Path, *, origin: str | None = None,
                   generator_notes: str = "", sync: bool = False) -> ImportReport:
     """Stamp ``entries`` against ``corpus`` and merge them into the cache at ``cache`` (created if
@@ -577,6 +659,7 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
     cache = Path(cache)
     report = ImportReport(notes=[f"{q.query_id}: {n}" for q in entries for n in q.source.get("_notes", ())])
     text_ids = {q.query_id for q in entries if q.source.get("_text_id")}
+    carries = [tuple(q.source.get("_carries", CARRIED)) for q in entries]  # before the stamp drops it
     entries = [_from_file(q, cache, origin) for q in entries]
     check_evidence(entries, corpus, origin)
     stamped = stamp(LabeledSet(tuple(entries), name=cache.name), corpus, origin=origin).labeled
@@ -586,17 +669,22 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
         by_text = {_key(q.question): q.query_id for q in merged.values()}
         stamped = [LabeledQuery(by_text.get(_key(q.question), q.query_id), q.question, dict(q.relevant), q.source,
                                 q.tags) if q.query_id in text_ids else q for q in stamped]
-        for q in stamped:
+        for q, carried in zip(stamped, carries):
             old = merged.get(q.query_id)
             if old is None:
                 report.added.append(q.query_id)
-            elif (old.question, dict(old.relevant), old.tags, old.source.get("evidence")) == (
-                    q.question, dict(q.relevant), q.tags, q.source.get("evidence")):
+                merged[q.query_id] = q
+                continue
+            new, kind, changes = _merge(old, q, carried, q.source.get("file"), corpus)
+            if (old.question, dict(old.relevant), old.tags, old.source.get("evidence")) == (
+                    new.question, dict(new.relevant), new.tags, new.source.get("evidence")):
                 report.skipped.append(q.query_id)  # kept as it was, source too: a namesake may have brought it
                 continue
-            else:
-                report.replaced.append(q.query_id)
-            merged[q.query_id] = q
+            getattr(report, kind).append(q.query_id)
+            report.changes += [c for c in changes if c not in report.changes]
+            if "tags" not in carried and old.tags:
+                report.kept_tags.append(q.query_id)
+            merged[q.query_id] = new
         if sync:  # only what provably came from this very file goes; a namesake's questions stay
             now = {q.query_id for q in stamped}
             files = {q.source["file"] for q in stamped if "file" in q.source}
