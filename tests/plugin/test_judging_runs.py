@@ -235,3 +235,15 @@ def test_a_run_judging_at_a_server_that_only_echoes_the_model_name_says_to_name_
     text = result.stdout.str() + result.stderr.str()
     assert result.ret != 0 and "INTERNALERROR" not in text and "Traceback" not in text
     assert "--retrieval-judge-model" in text or "--model" in text, text
+
+
+def test_a_run_whose_judge_refuses_every_call_fails_naming_the_http_cause(bundled_project, fake_api):
+    bundled_project.makepyfile(BUNDLED_TESTS)
+    fake_api.script("/chat/completions", Reply(401, {"error": {"message": "invalid api key"}}))
+    result = bundled_project.runpytest("-m", "retrieval", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
+                                       "--retrieval-judge-model=openai/gpt-4o-mini", "--retrieval-judge-depth=1")
+    text = result.stdout.str()
+    assert result.ret == 1 and "Traceback" not in text
+    failure = next(line for line in text.splitlines() if line.startswith("FAIL retrieval gate: judgments j.jsonl"))
+    assert failure.startswith("FAIL retrieval gate: judgments j.jsonl: the judge graded nothing: all ")
+    assert "401" in failure and "no judge with fingerprint" not in text

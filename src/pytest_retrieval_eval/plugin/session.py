@@ -540,6 +540,10 @@ def _judge_holes(session: "RetrievalSession", run: Any) -> str | None:
     for report in reports:
         session.progress(f"{shown(j.judgments)}: {report.summary()}"
                          + (f"; {len(missing)} pooled document(s) not in the corpus" if missing else ""))
+        if report.failed and not report.asked and not report.reused:  # say the cause, not what it leaves behind
+            first = next(iter(report.failed.values()))
+            raise RetrievalEvalError(f"the judge graded nothing: all {len(report.failed)} call(s) failed, the first "
+                                     f"with {first}")
     return None if j.panel else reports[0].judge.fingerprint  # the model the server says answered
 
 
