@@ -138,3 +138,19 @@ def test_a_baseline_of_another_labeled_set_is_refused_naming_what_changed():
         **_engine("a", set()).to_dict()["labeled"], "fingerprint": "0" * 64}})
     [refusal] = compare(RunResults([_engine("a", set())]), RunResults([same]), ["hit@1"]).refusals
     assert "no question differs: only the recorded fingerprint does" in refusal
+
+
+def test_an_embedder_that_answered_its_canaries_otherwise_is_noted_beside_the_comparison_never_refused():
+    from dataclasses import replace
+
+    from pytest_retrieval_eval.gate.baseline import compare
+
+    base = replace(_engine("hybrid", {1}), engine_info={"embedder": "openai:http://x:emb", "embedder_canary": "a" * 64})
+    same = replace(_engine("hybrid", {1}), engine_info=dict(base.engine_info))
+    moved_model = replace(_engine("hybrid", {1, 2}), engine_info={**base.engine_info, "embedder_canary": "b" * 64})
+    quiet = compare(RunResults([same]), RunResults([base]), ["hit@1"])
+    assert not any("canaries" in n for n in quiet.notes)
+    said = compare(RunResults([moved_model]), RunResults([base]), ["hit@1"])
+    assert not said.refusals and said.diffs
+    assert (f"hybrid: its embedder answered the drift canaries otherwise than the baseline's (canary {'a' * 12} -> "
+            f"{'b' * 12}): the embedding model behind openai:http://x:emb changed") in " ".join(said.notes)

@@ -254,6 +254,18 @@ def _on_run_day(now: EvaluationResult, base: EvaluationResult, measure: str, sha
     return {"days": days, "before_on_run_day": _mean_over(rejudged, measure, shared)}
 
 
+def canary_note(now: EvaluationResult, base: EvaluationResult) -> str | None:
+    """Said beside a comparison whose engine's embedder answered its drift canaries otherwise than
+    the baseline's (``hybrid/canaries.py``): its numbers may move with the embedding model, not the
+    team's change; never a refusal (each machine's cache stamps its own)."""
+    a, b = base.engine_info.get("embedder_canary"), now.engine_info.get("embedder_canary")
+    if not a or not b or a == b:
+        return None
+    return (f"{now.engine}: its embedder answered the drift canaries otherwise than the baseline's (canary "
+            f"{str(a)[:12]} -> {str(b)[:12]}): the embedding model behind {now.engine_info.get('embedder', 'it')} "
+            "changed, or the baseline was made on another machine; a move may be the model's")
+
+
 def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force: bool = False,
             correction: str = "holm") -> BaselineComparison:
     """Every engine of ``now`` against its baseline on ``measures``; the p-values are corrected
@@ -286,9 +298,10 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
         if only_base or only_now:
             paired_over.append(f"{e.engine} on {e.labeled.name}: compared over the {len(shared)} questions both hold; "
                                f"{only_base} only in the baseline and {only_now} only in this run left out")
-        said = latency_note(e, b)
-        if said:
-            out.notes.append(said)
+        said = latency_note(e, b) or None
+        for note in (said, canary_note(e, b)):
+            if note:
+                out.notes.append(note)
     for b in base.evaluations:
         if now.get(*b.key) is None:
             out.notes.append(f"{b.engine} on {b.labeled.name} is in the baseline but was not evaluated now")
