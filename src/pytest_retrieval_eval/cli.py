@@ -3,7 +3,9 @@
 - ``generate``: fill the questions cache with one LLM-written question per chunk that lacks a
   fresh one (``--only-missing``, the default), or replace every question (``--regenerate``);
 - ``check``: say whether the questions cache is stale against the corpus (exit 1 if so); with
-  ``--labels`` (``--training``, ``--results``) whether the labeled set is any good;
+  ``--labels`` (``--training``, ``--results``) whether the labeled set is any good; the corpus
+  and questions not given are the project's ini file's (as pytest finds it), else the corpus the
+  ``--results`` run searched;
 - ``subset``: write the questions of a saved run that best separate its engines, a subset a run
   selects with ``--retrieval-subset=NAME``;
 - ``report``: judge a saved ``results.json`` again (against a baseline, with thresholds and
@@ -20,6 +22,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from .data.judgments import KAPPA_FLOOR, RELEVANT_FROM
 from .errors import RetrievalEvalError
@@ -41,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--concurrency", type=int, default=4)
     check = sub.add_parser("check", help="is the questions cache stale against the corpus? with --labels, "
                            "--training or --results: is the labeled set any good?")
-    add_to_argparse(check, "check", **files)
+    # not given: the project's ini file (as pytest finds it), then the corpus a --results run searched
+    add_to_argparse(check, "check", corpus=None, questions=None)
     check.add_argument("--labels", action="store_true",
                        help="also check the set itself: near-duplicate questions, questions leaking their "
                             "document's title or copying its passage (exit 1 on a finding)")
@@ -215,12 +219,102 @@ def _generate(args) -> int:
     return 1 if report.failed else 0
 
 
-def _check(args) -> int:
+#: the ini files pytest reads its settings from, in the order it looks in each folder
+INI_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+INI_NAMED = "retrieval_corpus in the project's ini file (pyproject.toml, pytest.ini, tox.ini or setup.cfg)"
+
+
+def project_ini(start: Path | None = None) -> tuple[Path, dict[str, str]] | None:
+    """The ini file pytest would read, found as pytest finds it (from ``start``, the working
+    directory, up), and its settings; None where there is none."""
+    import configparser
+
+    for folder in (here := (start or Path.cwd()).resolve(), *here.parents):
+        for name in INI_FILES:
+            path = folder / name
+            if not path.is_file():
+                continue
+            if name == "pyproject.toml":
+                try:
+                    import tomllib
+                except ImportError:  # Python 3.10: no TOML reader; the other ini files still count
+                    continue
+                try:
+                    tool = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {})
+                except (OSError, ValueError):
+                    continue
+                table = tool.get("pytest")
+                if not isinstance(table, dict):
+                    continue
+                table = table.get("ini_options", table)
+                return path, {k: v if isinstance(v, str) else " ".join(map(str, v)) if isinstance(v, list) else str(v)
+                              for k, v in table.items()}
+            parser = configparser.ConfigParser(interpolation=None, strict=False)
+            try:
+                parser.read(path, encoding="utf-8")
+            except (configparser.Error, UnicodeDecodeError):
+                continue
+            section = {"pytest.ini": "pytest", ".pytest.ini": "pytest", "tox.ini": "pytest"}.get(name, "tool:pytest")
+            if parser.has_section(section):
+                return path, dict(parser.items(section))
+            if name in ("pytest.ini", ".pytest.ini"):  # pytest.ini is the ini file even without a section
+                return path, {}
+    return None
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` as typed from the working directory: relative where it is under it."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _check_files(args) -> Any:
+    """``check``'s corpus (loaded) and questions, each from the command line, else the project's
+    ini file (its paths relative to the file, as the plugin reads them), else, for the corpus, the
+    one the ``--results`` run searched, else ``corpus`` and ``questions.cache.json``; a corpus
+    not found says how to name it. Sets ``args.corpus`` and ``args.questions`` as messages show them."""
     from .data.corpus import open_corpus
+
+    found = project_ini()
+    ini = found[1] if found else {}
+    for key, default in (("corpus", "corpus"), ("questions", "questions.cache.json")):
+        if getattr(args, key) is None:
+            value = ini.get(f"retrieval_{key}", "").strip()
+            setattr(args, key, _shown_path((found[0].parent / value).resolve()) if value else None)
+    if args.corpus is not None:
+        return _open_named(open_corpus, args.corpus, f"--corpus={args.corpus}" if found is None or
+                           "retrieval_corpus" not in ini else f"retrieval_corpus in {_shown_path(found[0])}")
+    args.questions = args.questions or "questions.cache.json"
+    searched = ""
+    if args.results:
+        from .gate.saved import load_saved
+
+        try:
+            corpus, args.corpus = _judge_corpus(load_saved(args.results).run, args)
+            return corpus
+        except RetrievalEvalError as exc:
+            searched = f"; {exc}"
+    args.corpus = "corpus"
+    return _open_named(open_corpus, "corpus", "the default", searched)
+
+
+def _open_named(open_corpus, path: str, source: str, searched: str = "") -> Any:
+    try:
+        return open_corpus(path).load()
+    except RetrievalEvalError as exc:
+        if not Path(path).exists():
+            raise RetrievalEvalError(f"corpus folder not found ({source}){searched}: name the corpus with "
+                                     f"--corpus=PATH, or set {INI_NAMED}", path=path) from None
+        raise exc
+
+
+def _check(args) -> int:
     from .data.staleness import check, chunk_fingerprints, drop_command, regenerate_command, stamp_command
     from .data.labels import load_labels
 
-    corpus = open_corpus(args.corpus).load()
+    corpus = _check_files(args)
     labeled = load_labels(Path(args.questions))
     stale = check(labeled, corpus, chunk_fingerprints(corpus, labeled))
     stamp = stamp_command(args.corpus, args.questions)

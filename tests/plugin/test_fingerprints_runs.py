@@ -144,3 +144,74 @@ def test_compare_with_mains_record_on_another_corpus_names_the_documents(project
     lines = listed.stdout.splitlines()
     assert len(lines) == 3 and lines[2].endswith(
         "(the change cannot be itemised: the baseline records no document digests)"), lines
+
+
+def edit_labeled_document(root) -> None:
+    """An edit of a labeled document: its question goes stale and the run leaves it out."""
+    path = root / "kb" / "printer-queue.json"
+    doc = json.loads(path.read_text())
+    path.write_text(json.dumps({**doc, "content": doc["content"] + " Jobs now wait a day."}))
+
+
+#: how messages name the printer-queue question (its id was made from its text)
+PRINTER = "'Where do print jobs wait before I pick…' (changed: printer-queue)"
+
+
+def stale_id(project) -> str:
+    return next(q["id"] for q in json.loads((project.path / "questions.cache.json").read_text())["queries"]
+                if "printer-queue" in q["relevant"])
+
+
+def test_a_question_left_out_as_stale_is_said_stale_not_removed_and_compared_over_the_rest(project):
+    assert project.runpytest("-m", "retrieval", "--retrieval-save-baseline=base.json").ret == 0
+    edit_labeled_document(project.path)
+    refused = project.runpytest("-m", "retrieval", "--retrieval-baseline=base.json", "--retrieval-report-dir=out")
+    out = refused.stdout.str()
+    assert refused.ret == 1, out
+    q = stale_id(project)
+    assert json.loads((project.path / "out" / "results.json").read_text())["evaluations"][0]["labeled"][
+        "stale_left_out"] == {q: ["changed: printer-queue"]}
+    # refused on the corpus alone: the labels did not change, the question was left out as stale
+    assert "baseline refused: ours: corpus fingerprint " in out and "(documents: 1 changed (printer-queue))" in out, out
+    assert " removed (" not in out and "labeled set questions.cache.json fingerprint" not in out, out
+    forced = project.runpytest("-m", "retrieval", "--retrieval-baseline=base.json", "--retrieval-baseline-force")
+    out = forced.stdout.str()
+    assert forced.ret == 0, out
+    assert ("compared over the 3 questions both hold; 1 only in the baseline and 0 only in this run left out "
+            f"(1 left out as stale in this run (their document changed: {PRINTER}))") in out, out
+
+
+def test_history_says_a_question_left_out_as_stale_not_removed(project):
+    assert project.runpytest("-m", "retrieval", "--retrieval-history=retrieval-history").ret == 0
+    edit_labeled_document(project.path)
+    assert project.runpytest("-m", "retrieval", "--retrieval-history=retrieval-history").ret == 0
+    listed = subprocess.run([sys.executable, "-m", "pytest_retrieval_eval", "history"], cwd=project.path,
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    said = listed.stdout
+    assert (f"labeled set questions.cache.json (1 left out as stale in this run (their document changed: "
+            f"{PRINTER}))") in said, said
+    assert " removed (" not in said, said
+
+
+def test_compare_with_mains_record_uses_it_though_a_question_is_left_out_as_stale(project):
+    for args in (("init", "-q", "-b", "main"), ("config", "user.email", "t@example.com"), ("config", "user.name", "t")):
+        sh(project.path, "git", *args)
+    (project.path / ".gitignore").write_text("retrieval-history/\n")
+    sh(project.path, "git", "add", "-A")
+    sh(project.path, "git", "commit", "-qm", "one")
+    assert project.runpytest("-m", "retrieval", "--retrieval-history=retrieval-history").ret == 0  # main's record
+    sh(project.path, "git", "checkout", "-qb", "feature")
+    edit_labeled_document(project.path)
+    sh(project.path, "git", "add", "-A")
+    sh(project.path, "git", "commit", "-qm", "the printer article moves on")
+    result = project.runpytest("-m", "retrieval", "--retrieval-history=retrieval-history", "--retrieval-compare=main")
+    out = result.stdout.str()
+    assert result.ret == 1, out
+    assert "no history record of this job" not in out, out
+    assert "baseline refused: ours: corpus fingerprint " in out and "(documents: 1 changed (printer-queue))" in out, out
+    forced = project.runpytest("-m", "retrieval", "--retrieval-history=retrieval-history", "--retrieval-compare=main",
+                               "--retrieval-baseline-force")
+    out = forced.stdout.str()
+    assert forced.ret == 0, out
+    assert f"(1 left out as stale in this run (their document changed: {PRINTER}))" in out, out

@@ -17,7 +17,7 @@ from conftest import requires_hybrid
 
 REPO = Path(__file__).resolve().parents[2]
 SECTIONS = {"dormant", "http", "judge", "own engine", "evaluate", "bundled", "queries", "overhead", "ingestion",
-            "embedding", "memory", "scale", "scaling", "scifact"}
+            "embedding", "memory", "scale", "scaling", "scifact", "canary"}
 
 pytestmark = requires_hybrid
 

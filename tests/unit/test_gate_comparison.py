@@ -154,3 +154,42 @@ def test_an_embedder_that_answered_its_canaries_otherwise_is_noted_beside_the_co
     assert not said.refusals and said.diffs
     assert (f"hybrid: its embedder answered the drift canaries otherwise than the baseline's (canary {'a' * 12} -> "
             f"{'b' * 12}): the embedding model behind openai:http://x:emb changed") in " ".join(said.notes)
+
+
+def _left_out_as_stale(labeled: LabeledSet, stale: dict[str, list[str]]) -> LabeledSet:
+    """``labeled`` as a run on an edited corpus holds it: its stale questions left out."""
+    return LabeledSet(tuple(q for q in labeled.queries if q.query_id not in stale), name=labeled.name,
+                      provenance={**labeled.provenance, "stale_left_out": stale})
+
+
+def _run(labeled: LabeledSet) -> RunResults:
+    return RunResults([EvaluationResult("a", labeled, tuple(QueryResult(q.query_id, (f"d{q.query_id[1:].lstrip('0') or '0'}",))
+                                                            for q in labeled.queries))])
+
+
+def test_questions_left_out_as_stale_are_said_left_out_as_stale_not_removed():
+    from pytest_retrieval_eval.gate.baseline import labeled_changes
+
+    now = _left_out_as_stale(LABELED, {"q03": ["changed: d3"], "q07": ["deleted: d7"]})
+    said = labeled_changes(LABELED, now)
+    assert said == "2 left out as stale in this run (their document changed: q03 (changed: d3), q07 (deleted: d7))"
+    assert "removed" not in said
+    back = labeled_changes(now, LABELED)  # the baseline left them out, this run holds them again
+    assert back == "2 left out as stale in the baseline (their document changed: q03 (changed: d3), q07 (deleted: d7))"
+    assert "added" not in back
+    removed_too = LabeledSet(tuple(q for q in now.queries if q.query_id != "q09"), name="set",
+                             provenance=now.provenance)  # and one truly removed from the labels
+    assert labeled_changes(LABELED, removed_too) == ("1 removed (q09); 2 left out as stale in this run (their document "
+                                                     "changed: q03 (changed: d3), q07 (deleted: d7))")
+
+
+def test_a_baseline_differing_only_by_stale_questions_is_compared_over_the_questions_both_hold_not_refused():
+    from pytest_retrieval_eval.gate.baseline import compare
+
+    now = _run(_left_out_as_stale(LABELED, {"q03": ["changed: d3"]}))
+    found = compare(now, _run(LABELED), ["hit@1"])
+    assert not found.refusals, found.refusals
+    [diff] = found.diffs
+    assert diff.left_out == (1, 0) and diff.wins + diff.losses + diff.ties == N - 1
+    assert any("compared over the 19 questions both hold" in n and "1 left out as stale in this run (their document "
+               "changed: q03 (changed: d3))" in n for n in found.notes), found.notes

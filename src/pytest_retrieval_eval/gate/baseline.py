@@ -7,7 +7,8 @@ unless forced, and the refusal (or the forced comparison's note) says which fing
 and what changed: the questions, the documents (``evaluation/fingerprints.py``). Every number
 of a comparison, means included, is over the questions both sides hold: two means over
 different questions (a question removed, one added) can agree while a question went from hit
-to miss.
+to miss. A question one side left out as stale (its document changed, not its labels) is no
+change of the labeled set: it is said so and the comparison goes over the questions both hold.
 """
 
 from __future__ import annotations
@@ -143,26 +144,56 @@ class SegmentDiff:
                 f"{self.paired.p_adjusted:.3g}: {noise}) while the total {total} ({self.total_delta:+.4f}); fell: {shown}")
 
 
+def _stale(labeled: Any) -> Mapping[str, Any]:
+    """Query id -> what changed under it, for the questions a run left out as stale
+    (``plugin/inputs.py``; ``labeled.stale_left_out`` of results.json)."""
+    return dict(getattr(labeled, "provenance", {}).get("stale_left_out") or {})
+
+
+def stale_only(base: Any, now: Any) -> bool:
+    """The two sets differ only by questions one side left out as stale (their document changed,
+    the labels did not): the same labeled set, compared over the questions both hold."""
+    before, after = base.by_id(), now.by_id()
+    gone, back = _stale(now), _stale(base)
+    if set(before) == set(after):  # nothing left out (an unexplained fingerprint is no stale question)
+        return False
+    return (all(q in gone for q in before if q not in after) and all(q in back for q in after if q not in before)
+            and all(before[q].question == after[q].question and dict(before[q].relevant) == dict(after[q].relevant)
+                    for q in after if q in before))
+
+
 def labeled_changes(base: Any, now: Any) -> str:
     """What differs between the baseline's labeled set and this run's, question by question:
     added, removed and changed (the question reworded, its labels edited), the first few of each
-    by name, then counts; or that no question differs (only the recorded fingerprint does)."""
+    by name, then counts; questions missing from one side because that run left them out as stale
+    (their document changed, not the labels) are said so, not removed or added; or that no
+    question differs (only the recorded fingerprint does)."""
     before, after = base.by_id(), now.by_id()
 
     def named(ids: list[str], queries: Mapping[str, Any], why: Mapping[str, str] | None = None) -> str:
         shown = [queries[q].name + (f" ({why[q]})" if why else "") for q in ids[:CHANGES_NAMED]]
         return ", ".join(shown) + (f" and {len(ids) - CHANGES_NAMED} more" if len(ids) > CHANGES_NAMED else "")
 
-    added = [q for q in after if q not in before]
-    removed = [q for q in before if q not in after]
+    gone, back = _stale(now), _stale(base)
+    stale_now = [q for q in before if q not in after and q in gone]
+    stale_base = [q for q in after if q not in before and q in back]
+    added = [q for q in after if q not in before and q not in back]
+    removed = [q for q in before if q not in after and q not in gone]
     why = {q: " and ".join(part for part, moved in (("reworded", before[q].question != after[q].question),
                                                     ("labels", dict(before[q].relevant) != dict(after[q].relevant)))
                            if moved)
            for q in after if q in before}
     changed = [q for q, said in why.items() if said]
+
+    def stale(ids: list[str], queries: Mapping[str, Any], what: Mapping[str, Any], side: str) -> list[str]:
+        said = {q: ", ".join(what[q]) if isinstance(what[q], (list, tuple)) else str(what[q]) for q in ids}
+        return [f"{len(ids)} left out as stale in {side} (their document changed: {named(ids, queries, said)})"] \
+            if ids else []
+
     parts = ([f"{len(added)} added ({named(added, after)})"] if added else []) + \
             ([f"{len(removed)} removed ({named(removed, before)})"] if removed else []) + \
-            ([f"{len(changed)} changed ({named(changed, after, why)})"] if changed else [])
+            ([f"{len(changed)} changed ({named(changed, after, why)})"] if changed else []) + \
+            stale(stale_now, before, gone, "this run") + stale(stale_base, after, back, "the baseline")
     return "; ".join(parts) if parts else "no question differs: only the recorded fingerprint does"
 
 
@@ -180,7 +211,8 @@ def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult, recorde
     """Why ``now`` and ``base`` did not measure the same thing, each saying what changed;
     ``recorded``: the baseline's and this run's fingerprints (``RunResults.fingerprints``)."""
     out = []
-    if now.labeled.fingerprint != base.labeled.fingerprint and not _subset_of(now.labeled, base.labeled):
+    if now.labeled.fingerprint != base.labeled.fingerprint and not _subset_of(now.labeled, base.labeled) \
+            and not stale_only(base.labeled, now.labeled):
         out.append(f"labeled set {now.labeled.name} fingerprint {base.labeled.fingerprint[:12]} -> "
                    f"{now.labeled.fingerprint[:12]} ({labeled_changes(base.labeled, now.labeled)})")
     if now.corpus_fingerprint != base.corpus_fingerprint:
@@ -296,8 +328,9 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
         out.diffs += [diff_engine(e, b, m) for m in measures if m not in judged_alone]
         shared, (only_base, only_now) = shared_questions(e, b)
         if only_base or only_now:
+            stale = f" ({labeled_changes(b.labeled, e.labeled)})" if stale_only(b.labeled, e.labeled) else ""
             paired_over.append(f"{e.engine} on {e.labeled.name}: compared over the {len(shared)} questions both hold; "
-                               f"{only_base} only in the baseline and {only_now} only in this run left out")
+                               f"{only_base} only in the baseline and {only_now} only in this run left out{stale}")
         said = latency_note(e, b) or None
         for note in (said, canary_note(e, b)):
             if note:

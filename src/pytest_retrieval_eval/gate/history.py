@@ -314,6 +314,7 @@ def _why_not(record: Record, mine: Mapping[tuple[str, str], tuple[str | None, st
 
         return "; ".join(f"{part(a)} of {name} (this run: {part(b)})" for name, (a, b) in sliced)
     differ = sorted({k[1]: (theirs[k][0], mine[k][0]) for k in shared if theirs[k][0] != mine[k][0]}.items())
+    differ = [(name, pair) for name, pair in differ if not _stale_only(record, run, name)]
     if differ and not force:
         return "; ".join(f"labeled set {name} fingerprint {str(a)[:12]} (this run: {str(b)[:12]}"
                          f"{_changes(record, run, name)}; --retrieval-baseline-force compares over the questions "
@@ -321,18 +322,35 @@ def _why_not(record: Record, mine: Mapping[tuple[str, str], tuple[str | None, st
     return None
 
 
-def _changes(record: Record, run: Any, name: str) -> str:
-    """``: `` and the questions added, removed and changed between the record's labeled set
-    ``name`` and this run's (``baseline.labeled_changes``), or '' (no run, an unreadable record)."""
+def _labeled_pair(record: Record, run: Any, name: str) -> tuple[Any, Any] | None:
+    """The record's labeled set ``name`` and this run's, or None (no run, an unreadable record)."""
     from ..evaluation.results_json import evaluation_from_dict
-    from .baseline import labeled_changes
 
     now = next((e.labeled for e in getattr(run, "evaluations", ()) if e.labeled.name == name), None)
     found = next((e for e in record.results.get("evaluations", []) if e["labeled"]["name"] == name), None)
     try:
-        return f": {labeled_changes(evaluation_from_dict(found).labeled, now)}" if now and found else ""
+        return (evaluation_from_dict(found).labeled, now) if now and found else None
     except (RetrievalEvalError, KeyError, TypeError, ValueError, AttributeError):
-        return ""
+        return None
+
+
+def _stale_only(record: Record, run: Any, name: str) -> bool:
+    """The record's labeled set ``name`` differs from this run's only by questions one of them
+    left out as stale (``baseline.stale_only``): the same labels, compared over the questions
+    both hold (a corpus that moved is the comparison's to refuse, by name)."""
+    from .baseline import stale_only
+
+    pair = _labeled_pair(record, run, name)
+    return pair is not None and stale_only(*pair)
+
+
+def _changes(record: Record, run: Any, name: str) -> str:
+    """``: `` and the questions added, removed and changed between the record's labeled set
+    ``name`` and this run's (``baseline.labeled_changes``), or '' (no run, an unreadable record)."""
+    from .baseline import labeled_changes
+
+    pair = _labeled_pair(record, run, name)
+    return f": {labeled_changes(*pair)}" if pair is not None else ""
 
 
 def _measured(record: Record) -> tuple:
