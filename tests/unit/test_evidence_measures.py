@@ -89,6 +89,24 @@ def test_a_failed_evidence_rule_names_the_misses_among_the_passages_as_its_cause
     assert failed.causes == ("  cause: chunks missed 2 of 2 at hit@1+evidence: 2 right document, wrong passage",)
 
 
+def test_the_gate_reads_a_failed_evidence_rules_causes_from_the_analysis(monkeypatch):
+    from pytest_retrieval_eval.gate.analysis import analyse
+    from pytest_retrieval_eval.gate.rules import Threshold
+    from pytest_retrieval_eval.gate.settings import GateSettings
+    from pytest_retrieval_eval.gate.verdict import decide
+
+    run = RunResults([evaluate_engine(adapters.function(passages, name="chunks"), EVIDENCE)])
+    settings = GateSettings(thresholds=(Threshold.parse("chunks:hit@1+evidence>=0.9", source="t"),))
+    analysis = analyse(run, settings)  # at the rule's cutoff (1), not only the misses' (10)
+
+    def computed_again(self, k):
+        raise AssertionError("the gate computed the evidence-level misses again")
+
+    monkeypatch.setattr(EvaluationResult, "evidence_misses", computed_again)
+    [failed] = decide(run, settings, analysis).of_kind("rule")
+    assert failed.causes == ("  cause: chunks missed 2 of 2 at hit@1+evidence: 2 right document, wrong passage",)
+
+
 def test_a_rule_on_the_evidence_twin_of_an_ids_only_engine_says_why_it_has_no_value():
     from pytest_retrieval_eval.gate.rules import Threshold
     from pytest_retrieval_eval.gate.settings import GateSettings

@@ -38,7 +38,7 @@ from .rules import LatencyQuantity, MaxDrop, MeasureQuantity, Row, Threshold, Us
 from .settings import GateSettings
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 6
+ANALYSIS_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,9 @@ class Analysis:
     #: the misses at ``miss_k`` at the evidence level ("right document, wrong passage" among their
     #: causes), for the engines that return passages, where the table shows evidence-level twins
     evidence_misses: tuple[Misses, ...] = ()
+    #: the evidence-level misses at the cutoff of each rule on a ``+evidence`` measure: the causes
+    #: a failed one is shown with (as ``rule_misses`` for the documents')
+    evidence_rule_misses: tuple[Misses, ...] = ()
     #: per evaluation whose engine returns passages: the tokens of its top ``miss_k`` passages
     handed: tuple[Handed, ...] = ()
     version: int = ANALYSIS_VERSION
@@ -246,6 +249,9 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         subset=tuple(subset_drops(run, alpha)),
         evidence_misses=tuple(e.evidence_misses(miss_k) for e in run.evaluations if e.returns_passages
                               and any(Measure.parse(m).evidence for m in needed)),
+        evidence_rule_misses=tuple(e.evidence_misses(k) for k in _evidence_cutoffs(thresholds, miss_k)
+                                   for e in run.evaluations if e.returns_passages
+                                   and any(t.engine in (None, e.engine) for t in thresholds)),
         handed=tuple(Handed(e.engine, e.labeled.name, miss_k, e.tokens_at(miss_k)) for e in run.evaluations
                      if e.returns_passages))
 
@@ -279,6 +285,13 @@ def _recorded(s: GateSettings) -> list[str]:
     from ..evaluation.results import measure_names
 
     return measure_names(s.recorded_measures)
+
+
+def _evidence_cutoffs(thresholds: Sequence[Threshold], miss_k: int) -> list[int]:
+    """The cutoffs of the rules on an evidence-level measure (``hit@1+evidence``)."""
+    return list(dict.fromkeys(q.measure.k or miss_k for t in thresholds
+                              if isinstance(q := t.quantity, MeasureQuantity) and q.measure.evidence
+                              and not t.segment))
 
 
 def _rule_cutoffs(thresholds: Sequence[Threshold], miss_k: int) -> list[int]:

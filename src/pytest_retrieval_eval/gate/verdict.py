@@ -167,7 +167,8 @@ def _causes(run: RunResults, a: Analysis, breach: Any) -> tuple[str, ...]:
         if e.engine != breach.engine or not e.n:
             continue
         # a rule on an evidence twin: the misses among the passages ("right document, wrong passage")
-        misses = (e.evidence_misses(k) if e.returns_passages else None) if q.measure.evidence else a.misses_of(e.key, k)
+        misses = next((m for m in (*a.evidence_misses, *a.evidence_rule_misses) if (m.engine, m.labeled) == e.key
+                       and m.k == k), None) if q.measure.evidence else a.misses_of(e.key, k)
         if misses is not None and misses.causes:
             several = len({x.labeled.name for x in run.evaluations if x.engine == e.engine}) > 1
             out += textwrap.wrap("cause: " + misses.line() + (f" (on {e.labeled.name})" if several else ""),
