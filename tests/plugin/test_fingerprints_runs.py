@@ -110,7 +110,9 @@ def test_a_baseline_saved_before_document_digests_were_kept_still_loads_and_says
     assert "baseline unusable" not in out
 
 
-def test_compare_with_mains_record_on_another_corpus_names_the_documents(project):
+def compared_with_main(project, edit, message: str):
+    """main's history record made on a git repository of the project, then a feature branch whose
+    commit ``edit`` changes, run with ``--retrieval-compare=main``."""
     for args in (("init", "-q", "-b", "main"), ("config", "user.email", "t@example.com"), ("config", "user.name", "t")):
         sh(project.path, "git", *args)
     (project.path / ".gitignore").write_text("retrieval-history/\n")
@@ -118,10 +120,14 @@ def test_compare_with_mains_record_on_another_corpus_names_the_documents(project
     sh(project.path, "git", "commit", "-qm", "one")
     assert project.runpytest("-m", "retrieval", "--retrieval-history=retrieval-history").ret == 0  # main's record
     sh(project.path, "git", "checkout", "-qb", "feature")
-    edit_corpus(project.path)
+    edit(project.path)
     sh(project.path, "git", "add", "-A")
-    sh(project.path, "git", "commit", "-qm", "the knowledge base moves on")
-    result = project.runpytest("-m", "retrieval", "--retrieval-history=retrieval-history", "--retrieval-compare=main")
+    sh(project.path, "git", "commit", "-qm", message)
+    return project.runpytest("-m", "retrieval", "--retrieval-history=retrieval-history", "--retrieval-compare=main")
+
+
+def test_compare_with_mains_record_on_another_corpus_names_the_documents(project):
+    result = compared_with_main(project, edit_corpus, "the knowledge base moves on")
     out = result.stdout.str()
     assert result.ret == 1, out
     assert "baseline refused: ours: corpus fingerprint " in out and f"{CHANGED}; re-save the baseline" in out, out
@@ -195,17 +201,7 @@ def test_history_says_a_question_left_out_as_stale_not_removed(project):
 
 
 def test_compare_with_mains_record_uses_it_though_a_question_is_left_out_as_stale(project):
-    for args in (("init", "-q", "-b", "main"), ("config", "user.email", "t@example.com"), ("config", "user.name", "t")):
-        sh(project.path, "git", *args)
-    (project.path / ".gitignore").write_text("retrieval-history/\n")
-    sh(project.path, "git", "add", "-A")
-    sh(project.path, "git", "commit", "-qm", "one")
-    assert project.runpytest("-m", "retrieval", "--retrieval-history=retrieval-history").ret == 0  # main's record
-    sh(project.path, "git", "checkout", "-qb", "feature")
-    edit_labeled_document(project.path)
-    sh(project.path, "git", "add", "-A")
-    sh(project.path, "git", "commit", "-qm", "the printer article moves on")
-    result = project.runpytest("-m", "retrieval", "--retrieval-history=retrieval-history", "--retrieval-compare=main")
+    result = compared_with_main(project, edit_labeled_document, "the printer article moves on")
     out = result.stdout.str()
     assert result.ret == 1, out
     assert "no history record of this job" not in out, out
