@@ -103,6 +103,10 @@ def test_a_judge_updated_under_its_name_is_drifted_and_every_run_using_its_grade
     command = out.split("To grade again into a new file: ", 1)[1].strip()
     assert command == (f"python -m pytest_retrieval_eval judge {results} --judgments={tmp_path / 'judgments.rejudged.jsonl'} "
                        f"--corpus={CORPUS} --model=judge-1")
+    import shlex
+
+    assert cli(shlex.split(command)[3:]) == 0  # as printed: the run's holes graded into a new file
+    assert len(Judgments.load(tmp_path / "judgments.rejudged.jsonl")) == 24
     record = load(recheck_path(judgments))[current.fingerprint]
     assert record["drifted"] and record["agreement"] == 0.0
 
