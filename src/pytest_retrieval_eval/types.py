@@ -116,6 +116,27 @@ def query_name(query_id: str, question: str | None) -> str:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One message of a conversation: who said it (``"user"`` or ``"assistant"``) and its text.
+    A conversation engine receives the turns so far, the user's current one last."""
+
+    role: str
+    text: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"role": self.role, "text": self.text}
+
+
+#: how a turn of a conversation is named in query ids and messages: ``conversation-id#turn``
+TURN_SEPARATOR = "#"
+
+
+def turn_id(conversation: str, turn: int) -> str:
+    """The query id of a conversation's ``turn`` (1-based, counting the user's turns)."""
+    return f"{conversation}{TURN_SEPARATOR}{turn}"
+
+
+@dataclass(frozen=True)
 class LabeledQuery:
     """A question with its judged documents.
 
@@ -131,6 +152,25 @@ class LabeledQuery:
     #: segments the question belongs to: the team's own tags (a CSV column, a JSONL field, the
     #: cache's ``tags``) and those the plugin derives (``data/segments.py``), sorted
     tags: tuple[str, ...] = field(default=(), compare=False, hash=False)
+    #: a turn of a conversation (``conversation`` its id, else None): ``turn`` is its 1-based
+    #: position among the user's turns, ``history`` the messages before it (the user's earlier
+    #: turns and, where the labels carry them, the assistant's replies), ``depends`` whether it
+    #: needs the earlier turns to be understood (the label's flag; None: not stated). Its
+    #: ``query_id`` is ``turn_id(conversation, turn)``.
+    conversation: str | None = field(default=None, compare=False, hash=False)
+    turn: int = field(default=0, compare=False, hash=False)
+    history: tuple[Turn, ...] = field(default=(), compare=False, hash=False)
+    depends: bool | None = field(default=None, compare=False, hash=False)
+
+    @property
+    def turns(self) -> tuple[Turn, ...]:
+        """What a conversation engine is given: the history, then this turn's user text."""
+        return (*self.history, Turn("user", self.question))
+
+    @property
+    def cluster(self) -> str:
+        """The unit a resampling draws: the conversation, or the question itself."""
+        return self.conversation if self.conversation is not None else self.query_id
 
     @property
     def name(self) -> str:

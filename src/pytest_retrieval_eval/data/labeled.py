@@ -79,10 +79,23 @@ class LabeledSet:
         the set is frozen)."""
         from .evidence import evidence_of
 
-        return sha256_text(  # evidence only where there is some: a set without keeps its fingerprint
+        return sha256_text(  # evidence and history only where there is some: a set without keeps its fingerprint
             canonical_json([[q.query_id, q.question, dict(q.relevant), *([ev] if (ev := {
-                d: list(x) for d, x in evidence_of(q).items()}) else [])] for q in self.queries])
+                d: list(x) for d, x in evidence_of(q).items()}) else []),
+                *([[t.to_dict() for t in q.history]] if q.history else [])] for q in self.queries])
         )
+
+    @cached_property
+    def has_conversations(self) -> bool:
+        """Some question is a turn of a conversation: turn-level figures apply, and intervals
+        resample conversations, not turns."""
+        return any(q.conversation is not None for q in self.queries)
+
+    @cached_property
+    def clusters(self) -> dict[str, str]:
+        """query id -> the unit a resampling draws (``LabeledQuery.cluster``): a conversation's
+        turns are not independent, so they are drawn together."""
+        return {q.query_id: q.cluster for q in self.queries}
 
     @cached_property
     def has_evidence(self) -> bool:

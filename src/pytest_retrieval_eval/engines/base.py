@@ -38,6 +38,21 @@ class AsyncEngine(Protocol):
 
 
 @runtime_checkable
+class Converses(Protocol):
+    """Optional: ``retrieve_conversation(turns, k)`` answers a turn of a conversation given the
+    turns so far (``types.Turn``: role and text, the user's current turn last), as ``retrieve``
+    answers a question; an engine without it is given the last turn's text alone, and the report
+    says so."""
+
+    def retrieve_conversation(self, turns: Sequence[Any], k: int) -> Sequence[str]: ...
+
+
+def converses(engine: Any) -> bool:
+    """Whether ``engine`` takes the conversation (``Converses``)."""
+    return callable(getattr(engine, "retrieve_conversation", None))
+
+
+@runtime_checkable
 class Prepares(Protocol):
     """Optional: ``prepare(questions)`` is called once with every question before the first
     ``retrieve`` (e.g. to embed them in one batch)."""
