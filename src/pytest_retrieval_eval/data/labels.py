@@ -274,7 +274,6 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
     conversation is one of its turns (``turn``: 1-based; ``user``, or the question column: its
     text; ``assistant``, ``depends``: optional); a turn's rows merge as a question's do, and a
     turn row with no document searches nothing."""
-
     text = read_text(path)
     delimiter = delimiter or ("\t" if str(path).endswith((".tsv", ".tab")) else ",")
     reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
