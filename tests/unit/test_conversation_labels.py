@@ -252,3 +252,16 @@ def test_stamping_keeps_a_turns_conversation(tmp_path, capsys):
     labeled = load_questions_cache(path)
     assert labeled.by_id()["c1#3"].history[1] == Turn("assistant", "Open the billing page.")
     assert set(labeled.by_id()["c1#3"].source["judged_sha256"]) == {"d2", "d3"}
+
+
+def test_a_cache_with_conversations_meets_the_schema_and_a_turn_named_id_does_not(tmp_path):
+    import importlib.resources
+
+    jsonschema = pytest.importorskip("jsonschema")  # a failure under CI
+    schema = json.loads(importlib.resources.files("pytest_retrieval_eval.data").joinpath("questions.schema.json")
+                        .read_text())
+    written = json.loads(dump(load_questions_cache(write_cache(tmp_path, conversations=[CONVERSATION]))))
+    jsonschema.validate(written, schema)
+    written["conversations"][0]["id"] = "c#1"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(written, schema)
