@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="a new question for every chunk (imported and hand-written questions are kept)")
     gen.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (default: RETRIEVAL_EVAL_BASE_URL or OpenRouter)")
     gen.add_argument("--concurrency", type=int, default=4)
+    gen.add_argument("--follow-ups", type=int, default=0, metavar="N",
+                     help="also write a two-turn conversation (a question, then a follow-up that needs it) for up "
+                          "to N chunks (docs/conversations.md)")
     check = sub.add_parser("check", help="is the questions cache stale against the corpus? with --labels, "
                            "--training or --results: is the labeled set any good?")
     # not given: the project's ini file (as pytest finds it), then the corpus a --results run searched
@@ -203,13 +206,16 @@ def _generate(args) -> int:
     from .data.corpus import open_corpus
     from .data.generate import GeneratorConfig, generate_questions, require_api_key
 
+    if args.follow_ups < 0:
+        raise RetrievalEvalError(f"--follow-ups: a number of chunks, 0 or more; got {args.follow_ups}")
     require_api_key(args.base_url)  # before any work, so the message is the first thing said
     split = Chunking(split_length=args.split_length, split_overlap=args.split_overlap)
     corpus = open_corpus(args.corpus).load()
     chunks = chunk_corpus(corpus, split)
     config = GeneratorConfig(model=args.generator_model, url=args.base_url, concurrency=args.concurrency)
     report = generate_questions(corpus, chunks, Path(args.questions), config=config, split=split,
-                                regenerate=args.regenerate, progress=lambda m: print(m, flush=True))
+                                regenerate=args.regenerate, progress=lambda m: print(m, flush=True),
+                                follow_ups=args.follow_ups)
     print(f"{args.questions}: {report.summary()}")
     if report.untouched_stale:
         from .data.staleness import check_command

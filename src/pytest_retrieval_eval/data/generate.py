@@ -9,6 +9,10 @@ chat-completions endpoint, written into the questions cache as it goes.
 - generate touches only its own questions (``labels.is_generated``): imported labels and
   hand-written entries are kept whatever it decides; their staleness is for ``check`` and the
   session to report, never acted on here;
+- with ``follow_ups`` (``generate --follow-ups=N``), up to N chunks also get a two-turn
+  conversation: a first question and a follow-up that needs it (a pronoun for the first's
+  subject), both labeled with the chunk's document, the follow-up ``depends``; the first turn
+  passes the question filters, the follow-up must read as dependent (``segments.depends_guess``);
 - nothing is lost: an exclusive lock keeps concurrent writers (xdist workers) apart, the cache
   is rewritten atomically after every answer, so a killed run leaves a valid cache holding all it
   had, and the next run fills only what is missing or stale.
@@ -36,6 +40,7 @@ from .chunking import Chunking
 from .question_filters import QuestionFilter
 from .labeled import LabeledSet, load_questions_cache, write_questions_cache
 from .labels import is_generated
+from .segments import depends_guess
 from ..types import Chunk, LabeledQuery, sha256_text
 
 log = logging.getLogger(__name__)
@@ -54,6 +59,17 @@ SYSTEM_PROMPT = (
 )
 USER_PROMPT = "Passage:\n<<<\n{passage}\n>>>"
 PROMPT_SHA256 = sha256_text(SYSTEM_PROMPT + "\n\n" + USER_PROMPT)
+FOLLOW_UP_PROMPT = (
+    "You write evaluation conversations for a chat assistant's search. Given one passage from a knowledge base, "
+    "write TWO questions a real user could ask one after the other, both answered by this passage. The first "
+    "stands on its own. The second is a follow-up that only makes sense after the first: it refers to the first "
+    "question's subject with a pronoun (it, that, they, this) and never names it again. Paraphrase: do not reuse "
+    "the passage's distinctive words (product names, rare terms, title words, numbers as written); never mention "
+    "'the passage', 'the text' or 'the document'. "
+    'Answer with JSON only: {"question": "...", "follow_up": "...", "evidence": "..."}, where evidence is the '
+    "sentence or sentences of the passage that answer them, copied word for word."
+)
+FOLLOW_UP_PROMPT_SHA256 = sha256_text(FOLLOW_UP_PROMPT + "\n\n" + USER_PROMPT)
 DEFAULT_MODEL = DEFAULT_CHAT_MODEL
 
 
@@ -193,6 +209,27 @@ def parse_question(answer: object) -> str:
     return question_text(content)
 
 
+def parse_follow_up(answer: object) -> tuple[str, str]:
+    """(first question, follow-up) out of a chat-completions answer holding JSON with
+    ``question`` and ``follow_up``; anything else raises ``UnparsableAnswer``."""
+    try:
+        content = answer["choices"][0]["message"]["content"]  # type: ignore[index]
+    except (KeyError, IndexError, TypeError):
+        raise RetrievalEvalError("malformed answer: no choices[0].message.content") from None
+    if not isinstance(content, str):
+        raise RetrievalEvalError("malformed answer: content is not text")
+    fenced = _FENCE.search(content)
+    text = fenced.group(1) if fenced else content
+    try:
+        data = json.loads(text[text.index("{"): text.rindex("}") + 1])
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("question"), str) or not isinstance(
+            data.get("follow_up"), str):
+        raise UnparsableAnswer(f"no JSON with 'question' and 'follow_up' texts: {_shown(content)}")
+    return _tidy(data["question"], content), _tidy(data["follow_up"], content)
+
+
 def _still_fresh(q: LabeledQuery, corpus: Corpus, chunks: dict[str, Chunk]) -> LabeledQuery | None:
     """A generated entry with its doc fingerprint refreshed, or None when it is stale: a judged
     document is gone or its source chunk changed."""
@@ -225,7 +262,8 @@ def plan(existing: LabeledSet | None, chunks: Sequence[Chunk], corpus: Corpus, *
             dropped.append(q.query_id)
         else:
             keep.append(fresh)
-    covered = set() if regenerate else {q.source.get("chunk_id") for q in keep if is_generated(q)}
+    covered = set() if regenerate else {q.source.get("chunk_id") for q in keep if is_generated(q)
+                                        and q.conversation is None}  # a chunk's conversation is no question
     stale = out_of_date(corpus)
     return keep, [c for c in chunks if c.chunk_id not in covered and c.doc_id not in stale], dropped
 
@@ -254,6 +292,25 @@ def _free_id(chunk_id: str, taken: set[str]) -> str:
     return f"{chunk_id}#{n}"
 
 
+def _free_conversation(chunk_id: str, taken: set[str]) -> str:
+    """``CHUNK.chat1`` (its turns ``CHUNK.chat1#1``, ``#2``), or the next number when taken."""
+    n = 1
+    while f"{chunk_id}.chat{n}#1" in taken or f"{chunk_id}.chat{n}#2" in taken:
+        n += 1
+    return f"{chunk_id}.chat{n}"
+
+
+def conversation_plan(keep: Sequence[LabeledQuery], chunks: Sequence[Chunk], corpus: Corpus, *, wanted: int,
+                      regenerate: bool) -> list[Chunk]:
+    """The chunks that get a generated conversation now: as many as bring the cache's generated
+    conversations up to ``wanted`` (``wanted`` new ones with ``regenerate``), in chunk order,
+    skipping chunks that have one and documents out of date."""
+    have = {q.source.get("chunk_id") for q in keep if is_generated(q) and q.conversation is not None}
+    missing = wanted if regenerate else max(0, wanted - len(have))
+    stale = out_of_date(corpus)
+    return [c for c in chunks if (regenerate or c.chunk_id not in have) and c.doc_id not in stale][:missing]
+
+
 def _stale_among(keep: Sequence[LabeledQuery], ids: Sequence[str], corpus: Corpus) -> list[str]:
     """Which of the untouched entries ``ids`` are stale: reported, never acted on."""
     from .staleness import check
@@ -277,9 +334,11 @@ def out_of_date(corpus: Corpus) -> set[str]:
 
 def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path, *,
                        config: GeneratorConfig = GeneratorConfig(), split: Chunking = Chunking(),
-                       regenerate: bool = False, progress: Callable[[str], None] | None = None) -> GenerationReport:
+                       regenerate: bool = False, progress: Callable[[str], None] | None = None,
+                       follow_ups: int = 0) -> GenerationReport:
     """Fill ``path`` with a question for every chunk that lacks a fresh one (all, with
-    ``regenerate``); see the module docstring for what is guaranteed on failure."""
+    ``regenerate``), and with up to ``follow_ups`` two-turn conversations; see the module
+    docstring for what is guaranteed on failure."""
     import httpx
 
     path = Path(path)
@@ -289,6 +348,9 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
     with locked(path):
         existing = load_questions_cache(path) if path.exists() else None
         keep, todo, report.dropped = plan(existing, chunks, corpus, regenerate=regenerate)
+        jobs = [("question", c) for c in todo] + [("conversation", c) for c in conversation_plan(
+            keep, chunks, corpus, wanted=follow_ups, regenerate=regenerate)] if follow_ups else [
+            ("question", c) for c in todo]
         report.kept = len(keep)
         report.untouched = [q.query_id for q in keep if not is_generated(q)]
         report.untouched_stale = _stale_among(keep, report.untouched, corpus)
@@ -298,7 +360,8 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
             "generator": {"method": "llm", "model": config.model, "prompt_sha256": PROMPT_SHA256,
                           "temperature": config.temperature, "endpoint": redact(config.base),
                           "filters": dataclasses.asdict(config.filters), "filtered": {},
-                          "notes": _notes(existing)},
+                          "notes": _notes(existing),
+                          **({"follow_up_prompt_sha256": FOLLOW_UP_PROMPT_SHA256} if follow_ups else {})},
             "splitter": split.describe(),
             "corpus_fingerprint": corpus.fingerprint,
         }
@@ -309,15 +372,19 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
 
         if report.dropped or existing is None:
             save()
-        if not todo:
+        if not jobs:
             return report
         if progress:
-            progress(f"generating questions for {len(todo)} chunks with {config.model}")
+            talks = sum(kind == "conversation" for kind, _ in jobs)
+            progress(f"generating questions for {len(jobs) - talks} chunks"
+                     + (f" and conversations for {talks}" if talks else "") + f" with {config.model}")
 
-        def ask(chunk: Chunk) -> LabeledQuery:
+        def ask(job: tuple[str, Chunk]) -> list[LabeledQuery]:
+            kind, chunk = job
+            prompt = SYSTEM_PROMPT if kind == "question" else FOLLOW_UP_PROMPT
             payload = {"model": config.model, "temperature": config.temperature,
-                       **({"max_tokens": config.max_tokens} if config.max_tokens else {}),
-                       "messages": [{"role": "system", "content": SYSTEM_PROMPT},
+                       **({"max_tokens": config.max_tokens * (1 + (kind != "question"))} if config.max_tokens else {}),
+                       "messages": [{"role": "system", "content": prompt},
                                     {"role": "user", "content": USER_PROMPT.format(passage=chunk.text)}]}
             url = f"{config.base}/chat/completions"
             if json_mode[0]:
@@ -336,24 +403,32 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
                 answer = post_json(client, url, payload, api_key=api_key, retries=config.retries)
             doc = corpus.get(chunk.doc_id)
             quote = answer_evidence(answer, chunk.text)  # what it was made from: a label that outlives the chunk
-            return LabeledQuery(_free_id(chunk.chunk_id, taken), parse_question(answer), {chunk.doc_id: 1}, {
-                "doc_id": chunk.doc_id, "doc_sha256": doc.fingerprint, "chunk_id": chunk.chunk_id,
-                "chunk_sha256": chunk.fingerprint, "by": config.model,
-                **({"evidence": {chunk.doc_id: [quote]}} if quote else {}),
-            })
+            source = {"doc_id": chunk.doc_id, "doc_sha256": doc.fingerprint, "chunk_id": chunk.chunk_id,
+                      "chunk_sha256": chunk.fingerprint, "by": config.model,
+                      **({"evidence": {chunk.doc_id: [quote]}} if quote else {})}
+            if kind == "question":
+                return [LabeledQuery(_free_id(chunk.chunk_id, taken), parse_question(answer), {chunk.doc_id: 1}, source)]
+            from .conversations import TurnLabel, turns_of
+
+            first, follow_up = parse_follow_up(answer)
+            return turns_of(_free_conversation(chunk.chunk_id, taken), [
+                TurnLabel(first, None, {chunk.doc_id: 1}, source, False),
+                TurnLabel(follow_up, None, {chunk.doc_id: 1}, source, True)])
 
         with counting() as meter, httpx.Client(timeout=config.timeout) as client, \
                 ThreadPoolExecutor(config.concurrency) as pool:  # every attempt sent is a call, failed ones too
-            pending = {pool.submit(contextvars.copy_context().run, ask, c): c for c in todo}
+            pending = {pool.submit(contextvars.copy_context().run, ask, job): job for job in jobs}
             try:
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
-                        chunk = pending.pop(future)
+                        kind, chunk = pending.pop(future)
+                        talk = kind == "conversation"
+                        name = f"{chunk.chunk_id} (conversation)" if talk else chunk.chunk_id
                         try:
-                            q = future.result()
+                            made = future.result()
                         except UnparsableAnswer as exc:  # the model answered: dropped, counted by reason
-                            report.filtered.setdefault("unparsable", []).append(chunk.chunk_id)
+                            report.filtered.setdefault("unparsable", []).append(name)
                             header["generator"]["filtered"] = {r: len(c) for r, c in sorted(report.filtered.items())}
                             log.warning("answer for %s dropped: %s", chunk.chunk_id, exc)
                             save()
@@ -361,24 +436,28 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
                         except Exception as exc:  # recorded, counted, reported
                             reason = mask_and_cap(exc if isinstance(exc, RetrievalEvalError)
                                                   else f"{type(exc).__name__}: {exc}", 500)
-                            report.failed[chunk.chunk_id] = reason
+                            report.failed[name] = reason
                             log.warning("question generation failed for %s: %s", chunk.chunk_id, reason)
                             continue
                         others = [e.question for e in entries.values()
                                   if not (is_generated(e) and e.source.get("chunk_id") == chunk.chunk_id)]
-                        reason = config.filters.reject(q.question, chunk.text, others)
+                        reason = config.filters.reject(made[0].question, chunk.text, others)
+                        if reason is None and talk and not depends_guess(made[1].question):
+                            reason = "follow_up_standalone"  # it names its subject: no follow-up at all
                         if reason is not None:  # counted, named, and asked again on the next run
-                            report.filtered.setdefault(reason, []).append(chunk.chunk_id)
+                            report.filtered.setdefault(reason, []).append(name)
                             header["generator"]["filtered"] = {r: len(c) for r, c in sorted(report.filtered.items())}
-                            log.warning("question for %s dropped (%s): %s", chunk.chunk_id, reason, _shown(q.question))
+                            log.warning("%s for %s dropped (%s): %s", kind, chunk.chunk_id, reason,
+                                        _shown(" / ".join(q.question for q in made)))
                             save()
                             continue
-                        for old in [k for k, e in entries.items()
-                                    if is_generated(e) and e.source.get("chunk_id") == chunk.chunk_id]:
+                        for old in [k for k, e in entries.items() if is_generated(e) and e.source.get("chunk_id")
+                                    == chunk.chunk_id and (e.conversation is not None) == talk]:
                             del entries[old]  # replaced (with --regenerate) only now that the new one exists
                             report.kept -= 1
-                        entries[q.query_id] = q
-                        report.generated.append(q.query_id)
+                        for q in made:
+                            entries[q.query_id] = q
+                            report.generated.append(q.query_id)
                         save()
             finally:
                 for future in pending:

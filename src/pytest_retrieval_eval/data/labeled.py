@@ -12,8 +12,16 @@
         {"id": "...", "question": "...", "relevant": {"<doc_id>": 1},
          "source": {"doc_id": "...", "doc_sha256": "...", "chunk_id": null, "chunk_sha256": null,
                     "evidence": {"<doc_id>": ["a passage of its text that answers it", ...]}}}
+      ],
+      "conversations": [                 # optional (``data/conversations.py``)
+        {"id": "c1", "tags": [...], "turns": [
+          {"user": "...", "assistant": "..."},                   # searches nothing: history only
+          {"user": "...", "relevant": {"<doc_id>": 1}, "source": {...}, "depends": true, "tags": [...]}]}
       ]
     }
+
+A searching turn is a labeled query ``c1#2`` (``types.turn_id``); '#' in a conversation id is
+refused, since it names the turns.
 
 A labeled set can also come from BEIR queries + qrels (see ``corpus.BeirFolder``); both end up
 as a ``LabeledSet``.
@@ -239,15 +247,75 @@ def load_questions_cache(path: str | Path, *, known_doc_ids: Iterable[str] | Non
         except RetrievalEvalError as exc:
             raise bad(f"query '{qid}': {exc.detail.split(': ', 1)[-1]}", "tags") from None
         queries.append(LabeledQuery(qid, question.strip(), dict(relevant), source, tags))
+    queries += _conversations(raw.get("conversations"), text, path, known, seen)
     provenance = {k: raw.get(k) for k in ("generator", "splitter", "corpus_fingerprint")}
     provenance["path"] = str(path)
     return LabeledSet(tuple(queries), name=path.name, provenance=provenance)
 
 
+def _conversations(entries: Any, text: str, path: Path, known: set[str] | None,
+                   question_ids: Mapping[str, int]) -> list[LabeledQuery]:
+    """The cache's optional ``conversations``: each searching turn a labeled query
+    (``conversations.turns_of``), checked as a question is, errors naming ``conversations[i].turns[j]``."""
+    from .conversations import conversation_problem, parse_turns, turns_of
+    from .segments import parse_tags
+
+    if entries is None:
+        return []
+    start = text.find('"conversations"')
+    if not isinstance(entries, list):
+        raise RetrievalEvalError("must be a list of conversation objects", path=path, line=_line_of(text, '"conversations"'),
+                                 field="conversations")
+    out: list[LabeledQuery] = []
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        cid = entry.get("id") if isinstance(entry, dict) else None
+        at = text.find(f'"id": {json.dumps(cid)}', start) if isinstance(cid, str) else -1
+        line = text.count("\n", 0, at) + 1 if at >= 0 else None
+
+        def bad(message: str, fld: str, line: int | None = line) -> RetrievalEvalError:
+            return RetrievalEvalError(message, path=path, line=line, field=f"conversations[{i}].{fld}")
+
+        def at_turn(message: str, fld: str) -> RetrievalEvalError:  # the line of turns[j]'s "user"
+            j = int(fld[6:].split("]")[0]) if fld.startswith("turns[") else -1
+            pos = at
+            for _ in range(j + 1):
+                pos = text.find('"user"', pos + 1) if pos >= 0 else -1
+            return bad(f"conversation '{cid}': {message}", fld, text.count("\n", 0, pos) + 1 if pos >= 0 and j >= 0 else line)
+
+        if not isinstance(entry, dict):
+            raise RetrievalEvalError("must be an object", path=path, field=f"conversations[{i}]")
+        if not isinstance(cid, str) or not cid.strip():
+            raise bad("must be a non-empty string", "id")
+        problem = conversation_problem(cid)
+        if problem:
+            raise bad(problem, "id")
+        if cid in seen:
+            raise bad(f"duplicate conversation id '{cid}' (first at conversations[{seen[cid]}])", "id")
+        seen[cid] = i
+        try:
+            tags = parse_tags(entry.get("tags"), "tags")
+        except RetrievalEvalError as exc:
+            raise bad(f"conversation '{cid}': {exc.detail.split(': ', 1)[-1]}", "tags") from None
+        turns = parse_turns(entry.get("turns"), at_turn, grades_as_text=False, evidence_key="source.evidence")
+        for q in turns_of(cid, turns, tags):
+            fld = f"turns[{q.turn - 1}].relevant"
+            if q.query_id in question_ids:
+                raise at_turn(f"turn '{q.query_id}' has the id of queries[{question_ids[q.query_id]}]: rename one",
+                              f"turns[{q.turn - 1}]")
+            problem = query_problem(q.query_id, q.question, q.relevant)
+            if problem:
+                raise at_turn(problem[0], f"turns[{q.turn - 1}].{'user' if problem[1] == 'question' else problem[1]}")
+            if known is not None and (missing := sorted(d for d in q.relevant if d not in known)):
+                raise at_turn(f"gold document(s) {', '.join(missing)} not in the corpus; fix the id", fld)
+            out.append(q)
+    return out
+
+
 def dump_questions_cache(labeled: LabeledSet, *, generator: Mapping[str, Any], corpus_fingerprint: str,
                          splitter: Mapping[str, Any] | None = None) -> str:
     """Serialise deterministically: same set, same bytes."""
-    doc = {
+    doc: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
         "generator": dict(generator),
@@ -261,9 +329,13 @@ def dump_questions_cache(labeled: LabeledSet, *, generator: Mapping[str, Any], c
                 "source": dict(sorted(q.source.items())),
                 **({"tags": list(q.tags)} if q.tags else {}),
             }
-            for q in labeled.queries
+            for q in labeled.queries if q.conversation is None
         ],
     }
+    if labeled.has_conversations:
+        from .conversations import grouped
+
+        doc["conversations"] = grouped(labeled.queries)
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 

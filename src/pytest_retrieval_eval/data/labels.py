@@ -15,7 +15,7 @@ import io
 import json
 import os
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -132,7 +132,7 @@ def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: st
         source["judged_sha256"] = {d: corpus.get(d).fingerprint for d in sorted(relevant)}
         if by and "by" not in source:
             source["by"] = by
-        out.append(LabeledQuery(q.query_id, q.question, relevant, source, q.tags))
+        out.append(replace(q, relevant=relevant, source=source))  # a turn keeps its conversation
     return Stamped(LabeledSet(tuple(out), name=labeled.name, provenance=labeled.provenance), lost, removed)
 
 
@@ -270,12 +270,24 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
     one cell may be separated by ``;`` or ``|``; an ``evidence`` column quotes the row's document.
     Rows of the same question (or query id) merge,
     and each merge is said in the entry's ``_notes``. Without an id column, a question's id is
-    derived from its text (``question_id``)."""
+    derived from its text (``question_id``). With a ``conversation`` column, a row that names a
+    conversation is one of its turns (``turn``: 1-based; ``user``, or the question column: its
+    text; ``assistant``, ``depends``: optional); a turn's rows merge as a question's do, and a
+    turn row with no document searches nothing."""
     text = read_text(path)
     delimiter = delimiter or ("\t" if str(path).endswith((".tsv", ".tab")) else ",")
     reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
     header = reader.fieldnames or []
     _refuse_duplicate_columns(header, path)
+    conv_cols = {role: next((h for h in header if h and h.strip().lower() in names), None)
+                 for role, names in CONVERSATION_COLUMNS.items()}
+    ccol, ncol, acol, pcol, ucol = (conv_cols[r] for r in CONVERSATION_COLUMNS)
+    if ccol and ncol is None:
+        raise RetrievalEvalError(f"a '{ccol}' column needs a 'turn' column: each turn's 1-based position", path=path,
+                                 line=1, field=ccol)
+    if ccol and ucol and columns.question is None and not any(h.strip().lower() in ALIASES["question"][1]
+                                                              for h in header if h):
+        columns = replace(columns, question=ucol)  # the user's text is the turn's question
     col = _columns(header, columns, path)
     qcol, dcol, gcol, icol = col["question"], col["doc"], col["grade"], col["id"]
     tcol = next((h for h in header if h and h.strip().lower() in TAG_COLUMNS), None)
@@ -287,18 +299,30 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
                                      f"cell that holds {delimiter!r}", path=path, line=number)
         question = " ".join((row.get(qcol) or "").split())
         cell = (row.get(dcol) or "").strip()
-        if not question and not cell:
+        conv = (row.get(ccol) or "").strip() if ccol else ""
+        if not question and not cell and not conv:
             continue  # a blank line
         if not question:
             raise RetrievalEvalError("empty question", path=path, line=number, field=qcol)
-        if not cell:
+        if not cell and not conv:
             raise RetrievalEvalError(f"no doc id for {question!r}", path=path, line=number, field=dcol)
         grade = (parse_grade(row[gcol], path=path, line=number, field=gcol) if gcol and (row.get(gcol) or "").strip()
                  else 1)
         given = (row.get(icol) or "").strip() if icol else ""
-        key = given or question_id(path, question)
-        entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number, "notes": [],
-                                         "given": bool(given), "tags": set(), "evidence": {}})
+        if conv:
+            key = _turn_row(row, conv, given, path, number, conv_cols, icol)
+            entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number, "notes": [],
+                                             "given": True, "tags": set(), "evidence": {}, "conversation": conv,
+                                             "turn": int(row[ncol]), "assistant": None, "depends": None})
+            if entry["question"] != question:
+                raise RetrievalEvalError(f"turn {entry['turn']} of conversation '{conv}' appears twice with two texts "
+                                         f"({entry['question']!r} on line {entry['line']}): number each turn once",
+                                         path=path, line=number, field=ncol)
+            _turn_cells(entry, row, path, number, acol, pcol)
+        else:
+            key = given or question_id(path, question)
+            entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number, "notes": [],
+                                             "given": bool(given), "tags": set(), "evidence": {}})
         if tcol:
             entry["tags"].update(_tags(row.get(tcol), path, number, tcol))
         if entry["question"] != question:
@@ -311,7 +335,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
                                   + (f"its judgments merged ({', '.join(new)} added)" if new else
                                      "the same judgments, counted once"))
         for doc in docs:
-            who = f"query '{given}'" if given else f"question {question!r}"
+            who = f"turn '{key}'" if conv else f"query '{given}'" if given else f"question {question!r}"
             add_grade(entry["relevant"], doc, grade, who=who, path=path, line=number, field=gcol or dcol)
         quote = " ".join((row.get(ecol) or "").split()) if ecol else ""
         if quote:
@@ -320,8 +344,15 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
                                          f"(this row names {len(docs)}, grade {grade})", path=path, line=number, field=ecol)
             entry["evidence"].setdefault(docs[0], []).append(quote)
             _evidence(entry["evidence"], entry["relevant"], path, number, ecol)
-    out = []
+    out: list[LabeledQuery] = []
+    carries = _carried(tags=tcol, grades=gcol, evidence=ecol)
+    done: set[str] = set()
     for qid, entry in grouped.items():
+        if "conversation" in entry:
+            if entry["conversation"] not in done:  # a conversation's turns, where its first row is
+                done.add(entry["conversation"])
+                out += _table_turns(entry["conversation"], grouped, path, carries, col, ncol, ccol, ecol)
+            continue
         if not any(g >= 1 for g in entry["relevant"].values()):
             raise RetrievalEvalError(f"every grade of {entry['question']!r} is below 1, so no answer could ever count: "
                                      "give at least one judged document grade >= 1", path=path, line=entry["line"],
@@ -330,16 +361,99 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
         if problem:
             field = {"id": icol or qcol, "question": qcol, "relevant": dcol}[problem[1]]
             raise RetrievalEvalError(problem[0], path=path, line=entry["line"], field=field)
-        source: dict[str, Any] = {"by": f"{IMPORTED}:{Path(path).name}", "_line": entry["line"], "_file": str(path),
-                                  "_carries": _carried(tags=tcol, grades=gcol, evidence=ecol)}
-        if entry["notes"]:
-            source["_notes"] = entry["notes"]
-        if not entry["given"]:
-            source["_text_id"] = True
-        if entry["evidence"]:
-            source["evidence"] = _evidence(entry["evidence"], entry["relevant"], path, entry["line"], ecol)
-        out.append(LabeledQuery(qid, entry["question"], entry["relevant"], source, tuple(sorted(entry["tags"]))))
+        out.append(LabeledQuery(qid, entry["question"], entry["relevant"], _table_source(entry, path, carries, ecol),
+                                tuple(sorted(entry["tags"]))))
     return out
+
+
+#: role -> header names (any case) of the columns of a conversation's turns in a labels table
+CONVERSATION_COLUMNS = {"conversation": ("conversation", "conversation_id"), "turn": ("turn",),
+                        "assistant": ("assistant",), "depends": ("depends",), "user": ("user",)}
+
+
+def _table_source(entry: dict[str, Any], path: str | Path, carries: tuple[str, ...], ecol: str | None) -> dict:
+    source: dict[str, Any] = {"by": f"{IMPORTED}:{Path(path).name}", "_line": entry["line"], "_file": str(path),
+                              "_carries": carries}
+    if entry["notes"]:
+        source["_notes"] = entry["notes"]
+    if not entry["given"]:
+        source["_text_id"] = True
+    if entry["evidence"]:
+        source["evidence"] = _evidence(entry["evidence"], entry["relevant"], path, entry["line"], ecol or "evidence")
+    return source
+
+
+def _turn_row(row: dict, conv: str, given: str, path: str | Path, number: int, cols: dict[str, str | None],
+              icol: str | None) -> str:
+    """The id of the turn a table row belongs to (``conversation#turn``), its cells checked."""
+    from ..types import turn_id
+    from .conversations import conversation_problem
+
+    problem = conversation_problem(conv)
+    if problem:
+        raise RetrievalEvalError(problem, path=path, line=number, field=cols["conversation"])
+    raw = (row.get(cols["turn"]) or "").strip()
+    if not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
+        raise RetrievalEvalError(f"must be the turn's 1-based position (1, 2, ...), got {raw!r}", path=path,
+                                 line=number, field=cols["turn"])
+    row[cols["turn"]] = raw
+    if given and given != turn_id(conv, int(raw)):
+        raise RetrievalEvalError(f"a turn's id is conversation#turn ({turn_id(conv, int(raw))}): leave this cell "
+                                 "empty on a conversation's rows", path=path, line=number, field=icol)
+    return turn_id(conv, int(raw))
+
+
+def _turn_cells(entry: dict[str, Any], row: dict, path: str | Path, number: int, acol: str | None,
+                pcol: str | None) -> None:
+    """A turn row's assistant reply and depends flag, merged with its other rows' (two values refused)."""
+    from .conversations import depends_cell
+
+    reply = " ".join((row.get(acol) or "").split()) if acol else ""
+    if reply:
+        if entry["assistant"] not in (None, reply):
+            raise RetrievalEvalError(f"a second assistant reply for this turn ({entry['assistant']!r} on an earlier "
+                                     "line)", path=path, line=number, field=acol)
+        entry["assistant"] = reply
+    if pcol:
+        try:
+            flag = depends_cell(row.get(pcol))
+        except ValueError as exc:
+            raise RetrievalEvalError(str(exc), path=path, line=number, field=pcol) from None
+        if flag is not None:
+            if entry["depends"] not in (None, flag):
+                raise RetrievalEvalError("says otherwise on an earlier line of this turn", path=path, line=number,
+                                         field=pcol)
+            entry["depends"] = flag
+
+
+def _table_turns(conv: str, grouped: dict[str, dict[str, Any]], path: str | Path, carries: tuple[str, ...],
+                 col: dict[str, str | None], ncol: str | None, ccol: str | None, ecol: str | None) -> list[LabeledQuery]:
+    """A conversation's searching turns from its rows (``grouped``): numbered 1..N without gaps."""
+    from .conversations import TurnLabel, turns_of
+
+    entries = sorted((e for e in grouped.values() if e.get("conversation") == conv), key=lambda e: e["turn"])
+    numbers = [e["turn"] for e in entries]
+    if numbers != list(range(1, len(numbers) + 1)):
+        gap = next(n for n in range(1, max(numbers) + 1) if n not in numbers)
+        raise RetrievalEvalError(f"conversation '{conv}' has turns {', '.join(map(str, numbers))}: turn {gap} is "
+                                 "missing (number a conversation's turns 1, 2, ... without gaps)", path=path,
+                                 line=min(e["line"] for e in entries), field=ncol)
+    labels = []
+    for e in entries:
+        relevant = e["relevant"] or None
+        if relevant is not None:
+            if not any(g >= 1 for g in relevant.values()):
+                raise RetrievalEvalError(f"every grade of turn {e['turn']} of '{conv}' is below 1, so no answer could "
+                                         "ever count: give at least one judged document grade >= 1 (or none: the "
+                                         "turn then searches nothing)", path=path, line=e["line"],
+                                         field=col["grade"] or col["doc"])
+            problem = query_problem(f"{conv}#{e['turn']}", e["question"], relevant)
+            if problem:
+                field = {"id": ccol, "question": col["question"], "relevant": col["doc"]}[problem[1]]
+                raise RetrievalEvalError(problem[0], path=path, line=e["line"], field=field)
+        labels.append(TurnLabel(e["question"], e["assistant"], relevant, _table_source(e, path, carries, ecol),
+                                e["depends"], tuple(e["tags"])))
+    return turns_of(conv, labels)
 
 
 def _carried(**fields: Any) -> tuple[str, ...]:
@@ -383,7 +497,8 @@ def _refuse_duplicate_columns(header: Sequence[str], path: str | Path) -> None:
 
 def read_jsonl(path: str | Path) -> list[LabeledQuery]:
     """JSONL of ``{"id"?, "question", "relevant": {doc: grade}}`` or ``{"question", "doc_id"}``, with
-    an optional ``evidence`` (a quote, quotes, or {doc: quotes})."""
+    an optional ``evidence`` (a quote, quotes, or {doc: quotes}); a line may instead hold a
+    conversation, ``{"conversation": id, "tags"?, "turns": [...]}`` (``_conversation_line``)."""
     from .._textfiles import json_lines
 
     out, seen = [], {}
@@ -392,6 +507,14 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
             raise RetrievalEvalError("expected an object", path=path, line=number)
         if "relevant_docs" in record:
             return read_qrels_jsonl(path)
+        if "conversation" in record:
+            for q in _conversation_line(record, path, number):
+                if q.query_id in seen:
+                    raise RetrievalEvalError(f"duplicate turn '{q.query_id}', first on line {seen[q.query_id]}",
+                                             path=path, line=number, field="conversation")
+                seen[q.query_id] = number
+                out.append(q)
+            continue
         question = " ".join(str(record.get("question") or "").split())
         if not question:
             raise RetrievalEvalError("empty question", path=path, line=number, field="question")
@@ -417,6 +540,39 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
         if record.get("evidence"):
             source["evidence"] = _evidence(record["evidence"], relevant, path, number, "evidence")
         out.append(LabeledQuery(qid, question, relevant, source, _tags(record.get("tags"), path, number, "tags")))
+    return out
+
+
+def _conversation_line(record: dict, path: str | Path, number: int) -> list[LabeledQuery]:
+    """A JSONL line holding a conversation: its searching turns, checked as questions are, each
+    recording the line (errors name ``turns[i].field``)."""
+    from .conversations import conversation_problem, parse_turns, turns_of
+
+    def bad(message: str, fld: str) -> RetrievalEvalError:
+        return RetrievalEvalError(message, path=path, line=number, field=fld)
+
+    cid = record.get("conversation")
+    if isinstance(cid, int) and not isinstance(cid, bool):
+        cid = str(cid)
+    if not isinstance(cid, str):
+        raise bad("must be a non-empty string (the conversation's id)", "conversation")
+    problem = conversation_problem(cid)
+    if problem:
+        raise bad(problem, "conversation")
+    turns = parse_turns(record.get("turns"), lambda m, f: bad(f"conversation '{cid}': {m}", f), grades_as_text=True,
+                        evidence_key="evidence")
+    out = []
+    for q in turns_of(cid, turns, _tags(record.get("tags"), path, number, "tags")):
+        fld = f"turns[{q.turn - 1}]"
+        if not any(g >= 1 for g in q.relevant.values()):
+            raise bad(f"turn '{q.query_id}': needs at least one document with grade >= 1", f"{fld}.relevant")
+        problem = query_problem(q.query_id, q.question, q.relevant)
+        if problem:
+            raise bad(problem[0], f"{fld}.{'user' if problem[1] == 'question' else problem[1]}")
+        raw = record["turns"][q.turn - 1]
+        source = {**q.source, "by": f"{IMPORTED}:{Path(path).name}", "_line": number, "_file": str(path),
+                  "_carries": _carried(tags="tags" in raw or "tags" in record, grades=True, evidence="evidence" in raw)}
+        out.append(replace(q, source=source))
     return out
 
 
@@ -501,8 +657,7 @@ def load_labels(path: str | Path) -> LabeledSet:
 
     if is_team_file(path):
         read = read_qrels_jsonl(path) if is_qrels_jsonl(path) else read_labels(path)
-        entries = [LabeledQuery(q.query_id, q.question, dict(q.relevant),
-                                {k: v for k, v in q.source.items() if not k.startswith("_")}, q.tags)
+        entries = [replace(q, relevant=dict(q.relevant), source={k: v for k, v in q.source.items() if not k.startswith("_")})
                    for q in read]
         return LabeledSet(tuple(entries), name=Path(path).name, provenance={"path": str(path)})
     return load_questions_cache(path)
@@ -579,7 +734,7 @@ def _from_file(q: LabeledQuery, cache: Path, origin: str | None) -> LabeledQuery
     read = q.source.get("_file") or origin
     if read is None:
         return q
-    return LabeledQuery(q.query_id, q.question, dict(q.relevant), {**q.source, "file": source_file(read, cache)}, q.tags)
+    return replace(q, source={**q.source, "file": source_file(read, cache)})
 
 
 def _by_name_only(q: LabeledQuery, names: set[str]) -> bool:
@@ -611,13 +766,14 @@ def _merge(old: LabeledQuery, new: LabeledQuery, carries: Sequence[str], file: s
       the evidence of documents still judged."""
     tags = new.tags if "tags" in carries else old.tags
     changes: list[str] = []
-    if new.question != old.question or _owned(old, file, str(new.source.get("by"))):
+    # a turn whose earlier turns changed is another question, as one whose own text did
+    if (new.question, new.history) != (old.question, old.history) or _owned(old, file, str(new.source.get("by"))):
         evidence = dict(new.source.get("evidence") or {}) if "evidence" in carries else {
             d: v for d, v in (old.source.get("evidence") or {}).items() if d in new.relevant and new.relevant[d] >= 1}
         source = {k: v for k, v in new.source.items() if k != "evidence"}
         if evidence:
             source["evidence"] = evidence
-        return LabeledQuery(new.query_id, new.question, dict(new.relevant), source, tags), "replaced", changes
+        return replace(new, relevant=dict(new.relevant), source=source, tags=tags), "replaced", changes
     relevant = dict(old.relevant)
     for doc, grade in new.relevant.items():
         if doc not in relevant:
@@ -640,7 +796,10 @@ def _merge(old: LabeledQuery, new: LabeledQuery, carries: Sequence[str], file: s
         source["evidence"] = evidence
     if file is not None and changes:
         source["updated_by"] = sorted({*(old.source.get("updated_by") or ()), file})
-    return LabeledQuery(old.query_id, old.question, relevant, source, tags), "updated", changes
+    if new.depends is not None and new.depends != old.depends:
+        changes.append("depends changed")
+    depends = old.depends if new.depends is None else new.depends
+    return replace(old, relevant=relevant, source=source, tags=tags, depends=depends), "updated", changes
 
 
 def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Path, *, origin: str | None = None,
@@ -666,9 +825,9 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
     with locked(cache):
         existing = load_questions_cache(cache) if cache.exists() else None
         merged = {q.query_id: q for q in (existing or ())}
-        by_text = {_key(q.question): q.query_id for q in merged.values()}
-        stamped = [LabeledQuery(by_text.get(_key(q.question), q.query_id), q.question, dict(q.relevant), q.source,
-                                q.tags) if q.query_id in text_ids else q for q in stamped]
+        by_text = {_key(q.question): q.query_id for q in merged.values() if q.conversation is None}
+        stamped = [replace(q, query_id=by_text.get(_key(q.question), q.query_id))
+                   if q.query_id in text_ids else q for q in stamped]
         for q, carried in zip(stamped, carries):
             old = merged.get(q.query_id)
             if old is None:
@@ -676,8 +835,8 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
                 merged[q.query_id] = q
                 continue
             new, kind, changes = _merge(old, q, carried, q.source.get("file"), corpus)
-            if (old.question, dict(old.relevant), old.tags, old.source.get("evidence")) == (
-                    new.question, dict(new.relevant), new.tags, new.source.get("evidence")):
+            if (old.question, dict(old.relevant), old.tags, old.source.get("evidence"), old.history, old.depends) == (
+                    new.question, dict(new.relevant), new.tags, new.source.get("evidence"), new.history, new.depends):
                 report.skipped.append(q.query_id)  # kept as it was, source too: a namesake may have brought it
                 continue
             getattr(report, kind).append(q.query_id)

@@ -9,7 +9,10 @@ cache's ``tags``: product, language, kind); the plugin adds, from the corpus:
   substrings; common English words left out, which the engine itself still matches);
 - ``versioned``: a relevant document carries version fields (``valid_from``, ``version_key`` ...);
 - ``multi-gold``: more than one document is relevant;
-- ``length:short`` (up to 10 words), ``length:medium``, ``length:long`` (over 20 words).
+- ``length:short`` (up to 10 words), ``length:medium``, ``length:long`` (over 20 words);
+- for a turn of a conversation only: ``turn:1`` ... ``turn:4``, ``turn:5+`` (its position),
+  ``first-turn`` or ``follow-up``, and ``depends`` or ``standalone``: the label's flag where it
+  states one, else ``depends_guess`` of the turn's text.
 
 A tag with a ``:`` is one value of a family (``length:``, ``product:``): its values split the
 set between them, so reports show no complement for it.
@@ -25,7 +28,10 @@ from ..errors import RetrievalEvalError
 from .labeled import LabeledSet
 from .terms import normalize, tokenize
 
-DERIVED = ("body-only", "versioned", "multi-gold", "length:short", "length:medium", "length:long")
+DERIVED = ("body-only", "versioned", "multi-gold", "length:short", "length:medium", "length:long",
+           "first-turn", "follow-up", "depends", "standalone", "turn:1", "turn:2", "turn:3", "turn:4", "turn:5+")
+#: positions from which turns share one segment, ``turn:5+``: few conversations run that long
+TURN_FOLD = 5
 _TAG = re.compile(r"^[\w.+-]+(?::[\w.+-]+)?$")
 #: words too common to say where an answer is
 STOPWORDS = frozenset("""a an and are as at be been being but by can could did do does doing for from had has have how
@@ -76,6 +82,44 @@ def length_band(question: str) -> str:
     return "length:short" if words <= 10 else "length:long" if words > 20 else "length:medium"
 
 
+#: words that point back to something said before (pronouns, demonstratives, "there")
+_POINTERS = frozenset("it its it's they them their theirs that this those these there he she him her his one ones "
+                      "such same former latter".split())
+#: openings of an elliptical follow-up: "and for students?", "what about Windows?"
+_ELLIPSIS = ("and ", "what about ", "how about ", "what if ", "also ", "or ")
+#: words of 4+ letters that name nothing a pronoun could point to: they do not make a turn stand alone
+_GENERIC = STOPWORDS | frozenset("much many does work works need make take tell give still else well like want know "
+                                 "mean happen happens cost costs thing things something anything please thanks "
+                                 "more less long later again instead there their theirs these those them they this "
+                                 "that same such former latter".split())
+
+
+def depends_guess(text: str) -> bool:
+    """Whether a turn likely needs the earlier turns: it holds a pointer (a pronoun or
+    demonstrative, not the "there" of "is there") or is elliptical (starts "and", "what about",
+    "how about", "what if", ...; or has fewer than 3 words that are not stopwords), and it has
+    fewer than 2 content words of 4+ letters (not stopwords, not generic verbs like "work" or
+    "cost"), i.e. nothing of its own a pronoun could refer to. A guess, used only where the label
+    states no ``depends``."""
+    lowered = " ".join(text.lower().replace("’", "'").split())
+    words = re.findall(r"[a-z][a-z']*", lowered)
+    existential = {i + 1 for i, w in enumerate(words[:-1]) if w in ("is", "are", "was", "were", "isn't", "aren't")
+                   and words[i + 1] == "there"}
+    pointer = any(w in _POINTERS for i, w in enumerate(words) if i not in existential)
+    elliptical = lowered.startswith(_ELLIPSIS) or len([w for w in words if w not in STOPWORDS]) < 3
+    content = {w for w in words if len(w) >= 4 and w not in _GENERIC}
+    return (pointer or elliptical) and len(content) < 2
+
+
+def turn_tags(q: Any) -> set[str]:
+    """The derived tags of a conversation's turn (none for a single question)."""
+    if getattr(q, "conversation", None) is None:
+        return set()
+    depends = q.depends if q.depends is not None else depends_guess(q.question)
+    return {f"turn:{q.turn}" if q.turn < TURN_FOLD else f"turn:{TURN_FOLD}+",
+            "first-turn" if q.turn == 1 else "follow-up", "depends" if depends else "standalone"}
+
+
 def derive(labeled: LabeledSet, docs: Iterable[Any]) -> LabeledSet:
     """``labeled`` with the derived tags added to each question's own (``docs``: the corpus)."""
     from .freshness import is_versioned
@@ -93,6 +137,7 @@ def derive(labeled: LabeledSet, docs: Iterable[Any]) -> LabeledSet:
         gold = [by_id[d] for d in q.gold if d in by_id]
         tags = set(q.tags)
         tags.add(length_band(q.question))
+        tags |= turn_tags(q)
         if len(q.gold) > 1:
             tags.add("multi-gold")
         if gold and body_only(q.question, gold, remembered):

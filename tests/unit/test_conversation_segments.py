@@ -1,0 +1,72 @@
+"""The segments a conversation's turns get: position (``turn:N``, ``turn:5+``), ``first-turn`` or
+``follow-up``, ``depends`` or ``standalone`` (the label's flag, else ``depends_guess``); single
+questions get none of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import QUESTIONS
+from pytest_retrieval_eval.data.corpus import JsonFolder
+from pytest_retrieval_eval.data.labeled import LabeledSet, load_questions_cache
+from pytest_retrieval_eval.data.segments import all_tags, depends_guess, derive
+from pytest_retrieval_eval.types import Doc, LabeledQuery, Turn
+
+DOCS = [Doc("plans", "The pro plan costs 10 euros a month.", title="Plans")]
+
+
+@pytest.mark.parametrize("text, depends", [
+    ("and how much does that cost?", True),  # ellipsis and a demonstrative, nothing of its own
+    ("Does it work on Linux?", True),  # "work" names nothing: "it" has no referent in the turn
+    ("What about Windows?", True),
+    ("And for students?", True),
+    ("Can I use them offline?", True),
+    ("What if I lose it?", True),
+    ("How long does it take?", True),
+    ("Tell me more.", True),
+    ("Why?", True),
+    ("and the price?", True),
+    ("Is there a discount?", True),  # elliptical: one content word
+    ("How do I reset my VPN password?", False),  # no pointer, not elliptical
+    ("What does it cost to renew the passport license?", False),  # "it" is a dummy: the turn names its subject
+    ("Which plan is cheapest for students?", False),
+    ("Is there a discount for students?", False),  # the "there" of "is there" points nowhere
+    ("What is this error code in Windows Update?", False),
+    ("What are the opening hours of the Berlin office?", False),
+    ("Reset password", False),  # short, but it names what it is about
+])
+def test_depends_guess(text, depends):
+    assert depends_guess(text) is depends
+
+
+def turn(n: int, text: str, depends: bool | None = None, conversation: str = "c1") -> LabeledQuery:
+    history = tuple(Turn("user", f"turn {i}") for i in range(1, n))
+    return LabeledQuery(f"{conversation}#{n}", text, {"plans": 1}, conversation=conversation, turn=n,
+                        history=history, depends=depends)
+
+
+def test_a_turn_gets_its_position_and_whether_it_depends_the_flag_before_the_guess():
+    labeled = LabeledSet((turn(1, "What does the pro plan cost per month?"), turn(2, "and for students?"),
+                          turn(3, "and for students?", depends=False), turn(4, "What about teams of ten people?",
+                                                                           depends=True),
+                          turn(5, "Is there a yearly price?"), turn(7, "and monthly?"),
+                          LabeledQuery("q1", "How much is the pro plan?", {"plans": 1})))
+    tags = {q.query_id: set(q.tags) for q in derive(labeled, DOCS)}
+    assert {"turn:1", "first-turn", "standalone"} <= tags["c1#1"]
+    assert {"turn:2", "follow-up", "depends"} <= tags["c1#2"]
+    assert {"turn:3", "follow-up", "standalone"} <= tags["c1#3"]
+    assert {"turn:4", "depends"} <= tags["c1#4"]
+    assert {"turn:5+", "follow-up"} <= tags["c1#5"] and {"turn:5+", "depends"} <= tags["c1#7"]
+    assert not any(t.startswith("turn:") or t in ("first-turn", "follow-up", "depends", "standalone")
+                   for t in tags["q1"])
+    turns = ["first-turn", "follow-up", "depends", "standalone", "turn:1", "turn:2", "turn:3", "turn:4", "turn:5+"]
+    assert [t for t in all_tags(derive(labeled, DOCS)) if t in turns] == turns  # in the derived order
+
+
+def test_single_questions_get_no_turn_segments():
+    from conftest import CORPUS
+
+    labeled = load_questions_cache(QUESTIONS)
+    derived = derive(labeled, JsonFolder(CORPUS).load().docs)
+    found = set(all_tags(derived))
+    assert not found & {"first-turn", "follow-up", "depends", "standalone", "turn:1", "turn:5+"}
