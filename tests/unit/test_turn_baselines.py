@@ -74,3 +74,28 @@ def test_over_an_async_engine_both_calls_are_coroutines():
 def test_the_baselines_and_the_turn_type_are_public():
     assert {"last_turn", "concatenated", "Turn", "Converses"} <= set(pre.__all__)
     assert isinstance(last_turn(Recorder()), pre.Converses)
+
+
+def test_the_built_in_hybrid_is_also_registered_over_the_joined_turns_only_where_there_are_conversations(tmp_path):
+    from types import SimpleNamespace
+
+    from conftest import HYBRID, QUESTIONS
+    from pytest_retrieval_eval import EngineRegistry
+    from pytest_retrieval_eval.plugin.engines import has_conversations, over_turns, register_builtin
+
+    def names(conversations):
+        registry = EngineRegistry()
+        settings = SimpleNamespace(hybrid=SimpleNamespace(variants=()), data=None)
+        register_builtin(registry, settings, conversations)
+        return registry.select()
+
+    assert names(lambda: False) == (["keyword", "hybrid"] if HYBRID else ["keyword"])
+    assert names(lambda: True) == (["keyword", "hybrid", "hybrid-concat"] if HYBRID else ["keyword"])
+    data = SimpleNamespace(questions=QUESTIONS, regenerate=False)
+    assert not has_conversations(data)  # the bundled questions: single questions, the run unchanged
+    assert not has_conversations(SimpleNamespace(questions=tmp_path / "missing.json", regenerate=False))
+    assert not has_conversations(SimpleNamespace(questions=None, regenerate=False))
+    inner = Recorder()
+    built = over_turns(lambda request: inner)(None)  # what the registry builds for hybrid-concat
+    built.retrieve_conversation(TURNS, 5)
+    assert inner.asked == ["refund window for laptops? and for phones?"]
