@@ -504,7 +504,6 @@ def _materialised(answer: Any) -> Any:
     and scored as empty); sequences and mappings as they are."""
     if isinstance(answer, (str, bytes, Mapping, list, tuple)) or answer is None:
         return answer
-
     if hasattr(answer, "__iter__") and not hasattr(answer, "__len__"):
         return list(answer)
     return answer
