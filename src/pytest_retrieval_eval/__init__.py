@@ -15,6 +15,7 @@ _PUBLIC = {
     "LabeledQuery": "types",
     "QueryResult": "types",
     "Passage": "types",
+    "Turn": "types",
     "RetrievalEvalError": "errors",
     "Measure": "ir.measures",
     "evaluate": "ir.metrics",
@@ -30,6 +31,9 @@ _PUBLIC = {
     "AsyncEngine": "engines.base",
     "EngineRegistry": "engines.base",
     "Stages": "engines.base",
+    "Converses": "engines.base",
+    "last_turn": "engines.turns",  # the built-in baselines a conversation rewrite is measured against
+    "concatenated": "engines.turns",
     "EvaluationResult": "evaluation.results",
     "RunResults": "evaluation.results",
     "GateSettings": "gate.settings",
@@ -51,7 +55,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from .data.corpus import Corpus
     from .data.judgments import Judge, Judgment, Judgments
     from .data.labeled import LabeledSet
-    from .engines.base import AsyncEngine, Engine, EngineRegistry, Stages
+    from .engines.base import AsyncEngine, Converses, Engine, EngineRegistry, Stages
+    from .engines.turns import concatenated, last_turn
     from .errors import RetrievalEvalError
     from .ir.measures import Measure
     from .ir.metrics import evaluate, per_query_frame
@@ -64,7 +69,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from .gate.saved import Saved, load_saved, results_json
     from .gate.settings import GateSettings
     from .gate.verdict import Failure, Verdict, conclude
-    from .types import Chunk, Doc, LabeledQuery, Passage, QueryResult
+    from .types import Chunk, Doc, LabeledQuery, Passage, QueryResult, Turn
 
 
 def __getattr__(name: str) -> Any:

@@ -329,3 +329,29 @@ def test_chart_legends_lie_inside_their_svg(refused_page):
             found = page.locator(chart).evaluate(inside)
             assert any(LONG in label for label, _ in found), (chart, found)
             assert all(ok for _, ok in found), (width, chart, found)
+
+
+def test_a_conversation_in_chromium_reads_in_order_and_never_scrolls_sideways(tmp_path):
+    """Each conversation's heading, then its turns with what was said before each; a filter that
+    hides every turn of a conversation hides its heading too; 800 px never scroll sideways."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+    from test_conversation_page import run_of, shuffled
+
+    from pytest_retrieval_eval.gate.verdict import verdict_of
+    from pytest_retrieval_eval.report.html import render
+
+    path = tmp_path / "conversations.html"
+    path.write_text(render(verdict_of(run_of(shuffled()), measures=["hit@1"])), encoding="utf-8")
+    for _, page in _browse([800], path):
+        assert page.evaluate("document.documentElement.scrollWidth") <= page.evaluate("innerWidth")
+        keyword = page.locator("section[data-engine=keyword]")
+        refund = keyword.locator("tr.q[data-conv=refund]")
+        assert refund.count() == 2 and "turn 1" in refund.nth(0).inner_text()
+        assert "assistant" in refund.nth(1).locator("ol.said").inner_text()
+        assert keyword.locator("tr.conv").count() == 5
+        page.locator("#search").fill("battery#")  # one conversation's turns: its heading alone stays
+        assert [keyword.locator("tr.conv:visible").get_attribute("data-conv")] == ["battery"]
+        assert keyword.locator("tr.q:visible").count() == 2

@@ -23,10 +23,10 @@ import inspect
 import numbers
 import os
 import re
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import RetrievalEvalError
-from ..types import Passage
+from ..types import Passage, Turn
 
 #: How many calls an HTTP engine has in flight by default: a search service takes several at once.
 HTTP_CONCURRENCY = 8
@@ -96,15 +96,35 @@ def fold(ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+def _one_turn(query: str) -> tuple[Turn, ...]:
+    """A single question as the conversation it is: one user turn."""
+    return (Turn("user", query),)
+
+
+def chat_messages(turns: Sequence[Turn]) -> list[dict[str, str]]:
+    """The turns in OpenAI's chat message shape, ``[{"role": "user", "content": ...}, ...]``:
+    what an HTTP engine's ``"{conversation}"`` becomes."""
+    return [{"role": t.role, "content": t.text} for t in turns]
+
+
 class Adapted:
-    """An engine made from something else: ``name``, ``retrieve``, ``describe``, ``concurrency``."""
+    """An engine made from something else: ``name``, ``retrieve``, ``describe``, ``concurrency``;
+    with ``converse`` (``converse(turns, k)``), ``retrieve_conversation`` too, and a single
+    question is then asked as a one-turn conversation."""
 
     def __init__(self, name: str, call: Callable[[str, int], Any], info: Mapping[str, Any], *,
-                 concurrency: int | None = None) -> None:
+                 concurrency: int | None = None, converse: Callable[[Sequence[Turn], int], Any] | None = None) -> None:
         self.name = name
-        self._call = call
+        self._call = call if converse is None else (lambda query, k: converse(_one_turn(query), k))
         self._info = dict(info)
         self.concurrency = concurrency
+        if converse is not None:  # an attribute only where it answers: engines.base.converses(self)
+            self._converse = converse
+            self.retrieve_conversation = self._conversation
+
+    def _conversation(self, turns: Sequence[Turn], k: int) -> Any:
+        """The answer as it came, passages kept (a ``Passage`` answer is read at the evidence level)."""
+        return self._converse(tuple(turns), k)
 
     def retrieve(self, query: str, k: int) -> list[str]:
         return ranked_ids(self._call(query, k))
@@ -126,14 +146,21 @@ class AsyncAdapted(Adapted):
     async def retrieve_passages(self, query: str, k: int) -> Any:  # type: ignore[override]
         return await self._call(query, k)
 
+    async def _conversation(self, turns: Sequence[Turn], k: int) -> Any:  # type: ignore[override]
+        return await self._converse(tuple(turns), k)
 
-def function(fn: Callable[..., Any], *, name: str | None = None, concurrency: int | None = None) -> Adapted:
+
+def function(fn: Callable[..., Any], *, name: str | None = None, concurrency: int | None = None,
+             conversation: bool = False) -> Adapted:
     """A plain callable ``fn(query, k)`` (sync or ``async def``) returning doc ids, ``(id, score)``
-    pairs or ``{id: score}``."""
+    pairs or ``{id: score}``. With ``conversation=True`` it is ``fn(turns, k)``: ``turns`` the
+    conversation so far (``types.Turn``: ``role`` and ``text``, the user's current turn last), and
+    a single question comes as one user turn."""
     label = getattr(fn, "__qualname__", type(fn).__name__)
     kind = AsyncAdapted if inspect.iscoroutinefunction(fn) else Adapted
-    return kind(name or getattr(fn, "__name__", "function"), fn, {"adapter": "function", "callable": label},
-                concurrency=concurrency)
+    return kind(name or getattr(fn, "__name__", "function"), fn,
+                {"adapter": "function", "callable": label, **({"takes": "the conversation"} if conversation else {})},
+                concurrency=concurrency, converse=fn if conversation else None)
 
 
 def _meta_id(meta: Mapping[str, Any] | None, field: str, fallback: Any) -> str:
@@ -143,7 +170,7 @@ def _meta_id(meta: Mapping[str, Any] | None, field: str, fallback: Any) -> str:
 
 def haystack(obj: Any, *, name: str = "haystack", output: str | None = None, doc_id_field: str = "doc_id",
              inputs: Callable[[str, int], dict] | None = None, concurrency: int | None = None,
-             id_required: bool = False, path: Any = None) -> Adapted:
+             id_required: bool = False, path: Any = None, conversation_input: str | None = None) -> Adapted:
     """A Haystack ``Pipeline`` or a retriever component.
 
     A pipeline gets ``inputs(query, k)`` (default ``{"query": query}``, which Haystack hands to
@@ -151,7 +178,13 @@ def haystack(obj: Any, *, name: str = "haystack", output: str | None = None, doc
     (``"ranker.documents"``), by default the only documents output the pipeline returns. A
     component is called as ``run(query=query, top_k=k)``. A document's id is its
     ``meta[doc_id_field]``, else its ``id`` (with ``id_required``, a document without the meta
-    field is an error naming ``path``, the pipeline's file)."""
+    field is an error naming ``path``, the pipeline's file).
+
+    ``conversation_input`` (``"messages"``, or ``"rewriter.messages"`` for one component's
+    socket): the engine takes the conversation, given to that input as a list of Haystack
+    ``ChatMessage`` (``from_user`` and ``from_assistant``, oldest first), in place of ``inputs``; a
+    single question comes as one user message. A component is called as
+    ``run(<conversation_input>=messages, top_k=k)``."""
     is_pipeline = hasattr(obj, "get_component") and hasattr(obj, "run")
     make_inputs = inputs or (lambda query, k: {"query": query})
 
@@ -169,18 +202,37 @@ def haystack(obj: Any, *, name: str = "haystack", output: str | None = None, doc
                                      f"({', '.join(c for c, _ in found) or 'none'}); name one with output='COMPONENT.documents'")
         return list(found[0][1])
 
-    def call(query: str, k: int) -> list[str]:
-        result = obj.run(make_inputs(query, k)) if is_pipeline else obj.run(query=query, top_k=k)
+    def read(result: Mapping[str, Any]) -> list[Passage]:
         docs = documents(result) if is_pipeline else list(result["documents"])
         if id_required and any((d.meta or {}).get(doc_id_field) is None for d in docs):
             raise RetrievalEvalError(f"a retrieved document lacks the id meta field '{doc_id_field}'",
                                      path=path, field=doc_id_field)
         return [_passage(_meta_id(d.meta, doc_id_field, d.id), getattr(d, "content", None)) for d in docs]
 
+    def call(query: str, k: int) -> list[Passage]:
+        return read(obj.run(make_inputs(query, k)) if is_pipeline else obj.run(query=query, top_k=k))
+
+    def converse(turns: Sequence[Turn], k: int) -> list[Passage]:
+        messages = haystack_messages(turns)
+        component, _, socket = str(conversation_input).rpartition(".")
+        if not is_pipeline:
+            return read(obj.run(**{socket: messages}, top_k=k))
+        return read(obj.run({component: {socket: messages}} if component else {socket: messages}))
+
     info = {"adapter": "haystack", "object": type(obj).__name__, "doc_id_field": doc_id_field}
     if output:
         info["output"] = output
-    return Adapted(name, call, info, concurrency=concurrency)
+    if conversation_input:
+        info["conversation_input"] = conversation_input
+    return Adapted(name, call, info, concurrency=concurrency, converse=converse if conversation_input else None)
+
+
+def haystack_messages(turns: Sequence[Turn]) -> list:
+    """The turns as Haystack ``ChatMessage`` objects, oldest first."""
+    from haystack.dataclasses import ChatMessage
+
+    return [ChatMessage.from_assistant(t.text) if t.role == "assistant" else ChatMessage.from_user(t.text)
+            for t in turns]
 
 
 def langchain(retriever: Any, *, name: str = "langchain", doc_id_field: str = "doc_id",
@@ -220,18 +272,34 @@ def llamaindex(retriever: Any, *, name: str = "llamaindex", doc_id_field: str = 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def _fill(template: Any, query: str, k: int) -> Any:
+#: the whole-string value of a JSON body template that becomes the conversation's messages
+CONVERSATION = "{conversation}"
+
+
+def _fill(template: Any, query: str, k: int, turns: Sequence[Turn] | None = None) -> Any:
     """``{query}`` and ``{k}`` in every string of a JSON-like template (a whole-string ``{k}``
-    stays a number)."""
+    stays a number); a whole-string ``"{conversation}"`` becomes the turns' chat messages
+    (``chat_messages``; a single question's: one user message)."""
     if isinstance(template, str):
         if template == "{k}":
             return k
+        if template == CONVERSATION:
+            return chat_messages(turns if turns is not None else _one_turn(query))
         return template.replace("{query}", query).replace("{k}", str(k))
     if isinstance(template, Mapping):
-        return {key: _fill(v, query, k) for key, v in template.items()}
+        return {key: _fill(v, query, k, turns) for key, v in template.items()}
     if isinstance(template, list):
-        return [_fill(v, query, k) for v in template]
+        return [_fill(v, query, k, turns) for v in template]
     return template
+
+
+def _holds(template: Any, value: str) -> bool:
+    """Whether ``value`` is a whole string somewhere in a JSON-like template."""
+    if isinstance(template, Mapping):
+        return any(_holds(v, value) for v in template.values())
+    if isinstance(template, list):
+        return any(_holds(v, value) for v in template)
+    return template == value
 
 
 def pick(document: Any, path: str) -> list[str]:
@@ -263,12 +331,18 @@ def pick(document: Any, path: str) -> list[str]:
 
 def http(url: str, *, name: str = "http", method: str = "GET", params: Mapping[str, Any] | None = None,
          json: Any = None, ids: str = "ids", texts: str | None = None, headers: Mapping[str, str] | None = None, timeout: float = 10.0,
-         retries: int = 3, concurrency: int = HTTP_CONCURRENCY) -> Adapted:
+         retries: int = 3, concurrency: int = HTTP_CONCURRENCY, conversation: bool | None = None) -> Adapted:
     """A search service over HTTP. ``{query}`` and ``{k}`` are filled into the URL (URL-encoded),
     ``params`` and the ``json`` body template; ``ids`` is the path to the ids in the answer, and
     ``texts`` (``hits[].text``), where the service returns passages, the path to their texts;
     header values may name environment variables (``"Bearer ${SEARCH_TOKEN}"``), whose values
-    are masked in every message. 429, 5xx and timeouts are retried honouring ``Retry-After``."""
+    are masked in every message. 429, 5xx and timeouts are retried honouring ``Retry-After``.
+
+    The conversation goes in the request body: a ``json`` template value ``"{conversation}"``
+    becomes the turns so far as chat messages, ``[{"role": "user", "content": ...},
+    {"role": "assistant", "content": ...}, ...]`` (OpenAI's shape, oldest first), and ``{query}``
+    is the last turn's text. ``conversation`` (default: whether the template holds
+    ``"{conversation}"``) makes the engine take the conversation."""
     import threading
     from urllib.parse import quote
 
@@ -277,6 +351,10 @@ def http(url: str, *, name: str = "http", method: str = "GET", params: Mapping[s
     from .._http import request_json
     from .._secrets import register_secret
 
+    talks = _holds(json, CONVERSATION) if conversation is None else conversation
+    if talks and not _holds(json, CONVERSATION):
+        raise RetrievalEvalError(f'http engine {name}: conversation=True needs a json body template with a '
+                                 f'"{CONVERSATION}" value, e.g. json={{"messages": "{CONVERSATION}", "k": "{{k}}"}}')
     missing = sorted({m for v in (headers or {}).values() for m in _ENV.findall(v) if not os.environ.get(m)})
     if missing:
         raise RetrievalEvalError(f"http engine {name}: header variable(s) {', '.join(missing)} not set")
@@ -289,7 +367,7 @@ def http(url: str, *, name: str = "http", method: str = "GET", params: Mapping[s
     holder: list = []
     lock = threading.Lock()
 
-    def call(query: str, k: int) -> list[str]:
+    def call(query: str, k: int, turns: Sequence[Turn] | None = None) -> list[str]:
         if not holder:
             with lock:
                 if not holder:
@@ -297,7 +375,7 @@ def http(url: str, *, name: str = "http", method: str = "GET", params: Mapping[s
         client = holder[0]
         target = url.replace("{query}", quote(query)).replace("{k}", str(k))
         answer = request_json(client, method, target, params=_fill(params, query, k) if params else None,
-                              json=_fill(json, query, k) if json is not None else None, headers=resolved,
+                              json=_fill(json, query, k, turns) if json is not None else None, headers=resolved,
                               secrets=secrets, retries=retries)
         found = pick(answer, ids)
         if texts is None:
@@ -307,5 +385,10 @@ def http(url: str, *, name: str = "http", method: str = "GET", params: Mapping[s
             raise RetrievalEvalError(f"http engine {name}: {len(found)} ids at {ids!r} but {len(said)} texts at {texts!r}")
         return [_passage(d, t) for d, t in zip(found, said)]
 
+    def converse(turns: Sequence[Turn], k: int) -> list[str]:
+        return call(turns[-1].text, k, turns)
+
     return Adapted(name, call, {"adapter": "http", "method": method, "url": url.split("?")[0], "ids": ids,
-                                **({"texts": texts} if texts else {}), "timeout": timeout}, concurrency=concurrency)
+                                **({"texts": texts} if texts else {}), "timeout": timeout,
+                                **({"takes": "the conversation"} if talks else {})},
+                   concurrency=concurrency, converse=converse if talks else None)

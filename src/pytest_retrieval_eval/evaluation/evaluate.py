@@ -15,28 +15,45 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import inspect
 import queue
 import re
 import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Container, Mapping
+from typing import Any, Callable, Container, Iterable, Mapping
 
 from .._secrets import redact
 from ..data.labeled import LabeledSet
 from ..engines.adapters import ranked_ids
 from ..data.evidence import evidence_of, first_passages, passage_ranks, tokens
 from ..engines.adapters import passages_of
-from ..engines.base import (DEFAULT_DEPTH, Engine, Prepares, Stages, answer_of, concurrency_of, describe, is_async,
-                            is_staged)
+from ..engines.base import (DEFAULT_DEPTH, Engine, Prepares, Stages, answer_of, concurrency_of, converses, describe,
+                            is_async, is_staged)
 from ..ir.runs import dedupe
-from ..types import QueryResult, Stage, id_problem
+from ..types import LabeledQuery, QueryResult, Stage, id_problem
 from .._usage import Meter, metering
 from .lint import KINDS as RUN_LINT_KINDS, TIE_CUTOFFS
 from .results import EvaluationResult
 
 _CHUNK_ID = re.compile(r"^(?P<doc>.+):(?P<index>\d+)$")
+
+#: one call of an engine: the method and what it is given (a question's text, or a turn's turns so far)
+_Request = tuple[Callable[[Any, int], Any], Any]
+
+#: ``engine_info["conversation"]`` when the labeled set has conversations: what the engine was given
+GIVEN_TURNS, GIVEN_LAST_TURN = "turns", "last turn"
+
+
+def requests(engine: Engine, queries: Iterable[LabeledQuery]) -> list[_Request]:
+    """What each query asks of ``engine``: a turn of a conversation goes to ``retrieve_conversation``
+    with the turns so far where the engine has it (``Converses``); everything else, and every turn
+    asked of an engine without it (the last turn's text alone), goes where a question goes."""
+    plain = answer_of(engine)
+    talk = engine.retrieve_conversation if converses(engine) else None  # type: ignore[attr-defined]
+    return [(talk, q.turns) if talk is not None and q.conversation is not None else (plain, q.question)
+            for q in queries]
 
 
 def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT_DEPTH, name: str | None = None,
@@ -57,13 +74,13 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
             prepare_error = redact(f"{type(exc).__name__}: {exc}")
         prepare_seconds = time.perf_counter() - start
     width = concurrency_of(engine, concurrency)
-    questions = [q.question for q in labeled.queries]
+    asks = requests(engine, labeled.queries)
     if is_async(engine):
-        answers = _AsyncCalls(engine, depth, timeout, width).run(questions)
+        answers = _AsyncCalls(engine, depth, timeout, width).run(asks)
     elif width > 1:
-        answers = _in_threads(engine, questions, depth, timeout, width)
+        answers = _in_threads(engine, asks, depth, timeout, width)
     else:
-        answers = [_ask(engine, question, depth, timeout) for question in questions]
+        answers = [_ask(engine, ask, depth, timeout) for ask in asks]
     corpus_ids = known_ids
     known_ids = getattr(known_ids, "id_set", known_ids)  # a corpus's ids as a set: asked once per returned id
     unknown: dict[str, None] = {}
@@ -72,14 +89,16 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
     results = []
     lint: dict[str, list[str]] = {k: [] for k in RUN_LINT_KINDS}
     staged = is_staged(engine)
-    for q, (answer, error, seconds, used) in zip(labeled.queries, answers):
+    plain = answer_of(engine)
+    for q, (answer, error, seconds, used), (method, _) in zip(labeled.queries, answers, asks):
         doc_ids: tuple[str, ...] = ()
         stages: tuple[Stage, ...] = ()
         stage_seconds: dict[str, float] = {}
         passages: list[tuple[str, str]] | None = None
         if error is None:
             try:
-                if staged:
+                if staged and (method == plain or isinstance(answer, Stages)  # a turn's answer may say its stages
+                               or (isinstance(answer, Mapping) and "ranked" in answer)):
                     held = Stages.of(answer)
                     answer = held.ranked
                     stages = _stages(held, q.relevant, known_ids)
@@ -117,6 +136,8 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
                                    first_passages(q.relevant, kept) if kept else {},
                                    tuple(len(tokens(text)) for _, text in kept)))
     info = dict(describe(engine))
+    if labeled.has_conversations:  # the report names the engines given the last turn alone
+        info["conversation"] = GIVEN_TURNS if converses(engine) else GIVEN_LAST_TURN
     if width > 1:
         info["concurrency"] = width
     if prepare_error is not None:
@@ -208,20 +229,20 @@ def _fold_chunks(ids: list, known: Container[str]) -> tuple[list, int]:
     return out, n
 
 
-def _ask(engine: Engine, question: str, depth: int, timeout: float | None) -> tuple[Any, str | None, float, Meter]:
+def _ask(engine: Engine, ask: _Request, depth: int, timeout: float | None) -> tuple[Any, str | None, float, Meter]:
     """(answer, error, seconds, the HTTP calls it made) of one call; the answer is checked
     later, in one place. The clock (monotonic) runs around the engine's call only."""
     used = Meter()
     with metering(used):
         start = time.perf_counter()
         try:
-            answer = _call(engine, question, depth, timeout)
+            answer = _call(engine, ask, depth, timeout)
         except Exception as exc:  # recorded, counted as a miss, shown in the report
             return None, redact(f"{type(exc).__name__}: {exc}"), time.perf_counter() - start, used
         return answer, None, time.perf_counter() - start, used
 
 
-def _in_threads(engine: Engine, questions: list[str], depth: int, timeout: float | None,
+def _in_threads(engine: Engine, questions: list[_Request], depth: int, timeout: float | None,
                 width: int) -> list[tuple[Any, str | None, float, Meter]]:
     """Sync calls ``width`` at a time on daemon threads, each taking the next question in order.
     Not a thread pool: its shutdown (and the interpreter's exit) joins every worker, so one call
@@ -334,7 +355,7 @@ class _AsyncCalls:
     def _new_loop(self) -> _Loop:
         return _Loop(f"retrieve-{self.engine.name}-loop")
 
-    def run(self, questions: list[str]) -> list[tuple[Any, str | None, float, Meter]]:
+    def run(self, questions: list[_Request]) -> list[tuple[Any, str | None, float, Meter]]:
         self.questions = questions
         self.answers: list[Any] = [None] * len(questions)
         todo = list(range(len(questions)))[::-1]  # popped from the end: labeled-set order
@@ -381,7 +402,10 @@ class _AsyncCalls:
         call.task = asyncio.current_task()
         try:
             with metering(call.meter):  # this task's own context: calls in flight side by side count apart
-                answer = await answer_of(self.engine)(self.questions[call.index], self.depth)
+                method, given = self.questions[call.index]
+                answer = method(given, self.depth)
+                if inspect.isawaitable(answer):  # a sync retrieve_conversation of an async engine is answered too
+                    answer = await answer
         except Exception as exc:
             self._hand_over(call, None, redact(f"{type(exc).__name__}: {exc}"))
         else:
@@ -439,18 +463,19 @@ class EngineTimeout(Exception):
     pass
 
 
-def _call(engine: Engine, question: str, depth: int, timeout: float | None):
-    """``engine.retrieve``, in a daemon thread when there is a time limit: a hung call is left
-    behind (it cannot be killed) and cannot keep the process from exiting. The answer is read
-    into a list inside that thread, so a lazy answer (a generator) is also timed."""
-    ask = answer_of(engine)
+def _call(engine: Engine, request: _Request, depth: int, timeout: float | None):
+    """``engine.retrieve`` (or what ``requests`` chose), in a daemon thread when there is a time
+    limit: a hung call is left behind (it cannot be killed) and cannot keep the process from
+    exiting. The answer is read into a list inside that thread, so a lazy answer (a generator) is
+    also timed."""
+    ask, given = request
     if timeout is None:
-        return _materialised(ask(question, depth))
+        return _materialised(_awaited_not(ask(given, depth), ask))
     box: dict[str, Any] = {}
 
     def run() -> None:
         try:
-            box["value"] = _materialised(ask(question, depth))
+            box["value"] = _materialised(_awaited_not(ask(given, depth), ask))
         except BaseException as exc:  # handed to the caller
             box["error"] = exc
 
@@ -463,6 +488,15 @@ def _call(engine: Engine, question: str, depth: int, timeout: float | None):
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def _awaited_not(answer: Any, ask: Any) -> Any:
+    """A sync engine's ``async def retrieve_conversation``: said, never scored as a wrong answer."""
+    if inspect.iscoroutine(answer) and getattr(ask, "__name__", "") == "retrieve_conversation":
+        answer.close()
+        raise TypeError("retrieve_conversation() is async def but retrieve() is not: make both async def, "
+                        "or both plain def")
+    return answer
 
 
 def _materialised(answer: Any) -> Any:

@@ -21,7 +21,7 @@ from ..data.lint import LintReport
 from ..engines.base import DEFAULT_DEPTH
 from ..errors import RetrievalEvalError
 from ..ir.measures import Measure
-from ..types import LabeledQuery, QueryResult, Stage
+from ..types import LabeledQuery, QueryResult, Stage, Turn
 from .causes import Evidence
 from .fingerprints import checked, with_documents
 from .lint import KINDS as RUN_LINT_KINDS
@@ -68,6 +68,9 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
             entry["usage"] = {m: list(v) for m, v in sorted(r.usage.items())}
         if q.tags:
             entry["tags"] = list(q.tags)
+        if q.conversation is not None:  # a turn: its conversation, position and the messages before it
+            entry["conversation"] = {"id": q.conversation, "turn": q.turn, "history": [t.to_dict() for t in q.history],
+                                     **({"depends": q.depends} if q.depends is not None else {})}
         if r.stages:  # where each stage put the relevant documents: what a miss's cause reads
             entry["stages"] = [st.to_list() for st in r.stages]
         if q.source.get("evidence"):  # the label's quotes: the twins' columns show where some exist
@@ -171,8 +174,10 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
             raise ValueError(f"'queries' entry {q['id']!r}: human must map doc ids to a worksheet's grades 0-3")
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
             raise ValueError(f"'queries' entry {q['id']!r}: human_depth must be a whole number >= 1")
+        _conversation(q)
     labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"], tags=tuple(q.get("tags", ())),
-                                                    source={"evidence": q["evidence"]} if q.get("evidence") else {})
+                                                    source={"evidence": q["evidence"]} if q.get("evidence") else {},
+                                                    **_conversation(q))
                                        for q in queries),
                                  name=lab["name"], recorded_fingerprint=lab["fingerprint"],
                                  provenance={**({"slice": dict(lab["slice"])} if lab.get("slice") else {}),
@@ -202,6 +207,22 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
                             _usage(d.get("prepare_usage") or {}, None), _usage(d.get("trial_usage") or {}, None),
                             human={q["id"]: dict(q.get("human", {})) for q in queries if "human_depth" in q},
                             human_depth={q["id"]: q["human_depth"] for q in queries if "human_depth" in q})
+
+
+def _conversation(q: Mapping[str, Any]) -> dict[str, Any]:
+    """A turn's ``LabeledQuery`` fields from its entry's ``conversation`` (none for a question)."""
+    c = q.get("conversation")
+    if c is None:
+        return {}
+    history = c.get("history", []) if isinstance(c, dict) else None
+    if (not isinstance(c, dict) or not isinstance(c.get("id"), str) or not isinstance(c.get("turn"), int)
+            or isinstance(c.get("turn"), bool) or c["turn"] < 1 or not isinstance(history, list)
+            or not all(isinstance(t, dict) and t.get("role") in ("user", "assistant") and isinstance(t.get("text"), str)
+                       for t in history) or c.get("depends", None) not in (None, True, False)):
+        raise ValueError(f"'queries' entry {q['id']!r}: conversation must be {{id, turn >= 1, history: [{{role: "
+                         "user|assistant, text}}], depends?}}")
+    return {"conversation": c["id"], "turn": c["turn"], "history": tuple(Turn(t["role"], t["text"]) for t in history),
+            "depends": c.get("depends")}
 
 
 def _seconds(raw: Any, query: str) -> dict[str, float]:

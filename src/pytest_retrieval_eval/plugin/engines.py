@@ -31,8 +31,11 @@ def or_fail(fn, *args):
     pytest.fail(problem, pytrace=False)  # outside the except: no chained traceback either
 
 
-def register_builtin(registry: Any, settings: Any) -> None:
-    """``keyword`` always; ``hybrid`` and the configured variants where the extra is installed."""
+def register_builtin(registry: Any, settings: Any, conversations: Any = None) -> None:
+    """``keyword`` always; ``hybrid`` and the configured variants where the extra is installed,
+    and, where the labeled set has conversations (``conversations()``, by default read from the
+    configured questions), ``hybrid-concat``: hybrid given the user's turns joined, beside hybrid
+    given the last turn alone, the two baselines a team's rewrite is measured against."""
     from ..engines.keyword import KeywordEngine
 
     registry.register("keyword", lambda request: KeywordEngine(request.getfixturevalue("retrieval_corpus")),
@@ -43,8 +46,35 @@ def register_builtin(registry: Any, settings: Any) -> None:
                              builtin=True)
         return
     registry.register("hybrid", hybrid_variant(), builtin=True)
+    if (conversations or (lambda: has_conversations(settings.data)))():
+        registry.register("hybrid-concat", over_turns(hybrid_variant()), builtin=True)
     for name, hybrid, ingest in settings.hybrid.variants:
         registry.register(name, _factory(hybrid, ingest), builtin=True)
+
+
+def has_conversations(data: Any) -> bool:
+    """Whether the configured questions hold conversations. Read before the session reads them
+    (the engines are named at collection); a file that cannot be read is said by the session,
+    later, so here it counts as none."""
+    if data.questions is None or data.regenerate:
+        return False
+    from ..data.labels import load_labels
+
+    try:
+        return load_labels(data.questions).has_conversations
+    except (RetrievalEvalError, OSError, ValueError):
+        return False
+
+
+def over_turns(factory: Any):
+    """A factory for the engine ``factory`` builds, given the user's turns joined
+    (``engines.turns.concatenated``)."""
+    def concatenated_factory(request: pytest.FixtureRequest):
+        from ..engines.turns import concatenated
+
+        return concatenated(factory(request))
+
+    return concatenated_factory
 
 
 def hybrid_variant(**settings: Any):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from .._atomic import write_text_atomic
 from ..gate.saved import results_json as results_text
 from ..types import sha256_text
-from . import ceiling, cost, plot, shadow, sweep, table
+from . import ceiling, cost, plot, shadow, sweep, table, turns_given
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
 from . import labeled_set
@@ -64,6 +64,8 @@ def markdown(verdict: Verdict, metadata: Mapping[str, Any]) -> str:
     out = ["# Retrieval evaluation", "", *lead, ""]
     out += table.markdown(verdict)
     out += ["", "95% intervals in brackets (Wilson for hit@k and the rates, a bootstrap over queries for graded measures)."]
+    given = turns_given.line(verdict.run, None)
+    out += ["", given] if given else []
     judged = [*stale_lines(verdict), *judged_lines(verdict, markdown=True),
               *(f"- {line.strip()}" for line in candidate_lines(verdict.run))]
     out += ["", *judged] if judged else []

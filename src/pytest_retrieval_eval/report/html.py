@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from ..data.judgments import is_judged_relevant
 from ..evaluation.judging import used
-from . import ceiling, cost, errors, plot, shadow, sweep, table
+from . import ceiling, cost, errors, plot, shadow, sweep, table, turns_given
 from .judged import candidate_lines, judged_lines
 from . import labeled_set
 from .misses import coverage_lines, miss_lines
@@ -53,6 +53,31 @@ def _ranks(stage: Any, q: Any) -> str:
     """Where a stage put the question's relevant documents: ``4`` (one), ``2, -`` (two, one absent)."""
     ranks = [str(stage.ranks[d]) if d in stage.ranks else "-" for d in q.gold]
     return f"{', '.join(ranks) or '-'} of {stage.size}"
+
+
+def in_conversations(rows: list[dict[str, Any]], by_id: Any) -> list[dict[str, Any]]:
+    """The rows with each conversation's turns together, in turn order, where its first turn
+    stood; the first turn of each carries ``conv_start`` (its count of turns shown), and each turn
+    ``before``: the messages since the previous turn shown (the assistant's reply, a turn that
+    searches nothing), as ``(role, text)``. Single questions stay as they are."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(by_id[row["id"]].cluster, []).append(row)
+    out = []
+    for turns in groups.values():
+        turns.sort(key=lambda row: by_id[row["id"]].turn)
+        said: tuple = ()
+        for i, row in enumerate(turns):
+            q = by_id[row["id"]]
+            if q.conversation is None:
+                out.append(row)
+                continue
+            kept = len(said) if q.history[:len(said)] == said else 0  # a turn left out (stale, a slice): all again
+            row.update(conversation=q.conversation, turn=q.turn, conv_start=len(turns) if i == 0 else 0,
+                       before=[(t.role, t.text) for t in q.history[kept:]])
+            said = q.turns
+            out.append(row)
+    return out
 
 
 def compared(verdict: Verdict, baseline: Any) -> Any:
@@ -129,6 +154,8 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
             by_query.setdefault((r.labeled.name, q.query_id), {"id": q.query_id, "question": q.question, "cells": [],
                                                                "search": row["search"], "miss": False, "error": False,
                                                                "moved": False, "tags": row["tags"]})["cells"].append(row)
+        if r.labeled.has_conversations:
+            rows = in_conversations(rows, by_id)
         groups: dict[str, list] = {}
         for qid, c in causes.items():
             groups.setdefault(c.group, []).append({"id": qid, "name": by_id[qid].name, "why": c.text})
@@ -158,6 +185,7 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
         segment_measure=verdict.segments[0].measure if verdict.segments else "",
         tags=sorted({t for e in verdict.run.evaluations for q in e.labeled.queries for t in q.tags}),
         summary=summary, legend=" ".join([*table.legend(verdict, markdown=True), *table.handed_line(verdict)]),
+        turns_given=turns_given.line(verdict.run, None),
         miss_at=MISS_AT, svg=plot.run_svg(verdict.run, baseline), engines=engines, trend=trend,
         compare=[q for q in by_query.values() if len(q["cells"]) == len(engines)] if len(engines) > 1 else [],
         lint=[{"summary": l.summary(), "findings": [str(f) for f in l.findings]} for l in verdict.lint],

@@ -12,7 +12,7 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any, Mapping
 
-from . import ceiling, cost, shadow, sweep, table
+from . import ceiling, cost, shadow, sweep, table, turns_given
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
 from . import labeled_set
@@ -71,6 +71,8 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
         if verdict.rows:
             for line in table.render(verdict, ci=verbosity >= 0, detail=verbose):
                 tr.write_line(line)
+            if turns_given.line(verdict.run):  # conversations: which engines never saw the earlier turns
+                tr.write_line(turns_given.line(verdict.run, WIDTH if not verbose else None))
             if not verbose:
                 hidden += [name for name, left in (("differences", verbosity >= 0 and verdict.comparisons),
                                                     ("freshness queries", table.freshness_lines(verdict)),

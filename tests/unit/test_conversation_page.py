@@ -1,0 +1,101 @@
+"""A conversation in the reports: the page shows each conversation's turns together, in order,
+each with the messages before it and its ranking; the table's line names the engines given the
+last turn alone (terminal, results.md, page); a saved run renders the same page; a set of single
+questions shows none of it."""
+
+from __future__ import annotations
+
+import io
+import re
+from html import unescape
+
+from pytest_retrieval_eval import GateSettings, LabeledQuery, LabeledSet, RunResults, adapters, load_saved, results_json
+from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from pytest_retrieval_eval.gate.verdict import conclude, verdict_of
+from pytest_retrieval_eval.report.files import markdown
+from pytest_retrieval_eval.report.html import render
+from pytest_retrieval_eval.report.terminal import LineWriter, write_summary
+from pytest_retrieval_eval.report.turns_given import line
+from test_conversation_evaluation import Keyword, conversations, rewrite
+
+
+def run_of(labeled: LabeledSet) -> RunResults:
+    return RunResults([evaluate_engine(Keyword(), labeled),
+                       evaluate_engine(adapters.function(rewrite, name="rewrite", conversation=True), labeled)])
+
+
+def shuffled() -> LabeledSet:
+    """The conversations' turns out of order (second turns first), as a file may list them."""
+    queries = conversations().queries
+    return LabeledSet(tuple(q for q in queries if q.turn == 2) + tuple(q for q in queries if q.turn == 1),
+                      name="conversations")
+
+
+def text(html: str) -> str:
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html)))
+
+
+def engine_section(html: str, engine: str) -> str:
+    return html.split(f'<section class="engine" data-engine="{engine}">')[1].split("</section>")[0]
+
+
+def test_a_conversation_s_turns_are_shown_together_in_order_with_what_was_said_before():
+    html = render(verdict_of(run_of(shuffled()), measures=["hit@1"]))
+    rows = engine_section(html, "keyword")
+    said = text(rows)
+    first = said.index("conversation refund (2 turns searched)")
+    assert first < said.index("turn 1 What about the refund window for laptops?", first)
+    assert said.index("turn 1 What about the refund window for laptops?") < said.index(
+        "assistant For laptops, the refund window is in the policy.") < said.index("turn 2 and for phones?")
+    assert said.count("user What about the refund window for laptops?") == 0  # shown once, as its own turn
+    assert rows.count('<tr class="conv"') == 5 and rows.count('data-conv="refund"') == 3
+    assert said.index("conversation refund") < said.index("conversation shipping")  # the set's order of conversations
+    assert "given the last turn alone (no retrieve_conversation): keyword" in text(html.split('id="per-query"')[0])
+
+
+def test_a_turn_whose_earlier_turn_is_not_shown_carries_the_whole_history():
+    labeled = LabeledSet(tuple(q for q in conversations().queries if q.turn == 2), name="follow-ups")
+    said = text(engine_section(render(verdict_of(run_of(labeled), measures=["hit@1"])), "keyword"))
+    assert ("conversation refund (1 turn searched) user What about the refund window for laptops? assistant For "
+            "laptops, the refund window is in the policy. turn 2 and for phones?") in said
+
+
+def test_the_line_under_the_table_names_the_engines_given_the_last_turn_alone():
+    verdict = verdict_of(run_of(conversations()), measures=["hit@1"])
+    expected = "given the last turn alone (no retrieve_conversation): keyword"
+    assert line(verdict.run) == expected
+    out = io.StringIO()
+    from pytest_retrieval_eval.plugin.session import Outcome  # what `report results.json` prints through
+
+    write_summary(LineWriter(out), Outcome(conclude(verdict.run, verdict.settings)), report=True, thresholds=0,
+                  unavailable={})
+    lines = out.getvalue().splitlines()
+    assert lines.count(expected) == 1 and all(len(x) <= 88 for x in lines)
+    assert lines.index(expected) < next(i for i, x in enumerate(lines) if x.startswith("keyword missed"))
+    assert "\n" + expected + "\n" in markdown(verdict, {})
+
+
+def test_many_engines_given_the_last_turn_alone_stay_on_one_line():
+    labeled = conversations()
+    run = RunResults([evaluate_engine(Keyword(), labeled, name=f"engine-number-{i}") for i in range(9)])
+    said = line(run)
+    assert len(said) <= 88 and said.endswith("more") and "engine-number-0" in said
+    assert line(run, None).count("engine-number-") == 9
+
+
+def test_a_saved_run_renders_the_same_conversation_page(tmp_path):
+    verdict = conclude(run_of(shuffled()), GateSettings())
+    path = tmp_path / "results.json"
+    path.write_text(results_json(verdict), encoding="utf-8")
+    saved = load_saved(path)
+    again = conclude(saved.run, saved.settings, recorded=saved.analysis)
+    assert render(again) == render(verdict) and markdown(again, {}) == markdown(verdict, {})
+
+
+def test_single_questions_show_no_conversation_and_no_line():
+    labeled = LabeledSet((LabeledQuery("q1", "refund laptops", {"refund-laptops": 1}),), name="questions")
+    verdict = verdict_of(RunResults([evaluate_engine(Keyword(), labeled)]), measures=["hit@1"])
+    html = render(verdict)
+    assert 'class="conv"' not in html.split("<body>")[1].split("<script>")[0] and "turn-no" not in html.split("<body>")[1]
+    assert "given the last turn alone" not in html and "given the last turn alone" not in markdown(verdict, {})
+    assert '<tr class="q" data-miss="0"' in html  # the row as it always was

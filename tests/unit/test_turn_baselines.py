@@ -1,0 +1,101 @@
+"""The built-in baselines over any question engine (engines/turns.py): ``last_turn`` rewrites
+nothing, ``concatenated`` joins the user's turns oldest first and leaves the assistant out; both
+say so in ``describe()`` and keep the engine's own optional parts."""
+
+from __future__ import annotations
+
+import pytest_retrieval_eval as pre
+from pytest_retrieval_eval import Turn, adapters, concatenated, last_turn
+from pytest_retrieval_eval.engines.base import Prepares, converses, describe, is_async, is_staged
+
+TURNS = (Turn("user", "refund window for laptops?"), Turn("assistant", "Thirty days for laptops."),
+         Turn("user", "and for phones?"))
+
+
+class Recorder:
+    name = "rec"
+    concurrency = 3
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self.prepared: list[str] = []
+
+    def retrieve(self, query, k):
+        self.asked.append(query)
+        return ["d"]
+
+    def prepare(self, questions):
+        self.prepared += questions
+
+    def describe(self):
+        return {"engine": "recorder"}
+
+
+def test_last_turn_asks_the_latest_user_text_and_says_it_rewrites_nothing():
+    inner = Recorder()
+    engine = last_turn(inner)
+    assert converses(engine) and engine.name == "rec-last"
+    assert engine.retrieve_conversation(TURNS, 5) == ["d"] and inner.asked == ["and for phones?"]
+    assert describe(engine)["rewrite"] == "none: the last turn alone"
+    assert describe(engine)["engine"] == "recorder"
+
+
+def test_concatenated_joins_the_user_turns_oldest_first_and_leaves_the_assistant_out():
+    inner = Recorder()
+    concatenated(inner).retrieve_conversation(TURNS, 5)
+    concatenated(inner, " | ", name="joined").retrieve_conversation(TURNS, 5)
+    assert inner.asked == ["refund window for laptops? and for phones?", "refund window for laptops? | and for phones?"]
+    info = describe(concatenated(inner))
+    assert info["rewrite"] == "the user's turns joined oldest first by ' ', the assistant's replies left out"
+
+
+def test_a_single_question_is_asked_as_it_is_and_the_engine_s_parts_are_kept():
+    inner = Recorder()
+    engine = concatenated(inner)
+    assert engine.retrieve("a question", 5) == ["d"] and inner.asked == ["a question"]
+    assert isinstance(engine, Prepares) and engine.concurrency == 3
+    engine.prepare(["q1", "q2"])
+    assert inner.prepared == ["q1", "q2"]
+    assert not is_staged(engine) and not hasattr(engine, "retrieve_passages")
+    assert not isinstance(concatenated(adapters.function(lambda q, k: ["d"])), Prepares)
+
+
+def test_over_an_async_engine_both_calls_are_coroutines():
+    import asyncio
+
+    async def search(query, k):
+        return [query]
+
+    engine = last_turn(adapters.function(search, name="search"))
+    assert is_async(engine)
+    assert asyncio.run(engine.retrieve_conversation(TURNS, 5)) == ["and for phones?"]
+
+
+def test_the_baselines_and_the_turn_type_are_public():
+    assert {"last_turn", "concatenated", "Turn", "Converses"} <= set(pre.__all__)
+    assert isinstance(last_turn(Recorder()), pre.Converses)
+
+
+def test_the_built_in_hybrid_is_also_registered_over_the_joined_turns_only_where_there_are_conversations(tmp_path):
+    from types import SimpleNamespace
+
+    from conftest import HYBRID, QUESTIONS
+    from pytest_retrieval_eval import EngineRegistry
+    from pytest_retrieval_eval.plugin.engines import has_conversations, over_turns, register_builtin
+
+    def names(conversations):
+        registry = EngineRegistry()
+        settings = SimpleNamespace(hybrid=SimpleNamespace(variants=()), data=None)
+        register_builtin(registry, settings, conversations)
+        return registry.select()
+
+    assert names(lambda: False) == (["keyword", "hybrid"] if HYBRID else ["keyword"])
+    assert names(lambda: True) == (["keyword", "hybrid", "hybrid-concat"] if HYBRID else ["keyword"])
+    data = SimpleNamespace(questions=QUESTIONS, regenerate=False)
+    assert not has_conversations(data)  # the bundled questions: single questions, the run unchanged
+    assert not has_conversations(SimpleNamespace(questions=tmp_path / "missing.json", regenerate=False))
+    assert not has_conversations(SimpleNamespace(questions=None, regenerate=False))
+    inner = Recorder()
+    built = over_turns(lambda request: inner)(None)  # what the registry builds for hybrid-concat
+    built.retrieve_conversation(TURNS, 5)
+    assert inner.asked == ["refund window for laptops? and for phones?"]
