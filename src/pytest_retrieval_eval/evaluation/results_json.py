@@ -21,7 +21,7 @@ from ..data.lint import LintReport
 from ..engines.base import DEFAULT_DEPTH
 from ..errors import RetrievalEvalError
 from ..ir.measures import Measure
-from ..types import LabeledQuery, QueryResult, Stage
+from ..types import LabeledQuery, QueryResult, Stage, Turn
 from .causes import Evidence
 from .fingerprints import checked, with_documents
 from .lint import KINDS as RUN_LINT_KINDS
@@ -68,6 +68,9 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
             entry["usage"] = {m: list(v) for m, v in sorted(r.usage.items())}
         if q.tags:
             entry["tags"] = list(q.tags)
+        if q.conversation is not None:  # a turn: its conversation (the resampling unit), position, history
+            entry["conversation"] = {"id": q.conversation, "turn": q.turn, "depends": q.depends,
+                                     "history": [t.to_dict() for t in q.history]}
         if r.stages:  # where each stage put the relevant documents: what a miss's cause reads
             entry["stages"] = [st.to_list() for st in r.stages]
         if q.source.get("evidence"):  # the label's quotes: the twins' columns show where some exist
@@ -166,13 +169,15 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
         judged = q.get("judged", {})
         if not isinstance(judged, dict) or not all(g in (0, 1, 2, 3) and not isinstance(g, bool) for g in judged.values()):
             raise ValueError(f"'queries' entry {q['id']!r}: judged must map doc ids to the judge's grades 0-3")
+        _conversation_problem(q)
         human, depth = q.get("human", {}), q.get("human_depth", 1)
         if not isinstance(human, dict) or not all(g in (0, 1, 2, 3) and not isinstance(g, bool) for g in human.values()):
             raise ValueError(f"'queries' entry {q['id']!r}: human must map doc ids to a worksheet's grades 0-3")
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
             raise ValueError(f"'queries' entry {q['id']!r}: human_depth must be a whole number >= 1")
     labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"], tags=tuple(q.get("tags", ())),
-                                                    source={"evidence": q["evidence"]} if q.get("evidence") else {})
+                                                    source={"evidence": q["evidence"]} if q.get("evidence") else {},
+                                                    **_turn_of(q.get("conversation")))
                                        for q in queries),
                                  name=lab["name"], recorded_fingerprint=lab["fingerprint"],
                                  provenance={**({"slice": dict(lab["slice"])} if lab.get("slice") else {}),
@@ -202,6 +207,29 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
                             _usage(d.get("prepare_usage") or {}, None), _usage(d.get("trial_usage") or {}, None),
                             human={q["id"]: dict(q.get("human", {})) for q in queries if "human_depth" in q},
                             human_depth={q["id"]: q["human_depth"] for q in queries if "human_depth" in q})
+
+
+def _conversation_problem(q: Mapping[str, Any]) -> None:
+    """A turn's record (``{"id", "turn", "depends", "history"}``), checked: the analysis by turn
+    and the intervals over conversations read it."""
+    c = q.get("conversation")
+    if c is None:
+        return
+    if not (isinstance(c, dict) and isinstance(c.get("id"), str) and c["id"]
+            and isinstance(c.get("turn"), int) and not isinstance(c["turn"], bool) and c["turn"] >= 1
+            and c.get("depends") in (None, True, False) and isinstance(c.get("history", []), list)
+            and all(isinstance(t, dict) and t.get("role") in ("user", "assistant") and isinstance(t.get("text"), str)
+                    for t in c.get("history", []))):
+        raise ValueError(f"'queries' entry {q['id']!r}: conversation must hold its id, turn (>= 1), depends "
+                         "(true, false or null) and history ([{role: user|assistant, text}])")
+
+
+def _turn_of(c: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``LabeledQuery``'s conversation fields from a turn's record; none for a single question."""
+    if c is None:
+        return {}
+    return {"conversation": c["id"], "turn": c["turn"], "depends": c.get("depends"),
+            "history": tuple(Turn(t["role"], t["text"]) for t in c.get("history", []))}
 
 
 def _seconds(raw: Any, query: str) -> dict[str, float]:

@@ -76,6 +76,39 @@ def _cluster_bootstrap(x: np.ndarray, codes: np.ndarray, *, level: float, resamp
     return (float(lo), float(hi))
 
 
+def split_difference_ci(values: Sequence[float], first: Sequence[bool], clusters: Sequence[str], *,
+                        level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
+                        seed: int = SEED) -> tuple[float, float]:
+    """Percentile interval of mean(values where ``first``) - mean(values elsewhere) by
+    resampling whole ``clusters``: a conversation drawn brings its first turn and its
+    follow-ups together, so the two means stay paired within it (a conversation that goes
+    badly throughout moves both, not the drop). Resamples drawing no value of one side are left
+    out; (nan, nan) when a side is empty."""
+    x, side = np.asarray(values, dtype=np.float64), np.asarray(first, dtype=bool)
+    n = len(x)
+    if n == 0 or side.all() or not side.any():
+        return (math.nan, math.nan)
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(c, len(index)) for c in clusters), dtype=np.int64, count=n)
+    c = len(index)
+    parts = [(np.bincount(codes, weights=np.where(mask, x, 0.0), minlength=c),
+              np.bincount(codes, weights=mask.astype(np.float64), minlength=c)) for mask in (side, ~side)]
+    rng = np.random.default_rng(seed)
+    drops = []
+    for b in _chunks(resamples, c):
+        idx = rng.integers(0, c, size=(b, c))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            (s1, n1), (s2, n2) = [(s[idx].sum(axis=1), k[idx].sum(axis=1)) for s, k in parts]
+            drops.append(s1 / n1 - s2 / n2)
+    found = np.concatenate(drops)
+    found = found[np.isfinite(found)]
+    if not len(found):
+        return (math.nan, math.nan)
+    tail = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(found, [tail, 100.0 - tail])
+    return (float(lo), float(hi))
+
+
 #: Families whose per-query value is 0 or 1 by definition (hit@k/success, the freshness rates),
 #: whatever the observed values: their interval is Wilson's, which keeps width at 0 and at 1.
 BINARY_FAMILIES = frozenset({"hit", "freshness.stale_free", "freshness.conflict_free"})
