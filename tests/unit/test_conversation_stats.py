@@ -89,6 +89,13 @@ def test_every_turn_equal_falls_back_to_wilson_over_the_conversations():
     assert lo < mean_ci(ones, binary=True)[0]  # each conversation counted once, not each turn
 
 
+def test_conversations_all_alike_fall_back_to_wilson_over_the_conversations():
+    # each conversation finds its first turn and misses its follow-ups: nothing to resample
+    hits = np.tile([1.0, 0.0, 0.0, 0.0], CONVERSATIONS)
+    assert mean_ci(hits, binary=True, clusters=CLUSTERS) == mean_ci(np.full(CONVERSATIONS, 0.25), binary=True)
+    assert bootstrap_ci(hits, clusters=CLUSTERS) == (0.25, 0.25)  # the bootstrap alone collapses
+
+
 def test_sign_flips_over_conversations_keep_their_level_where_turn_flips_over_reject():
     rng = np.random.default_rng(3)
     runs, rejected_turns, rejected_conv = 200, 0, 0

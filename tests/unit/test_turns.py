@@ -143,3 +143,60 @@ def test_a_drop_rule_on_a_set_without_conversations_says_why():
                                           (QueryResult("q", ("d",)),))])
     [failure] = verdict(single, "turns.drop.hit@5<=0.2").failures
     assert failure.kind == "turns" and "labeled set s has no conversations" in failure
+
+
+def test_the_terminal_shows_a_line_per_engine_under_the_table_and_results_md_a_table():
+    from pytest_retrieval_eval.report import turns as shown
+    from pytest_retrieval_eval.report.files import markdown
+
+    v = verdict(run_of(conversation_set()))
+    lines = shown.terminal_lines(v)
+    assert lines[0] == "hit@5 by turn (drop: first turns minus follow-ups, 95% interval over conversations):"
+    assert lines[1] == "  converses  1st 1.00  2nd 1.00  3rd 1.00 | drop 0.00 [0.00, 0.00]"  # run order
+    assert lines[2].startswith("  last-turn  1st 1.00  2nd 0.05  3rd 0.00 | drop 0.97 [")
+    assert all(len(line) <= 88 for line in lines)
+    md = markdown(v, {})
+    assert "## By turn" in md and "### last-turn on chats (20 conversations, 20 first turns, 40 follow-ups)" in md
+    assert ("| measure | 1st (n=20) | 2nd (n=20) | 3rd (n=20) | depends (n=20) | standalone (n=20) | unknown (n=20) "
+            "| first | follow-ups | drop | 95% CI |") in md
+    assert "| hit@5 | 1.000 | 0.050 | 0.000 | 0.050 | 1.000 | 0.000 | 1.000 | 0.025 | 0.975 | [" in md
+    single = RunResults([EvaluationResult("k", LabeledSet((LabeledQuery("q", "x", {"d": 1}),), name="s"),
+                                          (QueryResult("q", ("d",)),))])
+    assert shown.terminal_lines(verdict(single)) == [] and "By turn" not in markdown(verdict(single), {})
+
+
+def test_long_conversations_keep_the_line_within_the_width():
+    from pytest_retrieval_eval.evaluation.turns import TurnGroup
+    from pytest_retrieval_eval.report import turns as shown
+
+    v = verdict(run_of(conversation_set()))
+    many = tuple(TurnGroup(str(p), 5, 0.5) for p in range(1, 13))
+    long = [x if x.engine != "last-turn" else type(x)(**{**x.__dict__, "positions": many}) for x in v.analysis.turns]
+    from dataclasses import replace
+    v = replace(v, analysis=replace(v.analysis, turns=tuple(long)))
+    line = shown.terminal_lines(v)[2]
+    assert len(line) <= 88 and "more | drop 0.97" in line and line.startswith("  last-turn  1st 0.50")
+
+
+def test_a_conversation_run_reads_back_from_results_json_with_its_turns():
+    from pytest_retrieval_eval.evaluation.results_json import evaluation_from_dict
+
+    run = run_of(conversation_set())
+    e = run.get("last-turn", "chats")
+    back = evaluation_from_dict(json.loads(json.dumps(e.to_dict(["hit@5"]))))
+    assert back.labeled.fingerprint == back.labeled.computed_fingerprint == e.labeled.fingerprint
+    assert back.labeled.has_conversations and back.clusters() == e.clusters()
+    assert [(q.conversation, q.turn, q.depends, q.history) for q in back.labeled.queries] == [
+        (q.conversation, q.turn, q.depends, q.history) for q in e.labeled.queries]
+    assert back.ci("hit@5") == e.ci("hit@5")
+    single = EvaluationResult("k", LabeledSet((LabeledQuery("q", "x", {"d": 1}),), name="s"), (QueryResult("q", ("d",)),))
+    assert "conversation" not in json.dumps(single.to_dict(["hit@5"]))  # a single question's record unchanged
+
+
+def test_a_malformed_turn_record_is_refused():
+    from pytest_retrieval_eval.evaluation.results_json import evaluation_from_dict
+
+    d = json.loads(json.dumps(run_of(conversation_set()).get("converses", "chats").to_dict()))
+    d["queries"][1]["conversation"]["turn"] = 0
+    with pytest.raises(ValueError, match="'c00#2': conversation must hold its id, turn"):
+        evaluation_from_dict(d)

@@ -135,17 +135,19 @@ def mean_ci(values: Sequence[float], *, binary: bool, level: float = 0.95,
     With ``clusters`` that are not all singletons (turns of conversations) every measure, binary
     or not, takes the cluster bootstrap: Wilson assumes independent queries, and a
     design-effect-corrected Wilson needs the intra-conversation correlation, which a few dozen
-    conversations estimate badly (and not at all when every value is equal). Where every value
-    is equal and in [0, 1], Wilson over the number of conversations stands in (each
-    conversation counted once: the most a correlation can take away)."""
+    conversations estimate badly (and not at all when every value is equal). Where every
+    conversation's mean is equal and in [0, 1] (every turn alike, or each conversation one hit
+    of three), resampling conversations has nothing to vary, and Wilson over the number of
+    conversations stands in (each conversation counted once: the most a correlation can take away)."""
     x = np.asarray(values, dtype=np.float64)
     if len(x) == 0:
         return (math.nan, math.nan)
     mean = float(x.mean())
     codes = grouped(clusters, len(x))
     if codes is not None:
-        if np.all(x == x[0]) and 0.0 <= mean <= 1.0:
-            return wilson_ci(mean, int(codes.max()) + 1, level=level)
+        means = np.bincount(codes, weights=x) / np.bincount(codes)
+        if np.allclose(means, means[0], rtol=0.0, atol=1e-12) and 0.0 <= mean <= 1.0:
+            return wilson_ci(mean, len(means), level=level)
         return _cluster_bootstrap(x, codes, level=level, resamples=BOOTSTRAP_RESAMPLES, seed=SEED)
     if binary or (np.all(x == x[0]) and 0.0 <= mean <= 1.0):
         return wilson_ci(mean, len(x), level=level)
