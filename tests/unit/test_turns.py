@@ -200,3 +200,16 @@ def test_a_malformed_turn_record_is_refused():
     d["queries"][1]["conversation"]["turn"] = 0
     with pytest.raises(ValueError, match="'c00#2': conversation must hold its id, turn"):
         evaluation_from_dict(d)
+
+
+def test_a_baseline_comparison_over_turns_pairs_by_id_and_resamples_conversations():
+    from pytest_retrieval_eval.gate.baseline import diff_engine
+    from pytest_retrieval_eval.ir.paired import paired
+
+    labeled = conversation_set()
+    now = engine("k", labeled, lambda q: q.turn == 1)
+    before = engine("k", labeled, lambda q: q.turn == 1 or int(q.conversation[1:]) % 2 == 0)
+    d = diff_engine(now, before, "hit@5")
+    ids = [q.query_id for q in labeled.queries]
+    assert d.paired.p == paired(now.values("hit@5"), before.values("hit@5"), ids, clusters=now.clusters()).p
+    assert d.paired.ci != paired(now.values("hit@5"), before.values("hit@5"), ids).ci
