@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pytest_retrieval_eval.cli import main as cli
 
-from test_analysis_read_back import summary_of
+from test_analysis_read_back import no_statistics, summary_of
 
 #: the bundled questions as conversations of three turns; each follow-up needs its first turn
 CONFTEST = """
@@ -51,7 +51,7 @@ TESTS = """
 """
 
 
-def test_the_drop_is_printed_gated_and_read_back_byte_for_byte(make_project, capsys):
+def test_the_drop_is_printed_gated_and_read_back_byte_for_byte(make_project, capsys, monkeypatch):
     p = make_project(engines="last-turn reader", conftest=CONFTEST, tests=TESTS)
     result = p.runpytest("-m", "retrieval", "-p", "no:randomly", "--retrieval-report",
                          "--retrieval-report-dir=out", "--retrieval-html=page.html",
@@ -72,6 +72,10 @@ def test_the_drop_is_printed_gated_and_read_back_byte_for_byte(make_project, cap
     assert "## By turn" in md and "### last-turn on chats (20 conversations, 20 first turns, 40 follow-ups)" in md
     page = (p.path / "page.html").read_text(encoding="utf-8")
     assert '<table id="by-turn">' in page and "1.000 (n=20)" in page
+    no_statistics(monkeypatch)  # read back from the analysis: no bootstrap, no drop interval made again
+    import pytest_retrieval_eval.evaluation.turns as turns
+
+    monkeypatch.setattr(turns, "by_turn", lambda *a, **k: (_ for _ in ()).throw(AssertionError("made again")))
     capsys.readouterr()
     assert cli(["report", str(p.path / "out" / "results.json"), "--out", str(p.path / "again"),
                 "--html", str(p.path / "again.html")]) == 1
