@@ -238,5 +238,5 @@ def test_the_record_round_trips_through_results_json():
 def test_a_hand_edited_conversation_entry_is_named(broken):
     d = evaluate_engine(Keyword(), conversations()).to_dict()
     d["queries"][0]["conversation"] = broken
-    with pytest.raises(ValueError, match=r"'queries' entry 'refund#1': conversation must be \{id, turn >= 1"):
+    with pytest.raises(ValueError, match=r"'queries' entry 'refund#1': conversation must hold its id, turn \(>= 1\)"):
         EvaluationResult.from_dict(d)

@@ -152,6 +152,15 @@ class EvaluationResult:
     def seconds(self) -> float:
         return sum(r.seconds for r in self.results)
 
+    def clusters(self, ids: Sequence[str] | None = None) -> list[str] | None:
+        """Each question's resampling unit (its conversation, ``LabeledSet.clusters``), for
+        ``ids`` (default: every question, in labeled-set order); None for a set of single
+        questions, whose statistics then resample questions as they always have."""
+        if not self.labeled.has_conversations:
+            return None
+        of = self.labeled.clusters
+        return [of[q] for q in (ids if ids is not None else [q.query_id for q in self.labeled.queries])]
+
     # --- measures ------------------------------------------------------------------------------
     @property
     def run(self) -> Run:
@@ -318,14 +327,15 @@ class EvaluationResult:
     def ci(self, measure: str) -> tuple[float, float]:
         """95% interval of the mean over queries: Wilson for a measure that is 0 or 1 per query
         (hit@k, the freshness rates), so 1.000 still has a lower end below 1; else the bootstrap
-        (``ir.stats.mean_ci``)."""
+        (``ir.stats.mean_ci``). Over turns of conversations, the bootstrap over conversations."""
         m = Measure.parse(measure)
         name = m.name
         if m.ppi:  # the estimate's own: PPI's, or the human-only one where the judge does not help
             found = self.ppi(m)
             return tuple(found.interval) if found is not None else (math.nan, math.nan)
         if name not in self._cis:
-            self._cis[name] = mean_ci(self.values(name), binary=m.family in BINARY_FAMILIES)
+            self._cis[name] = mean_ci(self.values(name), binary=m.family in BINARY_FAMILIES,
+                                     clusters=self.clusters())
         return self._cis[name]
 
     def trial_means(self, measures: Sequence[str]) -> dict[str, list[float]]:
@@ -514,7 +524,8 @@ class RunResults:
                     if key not in self._comparisons:
                         ids = [q.query_id for q in a.labeled.queries]
                         self._comparisons[key] = Comparison(a.labeled.name, m, a.engine, b.engine,
-                                                            paired(a.values(m), b.values(m), ids))
+                                                            paired(a.values(m), b.values(m), ids,
+                                                                   clusters=a.clusters()))
                     out.append(self._comparisons[key])
         return out
 

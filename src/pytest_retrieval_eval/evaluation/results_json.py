@@ -219,8 +219,8 @@ def _conversation(q: Mapping[str, Any]) -> dict[str, Any]:
             or isinstance(c.get("turn"), bool) or c["turn"] < 1 or not isinstance(history, list)
             or not all(isinstance(t, dict) and t.get("role") in ("user", "assistant") and isinstance(t.get("text"), str)
                        for t in history) or c.get("depends", None) not in (None, True, False)):
-        raise ValueError(f"'queries' entry {q['id']!r}: conversation must be {{id, turn >= 1, history: [{{role: "
-                         "user|assistant, text}}], depends?}}")
+        raise ValueError(f"'queries' entry {q['id']!r}: conversation must hold its id, turn (>= 1), depends "
+                         "(true, false or absent) and history ([{role: user|assistant, text}])")
     return {"conversation": c["id"], "turn": c["turn"], "history": tuple(Turn(t["role"], t["text"]) for t in history),
             "depends": c.get("depends")}
 

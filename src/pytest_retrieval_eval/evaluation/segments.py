@@ -119,13 +119,14 @@ def segment_rows(run: Any, wanted: Sequence[str], measure: str, *, alpha: float 
             values, arrays = {}, {}
             for e in evaluations:
                 v = arrays[e.engine] = subset(e, measure, ids)
-                lo, hi = mean_ci(v, binary=binary)
+                lo, hi = mean_ci(v, binary=binary, clusters=e.clusters(ids))
                 low, high = Measure.parse(measure).bounds  # the normal approximation can say more than can fall
                 values[e.engine] = (float(v.mean()), lo, hi, min(detectable_drop(v, alpha=alpha), high - low))
             rows.append(SegmentRow(tag, name, measure, tuple(ids), values))
             for i, a in enumerate(evaluations):
                 for b in evaluations[i + 1:]:
-                    pairs.append((len(rows) - 1, a.engine, b.engine, paired(arrays[a.engine], arrays[b.engine], ids)))
+                    pairs.append((len(rows) - 1, a.engine, b.engine, paired(arrays[a.engine], arrays[b.engine], ids,
+                                                                                clusters=a.clusters(ids))))
     wins: dict[int, dict[str, list[str]]] = {}
     for (row, a, b, _), c in zip(pairs, corrected([p[3] for p in pairs], correction)):
         if c.p_adjusted < alpha and c.delta != 0:

@@ -125,7 +125,7 @@ def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measure
         a, b = cand[m], base[m]
         if np.isnan(a).any() or np.isnan(b).any():
             continue
-        pair = paired(a, b)
+        pair = paired(a, b, clusters=candidate.clusters())
         deltas.append(Delta(m, float(a.mean()) if len(a) else math.nan, float(b.mean()) if len(b) else math.nan,
                             pair.p, pair.ci))
     total = sum(usable.values())
@@ -135,7 +135,7 @@ def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measure
         score_a = sum(w * cand[m] for m, w in usable.items()) / total
         score_b = sum(w * base[m] for m, w in usable.items()) / total
         diff = score_a - score_b
-        gain, pair = float(diff.mean()), paired(score_a, score_b, ids)
+        gain, pair = float(diff.mean()), paired(score_a, score_b, ids, clusters=candidate.clusters())
     else:
         diff, gain, pair = np.zeros(n), math.nan, paired(np.zeros(n), np.zeros(n), ids)
     p, ci = (pair.p, pair.ci) if usable and n else (math.nan, (math.nan, math.nan))
@@ -150,7 +150,8 @@ def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measure
     if usable and n:  # where the gain came from: each tag's questions
         for tag in all_tags(candidate.labeled):
             at = [i for i, q in enumerate(candidate.labeled.queries) if tag in q.tags]
-            part = paired(score_a[at], score_b[at], [ids[i] for i in at])
+            part = paired(score_a[at], score_b[at], [ids[i] for i in at],
+                          clusters=candidate.clusters([ids[i] for i in at]))
             segments.append((tag, len(at), float(diff[at].mean()), part.p))
     return Shadow(candidate.engine, baseline.engine, candidate.labeled.name, n, dict(weights), gain, p, ci,
                   tuple(deltas), pair.wins, pair.losses, pair.ties, tuple(movers),

@@ -95,7 +95,7 @@ def sweep_tables(run: Any, sweeps: Sequence, latency: Mapping[tuple[str, str], A
             present = [(e, name, values) for e, name, values in found
                        if e is not None and e.labeled.fingerprint == b.labeled.fingerprint]
             ids = [q.query_id for q in b.labeled.queries]
-            tests = corrected([paired(e.values(measure), b.values(measure), ids) for e, name, _ in present
+            tests = corrected([paired(e.values(measure), b.values(measure), ids, clusters=b.clusters()) for e, name, _ in present
                                if name != base], correction)
             rows, tested = [], iter(tests)
             for e, name, values in present:

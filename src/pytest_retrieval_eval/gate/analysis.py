@@ -3,7 +3,8 @@
 Between "the engines answered" (``evaluation/``) and "the gate said" (``gate/verdict.py``) sits one
 frozen value, as ranx computes a ``Report`` once and renders it: the table's rows and
 intervals, the paired comparisons, the misses and their causes, segments, stability, sweeps,
-shadows, latency, usage, what the labeled set can detect, and the comparison with a baseline.
+shadows, latency, usage, what the labeled set can detect, quality turn by turn over conversations,
+and the comparison with a baseline.
 The gate's rules read it, results.json stores it (``to_dict``), and every renderer only reads it,
 so a saved run (``report results.json``) renders the same bytes without running a single paired
 test, bootstrap or miss attribution again: ``Analysis.basis`` says which run, settings and
@@ -32,13 +33,15 @@ from ..evaluation.shadow import Shadow
 from ..evaluation.stability import Stability
 from ..evaluation.subset import SubsetDrop
 from ..evaluation.sweep import SweepTable
+from ..evaluation.turns import ByTurn
 from ..types import sha256_text
 from .baseline import BaselineComparison
-from .rules import LatencyQuantity, MaxDrop, MeasureQuantity, Row, Threshold, UsageQuantity, judges_shadows, measures_needed, shadow_measures
+from .rules import (LatencyQuantity, MaxDrop, MeasureQuantity, Row, Threshold, TurnsQuantity, UsageQuantity,
+                    judges_shadows, measures_needed, shadow_measures, turn_measures)
 from .settings import GateSettings
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 7
+ANALYSIS_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,16 @@ class Analysis:
     evidence_rule_misses: tuple[Misses, ...] = ()
     #: per evaluation whose engine returns passages: the tokens of its top ``miss_k`` passages
     handed: tuple[Handed, ...] = ()
+    #: where the labeled set has conversations: each evaluation's measures (the table's, hit at
+    #: ``miss_k``, those of ``turns.drop`` rules) by turn position and dependence, and the drop
+    #: from first turns to follow-ups with its interval over conversations, in run order
+    turns: tuple[ByTurn, ...] = ()
     version: int = ANALYSIS_VERSION
+
+    def by_turn(self, key: tuple[str, str], measure: str) -> ByTurn | None:
+        """The evaluation ``key``'s ``measure`` turn by turn, where it was analysed."""
+        name = Measure.parse(measure).name
+        return next((x for x in self.turns if (x.engine, x.labeled, x.measure) == (*key, name)), None)
 
     def interval(self, key: tuple[str, str], measure: str) -> tuple[float, float]:
         """The 95% interval of ``measure`` for the evaluation ``key`` (engine, labeled set)."""
@@ -193,7 +205,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
     s = settings
     measures = s.columns(run)
     thresholds, max_drops, alpha = s.thresholds, s.max_drops, s.alpha
-    needed = list(dict.fromkeys([*measures, *measures_needed(thresholds)]))
+    needed = list(dict.fromkeys([*measures, *measures_needed(thresholds), *turn_measures(thresholds)]))
     gated = measures_needed(thresholds) if s.confidence == "lower" else []
     miss_k = s.miss_k or s.miss_cutoff(measures)
     for e in run.evaluations:  # every measure read below, scored in one pass per evaluation
@@ -253,7 +265,17 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
                                    for e in run.evaluations if e.returns_passages
                                    and any(t.engine in (None, e.engine) for t in thresholds)),
         handed=tuple(Handed(e.engine, e.labeled.name, miss_k, e.tokens_at(miss_k)) for e in run.evaluations
-                     if e.returns_passages))
+                     if e.returns_passages),
+        turns=tuple(turns_of(run, per_question([*measures, f"hit@{miss_k}", *turn_measures(thresholds)]))))
+
+
+def turns_of(run: RunResults, measures: Sequence[str]) -> list[ByTurn]:
+    """Each evaluation of a set with conversations, turn by turn, per measure (``evaluation/turns.py``)."""
+    from ..evaluation.turns import by_turn
+
+    names = list(dict.fromkeys(Measure.parse(m).name for m in measures))
+    return [x for e in run.evaluations if e.labeled.has_conversations for m in names
+            if (x := by_turn(e, m)) is not None]
 
 
 def set_findings(run: RunResults, measure: str) -> list[SetFinding]:
@@ -300,6 +322,8 @@ def _rule_cutoffs(thresholds: Sequence[Threshold], miss_k: int) -> list[int]:
     out = []
     for t in thresholds:
         q = t.quantity
+        if isinstance(q, TurnsQuantity) and q.measure.family == "hit" and q.measure.unit is None and q.measure.labels is None:
+            q = MeasureQuantity(q.measure)  # a drop on hit@k names its follow-ups' misses at k
         if isinstance(q, MeasureQuantity) and not (q.measure.freshness or q.measure.count or t.segment):
             k = q.measure.k or miss_k
             if k != miss_k:

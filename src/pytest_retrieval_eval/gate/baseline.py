@@ -267,7 +267,7 @@ def diff_engine(now: EvaluationResult, base: EvaluationResult, measure: str) -> 
     before, after = base.per_query(measure), now.per_query(measure)
     a = [after.get(q, 0.0) for q in shared]
     b = [before.get(q, 0.0) for q in shared]
-    pair = paired(a, b, shared)
+    pair = paired(a, b, shared, clusters=now.clusters(shared))  # turns: conversations resampled
     return MeasureDiff(
         engine=now.engine, labeled=now.labeled.name, measure=measure,
         before=_mean_over(base, measure, shared), after=_mean_over(now, measure, shared), paired=pair,
@@ -389,5 +389,5 @@ def segment_diff(now: EvaluationResult, base: EvaluationResult, tag: str, total:
     after, before = now.per_query(total.measure), base.per_query(total.measure)
     a, b = [after.get(q, 0.0) for q in ids], [before.get(q, 0.0) for q in ids]
     names = {q.query_id: q.name for q in now.labeled.queries}
-    return SegmentDiff(now.engine, tag, total.measure, sum(b) / len(b), sum(a) / len(a), paired(a, b, ids),
+    return SegmentDiff(now.engine, tag, total.measure, sum(b) / len(b), sum(a) / len(a), paired(a, b, ids, clusters=now.clusters(ids)),
                        total.delta, tuple(names[q] for q, x, y in zip(ids, a, b) if x < y))

@@ -116,6 +116,25 @@ class ShadowQuantity:
 
 
 @dataclass(frozen=True)
+class TurnsQuantity:
+    """How much worse one engine does on follow-up turns than on first turns of the labeled set's
+    conversations: ``turns.drop.hit@5`` (the mean over first turns minus the mean over turns
+    after the first, ``evaluation/turns.py``)."""
+
+    measure: Measure
+
+    @property
+    def name(self) -> str:
+        return f"turns.drop.{self.measure.name}"
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """A difference of two means in the measure's range."""
+        low, high = self.measure.bounds
+        return (low - high, high - low)
+
+
+@dataclass(frozen=True)
 class CoverageQuantity:
     """The share of the corpus's documents (``coverage.documents``) or chunks
     (``coverage.chunks``) that some question judges; it belongs to no engine."""
@@ -157,14 +176,14 @@ class UsageQuantity:
 
 
 Quantity = Union[MeasureQuantity, ErrorCount, StaleCount, LintCount, RunLintCount, ShadowQuantity, CoverageQuantity,
-                 LatencyQuantity, UsageQuantity]
+                 LatencyQuantity, UsageQuantity, TurnsQuantity]
 #: quantities counted in whole numbers rather than measured
 COUNT_TYPES = (ErrorCount, StaleCount, LintCount, RunLintCount)
 
 
 def parse_quantity(raw: str, rule: str = "") -> Quantity:
-    """``hit@5``, ``errors``, ``lint.KIND``, ``run.KIND``, ``shadow.gain`` or ``shadow.MEASURE``;
-    ``rule`` (how the rule is named in a message) precedes what is wrong."""
+    """``hit@5``, ``errors``, ``lint.KIND``, ``run.KIND``, ``shadow.gain``, ``shadow.MEASURE`` or
+    ``turns.drop.MEASURE``; ``rule`` (how the rule is named in a message) precedes what is wrong."""
     rule = rule or repr(raw)
     name = raw.lower()
     if name.startswith("lint."):
@@ -183,6 +202,15 @@ def parse_quantity(raw: str, rule: str = "") -> Quantity:
         return CoverageQuantity(name[9:])
     if name.startswith("shadow."):
         return ShadowQuantity(None if name == "shadow.gain" else _measure(raw[7:], rule))
+    if name == "turns" or name.startswith("turns."):
+        if not name.startswith("turns.drop.") or len(name) == len("turns.drop."):
+            raise RetrievalEvalError(f"{rule}: unknown turn quantity {name!r}; known: turns.drop.MEASURE (the drop "
+                                     "from first turns to follow-ups, e.g. 'turns.drop.hit@5<=0.2')")
+        measure = _measure(raw[len("turns.drop."):], rule)
+        if measure.ppi:
+            raise RetrievalEvalError(f"{rule}: a drop compares turns question by question, and {measure.name} has no "
+                                     f"per-question value; write turns.drop.{measure.with_judgments().name}")
+        return TurnsQuantity(measure)
     if name in ("latency", *USAGE_FIGURES):
         example = "latency.p95<=150ms" if name == "latency" else f"{name}.per_query<=3"
         raise RetrievalEvalError(f"{rule}: {name} needs a figure, e.g. '{example}' (" + (
@@ -345,8 +373,8 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
     breaches = []
     engines = {r.engine for r in rows}
     for t in thresholds:
-        if isinstance(t.quantity, (LintCount, ShadowQuantity, CoverageQuantity)) or t.segment:
-            continue  # see check_lint, check_shadows, check_coverage, check_segments
+        if isinstance(t.quantity, (LintCount, ShadowQuantity, CoverageQuantity, TurnsQuantity)) or t.segment:
+            continue  # see check_lint, check_shadows, check_coverage, check_segments, check_turns
         if t.engine is not None and t.engine not in engines:
             breaches.append(Breach(t, t.engine, None, f"no evaluation of engine '{t.engine}' was recorded "
                                    f"(evaluated: {', '.join(sorted(engines)) or 'none'})"))
@@ -465,6 +493,44 @@ def check_shadows(thresholds: Sequence[Threshold], shadows: Sequence) -> list[st
                 failures.append(f"shadow {sh.candidate}:{sh.baseline}: {what} = {value:+.4f}, required {t.op} "
                                 f"{t.value:g} (from {t.source}; n={sh.n}, {sh.better} better, {sh.worse} worse; "
                                 f"p={sh.gain_p:.3g}){f'; most lost: {worst}' if worst else ''}")
+    return failures
+
+
+def turn_measures(thresholds: Iterable[Threshold]) -> list[str]:
+    """The measures whose drop from first turns to follow-ups rules judge (``turns.drop.hit@5<=0.2``)."""
+    return [t.quantity.measure.name for t in thresholds if isinstance(t.quantity, TurnsQuantity)]
+
+
+def check_turns(thresholds: Sequence[Threshold], turns: Sequence, run: Any) -> list[tuple[str, Any]]:
+    """``[ENGINE:]turns.drop.MEASURE<=X`` against each evaluation's drop from first turns to
+    follow-ups (``evaluation/turns.ByTurn``, read from the analysis): (failure line, the
+    ``ByTurn`` it breached or None). A set without conversations has no drop: the rule fails,
+    saying so, rather than passing unchecked."""
+    failures: list[tuple[str, Any]] = []
+    for t in (t for t in thresholds if isinstance(t.quantity, TurnsQuantity)):
+        judged = [e for e in run.evaluations if t.engine in (None, e.engine)]
+        if not judged:
+            failures.append((f"{t} ({t.source}): no evaluation of engine '{t.engine}' was recorded", None))
+        flat = sorted({e.labeled.name for e in judged if not e.labeled.has_conversations})
+        if flat:
+            failures.append((f"{t} ({t.source}): labeled set {', '.join(flat)} has no conversations (no question is "
+                             "a turn of one), so there is no drop from first turns to follow-ups to judge; label "
+                             "conversations (docs/labels.md) or remove the rule", None))
+        for e in (e for e in judged if e.labeled.has_conversations):
+            row = next((x for x in turns if (x.engine, x.labeled, x.measure) == (e.engine, e.labeled.name,
+                                                                                 t.quantity.measure.name)), None)
+            if row is None or math.isnan(row.drop):
+                why = ("no value" if row is None else "no first turn" if not row.n_first else "no follow-up turn")
+                failures.append((f"{e.engine}: {t.measure} has {why} on {e.labeled.name}, so the rule {t} (from "
+                                 f"{t.source}) checked nothing", None))
+                continue
+            if t.holds(row.drop):
+                continue
+            lo, hi = row.ci
+            failures.append((f"{e.engine}: {t.measure} = {row.drop:.4f}, required {t.op} {t.value:g} (from {t.source}; "
+                             f"first turns {row.first:.4f} n={row.n_first}, follow-ups {row.follow:.4f} "
+                             f"n={row.n_follow}, 95% interval [{lo:.3f}, {hi:.3f}] over {row.conversations} "
+                             "conversations)", row))
     return failures
 
 

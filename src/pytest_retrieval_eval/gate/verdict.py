@@ -9,7 +9,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from .analysis import Analysis, Detectable, analyse, detectable_drops, gated_measures, underpowered  # noqa: F401  (re-exported)
-from .rules import MeasureQuantity, check, check_coverage, check_drops, check_lint, check_segments, check_shadows
+from .rules import (MeasureQuantity, check, check_coverage, check_drops, check_lint, check_segments, check_shadows,
+                    check_turns)
 from .settings import FRESHNESS_K, GateSettings, table_measures  # noqa: F401  (FRESHNESS_K, table_measures: re-exported)
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure, judge_dependent
 from ..ir.stats import CORRECTION_NAMES
@@ -17,7 +18,7 @@ from ..evaluation.cost import RunUsage
 from ..evaluation.results import RunResults
 
 #: what a failure is about, in the order the verdict lists them
-FAILURE_KINDS = ("run", "empty", "judge", "rule", "baseline", "drop", "lint", "shadow", "segment", "coverage")
+FAILURE_KINDS = ("run", "empty", "judge", "rule", "baseline", "drop", "lint", "shadow", "segment", "coverage", "turns")
 #: the widest line of a failure's causes
 CAUSE_WIDTH = 88
 
@@ -126,6 +127,7 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     out += [Failure("shadow", f) for f in [*a.shadow_problems, *check_shadows(thresholds, a.shadows)]]
     out += [Failure("segment", f) for f in check_segments(thresholds, run, s.alpha)]
     out += [Failure("coverage", f) for f in check_coverage(thresholds, run.coverage)]
+    out += [Failure("turns", f, _follow_up_causes(run, a, row)) for f, row in check_turns(thresholds, a.turns, run)]
     return Verdict(run, settings, a, tuple(out), (*a.warnings, *noted, *within))
 
 
@@ -175,6 +177,36 @@ def _causes(run: RunResults, a: Analysis, breach: Any) -> tuple[str, ...]:
                                  width=CAUSE_WIDTH, initial_indent="  ", subsequent_indent="    ",
                                  break_on_hyphens=False)
     return tuple(out)
+
+
+#: follow-ups a failed drop rule names where no miss causes are recorded at its cutoff
+FOLLOW_UPS_NAMED = 3
+
+
+def _follow_up_causes(run: RunResults, a: Analysis, row: Any) -> tuple[str, ...]:
+    """Under a failed ``turns.drop`` rule: why the follow-ups missed. On ``hit@k`` the run's
+    misses at k restricted to the follow-up turns, counted by cause; else (or with none
+    recorded) the follow-ups that scored 0, the first few by name, then a count."""
+    if row is None:
+        return ()
+    e = next((x for x in run.evaluations if x.key == (row.engine, row.labeled)), None)
+    m = Measure.parse(row.measure)
+    misses = a.misses_of((row.engine, row.labeled), m.k) if e is not None and m.family == "hit" and (
+        m.unit is None and m.labels is None) else None
+    if misses is not None and e is not None:
+        follow = {q.query_id for q in e.labeled.queries if q.conversation is not None and q.turn > 1}
+        said = replace(misses, n=row.n_follow, causes=tuple(c for c in misses.causes if c.query_id in follow))
+        text = "cause (follow-ups): " + said.line()
+    elif row.follow_missed:
+        names = {q.query_id: q.name for q in e.labeled.queries} if e is not None else {}
+        shown = ", ".join(names.get(q, q) for q in row.follow_missed[:FOLLOW_UPS_NAMED])
+        more = len(row.follow_missed) - FOLLOW_UPS_NAMED
+        text = (f"cause: {len(row.follow_missed)} of {row.n_follow} follow-ups scored 0 at {row.measure}: {shown}"
+                + (f" and {more} more" if more > 0 else ""))
+    else:
+        return ()
+    return tuple(textwrap.wrap(text, width=CAUSE_WIDTH, initial_indent="  ", subsequent_indent="    ",
+                               break_on_hyphens=False))
 
 
 def verdict_of(run: RunResults, settings: GateSettings | None = None, *, measures: Sequence[str] | None = None,

@@ -34,13 +34,15 @@ class Paired:
     p_adjusted: float = math.nan
 
 
-def paired(a: Sequence[float], b: Sequence[float], ids: Sequence[str] = (), *, movers: int = MOVERS) -> Paired:
+def paired(a: Sequence[float], b: Sequence[float], ids: Sequence[str] = (), *, movers: int = MOVERS,
+           clusters: Sequence[str] | None = None) -> Paired:
     """``a`` and ``b`` are per-query values in one query order; ``ids`` names the queries (the
-    tie-break among movers)."""
+    tie-break among movers); ``clusters`` each query's conversation, where turns of one are
+    compared: the test and the interval then resample conversations, not turns."""
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     diff = x - y
-    p = paired_randomization(x, y)
-    return Paired(float(x.mean() - y.mean()) if len(x) else math.nan, p, paired_difference_ci(x, y),
+    p = paired_randomization(x, y, clusters=clusters)
+    return Paired(float(x.mean() - y.mean()) if len(x) else math.nan, p, paired_difference_ci(x, y, clusters=clusters),
                   int((diff > 0).sum()), int((diff < 0).sum()), int((diff == 0).sum()),
                   moved(diff, ids, movers), p)
 

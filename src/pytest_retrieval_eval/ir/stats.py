@@ -1,6 +1,13 @@
 """Uncertainty over queries: confidence intervals (Wilson for measures that are 0 or 1 per query,
 bootstrap for graded ones) and a paired randomization test.
 
+Turns of one conversation are not independent (a conversation that goes wrong goes wrong on
+every follow-up), so where ``clusters`` names each value's conversation the resampling unit is
+the conversation: the bootstrap draws whole conversations (the mean over every turn drawn, a
+ratio estimator) and the randomization test flips the sign of a whole conversation's
+differences together. With every cluster a singleton (single questions) each function takes
+exactly today's path, so the numbers are bit for bit the same.
+
 The resampling ones are seeded, so the same per-query values always give the same interval and p-value, and
 both resample in chunks so memory stays flat with tens of thousands of queries.
 """
@@ -24,17 +31,81 @@ def _chunks(total: int, n: int):
         yield min(step, total - start)
 
 
+def grouped(clusters: Sequence[str] | None, n: int) -> np.ndarray | None:
+    """Each value's cluster as an index 0..C-1 (first-seen order), or None when there is nothing
+    to group (no clusters, or every cluster a singleton): the caller then resamples values."""
+    if clusters is None:
+        return None
+    if len(clusters) != n:
+        raise ValueError(f"one cluster per value: {len(clusters)} clusters for {n} values")
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(c, len(index)) for c in clusters), dtype=np.int64, count=n)
+    return None if len(index) == n else codes
+
+
 def bootstrap_ci(values: Sequence[float], *, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
-                 seed: int = SEED) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean over queries; (nan, nan) with no queries."""
+                 seed: int = SEED, clusters: Sequence[str] | None = None) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean over queries; (nan, nan) with no queries.
+    ``clusters`` (one per value: its conversation) draws whole clusters with replacement, the
+    statistic the mean over every value drawn."""
     x = np.asarray(values, dtype=np.float64)
     n = len(x)
     if n == 0:
         return (math.nan, math.nan)
+    codes = grouped(clusters, n)
+    if codes is not None:
+        return _cluster_bootstrap(x, codes, level=level, resamples=resamples, seed=seed)
     rng = np.random.default_rng(seed)
     means = np.concatenate([x[rng.integers(0, n, size=(b, n))].mean(axis=1) for b in _chunks(resamples, n)])
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(means, [tail, 100.0 - tail])
+    return (float(lo), float(hi))
+
+
+def _cluster_bootstrap(x: np.ndarray, codes: np.ndarray, *, level: float, resamples: int,
+                       seed: int) -> tuple[float, float]:
+    """The percentile interval of the ratio estimator sum(values drawn) / count(values drawn)
+    over resamples of whole clusters (``codes``: each value's cluster 0..C-1)."""
+    sums, counts = np.bincount(codes, weights=x), np.bincount(codes).astype(np.float64)
+    c = len(sums)
+    rng = np.random.default_rng(seed)
+    means = np.concatenate([sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+                            for idx in (rng.integers(0, c, size=(b, c)) for b in _chunks(resamples, c))])
+    tail = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(means, [tail, 100.0 - tail])
+    return (float(lo), float(hi))
+
+
+def split_difference_ci(values: Sequence[float], first: Sequence[bool], clusters: Sequence[str], *,
+                        level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
+                        seed: int = SEED) -> tuple[float, float]:
+    """Percentile interval of mean(values where ``first``) - mean(values elsewhere) by
+    resampling whole ``clusters``: a conversation drawn brings its first turn and its
+    follow-ups together, so the two means stay paired within it (a conversation that goes
+    badly throughout moves both, not the drop). Resamples drawing no value of one side are left
+    out; (nan, nan) when a side is empty."""
+    x, side = np.asarray(values, dtype=np.float64), np.asarray(first, dtype=bool)
+    n = len(x)
+    if n == 0 or side.all() or not side.any():
+        return (math.nan, math.nan)
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(c, len(index)) for c in clusters), dtype=np.int64, count=n)
+    c = len(index)
+    parts = [(np.bincount(codes, weights=np.where(mask, x, 0.0), minlength=c),
+              np.bincount(codes, weights=mask.astype(np.float64), minlength=c)) for mask in (side, ~side)]
+    rng = np.random.default_rng(seed)
+    drops = []
+    for b in _chunks(resamples, c):
+        idx = rng.integers(0, c, size=(b, c))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            (s1, n1), (s2, n2) = [(s[idx].sum(axis=1), k[idx].sum(axis=1)) for s, k in parts]
+            drops.append(s1 / n1 - s2 / n2)
+    found = np.concatenate(drops)
+    found = found[np.isfinite(found)]
+    if not len(found):
+        return (math.nan, math.nan)
+    tail = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(found, [tail, 100.0 - tail])
     return (float(lo), float(hi))
 
 
@@ -54,28 +125,55 @@ def wilson_ci(rate: float, n: int, *, level: float = 0.95) -> tuple[float, float
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def mean_ci(values: Sequence[float], *, binary: bool, level: float = 0.95) -> tuple[float, float]:
+def mean_ci(values: Sequence[float], *, binary: bool, level: float = 0.95,
+            clusters: Sequence[str] | None = None) -> tuple[float, float]:
     """The interval of the mean over queries: Wilson for a ``binary`` measure; the bootstrap for a
     graded one, except when every value is equal and in [0, 1], where resampling has nothing to
     vary and Wilson at that value stands in (a [0, 1] measure's variance is at most
-    mean * (1 - mean), the binary case). Counts with every value equal keep the point."""
+    mean * (1 - mean), the binary case). Counts with every value equal keep the point.
+
+    With ``clusters`` that are not all singletons (turns of conversations) every measure, binary
+    or not, takes the cluster bootstrap: Wilson assumes independent queries, and a
+    design-effect-corrected Wilson needs the intra-conversation correlation, which a few dozen
+    conversations estimate badly (and not at all when every value is equal). Where every
+    conversation's mean is equal and in [0, 1] (every turn alike, or each conversation one hit
+    of three), resampling conversations has nothing to vary, and Wilson over the number of
+    conversations stands in (each conversation counted once: the most a correlation can take away)."""
     x = np.asarray(values, dtype=np.float64)
     if len(x) == 0:
         return (math.nan, math.nan)
     mean = float(x.mean())
+    codes = grouped(clusters, len(x))
+    if codes is not None:
+        means = np.bincount(codes, weights=x) / np.bincount(codes)
+        if np.allclose(means, means[0], rtol=0.0, atol=1e-12) and 0.0 <= mean <= 1.0:
+            return wilson_ci(mean, len(means), level=level)
+        return _cluster_bootstrap(x, codes, level=level, resamples=BOOTSTRAP_RESAMPLES, seed=SEED)
     if binary or (np.all(x == x[0]) and 0.0 <= mean <= 1.0):
         return wilson_ci(mean, len(x), level=level)
     return bootstrap_ci(x, level=level)
 
 
 def paired_randomization(a: Sequence[float], b: Sequence[float], *, resamples: int = RANDOMIZATION_RESAMPLES,
-                         seed: int = SEED) -> float:
+                         seed: int = SEED, clusters: Sequence[str] | None = None) -> float:
     """Two-sided p-value that ``mean(a) != mean(b)`` over the same queries (Fisher's sign-flip
-    randomization test on the per-query differences)."""
+    randomization test on the per-query differences). ``clusters``: a whole cluster's
+    differences flip together (under the null a conversation's turns are exchangeable between
+    the systems as a block, not turn by turn)."""
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     n = len(d)
     if n == 0 or not np.any(d):
         return 1.0
+    codes = grouped(clusters, n)
+    if codes is not None:  # the sum per cluster flips as one; the mean is over every query
+        sums = np.bincount(codes, weights=d)
+        observed, c = abs(sums.sum()) - 1e-12 * n, len(sums)
+        rng = np.random.default_rng(seed)
+        extreme = 0
+        for size in _chunks(resamples, c):
+            signs = rng.integers(0, 2, size=(size, c), dtype=np.int8) * 2 - 1
+            extreme += int(np.count_nonzero(np.abs((signs * sums).sum(axis=1)) >= observed))
+        return (extreme + 1) / (resamples + 1)
     observed = abs(d.mean()) - 1e-12
     rng = np.random.default_rng(seed)
     extreme = 0
@@ -116,7 +214,8 @@ def adjust(pvalues: Sequence[float], method: str = "holm") -> list[float]:
 
 def paired_difference_ci(a: Sequence[float], b: Sequence[float], **kwargs) -> tuple[float, float]:
     """Effect size of ``a`` over ``b``: the percentile bootstrap interval of the mean per-query
-    difference (the queries are resampled together, so the pairing is kept)."""
+    difference (the queries are resampled together, so the pairing is kept; with ``clusters``,
+    whole conversations)."""
     return bootstrap_ci(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64), **kwargs)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
-from . import cost, labeled_set, table
+from . import cost, labeled_set, table, turns
 from .judged import ppi_lines
 from .misses import miss_lines, segment_lines
 
@@ -81,7 +81,8 @@ def comment(verdict: Verdict, *, full_report: str | None = None, limit: int = LI
     lead, cut = verdict_lines(verdict, room=LEAD - len(top))
     top += lead
     sections = [s for s in (_scores(verdict), _baseline(verdict), _differences(verdict), _misses(verdict),
-                            _segments(verdict), _cost(verdict), _detectable(verdict)) if s is not None]
+                            _turns(verdict), _segments(verdict), _cost(verdict), _detectable(verdict))
+                if s is not None]
     gate = ["", "### Gate", "", *(f"- FAIL {_one_line(f)}" for f in verdict.failures)] if cut else []
     return _fit(top, sections, gate, full_report or FULL_REPORT, limit, f"GitHub's limit of {GITHUB_LIMIT:,} characters")
 
@@ -168,7 +169,8 @@ def _differences(verdict: Verdict) -> Section | None:
     if not comparisons:
         return None
     differ = [c for c in comparisons if c.paired.wins or c.paired.losses]
-    lines = [f"Paired mean over queries, 95% bootstrap interval; p corrected by {verdict.correction_text()}."]
+    lines = [f"Paired mean over {table.paired_over(verdict)}; p corrected by "
+             f"{verdict.correction_text()}."]
     if differ:
         lines += ["", "| a − b | labeled set | measure | difference | 95% CI | p | corrected p |",
                   "|---|---|---|---|---|---|---|"]
@@ -184,6 +186,11 @@ def _differences(verdict: Verdict) -> Section | None:
 
 def _misses(verdict: Verdict) -> Section | None:
     return _folded(f"Why it missed (at hit@{verdict.miss_k})", miss_lines(verdict, markdown=True))
+
+
+def _turns(verdict: Verdict) -> Section | None:
+    return _folded(f"By turn: {verdict.miss_measure} by turn position and the drop from first turns to follow-ups",
+                   turns.comment_lines(verdict))
 
 
 def _segments(verdict: Verdict) -> Section | None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from .._atomic import write_text_atomic
 from ..gate.saved import results_json as results_text
 from ..types import sha256_text
-from . import ceiling, cost, plot, shadow, sweep, table, turns_given
+from . import ceiling, cost, plot, shadow, sweep, table, turns, turns_given
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
 from . import labeled_set
@@ -63,7 +63,9 @@ def markdown(verdict: Verdict, metadata: Mapping[str, Any]) -> str:
     lead, _ = verdict_lines(verdict, room=LEAD - 2)
     out = ["# Retrieval evaluation", "", *lead, ""]
     out += table.markdown(verdict)
-    out += ["", "95% intervals in brackets (Wilson for hit@k and the rates, a bootstrap over queries for graded measures)."]
+    out += ["", "95% intervals in brackets (Wilson for hit@k and the rates, a bootstrap over queries for graded measures)."
+            if not verdict.analysis.turns else "95% intervals in brackets (a bootstrap over conversations: their turns "
+            "are not independent; Wilson over the conversations where every turn scores alike)."]
     given = turns_given.line(verdict.run, None)
     out += ["", given] if given else []
     judged = [*stale_lines(verdict), *judged_lines(verdict, markdown=True),
@@ -72,6 +74,7 @@ def markdown(verdict: Verdict, metadata: Mapping[str, Any]) -> str:
     why = [*miss_lines(verdict, markdown=True), *coverage_lines(verdict, markdown=True)]
     out += ["", *why] if why else []
     out += ceiling.markdown(verdict)
+    out += turns.markdown(verdict)
     chosen = labeled_set.subset_lines(verdict, markdown=True) + labeled_set.lines(verdict, markdown=True)
     out += ["", "## Labeled set", "", *chosen] if chosen else []
     segments = segment_lines(verdict, markdown=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from ..data.judgments import is_judged_relevant
 from ..evaluation.judging import used
-from . import ceiling, cost, errors, plot, shadow, sweep, table, turns_given
+from . import ceiling, cost, errors, plot, shadow, sweep, table, turns, turns_given
 from .judged import candidate_lines, judged_lines
 from . import labeled_set
 from .misses import coverage_lines, miss_lines
@@ -183,6 +183,7 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
                               "beats": ", ".join(row.wins.get(e, ())), "drop": "n/a" if math.isnan(v[3]) else f"{v[3]:.3f}"}
                              for e, v in row.values.items()]} for row in verdict.segments],
         segment_measure=verdict.segments[0].measure if verdict.segments else "",
+        by_turn=turns.page_rows(verdict),
         tags=sorted({t for e in verdict.run.evaluations for q in e.labeled.queries for t in q.tags}),
         summary=summary, legend=" ".join([*table.legend(verdict, markdown=True), *table.handed_line(verdict)]),
         turns_given=turns_given.line(verdict.run, None),

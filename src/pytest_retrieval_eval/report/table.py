@@ -16,6 +16,20 @@ if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checke
 SUPERSCRIPTS = dict(zip("abcdefghijklmnoprstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ"))
 
 
+def resampled(verdict: Verdict) -> str:
+    """What the intervals and paired tests resample: queries, or for turns of conversations,
+    the conversations (``ir.stats``: their turns are not independent)."""
+    return "conversations" if verdict.analysis.turns else "queries"
+
+
+def paired_over(verdict: Verdict) -> str:
+    """How a paired difference is taken: ``queries, 95% bootstrap interval``, or over turns with
+    the interval resampling conversations."""
+    if verdict.analysis.turns:
+        return "turns, 95% bootstrap interval over conversations"
+    return "queries, 95% bootstrap interval"
+
+
 def fmt(value: float) -> str:
     return "nan" if math.isnan(value) else f"{value:.3f}"
 
@@ -101,7 +115,7 @@ def legend(verdict: Verdict, *, markdown: bool = False) -> list[str]:
         return []
     engines = ", ".join(f"{superscript(l)} {e}" for (e, _), l in sorted(names.items(), key=lambda kv: kv[1]))
     text = (f"{engines}: a superscript marks a significant win over that engine "
-            f"(paired randomization test over queries, p < {verdict.alpha:g}, {verdict.correction_text()})")
+            f"(paired randomization test over {resampled(verdict)}, p < {verdict.alpha:g}, {verdict.correction_text()})")
     return [text] if markdown else textwrap.wrap(text, width=80, break_on_hyphens=False)
 
 
@@ -255,7 +269,7 @@ def markdown(verdict: Verdict) -> list[str]:
         out += [""] + fresh
     effects = effect_lines(verdict, markdown=True)
     if effects:
-        out += ["", "Differences between engines (paired mean over queries, 95% bootstrap interval; p corrected by "
+        out += ["", f"Differences between engines (paired mean over {paired_over(verdict)}; p corrected by "
                 f"{verdict.correction_text()}):", ""] + effects
     if verdict.detectable:
         out += ["", "Detectable drop (80% power, alpha " + f"{verdict.alpha:g}" + ", normal approximation from the "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any, Mapping
 
-from . import ceiling, cost, shadow, sweep, table, turns_given
+from . import ceiling, cost, shadow, sweep, table, turns, turns_given
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
 from . import labeled_set
@@ -85,6 +85,8 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
             for line in subset_lines(verdict):
                 tr.write_line(line)
             for line in miss_lines(verdict):
+                tr.write_line(line)
+            for line in turns.terminal_lines(verdict):  # conversations: quality by turn, the drop
                 tr.write_line(line)
             for line in (detail("recall by stage", ceiling.lines(verdict)) + detail("segments", segment_lines(verdict))
                          + detail("coverage", coverage_lines(verdict))
