@@ -215,6 +215,9 @@ def bench_evaluate(repeats: int) -> None:
 
     print("evaluate(): ours against pytrec-eval-terrier and ranx, each from the same inputs to the same summaries; "
           "a ratio is their time / ours (> 1: ours is faster)", flush=True)
+    if ranx is not None and os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+        print("  NUMBA_DISABLE_JIT is set: ranx runs interpreted, its ratios mean nothing (the tests' quick run sets it)",
+              flush=True)
     six, extra = "six means", "Rprec, bpref, num_*, set_*"
     for nq, nd in sized([(10_000, 100), (1_000, 1_000)], [(200, 50)]):
         size = f"{nq:,} queries x {nd:,} docs"

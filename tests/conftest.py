@@ -8,6 +8,11 @@ import os
 import sys
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no network here; tests build pipelines directly
+#: ranx (an oracle of the tests, a peer of the bench) runs its own Python code uninterpreted by
+#: numba: numba's compile of its ~130 functions took 465 s of a loaded CI worker in a fresh venv
+#: for 60 questions' worth of values, interpreted 3 s, the same values (tests/system/test_ranx_interop.py,
+#: and the bench's quick run, whose figures are not kept). The bench itself, run by hand, compiles.
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
 
 #: The tests' inner pytest runs (pytester's, subprocesses') leave out the third-party pytest
 #: plugins the dev extra brings, which they do not test: hypothesis's imports hypothesis (1.8 s a

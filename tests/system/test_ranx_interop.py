@@ -1,6 +1,6 @@
 """ranx, live: a run exported with ``to_ranx`` ranks ties as trec_eval does, and each ranx
-measure name gives ranx's value. A system test, not a unit one: ranx compiles its typed
-dictionaries and metrics with numba in every process (about 7 s before the first value)."""
+measure name gives ranx's value. A system test, not a unit one: ranx's import is heavy. Its
+numba compile is switched off for the tests (tests/conftest.py): ranx's own code, interpreted."""
 
 from __future__ import annotations
 
