@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pytest_retrieval_eval.ir.paired import paired
-from pytest_retrieval_eval.ir.stats import bootstrap_ci, mean_ci, paired_difference_ci, paired_randomization
+from pytest_retrieval_eval.ir.stats import bootstrap_ci, effective_clusters, mean_ci, paired_difference_ci, paired_randomization
 
 CONVERSATIONS, TURNS = 60, 4
 CLUSTERS = [f"c{i}" for i in range(CONVERSATIONS) for _ in range(TURNS)]
@@ -80,6 +80,22 @@ def test_a_binary_measure_over_conversations_covers_its_rate_where_wilson_over_t
         covered_cluster += lo <= truth <= hi
     assert covered_cluster / runs >= 0.90
     assert covered_wilson / runs < 0.85
+
+
+def test_a_higher_rate_over_the_same_conversations_never_gets_a_lower_lower_end():
+    # 11 conversations of 2 turns: every turn found, then one missed, then two
+    clusters = [f"c{i}" for i in range(11) for _ in range(2)]
+    lows = [mean_ci(np.r_[np.zeros(k), np.ones(22 - k)], binary=True, clusters=clusters)[0] for k in range(4)]
+    assert lows == sorted(lows, reverse=True) and lows[0] > lows[1]
+
+
+def test_a_segment_of_one_turn_per_conversation_is_wilson_over_its_turns_and_correlated_turns_widen_it():
+    hits = np.r_[np.ones(8), 0.0]
+    alone = mean_ci(hits, binary=True, clusters=[f"c{i}" for i in range(9)])
+    assert alone == mean_ci(hits, binary=True)
+    together = mean_ci(hits, binary=True, clusters=["a", "a", "b", "b", "c", "d", "e", "f", "g"])
+    assert together[0] < alone[0] and together[1] - together[0] > alone[1] - alone[0]
+    assert effective_clusters([2, 2, 1, 1, 1, 1, 1]) == pytest.approx(81 / 13)
 
 
 def test_every_turn_equal_falls_back_to_wilson_over_the_conversations():

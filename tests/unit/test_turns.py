@@ -133,6 +133,24 @@ def test_a_drop_rule_fails_the_engine_that_sees_only_the_last_turn_and_passes_th
     assert not verdict(run_of(conversation_set()), "converses:turns.drop.hit@5<=0.2").failures
 
 
+def test_a_drop_rule_with_confidence_lower_is_judged_on_the_drops_upper_bound():
+    run = run_of(conversation_set())
+    row = next(x for x in analyse(run, for_run(run, GateSettings())).turns
+               if (x.engine, x.measure) == ("last-turn", "hit@5"))
+    lo, hi = row.ci
+    assert lo < row.drop < hi
+    rule = f"last-turn:turns.drop.hit@5<={(row.drop + hi) / 2:.4f}"  # the point holds, the upper bound does not
+
+    def judged(confidence: str):
+        s = for_run(run, GateSettings(thresholds=(Threshold.parse(rule, source="t"),), confidence=confidence))
+        return decide(run, s, analyse(run, s)).of_kind("turns")
+
+    assert not judged("point")
+    [failure] = judged("lower")
+    assert failure.startswith(f"last-turn: turns.drop.hit@5 = {hi:.4f}, required <= ")
+    assert f"judged on the 95% upper bound (--retrieval-confidence=lower), point estimate {row.drop:.4f}; " in failure
+
+
 def test_a_drop_rule_off_the_miss_cutoff_names_the_follow_ups_that_missed():
     v = verdict(run_of(conversation_set()), "last-turn:turns.drop.ndcg@10<=0.2")
     [failure] = v.of_kind("turns")
@@ -214,3 +232,11 @@ def test_a_baseline_comparison_over_turns_pairs_by_id_and_resamples_conversation
     ids = [q.query_id for q in labeled.queries]
     assert d.paired.p == paired(now.values("hit@5"), before.values("hit@5"), ids, clusters=now.clusters()).p
     assert d.paired.ci != paired(now.values("hit@5"), before.values("hit@5"), ids).ci
+
+
+def test_the_by_turn_line_shows_the_measure_a_drop_rule_judges():
+    from pytest_retrieval_eval.report.turns import terminal_lines
+
+    assert terminal_lines(verdict(run_of(conversation_set())))[0].startswith("hit@5 by turn ")
+    lines = terminal_lines(verdict(run_of(conversation_set()), "last-turn:turns.drop.ndcg@10<=0.2"))
+    assert lines[0].startswith("ndcg@10 by turn ") and not any(line.startswith("hit@5") for line in lines)

@@ -501,11 +501,13 @@ def turn_measures(thresholds: Iterable[Threshold]) -> list[str]:
     return [t.quantity.measure.name for t in thresholds if isinstance(t.quantity, TurnsQuantity)]
 
 
-def check_turns(thresholds: Sequence[Threshold], turns: Sequence, run: Any) -> list[tuple[str, Any]]:
+def check_turns(thresholds: Sequence[Threshold], turns: Sequence, run: Any, *,
+                confidence: str = "point") -> list[tuple[str, Any]]:
     """``[ENGINE:]turns.drop.MEASURE<=X`` against each evaluation's drop from first turns to
     follow-ups (``evaluation/turns.ByTurn``, read from the analysis): (failure line, the
-    ``ByTurn`` it breached or None). A set without conversations has no drop: the rule fails,
-    saying so, rather than passing unchecked."""
+    ``ByTurn`` it breached or None). ``confidence="lower"`` judges the drop on the cautious end
+    of its interval (the upper bound for ``<=``), as threshold rules on measures are. A set
+    without conversations has no drop: the rule fails, saying so, rather than passing unchecked."""
     failures: list[tuple[str, Any]] = []
     for t in (t for t in thresholds if isinstance(t.quantity, TurnsQuantity)):
         judged = [e for e in run.evaluations if t.engine in (None, e.engine)]
@@ -524,11 +526,16 @@ def check_turns(thresholds: Sequence[Threshold], turns: Sequence, run: Any) -> l
                 failures.append((f"{e.engine}: {t.measure} has {why} on {e.labeled.name}, so the rule {t} (from "
                                  f"{t.source}) checked nothing", None))
                 continue
-            if t.holds(row.drop):
-                continue
             lo, hi = row.ci
-            failures.append((f"{e.engine}: {t.measure} = {row.drop:.4f}, required {t.op} {t.value:g} (from {t.source}; "
-                             f"first turns {row.first:.4f} n={row.n_first}, follow-ups {row.follow:.4f} "
+            value, how = row.drop, ""
+            if confidence == "lower" and not math.isnan(lo):
+                side = "lower" if t.op in (">=", ">") else "upper"
+                value = lo if side == "lower" else hi
+                how = f"judged on the 95% {side} bound (--retrieval-confidence=lower), point estimate {row.drop:.4f}; "
+            if t.holds(value):
+                continue
+            failures.append((f"{e.engine}: {t.measure} = {value:.4f}, required {t.op} {t.value:g} (from {t.source}; "
+                             f"{how}first turns {row.first:.4f} n={row.n_first}, follow-ups {row.follow:.4f} "
                              f"n={row.n_follow}, 95% interval [{lo:.3f}, {hi:.3f}] over {row.conversations} "
                              "conversations)", row))
     return failures

@@ -127,7 +127,8 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     out += [Failure("shadow", f) for f in [*a.shadow_problems, *check_shadows(thresholds, a.shadows)]]
     out += [Failure("segment", f) for f in check_segments(thresholds, run, s.alpha)]
     out += [Failure("coverage", f) for f in check_coverage(thresholds, run.coverage)]
-    out += [Failure("turns", f, _follow_up_causes(run, a, row)) for f, row in check_turns(thresholds, a.turns, run)]
+    out += [Failure("turns", f, _follow_up_causes(run, a, row))
+            for f, row in check_turns(thresholds, a.turns, run, confidence=s.confidence)]
     return Verdict(run, settings, a, tuple(out), (*a.warnings, *noted, *within))
 
 

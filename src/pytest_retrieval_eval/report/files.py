@@ -64,8 +64,9 @@ def markdown(verdict: Verdict, metadata: Mapping[str, Any]) -> str:
     out = ["# Retrieval evaluation", "", *lead, ""]
     out += table.markdown(verdict)
     out += ["", "95% intervals in brackets (Wilson for hit@k and the rates, a bootstrap over queries for graded measures)."
-            if not verdict.analysis.turns else "95% intervals in brackets (a bootstrap over conversations: their turns "
-            "are not independent; Wilson over the conversations where every turn scores alike)."]
+            if not verdict.analysis.turns else "95% intervals in brackets, over conversations (their turns are not "
+            "independent): Wilson over their number for hit@k and the rates, a bootstrap drawing whole "
+            "conversations for graded measures."]
     given = turns_given.line(verdict.run, None)
     out += ["", given] if given else []
     judged = [*stale_lines(verdict), *judged_lines(verdict, markdown=True),

@@ -34,8 +34,18 @@ def rows_at(verdict: Verdict, measure: str) -> list[Any]:
 def terminal_lines(verdict: Verdict) -> list[str]:
     """``hit@5 by turn (drop: first turns minus follow-ups, 95% interval over conversations):``
     then per engine ``  keyword  1st 0.95  2nd 0.40  3rd 0.35 | drop 0.58 [0.41, 0.72]``: the
-    positions that fit in ``WIDTH``, the rest said as a count (results.md has them all)."""
-    measure = verdict.miss_measure
+    positions that fit in ``WIDTH``, the rest said as a count (results.md has them all). The
+    measure is the miss cutoff's hit@k, or those ``turns.drop`` rules judge, so the line shows
+    the numbers a failure names."""
+    from ..gate.rules import turn_measures
+
+    out: list[str] = []
+    for measure in dict.fromkeys(turn_measures(verdict.settings.thresholds) or [verdict.miss_measure]):
+        out += _block(verdict, measure)
+    return out
+
+
+def _block(verdict: Verdict, measure: str) -> list[str]:
     rows = rows_at(verdict, measure)
     if not rows:
         return []
