@@ -54,10 +54,16 @@ def unknown_ids_message(ids: Sequence[str], known: Iterable[str], where: str) ->
 
 def fingerprinted(q: LabeledQuery) -> set[str]:
     """The judged documents whose fingerprint the entry records."""
-    docs = set((q.source.get("judged_sha256") or {}))
+    return set(fingerprints_of(q))
+
+
+def fingerprints_of(q: LabeledQuery) -> dict[str, str]:
+    """doc id -> the fingerprint the entry records of it (``judged_sha256``, else the source
+    chunk's document's ``doc_sha256``), as the staleness check reads them."""
+    out = dict(q.source.get("judged_sha256") or {})
     if q.source.get("doc_id") and q.source.get("doc_sha256"):
-        docs.add(q.source["doc_id"])
-    return docs
+        out.setdefault(q.source["doc_id"], q.source["doc_sha256"])
+    return out
 
 
 def is_generated(q: LabeledQuery) -> bool:
@@ -74,13 +80,15 @@ def unchecked(labeled: Iterable[LabeledQuery]) -> list[str]:
 
 @dataclass
 class Stamped:
-    """What ``stamp`` made: the set, doc id -> the questions that lost its judgment (deleted), and
+    """What ``stamp`` made: the set, doc id -> the questions that lost its judgment (deleted),
     question id -> the judgments it still had when it went (a question left with no judged
-    document of grade >= 1 is removed, and a removal is always named)."""
+    document of grade >= 1 is removed, and a removal is always named), and the questions whose
+    recorded fingerprint of a judged document differed (stale, now re-stamped as current)."""
 
     labeled: LabeledSet
     lost: dict[str, list[str]] = field(default_factory=dict)
     removed: dict[str, dict[str, int]] = field(default_factory=dict)
+    restamped: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         """Each dropped judgment and each removed question, by name."""
@@ -116,7 +124,7 @@ def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: st
                                  f"{command} --drop-deleted"
                                  if command else f"judged documents deleted from the corpus: {listed}",
                                  path=origin or labeled.provenance.get("path"))
-    out, removed = [], {}
+    out, removed, restamped = [], {}, []
     for q in labeled:
         source = {k: v for k, v in q.source.items() if not k.startswith("_")}
         line = q.source.get("_line")
@@ -131,10 +139,13 @@ def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: st
                                      path=origin or labeled.provenance.get("path"), line=line,
                                      field=(q.source.get("_fields") or {}).get("docs") if line else None)
         source["judged_sha256"] = {d: corpus.get(d).fingerprint for d in sorted(relevant)}
+        if any(fingerprints_of(q).get(d, sha) != sha for d, sha in source["judged_sha256"].items()):
+            restamped.append(q.query_id)
         if by and "by" not in source:
             source["by"] = by
         out.append(replace(q, relevant=relevant, source=source))  # a turn keeps its conversation
-    return Stamped(LabeledSet(tuple(out), name=labeled.name, provenance=labeled.provenance), lost, removed)
+    return Stamped(LabeledSet(tuple(out), name=labeled.name, provenance=labeled.provenance), lost, removed,
+                   restamped)
 
 
 # --- readers -------------------------------------------------------------------------------------
