@@ -31,14 +31,15 @@ def _why(run: Any) -> dict[str, str]:
     return out
 
 
-def _text(shown: list[tuple[str, str]], more: int) -> str:
-    """Only engines without ``retrieve_conversation``: the reason once, in the lead; with the
-    baseline: each group of names followed by its reason."""
-    tail = f" and {more} more" if more else ""
-    if all(why == WHY[GIVEN_LAST_TURN] for _, why in shown):
-        return LEAD + ", ".join(name for name, _ in shown) + tail
+def _text(named: list[tuple[str, str]], shown: int) -> str:
+    """The first ``shown`` of ``named``, the rest counted. Only engines without
+    ``retrieve_conversation``: the reason once, in the lead; with the baseline among them (shown
+    or not): each group of names followed by its reason."""
+    tail = f" and {len(named) - shown} more" if shown < len(named) else ""
+    if all(why == WHY[GIVEN_LAST_TURN] for _, why in named):
+        return LEAD + ", ".join(name for name, _ in named[:shown]) + tail
     groups: dict[str, list[str]] = {}
-    for name, why in shown:
+    for name, why in named[:shown]:
         groups.setdefault(why, []).append(name)
     return "given the last turn alone: " + "; ".join(f"{', '.join(names)} ({why})"
                                                       for why, names in groups.items()) + tail
@@ -50,9 +51,9 @@ def line(run: Any, width: int | None = WIDTH) -> str:
     named = list(_why(run).items())
     if not named:
         return ""
-    text = _text(named, 0)
+    text = _text(named, len(named))
     for shown in range(len(named) - 1, 0, -1):
         if width is None or len(text) <= width:
             break
-        text = _text(named[:shown], len(named) - shown)
+        text = _text(named, shown)
     return text
