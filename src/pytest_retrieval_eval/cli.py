@@ -418,7 +418,10 @@ def _label(args) -> int:
             print(line)
         gone = (f"; {len(done.removed)} question{'s' * (len(done.removed) != 1)} removed ({', '.join(done.removed)})"
                 if done.removed else "")
-        print(f"{args.questions}: fingerprints recorded ({before} question(s) were unchecked){gone}")
+        changed = done.restamped
+        restamped = (f", {len(changed)} re-stamped as changed: {', '.join(changed[:5])}"
+                     + (f" and {len(changed) - 5} more" if len(changed) > 5 else "") if changed else "")
+        print(f"{args.questions}: fingerprints recorded ({before} question(s) were unchecked{restamped}){gone}")
         return 0
     columns = Columns(args.question_column, args.doc_column, args.grade_column, args.id_column)
     entries = read_labels(args.file, fmt=args.format, columns=columns, split=args.split)

@@ -111,7 +111,7 @@ def test_an_unknown_id_stops_the_import_with_a_suggestion_and_writes_nothing(tea
     (team.path / "q.json").write_bytes(before)
     assert cli(["label", "import", "labels.csv", "--corpus", "kb", "--questions", "q.json"]) == 2
     err = capsys.readouterr().err
-    assert "labels.csv:5: query 'q." in err and "unknown document id 'vpn-stup' (did you mean 'vpn-setup'?)" in err
+    assert "labels.csv:5: field 'doc_id': query 'q." in err and "unknown document id 'vpn-stup' (did you mean 'vpn-setup'?)" in err
     assert (team.path / "q.json").read_bytes() == before
 
 

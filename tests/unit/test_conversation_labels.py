@@ -210,7 +210,10 @@ def test_editing_an_earlier_turn_replaces_the_later_turns_whose_history_it_is(tm
 
 
 @pytest.mark.parametrize("rows, line, field, message", [
-    ("c1,1,a question,d1\nc1,3,another,d2\n", 2, "turn", "turn 2 is missing"),
+    ("c1,1,a question,d1\nc1,3,another,d2\n", 3, "turn", "turn 2 is missing"),  # the row after the gap
+    ("c1,1,a question,d1\nc1,2,and it?,d2\nc1,4,and then?,d1\n", 4, "turn", r"has turns 1, 2, 4: turn 3 is missing"),
+    ("c1,4,and then?,d1\nc1,2,and it?,d2\nc1,1,a question,d1\n", 2, "turn", "turn 3 is missing"),  # rows in any order
+    ("c1,2,and it?,d2\nc1,3,and then?,d1\n", 2, "turn", "turns 2, 3: turn 1 is missing"),
     ("c1,1,a question,d1\nc1,1,another text,d2\n", 3, "turn", "appears twice with two texts"),
     ("c1,x,a question,d1\n", 2, "turn", "1-based position"),
     ("c1,0,a question,d1\n", 2, "turn", "1-based position"),
@@ -235,6 +238,73 @@ def test_a_table_mixes_questions_and_turns_and_checks_the_depends_cell(tmp_path)
     with pytest.raises(RetrievalEvalError, match="yes, no, true, false") as caught:
         read_labels(path)
     assert (caught.value.line, caught.value.field) == (2, "depends")
+
+
+@pytest.mark.parametrize("column, first, second", [("depends", "no", "yes"), ("assistant", "Open Billing.", "Ask us.")])
+def test_two_values_of_one_turn_are_refused_quoting_both_and_the_earlier_line(tmp_path, column, first, second):
+    path = tmp_path / "labels.csv"
+    path.write_text(f"conversation,turn,user,doc_id,{column}\nc1,1,a question,d1,\nc1,1,a question,d2,{first}\n"
+                    f"c1,1,a question,d3,{first}\nc1,1,a question,d4,{second}\n")
+    with pytest.raises(RetrievalEvalError) as caught:
+        read_labels(path)
+    assert (caught.value.line, caught.value.field) == (5, column)
+    assert f"turn 'c1#1': '{second}' here, '{first}' on line 3: give one" in caught.value.detail
+
+
+def test_the_rows_of_a_turn_list_its_documents_with_no_repeat_note_as_a_questions_rows_have(tmp_path, capsys):
+    folder, labels, cache = kb(tmp_path), tmp_path / "labels.csv", tmp_path / "questions.cache.json"
+    labels.write_text("conversation,turn,question,doc_id\nc1,1,How do I upgrade?,d1\nc1,2,and the price?,d2\n"
+                      "c1,2,and the price?,d3\n,,Where is the office?,d1\n,,Where is the office?,d4\n")
+    assert cli(["label", "import", str(labels), "--corpus", str(folder), "--questions", str(cache)]) == 0
+    out = capsys.readouterr().out
+    assert "c1#2" not in out and out.count("note:") == 1
+    assert "line 6 repeats the question of line 5: its judgments merged (d4 added)" in out
+    assert dict(load_questions_cache(cache).by_id()["c1#2"].relevant) == {"d2": 1, "d3": 1}
+
+
+@pytest.mark.parametrize("name, text, line, field", [
+    ("labels.csv", "conversation,turn,user,Doc_ID\nc1,1,a question,d1\nc1,2,and it?,d-2\n", 3, "Doc_ID"),
+    ("labels.csv", "Question,Gold\na question,d1\nanother question,d-2\n", 3, "Gold"),  # a question alike
+    ("labels.jsonl", json.dumps({"conversation": "c1", "turns": [{"user": "a question", "relevant": {"d1": 1}},
+                                                                 {"user": "and it?", "relevant": {"d-2": 1}}]}),
+     1, "turns[1].relevant"),
+    ("labels.jsonl", json.dumps({"question": "q", "doc_id": "d1"}) + "\n" + json.dumps({"question": "r", "doc_id": "d-2"}),
+     2, "doc_id"),
+])
+def test_an_unknown_document_id_names_the_line_and_the_field_that_holds_it(tmp_path, capsys, name, text, line, field):
+    folder, labels = kb(tmp_path), tmp_path / name
+    labels.write_text(text + "\n")
+    assert cli(["label", "import", str(labels), "--corpus", str(folder), "--questions", str(tmp_path / "q.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {labels}:{line}: field '{field}': query '") and "unknown document id 'd-2'" in err
+    assert "(did you mean 'd2'?)" in err and not (tmp_path / "q.json").exists()
+
+
+def test_a_turns_evidence_that_its_document_lacks_names_the_turn(tmp_path, capsys):
+    folder, labels = kb(tmp_path), tmp_path / "conv.jsonl"
+    labels.write_text(json.dumps({"conversation": "c1", "turns": [
+        {"user": "a question", "relevant": {"d1": 1}, "evidence": "d1 words"},
+        {"user": "and it?", "relevant": {"d2": 1}, "evidence": "not in there at all"}]}) + "\n")
+    assert cli(["label", "import", str(labels), "--corpus", str(folder), "--questions", str(tmp_path / "q.json")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {labels}:1: field 'turns[1].evidence': query 'c1#2': evidence "
+                                              "'not in there at all' does not occur in document 'd2'")
+
+
+def test_label_stamp_counts_and_names_the_turns_it_restamped_as_changed(tmp_path, capsys):
+    folder, labels, cache = kb(tmp_path), tmp_path / "labels.csv", tmp_path / "questions.cache.json"
+    labels.write_text(THREE)
+    assert cli(["label", "import", str(labels), "--corpus", str(folder), "--questions", str(cache)]) == 0
+    assert cli(["label", "stamp", "--corpus", str(folder), "--questions", str(cache)]) == 0
+    assert capsys.readouterr().out.endswith(": fingerprints recorded (0 question(s) were unchecked)\n")
+    (folder / "d2.json").write_text(json.dumps({"doc_id": "d2", "title": "d2", "content": "rewritten entirely"}))
+    (folder / "d3.json").write_text(json.dumps({"doc_id": "d3", "title": "d3", "content": "rewritten entirely"}))
+    assert cli(["label", "stamp", "--corpus", str(folder), "--questions", str(cache)]) == 0
+    assert "fingerprints recorded (0 question(s) were unchecked, 3 re-stamped as changed: c1#2, c2#1, c2#3)" in (
+        capsys.readouterr().out)
+    assert cli(["check", "--corpus", str(folder), "--questions", str(cache)]) == 0  # current again
+    capsys.readouterr()
+    assert cli(["label", "stamp", "--corpus", str(folder), "--questions", str(cache)]) == 0
+    assert "re-stamped" not in capsys.readouterr().out
 
 
 def test_a_conversation_column_without_a_turn_column_is_refused(tmp_path):

@@ -75,6 +75,20 @@ def test_the_line_under_the_table_names_the_engines_given_the_last_turn_alone():
     assert "\n" + expected + "\n" in markdown(verdict, {})
 
 
+def test_the_last_turn_baseline_is_named_with_the_engines_given_the_last_turn_alone():
+    from pytest_retrieval_eval import concatenated, last_turn
+
+    labeled = conversations()
+    mixed = RunResults([evaluate_engine(Keyword(), labeled), evaluate_engine(last_turn(Keyword()), labeled),
+                        evaluate_engine(concatenated(Keyword()), labeled)])
+    assert line(mixed) == "given the last turn alone: keyword (no retrieve_conversation); keyword-last (last_turn)"
+    only = RunResults([evaluate_engine(last_turn(Keyword()), labeled), evaluate_engine(concatenated(Keyword()), labeled)])
+    assert line(only) == "given the last turn alone: keyword-last (last_turn)"
+    many = RunResults([evaluate_engine(Keyword(), labeled, name=f"engine-number-{i}") for i in range(5)]
+                      + [evaluate_engine(last_turn(Keyword()), labeled)])
+    assert len(line(many)) <= 88 and line(many).endswith("more") and "(last_turn)" in line(many, None)
+
+
 def test_many_engines_given_the_last_turn_alone_stay_on_one_line():
     labeled = conversations()
     run = RunResults([evaluate_engine(Keyword(), labeled, name=f"engine-number-{i}") for i in range(9)])

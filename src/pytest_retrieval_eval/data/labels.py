@@ -54,10 +54,16 @@ def unknown_ids_message(ids: Sequence[str], known: Iterable[str], where: str) ->
 
 def fingerprinted(q: LabeledQuery) -> set[str]:
     """The judged documents whose fingerprint the entry records."""
-    docs = set((q.source.get("judged_sha256") or {}))
+    return set(fingerprints_of(q))
+
+
+def fingerprints_of(q: LabeledQuery) -> dict[str, str]:
+    """doc id -> the fingerprint the entry records of it (``judged_sha256``, else the source
+    chunk's document's ``doc_sha256``), as the staleness check reads them."""
+    out = dict(q.source.get("judged_sha256") or {})
     if q.source.get("doc_id") and q.source.get("doc_sha256"):
-        docs.add(q.source["doc_id"])
-    return docs
+        out.setdefault(q.source["doc_id"], q.source["doc_sha256"])
+    return out
 
 
 def is_generated(q: LabeledQuery) -> bool:
@@ -74,13 +80,15 @@ def unchecked(labeled: Iterable[LabeledQuery]) -> list[str]:
 
 @dataclass
 class Stamped:
-    """What ``stamp`` made: the set, doc id -> the questions that lost its judgment (deleted), and
+    """What ``stamp`` made: the set, doc id -> the questions that lost its judgment (deleted),
     question id -> the judgments it still had when it went (a question left with no judged
-    document of grade >= 1 is removed, and a removal is always named)."""
+    document of grade >= 1 is removed, and a removal is always named), and the questions whose
+    recorded fingerprint of a judged document differed (stale, now re-stamped as current)."""
 
     labeled: LabeledSet
     lost: dict[str, list[str]] = field(default_factory=dict)
     removed: dict[str, dict[str, int]] = field(default_factory=dict)
+    restamped: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         """Each dropped judgment and each removed question, by name."""
@@ -116,7 +124,7 @@ def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: st
                                  f"{command} --drop-deleted"
                                  if command else f"judged documents deleted from the corpus: {listed}",
                                  path=origin or labeled.provenance.get("path"))
-    out, removed = [], {}
+    out, removed, restamped = [], {}, []
     for q in labeled:
         source = {k: v for k, v in q.source.items() if not k.startswith("_")}
         line = q.source.get("_line")
@@ -128,12 +136,16 @@ def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: st
         if missing:
             where = f"query '{q.query_id}'"
             raise RetrievalEvalError(unknown_ids_message(missing, corpus.doc_ids, where),
-                                     path=origin or labeled.provenance.get("path"), line=line)
+                                     path=origin or labeled.provenance.get("path"), line=line,
+                                     field=(q.source.get("_fields") or {}).get("docs") if line else None)
         source["judged_sha256"] = {d: corpus.get(d).fingerprint for d in sorted(relevant)}
+        if any(fingerprints_of(q).get(d, sha) != sha for d, sha in source["judged_sha256"].items()):
+            restamped.append(q.query_id)
         if by and "by" not in source:
             source["by"] = by
         out.append(replace(q, relevant=relevant, source=source))  # a turn keeps its conversation
-    return Stamped(LabeledSet(tuple(out), name=labeled.name, provenance=labeled.provenance), lost, removed)
+    return Stamped(LabeledSet(tuple(out), name=labeled.name, provenance=labeled.provenance), lost, removed,
+                   restamped)
 
 
 # --- readers -------------------------------------------------------------------------------------
@@ -161,7 +173,8 @@ def check_evidence(entries: Sequence[LabeledQuery], corpus: Any, origin: str | N
                 problem = quote_problem(quote, doc, corpus.get(doc).content)
                 if problem:
                     raise RetrievalEvalError(f"query '{q.query_id}': {problem}", path=q.source.get("_file") or origin,
-                                             line=q.source.get("_line"), field="evidence")
+                                             line=q.source.get("_line"),
+                                             field=(q.source.get("_fields") or {}).get("evidence", "evidence"))
 
 
 def question_id(path: str | Path, question: str) -> str:
@@ -218,7 +231,8 @@ def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
             raise bad(problem[0], {"id": "query_id", "question": "query", "relevant": "relevant_docs"}[problem[1]])
         graded = isinstance(docs, dict) or any(isinstance(i, dict) and ("relevance" in i or "grade" in i) for i in docs)
         source = {"by": f"{IMPORTED}:{Path(path).name}", "_line": number, "_file": str(path),
-                  "_carries": _carried(tags=False, grades=graded, evidence="evidence" in record)}
+                  "_carries": _carried(tags=False, grades=graded, evidence="evidence" in record),
+                  **_fields("relevant_docs", "evidence")}
         if record.get("reference_answer"):
             source["reference_answer"] = str(record["reference_answer"])
         if record.get("evidence"):
@@ -329,7 +343,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
             raise RetrievalEvalError(f"query id '{key}' has two questions ({entry['question']!r} on line "
                                      f"{entry['line']})", path=path, line=number, field=icol or qcol)
         docs = [d for d in (d.strip() for d in cell.replace("|", ";").split(";")) if d]
-        if number != entry["line"]:
+        if number != entry["line"] and not conv:  # a turn's documents are listed a row each: no repeat
             new = [d for d in docs if d not in entry["relevant"]]
             entry["notes"].append(f"line {number} repeats the question of line {entry['line']}: "
                                   + (f"its judgments merged ({', '.join(new)} added)" if new else
@@ -361,8 +375,8 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
         if problem:
             field = {"id": icol or qcol, "question": qcol, "relevant": dcol}[problem[1]]
             raise RetrievalEvalError(problem[0], path=path, line=entry["line"], field=field)
-        out.append(LabeledQuery(qid, entry["question"], entry["relevant"], _table_source(entry, path, carries, ecol),
-                                tuple(sorted(entry["tags"]))))
+        out.append(LabeledQuery(qid, entry["question"], entry["relevant"],
+                                _table_source(entry, path, carries, ecol, dcol), tuple(sorted(entry["tags"]))))
     return out
 
 
@@ -371,9 +385,10 @@ CONVERSATION_COLUMNS = {"conversation": ("conversation", "conversation_id"), "tu
                         "assistant": ("assistant",), "depends": ("depends",), "user": ("user",)}
 
 
-def _table_source(entry: dict[str, Any], path: str | Path, carries: tuple[str, ...], ecol: str | None) -> dict:
+def _table_source(entry: dict[str, Any], path: str | Path, carries: tuple[str, ...], ecol: str | None,
+                  dcol: str | None) -> dict:
     source: dict[str, Any] = {"by": f"{IMPORTED}:{Path(path).name}", "_line": entry["line"], "_file": str(path),
-                              "_carries": carries}
+                              "_carries": carries, **_fields(dcol, ecol)}
     if entry["notes"]:
         source["_notes"] = entry["notes"]
     if not entry["given"]:
@@ -405,25 +420,30 @@ def _turn_row(row: dict, conv: str, given: str, path: str | Path, number: int, c
 
 def _turn_cells(entry: dict[str, Any], row: dict, path: str | Path, number: int, acol: str | None,
                 pcol: str | None) -> None:
-    """A turn row's assistant reply and depends flag, merged with its other rows' (two values refused)."""
+    """A turn row's assistant reply and depends flag, merged with its other rows' (two values
+    refused, each quoted, the earlier with its line)."""
     from .conversations import depends_cell
+
+    def twice(what: str, here: str, before: tuple[str, int], fld: str | None) -> RetrievalEvalError:
+        return RetrievalEvalError(f"two {what} for turn '{entry['conversation']}#{entry['turn']}': {here!r} here, "
+                                  f"{before[0]!r} on line {before[1]}: give one (the other rows may leave it empty)",
+                                  path=path, line=number, field=fld)
 
     reply = " ".join((row.get(acol) or "").split()) if acol else ""
     if reply:
         if entry["assistant"] not in (None, reply):
-            raise RetrievalEvalError(f"a second assistant reply for this turn ({entry['assistant']!r} on an earlier "
-                                     "line)", path=path, line=number, field=acol)
-        entry["assistant"] = reply
+            raise twice("assistant replies", reply, (entry["assistant"], entry["assistant_line"]), acol)
+        entry["assistant"], entry["assistant_line"] = reply, entry.get("assistant_line") or number
     if pcol:
+        cell = (row.get(pcol) or "").strip()
         try:
             flag = depends_cell(row.get(pcol))
         except ValueError as exc:
             raise RetrievalEvalError(str(exc), path=path, line=number, field=pcol) from None
         if flag is not None:
             if entry["depends"] not in (None, flag):
-                raise RetrievalEvalError("says otherwise on an earlier line of this turn", path=path, line=number,
-                                         field=pcol)
-            entry["depends"] = flag
+                raise twice("depends values", cell, entry["depends_cell"], pcol)
+            entry["depends"], entry["depends_cell"] = flag, entry.get("depends_cell") or (cell, number)
 
 
 def _table_turns(conv: str, grouped: dict[str, dict[str, Any]], path: str | Path, carries: tuple[str, ...],
@@ -435,9 +455,10 @@ def _table_turns(conv: str, grouped: dict[str, dict[str, Any]], path: str | Path
     numbers = [e["turn"] for e in entries]
     if numbers != list(range(1, len(numbers) + 1)):
         gap = next(n for n in range(1, max(numbers) + 1) if n not in numbers)
+        after = next(e for e in entries if e["turn"] > gap)  # the row the gap is noticed at: the next turn's
         raise RetrievalEvalError(f"conversation '{conv}' has turns {', '.join(map(str, numbers))}: turn {gap} is "
                                  "missing (number a conversation's turns 1, 2, ... without gaps)", path=path,
-                                 line=min(e["line"] for e in entries), field=ncol)
+                                 line=after["line"], field=ncol)
     labels = []
     for e in entries:
         relevant = e["relevant"] or None
@@ -451,9 +472,17 @@ def _table_turns(conv: str, grouped: dict[str, dict[str, Any]], path: str | Path
             if problem:
                 field = {"id": ccol, "question": col["question"], "relevant": col["doc"]}[problem[1]]
                 raise RetrievalEvalError(problem[0], path=path, line=e["line"], field=field)
-        labels.append(TurnLabel(e["question"], e["assistant"], relevant, _table_source(e, path, carries, ecol),
+        labels.append(TurnLabel(e["question"], e["assistant"], relevant,
+                                _table_source(e, path, carries, ecol, col["doc"]),
                                 e["depends"], tuple(e["tags"])))
     return turns_of(conv, labels)
+
+
+def _fields(docs: str | None, evidence: str | None = None) -> dict[str, str]:
+    """Where a read entry's judged documents and evidence are in its file (``source._fields``),
+    as the file spells it (a column, ``turns[1].relevant``): the stamp's and the evidence check's
+    errors name it beside the line."""
+    return {"_fields": {k: v for k, v in (("docs", docs), ("evidence", evidence)) if v}}
 
 
 def _carried(**fields: Any) -> tuple[str, ...]:
@@ -536,7 +565,8 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
         if problem:
             raise RetrievalEvalError(problem[0], path=path, line=number, field=problem[1])
         source = {"by": f"{IMPORTED}:{Path(path).name}", "_line": number, "_file": str(path),
-                  "_carries": _carried(tags="tags" in record, grades="relevant" in record, evidence="evidence" in record)}
+                  "_carries": _carried(tags="tags" in record, grades="relevant" in record, evidence="evidence" in record),
+                  **_fields("relevant" if record.get("relevant") else "doc_id", "evidence")}
         if record.get("evidence"):
             source["evidence"] = _evidence(record["evidence"], relevant, path, number, "evidence")
         out.append(LabeledQuery(qid, question, relevant, source, _tags(record.get("tags"), path, number, "tags")))
@@ -571,7 +601,8 @@ def _conversation_line(record: dict, path: str | Path, number: int) -> list[Labe
             raise bad(problem[0], f"{fld}.{'user' if problem[1] == 'question' else problem[1]}")
         raw = record["turns"][q.turn - 1]
         source = {**q.source, "by": f"{IMPORTED}:{Path(path).name}", "_line": number, "_file": str(path),
-                  "_carries": _carried(tags="tags" in raw or "tags" in record, grades=True, evidence="evidence" in raw)}
+                  "_carries": _carried(tags="tags" in raw or "tags" in record, grades=True, evidence="evidence" in raw),
+                  **_fields(f"{fld}.relevant", f"{fld}.evidence")}
         out.append(replace(q, source=source))
     return out
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 from .corpus import Corpus
 from .evidence import evidence_of, stale_quotes
 from .labeled import LabeledSet
-from .labels import did_you_mean, fingerprinted, is_generated, is_team_file, unchecked
+from .labels import did_you_mean, fingerprinted, fingerprints_of, is_generated, is_team_file, unchecked
 
 
 def _command(verb: str, corpus_path: str, questions_path: str) -> str:
@@ -180,10 +180,7 @@ def check(labeled: LabeledSet, corpus: Corpus,
                 out.suggestions.setdefault(doc, did_you_mean(doc, corpus.doc_ids))
         if gone:
             continue
-        recorded_sha = dict(q.source.get("judged_sha256") or {})
-        if q.source.get("doc_id") and q.source.get("doc_sha256"):
-            recorded_sha.setdefault(q.source["doc_id"], q.source["doc_sha256"])
-        moved = [doc for doc, sha in sorted(recorded_sha.items()) if corpus.get(doc).fingerprint != sha]
+        moved = [doc for doc, sha in sorted(fingerprints_of(q).items()) if corpus.get(doc).fingerprint != sha]
         if moved and chunks is not None and _chunk_unchanged(q, chunks):
             continue  # a generated question's answer is its chunk: that text is as it was
         quoted = evidence_of(q)

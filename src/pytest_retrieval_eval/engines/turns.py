@@ -1,7 +1,8 @@
 """The two baselines a team's query rewrite is measured against, over any engine that takes a
 question: ``last_turn`` rewrites nothing (the user's latest turn alone) and ``concatenated`` joins
-the user's turns, oldest first. Both take the conversation (``retrieve_conversation``), so the
-report names neither as "given the last turn alone"; what each sends is in its ``describe()``.
+the user's turns, oldest first. Both take the conversation (``retrieve_conversation``); the
+report still names ``last_turn`` among the engines "given the last turn alone" (it is, by design:
+``last_turn_only``), marked as the baseline. What each sends is in its ``describe()``.
 
 The assistant's replies are left out of ``concatenated``: they are long, restate documents and
 vary with the generator, so a baseline that read them would measure the generator as much as the
@@ -23,10 +24,12 @@ def user_text(turns: Sequence[Any], separator: str = " ") -> str:
 class OverTurns:
     """An engine that takes a question, made to take a conversation: ``rewrite(turns)`` is the
     question it is asked. A single question is asked as it is; ``retrieve_stages``,
-    ``retrieve_passages``, ``prepare`` and ``concurrency`` are the engine's own where it has them."""
+    ``retrieve_passages``, ``prepare`` and ``concurrency`` are the engine's own where it has them.
+    ``last_turn_only``: the rewrite sends the last turn alone, as the report says."""
 
-    def __init__(self, engine: Engine, rewrite: Any, about: str, name: str) -> None:
+    def __init__(self, engine: Engine, rewrite: Any, about: str, name: str, last_turn_only: bool = False) -> None:
         self.engine, self.rewrite, self.about, self.name = engine, rewrite, about, name
+        self.last_turn_only = last_turn_only
         self.concurrency = getattr(engine, "concurrency", None)
         if is_staged(engine):  # the stages of a turn are the stages of its rewritten question
             self.retrieve_stages = engine.retrieve_stages  # type: ignore[attr-defined]
@@ -55,13 +58,14 @@ class AsyncOverTurns(OverTurns):
         return await answer_of(self.engine)(self.rewrite(turns), k)
 
 
-def _over(engine: Engine, rewrite: Any, about: str, name: str) -> OverTurns:
-    return (AsyncOverTurns if is_async(engine) else OverTurns)(engine, rewrite, about, name)
+def _over(engine: Engine, rewrite: Any, about: str, name: str, last_turn_only: bool = False) -> OverTurns:
+    return (AsyncOverTurns if is_async(engine) else OverTurns)(engine, rewrite, about, name, last_turn_only)
 
 
 def last_turn(engine: Engine, *, name: str | None = None) -> OverTurns:
     """``engine`` given the user's latest turn alone: the rewrite that rewrites nothing."""
-    return _over(engine, lambda turns: turns[-1].text, "none: the last turn alone", name or f"{engine.name}-last")
+    return _over(engine, lambda turns: turns[-1].text, "none: the last turn alone", name or f"{engine.name}-last",
+                 last_turn_only=True)
 
 
 def concatenated(engine: Engine, separator: str = " ", *, name: str | None = None) -> OverTurns:

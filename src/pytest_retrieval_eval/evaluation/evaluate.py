@@ -43,7 +43,9 @@ _CHUNK_ID = re.compile(r"^(?P<doc>.+):(?P<index>\d+)$")
 _Request = tuple[Callable[[Any, int], Any], Any]
 
 #: ``engine_info["conversation"]`` when the labeled set has conversations: what the engine was given
-GIVEN_TURNS, GIVEN_LAST_TURN = "turns", "last turn"
+#: (the turns; the last turn, having no ``retrieve_conversation``; the last turn, by the
+#: ``last_turn`` baseline, which takes the turns and rewrites nothing)
+GIVEN_TURNS, GIVEN_LAST_TURN, GIVEN_LAST_TURN_BASELINE = "turns", "last turn", "last turn (last_turn)"
 
 
 def requests(engine: Engine, queries: Iterable[LabeledQuery]) -> list[_Request]:
@@ -137,7 +139,8 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
                                    tuple(len(tokens(text)) for _, text in kept)))
     info = dict(describe(engine))
     if labeled.has_conversations:  # the report names the engines given the last turn alone
-        info["conversation"] = GIVEN_TURNS if converses(engine) else GIVEN_LAST_TURN
+        info["conversation"] = (GIVEN_LAST_TURN_BASELINE if getattr(engine, "last_turn_only", False) else
+                                GIVEN_TURNS if converses(engine) else GIVEN_LAST_TURN)
     if width > 1:
         info["concurrency"] = width
     if prepare_error is not None:
