@@ -54,7 +54,8 @@ def test_the_csv_imports_and_the_engines_given_the_last_turn_alone_drop_on_follo
     assert mfa["tags"] == ["area:accounts"] and [t.get("depends") for t in mfa["turns"]] == [False, True]
     assert mfa["turns"][0]["assistant"].startswith("Scan the code")  # the reply feeds the second turn's history
 
-    done = run_in(project, *CONVERSATIONS, "--retrieval-report", "--retrieval-report-dir=out")
+    done = run_in(project, *CONVERSATIONS, "--retrieval-report", "--retrieval-report-dir=out",
+                  "--retrieval-html=out/page.html")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "11 passed" in done.stdout and "retrieval gate: passed" in done.stdout  # the team's own tests too
     table = parse_table(done.stdout)
@@ -71,10 +72,16 @@ def test_the_csv_imports_and_the_engines_given_the_last_turn_alone_drop_on_follo
     saved = json.loads((project / "out" / "results.json").read_text())
     questions = {q["id"]: q for e in saved["evaluations"] if e["engine"] == "helpdesk-chat" for q in e["queries"]}
     assert sorted(questions) == sorted(ids)
-    # report results.json prints what the run printed
-    again = run_in(project, "report", "out/results.json", module="pytest_retrieval_eval")
+    # report results.json prints what the run printed and rebuilds every file byte for byte
+    again = run_in(project, "report", "out/results.json", "--out=rebuilt", "--html=rebuilt/page.html",
+                   module="pytest_retrieval_eval")
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.splitlines() == summary_of(lines)
+    names = sorted(p.relative_to(project / "out").as_posix() for p in (project / "out").rglob("*") if p.is_file())
+    assert "page.html" in names and "runs/helpdesk-chat.trec" in names
+    for name in names:
+        if name != "timing.json":  # wall times
+            assert (project / "rebuilt" / name).read_bytes() == (project / "out" / name).read_bytes(), name
 
 
 def test_a_rule_on_the_drop_fails_the_last_turn_engine_and_holds_the_conversation_engine(project):
