@@ -1,12 +1,17 @@
 """What several test modules build alike: a BEIR folder with the awkward bits real ones have,
 the oracle engine (the labeled set's own answers) the report tests gate, a small corpus for
-question generation, and the matching of what the docs show against what a run prints.
+question generation, the matching of what the docs show against what a run prints, and the
+team's own project (examples/helpdesk) copied to a fresh directory and run there.
 Imported by name (``from projects import ...``): tests/ is on sys.path through its conftest."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 #: The bundled questions' one retrieval test: all 68 evaluated.
@@ -38,6 +43,33 @@ ORACLE_CONFTEST = """
     def pytest_retrieval_engines(registry, config):
         registry.register("oracle", lambda request: Oracle(request.getfixturevalue("labeled_queries")))
 """
+
+
+#: a team's own project (its kb, labels, engines and gate; the plugin installed as a package)
+HELPDESK = Path(__file__).resolve().parents[1] / "examples" / "helpdesk"
+
+
+def helpdesk_copy(tmp_path: Path) -> Path:
+    """examples/helpdesk copied to a fresh directory, without what earlier runs left in it."""
+    target = tmp_path / "helpdesk"
+    shutil.copytree(HELPDESK, target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "retrieval-report"))
+    return target
+
+
+def run_in(project: Path, *args: str, module: str = "pytest", env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python -m MODULE ARGS`` in ``project`` as its team runs it: none of the outer run's pytest
+    or plugin settings leak in (``PYTEST_ADDOPTS`` aside), and pytest without its cache."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "RETRIEVAL_EVAL_")) or k == "PYTEST_ADDOPTS"}
+    flags = ["-p", "no:cacheprovider"] if module == "pytest" else []
+    return subprocess.run([sys.executable, "-m", module, *flags, *args], cwd=project, capture_output=True, text=True,
+                          env={**clean, **(env or {})}, timeout=300)
+
+
+def summary_of(lines: list[str]) -> list[str]:
+    """A run's retrieval section: from its heading to pytest's closing line (what ``report
+    results.json`` prints again)."""
+    start = next(i for i, line in enumerate(lines) if "retrieval evaluation" in line and line.startswith("---"))
+    return [line for line in lines[start:-1] if not line.startswith("retrieval: ")]
 
 
 def make_beir(root, *, crlf=True, bom=True):

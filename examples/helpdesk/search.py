@@ -2,9 +2,11 @@
 
 - ``bm25``: a plain function over title, description and body, answering ``{doc_id: score}``;
 - ``haystack_pipeline()``: a Haystack pipeline (cleaner, splitter, in-memory BM25 over chunks)
-  of the kind a team runs in production; its chunks carry their document's id in ``meta``.
+  of the kind a team runs in production; its chunks carry their document's id in ``meta``;
+- ``chat_search``: the help desk's chat assistant's search, which rewrites a follow-up ("and
+  what if I swap mobiles?") by putting the conversation's first question before it.
 
-Neither knows about pytest-retrieval-eval: ``conftest.py`` plugs them in with one adapter each.
+None knows about pytest-retrieval-eval: ``conftest.py`` plugs them in with one adapter each.
 """
 
 from __future__ import annotations
@@ -74,3 +76,16 @@ def haystack_pipeline(split_length: int = 60):
     pipeline = Pipeline()
     pipeline.add_component("retriever", InMemoryBM25Retriever(document_store=store, top_k=20))
     return pipeline
+
+
+def rewrite(turns) -> str:
+    """The chat assistant's query rewrite: the user's latest turn, after the conversation's first
+    question when there was one (a follow-up rarely names its subject; the first question does).
+    ``turns`` are the messages so far, oldest first, each with ``role`` and ``text``."""
+    asked = [t.text for t in turns if t.role == "user"]
+    return asked[-1] if len(asked) == 1 else f"{asked[0]} {asked[-1]}"
+
+
+def chat_search(turns, k: int) -> dict[str, float]:
+    """The chat assistant's search: the rewritten question through ``bm25``."""
+    return bm25(rewrite(turns), k)

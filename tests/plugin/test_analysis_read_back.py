@@ -6,18 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from projects import BUNDLED_TESTS, ORACLE_CONFTEST
+from projects import BUNDLED_TESTS, ORACLE_CONFTEST, summary_of
 from pytest_retrieval_eval.cli import main as cli
 
 #: every artefact of the report folder; timing.json holds wall times, which a saved run has not
 FILES = ["results.json", "results.md", "per_query.jsonl", "qrels.txt", "runs/keyword.trec", "runs/oracle.trec",
          "hit_at_k.svg"]
-
-
-def summary_of(lines: list[str]) -> list[str]:
-    """The run's retrieval section: from its heading to pytest's closing line."""
-    start = next(i for i, line in enumerate(lines) if "retrieval evaluation" in line and line.startswith("---"))
-    return [line for line in lines[start:-1] if not line.startswith("retrieval: ")]
 
 
 def no_statistics(monkeypatch) -> None:

@@ -5,14 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from projects import BUNDLED_TESTS
+from projects import BUNDLED_TESTS, summary_of
 from pytest_retrieval_eval.cli import main as cli
-
-
-def summary_of(lines: list[str]) -> list[str]:
-    """The run's retrieval section: from its heading to pytest's closing line."""
-    start = next(i for i, line in enumerate(lines) if "retrieval evaluation" in line and line.startswith("---"))
-    return [line for line in lines[start:-1] if not line.startswith("retrieval: ")]
 
 
 @pytest.mark.parametrize("verbose", [[], ["-v"]], ids=["default", "-v"])

@@ -7,34 +7,23 @@ import csv
 import io
 import json
 import math
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, parse_table, requires_hybrid
+from conftest import parse_table, requires_hybrid
 from fake_api import FakeApi, Reply, judge_reply, umbrela_grade
+from projects import helpdesk_copy, run_in as run
 
-EXAMPLE = REPO / "examples" / "helpdesk"
 pytestmark = requires_hybrid  # the project's second engine is a Haystack pipeline (found, not imported: no torch at collection)
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    target = tmp_path / "helpdesk"
-    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "retrieval-report"))
-    return target
-
-
-def run(project: Path, *args: str, module: str = "pytest", env: dict | None = None) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "RETRIEVAL_EVAL_")) or k == "PYTEST_ADDOPTS"}
-    flags = ["-p", "no:cacheprovider"] if module == "pytest" else []
-    return subprocess.run([sys.executable, "-m", module, *flags, *args], cwd=project, capture_output=True, text=True,
-                          env={**clean, **(env or {})}, timeout=300)
+    return helpdesk_copy(tmp_path)
 
 
 def evidence_table(output: str) -> dict[str, dict[str, float]]:
