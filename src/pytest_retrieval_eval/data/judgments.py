@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import cached_property, lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
@@ -78,8 +79,10 @@ class Judge:
     #: next run finds this judge before asking; not part of who judged, so not of the fingerprint
     asked_as: str = ""
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
+        """Hashed once per judge (the object is frozen): every judgment of a file carries its
+        judge, and a run's attach asks each one's fingerprint several times."""
         return sha256_text(canonical_json(self.to_dict(fingerprint=False)))[:16]
 
     def to_dict(self, *, fingerprint: bool = True) -> dict[str, Any]:
@@ -93,14 +96,21 @@ class Judge:
     def from_dict(cls, d: Mapping[str, Any]) -> "Judge":
         if "panel" in d:  # a panel's record (results.json, a validation), never a line of the file
             return Panel.from_dict(d)  # type: ignore[return-value]
-        return cls(str(d["model"]), str(d["prompt_sha256"]), float(d.get("temperature", 0.0)), int(d.get("votes", 1)),
-                   str(d.get("host", "")), str(d.get("asked_as") or ""))
+        return _judge(str(d["model"]), str(d["prompt_sha256"]), float(d.get("temperature", 0.0)), int(d.get("votes", 1)),
+                      str(d.get("host", "")), str(d.get("asked_as") or ""))
 
     def describe(self) -> str:
         votes = f"{self.votes} vote{'s' if self.votes != 1 else ''}"
         asked = f", asked as {self.asked_as}" if self.asked_as else ""
         return (f"{self.model} (temperature {self.temperature:g}, {votes}, host {self.host or '?'}{asked}, "
                 f"fingerprint {self.fingerprint})")
+
+
+@lru_cache(maxsize=256)
+def _judge(*fields: Any) -> Judge:
+    """One ``Judge`` per setting: a judgments file names its judge on every line, and each
+    line's judge is then the same object, its fingerprint hashed once."""
+    return Judge(*fields)
 
 
 @dataclass(frozen=True)
@@ -116,7 +126,7 @@ class Panel:
         unique = {m.fingerprint: m for m in self.members}
         object.__setattr__(self, "members", tuple(sorted(unique.values(), key=lambda m: (m.model, m.fingerprint))))
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
         return sha256_text(canonical_json({"panel": sorted(m.fingerprint for m in self.members)}))[:16]
 
