@@ -335,3 +335,52 @@ def test_a_cache_with_conversations_meets_the_schema_and_a_turn_named_id_does_no
     written["conversations"][0]["id"] = "c#1"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(written, schema)
+
+
+def test_a_conversation_imported_again_comes_whole_its_unlabeled_turns_gone_and_the_new_history_kept(tmp_path, capsys):
+    folder, labels, cache = kb(tmp_path), tmp_path / "labels.csv", tmp_path / "questions.cache.json"
+    first = ("conversation,turn,user,assistant,doc_id\nc1,1,How do I upgrade my plan?,old reply,d1\n"
+             "c1,2,and what does that cost?,,d2\nc1,3,does it expire?,,d3\n")
+    labels.write_text(first)
+    assert cli(["label", "import", str(labels), "--corpus", str(folder), "--questions", str(cache)]) == 0
+    labels.write_text(first.replace("old reply", "new reply").replace("does it expire?,,d3", "does it expire?,,"))
+    assert cli(["label", "import", str(labels), "--corpus", str(folder), "--questions", str(cache)]) == 0
+    assert "removed 1" in capsys.readouterr().out
+    kept = load_questions_cache(cache).by_id()
+    assert sorted(kept) == ["c1#1", "c1#2"]
+    assert kept["c1#2"].history == (Turn("user", "How do I upgrade my plan?"), Turn("assistant", "new reply"))
+
+
+def test_one_conversation_on_two_jsonl_lines_is_refused_naming_both(tmp_path):
+    path = tmp_path / "labels.jsonl"
+    path.write_text(json.dumps({"conversation": "c1", "turns": [{"user": "How do I upgrade?", "relevant": {"d1": 1}}]})
+                    + "\n" + json.dumps({"conversation": "c1", "turns": [{"user": "x"}, {"user": "and then?",
+                                                                                      "relevant": {"d2": 1}}]}) + "\n")
+    with pytest.raises(RetrievalEvalError, match=r"labels.jsonl:2: field 'conversation': conversation 'c1' is on "
+                                                 r"line 1 already"):
+        read_labels(path)
+
+
+def test_two_turns_of_one_id_that_disagree_on_what_was_said_are_not_written_as_one_conversation():
+    a = LabeledQuery("c1#2", "and then?", {"d1": 1}, conversation="c1", turn=2, history=(Turn("user", "one"),))
+    b = LabeledQuery("c1#3", "and now?", {"d2": 1}, conversation="c1", turn=3,
+                     history=(Turn("user", "another"), Turn("user", "and then?")))
+    with pytest.raises(RetrievalEvalError, match="disagree on what was said before"):
+        dump(LabeledSet((a, b), name="s"))
+
+
+def test_a_question_whose_id_is_a_conversations_is_refused():
+    turn = LabeledQuery("c1#1", "How do I upgrade?", {"d1": 1}, conversation="c1", turn=1)
+    with pytest.raises(RetrievalEvalError, match="'c1' is both a question's id and a conversation's"):
+        LabeledSet((LabeledQuery("c1", "Where is the office?", {"d1": 1}), turn), name="s")
+
+
+def test_a_share_or_slice_without_turns_answers_for_its_whole_sets_conversations():
+    turns = tuple(LabeledQuery(f"c{i}#1", f"question {i}", {"d1": 1}, conversation=f"c{i}", turn=1) for i in range(3))
+    questions = tuple(LabeledQuery(f"q{i}", f"question q{i}", {"d1": 1}) for i in range(40))
+    whole = LabeledSet((*turns, *questions), name="s")
+    shares = [whole.shard(k, 8) for k in range(8)]
+    slices = [whole.slice(i, 20) for i in range(1, 21)]
+    assert any(not any(q.conversation for q in part) for part in (*shares, *slices))
+    assert all(part.has_conversations for part in (*shares, *slices))
+    assert not LabeledSet(questions, name="s").shard(0, 2).has_conversations

@@ -135,3 +135,20 @@ def test_a_paired_comparison_over_conversations_reads_the_clusters():
     assert grouped.delta == flat.delta and grouped.wins == flat.wins
     assert grouped.ci[1] - grouped.ci[0] > flat.ci[1] - flat.ci[0]
     assert grouped.ci == paired_difference_ci(a, b, clusters=CLUSTERS)
+
+
+def test_the_drop_of_a_binary_measure_covers_its_true_value_and_never_collapses_at_the_bounds():
+    from pytest_retrieval_eval.ir.stats import split_difference_ci
+
+    rng = np.random.default_rng(2026)
+    clusters = [f"c{i}" for i in range(40) for _ in range(3)]
+    first = np.tile([True, False, False], 40)
+    covered, runs = 0, 200
+    for _ in range(runs):  # first turns found 90% of the time, follow-ups at their conversation's own rate (mean 0.5)
+        rates = np.repeat(rng.beta(1.0, 1.0, 40), 3)
+        hits = np.where(first, rng.random(120) < 0.9, rng.random(120) < rates).astype(float)
+        lo, hi = split_difference_ci(hits, first, clusters, binary=True)
+        covered += lo <= 0.4 <= hi
+    assert covered / runs >= 0.90, covered
+    lo, hi = split_difference_ci(np.ones(6), [True, False] * 3, ["a", "a", "b", "b", "c", "c"], binary=True)
+    assert lo < 0.0 < hi  # three conversations found throughout: no certainty that nothing drops

@@ -63,10 +63,10 @@ def test_turns_by_position_and_dependence_and_the_drop():
     assert (row.first, row.n_first, row.n_follow, row.conversations) == (1.0, 20, 40, 20)
     assert row.follow == pytest.approx(1 / 40) and row.drop == pytest.approx(39 / 40)
     lo, hi = row.ci
-    assert lo <= row.drop <= hi and hi <= 1.0 and lo > 0.9
+    assert lo <= row.drop <= hi and hi <= 1.0 and lo > 0.7  # Newcombe's, from each side's Wilson over conversations
     assert row.follow_missed[:2] == ("c00#3", "c01#2") and len(row.follow_missed) == 39
     flat = by_turn(run_of(labeled).get("converses", "chats"), "hit@5")
-    assert flat.drop == 0.0 and flat.ci == (0.0, 0.0) and not flat.follow_missed
+    assert flat.drop == 0.0 and flat.ci == pytest.approx((-0.1611, 0.1611), abs=1e-4) and not flat.follow_missed
 
 
 def test_dependence_reads_the_labels_flag_and_guesses_the_unstated_from_the_text():
@@ -171,7 +171,7 @@ def test_the_terminal_shows_a_line_per_engine_under_the_table_and_results_md_a_t
     v = verdict(run_of(conversation_set()))
     lines = shown.terminal_lines(v)
     assert lines[0] == "hit@5 by turn (drop: first turns minus follow-ups, 95% interval over conversations):"
-    assert lines[1] == "  converses  1st 1.00  2nd 1.00  3rd 1.00 | drop 0.00 [0.00, 0.00]"  # run order
+    assert lines[1] == "  converses  1st 1.00  2nd 1.00  3rd 1.00 | drop 0.00 [-0.16, 0.16]"  # run order
     assert lines[2].startswith("  last-turn  1st 1.00  2nd 0.05  3rd 0.00 | drop 0.97 [")
     assert all(len(line) <= 88 for line in lines)
     md = markdown(v, {})

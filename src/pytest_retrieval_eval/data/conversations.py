@@ -139,6 +139,10 @@ def grouped(queries: Iterable[LabeledQuery]) -> list[dict[str, Any]]:
         if len(texts) != last.turn:
             raise RetrievalEvalError(f"turn '{last.query_id}': its history holds {len(texts) - 1} user turns, "
                                      f"not {last.turn - 1}")
+        for q in turns[:-1]:  # every turn's messages open the last one's: one conversation, not two
+            if last.turns[:len(q.turns)] != q.turns:
+                raise RetrievalEvalError(f"turn '{q.query_id}' and turn '{last.query_id}' disagree on what was said "
+                                         f"before (their histories differ): one conversation id names two conversations")
         common = set.intersection(*(set(q.tags) for q in turns))
         for q in turns:
             entry = texts[q.turn - 1]

@@ -60,6 +60,10 @@ class LabeledSet:
             if q.query_id in seen:
                 raise RetrievalEvalError(f"labeled set '{self.name}': duplicate query id '{q.query_id}'")
             seen.add(q.query_id)
+        both = sorted(seen & {q.conversation for q in self.queries if q.conversation is not None})
+        if both:  # the question and the conversation's turns would be resampled as one
+            raise RetrievalEvalError(f"labeled set '{self.name}': '{both[0]}' is both a question's id and a "
+                                     "conversation's: rename one")
 
     def __len__(self) -> int:
         return len(self.queries)
@@ -96,7 +100,11 @@ class LabeledSet:
     @cached_property
     def has_conversations(self) -> bool:
         """Some question is a turn of a conversation: turn-level figures apply, and intervals
-        resample conversations, not turns."""
+        resample conversations, not turns. A slice or share answers for its whole set, so every
+        worker and CI job records what its engines were given alike."""
+        whole = self.provenance.get("slice", {}).get("has_conversations", self.provenance.get("conversations"))
+        if whole is not None:
+            return bool(whole)
         return any(q.conversation is not None for q in self.queries)
 
     @cached_property
@@ -131,13 +139,16 @@ class LabeledSet:
         return LabeledSet(tuple(self.queries[p] for p in positions), name=self.name, provenance={
             **self.provenance, "slice": {"index": i, "count": n, "of": self.fingerprint, "of_n": len(self),
                                          "positions": positions, "multi_judged": self.multi_judged,
-                                         **({"has_evidence": True} if self.has_evidence else {})}})
+                                         **({"has_evidence": True} if self.has_evidence else {}),
+                                         **({"has_conversations": True} if self.has_conversations else {})}})
 
     def shard(self, k: int, n: int) -> "LabeledSet":
         """Share ``k`` of ``n``: the queries whose id hashes (crc32, stable across processes) to
-        ``k``; the shares of ``0..n-1`` are disjoint and together the whole set, order kept."""
+        ``k``; the shares of ``0..n-1`` are disjoint and together the whole set, order kept. A
+        share answers ``has_conversations`` for the whole set, as a slice does."""
         return LabeledSet(tuple(q for q in self.queries if zlib.crc32(q.query_id.encode("utf-8")) % n == k),
-                          name=self.name, provenance=self.provenance)
+                          name=self.name, provenance={**self.provenance, **(
+                              {"conversations": True} if self.has_conversations else {})})
 
 
 def query_problem(qid: str, question: str, relevant: Mapping[str, int]) -> tuple[str, str] | None:

@@ -530,13 +530,18 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
     conversation, ``{"conversation": id, "tags"?, "turns": [...]}`` (``_conversation_line``)."""
     from .._textfiles import json_lines
 
-    out, seen = [], {}
+    out, seen, talks = [], {}, {}
     for number, record in json_lines(path, unique_keys=True):
         if not isinstance(record, dict):
             raise RetrievalEvalError("expected an object", path=path, line=number)
         if "relevant_docs" in record:
             return read_qrels_jsonl(path)
         if "conversation" in record:
+            cid = record["conversation"]
+            if isinstance(cid, str) and cid in talks:  # its turns' histories would be two conversations' mixed
+                raise RetrievalEvalError(f"conversation '{cid}' is on line {talks[cid]} already: one line holds a "
+                                         "whole conversation", path=path, line=number, field="conversation")
+            talks[cid] = number
             for q in _conversation_line(record, path, number):
                 if q.query_id in seen:
                     raise RetrievalEvalError(f"duplicate turn '{q.query_id}', first on line {seen[q.query_id]}",
@@ -724,7 +729,7 @@ class ImportReport:
     added: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # already there, identical
-    removed: list[str] = field(default_factory=list)  # --sync: brought by this file before, gone from it now
+    removed: list[str] = field(default_factory=list)  # gone: turns of a conversation the file brings anew, and with --sync what this file brought before
     notes: list[str] = field(default_factory=list)  # rows merged into one question, said
     unproven: list[str] = field(default_factory=list)  # --sync: gone from it, but recorded by base name only: kept
     #: same question text, brought up to date by a file that did not write it (``_merge``): its author stays
@@ -875,15 +880,22 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
             if "tags" not in carried and old.tags:
                 report.kept_tags.append(q.query_id)
             merged[q.query_id] = new
+        now = {q.query_id for q in stamped}
+        # a conversation the file brings comes whole: its turns' history is the file's, so a cached
+        # turn of it the file no longer labels goes (kept, it would hold a history the file replaced)
+        brought = {q.conversation for q in stamped if q.conversation is not None}
+        report.removed = [i for i, q in merged.items() if q.conversation in brought and i not in now]
+        for i in report.removed:
+            del merged[i]
         if sync:  # only what provably came from this very file goes; a namesake's questions stay
-            now = {q.query_id for q in stamped}
             files = {q.source["file"] for q in stamped if "file" in q.source}
             names = {str(q.source["by"]) for q in stamped if str(q.source.get("by") or "").startswith(IMPORTED)}
             gone = [q for i, q in merged.items() if i not in now]
-            report.removed = [q.query_id for q in gone if q.source.get("file") in files]
+            synced = [q.query_id for q in gone if q.source.get("file") in files]
             report.unproven = [q.query_id for q in gone if _by_name_only(q, names)]
-            for i in report.removed:
+            for i in synced:
                 del merged[i]
+            report.removed += synced
         provenance = existing.provenance if existing is not None else {}
         generator = dict(provenance.get("generator") or {"method": "imported", "model": None, "prompt_sha256": None,
                                                         "temperature": None})

@@ -86,7 +86,11 @@ def by_turn(e: Any, measure: str) -> ByTurn | None:
     dependent = tuple(TurnGroup(g, int((groups == g).sum()), mean(groups == g)) for g in DEPENDENCE
                       if (groups == g).any())
     first = position == 1
-    ci = split_difference_ci(values, first, [q.conversation for q in turns])
+    from ..ir.measures import Measure
+    from ..ir.stats import BINARY_FAMILIES
+
+    ci = split_difference_ci(values, first, [q.conversation for q in turns],
+                             binary=Measure.parse(measure).family in BINARY_FAMILIES)
     missed = tuple(q.query_id for q, v, f in zip(turns, values, first) if not f and v <= 0.0)
     f, g = mean(first), mean(~first)
     return ByTurn(e.engine, e.labeled.name, measure, len({q.conversation for q in turns}), positions, dependent,

@@ -77,8 +77,31 @@ def _cluster_bootstrap(x: np.ndarray, codes: np.ndarray, *, level: float, resamp
 
 
 def split_difference_ci(values: Sequence[float], first: Sequence[bool], clusters: Sequence[str], *,
-                        level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
-                        seed: int = SEED) -> tuple[float, float]:
+                        level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED,
+                        binary: bool = False) -> tuple[float, float]:
+    """The interval of mean(values where ``first``) - mean(values elsewhere) over conversations
+    (``clusters``). A ``binary`` measure (hit@k, the rates) takes Newcombe's hybrid score interval
+    from each side's Wilson interval over its effective number of conversations (as ``mean_ci``
+    does for one mean): a bootstrap of 0/1 values collapses at the bounds (every first turn and
+    every follow-up found gives [0, 0] from three conversations). A graded measure takes the
+    bootstrap below, and Newcombe's interval where it collapses to a point inside [0, 1].
+    Newcombe's ignores the pairing within a conversation, which only widens it."""
+    x, side = np.asarray(values, dtype=np.float64), np.asarray(first, dtype=bool)
+    found = _split_bootstrap(x, side, clusters, level=level, resamples=resamples, seed=seed)
+    if math.isnan(found[0]) or not (binary or (found[0] == found[1] and 0.0 <= x.min() and x.max() <= 1.0)):
+        return found
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(c, len(index)) for c in clusters), dtype=np.int64, count=len(x))
+    (p1, n1), (p2, n2) = [(float(x[mask].mean()), effective_clusters(np.bincount(codes[mask])[np.bincount(codes[mask]) > 0]))
+                          for mask in (side, ~side)]
+    (l1, u1), (l2, u2) = wilson_ci(p1, n1, level=level), wilson_ci(p2, n2, level=level)
+    d = p1 - p2
+    return (max(-1.0, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)),
+            min(1.0, d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)))
+
+
+def _split_bootstrap(values: Sequence[float], first: Sequence[bool], clusters: Sequence[str], *,
+                     level: float, resamples: int, seed: int) -> tuple[float, float]:
     """Percentile interval of mean(values where ``first``) - mean(values elsewhere) by
     resampling whole ``clusters``: a conversation drawn brings its first turn and its
     follow-ups together, so the two means stay paired within it (a conversation that goes
@@ -142,8 +165,8 @@ def mean_ci(values: Sequence[float], *, binary: bool, level: float = 0.95,
 
     With ``clusters`` that are not all singletons (turns of conversations), a ``binary``
     measure takes Wilson's interval over the conversations' effective number,
-    ``effective_clusters`` (each conversation counted once: the most a correlation of its turns
-    can take away). A design effect estimated from the data would be narrower where turns are
+    ``effective_clusters`` (each conversation counted once, as if its turns were perfectly
+    correlated). A design effect estimated from the data would be narrower where turns are
     independent, but a few dozen conversations estimate it badly and not at all at 0 or 1, and
     the percentile bootstrap of a 0/1 mean under-covers near the bounds: 21 of 22 turns got a
     higher lower end than 22 of 22. Wilson over conversations is monotone in the rate, the same
