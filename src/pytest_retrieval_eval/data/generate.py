@@ -198,26 +198,26 @@ def answer_evidence(answer: object, passage: str) -> str | None:
     return " ".join(quote.split())
 
 
-def parse_question(answer: object) -> str:
-    """The question out of a chat-completions answer (see ``question_text``)."""
+def _content(answer: object) -> str:
+    """The text of a chat-completions answer (``choices[0].message.content``), or why there is none."""
     try:
         content = answer["choices"][0]["message"]["content"]  # type: ignore[index]
     except (KeyError, IndexError, TypeError):
         raise RetrievalEvalError("malformed answer: no choices[0].message.content") from None
     if not isinstance(content, str):
         raise RetrievalEvalError("malformed answer: content is not text")
-    return question_text(content)
+    return content
+
+
+def parse_question(answer: object) -> str:
+    """The question out of a chat-completions answer (see ``question_text``)."""
+    return question_text(_content(answer))
 
 
 def parse_follow_up(answer: object) -> tuple[str, str]:
     """(first question, follow-up) out of a chat-completions answer holding JSON with
     ``question`` and ``follow_up``; anything else raises ``UnparsableAnswer``."""
-    try:
-        content = answer["choices"][0]["message"]["content"]  # type: ignore[index]
-    except (KeyError, IndexError, TypeError):
-        raise RetrievalEvalError("malformed answer: no choices[0].message.content") from None
-    if not isinstance(content, str):
-        raise RetrievalEvalError("malformed answer: content is not text")
+    content = _content(answer)
     fenced = _FENCE.search(content)
     text = fenced.group(1) if fenced else content
     try:

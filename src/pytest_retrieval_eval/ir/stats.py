@@ -15,7 +15,7 @@ both resample in chunks so memory stays flat with tens of thousands of queries.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -203,19 +203,18 @@ def paired_randomization(a: Sequence[float], b: Sequence[float], *, resamples: i
     codes = grouped(clusters, n)
     if codes is not None:  # the sum per cluster flips as one; the mean is over every query
         sums = np.bincount(codes, weights=d)
-        observed, c = abs(sums.sum()) - 1e-12 * n, len(sums)
-        rng = np.random.default_rng(seed)
-        extreme = 0
-        for size in _chunks(resamples, c):
-            signs = rng.integers(0, 2, size=(size, c), dtype=np.int8) * 2 - 1
-            extreme += int(np.count_nonzero(np.abs((signs * sums).sum(axis=1)) >= observed))
-        return (extreme + 1) / (resamples + 1)
-    observed = abs(d.mean()) - 1e-12
+        return _flips(sums, abs(sums.sum()) - 1e-12 * n, lambda x: x.sum(axis=1), resamples, seed)
+    return _flips(d, abs(d.mean()) - 1e-12, lambda x: x.mean(axis=1), resamples, seed)
+
+
+def _flips(units: np.ndarray, observed: float, statistic: Any, resamples: int, seed: int) -> float:
+    """The sign-flip p-value: the share of ``resamples`` random sign patterns over ``units``
+    whose ``statistic`` is at least ``observed`` in size (each kept pattern counted once more)."""
     rng = np.random.default_rng(seed)
     extreme = 0
-    for size in _chunks(resamples, n):
-        signs = rng.integers(0, 2, size=(size, n), dtype=np.int8) * 2 - 1
-        extreme += int(np.count_nonzero(np.abs((signs * d).mean(axis=1)) >= observed))
+    for size in _chunks(resamples, len(units)):
+        signs = rng.integers(0, 2, size=(size, len(units)), dtype=np.int8) * 2 - 1
+        extreme += int(np.count_nonzero(np.abs(statistic(signs * units)) >= observed))
     return (extreme + 1) / (resamples + 1)
 
 
