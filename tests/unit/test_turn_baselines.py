@@ -102,10 +102,16 @@ def test_the_built_in_hybrid_is_also_registered_over_the_joined_turns_only_where
 
     assert names(lambda: False) == (["keyword", "hybrid"] if HYBRID else ["keyword"])
     assert names(lambda: True) == (["keyword", "hybrid", "hybrid-concat"] if HYBRID else ["keyword"])
-    data = SimpleNamespace(questions=QUESTIONS, regenerate=False)
-    assert not has_conversations(data)  # the bundled questions: single questions, the run unchanged
-    assert not has_conversations(SimpleNamespace(questions=tmp_path / "missing.json", regenerate=False))
-    assert not has_conversations(SimpleNamespace(questions=None, regenerate=False))
+    def data(questions, **more):
+        return SimpleNamespace(**{"questions": questions, "regenerate": False, "corpus": None,
+                                  "questions_explicit": True, **more})
+
+    assert not has_conversations(data(QUESTIONS))  # the bundled questions: single questions, the run unchanged
+    assert not has_conversations(data(tmp_path / "missing.json"))
+    assert not has_conversations(data(None))
+    chats = tmp_path / "chats.csv"  # a team's own labels table, read in place of the questions cache
+    chats.write_text("conversation,turn,user,doc_id\nc1,1,How do I upgrade my plan?,d1\n")
+    assert has_conversations(data(chats)) and not has_conversations(data(chats, regenerate=True))
     inner = Recorder()
     built = over_turns(lambda request: inner)(None)  # what the registry builds for hybrid-concat
     built.retrieve_conversation(TURNS, 5)

@@ -53,15 +53,14 @@ def register_builtin(registry: Any, settings: Any, conversations: Any = None) ->
 
 
 def has_conversations(data: Any) -> bool:
-    """Whether the configured questions hold conversations. Read before the session reads them
-    (the engines are named at collection); a file that cannot be read is said by the session,
-    later, so here it counts as none."""
-    if data.questions is None or data.regenerate:
-        return False
-    from ..data.labels import load_labels
+    """Whether the configured questions hold conversations. Read at collection (the engines are
+    named then), once: the session's read later is the same object; a file that cannot be read
+    is said by the session, later, so here it counts as none."""
+    from .inputs import labels_file, load_labels_once
 
     try:
-        return load_labels(data.questions).has_conversations
+        path = None if data.regenerate else labels_file(data)
+        return path is not None and load_labels_once(path).has_conversations
     except (RetrievalEvalError, OSError, ValueError):
         return False
 

@@ -3,11 +3,13 @@ them (staleness of the questions cache, qrels judging unknown documents) and reg
 
 from __future__ import annotations
 
+import os
 import warnings
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from ..data.corpus import BeirFolder, Corpus, open_corpus
+from ..data.corpus import BeirFolder, Corpus, is_beir_folder, open_corpus
 from ..data.labeled import LabeledSet
 from ..data.labels import is_team_file, load_labels
 from ..data.staleness import (check, chunk_fingerprints, drop_command, list_command, regenerate_command,
@@ -53,6 +55,28 @@ def named(key: str, error: RetrievalEvalError) -> str:
     return f"{error} (from {BY_KEY[key].names})" if BY_KEY[key].flag_name not in str(error) else str(error)
 
 
+def labels_file(cfg: DataConfig) -> str | Path | None:
+    """The questions file the session reads (None: a BEIR folder's own queries and qrels)."""
+    if cfg.corpus is not None and not cfg.questions_explicit and is_beir_folder(cfg.corpus):
+        return None
+    return cfg.questions
+
+
+def load_labels_once(path: str | Path) -> LabeledSet:
+    """``load_labels``, read once per file as it is (path, modification time, size): the engines
+    are named at collection from the same file the session reads later."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return load_labels(path)  # its own error, naming the file
+    return _loaded(str(Path(path).resolve()), st.st_mtime_ns, st.st_size, str(path))
+
+
+@lru_cache(maxsize=4)
+def _loaded(_resolved: str, _mtime_ns: int, _size: int, path: str) -> LabeledSet:
+    return load_labels(path)
+
+
 def read_labels(cfg: DataConfig) -> LabeledSet | None:
     """The labeled set as its file holds it (a BEIR folder's queries and qrels, or the questions
     cache), unchecked against the corpus; None when the questions are regenerated first."""
@@ -66,7 +90,7 @@ def read_labels(cfg: DataConfig) -> LabeledSet | None:
     if cfg.questions is None:
         raise RetrievalEvalError("no labeled queries configured: set --retrieval-questions=PATH or the retrieval_questions ini option")
     try:
-        return None if cfg.regenerate else load_labels(cfg.questions)
+        return None if cfg.regenerate else load_labels_once(cfg.questions)
     except RetrievalEvalError as exc:
         raise RetrievalEvalError(named("questions", exc)) from None
 
@@ -91,7 +115,7 @@ def load_labeled(cfg: DataConfig, corpus: Corpus, chunking: IngestConfig, progre
         raise RetrievalEvalError("no labeled queries configured: set --retrieval-questions=PATH or the retrieval_questions ini option")
     if cfg.regenerate:
         regenerate(cfg, corpus, chunking, progress)
-    labeled = read if read is not None and not cfg.regenerate else load_labels(cfg.questions)
+    labeled = read if read is not None and not cfg.regenerate else load_labels_once(cfg.questions)
     stale = check(labeled, corpus, chunk_fingerprints(corpus, labeled, chunking))
     stamp = stamp_command(shown(cfg.corpus), shown(cfg.questions))
     external = is_team_file(cfg.questions)  # the team's own file: fingerprints live in an imported cache
