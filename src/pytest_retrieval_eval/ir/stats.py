@@ -92,8 +92,8 @@ def split_difference_ci(values: Sequence[float], first: Sequence[bool], clusters
         return found
     index: dict[str, int] = {}
     codes = np.fromiter((index.setdefault(c, len(index)) for c in clusters), dtype=np.int64, count=len(x))
-    (p1, n1), (p2, n2) = [(float(x[mask].mean()), effective_clusters(np.bincount(codes[mask])[np.bincount(codes[mask]) > 0]))
-                          for mask in (side, ~side)]
+    sizes = [np.bincount(codes[mask]) for mask in (side, ~side)]  # each conversation's turns on that side
+    (p1, n1), (p2, n2) = [(float(x[mask].mean()), effective_clusters(m[m > 0])) for mask, m in zip((side, ~side), sizes)]
     (l1, u1), (l2, u2) = wilson_ci(p1, n1, level=level), wilson_ci(p2, n2, level=level)
     d = p1 - p2
     return (max(-1.0, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)),
@@ -209,7 +209,8 @@ def paired_randomization(a: Sequence[float], b: Sequence[float], *, resamples: i
 
 def _flips(units: np.ndarray, observed: float, statistic: Any, resamples: int, seed: int) -> float:
     """The sign-flip p-value: the share of ``resamples`` random sign patterns over ``units``
-    whose ``statistic`` is at least ``observed`` in size (each kept pattern counted once more)."""
+    whose ``statistic`` is at least ``observed`` in size, the observed pattern counted among
+    them (so a p-value is never 0)."""
     rng = np.random.default_rng(seed)
     extreme = 0
     for size in _chunks(resamples, len(units)):
