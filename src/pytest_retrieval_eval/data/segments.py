@@ -21,6 +21,7 @@ set between them, so reports show no complement for it.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Sequence
 
@@ -94,6 +95,7 @@ _GENERIC = STOPWORDS | frozenset("much many does work works need make take tell 
                                  "that same such former latter".split())
 
 
+@lru_cache(maxsize=4096)  # asked per turn by the segments and by every measure of the analysis by turn
 def depends_guess(text: str) -> bool:
     """Whether a turn likely needs the earlier turns: it holds a pointer (a pronoun or
     demonstrative, not the "there" of "is there") or is elliptical (starts "and", "what about",
