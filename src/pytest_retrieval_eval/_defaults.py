@@ -1,4 +1,4 @@
-"""The defaults the option table shows, as plain values in one place.
+"""The defaults the option table shows, and the names its rules may use, as plain values in one place.
 
 The modules that use them (engines, chunking, the measures, the HTTP client) take them from
 here, and so does ``plugin.options``, which pytest imports in every run, retrieval or not:
@@ -25,3 +25,9 @@ BACKENDS = ("embedded", "dsn", "testcontainers")
 GAIN_WEIGHTS = "recall@5=2,ndcg@5=1"
 #: the measures a summary table shows unless configured otherwise
 TABLE_MEASURES = ("hit@1", "hit@3", "hit@5", "hit@10", "hit@20", "mrr")
+#: the names a gate rule may give besides measures (``latency.p95``, ``cost``, ``lint.truncated``,
+#: ``run.ties``): read by the rule parser, which checks an ini file's rules at start
+LATENCY_STATISTICS = ("p50", "p95", "p99", "max", "mean")
+USAGE_FIGURES = ("calls", "tokens", "cost")  # per query or in total
+CORPUS_LINT_KINDS = ("empty", "tiny", "truncated", "duplicate", "near_duplicate", "missing_id", "control_chars", "bom")
+RUN_LINT_KINDS = ("empty", "duplicates", "unknown_ids", "ties")

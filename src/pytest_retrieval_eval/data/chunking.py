@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from .._defaults import SPLIT_LENGTH, SPLIT_OVERLAP
 from ..errors import RetrievalEvalError
-from ..types import Chunk
 
 if TYPE_CHECKING:
+    from ..types import Chunk
     from .corpus import Corpus
 
 #: chunk ids are the store's primary keys: PgvectorDocumentStore's id column holds 128 characters
@@ -80,6 +80,8 @@ def chunking_pipeline(chunking: Chunking, dataset: str):
 
 def chunks_of(documents) -> tuple[Chunk, ...]:
     """The plugin's ``Chunk`` records of the pipeline's output documents."""
+    from ..types import Chunk
+
     return tuple(Chunk(d.meta["doc_id"], d.meta["chunk_index"], d.content or "", dict(d.meta)) for d in documents)
 
 

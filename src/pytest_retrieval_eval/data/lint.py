@@ -17,10 +17,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from .._defaults import CORPUS_LINT_KINDS
 from ..types import Chunk
 
 #: What lint counts; the gate accepts ``lint.<kind>`` rules for exactly these.
-KINDS = ("empty", "tiny", "truncated", "duplicate", "near_duplicate", "missing_id", "control_chars", "bom")
+KINDS = CORPUS_LINT_KINDS
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 

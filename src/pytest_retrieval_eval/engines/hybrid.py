@@ -13,34 +13,16 @@ occurrence of each parent document, order kept) and reads their texts for the ev
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Sequence
 
-from .._defaults import KEYWORD_TOP_K, RERANK
 from .._lazy_torch import import_haystack
 from ..errors import RetrievalEvalError
+from ..hybrid.settings import HybridConfig  # re-exported: the engine's settings, light for the option check
 from ..types import Passage
 
 if TYPE_CHECKING:
     from ..hybrid.ingest import IngestedIndex
-
-
-@dataclass(frozen=True)
-class HybridConfig:
-    keyword_top_k: int = KEYWORD_TOP_K
-    vector_top_k: int = 50
-    fusion_top_k: int = 50
-    use_keyword: bool = True
-    use_vector: bool = True
-    rerank: str = RERANK  # off | local:PATH | http:MODEL
-    rerank_top_k: int = 20
-
-    def __post_init__(self) -> None:
-        if not (self.use_keyword or self.use_vector):
-            raise RetrievalEvalError("hybrid engine: at least one of the keyword and vector retrievers must be on")
-        for name in ("keyword_top_k", "vector_top_k", "fusion_top_k", "rerank_top_k"):
-            if getattr(self, name) < 1:
-                raise RetrievalEvalError(f"hybrid engine: {name} must be >= 1")
 
 
 def chunks_to_docs(chunks: Sequence) -> list[str]:

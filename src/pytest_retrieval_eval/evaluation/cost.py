@@ -15,11 +15,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from .._defaults import LATENCY_STATISTICS, USAGE_FIGURES
 from ..errors import RetrievalEvalError
 
-STATISTICS = ("p50", "p95", "p99", "max", "mean")
-#: what a cost rule or column can name: calls, tokens (input + output) or cost, per query or in total
-USAGE_FIGURES = ("calls", "tokens", "cost")
+STATISTICS = LATENCY_STATISTICS  # USAGE_FIGURES: calls, tokens (input + output) or cost, per query or in total
 
 
 @dataclass(frozen=True)

@@ -9,5 +9,7 @@
 Gateable as ``[ENGINE:]run.<kind><=N`` (``--retrieval-threshold "run.empty<=0"``).
 """
 
-KINDS = ("empty", "duplicates", "unknown_ids", "ties")
+from .._defaults import RUN_LINT_KINDS
+
+KINDS = RUN_LINT_KINDS
 TIE_CUTOFFS = (1, 3, 5, 10, 20)

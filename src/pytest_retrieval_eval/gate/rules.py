@@ -8,12 +8,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence, Union
 
+from .._defaults import CORPUS_LINT_KINDS as LINT_KINDS, LATENCY_STATISTICS, RUN_LINT_KINDS, USAGE_FIGURES
 from ..errors import RetrievalEvalError
-from ..data.lint import KINDS as LINT_KINDS
-from ..evaluation.cost import STATISTICS as LATENCY_STATISTICS, USAGE_FIGURES
-from ..evaluation.lint import KINDS as RUN_LINT_KINDS
 from ..ir.measures import Measure, split_measures
-from ..types import query_name
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 #: a measure name, with a parenthesised parameter list where it has one (``P(rel=2)@5``, ``rbp(p=0.9)``)
@@ -488,6 +485,8 @@ def check_shadows(thresholds: Sequence[Threshold], shadows: Sequence) -> list[st
             value = sh.gain if gain else sh.delta(t.quantity.measure.name)
             if not t.holds(value):
                 what = "knowledge gain" if gain else f"{t.quantity.measure.name} delta"
+                from ..types import query_name
+
                 worst = "; ".join(f"{query_name(m.query_id, m.question)} {m.contribution:+.4f}"
                                   for m in sh.movers if m.contribution < 0)
                 failures.append(f"shadow {sh.candidate}:{sh.baseline}: {what} = {value:+.4f}, required {t.op} "
@@ -645,6 +644,8 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
                                 f"{rule}, from {rule.source}), significant, but within the engine's own spread "
                                 f"across this run's trials ({spread:.4f}): not failed")
                 continue
+            from ..types import query_name
+
             movers = "; ".join(f"{query_name(m.query_id, m.question)} {m.before:g}->{m.after:g}" for m in d.movers)
             failures.append(
                 f"{d.engine}: {d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}), more than {rule.delta:g} "

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..data.chunking import Chunking
-from ..types import Chunk
 
 if TYPE_CHECKING:
+    from ..types import Chunk
     from .embedders import Embedder
     from .store.base import Store
 

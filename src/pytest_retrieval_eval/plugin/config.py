@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from .._http import DEFAULT_CHAT_MODEL, EMBED_CONCURRENCY
+from .._defaults import CHAT_MODEL as DEFAULT_CHAT_MODEL, EMBED_CONCURRENCY
 from .._secrets import SecretText
-from ..engines.hybrid import HybridConfig
 from ..errors import RetrievalEvalError
 from ..gate.rules import MaxDrop, Threshold
 from ..gate.settings import GateSettings
-from ..hybrid.ingest import IngestConfig
+from ..hybrid.index import IngestConfig
+from ..hybrid.settings import HybridConfig
 from ..hybrid.store.base import check_identifier
 from ..ir.measures import Measure, parse_measures, split_measures
 from . import options

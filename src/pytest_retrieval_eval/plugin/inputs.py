@@ -16,7 +16,7 @@ from ..data.staleness import (check, chunk_fingerprints, drop_command, list_comm
                               stamp_command)
 from ..errors import RetrievalEvalError
 from .config import DataConfig
-from ..hybrid.ingest import IngestConfig
+from ..hybrid.index import IngestConfig
 
 
 class StaleQuestionsWarning(UserWarning):
