@@ -295,17 +295,23 @@ def prepare_floor(cache_dir: Path, path: Path) -> None:
     }))
 
 
-def bench_bundled(repeats: int, cold_runs: int) -> None:
+def bench_bundled(repeats: int, cold_runs: int, warm_cache: Path | None = None) -> None:
+    """``warm_cache``: where the warm runs' cache is left filled (the queries section reads it),
+    by the first cold run, or by a run of its own when there is none."""
     print("bundled eval, end to end: pytest -m retrieval (both engines, 68 questions)", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-"))
+    warm_cache = warm_cache or tmp / "warm"
     try:
         cold = []
         for i in range(cold_runs):
-            cache = tmp / f"cold{i}"
+            cache = warm_cache if i == 0 else tmp / f"cold{i}"
             cold.append(child(PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={cache}"])[0])
-        warm_cache = tmp / "cold0" if cold_runs else tmp / "warm"
-        child(PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={warm_cache}"])  # fill when no cold run
-        warm_runs = [child(PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={warm_cache}"]) for _ in range(repeats)]
+        if not cold_runs:
+            child(PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={warm_cache}"])  # fill it
+        warm_cmd = PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={warm_cache}"]
+        probe_run = (warm_cmd + ["-p", "bench_probe"], {"PYTHONPATH": str(REPO / "bench")})  # what a warm run imports
+        # quick: the figures mean nothing, so the one warm run is the probe's; else the probe runs apart
+        warm_runs = [child(*probe_run)] if QUICK else [child(warm_cmd) for _ in range(repeats)]
         prep = tmp / "floor.json"
         prepare_floor(warm_cache, prep)
         floor_runs = [child([sys.executable, str(REPO / "bench" / "floor.py"), str(prep)])[0] for _ in range(repeats)]
@@ -319,8 +325,7 @@ def bench_bundled(repeats: int, cold_runs: int) -> None:
         if cold:
             c = record("bundled", "cold run (empty embedding cache, loads the model), wall", cold)
             ratio("bundled", "cold / warm", c, warm)
-        probe = child(PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={warm_cache}", "-p", "bench_probe"],
-                      env={"PYTHONPATH": str(REPO / "bench")})[2]
+        probe = warm_runs[0][2] if QUICK else child(*probe_run)[2]
         imported = json.loads(probe.split("PROBE ", 1)[1].splitlines()[0])
         rows.append({"section": "bundled", "name": "warm run imports", **imported})
         print(f"  warm run imported torch: {imported['torch']}, sentence_transformers: {imported['sentence_transformers']}", flush=True)
@@ -848,7 +853,7 @@ def bench_scale(sizes: list[int]) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-scale-"))
     try:
         for n in sizes:
-            folder = synthetic_beir(tmp / f"beir-{n}", n)
+            folder = synthetic_beir(tmp / f"beir-{n}", n, queries=sized(300, 60))
             project = tmp / f"project-{n}"
             project.mkdir()
             (project / "test_retrieval.py").write_text(SCALE_TEST)
@@ -1276,9 +1281,8 @@ def main() -> None:
     bench_judging(args.repeats)
     bench_own_engine(args.repeats)
     bench_evaluate(args.repeats)
-    bench_bundled(args.repeats, args.cold)
     cache = Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))
-    child(PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={cache}"])
+    bench_bundled(args.repeats, args.cold, cache)  # leaves the bundled eval's cache filled for the queries
     bench_queries(args.repeats, cache)
     shutil.rmtree(cache, ignore_errors=True)
     bench_ingestion(max(1, args.repeats // 2))

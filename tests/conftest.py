@@ -57,8 +57,9 @@ def tier_of(path: Path) -> str | None:
 
 
 #: the modules that take longest (minutes of CPU between them), started first: under -n the
-#: workers then end on the many short tests, not one of these alone
-SLOWEST_FIRST = ("test_example_project.py", "test_user_pipelines.py", "test_snapshots.py",
+#: workers then end on the many short tests, not one of these alone (the bench's one test, a
+#: quick run of every section, takes about 5 minutes: started last, the run waited on it alone)
+SLOWEST_FIRST = ("test_bench.py", "test_example_project.py", "test_user_pipelines.py", "test_snapshots.py",
                  "test_snapshots_runs.py", "test_docs_runs.py", "test_plugin_hybrid.py")
 _TIER_ORDER = {"system": 0, "plugin": 1, "unit": 2}
 

@@ -218,9 +218,9 @@ class EngineRegistry:
             )
         return list(dict.fromkeys(wanted))
 
-    def unavailable_engines(self) -> dict[str, str]:
-        """Every registered engine that cannot run here, and why (a test aimed at one says so)."""
-        return dict(self._unavailable)
+    def why_unavailable(self, name: str) -> str | None:
+        """Why a declared engine cannot run here (a test aimed at it says so); None for any other name."""
+        return self._unavailable.get(name)
 
     def unavailable_selected(self, wanted: Sequence[str] = ()) -> dict[str, str]:
         """Engines that cannot run here, worth a line in the report: the project's own always,

@@ -109,13 +109,13 @@ def engine_params(config: pytest.Config, definition: pytest.Item) -> list:
     if isinstance(aimed, str):
         config.stash[ENGINE_ERROR_KEY] = f"{definition.nodeid}: {aimed}"
         return []
-    known, unavailable = registry(config).names(), registry(config).unavailable_engines()
-    unknown = [n for n in aimed if n not in known and n not in unavailable]
+    known, why_not = registry(config).names(), registry(config).why_unavailable
+    unknown = [n for n in aimed if n not in known and why_not(n) is None]
     if unknown:
         config.stash[ENGINE_ERROR_KEY] = (f"{definition.nodeid}: @pytest.mark.retrieval(engine=...) names unknown "
                                           f"engine(s) {', '.join(unknown)}; registered: {', '.join(known) or 'none'}")
         return []
-    why = {n: (f"not available: {unavailable[n]}" if n in unavailable else
+    why = {n: (f"not available: {why_not(n)}" if why_not(n) is not None else
                f"which this run does not select (selected: {', '.join(names) or 'none'})") for n in aimed}
     return [n for n in names if n in aimed] + [pytest.param(n, marks=pytest.mark.skip(
         reason=f"aimed at engine {n}, {why[n]}"), id=n) for n in aimed if n not in names]
