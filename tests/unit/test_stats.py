@@ -40,6 +40,24 @@ def test_randomization_matches_an_exact_enumeration_on_a_tiny_case():
     assert paired_randomization(d, np.zeros(4), resamples=20000) == pytest.approx(exact, abs=0.02)
 
 
+def test_randomization_counts_the_same_patterns_as_flipping_each_value_on_tied_hit_differences():
+    """The p-value counts, among the same random sign patterns, those whose mean difference is at
+    least the observed one; with 0/1 hits most patterns tie the observed mean exactly, and however
+    the statistic is summed, a tie counts."""
+    from pytest_retrieval_eval.ir.stats import RANDOMIZATION_RESAMPLES, SEED, _chunks
+
+    rng = np.random.default_rng(11)
+    for n in (7, 68, 150):
+        a, b = rng.integers(0, 2, n).astype(float), rng.integers(0, 2, n).astype(float)
+        d = a - b
+        draws, extreme = np.random.default_rng(SEED), 0
+        for size in _chunks(RANDOMIZATION_RESAMPLES, n):
+            signs = draws.integers(0, 2, size=(size, n), dtype=np.int8) * 2 - 1
+            extreme += sum(abs(sum(float(s) * v for s, v in zip(row, d)) / n) >= abs(d.mean()) - 1e-12
+                           for row in signs)
+        assert paired_randomization(a, b) == (extreme + 1) / (RANDOMIZATION_RESAMPLES + 1), n
+
+
 def test_fleiss_kappa_is_0210_on_fleiss_1971s_table_of_14_raters_and_10_subjects():
     """The worked example of Fleiss (1971) as Wikipedia gives it: subject per row, raters per
     category; P-bar 0.378, P-bar-e 0.213, kappa 0.210."""
