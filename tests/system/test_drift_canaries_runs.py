@@ -12,11 +12,11 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import CORPUS, QUESTIONS, leftovers
+from conftest import CORPUS, QUESTIONS, leftovers, requires_hybrid
 from fake_api import FakeApi, Reply, embeddings_reply
 from pytest_retrieval_eval.hybrid.canaries import CANARY_TEXTS, min_cosine
 
-pytest.importorskip("haystack", reason="not applicable: the hybrid extra is not installed")
+pytestmark = requires_hybrid  # found, not imported: importing Haystack here cost every worker 4.6 s of collection
 
 TESTS = """
     import pytest

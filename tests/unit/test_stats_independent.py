@@ -18,15 +18,25 @@ from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResult
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 from conftest import results_text
 
-scipy_stats = pytest.importorskip("scipy.stats")
-multitest = pytest.importorskip("statsmodels.stats.multitest")
+
+
+@pytest.fixture(scope="module")
+def scipy_stats():
+    """scipy.stats, imported by the tests that compare with it (3 s with statsmodels: at module
+    level, every worker paid it collecting the unit tier)."""
+    return pytest.importorskip("scipy.stats")
+
+
+@pytest.fixture(scope="module")
+def multitest():
+    return pytest.importorskip("statsmodels.stats.multitest")
 
 
 # --- corrections ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("ours, theirs", [("holm", "holm"), ("bh", "fdr_bh")])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_corrections_match_statsmodels(ours, theirs, seed):
+def test_corrections_match_statsmodels(ours, theirs, seed, multitest):
     rng = np.random.default_rng(seed)
     p = np.concatenate([rng.uniform(0, 0.06, 12), rng.uniform(0, 1, 24), [0.01, 0.01, 1.0]])  # ties too
     expected = multitest.multipletests(p, alpha=0.05, method=theirs)[1]
@@ -43,7 +53,7 @@ def test_no_correction_and_empty_families():
 # --- the paired test and the intervals -------------------------------------------------------------
 
 @pytest.mark.parametrize("shift", [0.0, 0.08, 0.15])
-def test_paired_randomization_matches_scipy_permutation_test(shift):
+def test_paired_randomization_matches_scipy_permutation_test(shift, scipy_stats):
     rng = np.random.default_rng(7)
     b = (rng.random(80) < 0.6).astype(float)
     a = np.where(rng.random(80) < shift * 3, 1.0, b)  # a few misses turned into hits
@@ -54,7 +64,7 @@ def test_paired_randomization_matches_scipy_permutation_test(shift):
     assert ours == pytest.approx(theirs, abs=0.01 + 0.05 * theirs)
 
 
-def test_bootstrap_intervals_match_scipy_percentile_bootstrap():
+def test_bootstrap_intervals_match_scipy_percentile_bootstrap(scipy_stats):
     rng = np.random.default_rng(11)
     x = (rng.random(63) < 0.84).astype(float)
     theirs = scipy_stats.bootstrap((x,), np.mean, method="percentile", n_resamples=20000, random_state=5)
