@@ -15,7 +15,7 @@ both resample in chunks so memory stays flat with tens of thousands of queries.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
