@@ -42,6 +42,33 @@ def test_a_plain_test_run_imports_only_the_entry_point(pytester):
     assert not [m for m in modules if m.split(".")[0] in HEAVY]
 
 
+#: What checking an ini file's settings at start may import besides: the configuration, its
+#: settings classes and the parsers of measures and rules (no engine, corpus, lint or cost module).
+CHECK = {
+    "pytest_retrieval_eval.plugin.config", "pytest_retrieval_eval._secrets", "pytest_retrieval_eval.gate",
+    "pytest_retrieval_eval.gate.rules", "pytest_retrieval_eval.gate.settings", "pytest_retrieval_eval.ir",
+    "pytest_retrieval_eval.ir.measures", "pytest_retrieval_eval.hybrid", "pytest_retrieval_eval.hybrid.settings",
+    "pytest_retrieval_eval.hybrid.index", "pytest_retrieval_eval.data", "pytest_retrieval_eval.data.chunking",
+    "pytest_retrieval_eval.hybrid.store", "pytest_retrieval_eval.hybrid.store.base",
+}
+
+
+def test_settings_in_the_ini_file_are_checked_at_start_with_the_settings_modules_alone(pytester):
+    """The check of an ini file that configures the plugin runs in every run of the project,
+    retrieval or not: it imported the engines, the corpus reader, lint and cost (90 ms of a 1.5 s
+    run, 1.13x); it imports the settings and the parsers alone."""
+    pytester.makeini("[pytest]\nretrieval_corpus = corpus\nretrieval_thresholds =\n    hit@5>=0.8\n    errors<=0\n"
+                     "    latency.p95<=200ms\n    lint.truncated<=0\n    run.ties<=3\n")
+    pytester.makepyfile("def test_plain():\n    assert 1 + 1 == 2\n")
+    modules = imported_modules(pytester)
+    ours = {m for m in modules if m.startswith("pytest_retrieval_eval")}
+    assert "pytest_retrieval_eval.plugin.config" in ours  # the settings were checked ...
+    assert ours <= ALLOWED | CHECK, sorted(ours - ALLOWED - CHECK)  # ... with nothing else of the plugin
+    assert not [m for m in modules if m.split(".")[0] in HEAVY]
+    pytester.makeini("[pytest]\nretrieval_thresholds = lint.nonsense<=0\n")
+    assert "lint.nonsense" in pytester.runpytest_subprocess().stderr.str()  # and a bad rule is refused at start
+
+
 def test_the_same_run_asking_for_retrieval_wakes_it(pytester):
     pytester.makepyfile("def test_plain():\n    assert 1 + 1 == 2\n")
     modules = imported_modules(pytester, "--retrieval-report")

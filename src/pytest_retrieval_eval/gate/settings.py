@@ -192,6 +192,8 @@ FROM_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 
 def prices_of(items: Any) -> tuple[tuple[str, float, float], ...]:
     """``--retrieval-prices`` / the ``retrieval_prices`` lines, as (text, source) pairs."""
+    if not items:  # the option check at start of every run imports no cost module for no prices
+        return ()
     from ..evaluation.cost import parse_prices
 
     out: dict[str, tuple[str, float, float]] = {}
