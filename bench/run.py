@@ -301,14 +301,14 @@ def bench_bundled(repeats: int, cold_runs: int, warm_cache: Path | None = None) 
     print("bundled eval, end to end: pytest -m retrieval (both engines, 68 questions)", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-"))
     warm_cache = warm_cache or tmp / "warm"
+    warm_cmd = PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={warm_cache}"]
     try:
         cold = []
         for i in range(cold_runs):
             cache = warm_cache if i == 0 else tmp / f"cold{i}"
             cold.append(child(PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={cache}"])[0])
         if not cold_runs:
-            child(PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={warm_cache}"])  # fill it
-        warm_cmd = PYTEST + ["-m", "retrieval", f"--retrieval-cache-dir={warm_cache}"]
+            child(warm_cmd)  # fill it
         probe_run = (warm_cmd + ["-p", "bench_probe"], {"PYTHONPATH": str(REPO / "bench")})  # what a warm run imports
         # quick: the figures mean nothing, so the one warm run is the probe's; else the probe runs apart
         warm_runs = [child(*probe_run)] if QUICK else [child(warm_cmd) for _ in range(repeats)]

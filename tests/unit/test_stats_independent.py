@@ -19,7 +19,6 @@ from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 from conftest import results_text
 
 
-
 @pytest.fixture(scope="module")
 def scipy_stats():
     """scipy.stats, imported by the tests that compare with it (3 s with statsmodels: at module

@@ -18,7 +18,9 @@ from typing import Any, Mapping, Sequence
 from .._defaults import LATENCY_STATISTICS, USAGE_FIGURES
 from ..errors import RetrievalEvalError
 
-STATISTICS = LATENCY_STATISTICS  # USAGE_FIGURES: calls, tokens (input + output) or cost, per query or in total
+#: what a latency rule or column can name; USAGE_FIGURES: calls, tokens (input + output) or cost,
+#: per query or in total (both kept in _defaults, which the rule parser reads at start)
+STATISTICS = LATENCY_STATISTICS
 
 
 @dataclass(frozen=True)
