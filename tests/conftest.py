@@ -60,7 +60,9 @@ def tier_of(path: Path) -> str | None:
 #: workers then end on the many short tests, not one of these alone (the bench's one test, a
 #: quick run of every section, takes about 5 minutes: started last, the run waited on it alone)
 SLOWEST_FIRST = ("test_bench.py", "test_example_project.py", "test_user_pipelines.py", "test_snapshots.py",
-                 "test_snapshots_runs.py", "test_docs_runs.py", "test_plugin_hybrid.py")
+                 "test_snapshots_runs.py", "test_docs_runs.py", "test_plugin_hybrid.py",
+                 # the unit tier's (seconds each: a 2,000-question analysis, the oracles' random runs)
+                 "test_comment.py", "test_metrics.py", "test_ppi_measures.py")
 _TIER_ORDER = {"system": 0, "plugin": 1, "unit": 2}
 
 

@@ -14,6 +14,7 @@ the request: a second copy would only queue behind it). Error messages never con
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass, field
@@ -206,6 +207,25 @@ def _retry_after(value: str | None) -> float | None:
             parsed = parsed.replace(tzinfo=dt.timezone.utc)  # HTTP dates are GMT
         seconds = parsed.timestamp() - time.time()
     return max(0.0, seconds) if seconds == seconds else None  # NaN: nothing said
+
+
+def new_client(**settings: Any) -> Any:
+    """An ``httpx.Client`` with ``settings`` (timeout, limits), every one of them sharing this
+    process's TLS context: httpx builds one per client, loading the CA bundle each time (about
+    50 ms of CPU), which a run that makes a client per engine, embedder, reranker and judge paid
+    again and again."""
+    import httpx
+
+    return httpx.Client(verify=_tls_context(), **settings)
+
+
+@functools.cache
+def _tls_context() -> Any:
+    """httpx's own default context (certifi's CA bundle, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``
+    as set when the first client was made), built once."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 #: how a timeout is raised, as a message says it (post_json's endpoints read the variable)

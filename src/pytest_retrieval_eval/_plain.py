@@ -16,11 +16,17 @@ import typing
 from typing import Any, Mapping
 
 _HINTS: dict[type, dict[str, Any]] = {}
+_SHAPES: dict[Any, tuple[Any, tuple]] = {}
 
 
 def to_plain(value: Any) -> Any:
     """``value`` as JSON's types: dataclasses as objects of their init fields (private ones left
     out), tuples and lists as lists, mappings as objects with string keys."""
+    kind = type(value)
+    if kind is float or kind is str or kind is int or kind is bool or value is None:  # most of it, checked first
+        return value
+    if kind is tuple or kind is list:
+        return [to_plain(v) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)
                 if f.init and not f.name.startswith("_")}
@@ -37,7 +43,7 @@ def to_plain(value: Any) -> Any:
 
 def from_plain(hint: Any, data: Any) -> Any:
     """The value of type ``hint`` that ``to_plain`` wrote as ``data``."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    origin, args = _shape(hint)
     if hint is Any or hint is object or data is None:
         return data
     if origin in (typing.Union, types.UnionType):
@@ -53,6 +59,8 @@ def from_plain(hint: Any, data: Any) -> Any:
                        if f.init and not f.name.startswith("_") and f.name in data})
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
+            if args[0] is float:  # per-query values: most of a saved analysis, read without a call each
+                return tuple(v if v is None else float(v) for v in data)
             return tuple(from_plain(args[0], v) for v in data)
         if args and len(args) != len(data):
             raise ValueError(f"expected {len(args)} values, got {len(data)}")
@@ -71,6 +79,18 @@ def from_plain(hint: Any, data: Any) -> Any:
     if hint in (tuple, list, dict):
         return hint(data)
     return data
+
+
+def _shape(hint: Any) -> tuple[Any, tuple]:
+    """``hint``'s origin and arguments, looked up once per hint (a saved analysis asks for the
+    same few hundreds of thousands of times)."""
+    try:
+        return _SHAPES[hint]
+    except KeyError:
+        shape = _SHAPES[hint] = (typing.get_origin(hint), typing.get_args(hint))
+        return shape
+    except TypeError:  # an unhashable hint
+        return typing.get_origin(hint), typing.get_args(hint)
 
 
 def _hints(cls: type) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from .._atomic import locked
-from .._http import DEFAULT_CHAT_MODEL, ChatEndpoint, api_key_for, base_url, post_json
+from .._http import DEFAULT_CHAT_MODEL, ChatEndpoint, api_key_for, base_url, new_client, post_json
 from .._secrets import mask_and_cap, redact
 from .._usage import counting
 from .corpus import Corpus
@@ -339,8 +339,6 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
     """Fill ``path`` with a question for every chunk that lacks a fresh one (all, with
     ``regenerate``), and with up to ``follow_ups`` two-turn conversations; see the module
     docstring for what is guaranteed on failure."""
-    import httpx
-
     path = Path(path)
     api_key = require_api_key(config.base)
     report = GenerationReport()
@@ -415,7 +413,7 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
                 TurnLabel(first, None, {chunk.doc_id: 1}, source, False),
                 TurnLabel(follow_up, None, {chunk.doc_id: 1}, source, True)])
 
-        with counting() as meter, httpx.Client(timeout=config.timeout) as client, \
+        with counting() as meter, new_client(timeout=config.timeout) as client, \
                 ThreadPoolExecutor(config.concurrency) as pool:  # every attempt sent is a call, failed ones too
             pending = {pool.submit(contextvars.copy_context().run, ask, job): job for job in jobs}
             try:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .._atomic import locked
-from .._http import DEFAULT_BASE_URL, DEFAULT_CHAT_MODEL, ChatEndpoint, Pace, api_key_for, post_json
+from .._http import DEFAULT_BASE_URL, DEFAULT_CHAT_MODEL, ChatEndpoint, Pace, api_key_for, new_client, post_json
 from .._secrets import mask_and_cap, redact
 from .._usage import counting
 from ..errors import RetrievalEvalError
@@ -302,7 +302,7 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
                     results.put((p, None, exc))
 
         limits = httpx.Limits(max_connections=config.concurrency, max_keepalive_connections=config.concurrency)
-        client = httpx.Client(timeout=config.timeout, limits=limits)
+        client = new_client(timeout=config.timeout, limits=limits)
         written: list[Judgment] = []
 
         pending = [len(todo)]

@@ -71,6 +71,8 @@ class QuestionFilter:
         """The reason to drop ``question``, or None to keep it."""
         text = question.strip()
         n = len(words(text))
+        if n > self.max_words:  # first: the patterns below took 0.7 s over a megabyte a model sent back
+            return "too_long"
         if _ABOUT_THE_PASSAGE.search(text):
             return "about_the_passage"
         if _PREAMBLE.match(text):
@@ -79,8 +81,6 @@ class QuestionFilter:
             return "several_questions"
         if n < self.min_words:
             return "too_short"
-        if n > self.max_words:
-            return "too_long"
         first = words(text)[0] if n else ""
         if not text.endswith("?") and first not in _INTERROGATIVE:
             return "not_a_question"

@@ -348,7 +348,7 @@ def http(url: str, *, name: str = "http", method: str = "GET", params: Mapping[s
 
     import httpx
 
-    from .._http import request_json
+    from .._http import new_client, request_json
     from .._secrets import register_secret
 
     talks = _holds(json, CONVERSATION) if conversation is None else conversation
@@ -371,7 +371,7 @@ def http(url: str, *, name: str = "http", method: str = "GET", params: Mapping[s
         if not holder:
             with lock:
                 if not holder:
-                    holder.append(httpx.Client(timeout=timeout, limits=httpx.Limits(max_connections=max(concurrency, 10))))
+                    holder.append(new_client(timeout=timeout, limits=httpx.Limits(max_connections=max(concurrency, 10))))
         client = holder[0]
         target = url.replace("{query}", quote(query)).replace("{k}", str(k))
         answer = request_json(client, method, target, params=_fill(params, query, k) if params else None,

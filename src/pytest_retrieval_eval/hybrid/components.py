@@ -15,7 +15,7 @@ import_haystack()  # before Haystack's first import: no torch until a model must
 
 from haystack import Document, component  # noqa: E402
 
-from .._http import api_key_for, post_json, request_timeout
+from .._http import api_key_for, new_client, post_json, request_timeout
 from .._secrets import redact
 from .embedders import Embedder, Progress
 from ..errors import RetrievalEvalError
@@ -199,7 +199,7 @@ class HttpReranker:
     def __init__(self, model: str, url: str, *, timeout: float | None = None, retries: int = 3) -> None:
         self.model, self.url, self.retries = model, url.rstrip("/"), retries
         self._key = api_key_for(self.url, "rerank over HTTP")  # None: a private server, no key needed
-        self._client = httpx.Client(timeout=request_timeout(30.0) if timeout is None else timeout)
+        self._client = new_client(timeout=request_timeout(30.0) if timeout is None else timeout)
 
     @component.output_types(documents=list[Document])
     def run(self, query: str, documents: list[Document], top_k: Optional[int] = None) -> dict:

@@ -34,7 +34,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from .._http import EMBED_CONCURRENCY, api_key_for, base_url, request_timeout
+from .._http import EMBED_CONCURRENCY, api_key_for, base_url, new_client, request_timeout
 from .._secrets import mask_and_cap, redact
 from .embedding_cache import EmbeddingCache, text_key
 from ..errors import RetrievalEvalError
@@ -214,8 +214,8 @@ class OpenAIBackend:
                 import httpx
 
                 self._key = api_key_for(self.url, "the openai embedder")  # a hosted endpoint without one stops here
-                self._client = httpx.Client(timeout=self.timeout,
-                                            limits=httpx.Limits(max_connections=max(self.concurrency, 10)))
+                self._client = new_client(timeout=self.timeout,
+                                          limits=httpx.Limits(max_connections=max(self.concurrency, 10)))
             return self._client
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

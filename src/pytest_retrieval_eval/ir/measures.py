@@ -17,6 +17,7 @@ refused with the spellings that say what is meant, never read one way silently.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, replace
@@ -294,9 +295,17 @@ class Measure:
     @classmethod
     def parse(cls, text: "str | Measure | object") -> "Measure":
         """Parse ``hit@5``, ``MRR``, ``nDCG@10``, ``P@10``, ``success_5``, ``recall.100``,
-        ``P(rel=2)@5``, ``RBP(p=0.8)``, ``nDCG(dcg=exp-log2)@10`` ... or an ir_measures object."""
+        ``P(rel=2)@5``, ``RBP(p=0.8)``, ``nDCG(dcg=exp-log2)@10`` ... or an ir_measures object.
+        A name is parsed once per process (a measure is immutable): the analysis of a run looks
+        the same few names up hundreds of thousands of times, and parsing was a tenth of it."""
         if isinstance(text, Measure):
             return text
+        if isinstance(text, str):
+            return _parsed(text)
+        return cls._parse(text)
+
+    @classmethod
+    def _parse(cls, text: "str | object") -> "Measure":
         if isinstance(text, str) and text.rstrip().lower().endswith(f"+{EVIDENCE}"):
             base = cls.parse(text.rstrip()[: -len(EVIDENCE) - 1])
             if base.unit is not None:
@@ -352,6 +361,12 @@ class Measure:
         if family == "num_ret" and "rel" in params:  # ir_measures: NumRelRet is NumRet(rel=1)
             family = "num_rel_ret"
         return cls(family, k, **params)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> Measure:
+    """``Measure._parse`` of a name, kept (a name that does not parse raises every time)."""
+    return Measure._parse(text)
 
 
 def _check_cutoff(text: str, k: int | None) -> None:
