@@ -245,3 +245,19 @@ def test_the_timeout_comes_from_the_environment(monkeypatch):
         api_key_for("http://127.0.0.1:8080/v1", "judging")
     monkeypatch.delenv("RETRIEVAL_EVAL_TIMEOUT")
     assert request_timeout(60.0) == 60.0
+
+
+def test_every_client_the_plugin_makes_shares_one_tls_context():
+    """Building httpx's TLS context loads the CA bundle (about 50 ms of CPU): made once, and no
+    module of the plugin makes a client any other way."""
+    from pathlib import Path
+
+    import pytest_retrieval_eval
+    from pytest_retrieval_eval._http import new_client
+
+    with new_client(timeout=1.0) as a, new_client(timeout=2.0) as b:
+        assert a._transport._pool._ssl_context is b._transport._pool._ssl_context
+    package = Path(pytest_retrieval_eval.__file__).parent
+    elsewhere = [p.relative_to(package).as_posix() for p in package.rglob("*.py")
+                 if p.name != "_http.py" and "httpx.Client(" in p.read_text(encoding="utf-8")]
+    assert elsewhere == []
