@@ -584,8 +584,9 @@ def bench_scifact(cold_runs: int, repeats: int, cache: Path | None = None, folde
         cold, cold_torch = [], []
         for i in range(cold_runs):  # alternating: the machine's drift falls on both
             cold.append(child(cmd + [f"--retrieval-cache-dir={tmp / f'c{i}'}"], cwd=project))
-            cold_torch.append(child(cmd + [f"--retrieval-cache-dir={tmp / f't{i}'}", "--retrieval-embedder=minilm:torch"],
-                                    cwd=project))
+            if not QUICK:  # quick: the embedding section has run a cold torch process already (26 s saved)
+                cold_torch.append(child(cmd + [f"--retrieval-cache-dir={tmp / f't{i}'}",
+                                               "--retrieval-embedder=minilm:torch"], cwd=project))
         cache = cache or tmp / "c0"
         if not cold:
             child(cmd + [f"--retrieval-cache-dir={cache}"], cwd=project)  # embeddings and the snapshot
@@ -600,12 +601,15 @@ def bench_scifact(cold_runs: int, repeats: int, cache: Path | None = None, folde
             c = record("scifact", "cold run, MiniLM on ONNX Runtime (the export made once before), wall",
                        [x[0] for x in cold])
             record("scifact", "cold run, peak RSS", [x[1] / 1024 for x in cold], unit="MB")
-            t = record("scifact", "cold run, MiniLM on torch (--retrieval-embedder minilm:torch), wall",
-                       [x[0] for x in cold_torch])
-            record("scifact", "cold run on torch, peak RSS", [x[1] / 1024 for x in cold_torch], unit="MB")
-            ratio("scifact", "cold on torch / cold on ONNX Runtime", t, c)
+            if cold_torch:
+                t = record("scifact", "cold run, MiniLM on torch (--retrieval-embedder minilm:torch), wall",
+                           [x[0] for x in cold_torch])
+                record("scifact", "cold run on torch, peak RSS", [x[1] / 1024 for x in cold_torch], unit="MB")
+                ratio("scifact", "cold on torch / cold on ONNX Runtime", t, c)
             ratio("scifact", "cold / warm", c, w)
             for name, runs in (("cold table, ONNX Runtime", cold), ("cold table, torch", cold_torch)):
+                if not runs:
+                    continue
                 lines = [l for l in runs[-1][2].splitlines() if l.startswith(("engine", "hybrid", "keyword"))]
                 rows.append({"section": "scifact", "name": name, "lines": lines})
                 print(f"  {name}:\n" + "\n".join("    " + l for l in lines), flush=True)
@@ -1206,7 +1210,8 @@ def bench_own_engine(repeats: int) -> None:
     cmd = PYTEST + ["-m", "retrieval", "--retrieval-report"]
     all_three = ["--retrieval-engine", "mine", "--retrieval-engine", "keyword", "--retrieval-engine", "hybrid"]
     try:
-        child(cmd + all_three, cwd=project)  # fills the embedding cache
+        if not QUICK:  # quick: the figures mean nothing, so the first "beside" run fills it (one run fewer)
+            child(cmd + all_three, cwd=project)  # fills the embedding cache
         alone, beside = [], []
         for _ in range(sized(max(3, repeats), repeats)):
             alone.append(child(cmd, cwd=project)[0])

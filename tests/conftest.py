@@ -131,11 +131,19 @@ def _import_once():
         pass
 
 
+#: the user's cache folder as this session found it, before pytester gives its runs a fresh HOME
+USER_CACHE = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+
+
 @pytest.fixture
 def pytester(pytester, monkeypatch):
     """pytester, whose runs (inline and subprocess) leave out the same plugins: it clears
-    PYTEST_ADDOPTS when made, so it is set again here."""
+    PYTEST_ADDOPTS when made, so it is set again here. Its fresh HOME would also hide the
+    machine's model cache, so every inner run on the built-in MiniLM exported it again (15 s of
+    CPU each, a sixth of the suite): the runs keep the user's cache folder, as a team's runs on
+    one machine do. Tests of the export itself name their own cache (``retrieval_model_cache``)."""
     monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)
+    monkeypatch.setenv("XDG_CACHE_HOME", USER_CACHE)
     for name in [k for k in os.environ if k.startswith("PYTEST_XDIST")]:
         monkeypatch.delenv(name)  # an inner run is no worker of this one's
     return pytester
