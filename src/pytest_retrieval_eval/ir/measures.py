@@ -296,8 +296,8 @@ class Measure:
     def parse(cls, text: "str | Measure | object") -> "Measure":
         """Parse ``hit@5``, ``MRR``, ``nDCG@10``, ``P@10``, ``success_5``, ``recall.100``,
         ``P(rel=2)@5``, ``RBP(p=0.8)``, ``nDCG(dcg=exp-log2)@10`` ... or an ir_measures object.
-        A name is parsed once per process (a measure is immutable): the analysis of a run looks
-        the same few names up hundreds of thousands of times, and parsing was a tenth of it."""
+        A name is parsed once per process (a measure is immutable): the analysis of a run and a
+        saved run's reading look the same few names up hundreds of thousands of times."""
         if isinstance(text, Measure):
             return text
         if isinstance(text, str):
