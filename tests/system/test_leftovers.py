@@ -33,7 +33,8 @@ def cache_root(base):
     return base / f"pytest-retrieval-eval-{os.getuid()}"
 
 
-def test_a_template_build_killed_midway_is_swept_by_the_next_run(sandbox_tmp):
+def test_a_template_build_killed_midway_is_swept_by_the_next_run(bare_sandbox_tmp):
+    sandbox_tmp = bare_sandbox_tmp  # no template yet: this run builds it
     child = subprocess.Popen([sys.executable, "-c", BUILD, str(sandbox_tmp)])
     root = cache_root(sandbox_tmp)
     deadline = time.monotonic() + 30
