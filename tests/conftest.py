@@ -58,7 +58,7 @@ def tier_of(path: Path) -> str | None:
 
 #: the modules that take longest (minutes of CPU between them), started first: under -n the
 #: workers then end on the many short tests, not one of these alone (the bench's one test, a
-#: quick run of every section, takes about 5 minutes: started last, the run waited on it alone)
+#: quick run of every section, takes about 3 minutes: started last, the run waited on it alone)
 SLOWEST_FIRST = ("test_bench.py", "test_example_project.py", "test_user_pipelines.py", "test_snapshots.py",
                  "test_snapshots_runs.py", "test_docs_runs.py", "test_plugin_hybrid.py",
                  # the unit tier's (seconds each: a 2,000-question analysis, the oracles' random runs)
@@ -139,9 +139,9 @@ USER_CACHE = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
 def pytester(pytester, monkeypatch):
     """pytester, whose runs (inline and subprocess) leave out the same plugins: it clears
     PYTEST_ADDOPTS when made, so it is set again here. Its fresh HOME would also hide the
-    machine's model cache, so every inner run on the built-in MiniLM exported it again (15 s of
-    CPU each, a sixth of the suite): the runs keep the user's cache folder, as a team's runs on
-    one machine do. Tests of the export itself name their own cache (``retrieval_model_cache``)."""
+    machine's model cache, so every inner run on the built-in MiniLM exported it again (a cold
+    bundled run took 23 s instead of 7): the runs keep the user's cache folder, as a team's runs
+    on one machine do. Tests of the export itself name their own cache (``retrieval_model_cache``)."""
     monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)
     monkeypatch.setenv("XDG_CACHE_HOME", USER_CACHE)
     for name in [k for k in os.environ if k.startswith("PYTEST_XDIST")]:
@@ -269,9 +269,8 @@ SANDBOX_ROOT = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm",
 
 @pytest.fixture(scope="session")
 def _store_caches():
-    """A temp dir whose embedded PostgreSQL caches (the install copy and the initdb template a
-    first run on a machine builds, 2 s of CPU) are made once for the session; None without the
-    hybrid extra."""
+    """A temp dir whose embedded PostgreSQL cache (the initdb template a first run under a temp
+    dir builds: 2 s of CPU) is made once for the session; None without the hybrid extra."""
     if not HYBRID:
         yield None
         return
