@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from conftest import CORPUS, requires_hybrid
+from conftest import CORPUS, QUESTIONS, requires_hybrid
 
 pytestmark = requires_hybrid
 
@@ -61,3 +61,78 @@ def test_without_nltk_a_sentence_splitter_fails_as_haystack_says():
             print(json.dumps({"error": str(exc)}))
     """)
     assert "pip install nltk" in seen["error"]
+
+
+def test_whoever_imports_haystack_first_gets_it_without_torch_and_torch_imported_later_reaches_haystack():
+    """A team's code importing Haystack once the plugin is awake (``watch``): no torch, no NLTK
+    for a word splitter; the modules keep their own loaders; a later ``import torch`` (a team's
+    sentence-transformers component) is handed to Haystack's records, so devices resolve."""
+    pytest.importorskip("nltk")
+    seen = fresh("""
+        import json, sys
+        from pytest_retrieval_eval._lazy_torch import watch
+        watch()
+        from haystack import Document
+        from haystack.components.preprocessors import DocumentSplitter
+        split = DocumentSplitter(split_by="word", split_length=3, split_overlap=0)
+        chunks = split.run(documents=[Document(content="one two three four five six seven")])["documents"]
+        before = {m: m in sys.modules for m in ("torch", "nltk")}
+        import haystack, haystack.utils.device as device
+        loaders = sorted({type(m.__loader__).__name__ for m in (haystack, device, sys.modules[DocumentSplitter.__module__])}
+                         | {type(haystack.__spec__.loader).__name__})
+        recorded = device.torch_import.is_successful()
+        import torch
+        print(json.dumps({"chunks": len(chunks), "before": before, "loaders": loaders, "recorded": recorded,
+                          "handed": device.torch_import.is_successful() and device.torch is torch,
+                          "device": device.ComponentDevice.resolve_device(None).to_torch_str()}))
+    """)
+    assert seen["chunks"] == 3 and seen["before"] == {"torch": False, "nltk": False}
+    assert seen["loaders"] == ["SourceFileLoader"]
+    assert seen["recorded"] is False and seen["handed"] is True  # deferred, then handed over
+    assert seen["device"] == "cpu" or seen["device"].startswith(("cuda", "mps", "xpu"))
+
+
+TEAM_PIPELINE = """
+    def make():
+        from haystack import Document, Pipeline
+        from haystack.components.preprocessors import DocumentSplitter
+        from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+        from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+        store = InMemoryDocumentStore()
+        docs = [Document(content=text, meta={"doc_id": doc_id}) for doc_id, text in DOCS.items()]
+        store.write_documents(DocumentSplitter(split_by="word", split_length=30).run(documents=docs)["documents"])
+        pipeline = Pipeline()
+        pipeline.add_component("retriever", InMemoryBM25Retriever(document_store=store, top_k=10))
+        return pipeline
+
+    def pytest_retrieval_engines(registry, config):
+        from pytest_retrieval_eval import adapters
+        registry.register("theirs", lambda request: adapters.haystack(make()))
+"""
+
+
+def test_a_teams_haystack_pipeline_built_in_its_conftest_loads_neither_torch_nor_nltk(pytester):
+    """The engine factory imports Haystack itself (the plugin's engines not selected, so nothing
+    of the plugin's imported it before): the run answers and the process never loaded either."""
+    pytest.importorskip("nltk")
+    import json as _json
+
+    from pytest_retrieval_eval.data.corpus import open_corpus
+
+    docs = {d.doc_id: d.content for d in open_corpus(CORPUS).load().docs}
+    pytester.makeconftest(f"DOCS = {_json.dumps(docs)}\n" + textwrap.dedent(TEAM_PIPELINE))
+    pytester.makepyfile("""
+        import sys
+        import pytest
+
+        @pytest.mark.retrieval
+        def test_q(retrieval_results):
+            assert retrieval_results.hit_at(10) > 0.5
+            print("LOADED", sorted(m for m in ("torch", "nltk", "haystack") if m in sys.modules))
+    """)
+    done = pytester.runpytest_subprocess("-s", f"--retrieval-corpus={CORPUS}", f"--retrieval-questions={QUESTIONS}",
+                                         "--retrieval-engine=theirs",
+                                         "-p", "no:cacheprovider")
+    assert done.ret == 0, done.stdout.str()
+    assert "LOADED ['haystack']" in done.stdout.str(), done.stdout.str()

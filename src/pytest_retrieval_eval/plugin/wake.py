@@ -181,8 +181,13 @@ def session_of(config: pytest.Config):
 
 
 def _process_changes() -> list:
+    from .._lazy_torch import watch
     from .._secrets import install_log_redaction
 
+    # a team's engine or pipeline that imports Haystack first gets it as the plugin's own code does
+    # (no torch until a model runs, no NLTK until a sentence is split); kept for the process: it
+    # acts on first imports only, and torch imported later is handed to what recorded it missing
+    watch()
     undo = [install_log_redaction()]
     if TELEMETRY not in os.environ:
         # Haystack looks up its telemetry host on every pipeline run and waits ~1 s at exit when
