@@ -1196,13 +1196,14 @@ def bench_judging(repeats: int) -> None:
     ratio("judge", "first judging / again from the file", b, c)
 
 
-def bench_own_engine(repeats: int) -> None:
+def bench_own_engine(repeats: int, warm_cache: Path | None = None) -> None:
     """A project with one engine of its own on the bundled corpus: its run alone, against the
     same project naming the built-ins too (keyword, and hybrid: PostgreSQL and the model; its
-    embeddings cached by a first run, as in a warm CI)."""
+    embeddings cached by a first run, as in a warm CI). ``warm_cache``: a cache the bundled eval
+    filled already (``--quick`` passes the bundled section's: no run of its own to fill one)."""
     print("a project's own engine: alone vs beside the built-ins (warm)", flush=True)
     project = Path(tempfile.mkdtemp(prefix="retrieval-bench-own-"))
-    cache = project / "cache"
+    cache = warm_cache or project / "cache"
     (project / "conftest.py").write_text(
         "class Mine:\n    name = 'mine'\n    def retrieve(self, query, k):\n        return ['battery-care']\n\n"
         "def pytest_retrieval_engines(registry, config):\n    registry.register('mine', lambda request: Mine())\n")
@@ -1213,7 +1214,7 @@ def bench_own_engine(repeats: int) -> None:
     cmd = PYTEST + ["-m", "retrieval", "--retrieval-report"]
     all_three = ["--retrieval-engine", "mine", "--retrieval-engine", "keyword", "--retrieval-engine", "hybrid"]
     try:
-        if not QUICK:  # quick: the figures mean nothing, so the first "beside" run fills it (one run fewer)
+        if warm_cache is None:
             child(cmd + all_three, cwd=project)  # fills the embedding cache
         alone, beside = [], []
         for _ in range(sized(max(3, repeats), repeats)):
@@ -1287,10 +1288,13 @@ def main() -> None:
     bench_http_concurrency(args.repeats)
     bench_canary(args.repeats)
     bench_judging(args.repeats)
-    bench_own_engine(args.repeats)
+    if not QUICK:
+        bench_own_engine(args.repeats)
     bench_evaluate(args.repeats)
     cache = Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))
     bench_bundled(args.repeats, args.cold, cache)  # leaves the bundled eval's cache filled for the queries
+    if QUICK:  # the bundled eval's cache is warm: the own engine's section needs no cold run to fill one
+        bench_own_engine(args.repeats, cache)
     bench_queries(args.repeats, cache)
     shutil.rmtree(cache, ignore_errors=True)
     bench_ingestion(max(1, args.repeats // 2))
