@@ -135,6 +135,24 @@ def _import_once():
 USER_CACHE = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
 
 
+def copy_of_the_machines_export(cache: Path) -> Path:
+    """A verified copy, in the model cache ``cache``, of the built-in MiniLM's ONNX export in the
+    machine's cache (the one every run of the suite on the built-in MiniLM uses), exported there
+    first where it is missing: for tests that need an export in a cache of their own, not the
+    export itself (each export takes 10 to 17 s). Returns the copy's folder."""
+    import shutil
+
+    from pytest_retrieval_eval.hybrid import onnx_embedder
+    from pytest_retrieval_eval.hybrid.embedders import MINILM_SHA256, packaged_minilm_path
+
+    made = onnx_embedder.ensure_export(packaged_minilm_path(), MINILM_SHA256,
+                                       Path(USER_CACHE) / "pytest-retrieval-eval" / "models")
+    copy = onnx_embedder.export_folder(cache, MINILM_SHA256)
+    shutil.copytree(made, copy, ignore=shutil.ignore_patterns("*.lock"))
+    assert onnx_embedder.check_export(copy) is None  # verified where it now is
+    return copy
+
+
 @pytest.fixture
 def pytester(pytester, monkeypatch):
     """pytester, whose runs (inline and subprocess) leave out the same plugins: it clears

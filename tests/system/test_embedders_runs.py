@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import requires_hybrid
+from conftest import copy_of_the_machines_export, requires_hybrid
 from pytest_retrieval_eval.hybrid.embedders import (MINILM_SHA256, Embedder, HashingBackend, backend_for,
                                                      packaged_minilm_path)
 from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
@@ -127,6 +127,7 @@ def test_a_damaged_onnx_export_is_made_again(tmp_path):
     from pytest_retrieval_eval.hybrid import onnx_embedder
 
     cache = tmp_path / "models"
+    copy_of_the_machines_export(cache)  # an intact export to start from
     backend = backend_for("minilm:onnx", model_cache=cache)
     first = backend.embed(["a flat tyre"])
     graph = onnx_embedder.export_folder(cache, MINILM_SHA256) / "onnx" / onnx_embedder.ONNX_FILE
@@ -146,6 +147,7 @@ def test_onnx_backends_in_one_process_share_one_session(tmp_path):
     from pytest_retrieval_eval.hybrid.components import PluginTextEmbedder
 
     cache = tmp_path / "models"
+    copy_of_the_machines_export(cache)
     built_in = backend_for("minilm:onnx", model_cache=cache)
     first = built_in.embed(["a flat tyre"])
     yaml_step = PluginTextEmbedder(spec="minilm:onnx")

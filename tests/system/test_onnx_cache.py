@@ -14,12 +14,11 @@ import sys
 import tempfile
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import USER_CACHE, requires_hybrid
+from conftest import copy_of_the_machines_export, requires_hybrid
 from pytest_retrieval_eval.hybrid import onnx_embedder
 from pytest_retrieval_eval.hybrid.embedders import MINILM_SHA256, backend_for, packaged_minilm_path
 
@@ -31,15 +30,10 @@ TEXTS = ["a flat tyre", "my back wheel went soft", "privacy of data"]
 
 @pytest.fixture(scope="module")
 def intact(tmp_path_factory):
-    """A model cache of the module's own holding one verified export, and its vectors: a copy of
-    the machine's (the one every run of the suite on the built-in MiniLM uses), exported there
-    first where it is missing. The tests below make exports of their own where that is what they
-    test; this one would only have repeated the machine's (about 17 s)."""
-    made = onnx_embedder.ensure_export(packaged_minilm_path(), MINILM_SHA256,
-                                       Path(USER_CACHE) / "pytest-retrieval-eval" / "models")
+    """A model cache of the module's own holding one verified export (a copy of the machine's:
+    the tests below make exports of their own where that is what they test), and its vectors."""
     cache = tmp_path_factory.mktemp("intact") / "models"
-    shutil.copytree(made, cache / NAME)
-    assert onnx_embedder.check_export(cache / NAME) is None  # verified where it now is
+    assert copy_of_the_machines_export(cache).name == NAME
     return cache, backend_for("minilm:onnx", model_cache=cache).embed(TEXTS)
 
 
