@@ -59,8 +59,10 @@ def tier_of(path: Path) -> str | None:
 #: the modules that take longest (minutes of CPU between them), started first: under -n the
 #: workers then end on the many short tests, not one of these alone (the bench's one test, a
 #: quick run of every section, takes about 3 minutes: started last, the run waited on it alone)
-SLOWEST_FIRST = ("test_bench.py", "test_example_project.py", "test_user_pipelines.py", "test_snapshots.py",
-                 "test_snapshots_runs.py", "test_docs_runs.py", "test_plugin_hybrid.py",
+#: (system tier: in the order of their CPU seconds in a full run on 2026-12-03, the ONNX exports among them)
+SLOWEST_FIRST = ("test_bench.py", "test_snapshots.py", "test_user_pipelines.py", "test_embedders_runs.py",
+                 "test_onnx_cache.py", "test_example_project.py", "test_snapshots_runs.py", "test_load.py",
+                 "test_plugin_hybrid.py", "test_drift_canaries_runs.py", "test_docs_runs.py",
                  # the unit tier's (seconds each: a 2,000-question analysis, the oracles' random runs)
                  "test_comment.py", "test_metrics.py", "test_ppi_measures.py")
 _TIER_ORDER = {"system": 0, "plugin": 1, "unit": 2}

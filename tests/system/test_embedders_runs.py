@@ -195,8 +195,10 @@ def test_the_openai_embedder_keeps_its_concurrency_in_flight_against_a_server_of
             server.stdin.write("peak\n")
             server.stdin.flush()
             peak[width] = int(server.stdout.readline())
+            embedder.backend.close()
     finally:
         server.stdin.close()
         server.wait(10)
+        server.stdout.close()
     assert (vectors[1] == vectors[8]).all() and vectors[1].shape == (len(texts), 8)
     assert peak == {1: 1, 8: 8}, peak

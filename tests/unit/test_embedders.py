@@ -108,6 +108,18 @@ def test_openai_429_is_retried_honouring_retry_after(fake_api):
     assert len(fake_api.hits("/embeddings")) == 2
 
 
+def test_the_openai_embedder_closes_its_connections_and_opens_new_ones_when_used_again(fake_api):
+    fake_api.script("/embeddings", Reply(200, embeddings_reply(8)), Reply(200, embeddings_reply(8)))
+    backend = OpenAIBackend("m", max_retries=0)
+    backend.embed(["x"])
+    client = backend._client
+    backend.close()
+    assert client.is_closed and backend._client is None
+    assert backend.embed(["y"]).shape == (1, 8) and not backend._client.is_closed
+    backend.close()
+    backend.close()  # twice: nothing to close
+
+
 def test_openai_401_fails_loud_without_the_key(fake_api, capsys, caplog, retrieval_session):
     # retrieval_session: the plugin awake, as in every run that embeds (log records are masked then)
     echo = {"error": {"message": f"Incorrect API key provided: {FAKE_KEY}", "type": "invalid_request_error"}}

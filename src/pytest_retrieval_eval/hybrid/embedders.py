@@ -234,6 +234,14 @@ class OpenAIBackend:
             raise RetrievalEvalError(f"embedding endpoint {redact(url)} {problem}")
         return vectors
 
+    def close(self) -> None:
+        """Its connections closed (a later ``embed`` opens new ones): a session's end, not the
+        garbage collector, ends them."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
 
 #: what a server sending a vector per token (no pooling) is told
 POOLING_HINT = ("not one pooled vector per text: the server does no pooling. Start llama.cpp's llama-server with "

@@ -65,7 +65,11 @@ class Stack:
         return warnings_of(self._cache)
 
     def close(self) -> None:
-        """The cache connection closed (the store is its owner's to stop)."""
+        """The cache connection and the embedder's own connections closed (the store is its
+        owner's to stop)."""
+        close = getattr(getattr(self._embedder, "backend", None), "close", None)
+        if close is not None:
+            close()
         if self._cache is not None:
             self._cache.close()
             self._cache = None
