@@ -235,8 +235,8 @@ class OpenAIBackend:
         return vectors
 
     def close(self) -> None:
-        """Its connections closed (a later ``embed`` opens new ones): a session's end, not the
-        garbage collector, ends them."""
+        """Its connections closed (a later ``embed`` opens new ones): the session's end
+        (``Stack.close``), not the garbage collector, ends them."""
         with self._lock:
             client, self._client = self._client, None
         if client is not None:

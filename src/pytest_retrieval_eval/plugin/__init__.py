@@ -131,7 +131,10 @@ def pytest_runtestloop(session: pytest.Session):
     if rs is None and wake.role(session.config).heard_from_workers:
         rs = session_of(session.config)
     if rs is not None:
-        outcome = rs.finish()
+        try:
+            outcome = rs.finish()
+        finally:
+            rs.close()
         if outcome is not None and outcome.failed:
             session.testsfailed += 1
     return result

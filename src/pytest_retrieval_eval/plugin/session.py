@@ -428,6 +428,12 @@ class RetrievalSession:
             return [f"candidates {shown(j.candidates)}: {exc}"]
         return []
 
+    def close(self) -> None:
+        """Once the outcome is made: the hybrid stack's connections closed (the embedding cache's,
+        a served embedder's), not left for the process's exit or the garbage collector."""
+        if getattr(self, "_stack", None) is not None:
+            self._stack.close()
+
     def finish(self) -> Outcome | None:
         """Ship or gather; in the reporting process, judge every evaluation and write the outputs."""
         from .inputs import shown
