@@ -76,7 +76,10 @@ def test_both_engines_a_clean_exit_and_a_warm_rerun_without_the_model(pytester, 
     assert warm.returncode == 0, warm.stdout + warm.stderr
     assert json.loads(probe.read_text())["model_imported"] is False  # every embedding came from the cache
     assert rows(warm.stdout) == table
-    assert warm_s < cold_s
+    # what the warm run skipped, said by the run (not timed: a loaded machine makes any two runs
+    # take as long; python bench/run.py --only bundled measures cold / warm)
+    assert ": ingested (38 chunks)" in cold.stdout and ": restored from snapshot " in warm.stdout, warm.stdout
+    assert ": ingested" not in warm.stdout
     print(f"bundled eval wall time: cold {cold_s:.2f}s, warm {warm_s:.2f}s")
     assert leftovers(sandbox_tmp) == ([], [])
 
