@@ -115,18 +115,46 @@ def test_measures_that_did_not_move_are_folded_into_a_count():
     assert "<details><summary>Against the baseline: 6 of 18 measures moved" in text
 
 
-def test_a_long_failure_list_is_cut_within_the_first_ten_lines_and_given_in_full_below():
+def _named_in(lead: list[str], failure) -> bool:
+    """Whether a lead line names ``failure``: whole, or its engine's line holding it said briefly."""
+    return f"- FAIL {failure}" in lead or bool(failure.engine) and any(
+        line.startswith(f"- FAIL {failure.engine}: ") and failure.brief in line for line in lead)
+
+
+def test_many_failures_are_named_one_line_per_engine_in_the_first_ten_lines_and_given_in_full_below():
     thresholds = [f"{m}>=0.99" for m in ("hit@1", "hit@3", "hit@5", "hit@10", "mrr")]
     verdict = _dropped(thresholds=thresholds)
     failures = list(verdict.failures)
     assert len(failures) > 6
     text = comment(verdict)
     lead = text.splitlines()[:10]
-    shown = [line for line in lead if line.startswith("- FAIL ")]
-    assert shown and [line[len("- FAIL "):] for line in shown] == failures[:len(shown)]
-    assert any(f"... and {len(failures) - len(shown)} more" in line for line in lead)
+    assert [line.split(":")[0] for line in lead if line.startswith("- FAIL ")] == ["- FAIL bm25", "- FAIL dense",
+                                                                                  "- FAIL hybrid"]
+    assert all(_named_in(lead, f) for f in failures), [f for f in failures if not _named_in(lead, f)]
+    assert "- FAIL dense: hit@1 = " in "\n".join(lead) and "; hit@5 dropped 0.3333 (0.9167 -> 0.5833), more than 0.02" in (
+        "\n".join(lead))
+    assert not any("more failures" in line for line in lead)
     rest = "\n".join(text.splitlines()[10:])
-    assert all(f"- FAIL {f}" in rest for f in failures)  # the full list, further down
+    assert all(f"- FAIL {f}" in rest for f in failures)  # each whole, with its provenance, further down
+    _folded(text)
+
+
+def test_failures_of_more_engines_than_the_lead_holds_are_cut_there_and_given_in_full_below():
+    labeled = _set(30)
+    engines = [f"engine-{j}" for j in range(8)]
+    verdict = judge(RunResults([_engine(e, labeled, set(range(j + 1))) for j, e in enumerate(engines)]),
+                    GateSettings(thresholds=tuple(parse_thresholds([("hit@10>=0.99", "ci"), ("mrr>=0.99", "ci")]))))
+    failures = list(verdict.failures)
+    assert len(failures) == 16
+    text = comment(verdict)
+    lead = text.splitlines()[:10]
+    shown = [line for line in lead if line.startswith("- FAIL ")]
+    assert [line.split(":")[0] for line in shown] == [f"- FAIL {e}" for e in engines[:len(shown)]]
+    named = [f for f in failures if _named_in(shown, f)]
+    assert named == [f for f in failures if f.engine in engines[:len(shown)]] and len(named) == 2 * len(shown)
+    assert any(f"... and {len(failures) - len(named)} more failures" in line for line in lead)
+    rest = "\n".join(text.splitlines()[10:])
+    assert all(f"- FAIL {f}" in rest for f in failures)
     _folded(text)
 
 
@@ -162,8 +190,11 @@ def test_a_run_of_two_thousand_questions_and_six_engines_gives_a_comment_under_g
                     measures=["hit@1", "hit@5", "hit@10", "mrr"])  # 4 of the 6 default columns: the tests stay fast
     text = comment(verdict)
     assert len(text) < GITHUB_LIMIT and len(text.encode("utf-8")) < GITHUB_LIMIT
-    lead = "\n".join(text.splitlines()[:10])
-    assert "**FAIL**" in lead and f"- FAIL {verdict.failures[0]}" in lead
+    lead = text.splitlines()[:10]
+    assert "**FAIL**" in "\n".join(lead)
+    named = [f for f in verdict.failures if _named_in(lead, f)]
+    assert named and {f.engine for f in named} == {f.engine for f in verdict.failures if _named_in(lead, f)}
+    assert any(f"... and {len(verdict.failures) - len(named)} more failures" in line for line in lead)
     _folded(text)
 
 

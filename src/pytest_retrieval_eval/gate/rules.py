@@ -331,6 +331,24 @@ class Row:
     details: Mapping[str, str] = field(default_factory=dict)
 
 
+class Failure(str):
+    """One reason the gate failed, as it reads (a ``str``), with its kind (``verdict.FAILURE_KINDS``),
+    why the rule's engine missed where that is known (one line per labeled set, under it), and,
+    for a failure about one engine, that engine and the failure said without it or its provenance
+    (``brief``): what lets the pull-request comment name many failures of one engine on one line."""
+
+    kind: str
+    causes: tuple[str, ...]
+    engine: str | None
+    brief: str | None
+
+    def __new__(cls, kind: str, text: str, causes: Sequence[str] = (), *, engine: str | None = None,
+                brief: str | None = None) -> "Failure":
+        self = super().__new__(cls, text)
+        self.kind, self.causes, self.engine, self.brief = kind, tuple(causes), engine, brief
+        return self
+
+
 def _plain(value: float) -> str:
     """A count or a dollar figure as a decimal (0.000015, not 1.5e-05)."""
     text = f"{value:.10f}".rstrip("0").rstrip(".")
@@ -348,6 +366,11 @@ class Breach:
         t = self.threshold
         if self.value is None:
             return f"{t} ({t.source}): {self.detail}"
+        return f"{self.engine}: {self.brief()} (from {t.source}; {self.detail})"
+
+    def brief(self) -> str:
+        """The breach without its engine and provenance (``hit@5 = 0.6000, required >= 0.8``)."""
+        t = self.threshold
         counted = isinstance(t.quantity, COUNT_TYPES) or (isinstance(t.quantity, MeasureQuantity)
                                                            and t.quantity.measure.count)
         unit = getattr(t.quantity, "unit", "")
@@ -357,7 +380,7 @@ class Breach:
                  f"{self.value:.1f} {unit}" if unit else _plain(self.value) if isinstance(t.quantity, UsageQuantity)
                  else f"{self.value:.4f}")
         required = f"{t.value:g} {unit}" if unit else f"{t.value:g}"
-        return f"{self.engine}: {t.measure} = {shown}, required {t.op} {required} (from {t.source}; {self.detail})"
+        return f"{t.measure} = {shown}, required {t.op} {required}"
 
 
 def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: str = "point") -> list[Breach]:
@@ -600,8 +623,8 @@ def parse_max_drops(items: Iterable[tuple[str, str]]) -> list[MaxDrop]:
 
 def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool, alpha: float,
                 segments: Sequence = (), spreads: Mapping[tuple[str, str], float | None] | None = None
-                ) -> tuple[list[str], list[str]]:
-    """(a failure line per breached rule, with the queries that moved; warnings). ``noise_aware``
+                ) -> tuple[list[Failure], list[str]]:
+    """(a failure per breached rule, with the queries that moved; warnings). ``noise_aware``
     fails only when the drop is also significant (paired test, its p corrected over every diff <
     alpha) and, where the run repeated its trials (``spreads``: (engine, measure) -> highest minus
     lowest trial mean), larger than the engine's own spread across them: a significant drop
@@ -611,23 +634,25 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
         found = [d for d in segments if d.tag == rule.segment and d.measure == rule.measure
                  and rule.engine in (None, d.engine)]
         if not found:
-            failures.append(f"max-drop rule {rule} (from {rule.source}): no segment {rule.segment} of "
-                            f"{rule.engine or 'any engine'} was compared with the baseline, so the rule checked nothing")
+            failures.append(Failure("drop", f"max-drop rule {rule} (from {rule.source}): no segment {rule.segment} of "
+                            f"{rule.engine or 'any engine'} was compared with the baseline, so the rule checked nothing"))
         for d in found:
             drop = d.before - d.after
             p = d.paired.p if math.isnan(d.paired.p_adjusted) else d.paired.p_adjusted
             if drop <= rule.delta + 1e-12 or (noise_aware and not p < alpha):
                 continue
-            failures.append(f"{d.engine}[{d.tag}]: {d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}), "
-                            f"more than {rule.delta:g} (from {rule.source}; segment {d.tag}, n={d.n}, "
-                            f"{d.paired.losses} down, {d.paired.wins} up, p={d.paired.p:.3g}; the total "
-                            f"{d.total_delta:+.4f}); fell: {', '.join(d.fell[:5]) or 'none'}"
-                            + (f" and {len(d.fell) - 5} more" if len(d.fell) > 5 else ""))
+            brief = f"{d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}), more than {rule.delta:g}"
+            failures.append(Failure("drop", f"{d.engine}[{d.tag}]: {brief} (from {rule.source}; segment {d.tag}, "
+                                            f"n={d.n}, {d.paired.losses} down, {d.paired.wins} up, p={d.paired.p:.3g}; "
+                                            f"the total {d.total_delta:+.4f}); fell: {', '.join(d.fell[:5]) or 'none'}"
+                                            + (f" and {len(d.fell) - 5} more" if len(d.fell) > 5 else ""),
+                                    engine=f"{d.engine}[{d.tag}]", brief=brief))
     for rule in (r for r in rules if not r.segment):
         if rule.engine and not any(d.engine == rule.engine and d.measure == rule.measure for d in diffs):
             compared = sorted({d.engine for d in diffs})
-            failures.append(f"max-drop rule {rule} (from {rule.source}): engine '{rule.engine}' was not compared with "
-                            f"the baseline (compared: {', '.join(compared) or 'none'}), so the rule checked nothing")
+            failures.append(Failure("drop", f"max-drop rule {rule} (from {rule.source}): engine '{rule.engine}' was not "
+                                    f"compared with the baseline (compared: {', '.join(compared) or 'none'}), so the "
+                                    "rule checked nothing"))
             continue
         for d in diffs:
             if d.measure != rule.measure or (rule.engine and d.engine != rule.engine):
@@ -647,14 +672,15 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
             from ..types import query_name
 
             movers = "; ".join(f"{query_name(m.query_id, m.question)} {m.before:g}->{m.after:g}" for m in d.movers)
-            failures.append(
-                f"{d.engine}: {d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}), more than {rule.delta:g} "
-                f"(from {rule.source}; {d.losses} down, {d.wins} up, p={d.p:.3g}"
+            brief = f"{d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}), more than {rule.delta:g}"
+            failures.append(Failure(
+                "drop",
+                f"{d.engine}: {brief} (from {rule.source}; {d.losses} down, {d.wins} up, p={d.p:.3g}"
                 f"{f', corrected {p:.3g} < {alpha:g}' if noise_aware else ''}"
                 f"{f', beyond the spread across trials {spread:.4f}' if noise_aware and spread is not None else ''}"
                 f"); moved: {movers or 'none'}"
-                + (f"; {d.day_note()}" if d.day_note() else "")
-            )
+                + (f"; {d.day_note()}" if d.day_note() else ""),
+                engine=d.engine, brief=brief))
     return failures, warnings
 
 

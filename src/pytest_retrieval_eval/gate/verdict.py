@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from .analysis import Analysis, Detectable, analyse, detectable_drops, gated_measures, underpowered  # noqa: F401  (re-exported)
-from .rules import (MeasureQuantity, check, check_coverage, check_drops, check_lint, check_segments, check_shadows,
-                    check_turns)
+from .rules import (Failure, MeasureQuantity, check, check_coverage, check_drops, check_lint, check_segments,
+                    check_shadows, check_turns)
 from .settings import FRESHNESS_K, GateSettings, table_measures  # noqa: F401  (FRESHNESS_K, table_measures: re-exported)
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure, judge_dependent
 from ..ir.stats import CORRECTION_NAMES
@@ -21,19 +21,6 @@ from ..evaluation.results import RunResults
 FAILURE_KINDS = ("run", "empty", "judge", "rule", "baseline", "drop", "lint", "shadow", "segment", "coverage", "turns")
 #: the widest line of a failure's causes
 CAUSE_WIDTH = 88
-
-
-class Failure(str):
-    """One reason the gate failed, as it reads (a ``str``), with its kind (``FAILURE_KINDS``) and
-    why the rule's engine missed where that is known (one line per labeled set, under it)."""
-
-    kind: str
-    causes: tuple[str, ...]
-
-    def __new__(cls, kind: str, text: str, causes: Sequence[str] = ()) -> "Failure":
-        self = super().__new__(cls, text)
-        self.kind, self.causes = kind, tuple(causes)
-        return self
 
 
 @dataclass(frozen=True)
@@ -112,7 +99,8 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
                     max_drops=tuple(d for d in s.max_drops if not judge_dependent(d.measure)))
     thresholds = s.thresholds
     for b in check(thresholds, a.rows, confidence=s.confidence):
-        out.append(Failure("rule", str(b), _causes(run, a, b)))
+        out.append(Failure("rule", str(b), _causes(run, a, b), **({"engine": b.engine, "brief": b.brief()}
+                                                                     if b.value is not None else {})))
     if a.baseline is not None:
         out += [Failure("baseline", f"baseline refused: {r}; re-save the baseline, or compare anyway with "
                                     "--retrieval-baseline-force") for r in a.baseline.refusals]
@@ -122,7 +110,7 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     drops, within = check_drops(s.max_drops, a.baseline.diffs if a.baseline else [],
                                 segments=a.baseline.segments if a.baseline else [],
                                 noise_aware=s.noise_aware, alpha=s.alpha, spreads=spreads)
-    out += [Failure("drop", f) for f in drops]
+    out += drops
     out += [Failure("lint", f) for f in check_lint(thresholds, run.lint)]
     out += [Failure("shadow", f) for f in [*a.shadow_problems, *check_shadows(thresholds, a.shadows)]]
     out += [Failure("segment", f) for f in check_segments(thresholds, run, s.alpha)]

@@ -50,18 +50,41 @@ class Section(NamedTuple):
 
 def verdict_lines(verdict: Verdict, *, room: int) -> tuple[list[str], bool]:
     """The verdict, then every failure with its cause, in at most ``room`` lines; and whether the
-    failures had to be cut there (then the caller lists them whole further down)."""
+    failures had to be shortened there (then the caller lists them whole further down). Too many
+    for a line each, the failures of one engine share a line, each said without its provenance
+    (``- FAIL dense: hit@5 = 0.58, required >= 0.8; mrr dropped 0.1 ...``); too many engines even
+    so, the list is cut with "... and N more"."""
     failures = verdict.failures
     if not failures:
         return ([("**PASS**: the retrieval gate passed" if verdict.settings.thresholds or verdict.baseline is not None
                   else "No gate rule is set; the numbers:")], False)
     head = f"**FAIL**: the retrieval gate failed ({len(failures)} failure{'s' * (len(failures) != 1)}):"
-    lines = [_failure(f) for f in failures]
-    cut = len(lines) > room - 2 or any(line != f"- FAIL {f}" for line, f in zip(lines, failures))
+    named = [(_failure(f), 1) for f in failures]
+    if len(named) > room - 2:
+        named = _by_engine(failures)
+    lines = [line for line, _ in named]
+    cut = len(failures) > room - 2 or any(line != f"- FAIL {f}" for line, f in zip(lines, failures))
     if len(lines) > room - 2:
         shown = room - 3
-        lines = lines[:shown] + [f"- ... and {len(failures) - shown} more failures (every one under \"Gate\" below)"]
+        left = sum(n for _, n in named[shown:])
+        lines = lines[:shown] + [f"- ... and {left} more failures (every one under \"Gate\" below)"]
     return [head, "", *lines], cut
+
+
+def _by_engine(failures: Sequence[Any]) -> list[tuple[str, int]]:
+    """(a lead line, the failures it names): the failures about one engine on one line, where the
+    first of them stood; the others a line each."""
+    groups: list[list[Any]] = []
+    at: dict[str, int] = {}
+    for f in failures:
+        if getattr(f, "engine", None) and getattr(f, "brief", None):
+            if f.engine in at:
+                groups[at[f.engine]].append(f)
+                continue
+            at[f.engine] = len(groups)
+        groups.append([f])
+    return [(_failure(g[0]) if len(g) == 1 else _failure(f"{g[0].engine}: " + "; ".join(f.brief for f in g)), len(g))
+            for g in groups]
 
 
 def _failure(text: str) -> str:
