@@ -23,7 +23,7 @@ from .judged import ppi_lines
 from .misses import miss_lines, segment_lines
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
-    from ..gate.verdict import Verdict
+    from ..gate.verdict import Failure, Verdict
 
 MARKER = "<!-- pytest-retrieval-eval -->"
 #: per-query movers the comment lists (results.md has them all)
@@ -71,13 +71,13 @@ def verdict_lines(verdict: Verdict, *, room: int) -> tuple[list[str], bool]:
     return [head, "", *lines], cut
 
 
-def _by_engine(failures: Sequence[Any]) -> list[tuple[str, int]]:
+def _by_engine(failures: Sequence[Failure]) -> list[tuple[str, int]]:
     """(a lead line, the failures it names): the failures about one engine on one line, where the
     first of them stood; the others a line each."""
-    groups: list[list[Any]] = []
+    groups: list[list[Failure]] = []
     at: dict[str, int] = {}
     for f in failures:
-        if getattr(f, "engine", None) and getattr(f, "brief", None):
+        if f.engine and f.brief:
             if f.engine in at:
                 groups[at[f.engine]].append(f)
                 continue
