@@ -3,7 +3,7 @@
     python bench/run.py                 # everything (about 30 minutes on 2 cores: SciFact cold on
                                         # both runtimes, 100,000 chunks)
     python bench/run.py --repeats 3 --no-scifact
-    python bench/run.py --quick         # every section at small sizes, once (about 3 minutes)
+    python bench/run.py --quick         # every section at small sizes, once (1.5 to 3 minutes)
     python bench/run.py --only scale --scale 5330,100000,1000000   # a million chunks (about 35 minutes)
 
 Absolute times on shared machines are noise; the ratios printed next to them compare things
