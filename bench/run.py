@@ -1214,7 +1214,7 @@ def bench_own_engine(repeats: int, warm_cache: Path | None = None) -> None:
     """A project with one engine of its own on the bundled corpus: its run alone, against the
     same project naming the built-ins too (keyword, and hybrid: PostgreSQL and the model; its
     embeddings cached by a first run, as in a warm CI). ``warm_cache``: a cache the bundled eval
-    filled already (``--quick`` passes the bundled section's: no run of its own to fill one)."""
+    filled already (the whole bench passes the bundled section's; ``--only own`` fills its own)."""
     print("a project's own engine: alone vs beside the built-ins (warm)", flush=True)
     project = Path(tempfile.mkdtemp(prefix="retrieval-bench-own-"))
     cache = warm_cache or project / "cache"
@@ -1302,13 +1302,10 @@ def main() -> None:
     bench_http_concurrency(args.repeats)
     bench_canary(args.repeats)
     bench_judging(args.repeats)
-    if not QUICK:
-        bench_own_engine(args.repeats)
     bench_evaluate(args.repeats)
     cache = Path(tempfile.mkdtemp(prefix="retrieval-bench-cache-"))
     bench_bundled(args.repeats, args.cold, cache)  # leaves the bundled eval's cache filled for the queries
-    if QUICK:  # the bundled eval's cache is warm: the own engine's section needs no cold run to fill one
-        bench_own_engine(args.repeats, cache)
+    bench_own_engine(args.repeats, cache)  # warm from it: no run of its own to fill one
     bench_queries(args.repeats, cache)
     shutil.rmtree(cache, ignore_errors=True)
     bench_ingestion(max(1, args.repeats // 2))

@@ -151,8 +151,6 @@ def copy_of_the_machines_export(cache: Path) -> Path:
     machine's cache (the one every run of the suite on the built-in MiniLM uses), exported there
     first where it is missing: for tests that need an export in a cache of their own, not the
     export itself (each export takes 10 to 17 s). Returns the copy's folder."""
-    import shutil
-
     from pytest_retrieval_eval.hybrid import onnx_embedder
     from pytest_retrieval_eval.hybrid.embedders import MINILM_SHA256, packaged_minilm_path
 
