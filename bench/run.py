@@ -41,13 +41,21 @@ TREC_EXTRA_NAMES = ["Rprec", "bpref", "num_ret", "num_rel", "num_rel_ret", "set_
 
 rows: list[dict] = []
 
-#: ``--quick``: every section at small sizes and one repetition (tests/system/test_bench.py runs
-#: it, so a change that breaks a section fails the suite); the figures mean nothing then
+#: ``--quick``: every section at small sizes and one repetition; the figures mean nothing then
 QUICK = False
+#: tiny: smaller still, each section once as an ordinary test of the suite (tests/system/test_bench.py,
+#: tests/plugin/test_bench_runs.py), so a change that breaks a section fails the suite; implies QUICK
+TINY = False
 
 
-def sized(normal, quick):
-    return quick if QUICK else normal
+def sized(normal, quick, tiny=None):
+    return tiny if TINY and tiny is not None else quick if QUICK else normal
+
+
+def set_mode(mode: str) -> None:
+    """``full``, ``quick`` or ``tiny`` (the suite's)."""
+    global QUICK, TINY
+    QUICK, TINY = mode in ("quick", "tiny"), mode == "tiny"
 
 
 def bundled_eval() -> list[str]:
@@ -79,7 +87,8 @@ def child(cmd: list[str], env: dict | None = None, cwd: Path = REPO) -> tuple[fl
     # which makes pytest assertion-rewrite every plugin module again on every run)
     # and not as CI: a test of the suite runs the bench (--quick) under CI=true, where the repository's
     # own conftest turns a skip into a failure; the bench's children are a user's runs
-    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "CI")}
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "CI", "PYTEST_CURRENT_TEST")
+            and not k.startswith("PYTEST_XDIST")}
     start = time.perf_counter()
     done = subprocess.run(wrapped, cwd=cwd, env={**base, **(env or {})}, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -226,7 +235,7 @@ def bench_evaluate(repeats: int) -> None:
         print("  NUMBA_DISABLE_JIT is set: ranx runs interpreted, its ratios mean nothing (the tests' quick run sets it)",
               flush=True)
     six, extra = "six means", "Rprec, bpref, num_*, set_*"
-    for nq, nd in sized([(10_000, 100), (1_000, 1_000)], [(200, 50)]):
+    for nq, nd in sized([(10_000, 100), (1_000, 1_000)], [(200, 50)], [(30, 20)]):
         size = f"{nq:,} queries x {nd:,} docs"
         qrels, run = synthetic(nq, nd)
         ranked_q, ranked_r = synthetic(nq, nd, ranked=True)
@@ -353,7 +362,7 @@ def bench_ingestion(repeats: int) -> None:
     from pytest_retrieval_eval.hybrid.ingest import IngestConfig, document_store, ingest
     from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
 
-    if SCIFACT.is_dir():
+    if SCIFACT.is_dir() and not TINY:
         full = BeirFolder(SCIFACT).load()
         corpus = Corpus(full.docs[:sized(2000, 100)], name=f"scifact-{sized(2000, 100)}")
     else:
@@ -547,7 +556,7 @@ def bench_memory() -> None:
     words = " ".join(d.title for d in corpus).split()
     rng = random.Random(3)
     peaks = {}
-    small, large = sized((2_000, 20_000), (200, 2_000))
+    small, large = sized((2_000, 20_000), (200, 2_000), (50, 500))
     for n in (small, large):
         labeled = LabeledSet(tuple(LabeledQuery(f"q{i}", " ".join(rng.sample(words, 6)), {corpus.docs[i % len(corpus)].doc_id: 1})
                                    for i in range(n)))
@@ -703,7 +712,7 @@ def bench_embedding(repeats: int, texts_wanted: int = 400) -> None:
 
     bundled = ([c.text for c in chunk_corpus(JsonFolder(REPO / "corpus").load())]
                + [q.question for q in load_questions_cache(REPO / "questions.cache.json")])
-    sets = [(f"bundled eval ({len(bundled)} texts)", bundled[:sized(len(bundled), 16)])]
+    sets = [(f"bundled eval ({len(bundled)} texts)", bundled[:sized(len(bundled), 16, 8)])]
     if SCIFACT.is_dir() and not QUICK:
         corpus = Corpus(BeirFolder(SCIFACT).load().docs[:texts_wanted], name="scifact")
         sets.append((f"SciFact ({texts_wanted} chunks)", [c.text for c in chunk_corpus(corpus)][:texts_wanted]))
@@ -766,14 +775,14 @@ def bench_scaling(repeats: int) -> None:
     provider = BeirFolder(SCIFACT)
     full, labeled = provider.load(), provider.labeled()
     if QUICK:  # a fifth of the queries: each section only has to run
-        labeled = dataclasses.replace(labeled, queries=labeled.queries[:60])
+        labeled = dataclasses.replace(labeled, queries=labeled.queries[:sized(300, 60, 15)])
     print(f"scaling: SciFact subsets, {len(labeled)} test queries", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-"))
     store = EmbeddedPostgres()
     store.start()
     try:
         embedder = Embedder(HashingBackend(384), EmbeddingCache(tmp / "e.sqlite3"))
-        for n in sized((1000, len(full)), (100, 300)):
+        for n in sized((1000, len(full)), (100, 300), (30, 60)):
             corpus = Corpus(full.docs[:n], name=f"scifact-{n}")
             ingest(corpus, store, embedder, IngestConfig(org_id="warmup"))  # fill the vector cache
             writes = [ingest(corpus, store, embedder, IngestConfig(org_id=f"s{n}-{i}")) for i in range(repeats)]
@@ -866,7 +875,7 @@ def bench_scale(sizes: list[int]) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="retrieval-bench-scale-"))
     try:
         for n in sizes:
-            folder = synthetic_beir(tmp / f"beir-{n}", n, queries=sized(300, 60))
+            folder = synthetic_beir(tmp / f"beir-{n}", n, queries=sized(300, 60, 10))
             project = tmp / f"project-{n}"
             project.mkdir()
             (project / "test_retrieval.py").write_text(SCALE_TEST)
@@ -932,11 +941,13 @@ def pytest_collection_modifyitems(items):
 
 
 def _plain_project(prefix: str, conftest: str = "", ini: str = "") -> Path:
-    """A project whose tests never ask for retrieval: DORMANT_FILES x DORMANT_TESTS plain tests."""
+    """A project whose tests never ask for retrieval: DORMANT_FILES x DORMANT_TESTS plain tests
+    (tiny: 2 x 5)."""
     folder = Path(tempfile.mkdtemp(prefix=prefix))
-    for f in range(DORMANT_FILES):
+    files, tests = sized((DORMANT_FILES, DORMANT_TESTS), (DORMANT_FILES, DORMANT_TESTS), (2, 5))
+    for f in range(files):
         (folder / f"test_plain_{f}.py").write_text("".join(
-            f"def test_sum_{t}():\n    assert sum(range({t})) == {t * (t - 1) // 2}\n\n" for t in range(DORMANT_TESTS)))
+            f"def test_sum_{t}():\n    assert sum(range({t})) == {t * (t - 1) // 2}\n\n" for t in range(tests)))
     if conftest:
         (folder / "conftest.py").write_text(conftest)
     if ini:
@@ -1056,7 +1067,7 @@ def bench_http_concurrency(repeats: int) -> None:
     from pytest_retrieval_eval.gate.verdict import verdict_of
     from pytest_retrieval_eval.types import LabeledQuery
 
-    n = sized(300, 40)
+    n = sized(300, 40, 12)
     print(f"HTTP engine: {n} queries, 50 ms per call, serial vs --retrieval-concurrency 16", flush=True)
 
     def search(path: str, body: object) -> dict:
@@ -1095,7 +1106,7 @@ def bench_http_concurrency(repeats: int) -> None:
         return {"data": [{"index": i, "embedding": [float(len(t) % 7), 1.0, float(i % 3)]}
                          for i, t in enumerate(body["input"])]}
 
-    batches = sized(40, 16)
+    batches = sized(40, 16, 4)
     texts = [f"passage {i} " + "word " * (i % 13) for i in range(64 * batches)]
     server, root = json_server(embeddings)
     taken, vectors = {1: [], 8: []}, {}
@@ -1169,7 +1180,7 @@ def bench_judging(repeats: int) -> None:
     from pytest_retrieval_eval.data.judge import JudgeConfig, Pair, judge_pairs
     from pytest_retrieval_eval.data.judgments import Judgments
 
-    n = sized(1000, 80)
+    n = sized(1000, 80, 16)
     print(f"judge: {n:,} pairs, 50 ms per call, serial vs 8 at a time", flush=True)
 
     def grade(path: str, body: dict) -> dict:

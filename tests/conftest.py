@@ -11,7 +11,7 @@ import sys
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no network here; tests build pipelines directly
 #: ranx (an oracle of the tests, a peer of the bench) runs its own Python code uninterpreted by
 #: numba: numba's compile of its ~130 functions took 465 s of a loaded CI worker in a fresh venv
-#: for 60 questions' worth of values, interpreted 3 s, the same values (tests/system/test_ranx_interop.py,
+#: for 60 questions' worth of values, interpreted 3 s, the same values (tests/unit/test_ranx_interop.py,
 #: and the bench's quick run, whose figures are not kept). The bench itself, run by hand, compiles.
 os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
 
@@ -33,36 +33,40 @@ HYBRID = all(importlib.util.find_spec(m) is not None for m in ("haystack", "psyc
 requires_hybrid = pytest.mark.skipif(not HYBRID, reason="the hybrid extra is not installed (a failure under CI)")
 
 
-# --- tiers ---------------------------------------------------------------------------------------
-# tests/unit: pure (no process started, no pytester, no PostgreSQL, no model), the inner loop,
-# under a minute; tests/plugin: the plugin driven through pytester, without the hybrid stack;
-# tests/system: PostgreSQL, the model, the browser, the example project, installs. Each test is
-# marked with its tier (``pytest -m "not system"``), and a unit test that starts a process or
-# asks for pytester fails saying so.
-TIERS = {
-    "unit": "pure: no process, no pytester, no PostgreSQL, no model (the inner loop: pytest tests/unit)",
-    "plugin": "the plugin through pytester, keyword and own engines, no PostgreSQL",
-    "system": "PostgreSQL, the embedding model, the browser, the example project, package installs",
-}
+# --- tiers and lanes ------------------------------------------------------------------------------
+# tests/unit: pure (no process started, no pytester, no PostgreSQL, no model); tests/plugin: the
+# plugin driven through pytester, without the hybrid stack; tests/system: PostgreSQL, the model,
+# the browser, the example project, installs. The markers (tier, ``slow`` by rule, what a system
+# test needs) put every test in one lane, and a bare ``pytest`` runs the inner loop: tests/lanes.py.
+# A unit test that starts a process or asks for pytester fails saying so.
+import shared_datasets  # noqa: E402
+import lanes  # noqa: E402
+from lanes import tier_of  # noqa: E402
+
+
+def pytest_addoption(parser):
+    lanes.addoption(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    lanes.cmdline_main(config)
 
 
 def pytest_configure(config):
-    # Registered here rather than in pyproject.toml, so it holds whatever rootdir pytest picks.
-    for name, what in TIERS.items():
-        config.addinivalue_line("markers", f"{name}: {what}")
+    # Registered here rather than in pyproject.toml, so they hold whatever rootdir pytest picks.
+    lanes.configure(config)
+    if getattr(config.option, "hypothesis_profile", None):  # hypothesis's plugin loads it next: registered first
+        _PROFILE_FROM_OPTION.append(config.option.hypothesis_profile)
+        _profiles(True)
 
 
-def tier_of(path: Path) -> str | None:
-    return _tier_of(str(path))
+def pytest_report_header(config):
+    return lanes.header(config)
 
 
-@functools.lru_cache(maxsize=None)
-def _tier_of(path: str) -> str | None:
-    """Per file, once: resolving every item's path (three times each) took 0.5 s of each
-    collection of the suite's 1,650 tests (each xdist worker's, and the README's ``pytest -m retrieval``)."""
-    resolved = Path(path).resolve()
-    rel = resolved.relative_to(REPO / "tests") if resolved.is_relative_to(REPO / "tests") else None
-    return rel.parts[0] if rel is not None and len(rel.parts) > 1 and rel.parts[0] in TIERS else None
+def pytest_ignore_collect(collection_path, config):
+    return lanes.ignore_collect(collection_path, config)
 
 
 #: the modules that take longest (minutes of CPU between them), started first: under -n the
@@ -77,10 +81,8 @@ SLOWEST_FIRST = ("test_bench.py", "test_snapshots.py", "test_user_pipelines.py",
 _TIER_ORDER = {"system": 0, "plugin": 1, "unit": 2}
 
 
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if (tier := tier_of(item.path)) is not None:
-            item.add_marker(tier)
+def pytest_collection_modifyitems(config, items):
+    lanes.mark(items, config)
 
     def rank(item) -> tuple[int, int]:
         name = item.path.name
@@ -99,6 +101,8 @@ def _pure(item) -> bool:
 
 
 def pytest_runtest_setup(item):
+    lanes.check_lane(item)
+    shared_datasets.check(item)
     if _pure(item) and "pytester" in item.fixturenames:
         raise ImpureUnitTest(f"{item.nodeid} asks for pytester: it belongs in tests/plugin")
 
@@ -120,6 +124,40 @@ def pytest_runtest_protocol(item, nextitem):
         return (yield)
     finally:
         subprocess.Popen.__init__ = original
+
+
+# --- Hypothesis profiles ------------------------------------------------------------------------
+# ``ci`` runs each property test at its own committed count (``examples(300)`` is 300), ``dev`` at
+# DEV_EXAMPLES at most: the inner loop's. HYPOTHESIS_PROFILE names one; unset, CI=true picks ``ci``
+# and anything else ``dev``; ``--hypothesis-profile`` wins over both. Hypothesis is imported when a
+# test module that uses it is (0.2 s that the README's ``pytest -m retrieval`` does not pay).
+DEV_EXAMPLES = 10
+#: a count no property test here asks for more than: under ``ci`` each test's own count holds
+CI_EXAMPLES = 100_000
+
+
+def hypothesis_profile() -> str:
+    return os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+
+
+@functools.lru_cache(maxsize=None)
+def _profiles(chosen_on_the_command_line: bool = False):
+    from hypothesis import settings
+
+    settings.register_profile("ci", max_examples=CI_EXAMPLES, deadline=None, print_blob=True)
+    settings.register_profile("dev", max_examples=DEV_EXAMPLES, deadline=None)
+    if not chosen_on_the_command_line and not _PROFILE_FROM_OPTION:
+        settings.load_profile(hypothesis_profile())
+    return settings
+
+
+_PROFILE_FROM_OPTION: list[str] = []
+
+
+def examples(full: int) -> int:
+    """A property test's example count: ``full`` (its count under the ``ci`` profile), at most the
+    loaded profile's."""
+    return min(full, _profiles().default.max_examples)
 
 
 CORPUS = REPO / "corpus"

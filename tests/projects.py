@@ -159,3 +159,37 @@ def saved_oracle_run(folder: Path, tests: str, *flags: str) -> dict:
                            "--retrieval-save-baseline=r.json"], cwd=folder, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
     return json.loads((folder / "r.json").read_text())
+
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "run.py"
+
+
+def bench_in_tiny_mode(results: Path):
+    """bench/run.py as a module, its sections at their tiny sizes, its rows emptied and its
+    results files written under ``results`` (never over the committed ones): for the tests that
+    run each section once (tests/plugin/test_bench_runs.py, tests/system/test_bench.py)."""
+    import importlib.util
+
+    name = "retrieval_bench_run"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, BENCH)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    bench = sys.modules[name]
+    bench.set_mode("tiny")
+    bench.rows.clear()
+    bench.RESULTS = results
+    return bench
+
+
+def bench_section_ran(bench, *sections: str) -> list[dict]:
+    """The rows ``sections`` recorded, after checking that each recorded some, skipped nothing and
+    has its own part in the summary written from them, and that nothing else recorded any."""
+    rows = [r for r in bench.rows if r["section"] in sections]
+    assert {r["section"] for r in bench.rows} == set(sections), sorted({r["section"] for r in bench.rows})
+    assert not [r for r in rows if r.get("name") == "skipped"], rows
+    bench.write_results()
+    summary = (bench.RESULTS / "summary.md").read_text()
+    assert all(f"\n## {section}\n" in summary for section in sections), summary[:2000]
+    return rows

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.retrieval
+pytestmark = [pytest.mark.retrieval, pytest.mark.model]
 
 #: the bundled corpus: beside the questions, in the first folder up from here that holds them
 #: (the repository's root here; a copied project's root in tests/system/test_wheel.py)

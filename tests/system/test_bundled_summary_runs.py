@@ -8,7 +8,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import requires_hybrid
+
+pytestmark = [pytest.mark.model]
 
 SEP = "----------------------------- retrieval evaluation"
 RUN = ("--retrieval-engine=hybrid", "--retrieval-engine=keyword", "--retrieval-by=body-only",

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import parse_table, requires_hybrid
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.model]
 
 TEST = "def test_x(retrieval_results):\n    pass\n"
 ARGS = ("--retrieval-engine=hybrid", "--retrieval-engine=keyword", "--retrieval-variant=hybrid-f1: fusion_top_k=1",

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import REPO, requires_hybrid
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.model]
 
 TEST = "def test_x(retrieval_results):\n    pass\n"
 ARGS = ("--retrieval-engine=hybrid", "--retrieval-variant=hybrid-f1: fusion_top_k=1", "--retrieval-engine=hybrid-f1",

@@ -14,6 +14,8 @@ import pytest
 from conftest import REPO, requires_hybrid
 from projects import contiguous_in, shown_block
 
+pytestmark = [pytest.mark.model]
+
 README = REPO / "README.md"
 
 
@@ -27,6 +29,7 @@ def mkdocs_build(tmp_path: Path, config: Path = REPO / "mkdocs.yml") -> subproce
                           capture_output=True, text=True, env=env, timeout=300)
 
 
+@pytest.mark.packaging
 def test_the_site_builds_strict(tmp_path):
     done = mkdocs_build(tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -36,6 +39,7 @@ def test_the_site_builds_strict(tmp_path):
     assert (site / "reports" / "index.html").is_file() and (site / "html-report.png").is_file()
 
 
+@pytest.mark.packaging
 def test_a_broken_link_fails_the_strict_build(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -16,7 +16,7 @@ from conftest import CORPUS, QUESTIONS, leftovers, requires_hybrid
 from fake_api import FakeApi, Reply, embeddings_reply
 from pytest_retrieval_eval.hybrid.canaries import CANARY_TEXTS, min_cosine
 
-pytestmark = requires_hybrid  # found, not imported: importing Haystack here cost every worker 4.6 s of collection
+pytestmark = [requires_hybrid, pytest.mark.postgres]  # found, not imported: importing Haystack here cost every worker 4.6 s of collection
 
 TESTS = """
     import pytest

@@ -16,7 +16,7 @@ from pytest_retrieval_eval.hybrid.embedders import (MINILM_SHA256, Embedder, Has
 from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
 
 
-pytestmark = requires_hybrid  # chunking and the embedders run Haystack
+pytestmark = [requires_hybrid, pytest.mark.model]  # chunking and the embedders run Haystack
 
 
 def test_hashing_embedder_is_stable_across_processes():

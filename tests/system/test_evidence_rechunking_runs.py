@@ -15,6 +15,8 @@ import pytest
 from conftest import CORPUS, parse_table
 from pytest_retrieval_eval.cli import main as cli
 
+pytestmark = [pytest.mark.model]
+
 #: bundled questions with the sentence of their gold document that answers them (the bundled
 #: cache records the 400-word chunk each was written from, too long to be evidence)
 LABELS = """id,question,doc_id,evidence

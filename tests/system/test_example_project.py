@@ -18,7 +18,7 @@ from conftest import parse_table, requires_hybrid
 from fake_api import FakeApi, Reply, judge_reply, umbrela_grade
 from projects import helpdesk_copy, run_in as run
 
-pytestmark = requires_hybrid  # the project's second engine is a Haystack pipeline (found, not imported: no torch at collection)
+pytestmark = [requires_hybrid, pytest.mark.model]  # the project's second engine is a Haystack pipeline (found, not imported: no torch at collection)
 
 
 @pytest.fixture

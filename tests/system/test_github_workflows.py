@@ -11,7 +11,7 @@ import pytest
 
 from conftest import REPO
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.packaging]
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
 ACTION = REPO / ".github" / "actions" / "retrieval-eval" / "action.yml"
 

@@ -15,6 +15,8 @@ import pytest
 
 from conftest import CORPUS, QUESTIONS, leftovers, parse_table, requires_hybrid
 
+pytestmark = [pytest.mark.postgres]
+
 
 ASYNC_SLEEPER = """
     import time

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import requires_hybrid
 
-pytestmark = requires_hybrid
+pytestmark = [requires_hybrid, pytest.mark.postgres]
 
 
 @pytest.fixture(scope="module")

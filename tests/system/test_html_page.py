@@ -11,6 +11,8 @@ import pytest
 
 from conftest import write_docs
 
+pytestmark = [pytest.mark.browser]
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None:
     pytest.skip("no Chromium: apt-get install chromium (.ci/run does)", allow_module_level=True)

@@ -15,6 +15,8 @@ import pytest
 
 from conftest import CORPUS, QUESTIONS, leftovers
 
+pytestmark = [pytest.mark.postgres]
+
 
 if __import__("importlib.util").util.find_spec("haystack") is None:
     pytest.skip("the hybrid extra is not installed", allow_module_level=True)

@@ -20,6 +20,8 @@ from pytest_retrieval_eval.data.labeled import load_questions_cache
 from pytest_retrieval_eval.hybrid.rerankers import make_reranker, validate_cross_encoder
 from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres
 
+pytestmark = [pytest.mark.postgres]
+
 BODY_ONLY = ("ops-bulletin-07", "memo-2026-03", "more-answers", "appendix-c")
 
 
@@ -144,6 +146,7 @@ def test_keyword_only_variant_counts_its_empty_results(hashed, labeled):
         HybridConfig(use_keyword=False, use_vector=False)
 
 
+@pytest.mark.model
 def test_hybrid_on_minilm_clearly_beats_the_metadata_keyword_engine(minilm, corpus, labeled):
     hybrid = evaluate_engine(HybridEngine(minilm), labeled)
     keyword = evaluate_engine(KeywordEngine(corpus), labeled)
@@ -186,6 +189,7 @@ def test_http_reranker_errors_are_recorded_per_query_without_the_key(hashed, lab
     assert "HTTP 401" in error and "check the API key" in error and FAKE_KEY not in error
 
 
+@pytest.mark.model
 def test_an_embedding_model_is_refused_as_a_cross_encoder():
     with pytest.raises(RetrievalEvalError, match="not a cross-encoder: architectures \\['BertModel'\\]"):
         validate_cross_encoder(packaged_minilm_path())

@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+pytestmark = [pytest.mark.postgres]
+
 pytest.importorskip("psycopg", reason="the hybrid extra")  # a failure under CI
 from pytest_retrieval_eval.hybrid.store.embedded import EmbeddedPostgres, sweep_stale  # noqa: E402
 

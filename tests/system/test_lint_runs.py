@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = [pytest.mark.model]
+
 
 def test_bundled_report_lists_truncation_and_a_duplicated_document_is_flagged(pytester, shared_cache_dir, sandbox_tmp):
     import json

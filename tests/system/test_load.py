@@ -18,6 +18,8 @@ from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.types import LabeledQuery
 
+pytestmark = [pytest.mark.postgres]
+
 
 def queries(corpus, n: int) -> LabeledSet:
     rng = random.Random(5)

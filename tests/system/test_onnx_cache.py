@@ -22,7 +22,7 @@ from conftest import copy_of_the_machines_export, requires_hybrid
 from pytest_retrieval_eval.hybrid import onnx_embedder
 from pytest_retrieval_eval.hybrid.embedders import MINILM_SHA256, backend_for, packaged_minilm_path
 
-pytestmark = requires_hybrid
+pytestmark = [requires_hybrid, pytest.mark.model]
 
 NAME = onnx_embedder.export_folder(onnx_embedder.Path("."), MINILM_SHA256).name
 TEXTS = ["a flat tyre", "my back wheel went soft", "privacy of data"]

@@ -19,6 +19,8 @@ from fake_api import FakeApi, Reply, embeddings_reply
 
 import importlib.util  # noqa: E402
 
+pytestmark = [pytest.mark.model]
+
 if importlib.util.find_spec("haystack") is None:
     pytest.skip("the hybrid extra is not installed", allow_module_level=True)
 

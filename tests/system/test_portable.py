@@ -55,7 +55,7 @@ def test_the_platform_switches_and_what_they_force(monkeypatch):
     assert platform.alive(os.getpid()) and not platform.alive(999_999_999)
 
 
-pytestmark = [requires_hybrid]
+pytestmark = [requires_hybrid, pytest.mark.postgres]
 
 
 def inner(pytester, tmp, *args, env=None, **kw):
@@ -87,6 +87,7 @@ def test_a_store_in_portable_mode_listens_on_loopback_tcp_with_a_watchdog(sandbo
     assert dog.poll() is not None  # stopped with the server
 
 
+@pytest.mark.model
 def test_the_bundled_eval_gives_the_same_table_in_portable_mode(pytester, sandbox_tmp, shared_cache_dir):
     pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
                      f"retrieval_cache_dir = {shared_cache_dir}\n")

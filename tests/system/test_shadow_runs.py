@@ -13,6 +13,8 @@ from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.evaluation.results import EvaluationResult
 from pytest_retrieval_eval.types import LabeledQuery
 
+pytestmark = [pytest.mark.model]
+
 LABELED = LabeledSet(tuple(LabeledQuery(f"q{i}", f"question {i}", {f"d{i}": 1}) for i in range(4)), name="s")
 
 

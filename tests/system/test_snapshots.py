@@ -14,7 +14,7 @@ import pytest
 
 from conftest import CORPUS, QUESTIONS, parse_table, requires_hybrid
 
-pytestmark = [requires_hybrid]
+pytestmark = [requires_hybrid, pytest.mark.postgres]
 
 TESTS = """
     import pytest

@@ -19,6 +19,8 @@ from pytest_retrieval_eval.hybrid.store.containers import StoreUnavailable, dock
 from pytest_retrieval_eval.hybrid.store.dsn import DsnStore
 from pytest_retrieval_eval.hybrid.store.embedded import PREFIX, EmbeddedPostgres
 
+pytestmark = [pytest.mark.postgres]
+
 
 def our_postgres_pids(data_dir: Path) -> list[int]:
     out = subprocess.run(["ps", "-ewwo", "pid,args"], capture_output=True, text=True).stdout

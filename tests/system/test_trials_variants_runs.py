@@ -10,6 +10,8 @@ import pytest
 
 from conftest import CORPUS, QUESTIONS, parse_table
 
+pytestmark = [pytest.mark.model]
+
 STOCHASTIC = """
     import random
 

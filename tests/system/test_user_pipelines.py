@@ -11,7 +11,7 @@ import pytest
 
 from conftest import requires_hybrid, write_docs
 
-pytestmark = [requires_hybrid]
+pytestmark = [requires_hybrid, pytest.mark.postgres]
 
 DOCS = [
     {"doc_id": "vpn", "title": "VPN", "content": "Install the tunnel client and import your profile to reach the office network."},
@@ -77,6 +77,7 @@ def project(pytester, tmp_path):
 ST = "haystack_integrations.components.embedders.sentence_transformers."
 
 
+@pytest.mark.model
 def test_sentence_transformers_embedders_in_a_teams_yaml_are_cached_and_queried(project, tmp_path):
     import yaml
 
@@ -109,6 +110,7 @@ def test_sentence_transformers_embedders_in_a_teams_yaml_are_cached_and_queried(
     restored.stdout.fnmatch_lines(["*restored from snapshot (6 chunks of ingest.yaml; the pipeline did not run)*"])
 
 
+@pytest.mark.model
 def test_a_teams_yaml_is_linted_for_truncation_with_its_embedders_window(project, tmp_path):
     """The window comes from the YAML's own document embedder (here the plugin's MiniLM), so a
     team's ingestion is checked for truncation as the built-in one is (issue 27)."""

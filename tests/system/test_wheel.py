@@ -26,6 +26,8 @@ import pytest
 
 from conftest import REPO, parse_table, requires_hybrid
 
+pytestmark = [pytest.mark.packaging]
+
 
 PACKAGE = "pytest_retrieval_eval"
 #: what pyproject.toml's package-data ships beside the modules (py.typed once there is one)

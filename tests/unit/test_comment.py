@@ -7,10 +7,12 @@ from __future__ import annotations
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.gate.rules import parse_max_drops, parse_thresholds
 from pytest_retrieval_eval.gate.settings import GateSettings
-from pytest_retrieval_eval.gate.verdict import verdict_of as judge
+from pytest_retrieval_eval.gate.verdict import decide, verdict_of as judge
 from pytest_retrieval_eval.report.comment import MARKER, comment
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
+
+from analyses import handed_analysis
 
 GITHUB_LIMIT = 65_536
 
@@ -180,14 +182,18 @@ def test_a_refused_baseline_says_refused_not_that_nothing_moved():
 
 
 def test_a_run_of_two_thousand_questions_and_six_engines_gives_a_comment_under_githubs_limit():
+    """Every default column, every engine pair and every measure against the baseline: the
+    comment is handed the run's analysis (tests/analyses.py) rather than running 10,000-resample
+    bootstraps and paired tests over 2,000 questions to lay it out."""
     labeled = LabeledSet(tuple(LabeledQuery(f"q{i:04d}", f"what does section {i} of the manual say?", {f"d{i}": 1})
                                for i in range(2000)), name="set")
     engines = [f"engine-{j}" for j in range(6)]
     base = RunResults([_engine(e, labeled, set(range(0, 2000, 3 + j))) for j, e in enumerate(engines)])
     now = RunResults([_engine(e, labeled, set(range(0, 2000, 2 + j))) for j, e in enumerate(engines)])
-    verdict = judge(now, GateSettings(thresholds=tuple(parse_thresholds([("hit@1>=0.9", "ci")])),
-                                      max_drops=tuple(parse_max_drops([("hit@5=0.01", "ci")]))), baseline=base,
-                    measures=["hit@1", "hit@5", "hit@10", "mrr"])  # 4 of the 6 default columns: the tests stay fast
+    settings = GateSettings(thresholds=tuple(parse_thresholds([("hit@1>=0.9", "ci")])),
+                            max_drops=tuple(parse_max_drops([("hit@5=0.01", "ci")])))
+    verdict = decide(now, settings, handed_analysis(now, settings, base))
+    assert len(verdict.measures) == 6 and len(verdict.comparisons) == 15 * 6 and len(verdict.baseline.diffs) == 6 * 6
     text = comment(verdict)
     assert len(text) < GITHUB_LIMIT and len(text.encode("utf-8")) < GITHUB_LIMIT
     lead = text.splitlines()[:10]

@@ -6,6 +6,7 @@ import pytest
 
 from conftest import CORPUS, write_docs
 from projects import make_beir
+from shared_datasets import dataset_path
 from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.data.corpus import BeirFolder, JsonFolder, open_corpus
 
@@ -86,13 +87,9 @@ def test_beir_query_without_text_is_an_error(tmp_path):
         BeirFolder(root).labeled()
 
 
+@pytest.mark.dataset("scifact")
 def test_scifact_loads_when_present():
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "scifact"
-    if not root.is_dir():
-        pytest.skip(f"SciFact not found at {root}")
-    provider = BeirFolder(root)
+    provider = BeirFolder(dataset_path("scifact"))
     assert len(provider.load()) == 5183
     labeled = provider.labeled()
     assert len(labeled) == 300

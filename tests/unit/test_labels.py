@@ -12,6 +12,7 @@ import shutil
 import pytest
 
 from conftest import CORPUS, QUESTIONS, REPO, requires_hybrid
+from shared_datasets import dataset_path
 from fake_api import Reply
 from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.cli import main as cli
@@ -202,10 +203,9 @@ def test_label_import_the_questions_cache_and_qrels_accept_and_refuse_the_same_j
             assert got == grade and type(got) is int, name
 
 
+@pytest.mark.dataset("scifact")
 def test_beir_queries_and_qrels_import(tmp_path, capsys):
-    scifact = REPO.parent / "shared" / "datasets" / "scifact"
-    if not scifact.exists():
-        pytest.skip(f"SciFact not found at {scifact}")
+    scifact = dataset_path("scifact")
     entries = read_labels(scifact, fmt="beir")
     assert len(entries) == 300 and all(q.relevant for q in entries)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS, requires_hybrid, write_docs
+from conftest import CORPUS, QUESTIONS, examples, requires_hybrid, write_docs
 from fake_api import Reply, chat_reply
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.corpus import JsonFolder
@@ -224,7 +224,7 @@ def test_whatever_label_import_accepts_the_loader_loads(tmp_path):
     loaded = JsonFolder(corpus).load()
     accepted = refused = 0
 
-    @hypothesis.settings(max_examples=120, deadline=None, database=None, derandomize=True,
+    @hypothesis.settings(max_examples=examples(120), deadline=None, database=None, derandomize=True,
                          suppress_health_check=list(hypothesis.HealthCheck))
     @hypothesis.given(rows=st.lists(st.tuples(st.sampled_from(CELLS), st.sampled_from(DOCS), st.sampled_from(GRADES),
                                               st.sampled_from(IDS)), min_size=1, max_size=4),

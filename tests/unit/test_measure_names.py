@@ -6,17 +6,15 @@ their own hand-computed test values."""
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import pytest
 
 from pytest_retrieval_eval import Measure, Qrels, RetrievalEvalError, Run, evaluate
 from pytest_retrieval_eval.gate.rules import Threshold
 from pytest_retrieval_eval.ir.measures import split_measures
+from shared_datasets import dataset_path
 
-IR_MEASURES_TEST = Path(os.environ.get("IR_MEASURES_TEST_DIR")
-                        or Path(__file__).resolve().parents[3] / "shared" / "datasets" / "ir_measures_test")
+IR_MEASURES_TEST = dataset_path("ir_measures_test")
 
 
 @pytest.mark.parametrize(
@@ -152,9 +150,8 @@ def test_judged_matches_ir_measures_hand_values():
                     per_query=True) == {"judged": {"0": 1.0, "1": 0.0}, "judged@5": {"0": 1.0, "1": 0.0}}
 
 
+@pytest.mark.dataset("ir_measures_test")
 def test_rbp_matches_ir_measures_cwl_eval_hand_values():
-    if not (IR_MEASURES_TEST / "cwl.run").is_file():
-        pytest.skip(f"ir_measures' cwl test files are not at {IR_MEASURES_TEST} (set IR_MEASURES_TEST_DIR)")
     qrels, run = Qrels.from_trec(IR_MEASURES_TEST / "cwl.qrels"), Run.from_trec(IR_MEASURES_TEST / "cwl.run")
     # ir_measures' tests/test_cwl_eval.py, from a manual cwl-eval run
     expected = {

@@ -19,6 +19,8 @@ pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from conftest import examples  # noqa: E402
+
 from pytest_retrieval_eval import Measure, Qrels, Run, evaluate  # noqa: E402
 from pytest_retrieval_eval.ir.runs import rank_by_score  # noqa: E402
 
@@ -130,14 +132,14 @@ def qrels_and_run(draw):
     return qrels, run
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(qrels_and_run())
 def test_random_runs_match_trec_eval(data):
     qrels, run = data
     assert_matches_oracle(qrels, run)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(qrels_and_run())
 def test_random_runs_match_trec_eval_on_the_trec_eval_10_measures(data):
     qrels, run = data
@@ -281,7 +283,7 @@ EVERY_MEASURE = ALL_MEASURES + TREC_10_MEASURES + [
     "set_f(beta=0.5)"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(qrels_and_run())
 def test_a_ranked_run_scores_as_the_scored_run_it_came_from(data):
     # two code paths place the judged documents (from the scores; from the rankings, by scanning

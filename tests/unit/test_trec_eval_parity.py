@@ -1,8 +1,8 @@
 """Parity with trec_eval 10 on its own regression files: every value of every measure the plugin
 has, in every ``out.test*`` file of trec_eval's ``test/`` folder, at the 4 decimals it prints.
 
-The files are read in place from the shared datasets folder (``TREC_EVAL_TEST_DIR`` overrides
-it), never copied into the repository. Each expected file is the output of one command of
+The files are read in place from the datasets folder (tests/shared_datasets.py: ``RETRIEVAL_TESTS_DATASETS``),
+never copied into the repository. Each expected file is the output of one command of
 trec_eval's Makefile ``quicktest`` target; ``CASES`` lists them with the options that matter here:
 ``-c`` is the plugin's only mode (a judged query the run leaves out scores 0), ``-M100`` keeps
 each query's top 100, ``-l2`` reads every binary measure at relevance level 2.
@@ -10,20 +10,17 @@ each query's top 100, ``-l2`` reads every binary measure at relevance level 2.
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
 from pytest_retrieval_eval import Qrels, Run, evaluate
 from pytest_retrieval_eval.ir.measures import Measure
 
-DATA = Path(os.environ.get("TREC_EVAL_TEST_DIR")
-            or Path(__file__).resolve().parents[3] / "shared" / "datasets" / "trec_eval_test")
+from shared_datasets import dataset_path
 
-if not (DATA / "out.test").is_file():
-    pytest.skip(f"trec_eval's test files are not at {DATA} (set TREC_EVAL_TEST_DIR)", allow_module_level=True)
+DATA = dataset_path("trec_eval_test")
+pytestmark = pytest.mark.dataset("trec_eval_test")
 
 #: expected output -> (qrels file, run file, -c given, -M, -l)
 CASES = {

@@ -1,6 +1,7 @@
 """ranx, live: a run exported with ``to_ranx`` ranks ties as trec_eval does, and each ranx
-measure name gives ranx's value. A system test, not a unit one: ranx's import is heavy. Its
-numba compile is switched off for the tests (tests/conftest.py): ranx's own code, interpreted."""
+measure name gives ranx's value. Pure, but out of the inner loop: ranx is an oracle, and its import
+is heavy (tests/lanes.py). Its numba compile is switched off for the tests (tests/conftest.py):
+ranx's own code, interpreted."""
 
 from __future__ import annotations
 
