@@ -47,16 +47,16 @@ def pytest_runtest_setup(item):
 """
 
 FILES = {
-    "unit/test_fast.py": "def test_sum():\n    assert sum([1, 2]) == 3\n",
-    "unit/test_oracle.py": "def test_against_scipy():\n    if sum([]):  # named, never imported here\n        import scipy.stats\n",
-    "unit/test_waits.py": "import time\n\ndef test_waits():\n    time.sleep(0)\n",
-    "unit/test_helper_waits.py": ("import time\n\ndef pause():\n    time.sleep(0)\n\n"
+    "unit/test_sample_fast.py": "def test_sum():\n    assert sum([1, 2]) == 3\n",
+    "unit/test_sample_oracle.py": "def test_against_scipy():\n    if sum([]):  # named, never imported here\n        import scipy.stats\n",
+    "unit/test_sample_waits.py": "import time\n\ndef test_waits():\n    time.sleep(0)\n",
+    "unit/test_sample_helper_waits.py": ("import time\n\ndef pause():\n    time.sleep(0)\n\n"
                                   "def test_through_a_helper():\n    pause()\n"),
-    "plugin/test_inner_run.py": "def test_inner(pytester):\n    pytester.makepyfile('def test_x(): pass')\n",
-    "system/test_store.py": "import pytest\n\npytestmark = pytest.mark.postgres\n\ndef test_store():\n    pass\n",
-    "system/test_page.py": ("import pytest\n\npytestmark = pytest.mark.postgres\n\n"
+    "plugin/test_sample_inner_run.py": "def test_inner(pytester):\n    pytester.makepyfile('def test_x(): pass')\n",
+    "system/test_sample_store.py": "import pytest\n\npytestmark = pytest.mark.postgres\n\ndef test_store():\n    pass\n",
+    "system/test_sample_page.py": ("import pytest\n\npytestmark = pytest.mark.postgres\n\n"
                             "@pytest.mark.browser\ndef test_page():\n    pass\n"),
-    "system/test_forgot.py": "def test_needs_nothing_named():\n    pass\n",
+    "system/test_sample_forgot.py": "def test_needs_nothing_named():\n    pass\n",
 }
 
 
@@ -81,38 +81,38 @@ def ran(result) -> set[str]:
 
 def test_a_bare_pytest_runs_the_inner_loop_only_and_says_so(suite):
     result = suite.runpytest("-p", "no:xdist")
-    assert ran(result) == {"unit/test_fast.py::test_sum"}
+    assert ran(result) == {"unit/test_sample_fast.py::test_sum"}
     result.stdout.fnmatch_lines(["lanes: inner (the default of a bare pytest; `pytest --lane all` runs every lane*"])
     assert result.ret == 0
 
 
 def test_slow_is_applied_by_rule_oracles_real_time_through_helpers_and_inner_runs(suite):
     result = suite.runpytest("-p", "no:xdist", "--lane", "unit-slow", "--lane", "plugin")
-    assert ran(result) == {"unit/test_oracle.py::test_against_scipy", "unit/test_waits.py::test_waits",
-                           "unit/test_helper_waits.py::test_through_a_helper", "plugin/test_inner_run.py::test_inner"}
+    assert ran(result) == {"unit/test_sample_oracle.py::test_against_scipy", "unit/test_sample_waits.py::test_waits",
+                           "unit/test_sample_helper_waits.py::test_through_a_helper", "plugin/test_sample_inner_run.py::test_inner"}
     assert result.ret == 0
 
 
 def test_a_system_test_is_in_the_lane_of_the_last_need_it_names(suite):
-    assert ran(suite.runpytest("-p", "no:xdist", "--lane", "postgres")) == {"system/test_store.py::test_store"}
-    assert ran(suite.runpytest("-p", "no:xdist", "--lane", "browser")) == {"system/test_page.py::test_page"}
+    assert ran(suite.runpytest("-p", "no:xdist", "--lane", "postgres")) == {"system/test_sample_store.py::test_store"}
+    assert ran(suite.runpytest("-p", "no:xdist", "--lane", "browser")) == {"system/test_sample_page.py::test_page"}
 
 
 def test_every_lane_runs_everything_and_a_test_in_no_lane_fails_naming_the_markers(suite):
     result = suite.runpytest("-p", "no:xdist", "--lane", "all")
     result.assert_outcomes(passed=7, errors=1)
-    result.stdout.fnmatch_lines(["*tests/system/test_forgot.py::test_needs_nothing_named falls in no lane: a system "
+    result.stdout.fnmatch_lines(["*tests/system/test_sample_forgot.py::test_needs_nothing_named falls in no lane: a system "
                                  "test names what it needs (pytest.mark.postgres, pytest.mark.model, "
                                  "pytest.mark.browser, pytest.mark.packaging*"])
 
 
-@pytest.mark.parametrize("args", [["-m", "postgres or not slow"], ["-k", "store or sum"], ["tests/system/test_store.py"]])
+@pytest.mark.parametrize("args", [["-m", "postgres or not slow"], ["-k", "store or sum"], ["tests/system/test_sample_store.py"]])
 def test_naming_a_path_a_marker_or_a_keyword_runs_what_was_named(suite, args):
     result = suite.runpytest("-p", "no:xdist", *args)
     assert "lanes:" not in result.stdout.str()
-    expected = {"-m": {"unit/test_fast.py::test_sum", "system/test_store.py::test_store", "system/test_page.py::test_page"},
-                "-k": {"unit/test_fast.py::test_sum", "system/test_store.py::test_store"}}
-    assert ran(result) == expected.get(args[0], {"system/test_store.py::test_store"})
+    expected = {"-m": {"unit/test_sample_fast.py::test_sum", "system/test_sample_store.py::test_store", "system/test_sample_page.py::test_page"},
+                "-k": {"unit/test_sample_fast.py::test_sum", "system/test_sample_store.py::test_store"}}
+    assert ran(result) == expected.get(args[0], {"system/test_sample_store.py::test_store"})
 
 
 def test_a_bare_pytest_spreads_the_inner_loop_over_every_core(suite):
