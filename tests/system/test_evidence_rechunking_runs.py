@@ -15,7 +15,7 @@ import pytest
 from conftest import CORPUS, parse_table
 from pytest_retrieval_eval.cli import main as cli
 
-pytestmark = [pytest.mark.model]
+pytestmark = [pytest.mark.postgres]
 
 #: bundled questions with the sentence of their gold document that answers them (the bundled
 #: cache records the 400-word chunk each was written from, too long to be evidence)
@@ -48,6 +48,7 @@ def test_three_chunkings_are_scored_at_the_evidence_level_from_one_set_of_labels
     before = cache.read_text()
     pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {cache}\n"
                      f"retrieval_cache_dir = {shared_cache_dir}\nretrieval_engines = hybrid hybrid-200 hybrid-120\n"
+                     "retrieval_embedder = hashing\n"  # chunkings and evidence are tested, not the model
                      "retrieval_variants =\n    hybrid-200: split_length=200 split_overlap=40\n"
                      "    hybrid-120: split_length=120 split_overlap=20\n")
     pytester.makepyfile("def test_x(retrieval_results):\n    pass\n")

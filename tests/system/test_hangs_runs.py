@@ -75,7 +75,8 @@ def test_ctrl_c_with_calls_in_flight_ends_pytest_and_stops_postgres(pytester, sa
     marker = tmp_path / "calls"
     marker.mkdir()
     pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
-                     f"retrieval_cache_dir = {shared_cache_dir}\nretrieval_engines = stuck\n")
+                     f"retrieval_cache_dir = {shared_cache_dir}\nretrieval_engines = stuck\n"
+                     "retrieval_embedder = hashing\n")  # the store's life is tested, not the model
     pytester.makeconftest(STUCK_ENGINE.format(marker=str(marker), kind="async " if kind == "async" else ""))
     pytester.makepyfile("def test_x(retrieval_results):\n    pass\n")
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}

@@ -150,7 +150,8 @@ def test_a_killed_or_interrupted_pytest_leaves_no_postgres(pytester, sandbox_tmp
                                                            how, mode):
     marker = tmp_path / "querying"
     pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
-                     f"retrieval_cache_dir = {shared_cache_dir}\nretrieval_engines = slow\n")
+                     f"retrieval_cache_dir = {shared_cache_dir}\nretrieval_engines = slow\n"
+                     "retrieval_embedder = hashing\n")  # the store's life is tested, not the model
     pytester.makeconftest(SLOW_ENGINE.format(marker=str(marker)))
     pytester.makepyfile("def test_x(retrieval_results):\n    pass\n")
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
