@@ -65,6 +65,14 @@ def pytest_report_header(config):
     return lanes.header(config)
 
 
+def pytest_terminal_summary(terminalreporter):
+    lines = shared_datasets.summary(terminalreporter.stats.get("skipped", []))
+    if lines:
+        terminalreporter.section("datasets outside the repository")
+        for line in lines:
+            terminalreporter.line(line)
+
+
 def pytest_ignore_collect(collection_path, config):
     return lanes.ignore_collect(collection_path, config)
 

@@ -46,8 +46,11 @@ def missing(name: str) -> str | None:
     needed, source = DATASETS[name]
     if (path / needed).is_file():
         return None
-    return (f"dataset {name} not found at {path} (no {needed}): get {source}, and put it there or set "
+    return (f"{PREFIX}{name} not found at {path} (no {needed}): get {source}, and put it there or set "
             f"{VARIABLE} to the folder that holds it")
+
+
+PREFIX = "dataset "
 
 
 def check(item: pytest.Item) -> None:
@@ -56,3 +59,15 @@ def check(item: pytest.Item) -> None:
         why = missing(*marker.args)
         if why is not None:
             pytest.skip(why)
+
+
+def summary(reports) -> list[str]:
+    """Lines naming each absent dataset, where to get it and how many tests it skipped (the
+    terminal's summary: a plain run's shows no skip reasons)."""
+    by: dict[str, list[str]] = {}
+    for report in reports:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
+        reason = reason.removeprefix("Skipped: ")
+        if reason.startswith(PREFIX):
+            by.setdefault(reason, []).append(report.nodeid)
+    return [f"{len(ids)} test{'s' * (len(ids) != 1)} skipped: {reason} (e.g. {ids[0]})" for reason, ids in by.items()]
