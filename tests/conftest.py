@@ -77,15 +77,14 @@ def pytest_ignore_collect(collection_path, config):
     return lanes.ignore_collect(collection_path, config)
 
 
-#: the modules that take longest (minutes of CPU between them), started first: under -n the
-#: workers then end on the many short tests, not one of these alone (the bench's one test, a
-#: quick run of every section, takes about 3 minutes: started last, the run waited on it alone)
-#: (system tier: in the order of their CPU seconds in a full run on 2026-12-03, the ONNX exports among them)
+#: the modules that take longest, started first within their tier: under -n the workers then end
+#: on the many short tests, not on one of these alone (in the order of their seconds in a full
+#: run on 2026-12-07: the system tier's, the ONNX exports among them; the plugin tier's; the unit's)
 SLOWEST_FIRST = ("test_bench.py", "test_snapshots.py", "test_user_pipelines.py", "test_embedders_runs.py",
-                 "test_onnx_cache.py", "test_example_project.py", "test_snapshots_runs.py", "test_load.py",
-                 "test_plugin_hybrid.py", "test_drift_canaries_runs.py", "test_docs_runs.py",
-                 # the unit tier's (seconds each: a 2,000-question analysis, the oracles' random runs)
-                 "test_comment.py", "test_metrics.py", "test_ppi_measures.py")
+                 "test_snapshots_runs.py", "test_example_project.py", "test_onnx_cache.py", "test_plugin_hybrid.py",
+                 "test_portable.py", "test_html_page.py", "test_load.py", "test_drift_canaries_runs.py",
+                 "test_plugin.py", "test_bench_runs.py", "test_lanes_runs.py", "test_judging_runs.py",
+                 "test_metrics.py", "test_ppi_measures.py", "test_comment.py")
 _TIER_ORDER = {"system": 0, "plugin": 1, "unit": 2}
 
 

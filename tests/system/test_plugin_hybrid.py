@@ -88,7 +88,8 @@ def test_both_engines_a_clean_exit_and_a_warm_rerun_without_the_model(pytester, 
 
 def test_xdist_workers_each_get_a_store_and_the_table_matches(pytester, sandbox_tmp, shared_cache_dir):
     pytester.makeini(f"[pytest]\nretrieval_corpus = {CORPUS}\nretrieval_questions = {QUESTIONS}\n"
-                     f"retrieval_cache_dir = {shared_cache_dir}\n")
+                     f"retrieval_cache_dir = {shared_cache_dir}\n"
+                     "retrieval_embedder = hashing\n")  # the stores and the merge are tested, not the model
     pytester.makepyfile(TESTS + """
     def test_mrr(retrieval_results):
         assert retrieval_results.mrr() >= 0.1
