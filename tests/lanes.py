@@ -4,8 +4,8 @@ Every test is marked with its tier (its folder), with ``slow`` where a rule belo
 in the system tier, with what it needs. The markers put each test in exactly one lane:
 
     inner      unit and not slow        pure and fast: the inner loop, what a bare ``pytest`` runs
-    unit-slow  unit and slow            pure, but oracles at full size, simulations, scale, real time
-    plugin     plugin                   the plugin driven through pytester, no PostgreSQL
+    unit-slow  unit and slow            pure, but against oracles, in real time or importing frameworks
+    plugin     plugin                   the plugin run as a user runs it, no PostgreSQL, no model
     postgres   system and postgres      a real PostgreSQL + pgvector, plumbing on the model-free embedder
     model      system and model         the real MiniLM (ONNX Runtime or torch), its export, its cache
     browser    system and browser       Chromium driving the HTML page
@@ -14,13 +14,16 @@ in the system tier, with what it needs. The markers put each test in exactly one
 (a system test that needs several is in the last of ``postgres < model < browser < packaging``
 it needs). ``pytest --lane NAME`` runs a lane (repeatable), ``pytest --lane all`` every lane, as
 ``.ci/run`` does. A bare ``pytest``, naming no path, no ``-m``, no ``-k`` and no ``--lane``, runs
-``inner``; naming anything runs what was named, so ``pytest -m retrieval --retrieval-report``
-(the bundled eval) and ``pytest tests/system/test_store.py`` are what they always were.
+``inner``, on every core (``-n auto``; ``-n 0`` for one process); naming anything runs what was
+named, so ``pytest -m retrieval --retrieval-report`` (the bundled eval) and
+``pytest tests/system/test_store.py`` are what they always were.
 
-``slow`` is applied by rule, never remembered by hand (``SLOW_RULES``): an inner pytest run, a
-real component (the system tier), an independent implementation compared at full size, a
-simulation, and a test that waits out real time. A test that falls in no lane (a system test
-that names no need) fails at setup, saying which markers would place it.
+``slow`` is applied by rule, never remembered by hand (``SLOW_RULES``), from what a test asks for
+and what it, its module's helpers and its fixtures use: an inner pytest run, a real component
+(the system tier), an oracle (an independent implementation: pytrec_eval, ir_measures, ranx,
+scipy, statsmodels), real time (a local server, a timeout, a sleep) and a framework whose import
+alone takes a second. A test that falls in no lane (a system test that names no need) fails at
+setup, saying which markers would place it.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ TESTS = Path(__file__).resolve().parent
 
 TIERS = {
     "unit": "pure: no process, no pytester, no PostgreSQL, no model (its fast part is the inner loop)",
-    "plugin": "the plugin through pytester, keyword and own engines, no PostgreSQL",
+    "plugin": "the plugin run as a user runs it (pytester, its processes): keyword and own engines, no PostgreSQL",
     "system": "PostgreSQL, the embedding model, the browser, the example project, package installs",
 }
 #: what a system test needs, in the order that places a test needing several in the last lane
@@ -49,8 +52,8 @@ NEEDS = {
 }
 LANES = {
     "inner": "unit and not slow: pure and fast, the inner loop (a bare `pytest`)",
-    "unit-slow": "unit and slow: pure, but oracles at full size, simulations, real time",
-    "plugin": "plugin: the plugin driven through pytester",
+    "unit-slow": "unit and slow: pure, but against oracles, in real time or importing frameworks",
+    "plugin": "plugin: the plugin run as a user runs it (pytester, its processes), no PostgreSQL, no model",
     "postgres": "system and postgres and not (model or browser or packaging)",
     "model": "system and model and not (browser or packaging)",
     "browser": "system and browser and not packaging",
@@ -58,14 +61,14 @@ LANES = {
 }
 DEFAULT_LANE = "inner"
 OTHER_MARKERS = {
-    "slow": "applied by rule (tests/lanes.py SLOW_RULES): an inner pytest run, a real component, a full-size "
-            "oracle, a simulation, real time",
+    "slow": "applied by rule (tests/lanes.py SLOW_RULES): an inner pytest run, a real component, an oracle, "
+            "real time, a framework's import",
     "dataset(name)": "reads a dataset outside the repository (RETRIEVAL_TESTS_DATASETS, tests/shared_datasets.py); "
                      "skipped where it is absent, a failure under CI",
 }
 
-#: libraries that compute what the plugin computes, independently: a test that calls one (itself,
-#: or through a helper of its module) compares against an oracle at full size
+#: libraries that compute what the plugin computes, independently: a test that uses one (itself,
+#: through a helper of its module or through a fixture) is checked against an oracle
 ORACLES = frozenset({"pytrec_eval", "ir_measures", "ranx", "statsmodels", "scipy"})
 #: what waits out real time: a local server of the tests' own (its latency, its timeouts), sleeps,
 #: waits on threads and events
