@@ -402,6 +402,18 @@ def read_only():
         subprocess.run(["umount", str(folder)], capture_output=True)
 
 
+def interruptible() -> dict:
+    """Popen arguments for a child a test interrupts as Ctrl-C at a terminal would (SIGINT): the
+    signal at its default in the child, whatever this run inherited. A suite started in the
+    background by a script (``.ci/run &``) inherits SIGINT ignored, and so would every child: its
+    Python then never raises KeyboardInterrupt, and a test of Ctrl-C waits on a run that goes on."""
+    import signal
+
+    if os.name != "posix":
+        return {}
+    return {"preexec_fn": lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)}
+
+
 def leftovers(tmp: Path) -> tuple[list[str], list[str]]:
     dirs = sorted(p.name for p in tmp.glob("pytest-retrieval-pg-*"))
     ps = subprocess.run(["ps", "-ewwo", "pid,stat,args"], capture_output=True, text=True).stdout

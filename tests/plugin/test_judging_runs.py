@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import CORPUS, FAKE_KEY
+from conftest import CORPUS, FAKE_KEY, interruptible
 from fake_api import FakeApi, Reply, judge_reply
 from projects import BUNDLED_TESTS
 from pytest_retrieval_eval.cli import main as cli
@@ -196,7 +196,8 @@ def test_ctrl_c_stops_judge_at_once_while_calls_hang_and_keeps_every_finished_ju
         env = {**os.environ, "RETRIEVAL_EVAL_BASE_URL": api.url, "RETRIEVAL_EVAL_API_KEY": FAKE_KEY}
         cmd = [sys.executable, "-m", "pytest_retrieval_eval", "judge", str(saved_run), "--corpus", str(CORPUS),
                "--judgments", str(path), "--model", "m", "--concurrency", "2"]
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                **interruptible())
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and len(api.hits("/chat/completions")) < 7:  # two calls hang

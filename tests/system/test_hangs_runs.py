@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS, leftovers, parse_table, requires_hybrid
+from conftest import CORPUS, QUESTIONS, interruptible, leftovers, parse_table, requires_hybrid
 
 pytestmark = [pytest.mark.postgres]
 
@@ -84,7 +84,8 @@ def test_ctrl_c_with_calls_in_flight_ends_pytest_and_stops_postgres(pytester, sa
     # hypothesis's plugin imports hypothesis for its summary: seconds on a busy machine, and not ours
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
                              "--retrieval-concurrency", "4"],
-                            cwd=pytester.path, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            cwd=pytester.path, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            **interruptible())
     try:
         deadline = time.monotonic() + 120
         want = 4 if kind == "sync" else 1  # four threads stuck; or one loop, stuck in its first call

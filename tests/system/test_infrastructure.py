@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS, leftovers
+from conftest import CORPUS, QUESTIONS, interruptible, leftovers
 
 pytestmark = [pytest.mark.postgres]
 
@@ -121,7 +121,7 @@ def test_ctrl_c_while_querying_stops_the_server_and_keeps_the_cache(pytester, sa
     pytester.makepyfile("def test_x(retrieval_results):\n    pass\n")
     env = {**os.environ, "TMPDIR": str(sandbox_tmp)}
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"], cwd=pytester.path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **interruptible())
     deadline = time.monotonic() + 120
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS, leftovers, parse_table
+from conftest import CORPUS, QUESTIONS, interruptible, leftovers, parse_table
 from fake_api import FakeApi, Reply, embeddings_reply
 
 
@@ -136,7 +136,8 @@ def test_sigint_during_ingestion_stops_the_server_and_keeps_the_cache(pytester, 
         env = {**os.environ, "TMPDIR": str(sandbox_tmp), "RETRIEVAL_EVAL_BASE_URL": api.url,
                "RETRIEVAL_EVAL_API_KEY": "sk-test-interrupt"}
         proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "retrieval"],
-                                cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                **interruptible())
         seen = []
         for line in proc.stdout:
             seen.append(line)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS, leftovers, parse_table, requires_hybrid
+from conftest import CORPUS, QUESTIONS, interruptible, leftovers, parse_table, requires_hybrid
 
 PORTABLE = {"RETRIEVAL_EVAL_PORTABLE": "1"}
 
@@ -157,7 +157,7 @@ def test_a_killed_or_interrupted_pytest_leaves_no_postgres(pytester, sandbox_tmp
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     environ.update({"TMPDIR": str(sandbox_tmp), **(PORTABLE if mode == "portable" else {})})
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"], cwd=pytester.path, env=environ,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **interruptible())
     deadline = time.monotonic() + 120
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
