@@ -58,7 +58,7 @@ def pytest_configure(config):
     lanes.configure(config)
     if getattr(config.option, "hypothesis_profile", None):  # hypothesis's plugin loads it next: registered first
         _PROFILE_FROM_OPTION.append(config.option.hypothesis_profile)
-        _profiles(True)
+        _profiles()
 
 
 def pytest_report_header(config):
@@ -139,32 +139,31 @@ def pytest_runtest_protocol(item, nextitem):
 # and anything else ``dev``; ``--hypothesis-profile`` wins over both. Hypothesis is imported when a
 # test module that uses it is (0.2 s that the README's ``pytest -m retrieval`` does not pay).
 DEV_EXAMPLES = 10
-#: a count no property test here asks for more than: under ``ci`` each test's own count holds
-CI_EXAMPLES = 100_000
+_PROFILE_FROM_OPTION: list[str] = []
 
 
 def hypothesis_profile() -> str:
-    return os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+    """The profile the property tests run under."""
+    return (_PROFILE_FROM_OPTION[0] if _PROFILE_FROM_OPTION else
+            os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 
 @functools.lru_cache(maxsize=None)
-def _profiles(chosen_on_the_command_line: bool = False):
+def _profiles():
     from hypothesis import settings
 
-    settings.register_profile("ci", max_examples=CI_EXAMPLES, deadline=None, print_blob=True)
+    settings.register_profile("ci", deadline=None, print_blob=True)  # Hypothesis's own count where a test names none
     settings.register_profile("dev", max_examples=DEV_EXAMPLES, deadline=None)
-    if not chosen_on_the_command_line and not _PROFILE_FROM_OPTION:
+    if not _PROFILE_FROM_OPTION:  # else hypothesis's plugin loads the one named
         settings.load_profile(hypothesis_profile())
     return settings
 
 
-_PROFILE_FROM_OPTION: list[str] = []
-
-
 def examples(full: int) -> int:
-    """A property test's example count: ``full`` (its count under the ``ci`` profile), at most the
-    loaded profile's."""
-    return min(full, _profiles().default.max_examples)
+    """A property test's example count: ``full`` under the ``ci`` profile, at most the loaded
+    profile's count under any other."""
+    settings = _profiles()
+    return full if hypothesis_profile() == "ci" else min(full, settings.default.max_examples)
 
 
 CORPUS = REPO / "corpus"
