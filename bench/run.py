@@ -28,7 +28,9 @@ import tracemalloc
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SCIFACT = REPO.parent / "shared" / "datasets" / "scifact"
+#: where the test suite finds it too (tests/shared_datasets.py): RETRIEVAL_TESTS_DATASETS, by default
+#: shared/datasets beside the checkout
+SCIFACT = Path(os.environ.get("RETRIEVAL_TESTS_DATASETS") or REPO.parent / "shared" / "datasets") / "scifact"
 RESULTS = REPO / "bench" / "results"
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q"]
 MEASURES = ["hit@5", "mrr", "ndcg@10", "recall@100", "precision@10", "map"]
@@ -85,8 +87,9 @@ def child(cmd: list[str], env: dict | None = None, cwd: Path = REPO) -> tuple[fl
     wrapped = [TIME, "-f", "MAXRSS %M"] + cmd if os.path.exists(TIME) else cmd
     # as on a user's machine: bytecode is cached (these machines set PYTHONDONTWRITEBYTECODE,
     # which makes pytest assertion-rewrite every plugin module again on every run)
-    # and not as CI: a test of the suite runs the bench (--quick) under CI=true, where the repository's
-    # own conftest turns a skip into a failure; the bench's children are a user's runs
+    # and not as CI, nor as one of the suite's xdist workers: the suite runs each section (tiny) under
+    # CI=true, where the repository's own conftest turns a skip into a failure; the bench's children
+    # are a user's runs
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "CI", "PYTEST_CURRENT_TEST")
             and not k.startswith("PYTEST_XDIST")}
     start = time.perf_counter()
