@@ -39,42 +39,21 @@ requires_hybrid = pytest.mark.skipif(not HYBRID, reason="the hybrid extra is not
 # the browser, the example project, installs. The markers (tier, ``slow`` by rule, what a system
 # test needs) put every test in one lane, and a bare ``pytest`` runs the inner loop: tests/lanes.py.
 # A unit test that starts a process or asks for pytester fails saying so.
-import shared_datasets  # noqa: E402
-import lanes  # noqa: E402
-from lanes import tier_of  # noqa: E402
+#: the suite's own plugins: its lanes (tests/lanes.py) and the datasets it reads from outside the
+#: repository (tests/shared_datasets.py). Imported by pytest as plugins: this module imports them only later
+pytest_plugins = ("lanes", "shared_datasets")
 
 
-def pytest_addoption(parser):
-    lanes.addoption(parser)
+def tier_of(path: Path) -> str | None:
+    from lanes import tier_of
 
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config):
-    lanes.cmdline_main(config)
+    return tier_of(path)
 
 
 def pytest_configure(config):
-    # Registered here rather than in pyproject.toml, so they hold whatever rootdir pytest picks.
-    lanes.configure(config)
     if getattr(config.option, "hypothesis_profile", None):  # hypothesis's plugin loads it next: registered first
         _PROFILE_FROM_OPTION.append(config.option.hypothesis_profile)
         _profiles()
-
-
-def pytest_report_header(config):
-    return lanes.header(config)
-
-
-def pytest_terminal_summary(terminalreporter):
-    lines = shared_datasets.summary(terminalreporter.stats.get("skipped", []))
-    if lines:
-        terminalreporter.section("datasets outside the repository")
-        for line in lines:
-            terminalreporter.line(line)
-
-
-def pytest_ignore_collect(collection_path, config):
-    return lanes.ignore_collect(collection_path, config)
 
 
 #: the modules that take longest, started first within their tier: under -n the workers then end
@@ -88,9 +67,7 @@ SLOWEST_FIRST = ("test_bench.py", "test_snapshots.py", "test_user_pipelines.py",
 _TIER_ORDER = {"system": 0, "plugin": 1, "unit": 2}
 
 
-def pytest_collection_modifyitems(config, items):
-    lanes.mark(items, config)
-
+def pytest_collection_modifyitems(items):
     def rank(item) -> tuple[int, int]:
         name = item.path.name
         return (_TIER_ORDER.get(tier_of(item.path), 1),
@@ -108,8 +85,6 @@ def _pure(item) -> bool:
 
 
 def pytest_runtest_setup(item):
-    lanes.check_lane(item)
-    shared_datasets.check(item)
     if _pure(item) and "pytester" in item.fixturenames:
         raise ImpureUnitTest(f"{item.nodeid} asks for pytester: it belongs in tests/plugin")
 

@@ -122,12 +122,16 @@ def _names_reached(fn: Callable) -> frozenset[str]:
     return frozenset(seen)
 
 
+@functools.lru_cache(maxsize=None)
+def _names_of(functions: tuple[Callable, ...]) -> frozenset[str]:
+    return frozenset().union(*(_names_reached(f) for f in functions))
+
+
 def _reaches(item: pytest.Item, names: frozenset[str]) -> bool:
     """Whether the test, a helper of its module, or one of its fixtures uses one of ``names``."""
-    fn = _function(item)
     fixtures = getattr(item, "_fixtureinfo", None)
-    defs = [d for ds in (fixtures.name2fixturedefs.values() if fixtures else ()) for d in ds]
-    return any(not names.isdisjoint(_names_reached(f)) for f in [fn, *(d.func for d in defs)] if f is not None)
+    defs = [d.func for ds in (fixtures.name2fixturedefs.values() if fixtures else ()) for d in ds]
+    return not names.isdisjoint(_names_of(tuple(f for f in [_function(item), *defs] if f is not None)))
 
 
 def tier_of(path: Path) -> str | None:
@@ -169,15 +173,16 @@ def lane_of(item: pytest.Item) -> str | None:
     return None
 
 
-# --- hooks (tests/conftest.py hands them to pytest) -----------------------------------------------
+# --- hooks: a plugin of the suite's own (``pytest_plugins`` in tests/conftest.py) -------------------
 
-def addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--lane", action="append", choices=[*LANES, "all"], default=None,
                      help="run one lane of the suite (repeatable; 'all': every lane, as .ci/run does). A bare "
                           f"`pytest` runs {DEFAULT_LANE!r}: {LANES[DEFAULT_LANE]}")
 
 
-def cmdline_main(config: pytest.Config) -> None:
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
     """A bare ``pytest`` runs the inner loop on every core, as ``-n auto`` (where pytest-xdist is
     installed and nothing asked for one process: ``-n 0``, ``--pdb``, ``--co``)."""
     if (config.option.lane is None and _names_nothing(config) and getattr(config.option, "numprocesses", 0) is None
@@ -186,7 +191,7 @@ def cmdline_main(config: pytest.Config) -> None:
         config.option.numprocesses = "auto"  # xdist's own pytest_cmdline_main, next, makes the workers
 
 
-def configure(config: pytest.Config) -> None:
+def pytest_configure(config: pytest.Config) -> None:
     for name, what in {**TIERS, **NEEDS, **OTHER_MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {what}")
     if config.option.lane is None and _names_nothing(config):
@@ -205,7 +210,7 @@ def selected(config: pytest.Config) -> set[str] | None:
     return None if not lanes or "all" in lanes else set(lanes)
 
 
-def header(config: pytest.Config) -> str | None:
+def pytest_report_header(config: pytest.Config) -> str | None:
     lanes = selected(config)
     if lanes is None:
         return None
@@ -215,7 +220,7 @@ def header(config: pytest.Config) -> str | None:
                if default else ""))
 
 
-def ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """A tier folder no selected lane reads is not collected at all (the inner loop imports no
     plugin or system test module)."""
     lanes = selected(config)
@@ -225,7 +230,7 @@ def ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     return True if collection_path.name not in tiers else None
 
 
-def mark(items: list[pytest.Item], config: pytest.Config) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each item's tier and ``slow``; then the lanes not selected are deselected."""
     for item in items:
         tier = tier_of(item.path)
@@ -244,7 +249,7 @@ def mark(items: list[pytest.Item], config: pytest.Config) -> None:
         items[:] = keep
 
 
-def check_lane(item: pytest.Item) -> None:
+def pytest_runtest_setup(item: pytest.Item) -> None:
     """At setup: a test in no lane fails, naming what would place it."""
     if tier_of(item.path) is not None and lane_of(item) is None:
         pytest.fail(f"{item.nodeid} falls in no lane: a system test names what it needs "

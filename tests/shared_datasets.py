@@ -53,7 +53,9 @@ def missing(name: str) -> str | None:
 PREFIX = "dataset "
 
 
-def check(item: pytest.Item) -> None:
+# --- hooks: a plugin of the suite's own (``pytest_plugins`` in tests/conftest.py) -------------------
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
     """At setup: skip a test whose datasets are absent (a failure under CI)."""
     for marker in item.iter_markers("dataset"):
         why = missing(*marker.args)
@@ -71,3 +73,11 @@ def summary(reports) -> list[str]:
         if reason.startswith(PREFIX):
             by.setdefault(reason, []).append(report.nodeid)
     return [f"{len(ids)} test{'s' * (len(ids) != 1)} skipped: {reason} (e.g. {ids[0]})" for reason, ids in by.items()]
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    lines = summary(terminalreporter.stats.get("skipped", []))
+    if lines:
+        terminalreporter.section("datasets outside the repository")
+        for line in lines:
+            terminalreporter.line(line)

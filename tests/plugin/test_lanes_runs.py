@@ -20,31 +20,7 @@ LANES = REPO / "tests" / "lanes.py"
 
 #: tests/conftest.py's use of tests/lanes.py (imported under another name: the inner runs share this
 #: process, where ``lanes`` is this repository's own)
-CONFTEST = """
-import copied_lanes as lanes
-
-def pytest_addoption(parser):
-    lanes.addoption(parser)
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config):
-    lanes.cmdline_main(config)
-
-def pytest_configure(config):
-    lanes.configure(config)
-
-def pytest_report_header(config):
-    return lanes.header(config)
-
-def pytest_ignore_collect(collection_path, config):
-    return lanes.ignore_collect(collection_path, config)
-
-def pytest_collection_modifyitems(config, items):
-    lanes.mark(items, config)
-
-def pytest_runtest_setup(item):
-    lanes.check_lane(item)
-"""
+CONFTEST = 'pytest_plugins = ("copied_lanes",)\n'
 
 FILES = {
     "unit/test_sample_fast.py": "def test_sum():\n    assert sum([1, 2]) == 3\n",
@@ -68,7 +44,7 @@ def suite(pytester):
     tests = pytester.path / "tests"
     tests.mkdir()
     shutil.copy(LANES, tests / "copied_lanes.py")
-    (tests / "conftest.py").write_text("import pytest\n" + CONFTEST)
+    (tests / "conftest.py").write_text(CONFTEST)
     for name, text in FILES.items():
         (tests / name).parent.mkdir(exist_ok=True)
         (tests / name).write_text(text)
