@@ -17,6 +17,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 VARIABLE = "RETRIEVAL_TESTS_DATASETS"
+#: how each skip reason for an absent dataset begins (the summary finds them by it)
+PREFIX = "dataset "
 
 #: name -> (a file that must be in its folder, where to get it)
 DATASETS = {
@@ -36,7 +38,7 @@ def root() -> Path:
 def dataset_path(name: str) -> Path:
     """Where the dataset ``name`` is looked for (whether or not it is there)."""
     if name not in DATASETS:
-        raise KeyError(f"unknown dataset {name!r}: tests/datasets.py lists {', '.join(DATASETS)}")
+        raise KeyError(f"unknown dataset {name!r}: tests/shared_datasets.py lists {', '.join(DATASETS)}")
     return root() / name
 
 
@@ -48,9 +50,6 @@ def missing(name: str) -> str | None:
         return None
     return (f"{PREFIX}{name} not found at {path} (no {needed}): get {source}, and put it there or set "
             f"{VARIABLE} to the folder that holds it")
-
-
-PREFIX = "dataset "
 
 
 # --- hooks: a plugin of the suite's own (``pytest_plugins`` in tests/conftest.py) -------------------
