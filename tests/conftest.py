@@ -31,6 +31,9 @@ import importlib.util  # noqa: E402
 #: the hybrid extra (Haystack, pgvector, psycopg) is installed: chunking, embedders, stores
 HYBRID = all(importlib.util.find_spec(m) is not None for m in ("haystack", "psycopg", "haystack_integrations"))
 requires_hybrid = pytest.mark.skipif(not HYBRID, reason="the hybrid extra is not installed (a failure under CI)")
+#: the files extra (Haystack's Markdown and HTML converters' packages): folders of text files as corpora
+FILES = all(importlib.util.find_spec(m) is not None for m in ("haystack", "mdit_plain", "trafilatura", "lxml_html_clean"))
+requires_files = pytest.mark.skipif(not FILES, reason="the files extra is not installed (a failure under CI)")
 
 
 # --- tiers and lanes ------------------------------------------------------------------------------

@@ -94,6 +94,37 @@ def make_beir(root, *, crlf=True, bom=True):
 
 # --- a small corpus for question generation -------------------------------------------------------
 
+#: A help center's articles as its team keeps them: Markdown with and without front matter, plain
+#: text, HTML pages with their site's navigation and scripts, a hidden folder and an image.
+HELP_CENTER = {
+    "getting-started.md": "---\ntitle: Getting started with Acme\ndescription: Your first steps.\n"
+                          "valid_from: 2024-01-01\ntags: [onboarding]\n---\n# Welcome\n\n"
+                          "Create an account with your work email, then invite your team.\n",
+    "billing/refunds.md": "# Refunds and *returns*\n\nWe refund a yearly plan **within 30 days** of "
+                          "purchase.\n\n```bash\n# not a heading\nacme refund --last\n```\n",
+    "billing/invoices.txt": "Invoices are emailed on the first day of each month.\nDownload them from the "
+                            "billing page.\n",
+    "account/reset-password.html": "<!doctype html><html><head><title>Reset your password</title>"
+                                   "<script>var tracking = 1;</script><style>p { color: red }</style></head>"
+                                   "<body><h1>Forgot your password?</h1><p>Click <b>Forgot password</b> on the "
+                                   "sign-in page and follow the link we email you. The link stays valid for "
+                                   "one hour.</p></body></html>",
+    "account/close.html": "<html><body><h1>Close your account</h1><p>Open the settings, choose "
+                          "<em>Close account</em> and confirm by email. Your data is removed within "
+                          "thirty days.</p></body></html>",
+    "notes.md": "Opening hours: support answers from 9 to 17 on weekdays.\n",
+    ".github/TEMPLATE.md": "# Not an article\n\nA template of the repository, not of the help center.\n",
+    "images/logo.png": "\x89PNG not text",
+}
+
+
+def make_help_center(root: Path) -> Path:
+    for name, text in HELP_CENTER.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
 def words(n: int, seed: str) -> str:
     return " ".join(f"{seed}{i}" for i in range(n))
 

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS, requires_hybrid
+from conftest import CORPUS, QUESTIONS, requires_files, requires_hybrid
 
 pytestmark = requires_hybrid
 
@@ -136,3 +136,24 @@ def test_a_teams_haystack_pipeline_built_in_its_conftest_loads_neither_torch_nor
                                          "-p", "no:cacheprovider")
     assert done.ret == 0, done.stdout.str()
     assert "LOADED ['haystack']" in done.stdout.str(), done.stdout.str()
+
+
+@requires_files
+def test_a_corpus_imports_only_the_converters_its_files_need(tmp_path):
+    """A JSON corpus imports no converter, nor Haystack; a folder of Markdown imports Haystack's
+    Markdown converter, but not the HTML one's trafilatura, nor torch."""
+    (tmp_path / "articles").mkdir()
+    (tmp_path / "articles" / "a.md").write_text("---\ntitle: A\n---\n# Heading\n\nSome text.\n")
+    seen = fresh("""
+        import json, sys
+        from pytest_retrieval_eval.data.corpus import open_corpus
+        HEAVY = ("haystack", "yaml", "markdown_it", "mdit_plain", "trafilatura", "torch")
+        json_corpus = len(open_corpus(__CORPUS__).load())
+        after_json = sorted(m for m in HEAVY if m in sys.modules)
+        titles = [d.title for d in open_corpus(__ARTICLES__).load()]
+        print(json.dumps({"json": json_corpus, "after_json": after_json, "titles": titles,
+                          "after_markdown": sorted(m for m in HEAVY if m in sys.modules)}))
+    """.replace("__CORPUS__", repr(str(CORPUS))).replace("__ARTICLES__", repr(str(tmp_path / "articles"))))
+    assert seen["json"] > 0 and seen["after_json"] == []
+    assert seen["titles"] == ["A"]
+    assert seen["after_markdown"] == ["haystack", "markdown_it", "mdit_plain", "yaml"]

@@ -1,11 +1,12 @@
-"""Corpus loaders: JSON folders and BEIR folders, and the errors they give on bad input."""
+"""Corpus loaders: JSON folders, folders of Markdown, text and HTML files, and BEIR folders, and the
+errors they give on bad input."""
 
 import json
 
 import pytest
 
-from conftest import CORPUS, write_docs
-from projects import make_beir
+from conftest import CORPUS, requires_files, write_docs
+from projects import HELP_CENTER, make_beir, make_help_center
 from shared_datasets import dataset_path
 from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.data.corpus import BeirFolder, JsonFolder, open_corpus
@@ -94,3 +95,95 @@ def test_scifact_loads_when_present():
     labeled = provider.labeled()
     assert len(labeled) == 300
     assert sum(len(q.relevant) for q in labeled) == 339
+
+
+# --- a folder of Markdown, text and HTML files ---------------------------------------------------
+
+
+@requires_files
+def test_a_folder_of_markdown_text_and_html_files_is_a_corpus(tmp_path):
+    corpus = open_corpus(make_help_center(tmp_path / "articles")).load()
+    # ids: the path below the folder, with forward slashes and no extension; hidden folders and
+    # files of other kinds are not read
+    assert corpus.doc_ids == ("account/close", "account/reset-password", "billing/invoices", "billing/refunds",
+                              "getting-started", "notes")
+    docs = {d.doc_id: d for d in corpus}
+    assert {i: d.title for i, d in docs.items()} == {
+        "account/close": "Close your account",  # no <title>: the first <h1>
+        "account/reset-password": "Reset your password",  # <title> before <h1>
+        "billing/invoices": "invoices",  # plain text: the file's name
+        "billing/refunds": "Refunds and returns",  # the first heading, without its markup
+        "getting-started": "Getting started with Acme",  # front matter before the heading
+        "notes": "notes",
+    }
+    assert docs["getting-started"].description == "Your first steps."
+    assert docs["getting-started"].meta == {"valid_from": "2024-01-01", "tags": ["onboarding"]}
+    assert docs["billing/refunds"].filename == "billing/refunds.md"
+    # contents: the text a reader sees, without markup, front matter, scripts or styles
+    assert docs["getting-started"].content.startswith("Welcome")
+    assert "Create an account with your work email" in docs["getting-started"].content
+    assert "title:" not in docs["getting-started"].content and "---" not in docs["getting-started"].content
+    assert "We refund a yearly plan within 30 days of purchase." in docs["billing/refunds"].content
+    assert "*" not in docs["billing/refunds"].content
+    assert "acme refund --last" in docs["billing/refunds"].content  # code stays text
+    assert docs["billing/invoices"].content == HELP_CENTER["billing/invoices.txt"]
+    page = docs["account/reset-password"].content
+    assert "Click Forgot password on the sign-in page and follow the link we email you." in page
+    assert "<" not in page and "tracking" not in page and "color" not in page
+    assert "Open the settings, choose Close account and confirm by email." in docs["account/close"].content
+    assert corpus.name == "articles"
+
+
+@requires_files
+def test_a_text_files_corpus_is_the_same_corpus_each_time_it_is_read(tmp_path):
+    folder = make_help_center(tmp_path / "articles")
+    first = open_corpus(folder).load()
+    assert open_corpus(folder).load().fingerprint == first.fingerprint
+    (folder / "notes.md").write_text("Opening hours: support answers from 8 to 17 on weekdays.\n")
+    assert open_corpus(folder).load().fingerprint != first.fingerprint
+
+
+@requires_files
+@pytest.mark.parametrize(
+    "files, message",
+    [
+        ({"Reset password.md": "# Reset\n\ntext\n"},
+         r"^\S*Reset password.md: its path holds whitespace, which a document id \(the path\) cannot: rename the file$"),
+        ({"a.md": "# A\n\ntext\n", "b.json": '{"doc_id": "b", "content": "x"}'},
+         r"^\S*articles: holds JSON documents \(b.json\) and Markdown, text or HTML files \(a.md\)"),
+        ({"a.md": "---\ntitle: [unclosed\n---\n# A\n"},
+         r"^\S*a.md:2: field 'front matter': not valid YAML: "),
+        ({"a.md": "---\n- a list\n---\n# A\n"}, r"^\S*a.md:2: field 'front matter': expected keys and values"),
+        ({"a.md": "---\ntitle: [1, 2]\n---\n# A\n"}, r"^\S*a.md:2: field 'title': must be a string, got list"),
+        ({"a.md": "# A\n\ntext\n", "a.html": "<h1>A</h1><p>text</p>"},
+         r"^\S*a.md: field 'doc_id': duplicate doc_id 'a' \(also in \S*a.html\)$"),
+        ({"a.md": "---\ntitle: Empty\n---\n\n"}, r"^\S*a.md: field 'content': document 'a': is empty$"),
+        ({"a.html": "<html><head><title>Nothing</title></head><body></body></html>"},
+         r"^\S*a.html: field 'content': document 'a': is empty"),
+        ({"a.md": "---\nsuperseded_by: nowhere\n---\n# A\n\ntext\n"},
+         r"^\S*a.md: field 'superseded_by': document 'a': superseded_by names 'nowhere'"),
+    ],
+    ids=["whitespace", "mixed", "bad-yaml", "not-a-mapping", "title-list", "duplicate", "empty", "empty-html",
+         "superseded"],
+)
+def test_bad_text_files_name_file_line_and_field(tmp_path, files, message):
+    folder = tmp_path / "articles"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    with pytest.raises(RetrievalEvalError, match=message) as caught:
+        open_corpus(folder).load()
+    assert "\n" not in str(caught.value)
+
+
+@requires_files
+def test_a_text_file_that_is_not_utf8_names_its_line(tmp_path):
+    (tmp_path / "a.md").write_bytes(b"# Caf\xc3\xa9\n\nOpen from 9 to 5, caf\xe9 included.\n")
+    with pytest.raises(RetrievalEvalError, match=r"a.md:3: not valid UTF-8"):
+        open_corpus(tmp_path).load()
+
+
+def test_an_empty_folder_names_every_kind_it_reads(tmp_path):
+    with pytest.raises(RetrievalEvalError, match=r"no documents found \(expected \*.json or \*.jsonl files, or "
+                                                 r"Markdown \(\*.md\), text \(\*.txt\) or HTML \(\*.html\) files\)"):
+        open_corpus(tmp_path).load()

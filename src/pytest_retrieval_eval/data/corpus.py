@@ -1,4 +1,5 @@
-"""Corpus providers: a folder of JSON documents, or a BEIR folder (which also brings its labels).
+"""Corpus providers: a folder of JSON documents, a folder of Markdown, text and HTML files, or a
+BEIR folder (which also brings its labels).
 
 A provider is anything with ``load() -> Corpus``; ``open_corpus(path)`` picks one by the folder's
 shape. Loading validates everything up front and names the file, line and field of a bad record.
@@ -18,6 +19,7 @@ from .labeled import LabeledSet, query_problem
 from ..ir.qrels import Qrels
 from ..types import Doc, LabeledQuery, canonical_json, id_problem, sha256_text, text_problem
 from .chunking import MAX_CHUNK_ID
+from .files import SHOWN_KINDS, convert, read_file, text_files, title_of
 from .freshness import check_references, field_problem
 
 #: a document id leaves room for ``:index`` within the store's chunk-id column
@@ -125,7 +127,8 @@ def _doc_from_record(record: Any, *, path: Path, line: int | None, where: str, m
 class JsonFolder:
     """``*.json`` files (one document object, or a list of them) and ``*.jsonl`` files (one
     document per line) anywhere under ``path``. Fields: ``doc_id``, ``content`` (required),
-    ``title``, ``description``, ``filename``; any other field is kept as metadata."""
+    ``title``, ``description``, ``filename``; any other field is kept as metadata. A folder with
+    no JSON but Markdown, text or HTML files is a ``TextFolder``; one with both kinds is refused."""
 
     path: Path
     max_doc_mb: float = MAX_DOC_MB
@@ -137,6 +140,14 @@ class JsonFolder:
         docs: list[Doc] = []
         origin: dict[str, str] = {}
         files = sorted(p for p in root.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file())
+        others = text_files(root)
+        if files and others:
+            raise RetrievalEvalError(
+                f"holds JSON documents ({files[0].relative_to(root).as_posix()}{_more(files)}) and Markdown, text "
+                f"or HTML files ({others[0].relative_to(root).as_posix()}{_more(others)}); a corpus folder holds "
+                "one kind: move the others out, or name a folder of one kind", path=root)
+        if others:
+            return TextFolder(root, self.max_doc_mb).load()
         for file in files:
             for doc, line in self._read(file, self.max_doc_mb):
                 if doc.doc_id in origin:
@@ -149,7 +160,7 @@ class JsonFolder:
                 origin[doc.doc_id] = str(file) if line is None else f"{file}:{line}"
                 docs.append(doc)
         if not docs:
-            raise RetrievalEvalError("no documents found (expected *.json or *.jsonl files)", path=root)
+            raise RetrievalEvalError(f"no documents found (expected *.json or *.jsonl files, or {SHOWN_KINDS})", path=root)
         check_references(docs, source=str(root), origin=origin)
         return Corpus(tuple(docs), name=root.name, source=str(root))
 
@@ -170,6 +181,54 @@ class JsonFolder:
             line = _line_of(text, json.dumps(doc_id)) if isinstance(doc_id, str) else (1 if len(records) == 1 else None)
             where = "document" if len(records) == 1 else f"document [{i}]"
             yield _doc_from_record(record, path=file, line=line, where=where, max_mb=max_mb), line
+
+
+def _more(files: list[Path]) -> str:
+    return f" and {len(files) - 1} more" if len(files) > 1 else ""
+
+
+#: front-matter keys a file cannot set: its id is its path, its content its text
+FILE_OWN = ("doc_id", "filename", "content")
+
+
+@dataclass(frozen=True)
+class TextFolder:
+    """Markdown, text and HTML files anywhere under ``path`` (``data/files.py``), converted by
+    Haystack's converters: the id is the path below the folder without its extension, the title
+    the front matter's or the first heading's, the front matter's other keys metadata.
+    ``JsonFolder`` reads such a folder with this when it holds no JSON documents."""
+
+    path: Path
+    max_doc_mb: float = MAX_DOC_MB
+
+    def load(self) -> Corpus:
+        root = Path(self.path)
+        if not root.is_dir():
+            raise RetrievalEvalError("corpus folder not found", path=root)
+        reads, origin = [], {}
+        for file in text_files(root):
+            read = read_file(root, file)
+            if read.doc_id in origin:
+                raise RetrievalEvalError(f"duplicate doc_id '{read.doc_id}' (also in {origin[read.doc_id]})",
+                                         path=file, field="doc_id")
+            for key in FILE_OWN:
+                if key in read.fields:
+                    raise RetrievalEvalError(f"a front matter cannot set '{key}': a file's id is its path, its "
+                                             "content its text; remove the key", path=file, field=key)
+            check_size(read.doc_id, read.text, self.max_doc_mb, path=file, line=None, field="content")
+            origin[read.doc_id] = str(file)
+            reads.append(read)
+        if not reads:
+            raise RetrievalEvalError(f"no documents found (expected {SHOWN_KINDS})", path=root)
+        texts = convert(reads)
+        docs = []
+        for read in reads:
+            record = {**read.fields, "doc_id": read.doc_id, "title": title_of(read),
+                      "filename": read.file.relative_to(root).as_posix(), "content": texts[read.file]}
+            docs.append(_doc_from_record(record, path=read.file, line=None, where=f"document '{read.doc_id}'",
+                                         max_mb=self.max_doc_mb))
+        check_references(docs, source=str(root), origin=origin)
+        return Corpus(tuple(docs), name=root.name, source=str(root))
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,7 @@ class Option:
 _TOP_K = KEYWORD_TOP_K
 OPTIONS: tuple[Option, ...] = (
     # what to evaluate
-    Option("corpus", "corpus folder: JSON documents, or a BEIR folder", path="any", metavar="PATH",
+    Option("corpus", "corpus folder: JSON documents, Markdown/text/HTML files, or a BEIR folder", path="any", metavar="PATH",
            cli=("generate", "check", "judge", "report")),
     Option("questions", "labeled questions cache, questions.cache.json (not needed for a BEIR folder)", path="file",
            metavar="PATH", cli=("generate", "check")),
