@@ -51,13 +51,17 @@ def _parser() -> argparse.ArgumentParser:
     add_to_argparse(check, "check", corpus=None, questions=None)
     check.add_argument("--labels", action="store_true",
                        help="also check the set itself: near-duplicate questions, questions leaking their "
-                            "document's title or copying its passage (exit 1 on a finding)")
+                            "document's title or copying its passage (exit 1 on a finding not accepted, see --accept)")
     check.add_argument("--training", default=None, metavar="FILE",
                        help="training or tuning questions (.txt one a line, or .jsonl with 'question'): name the "
                             "set's near-copies of them (implies --labels)")
     check.add_argument("--results", default=None, metavar="RESULTS",
                        help="a saved run's results.json: name the questions every engine answers at rank 1 and "
                             "warn when the metadata-only keyword engine is as good as the best (implies --labels)")
+    check.add_argument("--accept", default=None, metavar="FILE",
+                       help="findings accepted, one JSON object a line with its kind, questions and reason "
+                            "(default, when present: the questions file's name ending .accepted.jsonl, "
+                            "labels.json -> labels.accepted.jsonl; implies --labels)")
     sub_ = sub.add_parser("subset", help="write the N questions of a saved run that best separate its engines "
                           "(or runs) as a subset a run selects with --retrieval-subset=NAME")
     sub_.add_argument("results", nargs="+", metavar="RESULTS",
@@ -340,14 +344,17 @@ def _check(args) -> int:
     else:
         print(f"{args.questions}: {checked} of {len(labeled)} questions checked, up to date with {args.corpus}")
         status = 0
-    if args.labels or args.training or args.results:
+    if args.labels or args.training or args.results or args.accept:
         status = max(status, _check_set(args, labeled, corpus))
     return status
 
 
 def _check_set(args, labeled, corpus) -> int:
-    """``check --labels``: the set's own findings, each naming its questions; 1 when there are any."""
-    from .data.set_checks import check_set, read_training
+    """``check --labels``: the set's own findings, each naming its questions; 1 when one is neither
+    accepted (``--accept``, ``data/accepted_findings.py``) nor fixed, or an accepted one is gone."""
+    from .data import accepted_findings
+    from .data.set_checks import KINDS, check_set, read_training
+    from .evaluation import set_signal as signal
     from .evaluation.set_signal import lines, set_signal
 
     training = read_training(args.training) if args.training else []
@@ -360,11 +367,28 @@ def _check_set(args, labeled, corpus) -> int:
         measure = f"hit@{saved.settings.miss_k or saved.settings.miss_cutoff(saved.settings.columns(saved.run))}"
         findings += set_signal(saved.run, measure)
         against += f" and the rankings in {args.results} ({measure})"
+    default = accepted_findings.default_file(args.questions)
+    file = args.accept or (str(default) if default.is_file() else None)
+    entries = accepted_findings.read_accepted(file, (*KINDS, *signal.KINDS)) if file else []
+    checked = {*(k for k in KINDS if k != "training_copy" or args.training), *(signal.KINDS if args.results else ())}
+    found = accepted_findings.sort_findings(findings, entries, checked)
+    also = (f", {len(found.accepted)} accepted in {file}" if found.accepted else "") + (
+        f", {len(found.stale)} stale entr{'y' if len(found.stale) == 1 else 'ies'} in {file}" if found.stale else "")
     print(f"labeled set {args.questions}: {len(labeled)} questions checked against {args.corpus}{against}: "
-          + (f"{len(findings)} finding(s)" if findings else "no findings"))
-    for line in lines(findings):
+          + (f"{len(findings)} finding(s)" if findings else "no findings") + also)
+    into = file or str(default)
+    for f, line in zip(found.failing, lines(found.failing)):
         print(f"  {line}")
-    return 1 if findings else 0
+        print(f"    to accept it, add this line to {into} and write why in reason: {accepted_findings.entry(f)}")
+    for f, e in found.accepted:
+        print(f"  accepted: {f.kind}: {', '.join(f.query_ids)} ({file}:{e.line}: {e.reason})")
+    for e in found.stale:
+        print(f"  {file}:{e.line}: {accepted_findings.stale_line(e, found.failing)}")
+    if found.unchecked:
+        needs = sorted({"--results" if e.kind in signal.KINDS else "--training" for e in found.unchecked})
+        print(f"  {file}: {len(found.unchecked)} entr{'y' if len(found.unchecked) == 1 else 'ies'} of kinds this "
+              f"check did not look for (they need {' or '.join(needs)}): neither matched nor stale")
+    return 1 if found.failed() else 0
 
 
 def _subset(args) -> int:

@@ -1,12 +1,15 @@
 """The labeled set's checks against the corpus alone: near-duplicate questions grouped, questions
 leaking their document's title or copying a passage, near-copies of training questions; each
-finding names its questions."""
+finding names its questions; a committed file accepts findings, each with a reason."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from conftest import CORPUS, QUESTIONS
+from conftest import CORPUS, QUESTIONS, write_docs
+from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.corpus import open_corpus
 from pytest_retrieval_eval.data.labeled import LabeledSet, load_questions_cache
 from pytest_retrieval_eval.data.set_checks import (check_set, leak, leakage, near_duplicates, read_training,
@@ -124,3 +127,103 @@ def test_the_indexed_search_finds_exactly_the_pairs_comparing_every_pair_finds(t
     probe, other = texts[80:], texts[:80]
     across = {(i, j) for i in range(len(probe)) for j in range(len(other)) if similarity(probe[i], other[j]) >= threshold}
     assert {(i, j) for i, j, _ in _pairs(probe, other, threshold)} == across
+
+
+# --- accepted findings: a committed file that lets CI run check --labels ---------------------------
+
+#: a team's set with two findings: a question asked twice (r1, r2) and one naming its article's title (t1)
+TEAM_LABELS = ("id,question,doc_id\n"
+               "r1,How do I reset my password?,reset\n"
+               "r2,how do I reset my PASSWORD,reset\n"
+               "t1,How do I start connecting to the VPN?,vpn\n"
+               "w1,Which network do visitors join in the lobby?,wifi\n")
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch, capsys):
+    """A project folder with its corpus (kb/) and imported labels (labels.json), the command's
+    working directory, so its messages name the files as the team typed them."""
+    write_docs(tmp_path / "kb", [
+        {"doc_id": "reset", "title": "Passwords", "content": "Open the sign-in page and choose Forgot password."},
+        {"doc_id": "vpn", "title": "Connecting to the VPN", "content": "Install the client and sign in."},
+        {"doc_id": "wifi", "title": "Guest network", "content": "Visitors join Acme-Guest with the daily code."}])
+    (tmp_path / "labels.csv").write_text(TEAM_LABELS)
+    monkeypatch.chdir(tmp_path)
+    assert cli(["label", "import", "labels.csv", "--corpus", "kb", "--questions", "labels.json"]) == 0
+    capsys.readouterr()
+    return tmp_path
+
+
+def check(*flags: str) -> list[str]:
+    return ["check", "--corpus", "kb", "--questions", "labels.json", "--labels", *flags]
+
+
+def test_each_failing_finding_prints_the_line_that_accepts_it(team, capsys):
+    assert cli(check()) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "labeled set labels.json: 4 questions checked against kb: 2 finding(s)"
+    to_add = [line.split(": ", 1)[1] for line in out if line.startswith("    to accept it")]
+    assert [line for line in out if line.startswith("    to accept it")][0].startswith(
+        "    to accept it, add this line to labels.accepted.jsonl and write why in reason: ")
+    assert [json.loads(x) for x in to_add] == [
+        {"kind": "near_duplicate", "questions": ["r1", "r2"], "reason": ""},
+        {"kind": "leaks_title", "questions": ["t1"], "reason": ""}]
+
+
+def test_findings_accepted_with_a_reason_pass_and_are_shown_as_accepted(team, capsys):
+    (team / "labels.accepted.jsonl").write_text(
+        '{"kind": "near_duplicate", "questions": ["r2", "r1"], "reason": "typed on mobile and on desktop"}\n\n'
+        '{"kind": "leaks_title", "questions": ["t1"], "reason": "users type the article title"}\n')
+    assert cli(check()) == 0  # read beside the labels by default
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:] == [
+        "labeled set labels.json: 4 questions checked against kb: 2 finding(s), 2 accepted in labels.accepted.jsonl",
+        "  accepted: near_duplicate: r1, r2 (labels.accepted.jsonl:1: typed on mobile and on desktop)",
+        "  accepted: leaks_title: t1 (labels.accepted.jsonl:3: users type the article title)"]
+
+
+def test_a_finding_not_accepted_still_fails_beside_the_accepted_ones(team, capsys):
+    (team / "ok.jsonl").write_text('{"kind": "leaks_title", "questions": ["t1"], "reason": "users type the title"}\n')
+    assert cli(check("--accept", "ok.jsonl")) == 1
+    out = capsys.readouterr().out
+    assert "2 finding(s), 1 accepted in ok.jsonl" in out
+    assert ('add this line to ok.jsonl and write why in reason: {"kind": "near_duplicate", "questions": ["r1", "r2"], '
+            '"reason": ""}') in out
+
+
+def test_an_entry_no_finding_matches_is_stale_and_fails(team, capsys):
+    (team / "labels.json").write_text((team / "labels.json").read_text().replace("how do I reset my PASSWORD",
+                                                                                  "Where do I change my password?"))
+    (team / "labels.accepted.jsonl").write_text(
+        '{"kind": "leaks_title", "questions": ["t1"], "reason": "users type the article title"}\n'
+        '{"kind": "near_duplicate", "questions": ["r1", "r2"], "reason": "typed on mobile and on desktop"}\n'
+        '{"kind": "no_signal", "questions": ["w1"], "reason": "a smoke test"}\n')
+    assert cli(check()) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == ("labeled set labels.json: 4 questions checked against kb: 1 finding(s), 1 accepted in "
+                      "labels.accepted.jsonl, 1 stale entry in labels.accepted.jsonl")
+    assert "  labels.accepted.jsonl:2: stale: no near_duplicate finding names r1, r2 now: remove the line" in out
+    # a kind only --results looks for is not stale when the check did not look
+    assert ("  labels.accepted.jsonl: 1 entry of kinds this check did not look for (they need --results): neither "
+            "matched nor stale") in out
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"kind": "leaks_title", "questions": ["t1"]}', ":2: field 'reason': required: why the finding stays"),
+    ('{"kind": "leaks_title", "questions": ["t1"], "reason": "  "}', ":2: field 'reason': required: why the finding"),
+    ('{"kind": "leaky", "questions": ["t1"], "reason": "x"}', ":2: field 'kind': 'leaky' is no kind of finding"),
+    ('{"kind": "leaks_title", "questions": "t1", "reason": "x"}', ":2: field 'questions': required: the finding's"),
+    ('{"kind": "leaks_title", "questions": ["t1"], "reason": "x", "why": "y"}', ":2: field 'why': unknown field"),
+    ('{"kind": "leaks_title", "questions": ["t1"], "reason": "x"}\n{"kind": "leaks_title", "questions": ["t1"], '
+     '"reason": "y"}', ":3: field 'questions': accepts the same finding as line 2"),
+])
+def test_a_bad_entry_is_one_line_naming_file_line_and_field(team, capsys, line, message):
+    (team / "labels.accepted.jsonl").write_text("\n" + line + "\n")
+    assert cli(check()) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: labels.accepted.jsonl" + message) and err.count("\n") == 1, err
+
+
+def test_a_named_accept_file_that_is_missing_is_an_error(team, capsys):
+    assert cli(check("--accept", "nope.jsonl")) == 2
+    assert capsys.readouterr().err == "error: nope.jsonl: file not found\n"
