@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -146,6 +147,38 @@ def small_corpus(folder):
 def code_blocks(markdown: str) -> list[list[str]]:
     """The lines of each fenced code block."""
     return [b.splitlines() for b in re.findall(r"(?ms)^```[^\n]*\n(.*?)^```$", markdown)]
+
+
+def yaml_installs(markdown: str) -> list[list[str]]:
+    """What each pip install line of the page's YAML blocks (a workflow's ``run:`` steps, the
+    action's ``install:`` input) installs: its words after ``pip install``."""
+    out = []
+    for block in re.findall(r"(?ms)^```yaml\n(.*?)^```$", markdown):
+        for line in block.splitlines():
+            command = line.split(" #", 1)[0]
+            if "pip install " in command:
+                out.append(shlex.split(command.split("pip install ", 1)[1]))
+            elif re.match(r"\s*install:\s", command):
+                out.append(shlex.split(command.split("install:", 1)[1]))
+    return out
+
+
+def installs_the_repository(words: list[str]) -> bool:
+    """Whether an install asks for the repository it runs in as a Python package (``.``,
+    ``-e .``, ``.[extra]``, ``./path``): a repository of a corpus, labels, a conftest.py and tests
+    has no pyproject.toml for pip to build ("does not appear to be a Python project")."""
+    takes_value = {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url",
+                   "-f", "--find-links"}
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word in takes_value:
+            skip = True
+        elif word not in ("-e", "--editable") and not word.startswith("-") and re.match(r"\.(/|\[|$)", word):
+            return True
+    return False
 
 
 def shown_block(path: Path, first_line: str) -> list[str]:

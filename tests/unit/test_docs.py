@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from conftest import REPO
-from projects import contiguous_in
+from projects import contiguous_in, installs_the_repository, yaml_installs
 
 README = REPO / "README.md"
 README_LIMIT = 12 * 1024
@@ -73,3 +73,21 @@ def test_ci_runs_exactly_the_readmes_test_command():
         steps = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
         assert steps[-1] == command == "pytest --lane all -n auto", page
         assert install.endswith('pip install --no-compile torch==2.13.0 -e ".[dev]"') and install in steps
+
+
+def test_the_ci_snippets_install_the_plugin_not_the_repository():
+    """The quickstart's and the CI recipes' workflow steps run in an eval repository that is no
+    Python package: they install the plugin by name (from the registry, a git URL or a wheel), never
+    the repository itself."""
+    assert installs_the_repository(["-e", ".", "pytest-retrieval-eval"])  # what the quickstart showed
+    assert installs_the_repository(["-e", ".[hybrid]"]) and installs_the_repository(["./eval"])
+    assert not installs_the_repository(["-r", "requirements.txt", "pytest-retrieval-eval[hybrid]"])
+    assert not installs_the_repository(["torch", "--index-url", "https://download.pytorch.org/whl/cpu"])
+    pages = [README, *sorted((REPO / "docs").glob("*.md"))]
+    installs = {p.name: yaml_installs(p.read_text(encoding="utf-8")) for p in pages}
+    assert installs["quickstart.md"] and installs["ci.md"] and installs["install.md"]
+    for page, found in installs.items():
+        for words in found:
+            assert not installs_the_repository(words), f"{page}: pip install {' '.join(words)}"
+    plugin = [w for found in installs.values() for words in found for w in words if "pytest-retrieval-eval" in w]
+    assert len(plugin) >= 4, plugin  # the quickstart's, the two recipes of ci.md, install.md's
