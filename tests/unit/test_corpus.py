@@ -162,9 +162,11 @@ def test_a_text_files_corpus_is_the_same_corpus_each_time_it_is_read(tmp_path):
          r"^\S*a.html: field 'content': document 'a': is empty"),
         ({"a.md": "---\nsuperseded_by: nowhere\n---\n# A\n\ntext\n"},
          r"^\S*a.md: field 'superseded_by': document 'a': superseded_by names 'nowhere'"),
+        ({"a.md": "---\ndoc_id: b\n---\n# A\n\ntext\n"},
+         r"^\S*a.md: field 'doc_id': a front matter cannot set 'doc_id': a file's id is its path"),
     ],
     ids=["whitespace", "mixed", "bad-yaml", "not-a-mapping", "title-list", "duplicate", "empty", "empty-html",
-         "superseded"],
+         "superseded", "own-id"],
 )
 def test_bad_text_files_name_file_line_and_field(tmp_path, files, message):
     folder = tmp_path / "articles"
