@@ -847,7 +847,7 @@ def _recheck(run, corpus, corpus_arg: str, args, config, path: Path) -> int:
     if judge is None:
         raise RetrievalEvalError(f"no grade in the file by the judge these settings ask for ({config.judge.describe()}): "
                                  "give the judge's own --model=NAME, --temperature and --votes", path=path)
-    questions = {q.query_id: q.question for e in run.evaluations for q in e.labeled.queries}
+    questions = {q.query_id: q.asked for e in run.evaluations for q in e.labeled.queries}
     found = stored_pairs(judgments, judge, questions, corpus, doc_text)
     if not found:
         raise RetrievalEvalError(f"judge {judge.fingerprint} stored no grade of a question of this run and a document of "
