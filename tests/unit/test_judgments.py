@@ -770,3 +770,19 @@ def test_a_follow_up_whose_earlier_turn_changed_is_asked_again_and_its_old_grade
     out = capsys.readouterr().out
     assert "judged 4 pair(s)" in out and "2 already in the file" in out  # only q1's holes stand
     assert len(fake_api.hits("/chat/completions")) == asked_before + 4
+
+
+def test_every_pair_a_judge_is_given_reads_a_turn_as_asked(tmp_path):
+    from pytest_retrieval_eval.data.corpus import open_corpus as opened
+    from pytest_retrieval_eval.evaluation.judging import candidate_pairs, labeled_pairs, pairs
+    from pytest_retrieval_eval.evaluation.validation import hidden_labels
+    from pytest_retrieval_eval.gate.saved import load_run
+
+    results, folder = conversation_results(tmp_path)
+    run, corpus = load_run(results), opened(folder).load()
+    asked = {q.query_id: q.asked for q in run.evaluations[0].labeled.queries}
+    assert asked["c1#2"].startswith("and does it need a code? (earlier in the conversation: user: How do I connect")
+    given = [*pairs(pool(run, 3), corpus)[0], *labeled_pairs(run, corpus), *calibration_pairs(run, corpus),
+             *(h.pair for h in hidden_labels(run, corpus, Judgments())), *candidate_pairs(corpus, run)]
+    assert {p.query_id for p in given} == set(asked)
+    assert all(p.question == asked[p.query_id] for p in given)
