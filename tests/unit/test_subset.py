@@ -122,3 +122,25 @@ def test_a_baseline_of_the_full_set_is_compared_over_the_subsets_questions_unles
         del BY_TEXT["another question entirely"]
     plain = LabeledSet(small.queries, name=small.name)  # the same questions, not a subset run: refused as before
     assert compare(run_of(Ranked("a", {}), labeled=plain), full, ["hit@1"]).refusals
+
+
+
+def test_a_subset_run_after_a_quote_edit_is_refused_against_the_full_sets_baseline_as_a_full_run_is(tmp_path):
+    from dataclasses import replace
+
+    from pytest_retrieval_eval.data.labeled import LabeledSet
+    from pytest_retrieval_eval.gate.baseline import compare
+
+    first = LABELED.queries[0]
+    quoted = replace(first, source={**first.source, "evidence": {first.gold[0]: ["a quote"]}})
+    full_set = LabeledSet((quoted, *LABELED.queries[1:]), name=LABELED.name)
+    full = run_of(Ranked("a", {}), Ranked("b", {}), labeled=full_set)
+    doc = {"format": "pytest-retrieval-eval/subset", "ids": IDS[:20], "measure": "hit@1", "of_n": 68}
+    small = restrict(full_set, doc, tmp_path / "pr.json")
+    assert compare(run_of(Ranked("a", {}), labeled=small), full, ["hit@1"]).refusals == []  # unchanged: compared
+    edited = replace(quoted, source={**quoted.source, "evidence": {first.gold[0]: ["another quote"]}})
+    part = LabeledSet((edited, *small.queries[1:]), name=small.name, provenance=small.provenance)
+    whole = LabeledSet((edited, *full_set.queries[1:]), name=full_set.name)
+    for labeled in (part, whole):
+        [refusal] = compare(run_of(Ranked("a", {}), labeled=labeled), full, ["hit@1"]).refusals
+        assert f"1 changed ({first.query_id} (evidence changed))" in refusal
