@@ -408,8 +408,9 @@ def test_an_evidence_table_naming_a_turn_adds_its_quotes_to_that_turn_and_keeps_
 
 
 @pytest.mark.parametrize("row, field, said", [
-    ("c1#3,does it expire?,d3,d3 words", "id", "'c1#3' names turn 3 of conversation 'c1', which questions.cache.json "
-                                               "holds without a labeled turn 3 (its labeled turns: c1#1, c1#2)"),
+    ("c1#3,does it expire?,d3,d3 words", "id", ("'c1#3' names turn 3 of conversation 'c1', which "
+                                                "questions.cache.json holds without a labeled turn 3 (its labeled "
+                                                "turns: c1#1, c1#2)")),
     ("c1#2,and what does the pro plan cost?,d2,d2 words", "question",
      "turn 'c1#2' reads 'and what does that cost?' in questions.cache.json, not 'and what does the pro plan cost?'"),
 ])

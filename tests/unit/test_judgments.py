@@ -733,8 +733,8 @@ def test_the_judge_reads_a_follow_up_with_the_conversation_before_it_and_a_quest
     queries = {h.body["messages"][-1]["content"].split("\nQuery: ", 1)[1].split("\nPassage: ", 1)[0]
                for h in fake_api.hits("/chat/completions")}
     assert queries == {"How do I join the office wifi?", "How do I connect to the VPN from home?",
-                       "and does it need a code? (earlier in the conversation: user: How do I connect to the VPN "
-                       "from home? / assistant: Install the client.)"}
+                       ("and does it need a code? (earlier in the conversation: user: How do I connect to the VPN "
+                        "from home? / assistant: Install the client.)")}
     # the prompt's hash is the template's: one judge for every question, a turn or not
     assert {j.judge.prompt_sha256 for j in Judgments.load(path)} == {PROMPT_SHA256}
 

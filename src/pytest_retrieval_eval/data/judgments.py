@@ -13,9 +13,10 @@ a killed run keeps every finished one (a line cut off mid-write, not JSON, is dr
 write and said so; a whole last line without its newline, a grade corrected by hand, is kept), and
 only a run that finished rewrites the file, atomically, in a stable order for review diffs. A
 judgment whose document changed is stale, and one made for another wording of its question (or,
-for a turn, of the conversation before it) is not used: both are listed and left out of the numbers, and ``judge`` asks them again. Lines
-written before questions were hashed (no ``question_sha256``) are used as they are, with a
-warning, and asked again by the next ``judge``, which keys them.
+for a turn, of the conversation before it) is not used: both are listed and left out of the
+numbers, and ``judge`` asks them again. Lines written before questions were hashed (no
+``question_sha256``) are used as they are, with a warning, and asked again by the next ``judge``,
+which keys them.
 """
 
 from __future__ import annotations

@@ -231,7 +231,8 @@ def conversation_before(q) -> str:
 def check_set(labeled, docs: Sequence, training: Sequence[str] = ()) -> list[SetFinding]:
     """Every label-only finding on ``labeled`` against the corpus's ``docs`` (and ``training``)."""
     questions = [(q.query_id, q.question) for q in labeled.queries]
-    return [*near_duplicates(questions, before=[conversation_before(q) for q in labeled.queries]), *leakage(labeled.queries, {d.doc_id: d for d in docs}),
+    before = [conversation_before(q) for q in labeled.queries]
+    return [*near_duplicates(questions, before=before), *leakage(labeled.queries, {d.doc_id: d for d in docs}),
             *(training_copies(questions, training) if training else [])]
 
 
