@@ -766,6 +766,9 @@ def test_a_follow_up_whose_earlier_turn_changed_is_asked_again_and_its_old_grade
 
     used = attach(load_run(results), Judgments.load(path), shown_path="j.jsonl")
     assert sorted(q for q, _ in used.reworded) == ["c1#1", "c1#1", "c1#2", "c1#2"]
+    assert any("were made for another wording of their question (c1#1/" in w and w.endswith(
+        "judge again to grade the question as it reads now (a turn: with the conversation before it)")
+               for w in used.warnings())
     assert cli(argv) == 0
     out = capsys.readouterr().out
     assert "judged 4 pair(s)" in out and "2 already in the file" in out  # only q1's holes stand

@@ -19,6 +19,7 @@ from ..errors import RetrievalEvalError
 from ..ir.metrics import evaluate
 from ..ir.qrels import Qrels
 from ..ir.stats import kendall_tau
+from ..types import TURN_SEPARATOR
 from .results import RunResults
 
 #: documents of each engine's ranking pooled per question unless told otherwise
@@ -205,7 +206,8 @@ class JudgmentsUsed:
             shown = ", ".join(f"{q}/{d}" for q, d in self.reworded[:3]) + (" ..." if len(self.reworded) > 3 else "")
             out.append(f"{len(self.reworded)} judgment(s) in {self.path} were made for another wording of their "
                        f"question ({shown}); left out of the +judged numbers: judge again to grade the question as "
-                       "it reads now")
+                       "it reads now" + (" (a turn: with the conversation before it)"
+                                         if any(TURN_SEPARATOR in q for q, _ in self.reworded) else ""))
         if self.cut_off is not None:
             out.append(f"the last line of {self.path} (line {self.cut_off}) is cut off, not a whole judgment: not "
                        "read; the next judge cuts it away and asks for it again")
