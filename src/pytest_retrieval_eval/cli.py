@@ -393,7 +393,7 @@ def _check_set(args, labeled, corpus) -> int:
 
 def _subset(args) -> int:
     """``subset RESULTS... --size=N --name=NAME``: write the sharpest questions (``evaluation/subset.py``)."""
-    from .evaluation.subset import choose, drops, write_subset
+    from .evaluation.subset import choose, drops, spreads, write_subset
     from .gate.saved import load_saved
 
     saved = [load_saved(p) for p in args.results]
@@ -410,6 +410,10 @@ def _subset(args) -> int:
                  spread=spread, alpha=settings.alpha, by_engine=by_engine)
     print(f"{path}: {len(ids)} of {len(labeled)} questions of {labeled.name}, by the spread of {measure} across "
           f"{sum(len(r.evaluations) for r in runs)} evaluations ({spread} of them separate some)")
+    shared = len(spreads(runs, measure)[0])
+    if shared < len(labeled):  # never silently: a question one run lacks, or read otherwise, separates nothing
+        print(f"note: {len(labeled) - shared} question(s) of {labeled.name} not chosen from: missing from a run given, "
+              "or read, labeled or quoted otherwise in one")
     print(f"smallest drop of {measure} detectable (80% power, alpha {settings.alpha:g}), subset against the full set:")
     for engine, d in by_engine.items():
         print(f"  {engine}: {d['subset']:.3f} with {len(ids)} questions, {d['full']:.3f} with {len(labeled)}")
@@ -871,7 +875,7 @@ def _recheck(run, corpus, corpus_arg: str, args, config, path: Path) -> int:
     if judge is None:
         raise RetrievalEvalError(f"no grade in the file by the judge these settings ask for ({config.judge.describe()}): "
                                  "give the judge's own --model=NAME, --temperature and --votes", path=path)
-    questions = {q.query_id: q.question for e in run.evaluations for q in e.labeled.queries}
+    questions = {q.query_id: q.asked for e in run.evaluations for q in e.labeled.queries}
     found = stored_pairs(judgments, judge, questions, corpus, doc_text)
     if not found:
         raise RetrievalEvalError(f"judge {judge.fingerprint} stored no grade of a question of this run and a document of "

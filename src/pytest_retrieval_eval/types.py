@@ -10,11 +10,17 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def question_sha256(text: str) -> str:
+    """The hash of a question's text as asked (``LabeledQuery.asked``), whitespace folded: what a
+    judgment and a worksheet's grade are keyed by."""
+    return sha256_text(" ".join(text.split()))
 
 
 def sha256_file(path: Any) -> str:
@@ -136,6 +142,18 @@ def turn_id(conversation: str, turn: int) -> str:
     return f"{conversation}{TURN_SEPARATOR}{turn}"
 
 
+def asked_text(question: str, history: Sequence[Turn] = ()) -> str:
+    """A question as it was asked, in one canonical rendering: a question's own text (exactly, so
+    the hashes of judgments made before turns existed stay valid), and for a turn with messages
+    before it, its text followed by the conversation so far (each message's whitespace folded):
+    ``and does it need a code? (earlier in the conversation: user: How do I set up the VPN? /
+    assistant: Open the client.)``. What a judge and a worksheet read: "it" means what it meant."""
+    if not history:
+        return question
+    said = " / ".join(f"{t.role}: {' '.join(t.text.split())}" for t in history)
+    return f"{' '.join(question.split())} (earlier in the conversation: {said})"
+
+
 @dataclass(frozen=True)
 class LabeledQuery:
     """A question with its judged documents.
@@ -166,6 +184,20 @@ class LabeledQuery:
     def turns(self) -> tuple[Turn, ...]:
         """What a conversation engine is given: the history, then this turn's user text."""
         return (*self.history, Turn("user", self.question))
+
+    @property
+    def asked(self) -> str:
+        """The question as it was asked (``asked_text``): for a turn, its text with the conversation
+        before it. Read it wherever a question's text is keyed, prompted or checked; ``question``
+        alone is what the user typed at this turn."""
+        return asked_text(self.question, self.history)
+
+    @property
+    def asked_sha256(self) -> str:
+        """The key of the question as asked (``question_sha256`` of ``asked``): a judgment of a
+        turn made when its earlier turns read otherwise is another question's. For a question
+        without history, the hash of its text, as judgments files always held."""
+        return question_sha256(self.asked)
 
     @property
     def cluster(self) -> str:

@@ -384,3 +384,45 @@ def test_a_share_or_slice_without_turns_answers_for_its_whole_sets_conversations
     assert any(not any(q.conversation for q in part) for part in (*shares, *slices))
     assert all(part.has_conversations for part in (*shares, *slices))
     assert not LabeledSet(questions, name="s").shard(0, 2).has_conversations
+
+
+def test_an_evidence_table_naming_a_turn_adds_its_quotes_to_that_turn_and_keeps_it_in_its_conversation(tmp_path,
+                                                                                                      capsys):
+    folder, labels, cache = kb(tmp_path), tmp_path / "labels.csv", tmp_path / "questions.cache.json"
+    labels.write_text(THREE)
+    assert cli(["label", "import", str(labels), "--corpus", str(folder), "--questions", str(cache)]) == 0
+    before = load_questions_cache(cache).by_id()
+    evidence = tmp_path / "evidence.csv"
+    evidence.write_text("id,question,doc_id,evidence\nc1#2,and what does that cost?,d2,d2 words about d2\n"
+                        "faq#1,Where is the office?,d1,d1 words\n")
+    assert cli(["label", "import", str(evidence), "--corpus", str(folder), "--questions", str(cache)]) == 0
+    assert "added 1, replaced 0, unchanged 0, updated 1 (evidence added;" in capsys.readouterr().out
+    after = load_questions_cache(cache).by_id()
+    turn, was = after["c1#2"], before["c1#2"]
+    assert (turn.conversation, turn.turn, turn.history, turn.depends) == (was.conversation, was.turn, was.history, True)
+    assert dict(turn.relevant) == {"d2": 1, "d4": 0} and turn.source["evidence"] == {"d2": ["d2 words about d2"]}
+    assert set(after) == {*before, "faq#1"} and after["faq#1"].conversation is None  # no conversation 'faq': a question
+    written = json.loads(cache.read_text())
+    assert [t["user"] for t in written["conversations"][0]["turns"]] == ["How do I upgrade my plan?",
+                                                                         "and what does that cost?"]
+
+
+@pytest.mark.parametrize("row, field, said", [
+    ("c1#3,does it expire?,d3,d3 words", "id", ("'c1#3' names turn 3 of conversation 'c1', which "
+                                                "questions.cache.json holds without a labeled turn 3 (its labeled "
+                                                "turns: c1#1, c1#2)")),
+    ("c1#2,and what does the pro plan cost?,d2,d2 words", "question",
+     "turn 'c1#2' reads 'and what does that cost?' in questions.cache.json, not 'and what does the pro plan cost?'"),
+])
+def test_an_evidence_row_naming_a_turn_the_cache_cannot_take_is_refused_in_one_line(tmp_path, capsys, row, field, said):
+    folder, labels, cache = kb(tmp_path), tmp_path / "labels.csv", tmp_path / "questions.cache.json"
+    labels.write_text(THREE)
+    assert cli(["label", "import", str(labels), "--corpus", str(folder), "--questions", str(cache)]) == 0
+    capsys.readouterr()
+    written = cache.read_bytes()
+    evidence = tmp_path / "evidence.csv"
+    evidence.write_text(f"id,question,doc_id,evidence\n{row}\n")
+    assert cli(["label", "import", str(evidence), "--corpus", str(folder), "--questions", str(cache)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {evidence}:2: field '{field}': {said}; a conversation's turns are imported with it")
+    assert len(err.strip().splitlines()) == 1 and cache.read_bytes() == written

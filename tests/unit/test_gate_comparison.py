@@ -193,3 +193,24 @@ def test_a_baseline_differing_only_by_stale_questions_is_compared_over_the_quest
     assert diff.left_out == (1, 0) and diff.wins + diff.losses + diff.ties == N - 1
     assert any("compared over the 19 questions both hold" in n and "1 left out as stale in this run (their document "
                "changed: q03 (changed: d3))" in n for n in found.notes), found.notes
+
+
+def test_a_baseline_refused_after_an_evidence_or_history_edit_names_the_questions_and_what_changed():
+    from pytest_retrieval_eval.gate.baseline import compare
+    from pytest_retrieval_eval.types import Turn
+
+    def with_(quote: str, reply: str) -> EvaluationResult:
+        queries = (LabeledQuery("q00", "question 0", {"d0": 1}, {"evidence": {"d0": [quote]}}),
+                   LabeledQuery("c1#1", "How do I connect?", {"d1": 1}, conversation="c1", turn=1),
+                   LabeledQuery("c1#2", "and does it need a code?", {"d2": 1}, conversation="c1", turn=2,
+                                history=(Turn("user", "How do I connect?"), Turn("assistant", reply))))
+        labeled = LabeledSet(queries, name="set")
+        return EvaluationResult("a", labeled, tuple(QueryResult(q.query_id, tuple(q.relevant)) for q in queries))
+
+    base = RunResults([with_("a quote", "Use the VPN client.")])
+    [refusal] = compare(RunResults([with_("another quote", "Use the VPN client.")]), base, ["hit@1"]).refusals
+    assert refusal.endswith("(1 changed (q00 (evidence changed)))")
+    [refusal] = compare(RunResults([with_("a quote", "Join the wifi.")]), base, ["hit@1"]).refusals
+    assert refusal.endswith("(1 changed (c1#2 (history changed)))")
+    read_back = EvaluationResult.from_dict(with_("a quote", "Use the VPN client.").to_dict())  # as results.json keeps it
+    assert compare(RunResults([read_back]), base, ["hit@1"]).refusals == []

@@ -95,3 +95,21 @@ def test_cli_generate_follow_ups(fake_api, capsys, tmp_path):
     assert "generated 6" in capsys.readouterr().out
     assert cli(["generate", "--corpus", str(folder), "--questions", q, "--follow-ups", "-1"]) == 2
     assert "--follow-ups: a number of chunks, 0 or more" in capsys.readouterr().err
+
+
+def test_a_question_is_no_repeat_of_a_follow_up_that_was_asked_after_another_question(fake_api, tmp_path):
+    from pytest_retrieval_eval.data.labels import remove_labels
+
+    folder, path = small_corpus(tmp_path / "corpus"), tmp_path / "q.json"
+    fake_api.script("/chat/completions", Reply(200, answers("And how long does it take?")))
+    run(folder, path, 1)
+    [gamma] = [q.query_id for q in load_questions_cache(path) if q.source.get("chunk_id") == "gamma:0"]
+    remove_labels(path, [gamma])
+
+    def the_follow_ups_text(request: dict) -> dict:  # asked alone now: "it" is whatever gamma is about
+        content = json.dumps({"question": "And how long does it take?"})
+        return {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+
+    fake_api.script("/chat/completions", Reply(200, the_follow_ups_text))
+    report = run(folder, path, 1)
+    assert not report.filtered and len(report.generated) == 1

@@ -176,3 +176,33 @@ def test_a_judge_that_now_grades_everything_not_relevant_is_drifted_though_most_
     # the server naming another model answering is a drift whatever the grades
     other = Recheck(Judge("m", "p"), [(0, 0)] * 5, answered_by=Judge("m-2025-06", "p"))
     assert other.why_drifted == "the server names another model as answering (m-2025-06)"
+
+
+def test_a_turn_is_asked_again_with_its_conversation_and_not_once_the_conversation_changed(fake_api, tmp_path, capsys):
+    from pytest_retrieval_eval.types import Turn
+
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+
+    def turns(reply: str):
+        first = f"{DOCS[0].title}: what does it say?"
+        labeled = LabeledSet((LabeledQuery("c1#1", first, {IDS[0]: 1}, conversation="c1", turn=1),
+                              LabeledQuery("c1#2", "and what else?", {IDS[1]: 1}, conversation="c1", turn=2,
+                                           history=(Turn("user", first), Turn("assistant", reply)))), name="set")
+        context = {"corpus": "handbook", "corpus_fingerprint": open_corpus(CORPUS).load().fingerprint}
+        run = RunResults([EvaluationResult("kw", labeled, (QueryResult("c1#1", (IDS[0], *IDS[7:9])),
+                                                           QueryResult("c1#2", (IDS[1], *IDS[7:9]))), context=context)])
+        results = tmp_path / "results.json"
+        results.write_text(results_text(run, GateSettings().for_run(run, DEFAULT_TABLE_MEASURES)))
+        return results, tmp_path / "judgments.jsonl"
+
+    results, judgments = turns("It says a lot.")
+    assert cli(judge(results, judgments)) == 0
+    asked = len(fake_api.hits("/chat/completions"))
+    assert cli(judge(results, judgments, "--recheck=100")) == 0
+    again = [h.body["messages"][-1]["content"] for h in fake_api.hits("/chat/completions")[asked:]]
+    assert sum("Query: and what else? (earlier in the conversation: user: " in c and "assistant: It says a lot.)" in c
+               for c in again) == 2  # the follow-up's two holes, asked as they were graded
+    capsys.readouterr()
+    turns("It says nothing.")  # the conversation before the follow-up changed: its grades are another question's
+    assert cli(judge(results, judgments, "--recheck=100")) == 0
+    assert "on 2 of its 2 stored grade(s)" in capsys.readouterr().out  # the first turn's alone

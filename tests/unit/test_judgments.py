@@ -690,3 +690,102 @@ def test_a_run_says_the_judgments_files_last_line_is_cut_off(tmp_path):
     used = attach(run_of(one=[["c"], ["e"]]), Judgments.load(path), shown_path="j.jsonl")
     assert used.used == 1
     assert any("the last line of j.jsonl (line 2) is cut off" in w for w in used.warnings())
+
+
+# --- a turn is judged with its conversation ---------------------------------------------------------
+
+HELP_DOCS = [{"doc_id": "vpn", "title": "VPN", "content": "Install the VPN client; it asks for a one-time code."},
+             {"doc_id": "wifi", "title": "Wifi", "content": "Join the office wifi with your badge number."},
+             {"doc_id": "codes", "title": "Codes", "content": "Codes come from the authenticator app."}]
+
+
+def conversation_results(tmp_path, first: str = "How do I connect to the VPN from home?"):
+    """A results.json over a help-center corpus: a standalone question and a conversation whose
+    follow-up ("it") means what its first turn asked about; every question ranks all three documents."""
+    from pytest_retrieval_eval.data.corpus import open_corpus as opened
+    from pytest_retrieval_eval.types import Turn
+    from conftest import write_docs
+
+    folder = write_docs(tmp_path / "help", HELP_DOCS)
+    corpus = opened(folder).load()
+    queries = (LabeledQuery("q1", "How do I join the office wifi?", {"wifi": 1}),
+               LabeledQuery("c1#1", first, {"vpn": 1}, conversation="c1", turn=1),
+               LabeledQuery("c1#2", "and does it need a code?", {"codes": 1}, conversation="c1", turn=2,
+                            history=(Turn("user", first), Turn("assistant", "Install the client."))))
+    labeled = LabeledSet(queries, name="set")
+    results = tuple(QueryResult(q.query_id, ("vpn", "wifi", "codes")) for q in queries)
+    run = RunResults([EvaluationResult("kw", labeled, results,
+                                       context={"corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint})])
+    path = tmp_path / "out" / "results.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(results_text(run, GateSettings().for_run(run, DEFAULT_TABLE_MEASURES)))
+    return path, folder
+
+
+def test_the_judge_reads_a_follow_up_with_the_conversation_before_it_and_a_question_as_it_is(fake_api, tmp_path):
+    from pytest_retrieval_eval.data.judge import PROMPT_SHA256
+
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    results, folder = conversation_results(tmp_path)
+    path = tmp_path / "j.jsonl"
+    assert cli(["judge", str(results), "--corpus", str(folder), "--judgments", str(path), "--model", "m",
+                "--depth", "3"]) == 0
+    queries = {h.body["messages"][-1]["content"].split("\nQuery: ", 1)[1].split("\nPassage: ", 1)[0]
+               for h in fake_api.hits("/chat/completions")}
+    assert queries == {"How do I join the office wifi?", "How do I connect to the VPN from home?",
+                       ("and does it need a code? (earlier in the conversation: user: How do I connect to the VPN "
+                        "from home? / assistant: Install the client.)")}
+    # the prompt's hash is the template's: one judge for every question, a turn or not
+    assert {j.judge.prompt_sha256 for j in Judgments.load(path)} == {PROMPT_SHA256}
+
+
+def test_a_standalone_questions_key_is_the_hash_of_its_text_as_judgments_files_always_held():
+    from pytest_retrieval_eval.types import Turn, sha256_text
+
+    q = LabeledQuery("q1", "  How do I join\nthe office wifi? ", {"wifi": 1})
+    assert q.asked == q.question and q.asked_sha256 == sha256_text("How do I join the office wifi?")
+    first = LabeledQuery("c1#1", "How do I join the office wifi?", {"wifi": 1}, conversation="c1", turn=1)
+    assert first.asked_sha256 == q.asked_sha256  # a first turn is asked with nothing before it
+    follow = LabeledQuery("c1#2", "and does it need a code?", {"codes": 1}, conversation="c1", turn=2,
+                          history=(Turn("user", "How do I join the office wifi?"),))
+    other = LabeledQuery("c2#2", "and does it need a code?", {"codes": 1}, conversation="c2", turn=2,
+                         history=(Turn("user", "How do I connect to the VPN?"),))
+    assert len({follow.asked_sha256, other.asked_sha256, sha256_text(follow.question)}) == 3
+
+
+def test_a_follow_up_whose_earlier_turn_changed_is_asked_again_and_its_old_grades_left_out(fake_api, tmp_path, capsys):
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    results, folder = conversation_results(tmp_path)
+    path = tmp_path / "j.jsonl"
+    argv = ["judge", str(results), "--corpus", str(folder), "--judgments", str(path), "--model", "m", "--depth", "3"]
+    assert cli(argv) == 0
+    assert "judged 6 pair(s)" in capsys.readouterr().out  # each question's two unlabeled documents
+    asked_before = len(fake_api.hits("/chat/completions"))
+    conversation_results(tmp_path, first="How do I join the office wifi?")  # "it" is the wifi now: replaced 2
+    from pytest_retrieval_eval.gate.saved import load_run
+
+    used = attach(load_run(results), Judgments.load(path), shown_path="j.jsonl")
+    assert sorted(q for q, _ in used.reworded) == ["c1#1", "c1#1", "c1#2", "c1#2"]
+    assert any("were made for another wording of their question (c1#1/" in w and w.endswith(
+        "judge again to grade the question as it reads now (a turn: with the conversation before it)")
+               for w in used.warnings())
+    assert cli(argv) == 0
+    out = capsys.readouterr().out
+    assert "judged 4 pair(s)" in out and "2 already in the file" in out  # only q1's holes stand
+    assert len(fake_api.hits("/chat/completions")) == asked_before + 4
+
+
+def test_every_pair_a_judge_is_given_reads_a_turn_as_asked(tmp_path):
+    from pytest_retrieval_eval.data.corpus import open_corpus as opened
+    from pytest_retrieval_eval.evaluation.judging import candidate_pairs, labeled_pairs, pairs
+    from pytest_retrieval_eval.evaluation.validation import hidden_labels
+    from pytest_retrieval_eval.gate.saved import load_run
+
+    results, folder = conversation_results(tmp_path)
+    run, corpus = load_run(results), opened(folder).load()
+    asked = {q.query_id: q.asked for q in run.evaluations[0].labeled.queries}
+    assert asked["c1#2"].startswith("and does it need a code? (earlier in the conversation: user: How do I connect")
+    given = [*pairs(pool(run, 3), corpus)[0], *labeled_pairs(run, corpus), *calibration_pairs(run, corpus),
+             *(h.pair for h in hidden_labels(run, corpus, Judgments())), *candidate_pairs(corpus, run)]
+    assert {p.query_id for p in given} == set(asked)
+    assert all(p.question == asked[p.query_id] for p in given)

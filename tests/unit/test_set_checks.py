@@ -227,3 +227,57 @@ def test_a_bad_entry_is_one_line_naming_file_line_and_field(team, capsys, line, 
 def test_a_named_accept_file_that_is_missing_is_an_error(team, capsys):
     assert cli(check("--accept", "nope.jsonl")) == 2
     assert capsys.readouterr().err == "error: nope.jsonl: file not found\n"
+
+# --- turns: a question with the conversation before it ---------------------------------------------------
+
+def follow_up(conversation: str, first: str, last: str = "and does it need a code?", doc: str = "vpn") -> LabeledQuery:
+    from pytest_retrieval_eval.types import Turn
+
+    return LabeledQuery(f"{conversation}#2", last, {doc: 1}, conversation=conversation, turn=2,
+                        history=(Turn("user", first), Turn("assistant", "Here is how.")))
+
+
+def test_the_same_follow_up_after_other_conversations_is_no_duplicate_and_after_the_same_one_is():
+    vpn, wifi, printers = (follow_up("c1", "How do I connect to the VPN from home?"),
+                           follow_up("c2", "How do I join the office wifi with my laptop?"),
+                           follow_up("c3", "How do I add the printers on floor two?"))
+    labeled = LabeledSet((vpn, wifi, printers, q("q1", "and does it need a code?", "vpn")), name="s")
+    assert check_set(labeled, DOCS.values()) == []  # a question alone is no turn asked after something
+    again = follow_up("c4", "how do I connect to the VPN from home")
+    found = check_set(LabeledSet((vpn, wifi, printers, again), name="s"), DOCS.values())
+    assert [(f.kind, f.query_ids) for f in found] == [("near_duplicate", ("c1#2", "c4#2"))]
+    assert found[0].detail == ('2 questions, the same question: "and does it need a code?" after conversations '
+                               "alike")
+    first_turns = LabeledSet((LabeledQuery("c5#1", "How do I reset my password?", {"reset": 1}, conversation="c5",
+                                           turn=1), q("q2", "how do I reset my password", "reset")), name="s")
+    assert [f.query_ids for f in check_set(first_turns, DOCS.values())
+            if f.kind == "near_duplicate"] == [("c5#1", "q2")]  # nothing before either
+
+
+def test_check_labels_passes_three_conversations_ending_alike_and_fails_a_repeated_one(tmp_path, capsys):
+    import json
+
+    from conftest import write_docs
+    from pytest_retrieval_eval.cli import main as cli
+
+    folder = write_docs(tmp_path / "kb", [{"doc_id": d, "title": d.upper(), "content": f"All about the {d} setup."}
+                                          for d in ("vpn", "wifi", "printers")])
+    labels, cache = tmp_path / "labels.jsonl", tmp_path / "questions.cache.json"
+
+    def conversation(cid: str, topic: str) -> str:
+        return json.dumps({"conversation": cid, "turns": [
+            {"user": f"How do I set up the {topic} on my laptop?", "relevant": {topic: 1}},
+            {"user": "and does it need a code?", "relevant": {topic: 1}}]})
+
+    labels.write_text("\n".join(conversation(c, t) for c, t in (("c1", "vpn"), ("c2", "wifi"), ("c3", "printers")))
+                      + "\n")
+    assert cli(["label", "import", str(labels), "--corpus", str(folder), "--questions", str(cache)]) == 0
+    capsys.readouterr()
+    assert cli(["check", "--labels", "--corpus", str(folder), "--questions", str(cache)]) == 0
+    assert "no findings" in capsys.readouterr().out
+    labels.write_text(labels.read_text() + conversation("c4", "vpn") + "\n")
+    assert cli(["label", "import", str(labels), "--corpus", str(folder), "--questions", str(cache)]) == 0
+    capsys.readouterr()
+    assert cli(["check", "--labels", "--corpus", str(folder), "--questions", str(cache)]) == 1
+    out = capsys.readouterr().out
+    assert "c1#1, c4#1" in out and "c1#2, c4#2" in out and "c2#2" not in out

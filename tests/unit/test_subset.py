@@ -122,3 +122,59 @@ def test_a_baseline_of_the_full_set_is_compared_over_the_subsets_questions_unles
         del BY_TEXT["another question entirely"]
     plain = LabeledSet(small.queries, name=small.name)  # the same questions, not a subset run: refused as before
     assert compare(run_of(Ranked("a", {}), labeled=plain), full, ["hit@1"]).refusals
+
+
+
+def test_a_subset_run_after_a_quote_edit_is_refused_against_the_full_sets_baseline_as_a_full_run_is(tmp_path):
+    from dataclasses import replace
+
+    from pytest_retrieval_eval.data.labeled import LabeledSet
+    from pytest_retrieval_eval.gate.baseline import compare
+
+    first = LABELED.queries[0]
+    quoted = replace(first, source={**first.source, "evidence": {first.gold[0]: ["a quote"]}})
+    full_set = LabeledSet((quoted, *LABELED.queries[1:]), name=LABELED.name)
+    full = run_of(Ranked("a", {}), Ranked("b", {}), labeled=full_set)
+    doc = {"format": "pytest-retrieval-eval/subset", "ids": IDS[:20], "measure": "hit@1", "of_n": 68}
+    small = restrict(full_set, doc, tmp_path / "pr.json")
+    assert compare(run_of(Ranked("a", {}), labeled=small), full, ["hit@1"]).refusals == []  # unchanged: compared
+    edited = replace(quoted, source={**quoted.source, "evidence": {first.gold[0]: ["another quote"]}})
+    part = LabeledSet((edited, *small.queries[1:]), name=small.name, provenance=small.provenance)
+    whole = LabeledSet((edited, *full_set.queries[1:]), name=full_set.name)
+    for labeled in (part, whole):
+        [refusal] = compare(run_of(Ranked("a", {}), labeled=labeled), full, ["hit@1"]).refusals
+        assert f"1 changed ({first.query_id} (evidence changed))" in refusal
+
+
+def test_a_question_a_past_run_read_or_quoted_otherwise_is_no_column_of_its_spread():
+    from dataclasses import replace
+
+    from pytest_retrieval_eval.data.labeled import LabeledSet
+
+    first = LABELED.queries[0]
+    a, b = Ranked("a", {}), Ranked("b", {first.query_id: 9})  # only the first question separates the engines
+    assert choose([run_of(a, b)], "hit@1", 1) == ([first.query_id], 1)
+    quoted = replace(first, source={**first.source, "evidence": {first.gold[0]: ["an older quote"]}})
+    past = run_of(a, b, labeled=LabeledSet((quoted, *LABELED.queries[1:]), name=LABELED.name))
+    chosen, spread = choose([run_of(a, b), past], "hit@1", 1)
+    assert first.query_id not in chosen and spread == 0
+
+
+def test_the_subset_command_says_how_many_questions_it_could_not_choose_from(tmp_path, capsys):
+    from dataclasses import replace
+
+    from conftest import results_text
+    from pytest_retrieval_eval.cli import main as cli
+    from pytest_retrieval_eval.data.labeled import LabeledSet
+
+    first = LABELED.queries[0]
+    a, b = Ranked("a", {}), Ranked("b", {first.query_id: 9})
+    quoted = replace(first, source={**first.source, "evidence": {first.gold[0]: ["an older quote"]}})
+    now, past = tmp_path / "now.json", tmp_path / "past.json"
+    now.write_text(results_text(run_of(a, b)))
+    past.write_text(results_text(run_of(a, b, labeled=LabeledSet((quoted, *LABELED.queries[1:]), name=LABELED.name))))
+    assert cli(["subset", str(now), str(past), "--size=5", "--measure=hit@1", f"--dir={tmp_path}"]) == 0
+    out = capsys.readouterr().out
+    assert (f"note: 1 question(s) of {LABELED.name} not chosen from: missing from a run given, or read, labeled or "
+            "quoted otherwise in one") in out
+    assert first.query_id not in json.loads((tmp_path / "pr.json").read_text())["ids"]

@@ -311,3 +311,29 @@ def test_human_grades_beside_an_llm_judges_are_not_counted_as_another_judge_and_
     judgments = Judgments([hole, *human])  # the worksheet imported last: still the LLM judge is read
     used = attach(run, judgments, shown_path="j.jsonl")
     assert used.judge == llm and used.used == 1 and used.other_judges == 0
+
+
+# --- a turn of a conversation -----------------------------------------------------------------------
+
+def test_a_turns_row_carries_the_conversation_so_far_and_a_sheet_for_another_history_is_refused(tmp_path):
+    from pytest_retrieval_eval.types import Turn
+
+    def turns(reply: str) -> RunResults:
+        first = "How do I connect to the VPN?"
+        queries = (LabeledQuery("c1#1", first, {"a": 1}, conversation="c1", turn=1),
+                   LabeledQuery("c1#2", "and does it need a code?", {"b": 1}, conversation="c1", turn=2,
+                                history=(Turn("user", first), Turn("assistant", reply))))
+        labeled = LabeledSet(queries, name="set")
+        return RunResults([EvaluationResult("one", labeled, (QueryResult("c1#1", ("c", "a")),
+                                                             QueryResult("c1#2", ("c", "b"))))])
+
+    run = turns("Use the client.")
+    path = sheet_file(tmp_path, run)
+    rows = {(r["question_id"], r["doc_id"]): r["question"] for r in parsed(path.read_text())}
+    assert rows[("c1#1", "a")] == "How do I connect to the VPN?"  # a first turn reads as a question
+    assert rows[("c1#2", "c")] == ("and does it need a code? (earlier in the conversation: user: How do I connect to "
+                                   "the VPN? / assistant: Use the client.)")
+    [one] = [j for j in checked(read_worksheet(path), run) if (j.query_id, j.doc_id) == ("c1#2", "c")]
+    assert one.question_sha256 == run.evaluations[0].labeled.by_id()["c1#2"].asked_sha256
+    with pytest.raises(RetrievalEvalError, match=r"sheet.csv:4: field 'question': the question reads otherwise"):
+        checked(read_worksheet(path), turns("Use the wifi app."))  # "it" is something else now

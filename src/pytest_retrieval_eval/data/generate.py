@@ -437,9 +437,9 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
                             report.failed[name] = reason
                             log.warning("question generation failed for %s: %s", chunk.chunk_id, reason)
                             continue
-                        others = [e.question for e in entries.values()
+                        others = [e.asked for e in entries.values()  # a follow-up repeats nothing alone
                                   if not (is_generated(e) and e.source.get("chunk_id") == chunk.chunk_id)]
-                        reason = config.filters.reject(made[0].question, chunk.text, others)
+                        reason = config.filters.reject(made[0].asked, chunk.text, others)
                         if reason is None and talk and not depends_guess(made[1].question):
                             reason = "follow_up_standalone"  # it names its subject: no follow-up at all
                         if reason is not None:  # counted, named, and asked again on the next run

@@ -181,6 +181,8 @@ class Pair:
     """A question and a document to grade, with the text the judge reads."""
 
     query_id: str
+    #: the question as asked (``LabeledQuery.asked``: a turn with its conversation so far), as the
+    #: prompt's query; its hash keys the judgment
     question: str
     doc_id: str
     text: str

@@ -2,7 +2,8 @@
 
 ``judgments.jsonl`` holds one JSON object per line (schema: ``judgments.schema.json``): the
 question and document ids, the judge's grade on UMBRELA's 0-3 scale with each vote, the hashes
-of what it read (the question's text and the document's fields), and the judge that gave it
+of what it read (the question as asked, a turn with its conversation so far:
+``LabeledQuery.asked_sha256``; the document's fields), and the judge that gave it
 (model, prompt hash, temperature, votes, endpoint host; their hash is the judge's fingerprint). A grade of
 ``RELEVANT_FROM`` (2: "has the answer") or more makes the document relevant in the ``+judged``
 measures, a lower one judged not relevant; human labels always win.
@@ -11,10 +12,11 @@ Nothing is lost: judgments are appended one whole line at a time under a lock as
 a killed run keeps every finished one (a line cut off mid-write, not JSON, is dropped on the next
 write and said so; a whole last line without its newline, a grade corrected by hand, is kept), and
 only a run that finished rewrites the file, atomically, in a stable order for review diffs. A
-judgment whose document changed is stale, and one made for another wording of its question is
-not used: both are listed and left out of the numbers, and ``judge`` asks them again. Lines
-written before questions were hashed (no ``question_sha256``) are used as they are, with a
-warning, and asked again by the next ``judge``, which keys them.
+judgment whose document changed is stale, and one made for another wording of its question (or,
+for a turn, of the conversation before it) is not used: both are listed and left out of the
+numbers, and ``judge`` asks them again. Lines written before questions were hashed (no
+``question_sha256``) are used as they are, with a warning, and asked again by the next ``judge``,
+which keys them.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
 from .._atomic import write_text_atomic
 from ..errors import RetrievalEvalError
 from ..ir.qrels import Qrels, parse_grade
-from ..types import canonical_json, sha256_text
+from ..types import canonical_json, question_sha256, sha256_text  # noqa: F401  (question_sha256: re-exported)
 
 #: the lowest judged grade (0-3) that counts as relevant in ``+judged`` measures: read it through
 #: ``is_judged_relevant``, the one place the cut is made
@@ -59,11 +61,6 @@ def judged_qrels(human: Qrels, judged: Mapping[str, Mapping[str, int]]) -> Qrels
 def majority(votes: Sequence[int]) -> int:
     """The most given grade; a tie goes to the lower grade (a doubtful document is not relevant)."""
     return max(sorted(set(votes)), key=lambda g: (votes.count(g), -g))
-
-
-def question_sha256(question: str) -> str:
-    """The hash of a question as the judge reads it (whitespace folded): what a judgment is keyed by."""
-    return sha256_text(" ".join(question.split()))
 
 
 @dataclass(frozen=True)

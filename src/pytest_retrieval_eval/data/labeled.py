@@ -151,6 +151,20 @@ class LabeledSet:
                               {"conversations": True} if self.has_conversations else {})})
 
 
+def question_changes(before: LabeledQuery, after: LabeledQuery) -> list[str]:
+    """What differs between two versions of one question, of all the set's fingerprint reads of
+    it: ``reworded`` (its text), ``history changed`` (the conversation before a turn: "it" may
+    mean another thing), ``labels`` (its judged documents), ``evidence changed`` (its quotes, what
+    the ``+evidence`` measures read); empty when the question is unchanged. The one test of "the
+    same question" a comparison of two runs makes."""
+    from .evidence import evidence_of
+
+    return [part for part, moved in (("reworded", before.question != after.question),
+                                     ("history changed", tuple(before.history) != tuple(after.history)),
+                                     ("labels", dict(before.relevant) != dict(after.relevant)),
+                                     ("evidence changed", evidence_of(before) != evidence_of(after))) if moved]
+
+
 def query_problem(qid: str, question: str, relevant: Mapping[str, int]) -> tuple[str, str] | None:
     """(what is wrong, which field) of a labeled query that the questions cache cannot hold, or
     None. The importers and the loader both ask it, so whatever an import writes, the loader reads."""

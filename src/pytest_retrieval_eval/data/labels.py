@@ -17,7 +17,7 @@ import os
 import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .._textfiles import read_text
 from ..errors import RetrievalEvalError
@@ -375,8 +375,9 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
         if problem:
             field = {"id": icol or qcol, "question": qcol, "relevant": dcol}[problem[1]]
             raise RetrievalEvalError(problem[0], path=path, line=entry["line"], field=field)
-        out.append(LabeledQuery(qid, entry["question"], entry["relevant"],
-                                _table_source(entry, path, carries, ecol, dcol), tuple(sorted(entry["tags"]))))
+        source = _table_source(entry, path, carries, ecol, dcol)
+        source["_fields"] = {**source["_fields"], **_fields(None, None, icol, qcol)["_fields"]}
+        out.append(LabeledQuery(qid, entry["question"], entry["relevant"], source, tuple(sorted(entry["tags"]))))
     return out
 
 
@@ -478,11 +479,13 @@ def _table_turns(conv: str, grouped: dict[str, dict[str, Any]], path: str | Path
     return turns_of(conv, labels)
 
 
-def _fields(docs: str | None, evidence: str | None = None) -> dict[str, str]:
-    """Where a read entry's judged documents and evidence are in its file (``source._fields``),
-    as the file spells it (a column, ``turns[1].relevant``): the stamp's and the evidence check's
-    errors name it beside the line."""
-    return {"_fields": {k: v for k, v in (("docs", docs), ("evidence", evidence)) if v}}
+def _fields(docs: str | None, evidence: str | None = None, ident: str | None = None,
+            question: str | None = None) -> dict[str, str]:
+    """Where a read entry's judged documents, evidence, id and question are in its file
+    (``source._fields``), as the file spells it (a column, ``turns[1].relevant``): the stamp's,
+    the evidence check's and the import's errors name it beside the line."""
+    return {"_fields": {k: v for k, v in (("docs", docs), ("evidence", evidence), ("id", ident),
+                                          ("question", question)) if v}}
 
 
 def _carried(**fields: Any) -> tuple[str, ...]:
@@ -571,7 +574,7 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
             raise RetrievalEvalError(problem[0], path=path, line=number, field=problem[1])
         source = {"by": f"{IMPORTED}:{Path(path).name}", "_line": number, "_file": str(path),
                   "_carries": _carried(tags="tags" in record, grades="relevant" in record, evidence="evidence" in record),
-                  **_fields("relevant" if record.get("relevant") else "doc_id", "evidence")}
+                  **_fields("relevant" if record.get("relevant") else "doc_id", "evidence", "id", "question")}
         if record.get("evidence"):
             source["evidence"] = _evidence(record["evidence"], relevant, path, number, "evidence")
         out.append(LabeledQuery(qid, question, relevant, source, _tags(record.get("tags"), path, number, "tags")))
@@ -838,6 +841,36 @@ def _merge(old: LabeledQuery, new: LabeledQuery, carries: Sequence[str], file: s
     return replace(old, relevant=relevant, source=source, tags=tags, depends=depends), "updated", changes
 
 
+def _in_conversation(q: LabeledQuery, old: LabeledQuery | None, cached: Iterable[LabeledQuery],
+                     where: Mapping[str, Any], cache: Path) -> LabeledQuery:
+    """``q``, a file's question (no conversation of its own) whose id names a turn of a
+    conversation the cache holds (``c1#2``, ``TURN_SEPARATOR``), as that turn: its conversation,
+    position, history and depends flag kept, so an ``id,question,doc_id,evidence`` file adds its
+    quotes to the turn; refused in one line when the cache holds no such labeled turn or the file
+    gives it another text (a turn's text is changed with its conversation). Any other ``q`` as it is."""
+    from ..types import TURN_SEPARATOR
+
+    conversation, sep, number = q.query_id.rpartition(TURN_SEPARATOR)
+    if q.conversation is not None or not sep or not number.isdigit() or not any(
+            c.conversation == conversation for c in cached):
+        return q  # a question; an id holding '#' names no turn unless the cache has that conversation
+    how = ("a conversation's turns are imported with it: a table with conversation, turn and user columns, or a JSONL "
+           "line with conversation and turns")
+
+    def refuse(message: str, fld: str) -> RetrievalEvalError:
+        return RetrievalEvalError(f"{message}; {how}", path=where.get("path"), line=where.get("line"),
+                                  field=where.get(fld, fld) if where.get("line") else None)
+
+    if old is None or old.conversation != conversation:
+        labeled = ", ".join(sorted(c.query_id for c in cached if c.conversation == conversation))
+        raise refuse(f"'{q.query_id}' names turn {number} of conversation '{conversation}', which {cache.name} holds "
+                     f"without a labeled turn {number} (its labeled turns: {labeled})", "id")
+    if " ".join(q.question.split()) != " ".join(old.question.split()):
+        raise refuse(f"turn '{q.query_id}' reads {old.question!r} in {cache.name}, not {q.question!r}", "question")
+    return replace(q, question=old.question, conversation=old.conversation, turn=old.turn, history=old.history,
+                   depends=old.depends)
+
+
 def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Path, *, origin: str | None = None,
                   generator_notes: str = "", sync: bool = False) -> ImportReport:
     """Stamp ``entries`` against ``corpus`` and merge them into the cache at ``cache`` (created if
@@ -856,6 +889,8 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
     text_ids = {q.query_id for q in entries if q.source.get("_text_id")}
     carries = [tuple(q.source.get("_carries", CARRIED)) for q in entries]  # before the stamp drops it
     entries = [_from_file(q, cache, origin) for q in entries]
+    where = {q.query_id: {"path": q.source.get("_file") or origin, "line": q.source.get("_line"),
+                          **(q.source.get("_fields") or {})} for q in entries}  # before the stamp drops them
     check_evidence(entries, corpus, origin)
     stamped = stamp(LabeledSet(tuple(entries), name=cache.name), corpus, origin=origin).labeled
     with locked(cache):
@@ -866,6 +901,7 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
                    if q.query_id in text_ids else q for q in stamped]
         for q, carried in zip(stamped, carries):
             old = merged.get(q.query_id)
+            q = _in_conversation(q, old, merged.values(), where.get(q.query_id, {}), cache)
             if old is None:
                 report.added.append(q.query_id)
                 merged[q.query_id] = q

@@ -42,7 +42,7 @@ def recheck_path(judgments: str | Path) -> Path:
 def stored_pairs(judgments: Judgments, judge: Judge, questions: Mapping[str, str], corpus: Any,
                  text: Callable[[Any], str]) -> list[tuple[Pair, Judgment]]:
     """``judge``'s stored grades that can be asked again as they were given: of a question
-    (``questions``: id -> its text now) and a document of ``corpus`` that read the same, each
+    (``questions``: id -> it as asked now, ``LabeledQuery.asked``) and a document of ``corpus`` that read the same, each
     with the pair to ask (``text``: what the judge reads of a document), in a stable order."""
     out = []
     for j in sorted((j for j in judgments if j.kind in RECHECKED_KINDS and j.judge.fingerprint == judge.fingerprint),

@@ -5,7 +5,9 @@ questions: none is dropped.
 - ``near_duplicate``: questions that ask the same thing (the same normalised text, or a Jaccard
   similarity of content words of ``NEAR`` or more, as generation's own filter judges a repeat:
   ``data/question_filters.py``), grouped: a set whose 12 of 20 questions are one question weighs
-  that question 12 times;
+  that question 12 times. A turn is compared with its history: two follow-ups of one text
+  ("and does it need a code?") ask the same thing only after conversations alike by the same
+  measure (a question and a first turn have none before them);
 - ``leaks_title``: a question whose content words mostly (``LEAK_TITLE``) occur in its gold
   document's title or file name, the fields a metadata-only engine reads: any keyword engine finds
   it, so it measures nothing about retrieval;
@@ -101,8 +103,11 @@ def _pairs(texts: Sequence[str], others: Sequence[str] | None, threshold: float)
     return out
 
 
-def near_duplicates(questions: Sequence[tuple[str, str]], threshold: float = NEAR) -> list[SetFinding]:
-    """Groups of questions ((id, text) pairs) that ask the same thing, in set order."""
+def near_duplicates(questions: Sequence[tuple[str, str]], threshold: float = NEAR,
+                    before: Sequence[str] | None = None) -> list[SetFinding]:
+    """Groups of questions ((id, text) pairs) that ask the same thing, in set order; ``before``:
+    each one's conversation so far (``conversation_before``; "" for a question), which must be
+    alike too."""
     parent = list(range(len(questions)))
 
     def root(i: int) -> int:
@@ -113,6 +118,10 @@ def near_duplicates(questions: Sequence[tuple[str, str]], threshold: float = NEA
 
     least: dict[int, float] = {}
     for i, j, s in _pairs([t for _, t in questions], None, threshold):
+        if before is not None and (before[i] or before[j]):  # turns: the same text after another conversation
+            s = min(s, similarity(before[i], before[j]) if before[i] and before[j] else 0.0)
+            if s < threshold:
+                continue
         a, b = root(i), root(j)
         low = min(s, least.get(a, 1.0), least.get(b, 1.0))
         parent[max(a, b)] = min(a, b)
@@ -124,8 +133,9 @@ def near_duplicates(questions: Sequence[tuple[str, str]], threshold: float = NEA
     for r, members in groups.items():
         if len(members) > 1:
             how = "the same question" if least.get(r, 1.0) >= 1.0 else f"content words {least[r]:.0%}+ alike"
+            after = " after conversations alike" if before is not None and before[members[0]] else ""
             out.append(SetFinding("near_duplicate", tuple(questions[i][0] for i in members),
-                                  f"{len(members)} questions, {how}: \"{questions[members[0]][1]}\""))
+                                  f"{len(members)} questions, {how}: \"{questions[members[0]][1]}\"{after}"))
     return out
 
 
@@ -212,10 +222,17 @@ def read_training(path: str | Path) -> list[str]:
     return out
 
 
+def conversation_before(q) -> str:
+    """What was said before a turn (its history's texts, in order), as ``near_duplicates`` compares
+    it; "" for a question or a first turn."""
+    return " ".join(t.text for t in q.history)
+
+
 def check_set(labeled, docs: Sequence, training: Sequence[str] = ()) -> list[SetFinding]:
     """Every label-only finding on ``labeled`` against the corpus's ``docs`` (and ``training``)."""
     questions = [(q.query_id, q.question) for q in labeled.queries]
-    return [*near_duplicates(questions), *leakage(labeled.queries, {d.doc_id: d for d in docs}),
+    before = [conversation_before(q) for q in labeled.queries]
+    return [*near_duplicates(questions, before=before), *leakage(labeled.queries, {d.doc_id: d for d in docs}),
             *(training_copies(questions, training) if training else [])]
 
 

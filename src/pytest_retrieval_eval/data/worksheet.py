@@ -119,6 +119,8 @@ def readme(sheet: str, questions: int, rows: int, depth: int, import_command: st
             "documents the labels judge for them. Fill the grade column of every row with a whole number 0-3, "
             "the scale the LLM judge uses:\n\n"
             f"{scale}\n\n"
+            "A turn of a conversation is shown with the conversation before it (in parentheses): grade the "
+            "document for the question as it was meant there. "
             "The excerpt is the start of the document; grade the document, not the excerpt, when it is cut (…). "
             "Leave question_id, question, doc_id, depth and doc_sha256 as they are: they say what was read. "
             "Rows may be sorted or filtered, not deleted: a question comes back only with every row graded.\n\n"

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..data.judge import Pair
-from ..data.judgments import KAPPA_FLOOR, Judge, Judgment, Judgments, question_sha256
+from ..data.judgments import KAPPA_FLOOR, Judge, Judgment, Judgments
 from ..data.recheck import drift_of
 from ..errors import RetrievalEvalError
 from ..ir.metrics import evaluate
 from ..ir.qrels import Qrels
 from ..ir.stats import kendall_tau
+from ..types import TURN_SEPARATOR
 from .results import RunResults
 
 #: documents of each engine's ranking pooled per question unless told otherwise
@@ -30,6 +31,7 @@ class Hole:
     """A document an engine ranked in a question's top k that the labels do not judge."""
 
     query_id: str
+    #: the question as asked (``LabeledQuery.asked``: a turn with its conversation so far)
     question: str
     doc_id: str
 
@@ -50,7 +52,7 @@ def pool(run: RunResults, depth: int = DEFAULT_POOL_DEPTH, engines: Sequence[str
         for r in e.results:
             for doc in r.doc_ids[:depth]:
                 if doc not in human.get(r.query_id, {}) and (r.query_id, doc) not in seen:
-                    seen[(r.query_id, doc)] = Hole(r.query_id, by_id[r.query_id].question, doc)
+                    seen[(r.query_id, doc)] = Hole(r.query_id, by_id[r.query_id].asked, doc)
     return list(seen.values())
 
 
@@ -82,7 +84,7 @@ def labeled_pairs(run: RunResults, corpus: Any) -> list[Pair]:
                 if doc is None or (q.query_id, doc_id) in seen:
                     continue
                 seen.add((q.query_id, doc_id))
-                out.append(Pair(q.query_id, q.question, doc_id, doc_text(doc), doc.fingerprint, "calibration", grade))
+                out.append(Pair(q.query_id, q.asked, doc_id, doc_text(doc), doc.fingerprint, "calibration", grade))
     return out
 
 
@@ -204,7 +206,8 @@ class JudgmentsUsed:
             shown = ", ".join(f"{q}/{d}" for q, d in self.reworded[:3]) + (" ..." if len(self.reworded) > 3 else "")
             out.append(f"{len(self.reworded)} judgment(s) in {self.path} were made for another wording of their "
                        f"question ({shown}); left out of the +judged numbers: judge again to grade the question as "
-                       "it reads now")
+                       "it reads now" + (" (a turn: with the conversation before it)"
+                                         if any(TURN_SEPARATOR in q for q, _ in self.reworded) else ""))
         if self.cut_off is not None:
             out.append(f"the last line of {self.path} (line {self.cut_off}) is cut off, not a whole judgment: not "
                        "read; the next judge cuts it away and asks for it again")
@@ -261,11 +264,12 @@ class JudgmentsUsed:
 
 
 def question_hashes(run: RunResults) -> dict[str, set[str]]:
-    """Question id -> the hashes of its text in the run's labeled sets: what a judgment must have read."""
+    """Question id -> the hashes of it as asked in the run's labeled sets (``LabeledQuery.asked_sha256``:
+    a turn with its conversation so far): what a judgment must have read."""
     out: dict[str, set[str]] = {}
     for e in run.evaluations:
         for q in e.labeled.queries:
-            out.setdefault(q.query_id, set()).add(question_sha256(q.question))
+            out.setdefault(q.query_id, set()).add(q.asked_sha256)
     return out
 
 
@@ -339,7 +343,7 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
     attached = []
     people = judgments.human_judged(question_hashes(run), fingerprints)
     for e in run.evaluations:
-        asked = {q.query_id: question_sha256(q.question) for q in e.labeled.queries}
+        asked = {q.query_id: q.asked_sha256 for q in e.labeled.queries}
         judged, off, old = hole_grades(e.labeled.qrels, fresh, asked)
         reworded |= off
         unkeyed |= old
@@ -454,7 +458,7 @@ def candidate_pairs(candidates: Any, run: RunResults) -> list[Pair]:
     """Each candidate document against the labeled questions nearest to it in words."""
     from ..data.novelty import nearest_questions
 
-    questions = {q.query_id: q.question for e in run.evaluations for q in e.labeled.queries}
+    questions = {q.query_id: q.asked for e in run.evaluations for q in e.labeled.queries}
     out = []
     for doc in candidates.docs:
         text = doc_text(doc)

@@ -51,9 +51,13 @@ class SubsetDrop:
 
 
 def spreads(runs: Sequence[Any], measure: str) -> tuple[list[str], dict[str, tuple[float, float]], list[Any]]:
-    """The questions every column shares (in the first run's order), each one's spread (of
-    ``measure``, then of the reciprocal rank), and the columns (evaluations) of the first labeled set."""
+    """The questions every column shares unchanged (in the first run's order; ``question_changes``:
+    a past run that read one otherwise, or labeled it otherwise, measured another question), each
+    one's spread (of ``measure``, then of the reciprocal rank), and the columns (evaluations) of the
+    first labeled set."""
     import numpy as np
+
+    from ..data.labeled import question_changes
 
     first = runs[0].evaluations
     if not first:
@@ -62,7 +66,9 @@ def spreads(runs: Sequence[Any], measure: str) -> tuple[list[str], dict[str, tup
     columns = [e for r in runs for e in r.evaluations if e.labeled.name == name and e.n]
     per = [dict(zip((q.query_id for q in e.labeled.queries), e.values(measure))) for e in columns]
     rr = [{q: 1.0 / r if r else 0.0 for q, r in e.first_relevant_rank.items()} for e in columns]
-    ids = [q.query_id for q in first[0].labeled.queries if all(q.query_id in p for p in per)]
+    asked = [e.labeled.by_id() for e in columns]
+    ids = [q.query_id for q in first[0].labeled.queries
+           if all(q.query_id in p and not question_changes(q, a[q.query_id]) for p, a in zip(per, asked))]
     spread = {q: (float(np.var([p[q] for p in per])), float(np.var([r.get(q, 0.0) for r in rr]))) for q in ids}
     return ids, spread, columns
 

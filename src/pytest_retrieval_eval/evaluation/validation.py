@@ -37,7 +37,7 @@ def hidden_labels(run: RunResults, corpus: Any, judgments: Judgments) -> list[Hi
     question as it reads now and the document as the person read it (an edited one is left out)."""
     out = [Hidden(p, p.human, False) for p in labeled_pairs(run, corpus)]
     seen = {(h.pair.query_id, h.pair.doc_id) for h in out}
-    questions = {q.query_id: q.question for e in run.evaluations for q in e.labeled.queries}
+    questions = {q.query_id: q.asked for e in run.evaluations for q in e.labeled.queries}
     for j in sorted((j for j in judgments if j.kind == "human"), key=lambda j: (j.query_id, j.doc_id)):
         question, doc = questions.get(j.query_id), corpus.get(j.doc_id)
         if (question is None or doc is None or (j.query_id, j.doc_id) in seen

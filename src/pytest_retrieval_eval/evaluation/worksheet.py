@@ -51,7 +51,7 @@ def sheet_rows(run: RunResults, corpus: Any, depth: int) -> tuple[dict[str, list
             if doc is None:
                 lacking.setdefault(qid, doc_id)
                 continue
-            rows.setdefault(qid, []).append(Row(qid, q.question, doc_id, doc.title, excerpt(doc.content),
+            rows.setdefault(qid, []).append(Row(qid, q.asked, doc_id, doc.title, excerpt(doc.content),
                                                 doc.fingerprint))
     return {qid: r for qid, r in rows.items() if qid not in lacking}, lacking
 
@@ -73,8 +73,8 @@ def checked(sheet: Sheet, run: RunResults) -> list[Judgment]:
         if q is None:
             raise RetrievalEvalError(f"no question {r.query_id!r} in the run: the sheet was written for another run",
                                      path=sheet.path, line=r.line, field="question_id")
-        if question_sha256(r.question) != question_sha256(q.question):
-            raise RetrievalEvalError(f"the question reads otherwise in the run ({q.question!r}): edited, or "
+        if question_sha256(r.question) != q.asked_sha256:
+            raise RetrievalEvalError(f"the question reads otherwise in the run ({q.asked!r}): edited, or "
                                      "written for another wording", path=sheet.path, line=r.line, field="question")
         graded.setdefault(r.query_id, set()).add(r.doc_id)
     for qid, docs in sorted(graded.items()):

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..data.labeled import question_changes
 from ..data.segments import all_tags
 from ..ir.measures import Measure
 from ..ir.paired import MOVERS, Paired, corrected, paired  # noqa: F401  (MOVERS: re-exported)
@@ -158,13 +159,13 @@ def stale_only(base: Any, now: Any) -> bool:
     if set(before) == set(after):  # nothing left out (an unexplained fingerprint is no stale question)
         return False
     return (all(q in gone for q in before if q not in after) and all(q in back for q in after if q not in before)
-            and all(before[q].question == after[q].question and dict(before[q].relevant) == dict(after[q].relevant)
-                    for q in after if q in before))
+            and all(not question_changes(before[q], after[q]) for q in after if q in before))
 
 
 def labeled_changes(base: Any, now: Any) -> str:
     """What differs between the baseline's labeled set and this run's, question by question:
-    added, removed and changed (the question reworded, its labels edited), the first few of each
+    added, removed and changed (``question_changes``: reworded, the conversation before a turn, its
+    labels or its evidence edited), the first few of each
     by name, then counts; questions missing from one side because that run left them out as stale
     (their document changed, not the labels) are said so, not removed or added; or that no
     question differs (only the recorded fingerprint does)."""
@@ -179,10 +180,7 @@ def labeled_changes(base: Any, now: Any) -> str:
     stale_base = [q for q in after if q not in before and q in back]
     added = [q for q in after if q not in before and q not in back]
     removed = [q for q in before if q not in after and q not in gone]
-    why = {q: " and ".join(part for part, moved in (("reworded", before[q].question != after[q].question),
-                                                    ("labels", dict(before[q].relevant) != dict(after[q].relevant)))
-                           if moved)
-           for q in after if q in before}
+    why = {q: " and ".join(question_changes(before[q], after[q])) for q in after if q in before}
     changed = [q for q, said in why.items() if said]
 
     def stale(ids: list[str], queries: Mapping[str, Any], what: Mapping[str, Any], side: str) -> list[str]:
@@ -203,8 +201,7 @@ def _subset_of(now: Any, base: Any) -> bool:
     if not now.provenance.get("subset"):
         return False
     before = base.by_id()
-    return all(q.query_id in before and before[q.query_id].question == q.question
-               and dict(before[q.query_id].relevant) == dict(q.relevant) for q in now.queries)
+    return all(q.query_id in before and not question_changes(before[q.query_id], q) for q in now.queries)
 
 
 def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult, recorded: tuple[Mapping, Mapping]) -> list[str]:
