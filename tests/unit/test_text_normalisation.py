@@ -7,13 +7,14 @@ import unicodedata
 
 import pytest
 
-from pytest_retrieval_eval.data.text import _patterns, normalise, words
+from pytest_retrieval_eval.data.text import _word, normalise, words
 
 
 @pytest.mark.parametrize("text", ["Hello, World! It costs 1.5 euros; 1,000 items_x v1.5 end.Start 3. 1.a a.5 2,",
-                                  "  tabs\tand\nnewlines  ", "don't re-use e-mail #42 $3.99 10:30 a_b__c", ""])
-def test_ascii_text_gives_the_words_the_full_pattern_gives(text):
-    assert words(text) == _patterns()[1].findall(normalise(text))  # the fast path is the same rule
+                                  "  tabs\tand\nnewlines  ", "don't re-use e-mail #42 $3.99 10:30 a_b__c", "",
+                                  "Ça coûte 1,5 € à Zürich; ÆSIR_ŒUVRE", "Цена: 1.500 руб., Ελληνικά 2,5"])
+def test_text_without_marks_gives_the_words_the_full_pattern_gives(text):
+    assert words(text) == _word().findall(normalise(text))  # the fast paths are the same rule
 
 
 def test_words_keep_numbers_whole_and_marks_in_their_word():
