@@ -7,7 +7,7 @@ that is an engine's behaviour, not this.
 ``normalise``: invisible format characters dropped (a soft hyphen or a zero-width space left by a
 text extractor), NFKC (one spelling for composed and decomposed accents, ligatures, full-width
 forms), case folded (``str.casefold``: "STRASSE" and "straße" are one word), every run of
-whitespace one space. This is Unicode's NFKC_Casefold, as search engines fold text.
+whitespace one space: close to Unicode's NFKC_Casefold, as search engines fold text.
 
 ``words``: the word tokens of the normalised text. A word is a run of letters and digits with the
 combining marks that belong to them (an Indic vowel sign is part of its word); punctuation and the
@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from typing import Iterable, Sequence
 
 #: scripts without spaces between words (Thai, Lao, Myanmar, Khmer, CJK radicals and marks,
 #: Hiragana, Katakana, Han): each character is a word
@@ -41,7 +42,7 @@ _PLAIN_WORD = re.compile(r"[^\W_]+" + _NUMBER.format(run=r"[^\W_]+"))
 _PLAIN, _DROPPED, _MARKED = 0, 1, 2
 
 
-def _class(ranges) -> str:
+def _class(ranges: Iterable[Sequence[int]]) -> str:
     return "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "") for a, b in ranges)
 
 
