@@ -88,15 +88,15 @@ def test_the_right_document_with_the_wrong_passage_is_a_hit_for_documents_and_a_
 
 #: one passage per document, as a PDF extractor leaves it (decomposed accents), and one of the same
 #: document about something else, using the quote's words here and there
-EXTRACTED = f"""
+EXTRACTED = """
 import unicodedata
 
 from pytest_retrieval_eval import Passage, adapters
 
-DOCS = {{"cafe": "À la cafétéria, la crème brûlée coûte 5 euros le midi.",
-         "velo": "Le garage à vélos ouvre à 7 heures; le badge coûte 12 euros par an."}}
-OFF = {{"cafe": "La crème du lait de la cafétéria brûlée hier: elle coûte cher, 5 fois rien, en euros.",
-        "velo": "Le garage ferme; à vélos on ouvre la porte à 7 heures, un badge de plus coûte 12 euros par an."}}
+DOCS = {"cafe": "À la cafétéria, la crème brûlée coûte 5 euros le midi.",
+        "velo": "Le garage à vélos ouvre à 7 heures; le badge coûte 12 euros par an."}
+OFF = {"cafe": "La crème du lait de la cafétéria brûlée hier: elle coûte cher, 5 fois rien, en euros.",
+       "velo": "Le garage ferme; à vélos on ouvre la porte à 7 heures, un badge de plus coûte 12 euros par an."}
 
 def doc_of(query):
     return "cafe" if "dessert" in query else "velo"
