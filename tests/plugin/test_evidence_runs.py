@@ -84,3 +84,51 @@ def test_the_right_document_with_the_wrong_passage_is_a_hit_for_documents_and_a_
     for line in ("passages missed 2 of 6 at hit@5+evidence: 2 right document, wrong passage",
                  "evidence level unavailable for ids: it returns document ids, not"):
         assert line in printed
+
+
+#: one passage per document, as a PDF extractor leaves it (decomposed accents), and one of the same
+#: document about something else, using the quote's words here and there
+EXTRACTED = """
+import unicodedata
+
+from pytest_retrieval_eval import Passage, adapters
+
+DOCS = {"cafe": "À la cafétéria, la crème brûlée coûte 5 euros le midi.",
+        "velo": "Le garage à vélos ouvre à 7 heures; le badge coûte 12 euros par an."}
+OFF = {"cafe": "La crème du lait de la cafétéria brûlée hier: elle coûte cher, 5 fois rien, en euros.",
+       "velo": "Le garage ferme; à vélos on ouvre la porte à 7 heures, un badge de plus coûte 12 euros par an."}
+
+def doc_of(query):
+    return "cafe" if "dessert" in query else "velo"
+
+def pytest_retrieval_engines(registry, config):
+    registry.register("extracted", lambda request: adapters.function(
+        lambda q, k: [Passage(doc_of(q), unicodedata.normalize("NFD", DOCS[doc_of(q)]))], name="extracted"))
+    registry.register("offtopic", lambda request: adapters.function(
+        lambda q, k: [Passage(doc_of(q), OFF[doc_of(q)])], name="offtopic"))
+"""
+
+
+def test_a_decomposed_passage_carries_its_quote_and_a_passage_about_something_else_does_not(make_project, tmp_path,
+                                                                                            capsys):
+    kb = write_docs(tmp_path / "kb", [{"doc_id": "cafe", "title": "Cafétéria",
+                                       "content": "À la cafétéria, la crème brûlée coûte 5 euros le midi."},
+                                      {"doc_id": "velo", "title": "Vélos",
+                                       "content": "Le garage à vélos ouvre à 7 heures; le badge coûte 12 euros par an."}])
+    labels = tmp_path / "labels.csv"
+    labels.write_text("question,doc_id,evidence\ncombien coûte le dessert,cafe,la crème brûlée coûte 5 euros\n"
+                      "quand ouvre le garage,velo,le garage à vélos ouvre à 7 heures\n", encoding="utf-8")
+    p = make_project(corpus=kb, questions=None, engines="extracted offtopic", conftest=EXTRACTED)
+    cache = p.path / "questions.cache.json"
+    assert cli(["label", "import", str(labels), "--corpus", str(kb), "--questions", str(cache)]) == 0
+    capsys.readouterr()
+    p.makeini(f"[pytest]\nretrieval_corpus = {kb}\nretrieval_questions = {cache}\n"
+              "retrieval_engines = extracted offtopic\n")
+    result = p.runpytest("-m", "retrieval", "--retrieval-report")
+    text = result.stdout.str()
+    assert result.ret == 0, text
+    twins = text[text.index("passages with the evidence"):].splitlines()[1:5]  # each engine's row and its CI
+    rows = {line.split()[0]: line.split()[2:] for line in twins if line.startswith(("extracted ", "offtopic "))}
+    assert rows["extracted"][:6] == ["1.000"] * 6 and rows["offtopic"][:6] == ["0.000"] * 6, text
+    assert "offtopic missed 2 of 2 at hit@5+evidence: 2 right document, wrong passage" in text
+    assert "extracted missed none of 2 at hit@5+evidence" in text

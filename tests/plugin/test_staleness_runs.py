@@ -4,10 +4,11 @@ regeneration from inside a session."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from conftest import QUESTIONS, requires_hybrid
+from conftest import QUESTIONS, requires_hybrid, write_docs
 from fake_api import Reply, chat_reply
 from pytest_retrieval_eval.data.labeled import load_questions_cache
 from projects import make_beir
@@ -44,6 +45,26 @@ def test_an_edited_document_fails_the_run_by_name_and_leaves_the_cache_alone(pro
     assert "changed: battery-care (2 questions: battery-care.q1, battery-care.q2)" in out
     assert "Regenerate the questions of what changed: python -m pytest_retrieval_eval generate --corpus corpus --questions questions.cache.json" in out
     assert (project.path / "questions.cache.json").read_bytes() == before
+
+
+def test_a_quoted_price_edited_from_5_to_15_euros_blocks_the_run_naming_the_quote(make_project, capsys):
+    from pytest_retrieval_eval.cli import main as cli
+
+    p = make_project(corpus=Path("kb"), questions=Path("questions.cache.json"))
+    text = "Lockers are on the ground floor. A locker costs 5 euros a month, paid at the desk."
+    kb = write_docs(p.path / "kb", [{"doc_id": "lockers", "title": "Lockers", "content": text}])
+    (p.path / "labels.csv").write_text("id,question,doc_id,evidence\nlocker,what does a locker cost,lockers,"
+                                       "5 euros a month\nfloor,where are the lockers,lockers,on the ground floor\n")
+    assert cli(["label", "import", str(p.path / "labels.csv"), "--corpus", str(kb),
+                "--questions", str(p.path / "questions.cache.json")]) == 0
+    capsys.readouterr()
+    edit(kb / "lockers.json", content=text.replace("5 euros", "15 euros"))  # "5 euros a month" is still a substring
+    result = p.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-stale=error")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    assert "changed: lockers (1 question: locker)" in out
+    assert "locker: its evidence '5 euros a month' is no longer in lockers" in out
+    assert "floor:" not in out  # its quote is still there: fresh
 
 
 def test_warn_mode_evaluates_every_question_and_a_deleted_gold_misses_not_in_the_corpus(project):

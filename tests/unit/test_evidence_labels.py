@@ -4,25 +4,28 @@ against the document by ``label import`` and kept by the questions cache."""
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import pytest
 
 from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.cli import main as cli
-from pytest_retrieval_eval.data.evidence import covers, evidence_of, passage_ranks, quote_problem
+from pytest_retrieval_eval.data.evidence import OVERLAP, evidence_of, holds, passage_ranks, quote_problem
 from pytest_retrieval_eval.data.labeled import load_questions_cache
 from pytest_retrieval_eval.data.labels import read_labels
 
 WIFI = ("Visitors connect to the guest network. Reception prints a voucher valid for one day; for events, "
         "the organiser can order a batch of vouchers a week ahead.")
 PRINT = "Printers are on every floor. Badge in at the printer to release a job; jobs wait for twelve hours."
+CODES = "Staff get a daily code from the front desk. Lockers cost 15 euros a month, or 1.5 euros a day."
 
 
 def _kb(tmp_path):
     from conftest import write_docs
 
     return write_docs(tmp_path / "kb", [{"doc_id": "wifi", "title": "wifi", "content": WIFI},
-                                        {"doc_id": "print", "title": "print", "content": PRINT}])
+                                        {"doc_id": "print", "title": "print", "content": PRINT},
+                                        {"doc_id": "codes", "title": "codes", "content": CODES}])
 
 
 def _import(tmp_path, labels, capsys):
@@ -75,6 +78,38 @@ def test_a_quote_not_in_its_document_stops_the_import_naming_file_line_and_the_c
     assert out.err.count("\n") == 1
 
 
+def test_a_quote_cut_mid_word_stops_the_import_naming_file_line_and_the_closest_whole_word_passage(tmp_path, capsys):
+    csv = tmp_path / "labels.csv"
+    csv.write_text("question,doc_id,evidence\nguest wifi,wifi,a voucher valid for one day\n"
+                   "staff codes,codes,get a daily co\n")
+    code, out, cache = _import(tmp_path, csv, capsys)
+    assert code == 2 and not cache.exists()
+    assert out.err.startswith(f"error: {csv}:3: field 'evidence': query ")
+    assert "evidence 'get a daily co' is cut mid-word in document 'codes' (a quote is whole words)" in out.err
+    assert "its closest whole-word passage is 'get a daily code'" in out.err
+    assert out.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("quote", ["5 euros a month", "5 euros a day", "euros a mon", "taff get"])
+def test_a_quote_is_whole_words_never_part_of_a_word_or_a_number(quote):
+    assert "is cut mid-word in document 'codes'" in quote_problem(quote, "codes", CODES)
+    assert quote_problem("15 euros a month", "codes", CODES) is quote_problem("1.5 euros a day", "codes", CODES) is None
+
+
+@pytest.mark.parametrize("quote, text", [
+    ("la crème brûlée coûte 5 euros", unicodedata.normalize("NFD", "Ici, la crème brûlée coûte 5 euros.")),
+    (unicodedata.normalize("NFD", "la crème brûlée coûte 5 euros"), "Ici, la crème brûlée coûte 5 euros."),
+    ("the file is on the office floor", "The \ufb01le is on the o\ufb03ce floor."),  # ligatures, as a PDF leaves them
+    ("room 12 on floor 3", "Room \uff11\uff12 on floor \uff13."),  # full-width digits
+    ("Hauptstraße 5", "HAUPTSTRASSE 5, Berlin"),  # casefold: ß is ss
+    ("information for   visitors", "Infor\u00admation for\u00a0visitors\u200b."),  # a soft hyphen, nbsp, zero width
+    ("हिन्दी भाषा", "यह हिन्दी भाषा है"),  # an Indic vowel sign is part of its word
+    ("天气很好", "今天天气很好。"),  # a script without spaces: each character is a word
+])
+def test_a_quote_is_found_whatever_the_unicode_form_of_either_text(quote, text):
+    assert quote_problem(quote, "doc", text) is None and holds(text, quote)
+
+
 def test_quotes_are_found_whatever_their_case_and_whitespace():
     assert quote_problem("RECEPTION prints\n a voucher", "wifi", WIFI) is None
     assert "does not occur" in quote_problem("a voucher valid for a week", "wifi", WIFI)
@@ -93,10 +128,24 @@ def test_evidence_for_a_document_not_judged_relevant_is_refused_in_the_cache(tmp
 
 def test_a_passage_carries_evidence_when_it_holds_most_of_the_quote_in_order():
     quote = "Reception prints a voucher valid for one day"  # 8 tokens: 7 of them (0.875) pass, 6 (0.75) do not
-    assert covers(WIFI, quote)
-    assert covers("Reception prints a voucher valid for one", quote)
-    assert not covers("Reception prints a voucher valid for", quote)
-    assert not covers("day one for valid voucher a prints Reception", quote)  # the words, not in order
+    assert holds(WIFI, quote, OVERLAP)
+    assert holds("Reception prints a voucher valid for one", quote, OVERLAP)
+    assert not holds("Reception prints a voucher valid for", quote, OVERLAP)
+    assert not holds("day one for valid voucher a prints Reception", quote, OVERLAP)  # the words, not in order
+
+
+def test_a_passage_carries_a_quote_only_as_one_run_of_its_text():
+    quote = "Reception prints a voucher valid for one day"  # 8 words: 7 needed, spanning at most 8 + 1
+    assert holds("At the desk, Reception prints a voucher valid for one", quote, OVERLAP)  # its tail in the next passage
+    assert holds("prints a voucher valid for one day. Then", quote, OVERLAP)  # its head in the passage before
+    assert holds("Reception prints a paper voucher valid for one day", quote, OVERLAP)  # a word inserted
+    assert holds("Reception prints a voucher that is valid for one day", quote, OVERLAP)  # 2 inserted, 1 lost
+    assert not holds("Reception prints a new paper voucher that is valid for one day", quote, OVERLAP)
+    scattered = ("Reception is closed on Sundays; the printer prints badges. Ask for a parking voucher if your car is "
+                 "valid for the garage, and check for one more thing: the day of your visit.")
+    assert not holds(scattered, quote, OVERLAP)  # its words, in order, over a passage about something else
+    assert not holds("a voucher valid for", "a voucher valid for one day", OVERLAP)  # 4 of 6 words: too few
+    assert not holds(WIFI, "Reception prints a voucher valid for one week")  # the whole quote, as import asks
 
 
 def test_passage_ranks_credit_the_first_passage_with_the_evidence_and_any_passage_of_a_document_without():

@@ -159,3 +159,34 @@ def test_results_json_keeps_what_the_twins_read_and_not_the_passages_text():
     assert again.score("mrr+evidence") == result.score("mrr+evidence") == 0.5
     assert again.labeled.has_evidence and again.labeled.computed_fingerprint == EVIDENCE.fingerprint
     assert EVIDENCE.fingerprint != PLAIN.fingerprint  # the evidence is what the twins depend on
+
+
+def _evidence_run(quote: str, returned: list[str]):
+    labeled = LabeledSet((LabeledQuery("fee", "item1 fee?", {"doc1": 1}, {"evidence": {"doc1": [quote]}}),))
+    engine = adapters.function(lambda q, k: [Passage("doc1", text) for text in returned], name="chunks")
+    return evaluate_engine(engine, labeled)
+
+
+def test_words_of_the_quote_scattered_over_a_passage_about_something_else_are_no_evidence():
+    scattered = ("The canteen fee covers lunch; for item1 see the desk, which is open at 7 and takes payment in euros.")
+    result = _evidence_run("the fee for item1 is 7 euros", [scattered])  # its 7 words are there, in order
+    assert result.hit_at(1) == 1.0 and result.score("hit@1+evidence") == 0.0
+    assert [c.kind for c in result.evidence_misses(1).causes] == ["wrong-passage"]
+
+
+def test_a_quote_cut_by_a_chunk_boundary_counts_in_the_passage_that_holds_most_of_it():
+    quote = "the fee for item1 is 7 euros per month"  # 9 words: 8 needed
+    result = _evidence_run(quote, ["Opening hours are posted at the door.", "Read this first: the fee for item1 is 7 euros per",
+                                   "month, paid at the desk."])
+    assert result.score("mrr+evidence") == 0.5  # the passage with its head, at rank 2
+    assert _evidence_run(quote, ["fee for item1 is 7 euros", "per month"]).score("hit@5+evidence") == 0.0  # 6 of 9
+
+
+@pytest.mark.parametrize("quote_form, passage_form", [("NFC", "NFD"), ("NFD", "NFC"), ("NFC", "NFKD")])
+def test_a_passage_in_any_unicode_form_carries_its_quote_written_in_another(quote_form, passage_form):
+    import unicodedata
+
+    text = "À la réception, la crème brûlée coûte 5 euros; le café est offert."
+    quote = unicodedata.normalize(quote_form, "la crème brûlée coûte 5 euros")
+    result = _evidence_run(quote, [unicodedata.normalize(passage_form, text)])
+    assert result.score("hit@1+evidence") == 1.0

@@ -58,3 +58,35 @@ def test_whitespace_and_case_of_the_evidence_may_change_without_making_it_stale(
     _edit(kb, TEXT.replace("a voucher valid for one day", "a Voucher valid\nfor one day").replace(
         "jobs wait for", "jobs  wait for") + " New: the lift is on the left.")
     assert check(load_questions_cache(cache), JsonFolder(kb).load()).changed == {"office": ["floor"]}
+
+
+def _priced(tmp_path, capsys, content):
+    kb = write_docs(tmp_path / "kb", [{"doc_id": "office", "title": "office", "content": content}])
+    labels = tmp_path / "labels.csv"
+    labels.write_text("id,question,doc_id,evidence\nlocker,what does a locker cost,office,5 euros a month\n"
+                      "cafe,what does the cafe serve,office,la crème brûlée du chef\n")
+    cache = tmp_path / "questions.cache.json"
+    assert cli(["label", "import", str(labels), "--corpus", str(kb), "--questions", str(cache)]) == 0
+    capsys.readouterr()
+    return kb, cache
+
+
+def test_an_edit_that_puts_a_digit_before_a_quoted_number_makes_its_label_stale_naming_the_quote(tmp_path, capsys):
+    content = "A locker costs 5 euros a month. The café serves la crème brûlée du chef."
+    kb, cache = _priced(tmp_path, capsys, content)
+    _edit(kb, content.replace("5 euros", "15 euros"))  # "5 euros a month" is still a substring, not a word run
+    stale = check(load_questions_cache(cache), JsonFolder(kb).load())
+    assert stale.changed == {"office": ["locker"]}
+    assert stale.why() == {"locker": ["changed: office (its evidence '5 euros a month' is gone)"]}
+    assert cli(["check", "--corpus", str(kb), "--questions", str(cache)]) != 0
+    out = capsys.readouterr()
+    assert "locker: its evidence '5 euros a month' is no longer in office" in out.out + out.err
+
+
+def test_a_document_saved_again_in_another_unicode_form_keeps_the_labels_it_quotes_fresh(tmp_path, capsys):
+    import unicodedata
+
+    content = "A locker costs 5 euros a month. The café serves la crème brûlée du chef."
+    kb, cache = _priced(tmp_path, capsys, content)
+    _edit(kb, unicodedata.normalize("NFD", content.replace("A locker", "A LOCKER")) + " Ask at the ﬁrst desk.")
+    assert not check(load_questions_cache(cache), JsonFolder(kb).load())

@@ -2,35 +2,87 @@
 text (never by chunk id), so a label survives re-chunking.
 
 A labeled question records its evidence in ``source["evidence"]``: doc id -> quotes (one or
-more, any of them answers). Three things read it:
+more, any of them answers). One rule says whether a text holds a quote, ``holds``, on the words
+of ``data/text.py`` (NFKC, case folded, punctuation and whitespace aside, "1.5" one word): the
+text holds at least a share of the quote's words, in order, within a span of its words at most as
+much longer than the quote as the quote may lack words. Its readers differ only in the share:
 
-- ``label import`` checks each quote occurs in its document (``quote_problem``: case and
-  whitespace normalised; a near miss is named with the document's closest passage);
-- the evidence-level measures (``hit@5+evidence``): a retrieved passage carries a document's
-  evidence when it ``covers`` one of its quotes, i.e. holds at least ``OVERLAP`` of the quote's
-  word tokens, in order (``passage_ranks``);
-- the staleness check: an edited document keeps a label whose quotes all still occur in it.
+- ``label import`` (``quote_problem``), ``generate`` (a model's quote of its passage) and the
+  staleness check (``stale_quotes``: an edited document keeps a label whose quotes it still
+  holds) ask for all of the quote's words: one run of whole words of the document. A quote cut
+  mid-word ("get a daily co") or mid-number ("5 euros" of "15 euros") is none;
+- the evidence-level measures (``hit@5+evidence``, ``passage_ranks``) ask a passage for
+  ``OVERLAP`` (80%) of them, so a quote cut by a chunk boundary still counts when most of it is
+  in one passage. The span may exceed the quote by as many words as the quote may lack (2 for a
+  10-word quote, none below 5 words): a passage may differ from the quote by a fifth of it
+  either way (words cut off at a boundary, or a word inserted), never be a passage about
+  something else that happens to use the quote's words.
 """
 
 from __future__ import annotations
 
 import difflib
-import re
+import math
+from bisect import bisect_left
+from collections import Counter
 from typing import Any, Mapping, Sequence
 
-#: the share of a quote's word tokens a passage must hold, in order, to carry the evidence: a
-#: quote cut by a chunk boundary still counts when most of it is in one passage
+from .text import normalise, words
+
+#: the share of a quote's words a passage must hold, in order and as one run of its text, to
+#: carry the evidence: a quote cut by a chunk boundary still counts when most of it is in one passage
 OVERLAP = 0.8
-_WORD = re.compile(r"\w+")
 
 
-def normalised(text: str) -> str:
-    """Lower case, every run of whitespace one space: how a quote is looked for in its document."""
-    return " ".join(text.lower().split())
+class Quote:
+    """A quote's words, read once for every text it is looked for in."""
+
+    __slots__ = ("text", "words", "_run", "_counts", "_masks")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.words = tuple(words(text))
+        self._run = f" {' '.join(self.words)} "
+        self._counts = Counter(self.words)
+        self._masks: dict[str, int] = {}
+        for i, w in enumerate(self.words):  # word -> bit i set where the quote has it (for _in_order)
+            self._masks[w] = self._masks.get(w, 0) | 1 << i
+
+    def _in_order(self, window: Sequence[str]) -> int:
+        """How many of the quote's words ``window`` holds in order: their longest common
+        subsequence, bit-parallel (Allison and Dix), one step a word."""
+        full = v = (1 << len(self.words)) - 1
+        for w in window:
+            u = v & self._masks.get(w, 0)
+            v = (v + u) | (v - u)
+        return len(self.words) - bin(v & full).count("1")
 
 
-def tokens(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+def holds(text: str | Sequence[str], quote: str | Quote, share: float = 1.0) -> bool:
+    """Whether ``text`` (or its ``words``) holds ``quote``: at least ``share`` of the quote's words,
+    in order, within a span of the text's words no longer than the quote plus the words it may
+    lack. ``share`` 1 (import, staleness): the quote as one run of whole words; ``OVERLAP`` (the
+    measures): most of it, as one run (see the module's docstring)."""
+    q = quote if isinstance(quote, Quote) else Quote(quote)
+    have = words(text) if isinstance(text, str) else text
+    n = len(q.words)
+    if not n or not have:
+        return False
+    if q._run in f" {' '.join(have)} ":
+        return True
+    need = max(1, math.ceil(share * n - 1e-9))
+    if need >= n:
+        return False
+    found = Counter(w for w in have if w in q._counts)
+    if sum(min(k, found[w]) for w, k in q._counts.items()) < need:  # too few of its words anywhere
+        return False
+    span = n + (n - need)
+    at = [i for i, w in enumerate(have) if w in q._counts]
+    for a, start in enumerate(at):
+        b = bisect_left(at, start + span, a)
+        if b - a >= need and q._in_order(have[start:at[b - 1] + 1]) >= need:
+            return True
+    return False
 
 
 def parse_evidence(raw: Any, relevant: Mapping[str, int]) -> dict[str, list[str]]:
@@ -54,7 +106,7 @@ def parse_evidence(raw: Any, relevant: Mapping[str, int]) -> dict[str, list[str]
         quotes = [quotes] if isinstance(quotes, str) else quotes
         if not isinstance(quotes, list) or not quotes or not all(isinstance(x, str) and x.strip() for x in quotes):
             raise ValueError(f"evidence of '{doc}' must be a non-empty quote or list of non-empty quotes")
-        if not all(tokens(x) for x in quotes):
+        if not all(words(x) for x in quotes):
             raise ValueError(f"evidence of '{doc}': a quote holds no word")
         out[doc] = list(dict.fromkeys(" ".join(x.split()) for x in quotes))
     return dict(sorted(out.items()))
@@ -66,66 +118,53 @@ def evidence_of(query: Any) -> dict[str, tuple[str, ...]]:
     return {d: tuple(q) for d, q in raw.items()} if isinstance(raw, Mapping) else {}
 
 
-def occurs(quote: str, text: str) -> bool:
-    return normalised(quote) in normalised(text)
-
-
 def closest_passage(quote: str, text: str) -> tuple[float, str]:
-    """(similarity 0-1, the passage of ``text`` as long as ``quote`` that is most like it)."""
-    words, want = text.split(), quote.split()
-    n = max(1, len(want))
-    target = normalised(quote)
+    """(similarity 0-1, the passage of ``text`` as long as ``quote``, in whole words, that is most like it)."""
+    spaced, n = text.split(), max(1, len(quote.split()))
+    target = normalise(quote)
     best = (0.0, "")
-    for start in range(0, max(1, len(words) - n + 1)):
-        window = " ".join(words[start:start + n])
-        matcher = difflib.SequenceMatcher(None, target, window.lower(), autojunk=False)
+    for start in range(0, max(1, len(spaced) - n + 1)):
+        window = " ".join(spaced[start:start + n])
+        matcher = difflib.SequenceMatcher(None, target, normalise(window), autojunk=False)
         if matcher.quick_ratio() > best[0] and (ratio := matcher.ratio()) > best[0]:
             best = (ratio, window)
     return best
 
 
 def quote_problem(quote: str, doc_id: str, text: str) -> str | None:
-    """Why ``quote`` is no evidence in document ``doc_id`` (its text), or None when it occurs."""
-    if occurs(quote, text):
+    """Why ``quote`` is no evidence in document ``doc_id`` (its text), or None when the document
+    ``holds`` all of it."""
+    if holds(text, quote):
         return None
     ratio, passage = closest_passage(quote, text)
+    if normalise(quote) in normalise(text):  # its letters are there, not on word boundaries
+        return (f"evidence {quote!r:.80} is cut mid-word in document '{doc_id}' (a quote is whole words); "
+                f"its closest whole-word passage is {passage!r}")
     near = f"; its closest passage ({ratio:.0%} alike) is {passage!r}" if ratio >= 0.6 else ""
     return f"evidence {quote!r:.80} does not occur in document '{doc_id}'{near}"
 
 
 def stale_quotes(query: Any, doc_id: str, text: str) -> list[str]:
-    """The quotes of ``doc_id``'s evidence that no longer occur in its ``text``."""
-    return [q for q in evidence_of(query).get(doc_id, ()) if not occurs(q, text)]
-
-
-def covers(passage: str, quote: str, *, _passage_tokens: Sequence[str] | None = None) -> bool:
-    """Whether ``passage`` holds at least ``OVERLAP`` of ``quote``'s word tokens, in order."""
-    want = tokens(quote)
-    have = list(_passage_tokens) if _passage_tokens is not None else tokens(passage)
-    if not want or not have:
-        return False
-    present = set(have)
-    if sum(t in present for t in want) < OVERLAP * len(want):  # an upper bound of the in-order match
-        return False
-    matcher = difflib.SequenceMatcher(None, want, have, autojunk=False)
-    return sum(b.size for b in matcher.get_matching_blocks()) >= OVERLAP * len(want)
+    """The quotes of ``doc_id``'s evidence its ``text`` no longer ``holds``."""
+    have = words(text)
+    return [q for q in evidence_of(query).get(doc_id, ()) if not holds(have, q)]
 
 
 def passage_ranks(relevant: Mapping[str, int], evidence: Mapping[str, Sequence[str]],
                   passages: Sequence[tuple[str, str]]) -> dict[str, int]:
     """Relevant doc id -> 1-based rank of the first of ``passages`` ((doc id, text), best first)
-    that carries it: one that covers a quote of its evidence, or, for a relevant document
-    labeled without evidence, any passage of it."""
+    that carries it: one that ``holds`` ``OVERLAP`` of a quote of its evidence, or, for a relevant
+    document labeled without evidence, any passage of it."""
     out: dict[str, int] = {}
+    quotes = {doc: [Quote(q) for q in qs] for doc, qs in evidence.items() if qs}  # each read once
     for rank, (doc, text) in enumerate(passages, start=1):
         if doc in out or relevant.get(doc, 0) < 1:
             continue
-        quotes = evidence.get(doc)
-        if not quotes:
+        if doc not in quotes:
             out[doc] = rank
             continue
-        have = tokens(text)
-        if any(covers(text, q, _passage_tokens=have) for q in quotes):
+        have = words(text)
+        if any(holds(have, q, OVERLAP) for q in quotes[doc]):
             out[doc] = rank
     return out
 

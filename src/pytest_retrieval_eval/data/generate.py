@@ -182,9 +182,9 @@ def _tidy(question: str, content: str) -> str:
 
 def answer_evidence(answer: object, passage: str) -> str | None:
     """The sentence(s) the model says its question was made from (``"evidence"`` in its JSON),
-    when they occur in ``passage`` (case and whitespace aside); None otherwise: a quote the model
-    did not copy is no label."""
-    from .evidence import occurs
+    when ``passage`` holds them as a label's quote must be held (``data.evidence.holds``); None
+    otherwise: a quote the model did not copy is no label."""
+    from .evidence import holds
 
     try:
         content = answer["choices"][0]["message"]["content"]  # type: ignore[index]
@@ -193,7 +193,7 @@ def answer_evidence(answer: object, passage: str) -> str | None:
         quote = json.loads(text[text.index("{"): text.rindex("}") + 1]).get("evidence")
     except (KeyError, IndexError, TypeError, ValueError, AttributeError):
         return None
-    if not isinstance(quote, str) or not quote.strip() or not occurs(quote, passage):
+    if not isinstance(quote, str) or not quote.strip() or not holds(passage, quote):
         return None
     return " ".join(quote.split())
 

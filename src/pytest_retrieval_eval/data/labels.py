@@ -161,8 +161,8 @@ def _evidence(raw: Any, relevant: dict[str, int], path: str | Path, line: int | 
 
 
 def check_evidence(entries: Sequence[LabeledQuery], corpus: Any, origin: str | None = None) -> None:
-    """Every quote of every entry occurs in its document (case and whitespace normalised); the
-    first that does not stops the import, naming its file, line and the closest passage."""
+    """Every quote of every entry is a run of whole words of its document (``data.evidence.holds``);
+    the first that is not stops the import, naming its file, line and the closest passage."""
     from .evidence import quote_problem
 
     for q in entries:
@@ -181,10 +181,11 @@ def question_id(path: str | Path, question: str) -> str:
     """An id for a question that has none, from its text alone (never the file name): the same
     question imported again, from this file or a renamed copy, keeps its id and adds nothing."""
     from ..types import sha256_text, text_problem
+    from .text import normalise
 
     if text_problem(question):
         return "unnamed"  # the question itself is refused right after, naming its line
-    return f"q.{sha256_text(' '.join(question.lower().split()))[:10]}"
+    return f"q.{sha256_text(normalise(question))[:10]}"
 
 
 def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
@@ -753,7 +754,9 @@ class ImportReport:
 
 
 def _key(question: str) -> str:
-    return " ".join(question.lower().split())
+    from .text import normalise
+
+    return normalise(question)
 
 
 def source_file(path: str | Path, cache: str | Path) -> str:

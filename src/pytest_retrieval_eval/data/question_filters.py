@@ -10,13 +10,13 @@ rejected answer is counted by reason, never dropped silently.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Iterable
 
+from .text import words
+
 REASONS = ("about_the_passage", "preamble", "several_questions", "too_short", "too_long", "copies_passage",
            "duplicate", "near_duplicate", "not_a_question")
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _PREAMBLE = re.compile(r"^\s*(here(?:'s| is| are)\b|sure\b|certainly\b|of course\b|question\s*\d*\s*:|q\s*:|"
                        r"based on (?:the|this) (?:passage|text)|according to (?:the|this) (?:passage|text)|"
                        r"a question (?:that|a user))", re.I)
@@ -45,17 +45,13 @@ _STOP = frozenset("a an the and or but of to in on at for by with from as is are
                   "when where who which can could should would will if not no so than then there".split())
 
 
-def words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text)]
-
-
 def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w not in _STOP and len(w) > 2]
 
 
 def normalised(text: str) -> str:
     """A question as compared for repeats: case, width, punctuation and spacing aside."""
-    return " ".join(words(unicodedata.normalize("NFKC", text).casefold()))
+    return " ".join(words(text))
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,9 @@ from typing import Any, Callable, Container, Iterable, Mapping
 
 from .._secrets import redact
 from ..data.labeled import LabeledSet
+from ..data.text import words
 from ..engines.adapters import ranked_ids
-from ..data.evidence import evidence_of, first_passages, passage_ranks, tokens
+from ..data.evidence import evidence_of, first_passages, passage_ranks
 from ..engines.adapters import passages_of
 from ..engines.base import (DEFAULT_DEPTH, Engine, Prepares, Stages, answer_of, concurrency_of, converses, describe,
                             is_async, is_staged)
@@ -136,7 +137,7 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
                                    {m: tuple(v) for m, v in used.to_dict().items()}, len(kept),
                                    passage_ranks(q.relevant, evidence_of(q), kept) if kept else {},
                                    first_passages(q.relevant, kept) if kept else {},
-                                   tuple(len(tokens(text)) for _, text in kept)))
+                                   tuple(len(words(text)) for _, text in kept)))
     info = dict(describe(engine))
     if labeled.has_conversations:  # the report names the engines given the last turn alone
         info["conversation"] = (GIVEN_LAST_TURN_BASELINE if getattr(engine, "last_turn_only", False) else

@@ -1,0 +1,49 @@
+"""One text normalisation and one word tokenisation for the labels' text (``data/text.py``): the
+quote rule, the question filters, question ids and import keys all read text through it."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+
+from pytest_retrieval_eval.data.text import _word, normalise, words
+
+
+@pytest.mark.parametrize("text", ["Hello, World! It costs 1.5 euros; 1,000 items_x v1.5 end.Start 3. 1.a a.5 2,",
+                                  "  tabs\tand\nnewlines  ", "don't re-use e-mail #42 $3.99 10:30 a_b__c", "",
+                                  "Ça coûte 1,5 € à Zürich; ÆSIR_ŒUVRE", "Цена: 1.500 руб., Ελληνικά 2,5"])
+def test_text_without_marks_gives_the_words_the_full_pattern_gives(text):
+    assert words(text) == _word().findall(normalise(text))  # the fast paths are the same rule
+
+
+def test_words_keep_numbers_whole_and_marks_in_their_word():
+    assert words("It costs 1.5 euros, or 1,000 for a year_pass.") == ["it", "costs", "1.5", "euros", "or", "1,000",
+                                                                     "for", "a", "year", "pass"]
+    assert words(unicodedata.normalize("NFD", "Crème BRÛLÉE")) == ["crème", "brûlée"]
+    assert words("हिन्दी भाषा") == ["हिन्दी", "भाषा"]  # a vowel sign or a virama does not cut its word
+    assert words("今天天气很好。iPhone手机") == ["今", "天", "天", "气", "很", "好", "iphone", "手", "机"]
+    assert words("STRASSE straße ﬁle ＡＢＣ１２ infor\u00admation") == ["strasse", "strasse", "file", "abc12", "information"]
+
+
+def test_the_question_filters_read_questions_as_quotes_are_read():
+    from pytest_retrieval_eval.data.question_filters import QuestionFilter, normalised
+
+    assert normalised("ＷＨＡＴ is the ﬁle size?") == normalised("what is the  file size") == "what is the file size"
+    kept = [unicodedata.normalize("NFD", "Où se trouve le café de l'étage ?")]
+    assert QuestionFilter().reject("OÙ SE TROUVE LE CAFÉ DE L'ÉTAGE ?", "", kept) == "duplicate"
+
+
+def test_a_question_imported_again_in_another_unicode_form_is_the_same_question(tmp_path, capsys):
+    from conftest import write_docs
+    from pytest_retrieval_eval.cli import main as cli
+    from pytest_retrieval_eval.data.labeled import load_questions_cache
+
+    kb = write_docs(tmp_path / "kb", [{"doc_id": "cafe", "title": "Café", "content": "The café opens at eight."}])
+    cache = tmp_path / "questions.cache.json"
+    for form, question in (("NFC", "Quand ouvre le café ?"), ("NFD", "QUAND ouvre le café ?")):
+        labels = tmp_path / f"{form}.csv"
+        labels.write_text(f"question,doc_id\n{unicodedata.normalize(form, question)},cafe\n", encoding="utf-8")
+        assert cli(["label", "import", str(labels), "--corpus", str(kb), "--questions", str(cache)]) == 0
+    assert "added 0, replaced 1" in capsys.readouterr().out
+    assert len(load_questions_cache(cache)) == 1
