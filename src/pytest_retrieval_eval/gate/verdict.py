@@ -117,7 +117,24 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     out += [Failure("coverage", f) for f in check_coverage(thresholds, run.coverage)]
     out += [Failure("turns", f, _follow_up_causes(run, a, row))
             for f, row in check_turns(thresholds, a.turns, run, confidence=s.confidence)]
+    out = [_on_subset(run, f) for f in out]
     return Verdict(run, settings, a, tuple(out), (*a.warnings, *noted, *within))
+
+
+def _on_subset(run: RunResults, failure: Failure) -> Failure:
+    """A rule or drop failed by an engine of a subset run (``--retrieval-subset``) says so beside
+    its figures: ``hit@5 = 0.6000, required >= 0.8, on subset 'pr' (40 of 300 questions)``. A
+    floor set for the full set reads otherwise on its hardest questions."""
+    if failure.kind not in ("rule", "drop") or not failure.engine or not failure.brief:
+        return failure
+    found = next(((e, r) for e in run.evaluations if e.engine == failure.engine
+                  if (r := e.labeled.provenance.get("subset"))), None)
+    if found is None:
+        return failure
+    e, record = found
+    brief = f"{failure.brief}, on subset '{record['name']}' ({e.n} of {record['of_n']} questions)"
+    return Failure(failure.kind, failure.replace(failure.brief, brief, 1), failure.causes, engine=failure.engine,
+                   brief=brief)
 
 
 def _failed_judge(run: RunResults, s: GateSettings) -> tuple[Failure | None, list[str]]:
