@@ -68,3 +68,24 @@ def test_edge_rules_that_do_decide_are_accepted(project):
     for rule in ("hit@5>=1", "mrr>0", "errors<=0", "lint.truncated<=0", "hit@5<1"):
         result = project.runpytest("-m", "retrieval", "--retrieval-threshold", rule)
         assert result.ret in (0, 1), (rule, result.stderr.str())
+
+
+def test_rules_on_the_command_line_replace_the_ini_files_and_the_summary_says_so(pytester):
+    from conftest import CORPUS, QUESTIONS
+
+    pytester.makepyprojecttoml(f"""
+        [tool.pytest.ini_options]
+        retrieval_corpus = "{CORPUS}"
+        retrieval_questions = "{QUESTIONS}"
+        retrieval_engines = ["keyword"]
+        retrieval_thresholds = ["hit@5>=0.999", "mrr>=0.999", "errors<=0"]
+    """)
+    pytester.makepyfile(TESTS)
+    loosened = pytester.runpytest("-m", "retrieval", "--retrieval-threshold=hit@5>=0.1")
+    out = loosened.stdout.str()
+    assert loosened.ret == 0, out
+    assert ("note: --retrieval-threshold replaced 3 rules of pyproject.toml (hit@5>=0.999, mrr>=0.999, errors<=0)"
+            in out.replace("\n    ", " ")), out
+    assert "retrieval gate: passed" in out
+    alone = pytester.runpytest("-m", "retrieval", "-o", "retrieval_thresholds=")  # nothing replaced: nothing said
+    assert "replaced" not in alone.stdout.str()

@@ -471,7 +471,9 @@ class RetrievalSession:
 
             history = History(cfg.gate.history, cfg.gate.history_keep)
         baseline, problems, against = None, [], shown(cfg.gate.baseline) or None
-        notes = list(merged.notes)
+        from .options import replaced_rules
+
+        notes = [*replaced_rules(self.pytest_config), *merged.notes]  # first: a loosened gate is said
         if cfg.gate.compare is not None and run.evaluations:  # the record at the ref's merge-base
             from ..gate.history import compare_ref
 
