@@ -82,11 +82,16 @@ def test_a_met_threshold_passes(bundled_project):
     result.stdout.fnmatch_lines(["retrieval gate: passed"])
 
 
-def test_a_threshold_on_an_engine_that_never_ran_fails(bundled_project):
+def test_a_threshold_on_a_misspelt_engine_is_a_usage_error_naming_the_nearest(bundled_project):
     bundled_project.makepyfile(BUNDLED_TESTS)
     result = bundled_project.runpytest("-m", "retrieval", "--retrieval-threshold", "hybird:hit@5>=0.5")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["FAIL retrieval gate: hybird:hit@5>=0.5 (--retrieval-threshold): no evaluation of engine 'hybird' was recorded (evaluated: keyword)"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: threshold hybird:hit@5>=0.5 (from --retrieval-threshold) names engine 'hybird', "
+                                 "which no engine has; registered: keyword*; did you mean hybrid?"])
+    ran = bundled_project.runpytest("-m", "retrieval", "--retrieval-threshold", "hybrid:hit@5>=0.5")
+    assert ran.ret == pytest.ExitCode.TESTS_FAILED  # registered, not selected: fails by name at the end
+    ran.stdout.fnmatch_lines(["FAIL retrieval gate: hybrid:hit@5>=0.5 (--retrieval-threshold): no evaluation of engine "
+                              "'hybrid' was recorded (evaluated: keyword)"])
 
 
 @pytest.mark.parametrize(
