@@ -128,6 +128,24 @@ def test_a_failed_assertion_explains_measure_value_sample_and_worst_misses(bundl
     ])
 
 
+def test_a_comparison_that_held_beside_one_that_failed_explains_no_miss(bundled_project):
+    bundled_project.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.retrieval
+        def test_both(retrieval_results):
+            assert retrieval_results.hit_at(5) >= 0.3 and retrieval_results.mrr() >= 0.9
+        """
+    )
+    result = bundled_project.runpytest("-m", "retrieval", "-vv")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "keyword: hit@5 = 0.3529 >= 0.3 holds" in out, out  # said, and nothing of its misses
+    assert "worst-scoring queries on hit@5" not in out and "at hit@5:" not in out, out
+    assert "keyword: mrr = 0.2514, expected >= 0.9" in out and "worst-scoring queries on mrr" in out
+
+
 ENGINES = ["--retrieval-engine", "keyword", "--retrieval-engine", "constant", "--retrieval-engine", "flaky"]
 CUSTOM_ENGINES = """
     import pytest
