@@ -162,7 +162,8 @@ class RetrievalSession:
                                f"--retrieval-engine={engine}")
                 continue
             ids = [i for i, _ in selected]
-            shown = ", ".join(ids[:TESTS_NAMED]) + (f" and {len(ids) - TESTS_NAMED} more" if len(ids) > TESTS_NAMED else "")
+            more = len(ids) - TESTS_NAMED
+            shown = ", ".join(ids[:TESTS_NAMED]) + (f" and {more} more" if more > 0 else "")
             would = [i for i, reads in deselected if reads == engine][:TESTS_NAMED]
             out[engine] = (f"no selected test reads the results of {engine} (selected: {shown or 'none'}); add a test "
                            "that reads retrieval_results" + (f", or select one of those deselected: {', '.join(would)}"
