@@ -30,7 +30,8 @@ from .plugin.options import add_to_argparse
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m pytest_retrieval_eval", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m pytest_retrieval_eval",  # --help is plain text, not reST
+                                     description=__doc__.split("\n\n")[0].replace("``", ""))
     sub = parser.add_subparsers(dest="command", required=True)
     files = {"corpus": "corpus", "questions": "questions.cache.json"}
 
