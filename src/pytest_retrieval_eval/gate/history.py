@@ -348,11 +348,11 @@ def _stale_only(record: Record, run: Any, name: str) -> bool:
 def _subset_of_record(record: Record, run: Any, name: str) -> bool:
     """This run's labeled set ``name`` is a subset (``--retrieval-subset``) of the record's, every
     question unchanged: the full set's record serves it, compared over the subset's questions, as
-    a full-set baseline file does (``baseline._subset_of``)."""
-    from .baseline import _subset_of
+    a full-set baseline file does (``baseline.subset_of``)."""
+    from .baseline import subset_of
 
     pair = _labeled_pair(record, run, name)
-    return pair is not None and _subset_of(pair[1], pair[0])
+    return pair is not None and subset_of(pair[1], pair[0])
 
 
 def _changes(record: Record, run: Any, name: str) -> str:
