@@ -30,7 +30,8 @@ from .plugin.options import add_to_argparse
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m pytest_retrieval_eval", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m pytest_retrieval_eval",  # --help is plain text, not reST
+                                     description=__doc__.split("\n\n")[0].replace("``", ""))
     sub = parser.add_subparsers(dest="command", required=True)
     files = {"corpus": "corpus", "questions": "questions.cache.json"}
 
@@ -456,7 +457,7 @@ def _label(args) -> int:
     report = import_labels(entries, corpus, args.questions, origin=args.file, sync=args.sync)
     for note in report.notes:
         print(f"note: {note}")
-    print(f"{args.questions}: imported {len(entries)} from {args.file}: {report.summary()}")
+    print(f"{args.questions}: imported {_counted(entries)} from {args.file}: {report.summary()}")
     if report.removed:
         print(f"removed (gone from {args.file}): {', '.join(report.removed)}")
     if report.unproven:
@@ -466,6 +467,18 @@ def _label(args) -> int:
               f"{', '.join(report.unproven)}; if they came from this file, remove them with: "
               f"{remove_command(args.questions, report.unproven)}")
     return 0
+
+
+def _counted(entries) -> str:
+    """``3 conversations, 15 turns`` (and ``2 questions,`` beside them): what an import read, a
+    conversation's turns counted as its turns, not as questions of their own."""
+    turns = [e for e in entries if e.conversation is not None]
+    conversations, single = len({e.conversation for e in turns}), len(entries) - len(turns)
+    if not turns:
+        return str(single)
+    return ", ".join([*([f"{single} question{'s' if single != 1 else ''}"] if single else []),
+                      f"{conversations} conversation{'s' if conversations != 1 else ''}",
+                      f"{len(turns)} turn{'s' if len(turns) != 1 else ''}"])
 
 
 def _label_list(args, corpus) -> int:

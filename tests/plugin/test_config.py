@@ -31,8 +31,9 @@ def test_bad_ini_threshold_names_the_ini(pytester):
     assert "threshold 'recall>=0.5' (from ini retrieval_thresholds): measure 'recall' needs a cutoff" in result.stderr.str()
 
 
-def test_a_threshold_naming_an_engine_that_does_not_exist_fails_the_gate(bundled_project):
+def test_a_threshold_naming_an_engine_that_does_not_exist_is_a_usage_error(bundled_project):
     bundled_project.makepyfile("def test_x(retrieval_results):\n    pass\n")
     result = bundled_project.runpytest("--retrieval-threshold", "bm25:hit@5>=0.1")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    assert "no evaluation of engine 'bm25' was recorded (evaluated: keyword)" in result.stdout.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert ("threshold bm25:hit@5>=0.1 (from --retrieval-threshold) names engine 'bm25', which no engine has; "
+            "registered: keyword") in result.stderr.str()

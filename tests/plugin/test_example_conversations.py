@@ -43,7 +43,7 @@ def test_the_csv_imports_and_the_engines_given_the_last_turn_alone_drop_on_follo
     imported = run_in(project, "label", "import", "conversations.csv", "--corpus", "kb", "--questions",
                       "conversations.json", module="pytest_retrieval_eval")
     assert imported.returncode == 0, imported.stdout + imported.stderr
-    assert "conversations.json: imported 19 from conversations.csv: added 19" in imported.stdout
+    assert "conversations.json: imported 8 conversations, 19 turns from conversations.csv: added 19" in imported.stdout
     cache = json.loads((project / "conversations.json").read_text())
     assert cache == committed  # the project's file is what its recipe writes
     assert cache["queries"] == [] and len(cache["conversations"]) == 8

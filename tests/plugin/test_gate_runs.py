@@ -31,8 +31,8 @@ NO_RETRIEVAL = """
     def test_other():
         pass
 """
-RULE = ["--retrieval-threshold", "bm25:hit@5>=0.5"]
-NAMED = "FAIL retrieval gate: bm25:hit@5>=0.5 (--retrieval-threshold): no evaluation of engine 'bm25' was recorded*"
+RULE = ["--retrieval-threshold", "hybrid:hit@5>=0.5"]  # registered (a built-in), not selected by the ini
+NAMED = "FAIL retrieval gate: hybrid:hit@5>=0.5 (--retrieval-threshold): no evaluation of engine 'hybrid' was recorded*"
 
 
 # --- 1. a rule naming an engine that did not run ---------------------------------------------
@@ -84,6 +84,68 @@ def test_the_report_command_fails_a_rule_naming_an_engine_the_file_does_not_hold
     assert cli(["report", str(path), "--threshold", "bm25:hit@5>=0.5"]) == 1
     assert "FAIL retrieval gate: bm25:hit@5>=0.5 (--threshold): no evaluation of engine 'bm25' was recorded " \
            "(evaluated: none)" in capsys.readouterr().out
+
+
+# --- 1b. an engine name no engine has; a registered engine no selected test reads ------------
+
+OWN = """
+    from pathlib import Path
+
+    class Bm25:
+        name = "bm25"
+
+        def retrieve(self, query, k):
+            Path("asked.txt").write_text("asked")  # the engine ran
+            return []
+
+    def pytest_retrieval_engines(registry, config):
+        registry.register("bm25", lambda request: Bm25())
+"""
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--retrieval-threshold", "bm52:hit@5>=0.1"], "threshold bm52:hit@5>=0.1 (from --retrieval-threshold) names "
+                                                   "engine 'bm52', which no engine has; registered: keyword, "),
+    (["--retrieval-max-drop", "bm52:hit@5=0.1", "--retrieval-baseline=base.json"],
+     "max-drop rule bm52:hit@5=0.1 (from --retrieval-max-drop) names engine 'bm52', which no engine has; "),
+    (["--retrieval-engine", "bm52"], "--retrieval-engine / retrieval_engines names unknown engine(s) bm52; "),
+    (["--retrieval-threshold", "Keyword:hit@5>=0.1"], "names engine 'Keyword', which no engine has; "),
+], ids=["threshold", "max-drop", "selection", "case"])
+def test_an_engine_name_no_engine_has_is_a_usage_error_before_anything_runs(make_project, args, said):
+    project = make_project(engines="keyword bm25", conftest=OWN, tests=RETRIEVAL_TEST)
+    result = project.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    err = [line for line in result.stderr.lines if line.strip()]
+    assert len(err) == 1 and said in err[0], err
+    assert "registered: keyword, " in err[0] and err[0].startswith("ERROR: "), err
+    assert err[0].endswith("; did you mean keyword?" if "Keyword" in err[0] else "; did you mean bm25?"), err
+    assert not (project.path / "asked.txt").exists()  # found before any engine was asked
+
+
+def test_a_rule_on_an_unselected_engine_says_how_to_select_it(make_project):
+    project = make_project(engines="keyword", conftest=OWN, tests=RETRIEVAL_TEST)
+    result = project.runpytest("--retrieval-threshold", "bm25:hit@5>=0.1")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    fail = "FAIL retrieval gate: bm25:hit@5>=0.1 (--retrieval-threshold): no evaluation of engine 'bm25' was recorded " \
+           "(evaluated: keyword)\n"
+    assert fail in out, out
+    why = out.split(fail, 1)[1].replace("\n    ", " ").splitlines()[0]
+    assert why == ("  why: bm25 is registered but not selected (selected: keyword): add it to retrieval_engines "
+                   "(retrieval_engines = keyword bm25), or pass --retrieval-engine=bm25"), why
+
+
+def test_a_rule_on_an_engine_no_selected_test_reads_names_the_tests_selected_and_what_to_add(make_project):
+    project = make_project(engines="keyword bm25", conftest=OWN, tests=RETRIEVAL_TEST)
+    result = project.runpytest("-k", "other", "--retrieval-threshold", "bm25:hit@5>=0.1")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    assert "FAIL retrieval gate: bm25:hit@5>=0.1 (--retrieval-threshold): no evaluation of engine 'bm25' was " \
+           "recorded (evaluated: none)" in out, out
+    why = out.split("(evaluated: none)\n", 1)[1].replace("\n    ", " ").splitlines()[0]
+    module = "test_a_rule_on_an_engine_no_selected_test_reads_names_the_tests_selected_and_what_to_add.py"
+    assert why == (f"  why: no selected test reads the results of bm25 (selected: {module}::test_other); add a test "
+                   f"that reads retrieval_results, or select one of those deselected: {module}::test_q[bm25]"), why
 
 
 # --- 2. a baseline judged on another as-of day -----------------------------------------------

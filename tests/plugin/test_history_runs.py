@@ -325,3 +325,24 @@ def test_another_slices_record_is_never_the_baseline_and_forced_the_same_questio
     history.append(results_text(sliced(1, 2, edited)), {"commit": base}, now=3e9)  # newer, other questions
     record, said = compare_ref(history, "main", work, run=sliced(1, 2), force=True)
     assert record is not None and record.path.name.startswith("20330518"), said  # the same questions first
+
+
+def test_a_subset_run_is_compared_with_mains_full_set_record_over_its_questions(repo):
+    assert repo.runpytest("-m", "retrieval").ret == 0  # main's record, the full set
+    ids = [q["id"] for q in json.loads((repo.path / "questions.cache.json").read_text())["queries"]]
+    (repo.path / "subsets").mkdir()
+    (repo.path / "subsets" / "pr.json").write_text(json.dumps({  # the first three: the branch misses them all
+        "format": "pytest-retrieval-eval/subset", "version": 1, "name": "pr", "measure": "hit@5",
+        "of_n": len(ids), "detectable_drop": {}, "ids": ids[:3]}))
+    sh(repo.path, "git", "checkout", "-qb", "feature")
+    (repo.path / "miss.txt").write_text("3")
+    sh(repo.path, "git", "commit", "-qam", "worse")
+    base = sh(repo.path, "git", "merge-base", "HEAD", "main")
+    result = repo.runpytest("-m", "retrieval", "--retrieval-subset=pr", "--retrieval-compare=main",
+                            "--retrieval-max-drop=ours:hit@5=0.1")
+    out = result.stdout.str()
+    assert result.ret == 1, out
+    assert "no history record" not in out
+    assert f"note: compared with main at {base[:10]}" in out
+    assert ("FAIL retrieval gate: ours: hit@5 dropped 0.6667 (0.6667 -> 0.0000), more than 0.1, "
+            "on subset 'pr' (3 of 6 questions)") in out, out

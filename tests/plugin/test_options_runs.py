@@ -42,6 +42,17 @@ def test_every_flag_and_ini_key_pytest_knows_is_declared_once(pytester):
     assert len({o.key for o in OPTIONS}) == len(OPTIONS)
 
 
+def test_pytest_help_of_every_retrieval_option_and_ini_key_is_plain_text(pytester):
+    lines = pytester.runpytest("--help").stdout.lines
+    start = lines.index("retrieval evaluation (pytest-retrieval-eval):")
+    ours = lines[start:start + next(i for i, line in enumerate(lines[start:]) if not line.strip())]
+    for i, line in enumerate(lines):  # each retrieval_* ini key and the lines its help wraps onto
+        if re.match(r"\s+retrieval_[a-z_]+ ", line):
+            ours += [line, *(x for x in lines[i + 1:i + 8] if x.startswith(" " * 20))]
+    assert len(ours) > len(OPTIONS)
+    assert [line for line in ours if re.search(r"``|:[a-z]+:`", line)] == []
+
+
 def test_precedence_command_line_then_environment_then_ini(pytester, monkeypatch):
     pytester.makeini("[pytest]\nretrieval_embedder = hashing:64\nretrieval_depth = 7\n")
     pytester.makeconftest("""

@@ -82,11 +82,16 @@ def test_a_met_threshold_passes(bundled_project):
     result.stdout.fnmatch_lines(["retrieval gate: passed"])
 
 
-def test_a_threshold_on_an_engine_that_never_ran_fails(bundled_project):
+def test_a_threshold_on_a_misspelt_engine_is_a_usage_error_naming_the_nearest(bundled_project):
     bundled_project.makepyfile(BUNDLED_TESTS)
     result = bundled_project.runpytest("-m", "retrieval", "--retrieval-threshold", "hybird:hit@5>=0.5")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["FAIL retrieval gate: hybird:hit@5>=0.5 (--retrieval-threshold): no evaluation of engine 'hybird' was recorded (evaluated: keyword)"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: threshold hybird:hit@5>=0.5 (from --retrieval-threshold) names engine 'hybird', "
+                                 "which no engine has; registered: keyword*; did you mean hybrid?"])
+    ran = bundled_project.runpytest("-m", "retrieval", "--retrieval-threshold", "hybrid:hit@5>=0.5")
+    assert ran.ret == pytest.ExitCode.TESTS_FAILED  # registered, not selected: fails by name at the end
+    ran.stdout.fnmatch_lines(["FAIL retrieval gate: hybrid:hit@5>=0.5 (--retrieval-threshold): no evaluation of engine "
+                              "'hybrid' was recorded (evaluated: keyword)"])
 
 
 @pytest.mark.parametrize(
@@ -121,6 +126,24 @@ def test_a_failed_assertion_explains_measure_value_sample_and_worst_misses(bundl
         "E         worst-scoring queries on hit@5:",
         "E           * (hit@5=0.000) '*' gold: * (not retrieved; why: never a candidate (metadata leg: * others)); top 3: *",
     ])
+
+
+def test_a_comparison_that_held_beside_one_that_failed_explains_no_miss(bundled_project):
+    bundled_project.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.retrieval
+        def test_both(retrieval_results):
+            assert retrieval_results.hit_at(5) >= 0.3 and retrieval_results.mrr() >= 0.9
+        """
+    )
+    result = bundled_project.runpytest("-m", "retrieval", "-vv")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "keyword: hit@5 = 0.3529 >= 0.3 holds" in out, out  # said, and nothing of its misses
+    assert "worst-scoring queries on hit@5" not in out and "at hit@5:" not in out, out
+    assert "keyword: mrr = 0.2514, expected >= 0.9" in out and "worst-scoring queries on mrr" in out
 
 
 ENGINES = ["--retrieval-engine", "keyword", "--retrieval-engine", "constant", "--retrieval-engine", "flaky"]

@@ -85,3 +85,14 @@ def test_a_run_with_a_worksheet_shows_ppi_estimates_says_what_they_rest_on_and_g
                   "--html=again/page.html")
     assert (p.path / "again" / "results.md").read_bytes() == (p.path / "out" / "results.md").read_bytes()
     assert again.ret == 1  # the same verdict
+
+
+def test_the_default_summary_says_what_ppi_rests_on_in_one_line(worksheet_project):
+    result = worksheet_project.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-judgments=j.jsonl")
+    text = result.stdout.str()
+    assert result.ret == 0, text
+    [line] = [line for line in text.splitlines() if line.startswith("~ppi")]
+    assert line == "~ppi: 30 of 68 questions human-judged; hit@1, hit@3, hit@5, hit@10 columns human-only", text
+    assert "prediction-powered from" not in text  # the whole account with -v
+    assert "judged@k, the share of each top k judged, by the labels -> with the judgments:" in text  # asked for
+    assert "  keyword: judged@1 0.118 -> 1.000, judged@3 0.088 -> 1.000," in text, text

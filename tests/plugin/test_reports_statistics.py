@@ -53,8 +53,9 @@ def test_reports_name_the_correction_show_effect_sizes_and_detectable_drops(proj
     result.stdout.fnmatch_lines(["differences (paired mean, 95% CI; * significant after correction):",
                                  "  keyword − oracle: hit@1 -0.882* [[]-0.9*, -0.*[]],*"])
     assert "detectable drop (80% power, alpha 0.05, normal approximation): keyword hit@5 0.164" in out
-    assert ("warning: max-drop rule hit@5=0.01 (from --retrieval-max-drop): keyword on questions.cache.json can only "
-            "detect a drop of 0.164 in hit@5 with 68 queries (80% power, alpha 0.05); a drop of 0.01 needs about") in out
+    assert ("warning: max-drop rule hit@5=0.01 is below what it can detect: keyword on questions.cache.json can only "
+            "detect a drop of 0.164 in hit@5 with 68 queries (80% power, alpha 0.05; from --retrieval-max-drop); a drop "
+            "of 0.01 needs about") in out
     assert "against the baseline (p corrected: Holm-Bonferroni over 16 comparisons):" in out
     md = (out_dir / "results.md").read_text(encoding="utf-8")
     assert "Holm-Bonferroni over 8 comparisons" in md and "| keyword − oracle | questions.cache.json | hit@1 | -0.882 |" in md

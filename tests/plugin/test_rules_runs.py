@@ -24,10 +24,10 @@ def project(make_project):
 def test_a_max_drop_rule_on_an_engine_that_never_ran_fails(project, tmp_path):
     base = tmp_path / "base.json"
     assert project.runpytest("-m", "retrieval", f"--retrieval-save-baseline={base}").ret == 0
-    result = project.runpytest("-m", "retrieval", f"--retrieval-baseline={base}", "--retrieval-max-drop", "hybird:hit@5=0.02")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["FAIL retrieval gate: max-drop rule hybird:hit@5=0.02 (from --retrieval-max-drop): engine "
-                                 "'hybird' was not compared with the baseline (compared: keyword), so the rule checked nothing"])
+    result = project.runpytest("-m", "retrieval", f"--retrieval-baseline={base}", "--retrieval-max-drop", "hybrid:hit@5=0.02")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # registered, not selected: no evaluation to compare
+    result.stdout.fnmatch_lines(["FAIL retrieval gate: max-drop rule hybrid:hit@5=0.02 (from --retrieval-max-drop): engine "
+                                 "'hybrid' was not compared with the baseline (compared: keyword), so the rule checked nothing"])
     ok = project.runpytest("-m", "retrieval", f"--retrieval-baseline={base}", "--retrieval-max-drop", "keyword:hit@5=0.02")
     assert ok.ret == 0
 
@@ -39,7 +39,9 @@ def test_the_command_line_replaces_the_ini_rules(project):
     assert strict.ret == pytest.ExitCode.TESTS_FAILED and "(from ini retrieval_thresholds" in strict.stdout.str()
     loosened = project.runpytest("-m", "retrieval", "--retrieval-threshold", "mrr>=0.1")
     assert loosened.ret == 0, loosened.stdout.str()
-    assert "mrr>=0.999" not in loosened.stdout.str() and "retrieval gate: passed" in loosened.stdout.str()
+    out = loosened.stdout.str()
+    assert "(from ini retrieval_thresholds" not in out and "retrieval gate: passed" in out  # replaced, not judged
+    assert "note: --retrieval-threshold replaced 1 rule of tox.ini (mrr>=0.999)" in out  # and said
 
 
 @pytest.mark.parametrize("rule, message", [
@@ -68,3 +70,24 @@ def test_edge_rules_that_do_decide_are_accepted(project):
     for rule in ("hit@5>=1", "mrr>0", "errors<=0", "lint.truncated<=0", "hit@5<1"):
         result = project.runpytest("-m", "retrieval", "--retrieval-threshold", rule)
         assert result.ret in (0, 1), (rule, result.stderr.str())
+
+
+def test_rules_on_the_command_line_replace_the_ini_files_and_the_summary_says_so(pytester):
+    from conftest import CORPUS, QUESTIONS
+
+    pytester.makepyprojecttoml(f"""
+        [tool.pytest.ini_options]
+        retrieval_corpus = "{CORPUS}"
+        retrieval_questions = "{QUESTIONS}"
+        retrieval_engines = ["keyword"]
+        retrieval_thresholds = ["hit@5>=0.999", "mrr>=0.999", "errors<=0"]
+    """)
+    pytester.makepyfile(TESTS)
+    loosened = pytester.runpytest("-m", "retrieval", "--retrieval-threshold=hit@5>=0.1")
+    out = loosened.stdout.str()
+    assert loosened.ret == 0, out
+    assert ("note: --retrieval-threshold replaced 3 rules of pyproject.toml (hit@5>=0.999, mrr>=0.999, errors<=0)"
+            in out.replace("\n    ", " ")), out
+    assert "retrieval gate: passed" in out
+    alone = pytester.runpytest("-m", "retrieval", "-o", "retrieval_thresholds=")  # nothing replaced: nothing said
+    assert "replaced" not in alone.stdout.str()

@@ -1,7 +1,8 @@
 """The end-of-run summary in the terminal reads verdict first: by default the table with its
-intervals, a misses line per engine, the first three warnings and the verdict with each failure
-and its cause, within 88 columns; ``-v`` brings back the detail (differences, engine configurations,
-judged@k, segments, coverage, lint findings), which results.md keeps either way."""
+intervals, a misses line per engine, the sections the run asked for (segments, latency, trials),
+the first three warnings and the verdict with each failure and its cause, within 88 columns; ``-v``
+brings back the detail not asked for (differences, engine configurations, judged@k without a
+judgments file, coverage, lint findings), which results.md keeps either way."""
 
 from __future__ import annotations
 
@@ -11,6 +12,16 @@ from projects import ORACLE_CONFTEST
 
 SEP = "retrieval evaluation"
 BOTH = ("--retrieval-engine=keyword", "--retrieval-engine=oracle", "--retrieval-by=body-only")
+
+
+def hidden(lines: list[str]) -> str:
+    """What the "more with -v" line names (its continuation lines joined), or ''."""
+    start = next((i for i, line in enumerate(lines) if line.startswith("more with -v: ")), None)
+    if start is None:
+        return ""
+    rest = [line.strip() for line in lines[start + 1:]]
+    return " ".join([lines[start], *rest[:next((i for i, line in enumerate(lines[start + 1:])
+                                                 if not line.startswith("    ")), len(rest))]])
 
 
 def summary(result) -> list[str]:
@@ -36,14 +47,18 @@ def test_the_default_summary_is_the_table_misses_and_verdict_within_88_columns(b
     assert lines[0].startswith("engine ") and lines[1].startswith("keyword") and "95% CI" in lines[2]
     assert any(line.startswith("keyword missed 44 of 68 at hit@5") for line in lines)
     assert any(line.startswith("oracle missed none of 68") for line in lines)
-    for detail in ("differences (paired mean", "keyword: fields=", "judged@k, the share", "segments at hit@5",
+    for detail in ("differences (paired mean", "keyword: fields=", "judged@k, the share",
                    "coverage: the questions judge"):
         assert detail not in text, detail
-    said = " ".join(line.strip() for line in lines if line.startswith(("more with -v: ", "    ")))
-    assert said.startswith("more with -v: differences") and "engine configurations" in said and "segments" in said
+    assert "segments at hit@5" in text  # asked for (--retrieval-by): shown without -v
+    said = hidden(lines)
+    assert said.startswith("more with -v: differences") and "engine configurations" in said
+    assert "segments" not in said
     assert "recall by stage" in said and "recall of all each stage held" not in text  # the keyword engine's leg
     assert max(len(line) for line in lines) <= 88, max(lines, key=len)
-    assert len(lines) <= 16, text
+    first = next(i for i, line in enumerate(lines) if line.startswith("segments at"))
+    segments = next(i for i, line in enumerate(lines) if line.startswith("not body-only")) + 1 - first
+    assert len(lines) - segments <= 16, text
     results_md = (p.path / "out" / "results.md").read_text(encoding="utf-8")  # the file keeps the detail
     assert "Differences between engines" in results_md and "segment" in results_md
 
@@ -92,3 +107,16 @@ def test_warnings_fit_the_width_and_beyond_three_are_counted(bundled_project, tm
                for line in lines), lines
     verbose = " ".join(summary(p.runpytest(*args, "-v")))
     assert verbose.count("warning: max-drop rule") >= 5
+
+
+def test_a_section_the_run_asked_for_shows_without_verbose(bundled_project):
+    p = two_engines(bundled_project)
+    lines = summary(p.runpytest("--retrieval-report", "--retrieval-latency", "--retrieval-trials=2", *BOTH[:2]))
+    text = "\n".join(lines)
+    assert "what each engine's calls cost (latency; HTTP calls, tokens, dollars a query):" in text, text
+    assert any(line.startswith("engine ") and "p50 ms" in line for line in lines), text  # its latency
+    assert "keyword: 2 trials: " in text and "oracle: 2 trials: " in text, text
+    said = hidden(lines)
+    assert "cost" not in said and "trials" not in said and "differences" in said, said
+    plain = "\n".join(summary(p.runpytest("--retrieval-report", *BOTH[:2])))  # not asked: not shown
+    assert "calls cost" not in plain and "2 trials" not in plain

@@ -70,8 +70,9 @@ def page_file(pytester, tmp_path):
 
 
 def misses(results: dict, engine: str) -> int:
+    """The engine's misses at the run's miss cutoff, as the page, the terminal and the gate count them."""
     e = next(e for e in results["evaluations"] if e["engine"] == engine)
-    return sum(1 for q in e["queries"] if q["values"]["hit@10"] == 0)
+    return sum(1 for q in e["queries"] if q["values"][f"hit@{results['analysis']['miss_k']}"] == 0)
 
 
 def errors(results: dict, engine: str) -> int:

@@ -32,6 +32,7 @@ def test_errors_and_documents_the_engine_could_never_return():
     assert why(QueryResult("q1", ("a",)), evidence=Evidence(not_ingested=("gold",))) == (
         "not-ingested: not ingested: gold has no chunk in the store")
     assert why(QueryResult("q1", ("a",))) == "absent: not retrieved (not among the 1 returned)"
+    assert why(QueryResult("q1", ())) == "absent: not retrieved (the engine returned nothing)"
 
 
 def test_outranked_by_a_hole_a_stale_version_or_a_near_duplicate():

@@ -44,3 +44,9 @@ def test_the_curve_draws_each_stage_that_held_something_and_names_every_stage_wi
     assert all(float(x) + text_width(label) <= width for x, _, label in labels)
     legs = re.findall(r'<polyline[^>]*stroke-dasharray[^>]*>', svg)
     assert len(legs) == 1  # legs dashed, steps and the answer solid
+
+
+def test_one_miss_is_one_miss():
+    one = StageCurve("e", "set", 3, 5, 1, CURVE.stages, (("never a candidate", 1), ("ranked below 5", 0)))
+    assert loss_line(one) == "where the 1 miss at hit@5 was lost: 1 (100%) never a candidate, 0 ranked below 5"
+    assert one.line().endswith("; the 1 miss at hit@5 lost: 100% never a candidate")

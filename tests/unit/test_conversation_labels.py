@@ -199,6 +199,18 @@ def test_a_csv_of_three_conversations_imports_and_a_turn_whose_document_changed_
     assert "changed: d2 (1 question: c1#2)" in out
 
 
+def test_an_import_counts_conversations_and_their_turns_not_questions(tmp_path, capsys):
+    folder, labels, cache = kb(tmp_path), tmp_path / "labels.csv", tmp_path / "questions.cache.json"
+    labels.write_text(THREE)
+    assert cli(["label", "import", str(labels), "--corpus", str(folder), "--questions", str(cache)]) == 0
+    assert f"imported 3 conversations, 5 turns from {labels}: added 5" in capsys.readouterr().out
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("conversation,turn,question,doc_id\nc1,1,How do I upgrade?,d1\nc1,2,and the price?,d2\n"
+                     ",,Where is the office?,d1\n")
+    assert cli(["label", "import", str(mixed), "--corpus", str(folder), "--questions", str(tmp_path / "m.json")]) == 0
+    assert f"imported 1 question, 1 conversation, 2 turns from {mixed}: added 3" in capsys.readouterr().out
+
+
 def test_editing_an_earlier_turn_replaces_the_later_turns_whose_history_it_is(tmp_path, capsys):
     folder, labels, cache = kb(tmp_path), tmp_path / "labels.csv", tmp_path / "questions.cache.json"
     labels.write_text(THREE)

@@ -70,3 +70,19 @@ def test_the_report_folders_curve_leaves_a_refused_baseline_out_too(tmp_path):
     write_outputs(judge(now, GateSettings(baseline_force=True), measures=["hit@1"], baseline=base), report_dir=tmp_path,
                   baseline=base)
     assert "(baseline)" in (tmp_path / "hit_at_k.svg").read_text()
+
+
+def test_the_page_counts_misses_at_the_runs_miss_cutoff_as_the_terminal_and_the_gate_do():
+    queries = tuple(LabeledQuery(f"q{i}", f"question {i}", {f"d{i}": 1}) for i in range(4))
+    filler = [f"x{j}" for j in range(12)]
+    ranks = [1, 3, 7, 11]  # at hit@5: two misses; at the old fixed cutoff of 10, one
+    run = RunResults([EvaluationResult("ours", LabeledSet(queries, name="set"), tuple(
+        QueryResult(q.query_id, tuple([*filler[:r - 1], f"d{i}", *filler[r - 1:]])) for i, (q, r) in
+        enumerate(zip(queries, ranks))))])
+    verdict = judge(run, GateSettings(), measures=["hit@5"])
+    assert verdict.miss_k == 5 and len(verdict.analysis.misses_of(run.evaluations[0].key, 5).causes) == 2
+    html = render(verdict)
+    text = re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html)))
+    assert "on set: 2 misses at hit@5," in text, text
+    assert "no relevant document in the top 5" in text
+    assert html.count('data-miss="1"') == 2, html

@@ -132,3 +132,27 @@ def test_the_ini_keys_a_file_sets_are_read_from_its_pytest_section(tmp_path, nam
     assert options.ini_keys(tmp_path / name, ["retrieval_depht=3"]) == {"retrieval_corpsu", "addopts", "retrieval_depht"}
     with pytest.raises(options.OptionError, match="unknown ini key retrieval_corpsu: did you mean retrieval_corpus?"):
         options.check_ini_keys({"retrieval_corpsu", "addopts", "retrieval_team_owner"}, name)
+
+
+#: reStructuredText a terminal shows as it is: ``literal`` and :role:`text`
+REST_MARKUP = re.compile(r"``|:[a-z]+:`")
+
+
+def _parsers(parser):
+    """``parser`` and every subcommand's parser under it, depth first."""
+    import argparse
+
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_no_help_text_holds_rest_markup():
+    from pytest_retrieval_eval.cli import _parser
+
+    found = [f"{o.flag_name}: {o.help}" for o in OPTIONS if REST_MARKUP.search(o.help)]
+    found += [f"{p.prog}: {line}" for p in _parsers(_parser()) for line in p.format_help().splitlines()
+              if REST_MARKUP.search(line)]
+    assert found == []

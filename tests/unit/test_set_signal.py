@@ -78,6 +78,6 @@ def test_the_metadata_baseline_warning_is_a_warning_of_the_run_and_its_questions
     run = run_of(Scripted("keyword", questions(IDS[:30])), Scripted("vector", questions(IDS[:20])))
     analysis = analyse(run, GateSettings())
     assert [w for w in analysis.warnings if w.startswith("labeled set: ")] == [
-        "labeled set: on questions.cache.json the metadata-only baseline keyword scores hit@5 1.000, the best engine "
-        "vector 1.000: the set rewards naming the document (30 questions keyword answers at rank 1)"]  # as good: warned
+        "labeled set: the set rewards naming the document: on questions.cache.json the metadata-only baseline keyword "
+        "scores hit@5 1.000, the best engine vector 1.000 (30 questions keyword answers at rank 1)"]  # as good: warned
     assert [(f.kind, len(f.query_ids)) for f in analysis.labeled_set] == [("no_signal", 20), ("metadata_baseline", 30)]

@@ -77,9 +77,9 @@ class Diff:
 def test_the_noise_aware_gate_fails_a_significant_drop_only_beyond_the_engines_own_spread():
     rule = [MaxDrop.parse("hit@5=0.05", source="t")]
     failures, warnings = check_drops(rule, [Diff()], noise_aware=True, alpha=0.05, spreads={("e", "hit@5"): 0.12})
-    assert failures == [] and warnings == ["e: hit@5 dropped 0.1000 (0.8000 -> 0.7000; rule hit@5=0.05, from t), "
-                                           "significant, but within the engine's own spread across this run's trials "
-                                           "(0.1200): not failed"]
+    assert failures == [] and warnings == ["e: hit@5 dropped 0.1000, not failed: within the engine's own spread "
+                                           "across this run's trials (0.1200); 0.8000 -> 0.7000, significant (rule "
+                                           "hit@5=0.05, from t)"]
     failures, _ = check_drops(rule, [Diff()], noise_aware=True, alpha=0.05, spreads={("e", "hit@5"): 0.04})
     assert "beyond the spread across trials 0.0400" in failures[0]
     failures, _ = check_drops(rule, [Diff()], noise_aware=False, alpha=0.05, spreads={("e", "hit@5"): 0.12})

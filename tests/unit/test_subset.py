@@ -5,6 +5,7 @@ selected, and what it can still detect against the full set."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -178,3 +179,39 @@ def test_the_subset_command_says_how_many_questions_it_could_not_choose_from(tmp
     assert (f"note: 1 question(s) of {LABELED.name} not chosen from: missing from a run given, or read, labeled or "
             "quoted otherwise in one") in out
     assert first.query_id not in json.loads((tmp_path / "pr.json").read_text())["ids"]
+
+def test_a_rule_failed_on_a_subset_says_it_was_judged_on_the_subset(tmp_path):
+    from pytest_retrieval_eval.gate.rules import parse_max_drops, parse_thresholds
+    from pytest_retrieval_eval.gate.verdict import verdict_of
+
+    doc = {"format": "pytest-retrieval-eval/subset", "name": "pr", "ids": IDS[:20], "measure": "hit@1", "of_n": 68}
+    small = restrict(LABELED, doc, tmp_path / "pr.json")
+    full = run_of(Ranked("a", {}))
+    now = run_of(Ranked("a", {i: 3 for i in IDS[:10]}), labeled=small)  # half the subset falls to rank 3
+    verdict = verdict_of(now, baseline=full, thresholds=tuple(parse_thresholds([("a:hit@1>=0.8", "ini")])),
+                         max_drops=tuple(parse_max_drops([("a:hit@1=0.1", "ini")])))
+    rule, drop = verdict.of_kind("rule"), verdict.of_kind("drop")
+    assert [f.brief for f in rule] == ["hit@1 = 0.5000, required >= 0.8, on subset 'pr' (20 of 68 questions)"]
+    assert [f.brief for f in drop] == ["hit@1 dropped 0.5000 (1.0000 -> 0.5000), more than 0.1, "
+                                       "on subset 'pr' (20 of 68 questions)"]
+    assert rule[0].startswith("a: hit@1 = 0.5000, required >= 0.8, on subset 'pr' (20 of 68 questions) (from ini;")
+    assert drop[0].startswith("a: hit@1 dropped 0.5000 (1.0000 -> 0.5000), more than 0.1, on subset 'pr' (20 of 68")
+    whole = verdict_of(run_of(Ranked("a", {i: 3 for i in IDS[:34]})),
+                       thresholds=tuple(parse_thresholds([("a:hit@1>=0.8", "ini")])))
+    assert "subset" not in whole.of_kind("rule")[0]  # a full run says nothing of subsets
+
+
+@pytest.mark.parametrize("measure", ["hit@1+evidence", "hit@5~ppi"])
+def test_a_measure_with_no_value_is_refused_and_no_file_is_written(tmp_path, capsys, measure):
+    from conftest import results_text
+    from pytest_retrieval_eval.cli import main as cli
+
+    run = run_of(Ranked("a", {}), Ranked("b", {i: 3 for i in IDS[::3]}))  # ids only: no passage, no judge
+    with pytest.raises(RetrievalEvalError, match=rf"{re.escape(measure)} has no value for a, b on "):
+        choose([run], measure, 5)
+    (tmp_path / "results.json").write_text(results_text(run))
+    code = cli(["subset", str(tmp_path / "results.json"), f"--measure={measure}", f"--dir={tmp_path / 'subsets'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and not (tmp_path / "subsets").exists()
+    assert err.startswith(f"error: {measure} has no value for a, b") and err.count("\n") == 1, err
+    assert "--measure=hit@" in err  # a measure that has one

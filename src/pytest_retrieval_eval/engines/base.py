@@ -163,6 +163,15 @@ def describe(engine: Engine) -> Mapping[str, Any]:
     return {"class": type(engine).__qualname__}
 
 
+def nearest(wanted: Sequence[str], names: Sequence[str]) -> str:
+    """``; did you mean NAME?`` for the registered names nearest those ``wanted`` (case aside), or ''."""
+    import difflib
+
+    lowered = {n.lower(): n for n in names}
+    found = [lowered[m] for w in wanted for m in difflib.get_close_matches(w.lower(), list(lowered), n=2, cutoff=0.6)]
+    return f"; did you mean {' or '.join(dict.fromkeys(found))}?" if found else ""
+
+
 class EngineRegistry:
     """Engine names to factories, filled through the ``pytest_retrieval_engines`` hook."""
 
@@ -214,9 +223,13 @@ class EngineRegistry:
                     if any("," in n for n in unknown) and all(part in names for part in split) else "")
             raise RetrievalEvalError(
                 f"--retrieval-engine / retrieval_engines names unknown engine(s) {', '.join(unknown)}; "
-                f"registered: {', '.join(names) or 'none'}{hint}"
+                f"registered: {', '.join(names) or 'none'}{hint or nearest(unknown, names)}"
             )
         return list(dict.fromkeys(wanted))
+
+    def known(self) -> list[str]:
+        """Every name a rule or a selection may use: registered, or declared unavailable here."""
+        return [*self._factories, *(n for n in self._unavailable if n not in self._factories)]
 
     def why_unavailable(self, name: str) -> str | None:
         """Why a declared engine cannot run here (a test aimed at it says so); None for any other name."""

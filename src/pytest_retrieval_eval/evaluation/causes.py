@@ -170,7 +170,8 @@ def cause_of(query: LabeledQuery, result: QueryResult, k: int, *, evidence: Evid
         return _staged(qid, stored, result, window)
     if window is not None:
         return cause("window", f"answer past the embedder window ({window[1]})", "answer past the embedder window")
-    return cause("absent", f"not retrieved (not among the {len(ranked)} returned)", "not retrieved")
+    return cause("absent", f"not retrieved (not among the {len(ranked)} returned)" if ranked else
+                 "not retrieved (the engine returned nothing)", "not retrieved")
 
 
 def _versions_of(freshness: Any, stale: str, gold: str) -> bool:

@@ -77,8 +77,8 @@ class StageCurve:
         lost: 43% never a candidate, ...``: the terminal's line (with -v)."""
         said = ", ".join(f"{s.label} {s.ceiling:.2f} ({s.size})" for s in self.stages)
         lost = ", ".join(f"{self.share(w):.0%} {w}" for w, c in self.losses if c)
-        tail = f"the {self.missed} misses at hit@{self.miss_k} lost: {lost}" if self.missed else \
-            f"no miss at hit@{self.miss_k}"
+        misses = f"{self.missed} miss{'es' if self.missed != 1 else ''}"
+        tail = f"the {misses} at hit@{self.miss_k} lost: {lost}" if self.missed else f"no miss at hit@{self.miss_k}"
         return f"{self.engine}, recall of all each stage held: {said}; {tail}"
 
 

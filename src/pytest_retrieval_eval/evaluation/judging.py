@@ -195,9 +195,9 @@ class JudgmentsUsed:
                        f"run's (its stored validation is of another labeled set, or an older version of it): validate "
                        f"it on these with {self.validate_hint()}")
         if self.kappa is not None and self.kappa == self.kappa and self.kappa < KAPPA_FLOOR and not self.one_sided:
-            out.append(f"judge {self.judge.model} ({self.judge.fingerprint}) agrees with the human labels at Cohen's "
-                       f"kappa {self.kappa:.2f} on {self.calibrated} calibrated pairs, below {KAPPA_FLOOR}: its "
-                       "+judged numbers are doubtful")
+            out.append(f"judge {self.judge.model} agrees too little with the human labels: Cohen's kappa "
+                       f"{self.kappa:.2f} on {self.calibrated} calibrated pairs, below {KAPPA_FLOOR} (judge "
+                       f"{self.judge.fingerprint}); its +judged numbers are doubtful")
         if self.stale:
             shown = ", ".join(f"{q}/{d}" for q, d in self.stale[:3]) + (" ..." if len(self.stale) > 3 else "")
             out.append(f"{len(self.stale)} judgment(s) in {self.path} are stale (their document changed: {shown}); "

@@ -54,10 +54,10 @@ def metadata_baseline(run, measure: str) -> list[SetFinding]:
         if base.mean(measure) >= best.mean(measure):
             ranks = base.first_relevant_rank
             ids = tuple(q.query_id for q in base.labeled.queries if ranks.get(q.query_id) == 1)
-            out.append(SetFinding("metadata_baseline", ids, f"on {name} the metadata-only baseline {METADATA_ENGINE} "
-                                  f"scores {measure} {base.mean(measure):.3f}, the best engine {best.engine} "
-                                  f"{best.mean(measure):.3f}: the set rewards naming the document ({len(ids)} "
-                                  f"questions {METADATA_ENGINE} answers at rank 1)"))
+            out.append(SetFinding("metadata_baseline", ids, f"the set rewards naming the document: on {name} the "
+                                  f"metadata-only baseline {METADATA_ENGINE} scores {measure} "
+                                  f"{base.mean(measure):.3f}, the best engine {best.engine} {best.mean(measure):.3f} "
+                                  f"({len(ids)} questions {METADATA_ENGINE} answers at rank 1)"))
     return out
 
 

@@ -64,6 +64,7 @@ def spreads(runs: Sequence[Any], measure: str) -> tuple[list[str], dict[str, tup
         raise RetrievalEvalError("the saved run has no evaluations to choose a subset from")
     name = first[0].labeled.name
     columns = [e for r in runs for e in r.evaluations if e.labeled.name == name and e.n]
+    _has_value(columns, measure, name)
     per = [dict(zip((q.query_id for q in e.labeled.queries), e.values(measure))) for e in columns]
     rr = [{q: 1.0 / r if r else 0.0 for q, r in e.first_relevant_rank.items()} for e in columns]
     asked = [e.labeled.by_id() for e in columns]
@@ -71,6 +72,28 @@ def spreads(runs: Sequence[Any], measure: str) -> tuple[list[str], dict[str, tup
            if all(q.query_id in p and not question_changes(q, a[q.query_id]) for p, a in zip(per, asked))]
     spread = {q: (float(np.var([p[q] for p in per])), float(np.var([r.get(q, 0.0) for r in rr]))) for q in ids}
     return ids, spread, columns
+
+
+def _has_value(columns: Sequence[Any], measure: str, labeled: str) -> None:
+    """Refuses a measure some column has no value of (NaN: an ids-only engine's ``+evidence``
+    twin, a ``~ppi`` estimate, ``+judged`` without judgments): a spread of no value separates
+    nothing, and its detectable drop is no number. Before anything is written."""
+    import numpy as np
+
+    from ..ir.measures import Measure
+
+    empty = list(dict.fromkeys(e.engine for e in columns if np.isnan(e.values(measure)).all()))
+    if not empty:
+        return
+    m = Measure.parse(measure)
+    why = ("an estimate over the questions has no per-question value" if m.ppi else
+           "no judgments are attached" if m.judged else
+           "an engine of document ids holds no passage to carry a quote" if m.evidence else
+           "the corpus has no versioned documents" if m.freshness else "it was not measured")
+    plain = m.on_documents.on_human_labels
+    other = plain.name if plain.name != m.name and not plain.freshness else f"hit@{m.k or 5}"
+    raise RetrievalEvalError(f"{m.name} has no value for {', '.join(empty)} on {labeled} ({why}): choose a measure "
+                             f"every engine has, e.g. --measure={other}")
 
 
 def choose(runs: Sequence[Any], measure: str, size: int) -> tuple[list[str], int]:

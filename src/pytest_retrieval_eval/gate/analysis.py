@@ -360,9 +360,9 @@ def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) ->
                 need = (f"a drop of {rule.delta:g} needs about {queries_needed(values, rule.delta, alpha=alpha)} "
                         "queries") if rule.delta > 0 else "no number of queries tells any drop at all from noise"
                 on = f"{e.labeled.name}[{rule.segment}]" if rule.segment else e.labeled.name
-                out.append(f"max-drop rule {rule} (from {rule.source}): {e.engine} on {on} can only "
+                out.append(f"max-drop rule {rule} is below what it can detect: {e.engine} on {on} can only "
                            f"detect a drop of {mdd:.3f} in {rule.measure} with {len(values)} queries ({POWER:.0%} "
-                           f"power, alpha {alpha:g}); {need}")
+                           f"power, alpha {alpha:g}; from {rule.source}); {need}")
     return out
 
 

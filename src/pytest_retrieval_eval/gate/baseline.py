@@ -388,3 +388,8 @@ def segment_diff(now: EvaluationResult, base: EvaluationResult, tag: str, total:
     names = {q.query_id: q.name for q in now.labeled.queries}
     return SegmentDiff(now.engine, tag, total.measure, sum(b) / len(b), sum(a) / len(a), paired(a, b, ids, clusters=now.clusters(ids)),
                        total.delta, tuple(names[q] for q, x, y in zip(ids, a, b) if x < y))
+
+
+#: ``_subset_of``, for ``gate/history.py``: a full set's history record serves a subset run
+#: (``--retrieval-compare``) by the very rule a full set's baseline file does
+subset_of = _subset_of

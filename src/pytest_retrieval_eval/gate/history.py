@@ -314,7 +314,8 @@ def _why_not(record: Record, mine: Mapping[tuple[str, str], tuple[str | None, st
 
         return "; ".join(f"{part(a)} of {name} (this run: {part(b)})" for name, (a, b) in sliced)
     differ = sorted({k[1]: (theirs[k][0], mine[k][0]) for k in shared if theirs[k][0] != mine[k][0]}.items())
-    differ = [(name, pair) for name, pair in differ if not _stale_only(record, run, name)]
+    differ = [(name, pair) for name, pair in differ if not _stale_only(record, run, name)
+              and not _subset_of_record(record, run, name)]
     if differ and not force:
         return "; ".join(f"labeled set {name} fingerprint {str(a)[:12]} (this run: {str(b)[:12]}"
                          f"{_changes(record, run, name)}; --retrieval-baseline-force compares over the questions "
@@ -342,6 +343,16 @@ def _stale_only(record: Record, run: Any, name: str) -> bool:
 
     pair = _labeled_pair(record, run, name)
     return pair is not None and stale_only(*pair)
+
+
+def _subset_of_record(record: Record, run: Any, name: str) -> bool:
+    """This run's labeled set ``name`` is a subset (``--retrieval-subset``) of the record's, every
+    question unchanged: the full set's record serves it, compared over the subset's questions, as
+    a full-set baseline file does (``baseline.subset_of``)."""
+    from .baseline import subset_of
+
+    pair = _labeled_pair(record, run, name)
+    return pair is not None and subset_of(pair[1], pair[0])
 
 
 def _changes(record: Record, run: Any, name: str) -> str:

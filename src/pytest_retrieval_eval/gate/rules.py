@@ -665,9 +665,9 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
                 continue
             spread = (spreads or {}).get((d.engine, d.measure))
             if noise_aware and spread is not None and drop <= spread + 1e-12:
-                warnings.append(f"{d.engine}: {d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}; rule "
-                                f"{rule}, from {rule.source}), significant, but within the engine's own spread "
-                                f"across this run's trials ({spread:.4f}): not failed")
+                warnings.append(f"{d.engine}: {d.measure} dropped {drop:.4f}, not failed: within the engine's own "
+                                f"spread across this run's trials ({spread:.4f}); {d.before:.4f} -> {d.after:.4f}, "
+                                f"significant (rule {rule}, from {rule.source})")
                 continue
             from ..types import query_name
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .analysis import Analysis, Detectable, analyse, detectable_drops, gated_measures, underpowered  # noqa: F401  (re-exported)
 from .rules import (Failure, MeasureQuantity, check, check_coverage, check_drops, check_lint, check_segments,
@@ -86,9 +86,11 @@ class Verdict:
         return f"{CORRECTION_NAMES[self.correction]} over {len(self.comparisons)} comparisons"
 
 
-def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems: Sequence[str] = ()) -> Verdict:
+def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems: Sequence[str] = (),
+           unread: Mapping[str, str] | None = None) -> Verdict:
     """The rules of ``settings`` over ``analysis``; ``problems``: failures found before it (a
-    baseline that could not be read, a ref with no record)."""
+    baseline that could not be read, a ref with no record); ``unread``: engine -> why no
+    evaluation of it was recorded (the run knows its tests), said under a rule naming it."""
     s, a = settings, analysis
     out = [Failure("run", f) for f in [*s.failures, *problems]]
     out += [Failure("empty", f"{r.engine}: labeled set {r.labeled} is empty; nothing was measured") for r in a.rows if r.n == 0]
@@ -99,7 +101,11 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
                     max_drops=tuple(d for d in s.max_drops if not judge_dependent(d.measure)))
     thresholds = s.thresholds
     for b in check(thresholds, a.rows, confidence=s.confidence):
-        out.append(Failure("rule", str(b), _causes(run, a, b), **({"engine": b.engine, "brief": b.brief()}
+        why = (unread or {}).get(b.engine) if b.value is None else None
+        causes = _causes(run, a, b) if why is None else tuple(textwrap.wrap(
+            f"why: {why}", width=CAUSE_WIDTH, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False,
+            break_long_words=False))
+        out.append(Failure("rule", str(b), causes, **({"engine": b.engine, "brief": b.brief()}
                                                                      if b.value is not None else {})))
     if a.baseline is not None:
         out += [Failure("baseline", f"baseline refused: {r}; re-save the baseline, or compare anyway with "
@@ -117,7 +123,24 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     out += [Failure("coverage", f) for f in check_coverage(thresholds, run.coverage)]
     out += [Failure("turns", f, _follow_up_causes(run, a, row))
             for f, row in check_turns(thresholds, a.turns, run, confidence=s.confidence)]
+    out = [_on_subset(run, f) for f in out]
     return Verdict(run, settings, a, tuple(out), (*a.warnings, *noted, *within))
+
+
+def _on_subset(run: RunResults, failure: Failure) -> Failure:
+    """A rule or drop failed by an engine of a subset run (``--retrieval-subset``) says so beside
+    its figures: ``hit@5 = 0.6000, required >= 0.8, on subset 'pr' (40 of 300 questions)``. A
+    floor set for the full set reads otherwise on its hardest questions."""
+    if failure.kind not in ("rule", "drop") or not failure.engine or not failure.brief:
+        return failure
+    found = next(((e, r) for e in run.evaluations if e.engine == failure.engine
+                  if (r := e.labeled.provenance.get("subset"))), None)
+    if found is None:
+        return failure
+    e, record = found
+    brief = f"{failure.brief}, on subset '{record['name']}' ({e.n} of {record['of_n']} questions)"
+    return Failure(failure.kind, failure.replace(failure.brief, brief, 1), failure.causes, engine=failure.engine,
+                   brief=brief)
 
 
 def _failed_judge(run: RunResults, s: GateSettings) -> tuple[Failure | None, list[str]]:
@@ -210,14 +233,15 @@ def verdict_of(run: RunResults, settings: GateSettings | None = None, *, measure
 
 def conclude(run: RunResults, settings: GateSettings, baseline: RunResults | None = None, *,
              problems: Sequence[str] = (), recorded: Analysis | None = None, notes: Sequence[str] = (),
-             run_warnings: Sequence[str] = (), run_usage: RunUsage | None = None) -> Verdict:
+             run_warnings: Sequence[str] = (), run_usage: RunUsage | None = None,
+             unread: Mapping[str, str] | None = None) -> Verdict:
     """The one ending of a run and of ``report``: the analysis (the recorded one where it was
     made from this run, these settings and this baseline; else made now), then the rules, with
     what the run's ending noted beside them."""
     from .analysis import basis
 
     fits = recorded is not None and recorded.basis == basis(run, settings, baseline)
-    verdict = decide(run, settings, recorded if fits else analyse(run, settings, baseline), problems)
+    verdict = decide(run, settings, recorded if fits else analyse(run, settings, baseline), problems, unread)
     return replace(verdict, notes=tuple(notes), run_warnings=tuple(run_warnings), run_usage=run_usage)
 
 

@@ -18,6 +18,7 @@ from .wake import ENGINE_ERROR_KEY, active, session_of
 _FLIP = {">=": "<=", "<=": ">=", ">": "<", "<": ">", "==": "==", "!=": "!="}
 _RESULTS_MODULE = "pytest_retrieval_eval.evaluation.results"
 _SCANNED_KEY = pytest.StashKey[list]()  # the items collection_modifyitems looked at
+_DESELECTED_KEY = pytest.StashKey[list]()  # the items -k / -m deselected (a rule's "why" names them)
 
 __all__ = ["session_of"]
 
@@ -88,6 +89,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                              ids=[p if isinstance(p, str) else p.id for p in params])
 
 
+def pytest_deselected(items: list) -> None:
+    if items:
+        config = items[0].config
+        config.stash[_DESELECTED_KEY] = [*config.stash.get(_DESELECTED_KEY, []), *items]
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
     if ENGINE_ERROR_KEY in config.stash:  # a misspelt engine name: one line, no traceback
@@ -103,6 +110,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return wake.usage_error(config, items, str(exc))
     config.stash[_SCANNED_KEY] = items[:]  # collection_finish looks again only if a later hook changed them
     rs = active(config)
+    if rs is not None:  # a rule naming an engine no engine has: said before any engine is asked
+        problem = wake.unknown_rule_engine(config) or wake.engine_error(config)
+        if problem is not None:
+            return wake.usage_error(config, items, problem)
+        rs.collected(items, config.stash.get(_DESELECTED_KEY, []))
     if rs is not None:  # what the tests will read, read now: a broken input stops the run once
         problem = rs.inputs_problem({name for item in items for name in getattr(item, "fixturenames", ())})
         if problem is not None:

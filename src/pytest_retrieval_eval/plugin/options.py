@@ -409,6 +409,25 @@ def read(config: Any, key: str) -> Any:
     return o.default
 
 
+#: the options whose flags replace the ini's lines and whose lines are rules of the gate
+RULES = ("threshold", "max_drop")
+
+
+def replaced_rules(config: Any) -> list[str]:
+    """A line per rule option whose flags replaced the ini file's rules (pytest's convention: the
+    command line wins), naming the file and the rules, so a loosened gate never passes silently:
+    ``--retrieval-threshold replaced 3 rules of pyproject.toml (hit@5>=0.8, ...)``."""
+    out = []
+    for o in (BY_KEY[k] for k in RULES):
+        ini = [t.strip() for t in (config.getini(o.ini_name) or []) if t.strip() and not t.strip().startswith("#")]
+        if not getattr(config.option, o.dest, None) or not ini:
+            continue
+        where = config.inipath.name if getattr(config, "inipath", None) else o.ini_name
+        out.append(f"{o.flag_name} replaced {len(ini)} rule{'s' if len(ini) != 1 else ''} of {where} "
+                   f"({', '.join(ini)})")
+    return out
+
+
 def ini_keys(path: Path | None, overrides: list[str] | None = None) -> set[str]:
     """The keys the ini file sets (``[pytest]``, ``[tool:pytest]``, ``[tool.pytest.ini_options]``)
     and ``-o KEY=VALUE`` overrides: pytest keeps its own list private."""

@@ -44,6 +44,20 @@ class Outcome:
         return self.verdict.failed
 
 
+#: the tests a "why" under a rule names, at most
+TESTS_NAMED = 3
+
+
+def _reads(item: Any) -> str | None:
+    """The engine whose results a test reads (``retrieval_results`` by its ``retrieval_engine``
+    parameter), or None."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or "retrieval_results" not in getattr(item, "fixturenames", ()):
+        return None
+    engine = callspec.params.get("retrieval_engine")
+    return engine if isinstance(engine, str) else None
+
+
 @dataclass
 class Merged:
     """Every process's records as one run."""
@@ -101,6 +115,9 @@ class RetrievalSession:
         self._freshness: dict[str, Any] = {}  # corpus fingerprint -> data.freshness.Freshness | None
         self.outcome: Outcome | None = None
         self._build_errors: dict[str, str] = {}  # engine name -> why its factory failed (a gate failure)
+        #: the tests this process selected and those deselected, each with the engine whose results
+        #: it reads (``collected``); None where it collected nothing (an xdist controller)
+        self._tests: tuple[list, list] | None = None
         from .._usage import OUTSIDE
 
         self._outside_before = OUTSIDE.to_dict()  # the process's unclaimed calls so far: not this session's
@@ -122,6 +139,36 @@ class RetrievalSession:
                 self._build_errors.setdefault(name, mask_and_cap(f"{type(exc).__name__}: {exc}", 200))
                 raise
         return self._engines[name]
+
+    def collected(self, items: list, deselected: list) -> None:
+        """What this process runs, and what -k / -m left out, for ``unread``."""
+        self._tests = ([(i.nodeid, _reads(i)) for i in items], [(i.nodeid, _reads(i)) for i in deselected])
+
+    def unread(self, engines: set[str]) -> dict[str, str]:
+        """Engine -> why no evaluation of it was recorded and what to add, for each registered
+        engine of ``engines`` (those a rule names that recorded none): not selected, or no
+        selected test reads its results (named, with the deselected ones that would)."""
+        from .wake import selected_engines
+
+        if self._tests is None or not engines:
+            return {}
+        selected, deselected = self._tests
+        names = selected_engines(self.pytest_config)
+        out = {}
+        for engine in sorted(e for e in engines if e in self.registry.known()):
+            if engine not in names:
+                out[engine] = (f"{engine} is registered but not selected (selected: {', '.join(names) or 'none'}): add "
+                               f"it to retrieval_engines (retrieval_engines = {' '.join([*names, engine])}), or pass "
+                               f"--retrieval-engine={engine}")
+                continue
+            ids = [i for i, _ in selected]
+            more = len(ids) - TESTS_NAMED
+            shown = ", ".join(ids[:TESTS_NAMED]) + (f" and {more} more" if more > 0 else "")
+            would = [i for i, reads in deselected if reads == engine][:TESTS_NAMED]
+            out[engine] = (f"no selected test reads the results of {engine} (selected: {shown or 'none'}); add a test "
+                           "that reads retrieval_results" + (f", or select one of those deselected: {', '.join(would)}"
+                                                             if would else ""))
+        return out
 
     def engine_failures(self, evaluated: set[str]) -> list[str]:
         """Engines the gate must not pass over: a factory that raised, and (when anything was
@@ -471,7 +518,9 @@ class RetrievalSession:
 
             history = History(cfg.gate.history, cfg.gate.history_keep)
         baseline, problems, against = None, [], shown(cfg.gate.baseline) or None
-        notes = list(merged.notes)
+        from .options import replaced_rules
+
+        notes = [*replaced_rules(self.pytest_config), *merged.notes]  # first: a loosened gate is said
         if cfg.gate.compare is not None and run.evaluations:  # the record at the ref's merge-base
             from ..gate.history import compare_ref
 
@@ -498,8 +547,10 @@ class RetrievalSession:
         outside = summed(merged.usage, since(since(OUTSIDE.to_dict(), self._outside_before), records.usage))
         from ..evaluation.cost import run_usage
 
+        evaluated = {e.engine for e in evaluations}
         verdict = conclude(run, settings, baseline, problems=problems, notes=notes, run_warnings=merged.warnings,
-                           run_usage=run_usage(evaluations, outside, settings.prices))
+                           run_usage=run_usage(evaluations, outside, settings.prices),
+                           unread=self.unread({t.engine for t in settings.thresholds if t.engine} - evaluated))
         self.outcome = Outcome(verdict, merged.workers_said)
         if run.evaluations:
             trend = results_json = None

@@ -98,6 +98,36 @@ def selected_engines(config: pytest.Config) -> list[str]:
         return []
 
 
+def engine_error(config: pytest.Config) -> str | None:
+    """Why the selected engine names (``--retrieval-engine`` / ``retrieval_engines``) cannot be
+    used, or None: checked at collection's end also when no collected test parametrizes by engine."""
+    if settings(config).run.engines:  # none named: nothing to check, the registry is not asked for it
+        selected_engines(config)
+    return config.stash.get(ENGINE_ERROR_KEY, None)
+
+
+def unknown_rule_engine(config: pytest.Config) -> str | None:
+    """A rule (threshold, max-drop, shadow) naming an engine that no engine has, said with the
+    nearest names; None when every name is known. Asked once the registry is full (after
+    collection, as conftests in test folders register too), so the run stops before any engine
+    is asked, not after every one ran."""
+    from ..engines.base import nearest
+
+    gate = settings(config).gate.settings
+    named = [(f"threshold {t} (from {t.source})", t.engine) for t in gate.thresholds if t.engine]
+    named += [(f"max-drop rule {d} (from {d.source})", d.engine) for d in gate.max_drops if d.engine]
+    named += [(f"--retrieval-shadow {a}:{b}", n) for a, b in gate.shadows for n in (a, b)]
+    if not named:  # no rule names an engine: the registry is not asked for it
+        return None
+    reg = registry(config)
+    known = [*reg.known(), *(n for _, _, points in gate.sweeps for n, _ in points)]
+    for what, name in named:
+        if name not in known:
+            return (f"{what} names engine '{name}', which no engine has; registered: {', '.join(reg.names()) or 'none'}"
+                    f"{nearest([name], known)}")
+    return None
+
+
 def engine_params(config: pytest.Config, definition: pytest.Item) -> list:
     """The ``retrieval_engine`` parameters of one test: the selected engines, or those its nearest
     ``@pytest.mark.retrieval(engine=NAME or [NAME, ...])`` aims it at. An aimed engine this run does

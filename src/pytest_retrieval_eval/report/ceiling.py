@@ -42,7 +42,8 @@ def loss_line(c: Any) -> str:
     if not c.missed:
         return f"no miss at hit@{c.miss_k}"
     said = ", ".join(f"{n} ({c.share(w):.0%}) {w}" if n else f"0 {w}" for w, n in c.losses)
-    return f"where the {c.missed} misses at hit@{c.miss_k} were lost: {said}"
+    return (f"where the {c.missed} miss{'es' if c.missed != 1 else ''} at hit@{c.miss_k} "
+            f"{'were' if c.missed != 1 else 'was'} lost: {said}")
 
 
 def markdown(verdict: Verdict) -> list[str]:

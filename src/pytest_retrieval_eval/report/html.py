@@ -19,6 +19,7 @@ from .terminal import baseline_lines
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
     from ..gate.verdict import Verdict
 
+#: the ranked documents each row shows at least (the run's miss cutoff, when deeper, shows all of its)
 MISS_AT = 10
 SNIPPET = 140
 SNIPPETS_PER_QUERY = 3
@@ -38,8 +39,9 @@ def snippets(evaluations: Iterable[Any], corpus: Any) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def _movement(rank: int | None, before: int | None) -> str | None:
-    hit, was = rank is not None and rank <= MISS_AT, before is not None and before <= MISS_AT
+def _movement(rank: int | None, before: int | None, k: int) -> str | None:
+    """How a question moved against the baseline at the run's miss cutoff ``k``."""
+    hit, was = rank is not None and rank <= k, before is not None and before <= k
     if hit and not was:
         return "new hit"
     if was and not hit:
@@ -125,6 +127,7 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
 
     baseline = compared(verdict, baseline)
     engines, by_query, text = [], {}, verdict.run.snippets
+    k, shown = verdict.miss_k, max(MISS_AT, verdict.miss_k)  # a miss as the terminal and the gate count it
     for r in verdict.run.evaluations:
         base = baseline.get(r.engine, r.labeled.name) if baseline is not None else None
         base_ranks = base.first_relevant_rank if base is not None else {}
@@ -136,20 +139,20 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
             rank = r.gold_rank(q, res)
             known = base is not None and q.query_id in base_ranks
             before = base_ranks.get(q.query_id) if known else None
-            moved = _movement(rank, before) if known else None
+            moved = _movement(rank, before, k) if known else None
             stale = r.freshness.stale if r.freshness is not None else {}
             judged = r.judged.get(q.query_id, {})
             ranked = [{"doc": d, "gold": q.relevant.get(d, 0) >= 1, "stale": stale.get(d, ""),
                        "snippet": text.get(d, "") if i < SNIPPETS_PER_QUERY else "",
                        "judged": judged.get(d), "judged_relevant": is_judged_relevant(judged.get(d, 0))}
-                      for i, d in enumerate(res.doc_ids[:MISS_AT])]
+                      for i, d in enumerate(res.doc_ids[:shown])]
             row = {"id": q.query_id, "question": q.question, "gold": sorted(q.relevant.items(), key=lambda kv: -kv[1]),
-                   "ranked": ranked, "rank": rank, "error": res.error, "miss": rank is None or rank > MISS_AT,
+                   "ranked": ranked, "rank": rank, "error": res.error, "miss": rank is None or rank > k,
                    "stale": any(x["stale"] for x in ranked),
                    "moved": moved, "base_rank": before, "tags": " ".join(q.tags),
                    "why": causes[q.query_id].text if q.query_id in causes else "",
                    "stages": [f"{st.name} {_ranks(st, q)}" for st in res.stages],
-                   "search": " ".join([q.question, q.query_id, *q.relevant, *res.doc_ids[:MISS_AT]]).lower()}
+                   "search": " ".join([q.question, q.query_id, *q.relevant, *res.doc_ids[:shown]]).lower()}
             rows.append(row)
             by_query.setdefault((r.labeled.name, q.query_id), {"id": q.query_id, "question": q.question, "cells": [],
                                                                "search": row["search"], "miss": False, "error": False,
@@ -187,7 +190,7 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
         tags=sorted({t for e in verdict.run.evaluations for q in e.labeled.queries for t in q.tags}),
         summary=summary, legend=" ".join([*table.legend(verdict, markdown=True), *table.handed_line(verdict)]),
         turns_given=turns_given.line(verdict.run, None),
-        miss_at=MISS_AT, svg=plot.run_svg(verdict.run, baseline), engines=engines, trend=trend,
+        miss_at=shown, svg=plot.run_svg(verdict.run, baseline), engines=engines, trend=trend,
         compare=[q for q in by_query.values() if len(q["cells"]) == len(engines)] if len(engines) > 1 else [],
         lint=[{"summary": l.summary(), "findings": [str(f) for f in l.findings]} for l in verdict.lint],
         engine_errors=[g.describe() for g in errors.groups(verdict.run.evaluations)],

@@ -111,6 +111,31 @@ def ppi_lines(verdict: Verdict) -> list[str]:
     return out
 
 
+def ppi_line(verdict: Verdict) -> list[str]:
+    """``~ppi: 30 of 68 questions human-judged; hit@1, hit@5 columns human-only``: what the
+    estimates rest on, in one line (``ppi_lines`` says it in full)."""
+    found = verdict.estimates
+    if not found:
+        return []
+    rests = ", ".join(f"{n} of {N}" for n, N in sorted({(x.ppi.n, x.ppi.N) for x in found}))
+    alone = list(dict.fromkeys(x.measure.removesuffix("~ppi") for x in found if x.ppi.fell_back))
+    return [f"~ppi: {rests} questions human-judged; "
+            + (f"{', '.join(alone)} column{'s' if len(alone) > 1 else ''} human-only" if alone
+               else "the judge narrows every column")]
+
+
+def asked_judged_lines(verdict: Verdict, width: int = 80) -> list[str]:
+    """The judged@k section where the run read a judgments file (it asked for it), without ``-v``:
+    what ``~ppi`` rests on in one line, and judged@k per engine with and without the judgments."""
+    ks = cutoffs(list(verdict.measures))
+    judged = [e for e in verdict.run.evaluations if e.judge is not None]
+    rows = [f"{e.engine}: " + ", ".join(f"judged@{k} {e.mean(f'judged@{k}'):.3f} -> {e.mean(f'judged@{k}+judged'):.3f}"
+                                        for k in ks) for e in judged] if ks else []
+    head = ["judged@k, the share of each top k judged, by the labels -> with the judgments:"] if rows else []
+    return ppi_line(verdict) + head + [line for row in rows for line in textwrap.wrap(
+        row, width=width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)]
+
+
 def judged_lines(verdict: Verdict, *, markdown: bool = False, width: int = 80) -> list[str]:
     """One line per engine with judged@k at the table's cutoffs (and with the judgments, when a
     run has them), when the labels judge fewer than two documents per question or judgments fill

@@ -1,10 +1,12 @@
 """The end-of-run section of the terminal, verdict first and detail with ``-v``.
 
 By default (pytest's verbosity 0) a reader gets what a red or green run turns on: the table with
-its intervals, one misses line per engine, the first warnings, engine errors, and the verdict
-with each failure and its cause, within ``WIDTH`` columns. ``-v`` adds the differences, the
-engine configurations, judged@k, segments, coverage, cost, sweeps, trials and lint findings (all
-of them also in results.md); ``-q`` leaves out the intervals as well.
+its intervals, one misses line per engine, the sections the run asked for (segments with
+``--retrieval-by``, cost and latency with ``--retrieval-latency`` or prices, trials, judged@k and
+what ``~ppi`` rests on with a judgments file), the first warnings, engine errors, and the verdict
+with each failure and its cause, within ``WIDTH`` columns. ``-v`` adds what was not asked for: the
+differences, the engine configurations, judged@k, segments, coverage, cost, sweeps and lint
+findings (all of them also in results.md); ``-q`` leaves out the intervals as well.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from . import ceiling, cost, shadow, sweep, table, turns, turns_given
 from .errors import error_lines
-from .judged import candidate_lines, judged_lines, stale_lines
+from .judged import asked_judged_lines, candidate_lines, judged_lines, stale_lines
 from . import labeled_set
 from .labeled_set import subset_lines
 from .misses import coverage_lines, miss_lines, segment_lines
@@ -62,10 +64,14 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
         tr.write_sep("-", "retrieval evaluation")
     hidden: list[str] = []  # what -v would add, named in one line
 
-    def detail(name: str, lines: list[str]) -> list[str]:
-        if lines and not verbose:
+    def detail(name: str, lines: list[str], asked: bool = False) -> list[str]:
+        """``lines`` with ``-v``, or where the run asked for them (``asked``); else named in "more with -v"."""
+        if lines and not (verbose or asked):
             hidden.append(name)
-        return lines if verbose else []
+        return lines if verbose or asked else []
+
+    s = verdict.settings
+    judged = any(e.judge is not None for e in verdict.run.evaluations)  # a judgments file: judged@k was asked for
 
     if report:
         if verdict.rows:
@@ -79,7 +85,9 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
                                                     ("detectable drops", verdict.detectable)) if left]
             for line in detail("engine configurations", table.describe_engines(verdict.run.evaluations)):
                 tr.write_line(line)
-            for line in (detail("stale questions", stale_lines(verdict)) + detail("judged@k", judged_lines(verdict))
+            for line in (detail("stale questions", stale_lines(verdict))
+                         + (judged_lines(verdict) if verbose else asked_judged_lines(verdict) if judged
+                            else detail("judged@k", judged_lines(verdict)))
                          + detail("candidates", candidate_lines(verdict.run))):
                 tr.write_line(line)
             for line in subset_lines(verdict):
@@ -88,10 +96,12 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
                 tr.write_line(line)
             for line in turns.terminal_lines(verdict):  # conversations: quality by turn, the drop
                 tr.write_line(line)
-            for line in (detail("recall by stage", ceiling.lines(verdict)) + detail("segments", segment_lines(verdict))
+            for line in (detail("recall by stage", ceiling.lines(verdict))
+                         + detail("segments", segment_lines(verdict), asked=bool(s.by))
                          + detail("coverage", coverage_lines(verdict))
                          + detail("labeled set findings", labeled_set.lines(verdict))
-                         + detail("cost", cost.lines(verdict)) + detail("sweeps", sweep.lines(verdict))):
+                         + detail("cost", cost.lines(verdict), asked=s.latency or bool(s.prices))
+                         + detail("sweeps", sweep.lines(verdict))):
                 tr.write_line(line)
         else:
             tr.write_line("no retrieval evaluations were recorded in this run")
@@ -100,7 +110,7 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
                 tr.write_line(line, yellow=True)
         for line in detail("the run's HTTP calls", cost.run_lines(getattr(outcome, "run_usage", None))):
             tr.write_line(line)
-        for line in detail("trials", trial_lines(verdict, thresholds_of(outcome))):
+        for line in detail("trials", trial_lines(verdict, thresholds_of(outcome)), asked=True):  # --retrieval-trials
             tr.write_line(line)
         shown = 3 if verbosity >= 0 else 0
         for line in lint_lines(verdict, limit=shown if verbose else 0):
