@@ -195,9 +195,10 @@ def labeled_changes(base: Any, now: Any) -> str:
     return "; ".join(parts) if parts else "no question differs: only the recorded fingerprint does"
 
 
-def _subset_of(now: Any, base: Any) -> bool:
+def subset_of(now: Any, base: Any) -> bool:
     """A subset run (``--retrieval-subset``) whose every question the baseline holds unchanged: it
-    is compared over those, not refused (the baseline of a full nightly run serves a pull request)."""
+    is compared over those, not refused (the baseline of a full nightly run serves a pull request,
+    and so does its history record: ``gate/history.py``)."""
     if not now.provenance.get("subset"):
         return False
     before = base.by_id()
@@ -208,7 +209,7 @@ def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult, recorde
     """Why ``now`` and ``base`` did not measure the same thing, each saying what changed;
     ``recorded``: the baseline's and this run's fingerprints (``RunResults.fingerprints``)."""
     out = []
-    if now.labeled.fingerprint != base.labeled.fingerprint and not _subset_of(now.labeled, base.labeled) \
+    if now.labeled.fingerprint != base.labeled.fingerprint and not subset_of(now.labeled, base.labeled) \
             and not stale_only(base.labeled, now.labeled):
         out.append(f"labeled set {now.labeled.name} fingerprint {base.labeled.fingerprint[:12]} -> "
                    f"{now.labeled.fingerprint[:12]} ({labeled_changes(base.labeled, now.labeled)})")
@@ -389,7 +390,3 @@ def segment_diff(now: EvaluationResult, base: EvaluationResult, tag: str, total:
     return SegmentDiff(now.engine, tag, total.measure, sum(b) / len(b), sum(a) / len(a), paired(a, b, ids, clusters=now.clusters(ids)),
                        total.delta, tuple(names[q] for q, x, y in zip(ids, a, b) if x < y))
 
-
-#: ``_subset_of``, for ``gate/history.py``: a full set's history record serves a subset run
-#: (``--retrieval-compare``) by the very rule a full set's baseline file does
-subset_of = _subset_of
