@@ -131,14 +131,16 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
         hidden.append("shadow details")
     # warnings: in full with -v (in the report, beside the detectable drops they qualify)
     warned = list(verdict.warnings) if not (report and verbose and verdict.rows and verdict.detectable) else []
-    notices = ([f"warning: {w}" for w in warned] + [f"note: {n}" for n in outcome.notes]
-               + [f"warning: {w}" for w in outcome.warnings])
+    # the notes say how this run was set up (rules the command line replaced, workers merged): each is
+    # shown; the warnings past NOTICES_SHOWN wait for -v
+    notes = [f"note: {n}" for n in outcome.notes]
+    notices = [f"warning: {w}" for w in warned] + [f"warning: {w}" for w in outcome.warnings]
     limit = len(notices) if verbose or len(notices) <= NOTICES_SHOWN + 1 else NOTICES_SHOWN
-    for text in notices[:limit]:
+    for text in notes + notices[:limit]:
         for line in _fitted(text, verbose):
             tr.write_line(line, yellow=True)
     if len(notices) > limit:
-        tr.write_line(f"... and {len(notices) - limit} more warnings and notes (-v shows them)", yellow=True)
+        tr.write_line(f"... and {len(notices) - limit} more warnings (-v shows them)", yellow=True)
     if thresholds and not verdict.rows and not outcome.failed:
         tr.write_line(f"retrieval gate: no evaluations recorded; {thresholds} threshold(s) not checked", yellow=True)
     if hidden and verbosity == 0:
