@@ -102,9 +102,9 @@ def test_a_threshold_on_a_measure_without_a_value_fails_saying_it_checked_nothin
     assert failed.startswith("ids: hit@1+evidence has no value, so the rule hit@1+evidence>=0.9 checked nothing "
                              "(from t; n=12; no evidence-level value: the engine returns document ids, not passages")
     assert failed.engine == "ids" and "nan" not in failed
-    lower = GateSettings(thresholds=(rule,), confidence="lower")  # no interval of no value to judge either
+    lower = GateSettings(thresholds=(Threshold.parse("ids:hit@1+evidence>=0.9", source="t"),), confidence="lower")
     [failed] = verdict_of(run, lower, measures=["hit@1"]).of_kind("rule")
-    assert "has no value, so the rule" in failed and "nan" not in failed
+    assert "has no value, so the rule" in failed and "nan" not in failed  # no interval of no value judged
 
 
 def test_a_max_drop_rule_on_a_measure_without_a_value_fails_saying_it_checked_nothing():

@@ -100,7 +100,7 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     thresholds = s.thresholds
     for b in check(thresholds, a.rows, confidence=s.confidence):
         out.append(Failure("rule", str(b), _causes(run, a, b), **({"engine": b.engine, "brief": b.brief()}
-                                                                     if b.value is not None else {})))
+                                                                     if b.value is not None or b.no_value else {})))
     if a.baseline is not None:
         out += [Failure("baseline", f"baseline refused: {r}; re-save the baseline, or compare anyway with "
                                     "--retrieval-baseline-force") for r in a.baseline.refusals]
@@ -109,7 +109,8 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     spreads = {(x.engine, m): x.width(m) for x in a.stability for m in x.spread}
     drops, within = check_drops(s.max_drops, a.baseline.diffs if a.baseline else [],
                                 segments=a.baseline.segments if a.baseline else [],
-                                noise_aware=s.noise_aware, alpha=s.alpha, spreads=spreads)
+                                noise_aware=s.noise_aware, alpha=s.alpha, spreads=spreads,
+                                unvalued=a.baseline.unvalued if a.baseline else ())
     out += drops
     out += [Failure("lint", f) for f in check_lint(thresholds, run.lint)]
     out += [Failure("shadow", f) for f in [*a.shadow_problems, *check_shadows(thresholds, a.shadows)]]
