@@ -135,7 +135,7 @@ def test_a_column_no_engine_has_a_value_of_is_left_out_said_once_and_a_rule_on_i
     p = _project(make_project, tmp_path, capsys)
     result = p.runpytest("-m", "retrieval", "--retrieval-engine=ids", "--retrieval-measures=hit@1,hit@5,hit@5+evidence",
                          "--retrieval-report", "--retrieval-report-dir=out", "--retrieval-html=out/page.html",
-                         "--retrieval-threshold=hit@5+evidence>=0.5")
+                         "--retrieval-threshold=hit@5+evidence>=0.5", "--junitxml=junit.xml")
     text = result.stdout.str()
     assert result.ret == 1, text
     said = "no value in any engine: hit@5+evidence (document ids returned, no passages)"
@@ -152,3 +152,5 @@ def test_a_column_no_engine_has_a_value_of_is_left_out_said_once_and_a_rule_on_i
     scores = comment[comment.index("<summary>Scores"):]
     assert "| hit@5+evidence" not in scores and scores.count(said[0].upper() + said[1:]) == 1
     _strict((p.path / "out" / "results.json").read_text())
+    xml = (p.path / "junit.xml").read_text()  # the headline figures: a measure without a value has no property
+    assert 'name="retrieval.ids.hit@5" value="1.000000"' in xml and "retrieval.ids.hit@5+evidence" not in xml
