@@ -175,3 +175,11 @@ def test_a_judges_kappa_on_one_kind_of_label_throughout_is_null_not_nan():
                                   for i in (0, 1)]), shown_path="j.jsonl")
     assert used.calibrated == 2 and used.kappa is None
     assert strict(results_text(run))["judgments"]["kappa"] is None
+
+
+def test_a_shadows_gain_over_no_weighted_measure_with_a_value_is_null_in_results_json():
+    run = run_of(ids_engine(), chunks_engine())
+    settings = GateSettings(table_measures=("hit@1",), shadows=(("chunks", "ids"),),
+                            gain_weights={"freshness.stale_free@5": 1.0})  # no versioned documents: no value
+    [shadow] = strict(results_text(run, settings))["shadows"]
+    assert shadow["skipped"] == ["freshness.stale_free@5"] and shadow["gain"] is None and shadow["gain_p"] is None

@@ -69,7 +69,7 @@ def results_json(verdict: Any) -> str:
                       "failures": [{"kind": f.kind, "text": str(f), "causes": list(f.causes)} for f in verdict.failures],
                       "notes": list(verdict.notes), "warnings": list(verdict.run_warnings),
                       "run_usage": to_plain(verdict.run_usage)}
-    doc.update(_for_people(run, s, a))
+    doc.update(to_plain(_for_people(run, s, a)))  # a statistic of nothing (a shadow's gain without weights): null
     doc["analysis"] = a.to_dict()
     return strict_json(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
