@@ -8,7 +8,7 @@ code. Floats survive the trip exactly (``json`` writes their shortest repr).
 
 JSON has no NaN (Node's ``JSON.parse`` and GitHub's ``fromJSON`` refuse it), so nothing is
 written as one (``strict_json``). A missing value is None, null in the file. A statistic of
-nothing (the p of no test, the interval of one question), a NaN in a field typed ``float``, is
+nothing (the p of no test, the interval of no question), a NaN in a field typed ``float``, is
 written null too and read back as NaN; read from an old file, a ``NaN`` is null (``loads``).
 """
 

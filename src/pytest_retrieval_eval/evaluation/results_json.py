@@ -139,7 +139,8 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
         ranks = self.first_relevant_rank
         for entry in queries:
             entry["first_relevant_rank"] = ranks[entry["id"]]
-            entry["values"] = {m: self.per_query(m).get(entry["id"], 0.0) if valued[m] else None for m in sorted(measures)
+            entry["values"] = {m: self.per_query(m).get(entry["id"], 0.0) if valued[m] else None
+                               for m in sorted(measures)
                                if not Measure.parse(m).ppi}  # an estimate over questions: none per question
     return d
 

@@ -349,7 +349,7 @@ def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) ->
     out = []
     for rule in max_drops:
         for e in run.evaluations:
-            if rule.engine and e.engine != rule.engine or not e.has_value(rule.measure):
+            if (rule.engine and e.engine != rule.engine) or not e.has_value(rule.measure):
                 continue  # a measure without a value: the rule fails saying so (``rules.check_drops``)
             ids = [q.query_id for q in e.labeled.queries if rule.segment is None or rule.segment in q.tags]
             values = subset(e, rule.measure, ids)  # a segment rule: its segment's questions

@@ -666,7 +666,8 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
                                      if measure == rule.measure and rule.engine in (None, engine)))
         failures += [Failure("drop", f"max-drop rule {rule} (from {rule.source}): {engine} has no value of "
                                      f"{rule.measure} ({where}), so the rule checked nothing") for engine, where in missing]
-        if rule.engine and not any(d.engine == rule.engine and d.measure == rule.measure for d in diffs) and not missing:
+        if rule.engine and not missing and not any(d.engine == rule.engine and d.measure == rule.measure
+                                                   for d in diffs):
             compared = sorted({d.engine for d in diffs})
             failures.append(Failure("drop", f"max-drop rule {rule} (from {rule.source}): engine '{rule.engine}' was not "
                                     f"compared with the baseline (compared: {', '.join(compared) or 'none'}), so the "
