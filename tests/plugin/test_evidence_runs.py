@@ -132,3 +132,73 @@ def test_a_decomposed_passage_carries_its_quote_and_a_passage_about_something_el
     assert rows["extracted"][:6] == ["1.000"] * 6 and rows["offtopic"][:6] == ["0.000"] * 6, text
     assert "offtopic missed 2 of 2 at hit@5+evidence: 2 right document, wrong passage" in text
     assert "extracted missed none of 2 at hit@5+evidence" in text
+
+
+def _strict(text: str):
+    """JSON as Node's JSON.parse and a workflow's fromJSON read it: no NaN, no Infinity."""
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_an_identical_rerun_against_its_own_baseline_compares_only_the_measures_with_a_value(
+        make_project, tmp_path, capsys):
+    p = _project(make_project, tmp_path, capsys)
+    first = p.runpytest("-m", "retrieval", "--retrieval-save-baseline=base.json", "--retrieval-report-dir=out")
+    assert first.ret == 0, first.stdout.str()
+    result = p.runpytest("-m", "retrieval", "--retrieval-baseline=base.json", "--retrieval-noise-aware",
+                         "--retrieval-report", "--retrieval-report-dir=again", "--retrieval-html=again/page.html")
+    text = result.stdout.str()
+    assert result.ret == 0, text
+    # ids has no +evidence value on either side: its 6 twins are no comparison; 6 + 12 compared, not 24
+    assert "against the baseline (p corrected: Holm-Bonferroni over 18 comparisons):\n  no measure moved" in text
+    assert "nan" not in text.split() and "nan ->" not in text
+    evidence_table = text[text.index("passages with the evidence"):text.index("handed to a generator")]
+    assert "ids" not in evidence_table  # no row of no values: the line under it says why
+    assert "evidence level unavailable for ids: it returns document ids, not" in text
+    for name in ("base.json", "out/results.json", "again/results.json"):  # strict JSON, null for no value
+        saved = _strict((p.path / name).read_text())
+        ids = next(e for e in saved["evaluations"] if e["engine"] == "ids")
+        assert ids["summary"]["hit@5+evidence"] == {"mean": None, "ci95": None}
+    saved = _strict((p.path / "again" / "results.json").read_text())
+    assert len(saved["analysis"]["baseline"]["diffs"]) == 18
+    md = (p.path / "again" / "results.md").read_text()
+    ids_row = next(line for line in md.splitlines() if line.startswith("| ids"))
+    assert ids_row.count("| — |") == 6 and "nan" not in md.split()  # the twins ids has no value of
+    assert "— no value: ids (document ids returned, no passages)." in md
+    page = (p.path / "again" / "page.html").read_text()
+    assert ">nan<" not in page and "— no value: ids" in page
+    capsys.readouterr()
+    assert cli(["report", "comment", str(p.path / "again" / "results.json")]) == 0
+    comment = capsys.readouterr().out
+    assert "Against the baseline: no measure moved (18 compared)" in comment and "nan" not in comment.split()
+    # report results.json prints what the run printed
+    assert cli(["report", str(p.path / "again" / "results.json")]) == 0
+    printed = capsys.readouterr().out
+    assert "against the baseline (p corrected: Holm-Bonferroni over 18 comparisons):\n  no measure moved" in printed
+
+
+def test_a_column_no_engine_has_a_value_of_is_left_out_said_once_and_a_rule_on_it_checks_nothing(
+        make_project, tmp_path, capsys):
+    p = _project(make_project, tmp_path, capsys)
+    result = p.runpytest("-m", "retrieval", "--retrieval-engine=ids", "--retrieval-measures=hit@1,hit@5,hit@5+evidence",
+                         "--retrieval-report", "--retrieval-report-dir=out", "--retrieval-html=out/page.html",
+                         "--retrieval-threshold=hit@5+evidence>=0.5", "--junitxml=junit.xml")
+    text = result.stdout.str()
+    assert result.ret == 1, text
+    said = "no value in any engine: hit@5+evidence (document ids returned, no passages)"
+    assert text.count(said) == 1 and "passages with the evidence" not in text and "nan" not in text.split()
+    assert ("FAIL retrieval gate: ids: hit@5+evidence has no value, so the rule hit@5+evidence>=0.5 checked nothing "
+            "(from --retrieval-threshold; n=6; no evidence-level value:") in text
+    md = (p.path / "out" / "results.md").read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| engine"))
+    assert "hit@5+evidence" not in header and md.count(said[0].upper() + said[1:]) == 1
+    assert said[0].upper() + said[1:] in (p.path / "out" / "page.html").read_text()
+    capsys.readouterr()
+    assert cli(["report", "comment", str(p.path / "out" / "results.json")]) == 1
+    comment = capsys.readouterr().out
+    scores = comment[comment.index("<summary>Scores"):]
+    assert "| hit@5+evidence" not in scores and scores.count(said[0].upper() + said[1:]) == 1
+    _strict((p.path / "out" / "results.json").read_text())
+    xml = (p.path / "junit.xml").read_text()  # the headline figures: a measure without a value has no property
+    assert 'name="retrieval.ids.hit@5" value="1.000000"' in xml and "retrieval.ids.hit@5+evidence" not in xml

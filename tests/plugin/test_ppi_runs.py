@@ -96,3 +96,34 @@ def test_the_default_summary_says_what_ppi_rests_on_in_one_line(worksheet_projec
     assert "prediction-powered from" not in text  # the whole account with -v
     assert "judged@k, the share of each top k judged, by the labels -> with the judgments:" in text  # asked for
     assert "  keyword: judged@1 0.118 -> 1.000, judged@3 0.088 -> 1.000," in text, text
+
+
+def test_a_ppi_twin_without_human_judged_questions_has_no_value_left_out_said_once_and_never_compared(
+        bundled_project, fake_api):
+    p = bundled_project
+    p.makepyfile(BUNDLED_TESTS)
+    fake_api.script("/chat/completions", Reply(200, judge_reply()))
+    measures = "--retrieval-measures=hit@5,hit@5~ppi,hit@5+judged"  # judgments, but no worksheet
+    first = p.runpytest("-m", "retrieval", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
+                        "--retrieval-judge-model=openai/gpt-4o-mini", measures, "--retrieval-save-baseline=base.json",
+                        "--retrieval-report")
+    text = first.stdout.str()
+    assert first.ret == 0, text
+    said = "no value in any engine: hit@5~ppi (no question judged by people to its cutoff)"
+    assert text.replace("\n  ", " ").count(said) == 1 and "nan" not in text.split()
+    again = p.runpytest("-m", "retrieval", "--retrieval-judgments=j.jsonl", measures, "--retrieval-baseline=base.json",
+                        "--retrieval-report", "--retrieval-report-dir=out")
+    text = again.stdout.str()
+    assert again.ret == 0, text
+    assert "nan" not in text.split()
+    for name in ("base.json", "out/results.json"):
+        saved = json.loads((p.path / name).read_text(), parse_constant=lambda c: pytest.fail(f"{c} in {name}"))
+        assert saved["evaluations"][0]["summary"]["hit@5~ppi"] == {"mean": None, "ci95": None}
+    # hit@5, hit@5+judged (and the corpus's freshness columns) against the baseline; the estimate never
+    compared = [d["measure"] for d in saved["analysis"]["baseline"]["diffs"]]
+    assert {"hit@5", "hit@5+judged"} <= set(compared) and "hit@5~ppi" not in compared
+    assert (f"against the baseline (p corrected: Holm-Bonferroni over {len(compared)} comparisons):\n"
+            "  no measure moved") in text
+    header = next(line for line in (p.path / "out" / "results.md").read_text().splitlines()
+                  if line.startswith("| engine"))
+    assert "hit@5~ppi" not in header and "hit@5+judged" in header

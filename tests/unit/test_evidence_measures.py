@@ -116,7 +116,7 @@ def test_a_rule_on_the_evidence_twin_of_an_ids_only_engine_says_why_it_has_no_va
     run = RunResults([evaluate_engine(ids, EVIDENCE)])
     rule = Threshold.parse("ids:hit@1+evidence>=0.9", source="t")
     [failed] = verdict_of(run, GateSettings(thresholds=(rule,))).of_kind("rule")
-    assert failed.startswith("ids: hit@1+evidence = nan, required >= 0.9")
+    assert failed.startswith("ids: hit@1+evidence has no value, so the rule ids:hit@1+evidence>=0.9 checked nothing")
     assert "no evidence-level value: the engine returns document ids, not passages" in failed
     assert failed.causes == ()  # the documents' misses (none) say nothing of passages it never returned
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.resources
 import json
-import math
 import random
 
 import pytest
@@ -290,7 +289,7 @@ def test_judged_labels_fill_holes_never_overrule_a_human_and_score_as_trec_eval_
     judgments = Judgments([one("q1", "c", 3), one("q1", "d", 1), one("q2", "x", 3), one("q2", "e", 2),
                            one("q1", "a", 0)])  # a and x are the humans': theirs stands
     e = run.evaluations[0]
-    assert math.isnan(e.mean("ndcg@10+judged"))  # no judgments attached: no value, never a pass
+    assert e.mean("ndcg@10+judged") is None  # no judgments attached: no value, never a pass
     used = attach(run, judgments, shown_path="j.jsonl")
     before, e = e, run.evaluations[0]
     assert before.judged == {} and before.judge is None  # attaching makes new evaluations, never edits one

@@ -129,7 +129,7 @@ def test_a_question_whose_top_holds_a_document_no_person_graded_is_not_human_jud
     assert e.human_questions(10) == expected
     assert e.human_questions(11) == []  # judged to 10: nothing known of an 11th document
     assert e.ppi("ndcg@10~ppi").n == len(expected)
-    assert math.isnan(e.mean("ndcg@20~ppi")) and e.ppi("ndcg@20~ppi") is None
+    assert e.mean("ndcg@20~ppi") is None and e.ppi("ndcg@20~ppi") is None
 
 
 def test_a_changed_document_or_a_reworded_question_leaves_its_human_grades_out():
@@ -153,7 +153,7 @@ def test_a_changed_document_or_a_reworded_question_leaves_its_human_grades_out()
 def test_without_judgments_or_human_questions_a_ppi_measure_has_no_value():
     queries, results, _ = collection(4, n=5)
     e = EvaluationResult("engine", LabeledSet(tuple(queries), name="s"), tuple(results))
-    assert e.ppi("ndcg@10~ppi") is None and math.isnan(e.mean("ndcg@10~ppi"))
+    assert e.ppi("ndcg@10~ppi") is None and e.mean("ndcg@10~ppi") is None
     assert all(math.isnan(x) for x in e.ci("ndcg@10~ppi"))
     assert np.isnan(e.values("ndcg@10~ppi")).all()  # no per-question value to test or bootstrap
     with pytest.raises(ValueError, match="no prediction-powered measure"):
@@ -210,4 +210,5 @@ def test_a_failed_ppi_rule_names_the_questions_people_judged_and_no_miss_of_the_
     assert "from 40 of 200 questions judged by people" in failed and failed.causes == ()
     without = EvaluationResult("engine", e.labeled, e.results)  # no judgments read
     [none] = verdict_of(RunResults([without]), GateSettings(thresholds=(rule,))).of_kind("rule")
-    assert "= nan" in none and "no estimate: the run reads no judgments (--retrieval-judgments=FILE)" in none
+    assert "ndcg@10~ppi has no value, so the rule" in none and "checked nothing" in none
+    assert "no estimate: the run reads no judgments (--retrieval-judgments=FILE)" in none

@@ -355,7 +355,8 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
                            sum(1 for j in judgments if j.judge.fingerprint not in {current.fingerprint,
                                                                                      *(m.fingerprint for m in members)}
                                and j.kind != "human"),
-                           calibration.n, calibration.kappa if calibration.n else None,
+                           calibration.n, calibration.kappa if calibration.n and calibration.kappa == calibration.kappa
+                           else None,  # one kind of human label: kappa says nothing, null (results.json is strict)
                            calibration.agreement if calibration.n else None, calibration.n > 0 and calibration.one_sided,
                            fingerprints is not None, sorted(reworded - used), len(unkeyed & used),
                            getattr(judgments, "cut_off", None), _validation(validations, current.fingerprint, run), results,

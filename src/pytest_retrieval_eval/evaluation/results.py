@@ -292,17 +292,33 @@ class EvaluationResult:
             return {}
         return {r.query_id: c for r in self.results if (c := self.freshness.conflicts(r.doc_ids, k))}
 
-    def mean(self, measure: "str | Measure") -> float:
-        if Measure.parse(measure).ppi:  # the estimate; NaN without human-judged questions
+    def mean(self, measure: "str | Measure") -> float | None:
+        """The value of ``measure`` for this engine: the mean over the labeled set, the estimate
+        for ``~ppi``; None where it has no value (an empty set, an ids-only
+        engine's ``+evidence`` twin, ``+judged`` without judgments, ``~ppi`` without human-judged
+        questions, freshness without versioned documents): no number, so never compared or passed."""
+        if Measure.parse(measure).ppi:
             found = self.ppi(measure)
-            return float(found.estimate) if found is not None else math.nan
-        v = self.values(measure)
-        return float(v.mean()) if len(v) else math.nan
+            return float(found.estimate) if found is not None else None
+        if not self.has_value(measure):
+            return None
+        return float(self.values(measure).mean())
+
+    def has_value(self, measure: "str | Measure") -> bool:
+        """Whether ``measure`` has a value for this engine (``mean`` is not None)."""
+        parsed = Measure.parse(measure)
+        if parsed.ppi:
+            return self.ppi(parsed) is not None
+        no_input = not self.per_query(parsed) and (parsed.freshness or parsed.judge_dependent or parsed.evidence)
+        return self.n > 0 and not no_input
 
     def score(self, measure: "str | Measure") -> MeasureValue:
-        """Mean over the labeled set; NaN when it is empty (0 of 0 passes no threshold)."""
+        """The value for an assertion (``assert results.hit_at(5) >= 0.8``): a float that explains
+        itself; where the measure has no value (``mean`` is None) a NaN, so the assertion fails
+        and its explanation says why, rather than a TypeError comparing None."""
         name = Measure.parse(measure).name
-        return MeasureValue(self.mean(name), name, self)
+        value = self.mean(name)
+        return MeasureValue(math.nan if value is None else value, name, self)
 
     __getitem__ = score
 
@@ -333,22 +349,23 @@ class EvaluationResult:
         if m.ppi:  # the estimate's own: PPI's, or the human-only one where the judge does not help
             found = self.ppi(m)
             return tuple(found.interval) if found is not None else (math.nan, math.nan)
-        if name not in self._cis:
+        if name not in self._cis:  # (nan, nan) for a measure without a value: no interval of nothing
             self._cis[name] = mean_ci(self.values(name), binary=m.family in BINARY_FAMILIES,
                                      clusters=self.clusters())
         return self._cis[name]
 
     def trial_means(self, measures: Sequence[str]) -> dict[str, list[float]]:
-        """Per measure, the mean of every trial (the first included); empty with one trial."""
+        """Per measure with a value in every trial, the mean of each (the first included); empty
+        with one trial."""
         if not self.trial_results:
             return {}
-        out: dict[str, list[float]] = {m: [] for m in measures}
+        out: dict[str, list[float | None]] = {m: [] for m in measures}
         for results in (self.results, *self.trial_results):
             trial = EvaluationResult(self.engine, self.labeled, tuple(results), freshness=self.freshness,
                                      judged=self.judged, judge=self.judge)
             for m in measures:
                 out[m].append(trial.mean(m))
-        return out
+        return {m: v for m, v in out.items() if None not in v}  # a measure without a value has no spread
 
     # --- per query -----------------------------------------------------------------------------
     @staticmethod
@@ -505,8 +522,8 @@ class RunResults:
         """Every pair of engines on the same labeled set, per measure: a paired test over queries
         and the bootstrap interval of the difference; ``p_adjusted`` corrects every p for the whole
         grid (all pairs and measures asked for), since each is one more chance of a false mark.
-        A measure an engine has no value of (NaN for every query: an ids-only engine's
-        ``+evidence`` twin) is no comparison, neither printed nor counted in the correction.
+        A measure an engine has no value of (``mean`` is None: an ids-only engine's ``+evidence``
+        twin) is no comparison, neither printed nor counted in the correction.
         The gate asks once, when it judges the run; reports read the verdict's."""
         raw = self._raw_comparisons(measures)
         return [replace(c, paired=q) for c, q in zip(raw, corrected([c.paired for c in raw], correction))]
@@ -518,7 +535,7 @@ class RunResults:
                 if a.labeled.name != b.labeled.name or a.labeled.fingerprint != b.labeled.fingerprint:
                     continue
                 for m in measures:
-                    if np.isnan(a.values(m)).all() or np.isnan(b.values(m)).all():
+                    if not (a.has_value(m) and b.has_value(m)):
                         continue  # no value on one side (an ids-only engine's +evidence): nothing to compare
                     key = (a.key, b.key, m)
                     if key not in self._comparisons:

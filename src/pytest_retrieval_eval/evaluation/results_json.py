@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from .._plain import loads
 from .._textfiles import read_text
 from ..data.freshness import Freshness
 from ..data.labeled import LabeledSet
@@ -131,11 +132,15 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
         d["errors"] = self.errors
         d["trials"] = self.trial_means(measures)
         ci = intervals or self.ci  # the analysis's, where the run has one
-        d["summary"] = {m: {"mean": self.mean(m), "ci95": list(ci(m))} for m in sorted(measures)}
+        # a measure without a value (mean None: an ids-only engine's +evidence twin) is null, as its interval
+        d["summary"] = {m: {"mean": mean, "ci95": None if mean is None or lo != lo else [lo, hi]}
+                        for m in sorted(measures) for mean, (lo, hi) in ((self.mean(m), ci(m)),)}
+        valued = {m: self.has_value(m) for m in measures}
         ranks = self.first_relevant_rank
         for entry in queries:
             entry["first_relevant_rank"] = ranks[entry["id"]]
-            entry["values"] = {m: self.per_query(m).get(entry["id"], 0.0) for m in sorted(measures)
+            entry["values"] = {m: self.per_query(m).get(entry["id"], 0.0) if valued[m] else None
+                               for m in sorted(measures)
                                if not Measure.parse(m).ppi}  # an estimate over questions: none per question
     return d
 
@@ -284,7 +289,7 @@ def read_document(path: str | Path) -> dict[str, Any]:
     """A results file's JSON (a history record's results.json), not yet checked."""
     text = read_text(path)
     try:
-        doc = json.loads(text)
+        doc = loads(text)  # a NaN of a file written before results.json was strict: None, no value
     except json.JSONDecodeError as exc:
         raise RetrievalEvalError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
     if isinstance(doc, dict) and doc.get("format") == HISTORY_FORMAT and isinstance(doc.get("results"), dict):

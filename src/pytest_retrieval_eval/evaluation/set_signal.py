@@ -48,7 +48,7 @@ def metadata_baseline(run, measure: str) -> list[SetFinding]:
     for name, evaluations in _by_set(run).items():
         base = next((e for e in evaluations if e.engine == METADATA_ENGINE), None)
         others = [e for e in evaluations if e is not base and e.n]
-        if base is None or not others:
+        if base is None or not others or not base.n:
             continue
         best = max(others, key=lambda e: (e.mean(measure), e.engine))
         if base.mean(measure) >= best.mean(measure):

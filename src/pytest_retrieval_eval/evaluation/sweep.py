@@ -52,6 +52,9 @@ class SweepTable:
     missing: tuple[str, ...] = ()  # configurations of the grid with no evaluation on this labeled set
     #: the top k whose passages' tokens ``SweepPoint.tokens`` counts (the measure's cutoff, else 5)
     tokens_k: int = 5
+    #: configurations without a value of the measure (an ids-only one's ``+evidence`` twin): no point,
+    #: no comparison; all of them where the base has none
+    no_value: tuple[str, ...] = ()
 
     @property
     def handed(self) -> bool:
@@ -61,6 +64,7 @@ class SweepTable:
     def to_dict(self) -> dict[str, Any]:
         return {"base": self.base, "labeled": self.labeled, "measure": self.measure, "keys": list(self.keys),
                 "points": [p.to_dict() for p in self.points], "missing": list(self.missing),
+                **({"no_value": list(self.no_value)} if self.no_value else {}),
                 **({"tokens_k": self.tokens_k} if self.handed else {})}
 
 
@@ -94,6 +98,8 @@ def sweep_tables(run: Any, sweeps: Sequence, latency: Mapping[tuple[str, str], A
             found = [(run.get(name, b.labeled.name), name, values) for name, values in grid]
             present = [(e, name, values) for e, name, values in found
                        if e is not None and e.labeled.fingerprint == b.labeled.fingerprint]
+            unvalued = tuple(name for e, name, _ in present if not (e.has_value(measure) and b.has_value(measure)))
+            present = [x for x in present if x[1] not in unvalued]
             ids = [q.query_id for q in b.labeled.queries]
             tests = corrected([paired(e.values(measure), b.values(measure), ids, clusters=b.clusters()) for e, name, _ in present
                                if name != base], correction)
@@ -115,5 +121,5 @@ def sweep_tables(run: Any, sweeps: Sequence, latency: Mapping[tuple[str, str], A
             # best first; ties in the grid's own order (the values as given, not as strings)
             points.sort(key=lambda p: -p.value if not math.isnan(p.value) else math.inf)
             tables.append(SweepTable(base, b.labeled.name, measure, keys, tuple(points),
-                                     tuple(name for e, name, _ in found if e is None), k))
+                                     tuple(name for e, name, _ in found if e is None), k, unvalued))
     return tables

@@ -41,7 +41,7 @@ from .rules import (LatencyQuantity, MaxDrop, MeasureQuantity, Row, Threshold, T
 from .settings import GateSettings
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 8
+ANALYSIS_VERSION = 9
 
 
 @dataclass(frozen=True)
@@ -216,7 +216,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
                              s.latency) for e in run.evaluations)
     shown = [*measures, *_recorded(s), f"hit@{miss_k}", *gated]
     intervals = tuple(Intervals(e.engine, e.labeled.name, {m: e.ci(m) for m in dict.fromkeys(
-        Measure.parse(x).name for x in shown)}) for e in run.evaluations)
+        Measure.parse(x).name for x in shown) if e.has_value(m)}) for e in run.evaluations)
     warnings = [*underpowered(run, max_drops, alpha), *unknown_tags(run, s.by)]
     judgments = used(run)
     if judgments is not None:  # a judge that agrees too little with the humans, stale judgments
@@ -338,7 +338,7 @@ def gated_measures(thresholds: Sequence[Threshold], max_drops: Sequence[MaxDrop]
 
 def detectable_drops(run: RunResults, measures: Sequence[str], alpha: float) -> list[Detectable]:
     return [Detectable(e.engine, e.labeled.name, m, detectable_drop(e.values(m), alpha=alpha), e.n)
-            for e in run.evaluations for m in measures if e.n > 1]
+            for e in run.evaluations for m in measures if e.n > 1 and e.has_value(m)]
 
 
 def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) -> list[str]:
@@ -349,8 +349,8 @@ def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) ->
     out = []
     for rule in max_drops:
         for e in run.evaluations:
-            if rule.engine and e.engine != rule.engine:
-                continue
+            if (rule.engine and e.engine != rule.engine) or not e.has_value(rule.measure):
+                continue  # a measure without a value: the rule fails saying so (``rules.check_drops``)
             ids = [q.query_id for q in e.labeled.queries if rule.segment is None or rule.segment in q.tags]
             values = subset(e, rule.measure, ids)  # a segment rule: its segment's questions
             if len(values) < 2:
@@ -394,19 +394,20 @@ def _row(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequen
                           + (f", human-only: {found.note.split(':')[0]}" if found.fell_back else ""))
     if stale:
         details["stale"] = "left out: " + "; ".join(f"{names.get(q, q)} ({', '.join(w)})" for q, w in stale.items())
-    return Row(e.engine, e.labeled.name, values, e.n, e.n_errored, {m: e.ci(m) for m in gated}, details)
+    return Row(e.engine, e.labeled.name, values, e.n, e.n_errored, {m: e.ci(m) for m in gated if e.has_value(m)},
+               details)
 
 
 def _with_costs(row: Row, thresholds: Sequence[Threshold], latency: Latency | None, usage: Usage | None,
                 timed: bool) -> Row:
-    """``row`` with the latency (ms) and usage figures its rules judge, NaN (with why) where the
+    """``row`` with the latency (ms) and usage figures its rules judge, None (with why) where the
     run has none: such a rule fails rather than passing unchecked."""
     values, details = dict(row.values), dict(row.details)
     for t in thresholds:
         q = t.quantity
         if isinstance(q, LatencyQuantity):
             if latency is None:
-                values[t.measure] = math.nan
+                values[t.measure] = None
                 details[t.measure] = ("the run did not time its calls" if timed else
                                       "the run did not time its calls: run with --retrieval-latency")
             else:
@@ -417,7 +418,8 @@ def _with_costs(row: Row, thresholds: Sequence[Threshold], latency: Latency | No
                 values[t.measure] = 0.0  # no HTTP call was counted for the engine: none was made
                 details[t.measure] = "the plugin counted no HTTP call for this engine"
                 continue
-            values[t.measure] = usage.per_query(q.figure) if q.per == "per_query" else usage.total(q.figure)
+            figure = usage.per_query(q.figure) if q.per == "per_query" else usage.total(q.figure)
+            values[t.measure] = None if math.isnan(figure) else figure  # a cost without a price: unknown
             details[t.measure] = (f"{usage.calls} calls, {usage.tokens} tokens over {usage.n} queries"
                                   + (f"; no price for {', '.join(usage.unpriced)} (--retrieval-prices)"
                                      if q.figure == "cost" and usage.unpriced else ""))

@@ -99,6 +99,9 @@ class BaselineComparison:
     warnings: list[str] = field(default_factory=list)
     #: each tag's segment on each compared measure (``SegmentDiff``), p corrected over all of them
     segments: list["SegmentDiff"] = field(default_factory=list)
+    #: (engine, labeled set, measure, where) of the measures not compared for having no value on a
+    #: side (``EvaluationResult.mean`` is None; ``no_value``): no diff, none of the p's family
+    unvalued: list[tuple[str, str, str, str]] = field(default_factory=list)
 
     @property
     def refused(self) -> bool:
@@ -250,9 +253,16 @@ def shared_questions(now: EvaluationResult, base: EvaluationResult) -> tuple[lis
     return shared, (len(known) - len(shared), len(ids) - len(shared))
 
 
+def no_value(now: EvaluationResult, base: EvaluationResult, measure: str) -> str:
+    """Where ``measure`` has no value (``EvaluationResult.has_value``): "in this run", "in the
+    baseline", both, or "" where both sides have one and it can be compared."""
+    sides = [side for side, e in (("in this run", now), ("in the baseline", base)) if not e.has_value(measure)]
+    return " and ".join(sides)
+
+
 def _mean_over(e: EvaluationResult, measure: str, ids: Sequence[str]) -> float:
-    """``e``'s mean of ``measure`` over the questions ``ids`` (NaN where it has no value): its
-    own mean, to the bit, where ``ids`` are all of its questions."""
+    """``e``'s mean of ``measure`` over the questions ``ids`` (compared measures have a value:
+    ``no_value``): its own mean, to the bit, where ``ids`` are all of its questions."""
     if len(ids) == e.n:
         return e.mean(measure)
     values = dict(zip((q.query_id for q in e.labeled.queries), e.values(measure)))
@@ -323,7 +333,13 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
         if judged_alone:
             out.notes.append(f"{e.engine}: {', '.join(judged_alone)} not compared: "
                              f"{'the baseline has' if b.judge is None else 'this run has'} no judgments")
-        out.diffs += [diff_engine(e, b, m) for m in measures if m not in judged_alone]
+        missing = {m: where for m in measures if m not in judged_alone and (where := no_value(e, b, m))}
+        out.unvalued += [(e.engine, e.labeled.name, m, where) for m, where in missing.items()]
+        for where, has in (("in this run", "the baseline has one"), ("in the baseline", "this run has one")):
+            alone = [m for m, w in missing.items() if w == where]  # one side only: a change worth saying
+            if alone:
+                out.notes.append(f"{e.engine}: {', '.join(alone)} not compared: no value {where} ({has})")
+        out.diffs += [diff_engine(e, b, m) for m in measures if m not in judged_alone and m not in missing]
         shared, (only_base, only_now) = shared_questions(e, b)
         if only_base or only_now:
             stale = f" ({labeled_changes(b.labeled, e.labeled)})" if stale_only(b.labeled, e.labeled) else ""
@@ -340,7 +356,7 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
         out.notes += [f"compared although {r} (--retrieval-baseline-force)" for r in out.refusals]
         out.refusals = []
     elif out.refusals:
-        out.diffs = []
+        out.diffs, out.unvalued = [], []
     out.notes += paired_over if out.diffs else []
     out.diffs = [replace(d, paired=c) for d, c in zip(out.diffs, corrected([d.paired for d in out.diffs], correction))]
     out.correction = correction

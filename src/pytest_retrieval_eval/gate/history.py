@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Collection, Mapping, Sequence
 
 from .._atomic import locked, write_text_atomic
+from .._plain import loads, strict_json
 from ..errors import RetrievalEvalError
 from ..evaluation.fingerprints import CORPORA, map_path, map_text, with_documents
 from ..evaluation.results_json import HISTORY_FORMAT as FORMAT  # a record reads as a baseline file too
@@ -157,7 +158,7 @@ class History:
     def append(self, results_json: str, git_info: Mapping[str, Any], *, now: float | None = None,
                job: str | None = None) -> Path:
         """``job``: the CI job's name (default: ``job_name()``, from the environment)."""
-        results = json.loads(results_json)
+        results = loads(results_json)
         now = time.time() if now is None else now
         # microseconds in the name: records of one second still sort in the order they were made
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
@@ -172,7 +173,7 @@ class History:
                       "git": dict(git_info), "job": {"name": job if job is not None else job_name()},
                       "fingerprints": fingerprints(results), "corpora": corpora, "results": results}
             try:
-                write_text_atomic(path, json.dumps(record, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+                write_text_atomic(path, strict_json(record, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
             except BaseException:
                 for made in written:  # a map only this record would have named
                     made.unlink(missing_ok=True)
@@ -238,7 +239,7 @@ class History:
         for path in self._json():
             problem = None
             try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
+                doc = loads(path.read_text(encoding="utf-8"))  # an old record's NaN: None
             except (OSError, ValueError) as exc:
                 doc, problem = None, str(exc)
             if problem is None:

@@ -321,7 +321,9 @@ class Row:
 
     engine: str
     labeled: str
-    values: Mapping[str, float]
+    #: measure -> its value; None where it has none (``EvaluationResult.mean``: an ids-only engine's
+    #: ``+evidence`` twin, an unpriced cost, an untimed latency): a rule on it checks nothing
+    values: Mapping[str, float | None]
     n: int
     errors: int
     #: measure -> 95% interval (Wilson for hit@k and the rates, else bootstrap), for rules judged
@@ -359,12 +361,16 @@ def _plain(value: float) -> str:
 class Breach:
     threshold: Threshold
     engine: str
+    #: the value judged; None for a rule that checked nothing (no evaluation of its engine, or
+    #: ``no_value``)
     value: float | None
     detail: str = ""
+    #: the engine was evaluated but the quantity has no value for it (``Row.values``: None)
+    no_value: bool = False
 
     def __str__(self) -> str:
         t = self.threshold
-        if self.value is None:
+        if self.value is None and not self.no_value:
             return f"{t} ({t.source}): {self.detail}"
         return f"{self.engine}: {self.brief()} (from {t.source}; {self.detail})"
 
@@ -375,11 +381,13 @@ class Breach:
                                                            and t.quantity.measure.count)
         unit = getattr(t.quantity, "unit", "")
         costs = isinstance(t.quantity, (LatencyQuantity, UsageQuantity))
-        shown = (("unknown" if costs else "nan") if math.isnan(self.value) else
+        required = f"{t.value:g} {unit}" if unit else f"{t.value:g}"
+        if self.value is None and not costs:  # no value: nothing was compared with the rule's bound
+            return f"{t.measure} has no value, so the rule {t} checked nothing"
+        shown = ("unknown" if self.value is None else
                  f"{int(self.value)}" if counted and float(self.value).is_integer() else
                  f"{self.value:.1f} {unit}" if unit else _plain(self.value) if isinstance(t.quantity, UsageQuantity)
                  else f"{self.value:.4f}")
-        required = f"{t.value:g} {unit}" if unit else f"{t.value:g}"
         return f"{t.measure} = {shown}, required {t.op} {required}"
 
 
@@ -406,6 +414,10 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
                 value, how = float(row.errors), ""
             elif isinstance(t.quantity, StaleCount):
                 value, how = row.values.get("stale", 0.0), ""
+            elif row.values[t.measure] is None:  # no value: the rule checked nothing, and fails saying so
+                why = row.details.get(t.measure)
+                breaches.append(Breach(t, row.engine, None, f"n={row.n}" + (f"; {why}" if why else ""), no_value=True))
+                continue
             elif confidence == "lower" and t.measure in row.intervals:
                 point = row.values[t.measure]
                 lo, hi = row.intervals[t.measure]
@@ -622,13 +634,15 @@ def parse_max_drops(items: Iterable[tuple[str, str]]) -> list[MaxDrop]:
 
 
 def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool, alpha: float,
-                segments: Sequence = (), spreads: Mapping[tuple[str, str], float | None] | None = None
-                ) -> tuple[list[Failure], list[str]]:
+                segments: Sequence = (), spreads: Mapping[tuple[str, str], float | None] | None = None,
+                unvalued: Sequence[tuple[str, str, str, str]] = ()) -> tuple[list[Failure], list[str]]:
     """(a failure per breached rule, with the queries that moved; warnings). ``noise_aware``
     fails only when the drop is also significant (paired test, its p corrected over every diff <
     alpha) and, where the run repeated its trials (``spreads``: (engine, measure) -> highest minus
     lowest trial mean), larger than the engine's own spread across them: a significant drop
-    inside it is a warning. A segment rule reads the baseline comparison's segment diffs."""
+    inside it is a warning. A segment rule reads the baseline comparison's segment diffs.
+    ``unvalued``: (engine, labeled set, measure, where) of the measures left out of the comparison
+    for having no value (``BaselineComparison.unvalued``): a rule on one fails, checking nothing."""
     failures, warnings = [], []
     for rule in (r for r in rules if r.segment):
         found = [d for d in segments if d.tag == rule.segment and d.measure == rule.measure
@@ -648,7 +662,12 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
                                             + (f" and {len(d.fell) - 5} more" if len(d.fell) > 5 else ""),
                                     engine=f"{d.engine}[{d.tag}]", brief=brief))
     for rule in (r for r in rules if not r.segment):
-        if rule.engine and not any(d.engine == rule.engine and d.measure == rule.measure for d in diffs):
+        missing = list(dict.fromkeys((engine, where) for engine, _, measure, where in unvalued
+                                     if measure == rule.measure and rule.engine in (None, engine)))
+        failures += [Failure("drop", f"max-drop rule {rule} (from {rule.source}): {engine} has no value of "
+                                     f"{rule.measure} ({where}), so the rule checked nothing") for engine, where in missing]
+        if rule.engine and not missing and not any(d.engine == rule.engine and d.measure == rule.measure
+                                                   for d in diffs):
             compared = sorted({d.engine for d in diffs})
             failures.append(Failure("drop", f"max-drop rule {rule} (from {rule.source}): engine '{rule.engine}' was not "
                                     f"compared with the baseline (compared: {', '.join(compared) or 'none'}), so the "

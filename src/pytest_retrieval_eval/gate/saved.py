@@ -9,12 +9,11 @@ the same analysis: nothing here computes a statistic.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._plain import from_plain, to_plain
+from .._plain import from_plain, strict_json, to_plain
 from ..errors import RetrievalEvalError
 from ..evaluation.cost import RunUsage
 from ..evaluation.results import RunResults, measure_names
@@ -70,9 +69,9 @@ def results_json(verdict: Any) -> str:
                       "failures": [{"kind": f.kind, "text": str(f), "causes": list(f.causes)} for f in verdict.failures],
                       "notes": list(verdict.notes), "warnings": list(verdict.run_warnings),
                       "run_usage": to_plain(verdict.run_usage)}
-    doc.update(_for_people(run, s, a))
+    doc.update(to_plain(_for_people(run, s, a)))  # a statistic of nothing (a shadow's gain without weights): null
     doc["analysis"] = a.to_dict()
-    return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=True) + "\n"
+    return strict_json(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def _for_people(run: RunResults, s: GateSettings, a: Analysis) -> dict[str, Any]:

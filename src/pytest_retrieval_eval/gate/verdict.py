@@ -101,12 +101,12 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
                     max_drops=tuple(d for d in s.max_drops if not judge_dependent(d.measure)))
     thresholds = s.thresholds
     for b in check(thresholds, a.rows, confidence=s.confidence):
-        why = (unread or {}).get(b.engine) if b.value is None else None
+        why = (unread or {}).get(b.engine) if b.value is None and not b.no_value else None
         causes = _causes(run, a, b) if why is None else tuple(textwrap.wrap(
             f"why: {why}", width=CAUSE_WIDTH, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False,
             break_long_words=False))
         out.append(Failure("rule", str(b), causes, **({"engine": b.engine, "brief": b.brief()}
-                                                                     if b.value is not None else {})))
+                                                      if b.value is not None or b.no_value else {})))
     if a.baseline is not None:
         out += [Failure("baseline", f"baseline refused: {r}; re-save the baseline, or compare anyway with "
                                     "--retrieval-baseline-force") for r in a.baseline.refusals]
@@ -115,7 +115,8 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     spreads = {(x.engine, m): x.width(m) for x in a.stability for m in x.spread}
     drops, within = check_drops(s.max_drops, a.baseline.diffs if a.baseline else [],
                                 segments=a.baseline.segments if a.baseline else [],
-                                noise_aware=s.noise_aware, alpha=s.alpha, spreads=spreads)
+                                noise_aware=s.noise_aware, alpha=s.alpha, spreads=spreads,
+                                unvalued=a.baseline.unvalued if a.baseline else ())
     out += drops
     out += [Failure("lint", f) for f in check_lint(thresholds, run.lint)]
     out += [Failure("shadow", f) for f in [*a.shadow_problems, *check_shadows(thresholds, a.shadows)]]

@@ -174,8 +174,9 @@ def pytest_runtest_setup(item: pytest.Item):
         from ..evaluation.results import EvaluationResult
 
         if isinstance(evaluation, EvaluationResult):
-            for m in rs.config.report.table_measures:
-                item.user_properties.append((f"retrieval.{evaluation.engine}.{m.name}", f"{float(evaluation.score(m)):.6f}"))
+            for m in rs.config.report.table_measures:  # a measure without a value: no property, never "nan"
+                if (value := evaluation.mean(m)) is not None:
+                    item.user_properties.append((f"retrieval.{evaluation.engine}.{m.name}", f"{value:.6f}"))
             item.user_properties.append((f"retrieval.{evaluation.engine}.n", str(evaluation.n)))
             item.user_properties.append((f"retrieval.{evaluation.engine}.errored", str(evaluation.n_errored)))
     return result

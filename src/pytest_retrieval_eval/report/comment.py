@@ -126,7 +126,7 @@ def _scores(verdict: Verdict) -> Section | None:
     evaluations = verdict.run.evaluations
     sets = _names([e.labeled.name for e in evaluations])
     questions = _names([str(e.n) for e in evaluations])
-    lines = table.markdown_rows(verdict)
+    lines = table.markdown_rows(verdict) + table.no_value_lines(verdict)  # what has no value, said once
     legend = table.legend(verdict, markdown=True)
     lines += ["", *legend] if legend else []
     fresh = table.freshness_lines(verdict, markdown=True)
@@ -134,7 +134,7 @@ def _scores(verdict: Verdict) -> Section | None:
     estimates = ppi_lines(verdict)  # what the ~ppi columns rest on
     lines += ["", *(f"- {x}" for x in estimates)] if estimates else []
     return _folded(f"Scores: {_names([e.engine for e in evaluations])} on {sets} ({questions} questions; "
-                   f"{', '.join(verdict.measures)}; 95% intervals)", lines)
+                   f"{', '.join(table.with_value(verdict, verdict.measures))}; 95% intervals)", lines)
 
 
 def _baseline(verdict: Verdict) -> Section | None:

@@ -11,12 +11,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .._atomic import write_text_atomic
+from .._plain import strict_json
 from ..gate.saved import results_json as results_text
 from ..types import sha256_text
 from . import ceiling, cost, plot, shadow, sweep, table, turns, turns_given
@@ -46,7 +46,7 @@ def per_query_lines(verdict: Verdict) -> str:
         why = why_of(verdict, r)
         for res in r.results:
             q = by_id[res.query_id]
-            lines.append(json.dumps({
+            lines.append(strict_json({
                 "engine": r.engine, "labeled": r.labeled.name, "query_id": q.query_id, "question": q.question,
                 "gold": dict(q.relevant), "ranked": list(res.doc_ids), "rank_of_gold": r.gold_rank(q, res),
                 "error": res.error, "tags": list(q.tags), "why": why.get(q.query_id),
@@ -185,5 +185,5 @@ def write_report(folder: str | Path, verdict: Verdict, *, metadata: Mapping[str,
             qrels_written.add(qname)
     write_text_atomic(folder / "hit_at_k.svg", plot.run_svg(verdict.run, baseline))
     if timing is not None:
-        write_text_atomic(folder / "timing.json", json.dumps(timing, indent=1, sort_keys=True) + "\n")
+        write_text_atomic(folder / "timing.json", strict_json(timing, indent=1, sort_keys=True) + "\n")
     return folder

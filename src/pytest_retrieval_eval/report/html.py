@@ -114,14 +114,15 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
     from jinja2 import Environment
 
     names, beaten = table.letters(verdict), table.wins(verdict)
+    shown = table.with_value(verdict, verdict.measures)  # a measure no engine has a value of: no column
     summary = []
     for e in verdict.run.evaluations:
         row = next(r for r in verdict.rows if (r.engine, r.labeled) == e.key)
         cells = []
-        for m in verdict.measures:
+        for m in shown:
             lo, hi = verdict.interval(e.key, m)
             cells.append({"value": table.fmt(row.values[m]), "wins": table.superscript(beaten.get((e.key, m), "")),
-                          "ci": "" if math.isnan(lo) else f"[{lo:.3f}, {hi:.3f}]"})
+                          "ci": "" if math.isnan(lo) or row.values[m] is None else f"[{lo:.3f}, {hi:.3f}]"})
         summary.append({"engine": e.engine, "letter": table.superscript(names.get(e.key, "")), "labeled": e.labeled.name,
                         "cells": cells, "n": row.n, "errored": row.errors})
 
@@ -170,7 +171,7 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
     template = importlib.resources.files(__package__).joinpath("page.html.j2").read_text(encoding="utf-8")
     env = Environment(autoescape=True, keep_trailing_newline=True)
     return env.from_string(template).render(
-        subtitle=subtitle, measures=verdict.measures, judge=_judge_text(verdict.run),
+        subtitle=subtitle, measures=shown, judge=_judge_text(verdict.run),
         judged_lines=[line.strip() for line in judged_lines(verdict, width=10 ** 6) + candidate_lines(verdict.run)],
         miss_k=verdict.miss_k, miss_lines=[line[2:] for line in miss_lines(verdict, markdown=True)],
         coverage=[line[2:] for line in (*coverage_lines(verdict, markdown=True),
@@ -188,7 +189,8 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
         segment_measure=verdict.segments[0].measure if verdict.segments else "",
         by_turn=turns.page_rows(verdict),
         tags=sorted({t for e in verdict.run.evaluations for q in e.labeled.queries for t in q.tags}),
-        summary=summary, legend=" ".join([*table.legend(verdict, markdown=True), *table.handed_line(verdict)]),
+        summary=summary, legend=" ".join([*table.legend(verdict, markdown=True), *table.handed_line(verdict),
+                                          *table.no_value_lines(verdict)[1:]]),
         turns_given=turns_given.line(verdict.run, None),
         miss_at=shown, svg=plot.run_svg(verdict.run, baseline), engines=engines, trend=trend,
         compare=[q for q in by_query.values() if len(q["cells"]) == len(engines)] if len(engines) > 1 else [],

@@ -79,7 +79,8 @@ def moved_most(verdict: Verdict) -> str | None:
     if not pairs:
         return None
     m, j = pairs[0]
-    moves = [(r.values[j] - r.values[m], r) for r in verdict.rows if r.values[j] == r.values[j]]
+    moves = [(r.values[j] - r.values[m], r) for r in verdict.rows
+             if r.values[j] is not None and r.values[m] is not None]
     if not moves:
         return None
     delta, row = max(moves, key=lambda p: abs(p[0]))

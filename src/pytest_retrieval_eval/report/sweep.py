@@ -53,6 +53,7 @@ def lines(verdict: Verdict) -> list[str]:
         widths = [max(len(r[i]) for r in grid) for i in range(len(header))]
         out += ["  " + "  ".join(c.rjust(w) for c, w in zip(r, widths)).rstrip() for r in grid]
         out += [f"  not evaluated: {', '.join(t.missing)}"] if t.missing else []
+        out += [f"  no value of {t.measure}: {', '.join(t.no_value)}"] if t.no_value else []
     return out
 
 
@@ -62,6 +63,7 @@ def markdown(verdict: Verdict) -> list[str]:
         header, body = cells(t)
         out += ["", title(t) + ":", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         out += ["| " + " | ".join(r) + " |" for r in body]
+        out += ["", f"No value of {t.measure}: {', '.join(t.no_value)}."] if t.no_value else []
     return out[1:]
 
 

@@ -30,8 +30,47 @@ def paired_over(verdict: Verdict) -> str:
     return "queries, 95% bootstrap interval"
 
 
-def fmt(value: float) -> str:
-    return "nan" if math.isnan(value) else f"{value:.3f}"
+#: the cell of a measure an engine has no value of (``Row.values``: None), where others have one
+NO_VALUE = "—"
+#: why a measure has no value, by its kind (said once: ``no_value_line``, ``no_value_cells``)
+NO_VALUE_WHY = {"evidence": "document ids returned, no passages", "ppi": "no question judged by people to its cutoff",
+                "judged": "no judgments read", "freshness": "no versioned documents"}
+
+
+def fmt(value: float | None) -> str:
+    return NO_VALUE if value is None else "nan" if math.isnan(value) else f"{value:.3f}"
+
+
+def with_value(verdict: Verdict, measures: Sequence[str]) -> list[str]:
+    """The measures of ``measures`` some engine has a value of: the columns shown (one no engine
+    has a value of is left out, and said once: ``no_value_line``)."""
+    return [m for m in measures if any(r.values.get(m) is not None for r in verdict.rows)]
+
+
+def no_value_line(verdict: Verdict) -> str | None:
+    """The table's columns left out for having no value in any engine, and why, in one line."""
+    missing = [m for m in verdict.measures if m not in with_value(verdict, verdict.measures)]
+    if not missing or not verdict.rows:
+        return None
+    return f"no value in any engine: {', '.join(missing)}" + _why_none(missing)
+
+
+def no_value_cells(verdict: Verdict, measures: Sequence[str], *, valued: bool = False) -> str | None:
+    """What a ``NO_VALUE`` cell among ``measures`` means, per engine that shows one, in one line;
+    ``valued``: the table leaves out a row without any value (``_grid``)."""
+    said = [f"{r.engine}{_why_none(missing)}" for r in verdict.rows
+            if (missing := [m for m in measures if r.values.get(m) is None])
+            and not (valued and len(missing) == len(measures))]
+    return f"{NO_VALUE} no value: {', '.join(dict.fromkeys(said))}" if said else None
+
+
+def _why_none(measures: Sequence[str]) -> str:
+    """`` (document ids returned, no passages)``: why ``measures`` have no value, by their kinds."""
+    from ..ir.measures import Measure
+
+    kinds = dict.fromkeys(next((k for k in NO_VALUE_WHY if getattr(Measure.parse(m), k)), "") for m in measures)
+    why = "; ".join(NO_VALUE_WHY[k] for k in kinds if k)
+    return f" ({why})" if why else ""
 
 
 def letters(verdict: Verdict) -> dict[tuple[str, str], str]:
@@ -172,19 +211,25 @@ def render(verdict: Verdict, *, ci: bool = True, detail: bool = True) -> list[st
     and what the labeled set can detect; the terminal leaves them to ``-v``."""
     from ..ir.measures import Measure
 
-    relevance = [m for m in verdict.measures if not m.startswith("freshness.")]
+    shown = with_value(verdict, verdict.measures)  # a column no engine has a value of: left out, said once
+    relevance = [m for m in shown if not m.startswith("freshness.")]
     judged = [m for m in relevance if Measure.parse(m).judge_dependent]  # +judged and ~ppi twins
     evidence = [m for m in relevance if Measure.parse(m).evidence]  # +evidence twins
     relevance = [m for m in relevance if m not in judged and m not in evidence]
-    fresh = [m for m in verdict.measures if m.startswith("freshness.")]
+    fresh = [m for m in shown if m.startswith("freshness.")]
     lines = _grid(verdict, relevance, "engine", ci=ci) + legend(verdict)
-    if evidence:
-        lines += _grid(verdict, evidence, EVIDENCE_HEADER, ci=ci) + evidence_lines(verdict)
+    if evidence:  # an engine without a value of any twin (ids only): no row, said by evidence_lines
+        lines += _grid(verdict, evidence, EVIDENCE_HEADER, ci=ci, valued=True) + evidence_lines(verdict)
     if judged:
         # ~ppi estimates beside +judged values: each column says which it is (they rest on other questions)
-        lines += _grid(verdict, judged, JUDGED_HEADER, ci=ci, suffixes=any(Measure.parse(m).ppi for m in judged))
+        lines += _grid(verdict, judged, JUDGED_HEADER, ci=ci, suffixes=any(Measure.parse(m).ppi for m in judged),
+                       valued=True)
     if fresh:
         lines += _grid(verdict, fresh, "freshness", ci=False) + (freshness_lines(verdict)[1:] if detail else [])
+    said = [no_value_cells(verdict, relevance), no_value_cells(verdict, evidence, valued=True),
+            no_value_cells(verdict, judged, valued=True), no_value_cells(verdict, fresh), no_value_line(verdict)]
+    for text in dict.fromkeys(x for x in said if x):
+        lines += textwrap.wrap(text, width=80, subsequent_indent="  ", break_on_hyphens=False)
     return lines + (effect_lines(verdict) if ci and detail else []) + (detectable_lines(verdict) if detail else [])
 
 
@@ -224,7 +269,10 @@ def evidence_lines(verdict: Verdict) -> list[str]:
     return handed + textwrap.wrap(said, width=80, subsequent_indent="  ", break_on_hyphens=False)
 
 
-def _grid(verdict: Verdict, measures: Sequence[str], first: str, *, ci: bool, suffixes: bool = False) -> list[str]:
+def _grid(verdict: Verdict, measures: Sequence[str], first: str, *, ci: bool, suffixes: bool = False,
+          valued: bool = False) -> list[str]:
+    """One table of ``measures``; ``valued``: without the rows of engines that have no value of
+    any of them (a table of twins: its caller says why)."""
     names, beaten = letters(verdict), wins(verdict)
     several_sets = len({e.labeled.name for e in verdict.run.evaluations}) > 1
     if first == "freshness":
@@ -236,6 +284,8 @@ def _grid(verdict: Verdict, measures: Sequence[str], first: str, *, ci: bool, su
     rows = {(r.engine, r.labeled): r for r in verdict.rows}
     for e in verdict.run.evaluations:
         r = rows[e.key]
+        if valued and all(r.values[m] is None for m in measures):
+            continue
         label = e.engine + (" " + superscript(names[e.key]) if e.key in names else "")
         cells = [label] + ([e.labeled.name] if several_sets else [])
         cells += [fmt(r.values[m]) + superscript(beaten.get((e.key, m), "")) for m in measures]
@@ -244,7 +294,7 @@ def _grid(verdict: Verdict, measures: Sequence[str], first: str, *, ci: bool, su
             spread = []
             for m in measures:
                 lo, hi = verdict.interval(e.key, m)
-                half = max(r.values[m] - lo, hi - r.values[m])
+                half = math.nan if r.values[m] is None else max(r.values[m] - lo, hi - r.values[m])
                 spread.append("" if math.isnan(half) else "±" + f"{half:.3f}".lstrip("0"))
             lines.append(["  95% CI"] + ([""] if several_sets else []) + spread + ["", ""])
     n_text = 2 if several_sets else 1
@@ -260,7 +310,7 @@ def _grid(verdict: Verdict, measures: Sequence[str], first: str, *, ci: bool, su
 def markdown(verdict: Verdict) -> list[str]:
     """A Markdown table with the interval spelled out: ``0.984ᵇ [0.952, 1.000]``, then its legend,
     the freshness lines, the differences between engines and what the labeled set can detect."""
-    out = markdown_rows(verdict)
+    out = markdown_rows(verdict) + no_value_lines(verdict)
     out += [""] + legend(verdict)
     handed = handed_line(verdict)
     out += ["", *handed] if handed else []
@@ -279,18 +329,25 @@ def markdown(verdict: Verdict) -> list[str]:
     return out
 
 
+def no_value_lines(verdict: Verdict) -> list[str]:
+    """Under the Markdown table: what its ``NO_VALUE`` cells mean, and the columns left out."""
+    said = [x for x in (no_value_cells(verdict, with_value(verdict, verdict.measures)), no_value_line(verdict)) if x]
+    return ["", *(f"{x[0].upper()}{x[1:]}." for x in said)] if said else []
+
+
 def markdown_rows(verdict: Verdict) -> list[str]:
     """The table alone (the pull-request comment folds the parts of ``markdown`` one by one)."""
     names, beaten = letters(verdict), wins(verdict)
-    header = ["engine", "labeled set", *verdict.measures, "n", "errored"]
+    shown = with_value(verdict, verdict.measures)  # a measure no engine has a value of: no column
+    header = ["engine", "labeled set", *shown, "n", "errored"]
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     rows = {(r.engine, r.labeled): r for r in verdict.rows}
     for e in verdict.run.evaluations:
         r = rows[e.key]
         cells = [e.engine + (" " + superscript(names[e.key]) if e.key in names else ""), e.labeled.name]
-        for m in verdict.measures:
+        for m in shown:
             lo, hi = verdict.interval(e.key, m)
-            interval = "" if math.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"
+            interval = "" if math.isnan(lo) or r.values[m] is None else f" [{lo:.3f}, {hi:.3f}]"
             cells.append(fmt(r.values[m]) + superscript(beaten.get((e.key, m), "")) + interval)
         out.append("| " + " | ".join(cells + [str(r.n), str(r.errors)]) + " |")
     return out

@@ -38,8 +38,10 @@ def points(records: Sequence[Any], measure: str, engine: str | None = None,
                 continue
             key = f"{e.engine} on {e.labeled.name}"
             fp = r.fingerprints.get("engines", {}).get(key, {})
+            if e.mean(measure) is None:  # no value (an ids-only engine's +evidence twin): no point
+                continue
             lo, hi = analysis.interval(e.key, measure) if analysis is not None else (math.nan, math.nan)
-            if math.isnan(lo) and not math.isnan(e.mean(measure)):  # a record from before analyses were kept
+            if math.isnan(lo):  # a record from before analyses were kept
                 lo, hi = e.ci(measure)
             out.append({"engine": e.engine, "label": key, "series": (key, *sorted(fp.items())),
                         "commit": (r.commit or "")[:10] or "no commit", "dirty": bool(r.git.get("dirty")),
