@@ -114,12 +114,12 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
     from jinja2 import Environment
 
     names, beaten = table.letters(verdict), table.wins(verdict)
-    shown = table.with_value(verdict, verdict.measures)  # a measure no engine has a value of: no column
+    columns = table.with_value(verdict, verdict.measures)  # a measure no engine has a value of: no column
     summary = []
     for e in verdict.run.evaluations:
         row = next(r for r in verdict.rows if (r.engine, r.labeled) == e.key)
         cells = []
-        for m in shown:
+        for m in columns:
             lo, hi = verdict.interval(e.key, m)
             cells.append({"value": table.fmt(row.values[m]), "wins": table.superscript(beaten.get((e.key, m), "")),
                           "ci": "" if math.isnan(lo) or row.values[m] is None else f"[{lo:.3f}, {hi:.3f}]"})
@@ -171,7 +171,7 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
     template = importlib.resources.files(__package__).joinpath("page.html.j2").read_text(encoding="utf-8")
     env = Environment(autoescape=True, keep_trailing_newline=True)
     return env.from_string(template).render(
-        subtitle=subtitle, measures=shown, judge=_judge_text(verdict.run),
+        subtitle=subtitle, measures=columns, judge=_judge_text(verdict.run),
         judged_lines=[line.strip() for line in judged_lines(verdict, width=10 ** 6) + candidate_lines(verdict.run)],
         miss_k=verdict.miss_k, miss_lines=[line[2:] for line in miss_lines(verdict, markdown=True)],
         coverage=[line[2:] for line in (*coverage_lines(verdict, markdown=True),
