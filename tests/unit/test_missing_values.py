@@ -183,3 +183,27 @@ def test_a_shadows_gain_over_no_weighted_measure_with_a_value_is_null_in_results
                             gain_weights={"freshness.stale_free@5": 1.0})  # no versioned documents: no value
     [shadow] = strict(results_text(run, settings))["shadows"]
     assert shadow["skipped"] == ["freshness.stale_free@5"] and shadow["gain"] is None and shadow["gain_p"] is None
+
+
+def test_a_subset_file_writes_a_drop_of_no_number_as_null(tmp_path):
+    from pytest_retrieval_eval.evaluation.subset import write_subset
+
+    path = tmp_path / "pr.subset.json"
+    write_subset(path, name="pr", ids=["q0"], measure="hit@1", labeled=LABELED, sources=["a.json"], spread=1,
+                 alpha=0.05, by_engine={"ids": {"full": math.nan, "subset": 0.25}})
+    saved = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the subset file"))
+    assert saved["detectable_drop"] == {"ids": {"full": None, "subset": 0.25}}
+
+
+def test_a_shadow_headline_and_a_turns_table_print_no_value_as_the_tables_do_never_nan():
+    from types import SimpleNamespace
+
+    from pytest_retrieval_eval.report import shadow, turns
+    from pytest_retrieval_eval.report.table import NO_VALUE, signed
+
+    sh = SimpleNamespace(candidate="new", baseline="old", labeled="set", n=3, gain=None, gain_ci=None, gain_p=math.nan,
+                         weights={"hit@5+judged": 1.0}, blended_gain=None)
+    line = shadow.headline(sh)
+    assert "nan" not in line and f"knowledge gain {NO_VALUE} {NO_VALUE}, p={NO_VALUE}" in line
+    assert signed(math.nan) == signed(None) == NO_VALUE and signed(0.25) == "+0.250"
+    assert turns._num(math.nan) == turns._num(None) == NO_VALUE

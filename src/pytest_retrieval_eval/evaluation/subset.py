@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .._atomic import write_text_atomic
+from .._plain import strict_json, to_plain
 from .._textfiles import read_text
 from ..errors import RetrievalEvalError
 from ..ir.stats import detectable_drop
@@ -124,7 +125,7 @@ def write_subset(path: Path, *, name: str, ids: Sequence[str], measure: str, lab
            "from": list(sources), "labeled": labeled.name, "of": labeled.fingerprint, "of_n": len(labeled),
            "with_spread": spread, "alpha": alpha, "detectable_drop": {e: dict(v) for e, v in by_engine.items()},
            "ids": list(ids)}
-    write_text_atomic(path, json.dumps(doc, indent=2) + "\n")
+    write_text_atomic(path, strict_json(to_plain(doc), indent=2) + "\n")  # a drop of no number: null
 
 
 def subset_path(path: Path) -> Path:

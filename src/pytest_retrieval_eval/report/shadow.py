@@ -7,15 +7,15 @@ import math
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from .table import signed
+from .table import NO_VALUE, signed
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
     from ..gate.verdict import Verdict
 
 
-def interval_text(ci: tuple[float, float]) -> str:
-    """An interval of differences as the reports print it."""
-    return f"[{signed(ci[0])}, {signed(ci[1])}]"
+def interval_text(ci: tuple[float, float] | None) -> str:
+    """An interval of differences as the reports print it (no interval: ``NO_VALUE``)."""
+    return NO_VALUE if ci is None else f"[{signed(ci[0])}, {signed(ci[1])}]"
 
 
 def _weights(sh: Any) -> str:
@@ -23,7 +23,7 @@ def _weights(sh: Any) -> str:
 
 
 def headline(sh: Any) -> str:
-    p = "nan" if math.isnan(sh.gain_p) else f"{sh.gain_p:.3g}"
+    p = NO_VALUE if sh.gain_p is None or math.isnan(sh.gain_p) else f"{sh.gain_p:.3g}"
     text = (f"shadow {sh.candidate} vs {sh.baseline} on {sh.labeled} ({sh.n} queries): knowledge gain "
             f"{signed(sh.gain)} {interval_text(sh.gain_ci)}, p={p} (weights {_weights(sh)})")
     if sh.blended_gain is not None:

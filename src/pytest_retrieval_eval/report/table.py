@@ -104,9 +104,9 @@ def shown_p(c: Any) -> float:
     return c.p if math.isnan(c.p_adjusted) else c.p_adjusted
 
 
-def signed(x: float) -> str:
-    """A difference as the reports print it: signed, three decimals."""
-    return "nan" if math.isnan(x) else f"{x:+.3f}"
+def signed(x: float | None) -> str:
+    """A difference as the reports print it: signed, three decimals; no difference, ``NO_VALUE``."""
+    return NO_VALUE if x is None or math.isnan(x) else f"{x:+.3f}"
 
 
 def effect_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:

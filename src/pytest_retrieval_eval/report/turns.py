@@ -10,6 +10,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..evaluation.turns import ordinal
+from .table import NO_VALUE
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
     from ..gate.verdict import Verdict
@@ -18,8 +19,8 @@ if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checke
 WIDTH = 88
 
 
-def _num(x: float, digits: int = 2) -> str:
-    return "nan" if math.isnan(x) else f"{x:.{digits}f}"
+def _num(x: float | None, digits: int = 2) -> str:
+    return NO_VALUE if x is None or math.isnan(x) else f"{x:.{digits}f}"
 
 
 def _ci(ci: tuple[float, float], digits: int = 2) -> str:
