@@ -145,7 +145,10 @@ def test_a_branch_is_judged_against_mains_merge_base_and_a_planted_drop_fails(re
     sh(repo.path, "git", "commit", "-qm", "unrecorded", "--allow-empty")  # a commit no run has recorded
     missing = repo.runpytest("-m", "retrieval", "--retrieval-compare=HEAD")
     missing.stdout.fnmatch_lines(["FAIL retrieval gate: --retrieval-compare HEAD: no history record at its merge-base *"
-                                  "run the eval on HEAD with --retrieval-history retrieval-history first"])
+                                  "run the eval on HEAD with --retrieval-history=retrieval-history first"])
+    assert repo.runpytest("-m", "retrieval", "--retrieval-history=retrieval-history").ret == 0  # as printed
+    found = repo.runpytest("-m", "retrieval", "--retrieval-compare=HEAD")
+    assert found.ret == 0 and "note: compared with HEAD at " in found.stdout.str(), found.stdout.str()
 
 
 @pytest.fixture
@@ -227,6 +230,8 @@ def test_the_same_labeled_set_name_with_other_questions_is_another_job(branched,
     record, said = compare_ref(history, "main", work, run=ours)
     assert record is None and "fingerprint" in said
     assert ": 2 added (q1, q2); 3 removed (x1, x2, x3); --retrieval-baseline-force compares" in said, said
+    # this branch changed the labels: running the eval on main again would record the old ones again
+    assert said.endswith("; a record of main made once these labels are merged into it compares"), said
     record, said = compare_ref(history, "main", work, run=ours, force=True)  # forced: the same set by name
     assert record is not None, said
 

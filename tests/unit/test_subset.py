@@ -145,6 +145,7 @@ def test_a_subset_run_after_a_quote_edit_is_refused_against_the_full_sets_baseli
     for labeled in (part, whole):
         [refusal] = compare(run_of(Ranked("a", {}), labeled=labeled), full, ["hit@1"]).refusals
         assert f"1 changed ({first.query_id} (evidence changed))" in refusal
+        assert "removed" not in refusal  # the questions a subset leaves out by design are none removed
 
 
 def test_a_question_a_past_run_read_or_quoted_otherwise_is_no_column_of_its_spread():

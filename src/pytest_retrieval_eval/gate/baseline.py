@@ -182,7 +182,8 @@ def labeled_changes(base: Any, now: Any) -> str:
     stale_now = [q for q in before if q not in after and q in gone]
     stale_base = [q for q in after if q not in before and q in back]
     added = [q for q in after if q not in before and q not in back]
-    removed = [q for q in before if q not in after and q not in gone]
+    # a subset run (--retrieval-subset) leaves the other questions out by design: none is removed
+    removed = [] if now.provenance.get("subset") else [q for q in before if q not in after and q not in gone]
     why = {q: " and ".join(question_changes(before[q], after[q])) for q in after if q in before}
     changed = [q for q, said in why.items() if said]
 

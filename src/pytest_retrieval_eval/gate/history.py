@@ -418,8 +418,8 @@ def compare_ref(history: History, ref: str, cwd: Path, *, run: Any = None,
     commit, where = (base, f"its merge-base {base[:10]}") if base else (target, f"{target[:10]} (no merge-base with HEAD)")
     records = history.records()  # read once
     folder = shown(history.folder)
-    todo = (f"run the eval on {ref} with --retrieval-history {folder} first" if commit == target else
-            f"run the eval at {commit[:10]} (git checkout {commit[:10]}) with --retrieval-history {folder} first, "
+    todo = (f"run the eval on {ref} with --retrieval-history={folder} first" if commit == target else
+            f"run the eval at {commit[:10]} (git checkout {commit[:10]}) with --retrieval-history={folder} first, "
             f"or rebase onto {ref}")
     there = [r for r in records if r.commit and (r.commit.startswith(commit) or commit.startswith(r.commit))]
     if not there:
@@ -435,6 +435,9 @@ def compare_ref(history: History, ref: str, cwd: Path, *, run: Any = None,
         fitting = [r for r in there if why[r.path.name] is None]
         if not fitting:
             reasons = list(dict.fromkeys(why.values()))
+            if all(r.startswith("labeled set ") for r in reasons):  # this branch changed the labels: running
+                # the eval on the ref again records the old labels again; the reason names the remedy
+                todo = f"a record of {ref} made once these labels are merged into it compares"
             return None, (f"--retrieval-compare {ref}: no history record of this job at {where} in {folder}: "
                           f"the {len(there)} record(s) there are of {'; '.join(reasons)}; {todo}")
         there = fitting
