@@ -90,3 +90,14 @@ def test_a_document_saved_again_in_another_unicode_form_keeps_the_labels_it_quot
     kb, cache = _priced(tmp_path, capsys, content)
     _edit(kb, unicodedata.normalize("NFD", content.replace("A locker", "A LOCKER")) + " Ask at the ﬁrst desk.")
     assert not check(load_questions_cache(cache), JsonFolder(kb).load())
+
+
+def test_a_stamp_never_calls_a_label_fresh_whose_quote_its_document_no_longer_holds(tmp_path, capsys):
+    kb, cache = _labeled(tmp_path, capsys)
+    _edit(kb, TEXT.replace("twelve hours", "two days"))
+    before = cache.read_bytes()
+    assert cli(["label", "stamp", "--corpus", str(kb), "--questions", str(cache)]) != 0
+    err = capsys.readouterr().err
+    assert "query 'print': evidence 'jobs wait for twelve hours'" in err and "a stamp would call the label fresh" in err
+    assert len(err.strip().splitlines()) == 1 and cache.read_bytes() == before  # one line; nothing written
+    assert cli(["check", "--corpus", str(kb), "--questions", str(cache)]) != 0  # still stale

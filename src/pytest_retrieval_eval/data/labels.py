@@ -957,6 +957,12 @@ def stamp_cache(cache: str | Path, corpus: Any, *, drop_deleted: bool = False,
         labeled = load_questions_cache(cache)
         before = len(unchecked(labeled))
         provenance = labeled.provenance
+        try:  # a stamp says "checked against this text": a quote the text no longer holds is not
+            check_evidence([q for q in labeled if all(d in corpus for d in q.relevant)], corpus, origin=str(cache))
+        except RetrievalEvalError as exc:
+            raise RetrievalEvalError(f"{exc.detail}: a stamp would call the label fresh; give it evidence the document "
+                                     "holds (label import a table of id,question,doc_id,evidence) or remove it "
+                                     "(label remove ID)", path=exc.path, line=exc.line, field=exc.field) from None
         done = stamp(labeled, corpus, drop_deleted=drop_deleted, command=command, origin=str(cache))
         write_questions_cache(cache, done.labeled, generator=provenance.get("generator") or {},
                               corpus_fingerprint=corpus.fingerprint, splitter=provenance.get("splitter"))
