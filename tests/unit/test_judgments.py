@@ -788,3 +788,15 @@ def test_every_pair_a_judge_is_given_reads_a_turn_as_asked(tmp_path):
              *(h.pair for h in hidden_labels(run, corpus, Judgments())), *candidate_pairs(corpus, run)]
     assert {p.query_id for p in given} == set(asked)
     assert all(p.question == asked[p.query_id] for p in given)
+
+
+def test_the_judge_reads_a_title_once_where_the_text_begins_with_it():
+    from pytest_retrieval_eval.evaluation.judging import doc_text
+    from pytest_retrieval_eval.types import Doc
+
+    heading = Doc("wifi", "Staff wifi\n\nStaff laptops join Acme-Staff.", title="Staff wifi")  # a Markdown article
+    assert doc_text(heading) == "Staff wifi\n\nStaff laptops join Acme-Staff."
+    other = Doc("vpn", "Install the client.", title="Connecting to the VPN")
+    assert doc_text(other) == "Connecting to the VPN\nInstall the client."
+    prefix = Doc("s", "Staff wifi and more\nText.", title="Staff")  # a title that only begins the first line
+    assert doc_text(prefix).startswith("Staff\nStaff wifi")

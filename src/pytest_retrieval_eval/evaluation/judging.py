@@ -57,8 +57,14 @@ def pool(run: RunResults, depth: int = DEFAULT_POOL_DEPTH, engines: Sequence[str
 
 
 def doc_text(doc: Any) -> str:
-    """What the judge reads of a document: its title, then its text."""
-    return f"{doc.title}\n{doc.content}" if doc.title else doc.content
+    """What the judge reads of a document: its title, then its text; once, where the text begins
+    with its title (a Markdown article's first heading is both)."""
+    from ..data.text import normalise
+
+    first = doc.content.lstrip().split("\n", 1)[0]
+    if not doc.title or normalise(first) == normalise(doc.title):
+        return doc.content
+    return f"{doc.title}\n{doc.content}"
 
 
 def pairs(holes: Iterable[Hole], corpus: Any) -> tuple[list[Pair], list[str]]:
