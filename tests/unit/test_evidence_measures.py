@@ -65,6 +65,17 @@ def test_a_table_shows_the_twins_only_with_evidence_and_an_engine_that_returns_p
     assert both == [x for m in plain for x in (m, m + "+evidence")]
 
 
+@pytest.mark.parametrize("asked, shown", [
+    (["ndcg@10+judged"], ["ndcg@10+judged"]),
+    (["ndcg@10~ppi"], ["ndcg@10~ppi"]),
+    (["hit@5", "ndcg@10+judged"], ["hit@5", "hit@5+evidence", "ndcg@10+judged"]),
+])
+def test_a_judged_or_ppi_measure_asked_for_on_a_set_with_evidence_shows_without_a_twin(asked, shown):
+    chunks = adapters.function(passages, name="chunks")
+    run = RunResults([evaluate_engine(chunks, EVIDENCE)])
+    assert table_measures(run, [Measure.parse(m) for m in asked]) == shown  # +judged and ~ppi take no +evidence
+
+
 def test_an_ids_only_engine_is_compared_on_documents_only_never_on_twins_it_has_no_value_of():
     ids = adapters.function(lambda q, k: ["wifi" if "wifi" in q else "print"], name="ids")
     chunks = adapters.function(passages, name="chunks")
