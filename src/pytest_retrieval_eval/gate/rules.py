@@ -516,10 +516,16 @@ def check_shadows(thresholds: Sequence[Threshold], shadows: Sequence) -> list[st
         if not judged:
             failures.append(f"{t} ({t.source}): no shadow comparison{f' with candidate {t.engine}' if t.engine else ''} "
                             "ran; name one with --retrieval-shadow CANDIDATE:BASELINE")
+        what = "knowledge gain" if gain else f"{t.quantity.measure.name} delta"
         for sh in judged:
             value = sh.gain if gain else sh.delta(t.quantity.measure.name)
+            if value is None or math.isnan(value):  # no value: nothing was compared with the rule's bound
+                why = (f"not weighted, no value in this run: {', '.join(sh.skipped)}" if gain
+                       else f"an engine has none of {t.quantity.measure.name}")
+                failures.append(f"shadow {sh.candidate}:{sh.baseline}: {what} has no value ({why}), so the rule "
+                                f"{t} (from {t.source}) checked nothing")
+                continue
             if not t.holds(value):
-                what = "knowledge gain" if gain else f"{t.quantity.measure.name} delta"
                 from ..types import query_name
 
                 worst = "; ".join(f"{query_name(m.query_id, m.question)} {m.contribution:+.4f}"
