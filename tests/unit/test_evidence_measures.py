@@ -132,6 +132,40 @@ def test_a_rule_on_the_evidence_twin_of_an_ids_only_engine_says_why_it_has_no_va
     assert failed.causes == ()  # the documents' misses (none) say nothing of passages it never returned
 
 
+def test_an_engine_that_answers_some_questions_with_ids_only_has_no_evidence_level_value():
+    """Not 0 for those questions (a false miss), nor a mean over the others (questions the engine
+    chose): no value, and the questions it answered with ids are named."""
+    from pytest_retrieval_eval.gate.rules import Threshold
+    from pytest_retrieval_eval.gate.settings import GateSettings
+    from pytest_retrieval_eval.gate.verdict import verdict_of
+
+    mixed = evaluate_engine(adapters.function(lambda q, k: passages(q, k) if "wifi" in q else ["print"],
+                                              name="mixed"), EVIDENCE)
+    chunks = evaluate_engine(adapters.function(passages, name="chunks"), EVIDENCE)
+    assert mixed.mean("hit@1") == 1.0 and mixed.ids_answered == ("print",)
+    assert not mixed.returns_passages and mixed.mean("hit@5+evidence") is None and mixed.mean("mrr+evidence") is None
+    assert mixed.tokens_at(5) != mixed.tokens_at(5)  # hands a generator no known number of tokens
+    assert mixed.evidence_unavailable() == "it answered 1 of 2 questions with document ids, not passages (print)"
+    run = RunResults([mixed, chunks])
+    assert [c.measure for c in run.comparisons(["hit@1", "hit@1+evidence"])] == ["hit@1"]
+    rule = Threshold.parse("mixed:hit@1+evidence>=0.5", source="t")
+    [failed] = verdict_of(run, GateSettings(thresholds=(rule,))).of_kind("rule")
+    assert failed.startswith("mixed: hit@1+evidence has no value, so the rule mixed:hit@1+evidence>=0.5 checked nothing")
+    assert "no evidence-level value: the engine answered 1 of 2 questions with document ids, not passages (print)" in failed
+
+
+def test_an_errored_or_empty_answer_is_no_answer_with_ids_and_scores_zero_at_both_levels():
+    def flaky(query, k):
+        if "print" in query:
+            raise RuntimeError("timeout")
+        return passages(query, k)
+
+    for engine in (flaky, lambda q, k: passages(q, k) if "wifi" in q else []):
+        e = evaluate_engine(adapters.function(engine, name="e"), EVIDENCE)
+        assert e.ids_answered == () and e.returns_passages and e.evidence_unavailable() is None
+        assert e.mean("hit@5") == 0.5 and e.mean("hit@5+evidence") == 0.5
+
+
 def test_an_http_service_returning_passages_is_scored_at_the_evidence_level():
     def answer(request):
         doc = "wifi" if "wifi" in request["q"] else "print"

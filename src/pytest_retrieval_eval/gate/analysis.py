@@ -381,8 +381,8 @@ def _row(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequen
     details = {m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness}
     for m in measures_needed(thresholds):  # a ~ppi rule: the questions people judged, not all n
         if Measure.parse(m).evidence and not e.returns_passages:
-            details[m] = ("no evidence-level value: the engine returns document ids, not passages (return "
-                          "pytest_retrieval_eval.Passage(doc_id, text) to score passages)")
+            details[m] = (f"no evidence-level value: {e.evidence_unavailable().replace('it ', 'the engine ', 1)} "
+                          "(return pytest_retrieval_eval.Passage(doc_id, text) to score passages)")
         if not Measure.parse(m).ppi:
             continue
         found = e.ppi(m)

@@ -230,8 +230,10 @@ def table_measures(run: RunResults, configured: Sequence[Measure]) -> list[str]:
 
 def evidence_twins(run: RunResults) -> bool:
     """Whether the table shows the evidence-level twins: some labeled question carries evidence
-    and some engine answered with passages."""
-    return any(e.labeled.has_evidence for e in run.evaluations) and any(e.returns_passages for e in run.evaluations)
+    and some engine answered with passages (for every question, or for some: its twins have no
+    value, said)."""
+    return any(e.labeled.has_evidence for e in run.evaluations) and any(
+        e.returns_passages or e.ids_answered for e in run.evaluations)
 
 
 def settings_problem(settings: Any) -> str | None:
