@@ -145,7 +145,7 @@ def test_an_engine_that_answers_some_questions_with_ids_only_has_no_evidence_lev
     assert mixed.mean("hit@1") == 1.0 and mixed.ids_answered == ("print",)
     assert not mixed.returns_passages and mixed.mean("hit@5+evidence") is None and mixed.mean("mrr+evidence") is None
     assert mixed.tokens_at(5) != mixed.tokens_at(5)  # hands a generator no known number of tokens
-    assert mixed.evidence_unavailable() == "it answered 1 of 2 questions with document ids, not passages (print)"
+    assert mixed.evidence_unavailable() == "answered 1 of 2 questions with document ids, not passages (print)"
     run = RunResults([mixed, chunks])
     assert [c.measure for c in run.comparisons(["hit@1", "hit@1+evidence"])] == ["hit@1"]
     rule = Threshold.parse("mixed:hit@1+evidence>=0.5", source="t")

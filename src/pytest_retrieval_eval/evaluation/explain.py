@@ -34,7 +34,7 @@ def explain(r: "EvaluationResult", measure: str, value: float, op: str, other: o
         lines.extend(freshness_lines(r, parsed, limit))
         return lines
     if parsed.evidence and not r.returns_passages:
-        lines.append(f"{r.engine}: no evidence-level value: {r.evidence_unavailable()}")
+        lines.append(f"{r.engine} {r.evidence_unavailable()}: no evidence-level value")
     elif parsed.evidence:  # the evidence level's misses: "right document, wrong passage" among them
         lines.append(r.evidence_misses(parsed.k or r.depth).line())
     elif not parsed.judged and not parsed.count:  # the misses at the measure's cutoff, by cause

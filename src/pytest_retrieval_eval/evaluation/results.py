@@ -189,15 +189,32 @@ class EvaluationResult:
         return tuple(r.query_id for r in self.results if not r.errored and r.doc_ids and not r.passages)
 
     def evidence_unavailable(self) -> str | None:
-        """Why the engine has no evidence-level value, in words; None where it has one."""
+        """Why the engine has no evidence-level value, its predicate (``returns document ids, not
+        passages``); None where it has one."""
         if self.returns_passages:
             return None
         ids = self.ids_answered
         if not ids:
-            return "it returns document ids, not passages"
+            return "returns document ids, not passages"
         names = {q.query_id: q.name for q in self.labeled.queries}
         shown = ", ".join(names.get(q, q) for q in ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
-        return (f"it answered {len(ids)} of {self.n} questions with document ids, not passages ({shown})")
+        return f"answered {len(ids)} of {self.n} questions with document ids, not passages ({shown})"
+
+    def no_value_why(self, measure: "str | Measure") -> str | None:
+        """Why ``measure`` has no value for this engine, in words (what a rule on it says it
+        checked nothing for); None where it has one, or for a ``~ppi`` estimate (the gate says
+        what that rests on)."""
+        m = Measure.parse(measure)
+        if m.ppi or self.has_value(m):
+            return None
+        if m.evidence and not self.returns_passages:
+            return (f"no evidence-level value: the engine {self.evidence_unavailable()} (return "
+                    "pytest_retrieval_eval.Passage(doc_id, text) to score passages)")
+        if m.judged and self.judge is None:
+            return "the run reads no judgments (--retrieval-judgments=FILE)"
+        if m.freshness and self.freshness is None:
+            return "the corpus has no versioned documents"
+        return "no question" if not self.n else None
 
     @property
     def passage_run(self) -> Run:

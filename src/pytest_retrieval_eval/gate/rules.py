@@ -456,6 +456,12 @@ def check_segments(thresholds: Sequence[Threshold], run: Any, alpha: float = 0.0
                 failures.append(f"{t} ({t.source}): no question of {e.labeled.name} carries tag '{t.segment}' "
                                 f"(tags: {', '.join(known) or 'none'}), so the rule checked nothing")
                 continue
+            if not e.has_value(t.measure):  # no value: the rule checked nothing, as without a segment
+                why = e.no_value_why(t.measure)
+                failures.append(f"{e.engine}[{t.segment}]: {t.measure} has no value, so the rule {t} checked nothing "
+                                f"(from {t.source}; segment {t.segment}, n={len(ids)} of {e.n}"
+                                f"{f'; {why}' if why else ''})")
+                continue
             values = subset(e, t.measure, ids)
             value = float(values.mean())
             if t.holds(value):

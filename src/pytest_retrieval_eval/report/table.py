@@ -270,7 +270,7 @@ def evidence_lines(verdict: Verdict, *, mixed_only: bool = False) -> list[str]:
     some = [e for e in verdict.run.evaluations if e.ids_answered]  # ids for some questions: why, per engine
     if not ids_only and not some:
         return handed
-    said = [f"evidence level unavailable for {e.engine}: {e.evidence_unavailable()}" for e in some]
+    said = [f"evidence level unavailable for {e.engine}: it {e.evidence_unavailable()}" for e in some]
     if ids_only:
         said.append(f"evidence level unavailable for {', '.join(dict.fromkeys(ids_only))}: "
                     f"{'it returns' if len(set(ids_only)) == 1 else 'they return'} document ids, not passages")
