@@ -154,6 +154,16 @@ def test_an_engine_that_answers_some_questions_with_ids_only_has_no_evidence_lev
     assert "no evidence-level value: the engine answered 1 of 2 questions with document ids, not passages (print)" in failed
 
 
+def test_a_failed_assertion_on_a_twin_the_engine_has_no_value_of_says_so_never_nan_nor_a_false_miss():
+    mixed = evaluate_engine(adapters.function(lambda q, k: passages(q, k) if "wifi" in q else ["print"],
+                                              name="mixed"), EVIDENCE)
+    value = mixed.score("hit@5+evidence")
+    assert not value >= 0.5 and repr(value) == "mixed hit@5+evidence (no value)"
+    assert value.explain(">=", 0.5) == [
+        "mixed: hit@5+evidence has no value, expected >= 0.5 (n=2 queries, 0 errored, labeled set labeled)",
+        "mixed answered 1 of 2 questions with document ids, not passages (print): no evidence-level value"]
+
+
 def test_an_errored_or_empty_answer_is_no_answer_with_ids_and_scores_zero_at_both_levels():
     def flaky(query, k):
         if "print" in query:

@@ -59,6 +59,8 @@ class MeasureValue(float):
         return self
 
     def __repr__(self) -> str:
+        if math.isnan(self):  # no value (``EvaluationResult.mean`` is None): no number to show
+            return f"{self.result.engine} {self.measure} (no value)"
         return f"{self.result.engine} {self.measure}={float(self):.4f}"
 
     def explain(self, op: str, other: object, limit: int = 5) -> list[str]:

@@ -469,9 +469,10 @@ def check_segments(thresholds: Sequence[Threshold], run: Any, alpha: float = 0.0
             names = {q.query_id: q.name for q in e.labeled.queries}
             low = [ids[i] for i in sorted(range(len(ids)), key=lambda i: (values[i], i)) if values[i] < 1][:5]
             more = int((values < 1).sum()) - len(low)
+            drop = detectable_drop(values, alpha=alpha)  # nan for one question: no spread to tell a drop by
+            can = "no detectable drop with one question" if math.isnan(drop) else f"smallest detectable drop {drop:.3f}"
             failures.append(f"{e.engine}[{t.segment}]: {t.measure} = {value:.4f}, required {t.op} {t.value:g} (from "
-                            f"{t.source}; segment {t.segment}, n={len(ids)} of {e.n}, smallest detectable drop "
-                            f"{detectable_drop(values, alpha=alpha):.3f}); lowest: "
+                            f"{t.source}; segment {t.segment}, n={len(ids)} of {e.n}, {can}); lowest: "
                             f"{', '.join(names[q] for q in low) or 'none'}{f' and {more} more' if more > 0 else ''}")
     return failures
 

@@ -38,7 +38,7 @@ NO_VALUE_WHY = {"evidence": "document ids returned, no passages", "ppi": "no que
 
 
 def fmt(value: float | None) -> str:
-    return NO_VALUE if value is None else "nan" if math.isnan(value) else f"{value:.3f}"
+    return NO_VALUE if value is None or math.isnan(value) else f"{value:.3f}"
 
 
 def with_value(verdict: Verdict, measures: Sequence[str]) -> list[str]:
