@@ -202,3 +202,39 @@ def test_a_column_no_engine_has_a_value_of_is_left_out_said_once_and_a_rule_on_i
     _strict((p.path / "out" / "results.json").read_text())
     xml = (p.path / "junit.xml").read_text()  # the headline figures: a measure without a value has no property
     assert 'name="retrieval.ids.hit@5" value="1.000000"' in xml and "retrieval.ids.hit@5+evidence" not in xml
+
+
+#: passages for item0..item2, the document ids alone for the others
+MIXED = """
+
+def mixed(query, k):
+    return passages(query, k) if any(f"item{i}" in query for i in range(3)) else ids(query, k)
+
+def pytest_retrieval_engines(registry, config):
+    registry.register("passages", lambda request: adapters.function(passages, name="passages"))
+    registry.register("mixed", lambda request: adapters.function(mixed, name="mixed"))
+"""
+
+
+def test_an_engine_answering_some_questions_with_ids_has_no_twin_and_the_run_names_those_questions(
+        make_project, tmp_path, capsys):
+    p = _project(make_project, tmp_path, capsys)
+    p.makeconftest(CONFTEST + MIXED)
+    p.makeini(f"[pytest]\nretrieval_corpus = {tmp_path / 'kb'}\nretrieval_questions = "
+              f"{p.path / 'questions.cache.json'}\nretrieval_engines = passages mixed\n")
+    result = p.runpytest("-m", "retrieval", "--retrieval-report", "--retrieval-report-dir=out",
+                         "--retrieval-threshold=mixed:hit@5+evidence>=0.5")
+    text = result.stdout.str()
+    flat = " ".join(text.split())
+    assert result.ret == 1, text
+    assert "mixed missed none of 6 at hit@5" in text and "mixed missed" not in text.replace("mixed missed none of 6 at hit@5\n", "")
+    assert flat.count("evidence level unavailable for mixed: it answered 3 of 6 questions with document ids, not "
+                      "passages ('what is the monthly fee for item3'") == 1
+    assert "handed to a generator, word tokens of the top 5 passages (mean per question): passages " in flat
+    assert "mixed 0" not in flat and "nan" not in text.split()
+    assert ("FAIL retrieval gate: mixed: hit@5+evidence has no value, so the rule mixed:hit@5+evidence>=0.5 checked "
+            "nothing") in text
+    saved = json.loads((p.path / "out" / "results.json").read_text())
+    mixed = next(e for e in saved["evaluations"] if e["engine"] == "mixed")
+    assert mixed["summary"]["hit@5+evidence"] == {"mean": None, "ci95": None}
+    assert {q["values"]["hit@5+evidence"] for q in mixed["queries"]} == {None}  # no question scored 0

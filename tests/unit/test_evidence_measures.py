@@ -65,6 +65,17 @@ def test_a_table_shows_the_twins_only_with_evidence_and_an_engine_that_returns_p
     assert both == [x for m in plain for x in (m, m + "+evidence")]
 
 
+@pytest.mark.parametrize("asked, shown", [
+    (["ndcg@10+judged"], ["ndcg@10+judged"]),
+    (["ndcg@10~ppi"], ["ndcg@10~ppi"]),
+    (["hit@5", "ndcg@10+judged"], ["hit@5", "hit@5+evidence", "ndcg@10+judged"]),
+])
+def test_a_judged_or_ppi_measure_asked_for_on_a_set_with_evidence_shows_without_a_twin(asked, shown):
+    chunks = adapters.function(passages, name="chunks")
+    run = RunResults([evaluate_engine(chunks, EVIDENCE)])
+    assert table_measures(run, [Measure.parse(m) for m in asked]) == shown  # +judged and ~ppi take no +evidence
+
+
 def test_an_ids_only_engine_is_compared_on_documents_only_never_on_twins_it_has_no_value_of():
     ids = adapters.function(lambda q, k: ["wifi" if "wifi" in q else "print"], name="ids")
     chunks = adapters.function(passages, name="chunks")
@@ -119,6 +130,50 @@ def test_a_rule_on_the_evidence_twin_of_an_ids_only_engine_says_why_it_has_no_va
     assert failed.startswith("ids: hit@1+evidence has no value, so the rule ids:hit@1+evidence>=0.9 checked nothing")
     assert "no evidence-level value: the engine returns document ids, not passages" in failed
     assert failed.causes == ()  # the documents' misses (none) say nothing of passages it never returned
+
+
+def test_an_engine_that_answers_some_questions_with_ids_only_has_no_evidence_level_value():
+    """Not 0 for those questions (a false miss), nor a mean over the others (questions the engine
+    chose): no value, and the questions it answered with ids are named."""
+    from pytest_retrieval_eval.gate.rules import Threshold
+    from pytest_retrieval_eval.gate.settings import GateSettings
+    from pytest_retrieval_eval.gate.verdict import verdict_of
+
+    mixed = evaluate_engine(adapters.function(lambda q, k: passages(q, k) if "wifi" in q else ["print"],
+                                              name="mixed"), EVIDENCE)
+    chunks = evaluate_engine(adapters.function(passages, name="chunks"), EVIDENCE)
+    assert mixed.mean("hit@1") == 1.0 and mixed.ids_answered == ("print",)
+    assert not mixed.returns_passages and mixed.mean("hit@5+evidence") is None and mixed.mean("mrr+evidence") is None
+    assert mixed.tokens_at(5) != mixed.tokens_at(5)  # hands a generator no known number of tokens
+    assert mixed.evidence_unavailable() == "answered 1 of 2 questions with document ids, not passages (print)"
+    run = RunResults([mixed, chunks])
+    assert [c.measure for c in run.comparisons(["hit@1", "hit@1+evidence"])] == ["hit@1"]
+    rule = Threshold.parse("mixed:hit@1+evidence>=0.5", source="t")
+    [failed] = verdict_of(run, GateSettings(thresholds=(rule,))).of_kind("rule")
+    assert failed.startswith("mixed: hit@1+evidence has no value, so the rule mixed:hit@1+evidence>=0.5 checked nothing")
+    assert "no evidence-level value: the engine answered 1 of 2 questions with document ids, not passages (print)" in failed
+
+
+def test_a_failed_assertion_on_a_twin_the_engine_has_no_value_of_says_so_never_nan_nor_a_false_miss():
+    mixed = evaluate_engine(adapters.function(lambda q, k: passages(q, k) if "wifi" in q else ["print"],
+                                              name="mixed"), EVIDENCE)
+    value = mixed.score("hit@5+evidence")
+    assert not value >= 0.5 and repr(value) == "mixed hit@5+evidence (no value)"
+    assert value.explain(">=", 0.5) == [
+        "mixed: hit@5+evidence has no value, expected >= 0.5 (n=2 queries, 0 errored, labeled set labeled)",
+        "mixed answered 1 of 2 questions with document ids, not passages (print): no evidence-level value"]
+
+
+def test_an_errored_or_empty_answer_is_no_answer_with_ids_and_scores_zero_at_both_levels():
+    def flaky(query, k):
+        if "print" in query:
+            raise RuntimeError("timeout")
+        return passages(query, k)
+
+    for engine in (flaky, lambda q, k: passages(q, k) if "wifi" in q else []):
+        e = evaluate_engine(adapters.function(engine, name="e"), EVIDENCE)
+        assert e.ids_answered == () and e.returns_passages and e.evidence_unavailable() is None
+        assert e.mean("hit@5") == 0.5 and e.mean("hit@5+evidence") == 0.5
 
 
 def test_an_http_service_returning_passages_is_scored_at_the_evidence_level():

@@ -43,3 +43,13 @@ def test_labels_that_judge_several_documents_per_question_say_nothing():
 
 def test_no_cutoff_in_the_table_says_nothing():
     assert judged_lines(verdict(ONE_GOLD, ["mrr", "map"])) == []
+
+
+def test_the_rests_on_line_leaves_out_measures_the_engine_has_no_value_of():
+    """An ids-only engine has no ``+evidence`` twin: the line names only what it has a value of."""
+    with_evidence = LabeledSet((LabeledQuery("q1", "x", {"a": 1}, {"evidence": {"a": ["alpha"]}}),
+                                LabeledQuery("q2", "y", {"z": 1})), name="gen")
+    lines = judged_lines(verdict(with_evidence, ["hit@3", "hit@3+evidence", "hit@5", "hit@5+evidence"]))
+    text = " ".join(line.strip() for line in lines)
+    assert "e: hit@3 rests on a top 3 that is 83% unjudged; hit@5 90%" in text, text
+    assert "+evidence" not in text

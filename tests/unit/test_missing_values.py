@@ -207,3 +207,9 @@ def test_a_shadow_headline_and_a_turns_table_print_no_value_as_the_tables_do_nev
     assert "nan" not in line and f"knowledge gain {NO_VALUE} {NO_VALUE}, p={NO_VALUE}" in line
     assert signed(math.nan) == signed(None) == NO_VALUE and signed(0.25) == "+0.250"
     assert turns._num(math.nan) == turns._num(None) == NO_VALUE
+
+
+def test_a_table_cell_of_no_number_prints_as_no_value_never_nan():
+    from pytest_retrieval_eval.report.table import NO_VALUE, fmt
+
+    assert fmt(None) == fmt(math.nan) == NO_VALUE and fmt(0.5) == "0.500"

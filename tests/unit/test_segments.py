@@ -95,6 +95,27 @@ def test_segment_rows_and_a_failed_segment_rule_name_the_segment_its_n_and_the_q
         Threshold.parse("a[x]:errors<=0")
 
 
+@pytest.mark.parametrize("measure, why", [
+    ("hit@5+evidence", "no evidence-level value: the engine returns document ids, not passages (return "
+                       "pytest_retrieval_eval.Passage(doc_id, text) to score passages)"),
+    ("ndcg@10+judged", "the run reads no judgments (--retrieval-judgments=FILE)"),
+])
+def test_a_segment_rule_on_a_measure_with_no_value_says_it_checked_nothing(measure, why):
+    """As the same rule without a segment does: never ``= nan`` nor a detectable drop of nan."""
+    run = RunResults([_result("a", {q.query_id: True for q in QUERIES}, QUERIES)])
+    [failure] = check_segments([Threshold.parse(f"[body-only]:{measure}>=0.5", source="ini")], run)
+    assert failure == (f"a[body-only]: {measure} has no value, so the rule [body-only]:{measure}>=0.5 checked nothing "
+                       f"(from ini; segment body-only, n=20 of 60; {why})")
+
+
+def test_a_failed_rule_on_a_segment_of_one_question_says_it_has_no_detectable_drop_not_nan():
+    queries = [LabeledQuery("q0", "x", {"g": 1}, tags=("lonely",)), LabeledQuery("q1", "y", {"g": 1})]
+    run = RunResults([_result("a", {"q0": False, "q1": True}, queries)])
+    [failure] = check_segments([Threshold.parse("[lonely]:hit@5>=0.5", source="ini")], run)
+    assert failure == ("a[lonely]: hit@5 = 0.0000, required >= 0.5 (from ini; segment lonely, n=1 of 2, no detectable "
+                       "drop with one question); lowest: q0")
+
+
 def test_a_family_name_stands_for_its_values_and_an_unknown_tag_is_said():
     from pytest_retrieval_eval.evaluation.segments import unknown_tags
 

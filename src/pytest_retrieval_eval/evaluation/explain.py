@@ -25,17 +25,20 @@ def explain(r: "EvaluationResult", measure: str, value: float, op: str, other: o
     if op in _HOLDS and isinstance(other, (int, float)) and not isinstance(other, bool) \
             and _HOLDS[op](float(value), float(other)):
         return [f"{r.engine}: {measure} = {value:.4f} {op} {other} holds"]
+    parsed = Measure.parse(measure)
+    valued = r.has_value(parsed)  # no value: said, with why; no question is "worst" on nothing
     lines = [
-        f"{r.engine}: {measure} = {value:.4f}, expected {op} {other} "
+        f"{r.engine}: {measure} {f'= {value:.4f}' if valued else 'has no value'}, expected {op} {other} "
         f"(n={r.n} queries, {r.n_errored} errored, labeled set {r.labeled.name})"
     ]
-    parsed = Measure.parse(measure)
     if parsed.freshness:
         lines.extend(freshness_lines(r, parsed, limit))
         return lines
     if parsed.evidence and not r.returns_passages:
-        lines.append(f"{r.engine} returns document ids, not passages: no evidence-level value")
-    elif parsed.evidence:  # the evidence level's misses: "right document, wrong passage" among them
+        return lines + [f"{r.engine} {r.evidence_unavailable()}: no evidence-level value"]
+    if not valued:
+        return lines + [f"{r.engine}: {why}" for why in [r.no_value_why(parsed)] if why]
+    if parsed.evidence:  # the evidence level's misses: "right document, wrong passage" among them
         lines.append(r.evidence_misses(parsed.k or r.depth).line())
     elif not parsed.judged and not parsed.count:  # the misses at the measure's cutoff, by cause
         lines.append(r.misses(parsed.k or r.depth).line())

@@ -59,6 +59,8 @@ class MeasureValue(float):
         return self
 
     def __repr__(self) -> str:
+        if math.isnan(self):  # no value (``EvaluationResult.mean`` is None): no number to show
+            return f"{self.result.engine} {self.measure} (no value)"
         return f"{self.result.engine} {self.measure}={float(self):.4f}"
 
     def explain(self, op: str, other: object, limit: int = 5) -> list[str]:
@@ -170,8 +172,51 @@ class EvaluationResult:
 
     @property
     def returns_passages(self) -> bool:
-        """The engine answered with passages (``types.Passage``), so the evidence level applies."""
-        return any(r.passages for r in self.results)
+        """The engine answered with passages (``types.Passage``) every question it answered, so the
+        evidence level applies. One that answered some questions with document ids alone
+        (``ids_answered``) has no evidence-level value at all: scoring those questions 0 would
+        count passages it never returned as misses, and a mean over the others would rest on the
+        questions the engine chose to answer with passages, neither comparable with its document
+        level (a twin is at most its document-level measure over the same questions) nor with
+        another engine's or a baseline's twin over the set. An errored or empty answer is no
+        answer with ids: it scores 0 at both levels, as on every measure."""
+        return any(r.passages for r in self.results) and not self.ids_answered
+
+    @property
+    def ids_answered(self) -> tuple[str, ...]:
+        """The questions answered with document ids and no passage, in result order (empty for
+        an engine answering with passages throughout, or one returning ids only)."""
+        if not any(r.passages for r in self.results):
+            return ()
+        return tuple(r.query_id for r in self.results if not r.errored and r.doc_ids and not r.passages)
+
+    def evidence_unavailable(self) -> str | None:
+        """Why the engine has no evidence-level value, its predicate (``returns document ids, not
+        passages``); None where it has one."""
+        if self.returns_passages:
+            return None
+        ids = self.ids_answered
+        if not ids:
+            return "returns document ids, not passages"
+        names = {q.query_id: q.name for q in self.labeled.queries}
+        shown = ", ".join(names.get(q, q) for q in ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+        return f"answered {len(ids)} of {self.n} questions with document ids, not passages ({shown})"
+
+    def no_value_why(self, measure: "str | Measure") -> str | None:
+        """Why ``measure`` has no value for this engine, in words (what a rule on it says it
+        checked nothing for); None where it has one, or for a ``~ppi`` estimate (the gate says
+        what that rests on)."""
+        m = Measure.parse(measure)
+        if m.ppi or self.has_value(m):
+            return None
+        if m.evidence and not self.returns_passages:
+            return (f"no evidence-level value: the engine {self.evidence_unavailable()} (return "
+                    "pytest_retrieval_eval.Passage(doc_id, text) to score passages)")
+        if m.judged and self.judge is None:
+            return "the run reads no judgments (--retrieval-judgments=FILE)"
+        if m.freshness and self.freshness is None:
+            return "the corpus has no versioned documents"
+        return "no question" if not self.n else None
 
     @property
     def passage_run(self) -> Run:
@@ -416,7 +461,8 @@ class EvaluationResult:
 
     def tokens_at(self, k: int) -> float:
         """What the engine hands a generator: the word tokens of its top ``k`` passages, the mean
-        over questions (an errored question hands nothing); NaN for an engine returning ids only."""
+        over questions (an errored question hands nothing); NaN for an engine without an
+        evidence level (``returns_passages``): ids alone hand no known number of tokens."""
         if not self.returns_passages:
             return math.nan
         return float(np.mean([sum(r.passage_tokens[:k]) for r in self.results])) if self.results else math.nan

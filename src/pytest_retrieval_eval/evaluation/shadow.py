@@ -73,7 +73,7 @@ class Shadow:
     cutoff: int
     newly_hit: tuple[tuple[str, int], ...]  # (doc id, queries), most first
     newly_missed: tuple[tuple[str, int], ...]
-    skipped: tuple[str, ...] = field(default=())  # weighted measures without a value (freshness, no versions)
+    skipped: tuple[str, ...] = field(default=())  # weighted measures either engine has no value of
     #: the mean novelty of the documents the change would add (``data/novelty.py``), and its weight
     novelty: float | None = None
     novelty_weight: float = 0.0
@@ -118,7 +118,8 @@ def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measure
     names = list(dict.fromkeys([*measures, *weights]))
     cand = {m: candidate.values(m) for m in names}  # per-query values, in labeled-set order
     base = {m: baseline.values(m) for m in names}
-    usable = {m: w for m, w in weights.items() if not np.isnan(cand[m]).any()}
+    # a weight either engine has no value of (an ids-only engine's +evidence) is no difference: left out, said
+    usable = {m: w for m, w in weights.items() if not (np.isnan(cand[m]).any() or np.isnan(base[m]).any())}
     skipped = tuple(m for m in weights if m not in usable)
     deltas = []
     for m in names:
@@ -153,8 +154,9 @@ def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measure
             part = paired(score_a[at], score_b[at], [ids[i] for i in at],
                           clusters=candidate.clusters([ids[i] for i in at]))
             segments.append((tag, len(at), float(diff[at].mean()), part.p))
+    counts = (pair.wins, pair.losses, pair.ties) if usable and n else (0, 0, 0)  # nothing weighed: none compared
     return Shadow(candidate.engine, baseline.engine, candidate.labeled.name, n, dict(weights), gain, p, ci,
-                  tuple(deltas), pair.wins, pair.losses, pair.ties, tuple(movers),
+                  tuple(deltas), *counts, tuple(movers),
                   cutoff, hit, missed, skipped, *(novelty or (None, 0.0)), tuple(segments))
 
 

@@ -380,9 +380,8 @@ def _row(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequen
               **{f"run.{k}": float(len(e.run_lint.get(k, ()))) for k in RUN_LINT_KINDS}, "stale": float(len(stale))}
     details = {m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness}
     for m in measures_needed(thresholds):  # a ~ppi rule: the questions people judged, not all n
-        if Measure.parse(m).evidence and not e.returns_passages:
-            details[m] = ("no evidence-level value: the engine returns document ids, not passages (return "
-                          "pytest_retrieval_eval.Passage(doc_id, text) to score passages)")
+        if m not in details and (why := e.no_value_why(m)):  # no value: why, as a segment's rule says it
+            details[m] = why
         if not Measure.parse(m).ppi:
             continue
         found = e.ppi(m)

@@ -456,6 +456,12 @@ def check_segments(thresholds: Sequence[Threshold], run: Any, alpha: float = 0.0
                 failures.append(f"{t} ({t.source}): no question of {e.labeled.name} carries tag '{t.segment}' "
                                 f"(tags: {', '.join(known) or 'none'}), so the rule checked nothing")
                 continue
+            if not e.has_value(t.measure):  # no value: the rule checked nothing, as without a segment
+                why = e.no_value_why(t.measure)
+                failures.append(f"{e.engine}[{t.segment}]: {t.measure} has no value, so the rule {t} checked nothing "
+                                f"(from {t.source}; segment {t.segment}, n={len(ids)} of {e.n}"
+                                f"{f'; {why}' if why else ''})")
+                continue
             values = subset(e, t.measure, ids)
             value = float(values.mean())
             if t.holds(value):
@@ -463,9 +469,10 @@ def check_segments(thresholds: Sequence[Threshold], run: Any, alpha: float = 0.0
             names = {q.query_id: q.name for q in e.labeled.queries}
             low = [ids[i] for i in sorted(range(len(ids)), key=lambda i: (values[i], i)) if values[i] < 1][:5]
             more = int((values < 1).sum()) - len(low)
+            drop = detectable_drop(values, alpha=alpha)  # nan for one question: no spread to tell a drop by
+            can = "no detectable drop with one question" if math.isnan(drop) else f"smallest detectable drop {drop:.3f}"
             failures.append(f"{e.engine}[{t.segment}]: {t.measure} = {value:.4f}, required {t.op} {t.value:g} (from "
-                            f"{t.source}; segment {t.segment}, n={len(ids)} of {e.n}, smallest detectable drop "
-                            f"{detectable_drop(values, alpha=alpha):.3f}); lowest: "
+                            f"{t.source}; segment {t.segment}, n={len(ids)} of {e.n}, {can}); lowest: "
                             f"{', '.join(names[q] for q in low) or 'none'}{f' and {more} more' if more > 0 else ''}")
     return failures
 
@@ -516,10 +523,16 @@ def check_shadows(thresholds: Sequence[Threshold], shadows: Sequence) -> list[st
         if not judged:
             failures.append(f"{t} ({t.source}): no shadow comparison{f' with candidate {t.engine}' if t.engine else ''} "
                             "ran; name one with --retrieval-shadow CANDIDATE:BASELINE")
+        what = "knowledge gain" if gain else f"{t.quantity.measure.name} delta"
         for sh in judged:
             value = sh.gain if gain else sh.delta(t.quantity.measure.name)
+            if value is None or math.isnan(value):  # no value: nothing was compared with the rule's bound
+                why = (f"not weighted, no value in this run: {', '.join(sh.skipped)}" if gain
+                       else f"an engine has none of {t.quantity.measure.name}")
+                failures.append(f"shadow {sh.candidate}:{sh.baseline}: {what} has no value ({why}), so the rule "
+                                f"{t} (from {t.source}) checked nothing")
+                continue
             if not t.holds(value):
-                what = "knowledge gain" if gain else f"{t.quantity.measure.name} delta"
                 from ..types import query_name
 
                 worst = "; ".join(f"{query_name(m.query_id, m.question)} {m.contribution:+.4f}"

@@ -212,10 +212,11 @@ def table_measures(run: RunResults, configured: Sequence[Measure]) -> list[str]:
         names += [f"freshness.stale_free@{FRESHNESS_K}", f"freshness.conflict_free@{FRESHNESS_K}"]
     if evidence_twins(run) and not any(m.evidence for m in configured):
         # where the labels carry evidence and an engine returns passages, each measure beside its
-        # evidence-level twin (hit@5, hit@5+evidence); a table of ids-only engines keeps its columns
+        # evidence-level twin (hit@5, hit@5+evidence); a table of ids-only engines keeps its columns.
+        # What takes no +evidence (a count, judged@k, freshness, +judged, ~ppi) stands alone
         parsed = [Measure.parse(n) for n in names]
         names = [x for m in parsed for x in ([m.name] if m.freshness or m.count or m.family == "judged"
-                                             else [m.name, m.with_evidence().name])]
+                                             or m.judge_dependent else [m.name, m.with_evidence().name])]
     if any(e.judge is not None for e in run.evaluations) and not any(m.judge_dependent for m in configured):
         # with judgments, each measure on relevance labels beside its judged counterpart: the
         # prediction-powered one where people judged questions completely to its cutoff
@@ -229,8 +230,10 @@ def table_measures(run: RunResults, configured: Sequence[Measure]) -> list[str]:
 
 def evidence_twins(run: RunResults) -> bool:
     """Whether the table shows the evidence-level twins: some labeled question carries evidence
-    and some engine answered with passages."""
-    return any(e.labeled.has_evidence for e in run.evaluations) and any(e.returns_passages for e in run.evaluations)
+    and some engine answered with passages (for every question, or for some: its twins have no
+    value, said)."""
+    return any(e.labeled.has_evidence for e in run.evaluations) and any(
+        e.returns_passages or e.ids_answered for e in run.evaluations)
 
 
 def settings_problem(settings: Any) -> str | None:

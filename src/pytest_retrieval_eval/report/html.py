@@ -202,11 +202,13 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
         effects=[{"a": c.a, "b": c.b, "labeled": c.labeled, "measure": c.measure, "delta": table.signed(c.delta),
                   "ci": f"[{table.signed(c.ci[0])}, {table.signed(c.ci[1])}]", "p": f"{c.p:.3g}",
                   "p_adjusted": f"{table.shown_p(c):.3g}"} for c in verdict.comparisons],
-        shadows=[{"headline": shadow.headline(sh), "better": sh.better, "worse": sh.worse, "same": sh.same,
+        shadows=[{"headline": shadow.headline(sh), "queries": shadow.queries_text(sh),
                   "deltas": [{"measure": d.measure, "candidate": f"{d.candidate:.4f}", "baseline": f"{d.baseline:.4f}",
                               "delta": table.signed(d.delta), "ci": shadow.interval_text(d.ci), "p": f"{d.p:.3g}"}
                              for d in sh.deltas],
-                  "movers": shadow.movers(sh), "documents": shadow.documents(sh)} for sh in verdict.shadows],
+                  "movers": shadow.movers(sh),
+                  "documents": [*shadow.documents(sh), *filter(None, [shadow.skipped_text(sh)])]}
+                 for sh in verdict.shadows],
         detectable=[f"{d.engine} on {d.labeled}: {d.measure} {d.drop:.3f} at 80% power, alpha {verdict.alpha:g} "
                     f"({d.n} queries)" for d in verdict.detectable] + [f"warning: {w}" for w in verdict.warnings],
     )

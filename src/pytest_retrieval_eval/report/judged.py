@@ -60,7 +60,8 @@ def _rests_on(verdict: Verdict, e: Any, ks: list[int]) -> list[str]:
     parts, gated = [], _gated(verdict)
     for k in ks:
         unjudged = 1.0 - e.mean(f"judged@{k}")
-        names = [m for m in gated if (p := Measure.parse(m)).k == k and not p.judge_dependent and not p.freshness]
+        names = [m for m in gated if (p := Measure.parse(m)).k == k and not p.judge_dependent and not p.freshness
+                 and e.has_value(m)]  # one the engine has no value of (ids only: +evidence) rests on nothing
         if not names or not unjudged > 1.0 - LOW_JUDGED:
             continue
         after = f" ({1.0 - e.mean(f'judged@{k}+judged'):.0%}{' with the judgments' if not parts else ''})" \

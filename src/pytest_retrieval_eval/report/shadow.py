@@ -41,6 +41,18 @@ def movers(sh: Any) -> list[str]:
     return out
 
 
+def queries_text(sh: Any) -> str:
+    """``queries: 3 better, 1 worse, 5 same``; with no weight valued in both engines, none was compared."""
+    if sh.gain is None or math.isnan(sh.gain):
+        return "queries: not compared (no weight has a value in both engines)"
+    return f"queries: {sh.better} better, {sh.worse} worse, {sh.same} same"
+
+
+def skipped_text(sh: Any) -> str | None:
+    """The weights left out of the gain, for want of a value in one engine or both, said once."""
+    return f"not weighted (no value in this run): {', '.join(sh.skipped)}" if sh.skipped else None
+
+
 def documents(sh: Any) -> list[str]:
     def listed(items) -> str:
         return ", ".join(f"{d} ({n} {'query' if n == 1 else 'queries'})" for d, n in items) or "none"
@@ -61,12 +73,12 @@ def terminal_lines(verdict: Verdict, *, full: bool = True) -> list[str]:
                            for d in sh.deltas)
         lines += textwrap.wrap(f"deltas (* p < {verdict.alpha:g}, uncorrected): {deltas}", width=80,
                                initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
-        lines.append(f"  queries: {sh.better} better, {sh.worse} worse, {sh.same} same")
+        lines.append(f"  {queries_text(sh)}")
         lines += ["  top movers:"] + [f"    {m}" for m in movers(sh)] if sh.movers else []
         for text in documents(sh):
             lines += textwrap.wrap(text, width=80, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
         if sh.skipped:
-            lines.append(f"  not weighted (no value in this run): {', '.join(sh.skipped)}")
+            lines.append(f"  {skipped_text(sh)}")
         if sh.segments:
             lines += textwrap.wrap(f"gain by segment: {segment_text(sh)}", width=80, initial_indent="  ",
                                    subsequent_indent="    ", break_on_hyphens=False)
@@ -83,7 +95,7 @@ def markdown_lines(verdict: Verdict) -> list[str]:
         return []
     out = ["", "## Shadow comparisons", ""]
     for sh in verdict.shadows:
-        out += [f"**{headline(sh)}**", "", f"Queries: {sh.better} better, {sh.worse} worse, {sh.same} same.", "",
+        out += [f"**{headline(sh)}**", "", f"{queries_text(sh).capitalize()}.", "",
                 "| measure | candidate | baseline | delta | 95% CI | p |", "|---|---|---|---|---|---|"]
         out += [f"| {d.measure} | {d.candidate:.4f} | {d.baseline:.4f} | {signed(d.delta)} | {interval_text(d.ci)} | {d.p:.3g} |"
                 for d in sh.deltas]
@@ -91,7 +103,7 @@ def markdown_lines(verdict: Verdict) -> list[str]:
             out += ["", "Top movers (each query's share of the gain):", ""] + [f"- {m}" for m in movers(sh)]
         out += [""] + [f"- {t}" for t in documents(sh)]
         if sh.skipped:
-            out.append(f"- not weighted (no value in this run): {', '.join(sh.skipped)}")
+            out.append(f"- {skipped_text(sh)}")
         if sh.segments:
             out.append(f"- gain by segment: {segment_text(sh)}")
         out.append("")

@@ -38,7 +38,7 @@ NO_VALUE_WHY = {"evidence": "document ids returned, no passages", "ppi": "no que
 
 
 def fmt(value: float | None) -> str:
-    return NO_VALUE if value is None else "nan" if math.isnan(value) else f"{value:.3f}"
+    return NO_VALUE if value is None or math.isnan(value) else f"{value:.3f}"
 
 
 def with_value(verdict: Verdict, measures: Sequence[str]) -> list[str]:
@@ -220,6 +220,8 @@ def render(verdict: Verdict, *, ci: bool = True, detail: bool = True) -> list[st
     lines = _grid(verdict, relevance, "engine", ci=ci) + legend(verdict)
     if evidence:  # an engine without a value of any twin (ids only): no row, said by evidence_lines
         lines += _grid(verdict, evidence, EVIDENCE_HEADER, ci=ci, valued=True) + evidence_lines(verdict)
+    elif any(Measure.parse(m).evidence for m in verdict.measures):  # no twin has a value: which questions had ids
+        lines += evidence_lines(verdict, mixed_only=True)
     if judged:
         # ~ppi estimates beside +judged values: each column says which it is (they rest on other questions)
         lines += _grid(verdict, judged, JUDGED_HEADER, ci=ci, suffixes=any(Measure.parse(m).ppi for m in judged),
@@ -255,18 +257,26 @@ def handed_line(verdict: Verdict) -> list[str]:
             f"{each}"]
 
 
-def evidence_lines(verdict: Verdict) -> list[str]:
+def evidence_lines(verdict: Verdict, *, mixed_only: bool = False) -> list[str]:
     """Said once, under the evidence-level table: what each engine returning passages hands a
-    generator, and the engines that return ids only, for which that level is unavailable."""
-    handed = [w for line in handed_line(verdict)
-              for w in textwrap.wrap(line, width=80, subsequent_indent="  ", break_on_hyphens=False)]
-    ids_only = [e.engine for e in verdict.run.evaluations if not e.returns_passages]
-    if not ids_only:
+    generator, and the engines for which that level is unavailable: those that return ids only,
+    and those that answered some questions with ids (named). ``mixed_only``: the latter alone
+    (no twin has a value: ``no_value_line`` says the rest)."""
+    handed = [] if mixed_only else [w for line in handed_line(verdict)
+                                    for w in textwrap.wrap(line, width=80, subsequent_indent="  ",
+                                                           break_on_hyphens=False)]
+    ids_only = [e.engine for e in verdict.run.evaluations if not e.returns_passages and not e.ids_answered
+                and not mixed_only]
+    some = [e for e in verdict.run.evaluations if e.ids_answered]  # ids for some questions: why, per engine
+    if not ids_only and not some:
         return handed
-    said = (f"evidence level unavailable for {', '.join(dict.fromkeys(ids_only))}: "
-            f"{'it returns' if len(set(ids_only)) == 1 else 'they return'} document ids, not passages "
-            "(return pytest_retrieval_eval.Passage(doc_id, text) to score passages)")
-    return handed + textwrap.wrap(said, width=80, subsequent_indent="  ", break_on_hyphens=False)
+    said = [f"evidence level unavailable for {e.engine}: it {e.evidence_unavailable()}" for e in some]
+    if ids_only:
+        said.append(f"evidence level unavailable for {', '.join(dict.fromkeys(ids_only))}: "
+                    f"{'it returns' if len(set(ids_only)) == 1 else 'they return'} document ids, not passages")
+    said[-1] += " (return pytest_retrieval_eval.Passage(doc_id, text) to score passages)"
+    return handed + [w for line in said
+                     for w in textwrap.wrap(line, width=80, subsequent_indent="  ", break_on_hyphens=False)]
 
 
 def _grid(verdict: Verdict, measures: Sequence[str], first: str, *, ci: bool, suffixes: bool = False,
