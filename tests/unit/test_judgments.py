@@ -450,14 +450,16 @@ def test_labels_of_one_kind_give_kappa_0_said_as_such_and_no_warning():
 @pytest.mark.parametrize("content, grade", [("Grade: 2", 2), ("Relevance = 1", 1), ("**Final score:** 3", 3),
                                             ("score: 0", 0), ('{"grade": 2}', 2), ('```json\n{"score": 3}\n```', 3),
                                             ("The final score is 2.", 2), ("M: 2, T: 1, O: 1", 1), ("3.", 3),
-                                            ("Score: **2**/3", 2), ("Relevance: 1 / 3", 1)])
+                                            ("Score: **2**/3", 2), ("Relevance: 1 / 3", 1), ("score: 2 out of 3", 2)])
 def test_a_grade_is_read_where_the_answer_states_one(content, grade):
     assert grade_of(content) == grade
 
 
 @pytest.mark.parametrize("content", ["shares 3 words with the query but does not answer it",
                                      "The passage has 2 relevant facts", "M: 2, T: 1", "95%", "score: 2.5",
-                                     "score: 3/10", "-1", '{"answer": 2}', "grade: 2, grade: 3"])
+                                     "score: 3/10", "-1", '{"answer": 2}', "grade: 2, grade: 3",
+                                     "Relevance score: 3 out of 10", "Score: **3** out of 10", "Relevance: 3 of 10",
+                                     "Score: 3 (out of 10)"])
 def test_an_answer_that_states_no_grade_is_not_read_as_one(content):
     with pytest.raises(RetrievalEvalError, match="no grade 0-3"):
         grade_of(content)

@@ -57,9 +57,9 @@ MAX_PASSAGE_CHARS = 4000
 MAX_ANSWER_TOKENS = 32
 
 # A grade is read only where the answer states one: a digit not followed by another digit, a
-# decimal, a percent sign or a fraction other than of 3 ("2.5", "3/10", "95%" are no grades 0-3;
-# "2/3" is 2 on the 0-3 scale).
-_DIGIT = r"([0-3])(?![\d%]|[.,]\s*\d|\s*/\s*(?!3\b)\d)"
+# decimal, a percent sign or a fraction other than of 3, written or spelled ("2.5", "3/10",
+# "3 out of 10", "3 (of 10)", "95%" are no grades 0-3; "2/3" and "2 out of 3" are 2 on the 0-3 scale).
+_DIGIT = r"([0-3])(?![\d%]|[.,]\s*\d|[\s*_]*\(?\s*(?:/|out\s+of\b|of\b)\s*(?!3\b)\d)"
 _FINAL = re.compile(r"final[\s_]*score[\s*#_]*(?:[:=]|\bis\b)[\s*#_]*" + _DIGIT, re.I)
 _LABELED = re.compile(r"\b(?:score|grade|relevance|rating|category|O)[\s*#_]*(?:[:=]|\bis\b)[\s*#_]*" + _DIGIT, re.I)
 _WHOLE = re.compile(r"^[^\w+-]*([0-3])[\W_]*$")  # "-1" is no grade
