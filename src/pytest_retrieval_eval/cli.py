@@ -41,7 +41,12 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--regenerate", action="store_true",
                       help="a new question for every chunk (imported and hand-written questions are kept)")
     gen.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (default: RETRIEVAL_EVAL_BASE_URL or OpenRouter)")
-    gen.add_argument("--concurrency", type=int, default=4)
+    gen.add_argument("--concurrency", type=_whole, default=None, metavar="N",
+                     help="calls in flight at once (default: 1 at a local or private server, which answers one "
+                          "request at a time; 4 at a hosted endpoint)")
+    gen.add_argument("--max-tokens", type=_whole, default=None, metavar="N",
+                     help="the longest answer the model may give, in tokens (default 128; twice that for a "
+                          "conversation): an answer the cap cuts is counted")
     gen.add_argument("--follow-ups", type=int, default=0, metavar="N",
                      help="also write a two-turn conversation (a question, then a follow-up that needs it) for up "
                           "to N chunks (docs/conversations.md)")
@@ -212,7 +217,8 @@ def _generate(args) -> int:
     split = Chunking(split_length=args.split_length, split_overlap=args.split_overlap)
     corpus = open_corpus(args.corpus).load()
     chunks = chunk_corpus(corpus, split)
-    config = GeneratorConfig(model=args.generator_model, url=args.base_url, concurrency=args.concurrency)
+    config = GeneratorConfig(model=args.generator_model, url=args.base_url, concurrency=args.concurrency,
+                             **({"max_tokens": args.max_tokens} if args.max_tokens else {}))
     report = generate_questions(corpus, chunks, Path(args.questions), config=config, split=split,
                                 regenerate=args.regenerate, progress=lambda m: print(m, flush=True),
                                 follow_ups=args.follow_ups)
@@ -691,7 +697,8 @@ def _judge(args) -> int:
         return _write_worksheet(run, corpus, corpus_arg, args)
     model = args.judge_model or os.environ.get("RETRIEVAL_EVAL_JUDGE_MODEL") or None
     config = JudgeConfig(model=model, url=args.base_url, temperature=args.temperature,
-                         votes=args.judge_votes, concurrency=args.judge_concurrency, rate=args.judge_rate)
+                         votes=args.judge_votes, concurrency=args.judge_concurrency, rate=args.judge_rate,
+                         max_tokens=args.judge_max_tokens)
     path = Path(args.judgments)
     if args.recheck is not None:
         return _recheck(run, corpus, corpus_arg, args, config, path)

@@ -692,3 +692,131 @@ def test_a_run_says_the_judgments_files_last_line_is_cut_off(tmp_path):
     used = attach(run_of(one=[["c"], ["e"]]), Judgments.load(path), shown_path="j.jsonl")
     assert used.used == 1
     assert any("the last line of j.jsonl (line 2) is cut off" in w for w in used.warnings())
+
+
+# --- a local server: one request at a time, every failure counted by kind, a dead server --------------
+
+def chat(content: str, finish: str = "stop"):
+    return lambda request: {"model": request["model"], "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}]}
+
+
+def dead_url() -> str:
+    """The base URL of a server of the tests' own that was stopped: nothing listens on its port."""
+    from fake_api import FakeApi
+
+    with FakeApi() as api:
+        pass
+    return api.url
+
+
+def test_a_local_server_is_asked_one_pair_at_a_time_unless_told_and_the_run_says_why(fake_api, tmp_path):
+    fake_api.script("/chat/completions", Reply(200, judge_reply(), delay=0.05))
+    said = []
+    report = judge_pairs(bundled_pairs(6), tmp_path / "j.jsonl", JudgeConfig(model="m"), progress=said.append)
+    assert report.asked == 6 and fake_api.max_in_flight == 1  # a threading server: the client sent one at a time
+    assert said == ["judging 6 pair(s) with m, 1 at a time (127.0.0.1 is a local or private server, which answers one "
+                    "request at a time: more would wait in its queue past the timeout; --concurrency=N "
+                    "(--retrieval-judge-concurrency=N in a pytest run) to send more)"]
+    said.clear()
+    judge_pairs(bundled_pairs(12), tmp_path / "j.jsonl", JudgeConfig(model="m", concurrency=3), progress=said.append)
+    assert fake_api.max_in_flight == 3 and said[0].endswith(", 3 at a time (as asked with --concurrency=N "
+                                                            "(--retrieval-judge-concurrency=N in a pytest run))")
+    for url in ("http://localhost:8080/v1", "http://[::1]:8080/v1", "http://0.0.0.0:8080/v1", "http://10.0.0.7/v1",
+                "http://ollama:11434/v1"):
+        assert JudgeConfig(url=url).width()[0] == 1, url
+    hosted = JudgeConfig(url="https://openrouter.ai/api/v1").width()
+    assert hosted[0] == 8 and hosted[1].startswith("a hosted endpoint; --concurrency=N")
+
+
+def test_against_a_server_answering_one_at_a_time_the_default_times_nothing_out(tmp_path):
+    """llama.cpp's server with a small model: a request sent beside others waits in its queue, and
+    eight at once left the last ones past the limit (31 of 60 timed out on the bundled eval)."""
+    from fake_api import FakeApi
+
+    with FakeApi(serial=True) as api:
+        api.script("/chat/completions", Reply(200, judge_reply(), delay=0.3))
+        fitted = judge_pairs(bundled_pairs(8), tmp_path / "j.jsonl", JudgeConfig(model="m", url=api.url, timeout=1.0))
+        assert (fitted.asked, fitted.failed) == (8, {})
+        crowded = judge_pairs(bundled_pairs(8), tmp_path / "crowded.jsonl",
+                              JudgeConfig(model="m", url=api.url, timeout=1.0, concurrency=8))
+    assert crowded.counts().get("timeout", 0) >= 3  # eight at once: what the default no longer does
+
+
+def test_the_summary_counts_every_kind_of_failure_and_names_one_of_each_in_full(fake_api, tmp_path):
+    fake_api.script("/chat/completions",
+                    Reply(200, chat("##final score: 2")),
+                    Reply(400, {"error": "the context is too long"}),
+                    Reply(200, chat("The passage shares 3 words with the query")),
+                    Reply(200, chat("M: 2, T: 1, the passage is about", "length")),  # cut before its grade
+                    Reply(200, chat("##final score: 3\nM: 3, T:", "length")),  # cut after it: the grade is read
+                    Reply(200, chat("##final score: 1"), delay=0.8),  # past the client's limit
+                    Reply(200, chat("##final score: 1")))
+    path = tmp_path / "j.jsonl"
+    report = judge_pairs(bundled_pairs(7), path, JudgeConfig(model="m", timeout=0.4))
+    assert report.counts() == {"timeout": 1, "status": 1, "no_grade": 1, "cut": 1}
+    assert (report.asked, report.cut, report.cut_graded) == (3, 2, 1)
+    first, *examples = report.summary().splitlines()
+    assert first.startswith("judged 3 pair(s) with m (")
+    assert ("4 failed (1 timed out (export RETRIEVAL_EVAL_TIMEOUT=120 to wait longer), 1 got an HTTP error, "
+            "1 answer(s) stated no grade, 1 cut by the answer cap before a grade); run it again to ask for them; 2 "
+            "answer(s) cut by the 32-token answer cap (finish_reason length), 1 of them graded before the cut: raise "
+            "the cap with --max-tokens=N (--retrieval-judge-max-tokens=N in a pytest run)") in first
+    assert [e.split(", e.g. ")[0] for e in examples] == ["  timed out", "  got an HTTP error", "  stated no grade",
+                                                         "  cut by the answer cap before a grade"]
+    timeout = examples[0]
+    assert timeout.endswith("(not sent again: a local server answers one request at a time and still works on this "
+                            "one; a copy would wait behind it)")  # whole, not cut mid-sentence
+    assert "HTTP 400" in examples[1] and "the context is too long" in examples[1]
+    assert "finish_reason length" in examples[3] and "M: 2, T: 1" in examples[3]
+    assert sorted(j.grade for j in Judgments.load(path)) == [1, 2, 3]
+
+
+def test_the_answer_cap_is_an_option_and_every_request_carries_it(fake_api, tmp_path, capsys):
+    fake_api.script("/chat/completions", Reply(200, chat("##final score: 2", "length")))
+    results = saved_results(tmp_path)
+    assert cli(["judge", str(results), "--corpus", str(CORPUS), "--judgments", str(tmp_path / "j.jsonl"),
+                "--model", "m", "--max-tokens", "200"]) == 0
+    out = capsys.readouterr().out
+    assert {h.body["max_tokens"] for h in fake_api.hits("/chat/completions")} == {200}
+    assert "answer(s) cut by the 200-token answer cap (finish_reason length)" in out and "--max-tokens=N" in out
+
+
+def test_a_server_that_is_not_there_stops_the_judging_in_one_line_naming_it(tmp_path):
+    import time
+
+    url = dead_url().replace("http://", f"http://user:{FAKE_KEY}@")
+    started = time.perf_counter()
+    with pytest.raises(RetrievalEvalError) as caught:
+        judge_pairs(bundled_pairs(20), tmp_path / "j.jsonl", JudgeConfig(model="m", url=url))
+    took = time.perf_counter() - started
+    message = str(caught.value)
+    assert took < 10 and "\n" not in message and FAKE_KEY not in message
+    assert message.startswith("the judge's server http://") and "@127.0.0.1:" in message
+    assert "is not answering: 3 calls in a row could not connect (ConnectError" in message
+    assert "Start the server" in message
+
+
+def test_the_judge_command_against_a_port_nothing_listens_on_stops_within_seconds(tmp_path, capsys):
+    import time
+
+    results = saved_results(tmp_path)
+    started = time.perf_counter()
+    code = cli(["judge", str(results), "--corpus", str(CORPUS), "--judgments", str(tmp_path / "j.jsonl"),
+                "--model", "m", "--base-url", dead_url()])
+    took = time.perf_counter() - started
+    err = capsys.readouterr().err
+    assert code == 2 and took < 30 and len(err.strip().splitlines()) == 1
+    assert "is not answering: 3 calls in a row could not connect" in err
+
+
+def test_a_call_that_could_not_connect_is_counted_and_named_in_the_summary(tmp_path):
+    from pytest_retrieval_eval.data.judge import JudgingReport
+
+    report = JudgingReport(JUDGE_A, failed={"q1/a": "POST http://127.0.0.1:9/v1/chat/completions failed after 3 "
+                                                     "attempts: ConnectError: [Errno 111] Connection refused"},
+                           kinds={"q1/a": "connect"})
+    assert "1 failed (1 could not connect)" in report.summary()
+    assert report.summary().splitlines()[1] == ("  could not connect, e.g. q1/a: POST http://127.0.0.1:9/v1/chat/"
+                                                "completions failed after 3 attempts: ConnectError: [Errno 111] "
+                                                "Connection refused")
