@@ -386,6 +386,11 @@ def request_json(client: Any, method: str, url: str, *, params: Mapping[str, Any
     raise _error(f"{shown} failed after {retries + 1} attempts: {problem}{more}", kind, problem, status)
 
 
+def timeout_hint(seconds: float | None) -> str:
+    """How to give calls longer than the ``seconds`` that ran out (``TIMEOUT_HINT``), as a summary says it."""
+    return _raise_timeout(TIMEOUT_HINT, seconds)
+
+
 def _raise_timeout(hint: str, seconds: float | None) -> str:
     """``hint`` with a longer limit to try: four times the one that ran out, two minutes at least."""
     return hint.format(seconds=max(120, int(4 * (seconds or 0)))) if "{seconds}" in hint else hint

@@ -945,13 +945,13 @@ def _keep_filled_sheet(path: Path, args, import_command: str) -> None:
     import shlex
 
     from .data.judgments import Judgments
-    from .data.worksheet import _grade, filled_in
+    from .data.worksheet import filled_in
 
     held = filled_in(path)
     if not held:
         return
     recorded = {(j.query_id, j.doc_id): j.grade for j in Judgments.load(args.judgments) if j.kind == "human"}
-    new = sum(recorded.get((q, d)) != _grade(g) for q, d, g in held)
+    new = sum(g is None or recorded.get((q, d)) != g for q, d, g in held)
     free = next(p for n in range(2, 10_000) if not (p := path.with_name(f"{path.stem}-{n}{path.suffix}")).exists())
     elsewhere = (f"python -m pytest_retrieval_eval judge {shlex.quote(str(args.results))} --worksheet={args.worksheet} "
                  f"--judge-depth={args.judge_depth} --worksheet-file={shlex.quote(str(free))} "

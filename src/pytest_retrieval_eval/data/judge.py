@@ -26,8 +26,8 @@ from typing import Any, Callable, Sequence
 
 from .._atomic import locked
 from .._defaults import JUDGE_MAX_TOKENS
-from .._http import (DEFAULT_BASE_URL, DEFAULT_CHAT_MODEL, FAILURE_KINDS, TIMEOUT_HINT, ChatEndpoint, DeadServer, Pace,
-                     _raise_timeout, api_key_for, failure_kind, new_client, post_json)
+from .._http import (DEFAULT_BASE_URL, DEFAULT_CHAT_MODEL, FAILURE_KINDS, ChatEndpoint, DeadServer, Pace, api_key_for,
+                     failure_kind, new_client, post_json, timeout_hint)
 from .._secrets import mask_and_cap, redact
 from .._usage import counting
 from ..errors import RetrievalEvalError
@@ -261,7 +261,7 @@ class JudgingReport:
             for kind, n in counts.items():
                 said.append(f"{n} answer(s) stated no grade" if kind == "no_grade" else f"{n} {KINDS[kind]}")
                 if kind == "timeout":
-                    said[-1] += f" ({_raise_timeout(TIMEOUT_HINT, self.timeout)})"
+                    said[-1] += f" ({timeout_hint(self.timeout)})"
             text += f" ({', '.join(said)}); run it again to ask for them"
         if self.cut:
             text += (f"; {self.cut} answer(s) cut by the {self.cap}-token answer cap (finish_reason length), "

@@ -195,10 +195,11 @@ def read_worksheet(path: str | Path) -> Sheet:
     return Sheet(str(path), depths.pop()[0], tuple(rows))
 
 
-def filled_in(path: str | Path) -> list[tuple[str, str, str]]:
-    """(question id, doc id, grade as written) of every row of the sheet at ``path`` whose grade
-    cell is not empty, read leniently (a half-filled sheet too): what writing a new sheet over it
-    would lose. Nothing when there is no such file, or it is no sheet (no grade column)."""
+def filled_in(path: str | Path) -> list[tuple[str, str, int | None]]:
+    """(question id, doc id, grade; None where what is written is no grade 0-3) of every row of
+    the sheet at ``path`` whose grade cell is not empty, read leniently (a half-filled sheet too):
+    what writing a new sheet over it would lose. Nothing when there is no such file, or it is no
+    sheet (no grade column)."""
     path = Path(path)
     try:
         text = path.read_bytes().decode("utf-8-sig", errors="replace")
@@ -216,7 +217,7 @@ def filled_in(path: str | Path) -> list[tuple[str, str, str]]:
         i = at.get(name, len(cells))
         return cells[i].strip() if i < len(cells) else ""
 
-    return [(cell(cells, "question_id"), cell(cells, "doc_id"), cells[grade_at].strip()) for cells in reader
+    return [(cell(cells, "question_id"), cell(cells, "doc_id"), _grade(cells[grade_at].strip())) for cells in reader
             if grade_at < len(cells) and cells[grade_at].strip()]
 
 
