@@ -554,6 +554,17 @@ def test_the_recorded_judge_names_the_model_the_server_says_answered(fake_api, t
     assert named_too.asked == 3 and named_too.judge.model == "SmolLM2-135M-Instruct"
 
 
+def test_a_judge_not_named_is_announced_as_the_model_its_server_runs_not_as_a_url(fake_api, tmp_path):
+    fake_api.script("/chat/completions", Reply(200, named("SmolLM2-135M-Instruct")))
+    said = []
+    judge_pairs(bundled_pairs(2), tmp_path / "j.jsonl", JudgeConfig(model=None), progress=said.append)
+    assert said[0].startswith(f"judging 2 pair(s) with the model the server at {fake_api.url} runs (named by its "
+                              "first answer), 1 at a time (")
+    said.clear()
+    judge_pairs(bundled_pairs(3), tmp_path / "j.jsonl", JudgeConfig(model=None), progress=said.append)
+    assert said[0].startswith("judging 1 pair(s) with SmolLM2-135M-Instruct, 1 at a time (")  # known: named
+
+
 def test_the_judge_command_at_a_local_server_without_a_model_says_to_name_it(fake_api, tmp_path, capsys):
     fake_api.script("/chat/completions", Reply(200, judge_reply()))
     results = saved_results(tmp_path)
