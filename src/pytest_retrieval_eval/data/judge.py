@@ -135,6 +135,7 @@ class CutAnswer(NoGrade):
 KINDS = {**FAILURE_KINDS, "no_grade": "stated no grade", "cut": "cut by the answer cap before a grade",
          "malformed": "malformed answer", "other": "failed otherwise"}
 
+
 @dataclass(frozen=True)
 class JudgeConfig(ChatEndpoint):
     #: the chat model; None (not named): the default hosted model at the default endpoint, and
@@ -275,6 +276,7 @@ class JudgingReport:
 
 
 def _malformed(message: str) -> RetrievalEvalError:
+    """An answer that came, in a shape no grade can be read from: counted as malformed."""
     error = RetrievalEvalError(message)
     error.kind = "malformed"  # type: ignore[attr-defined]
     return error
@@ -368,7 +370,7 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
                                      choice.get("finish_reason") == "length", config.cap, cuts, counted))
             if len(judges) > 1:
                 raise _malformed(f"the votes were answered by different models "
-                                         f"({', '.join(sorted(j.model for j in judges))})")
+                                 f"({', '.join(sorted(j.model for j in judges))})")
             return Judgment(p.query_id, p.doc_id, majority(votes), tuple(votes), p.doc_sha256, judges.pop(), p.kind,
                             p.human, p.question_sha256)
 
@@ -417,7 +419,7 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
                 elif not isinstance(exc, _Stopped):  # counted and named; asked again on the next run
                     report.unparsable += isinstance(exc, NoGrade)
                     key = f"{p.query_id}/{p.doc_id}"
-                    report.kinds[key] = failure_kind(exc) or getattr(exc, "kind", None) or "other"
+                    report.kinds[key] = failure_kind(exc) or "other"
                     # our own messages whole (a timeout's says how to wait longer); anything else capped
                     report.failed[key] = mask_and_cap(exc, 2000) if isinstance(exc, RetrievalEvalError) else \
                         mask_and_cap(f"{type(exc).__name__}: {exc}", 200)
