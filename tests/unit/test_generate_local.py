@@ -208,6 +208,8 @@ def test_a_cut_json_answer_gives_its_question_when_the_question_arrived_whole():
     assert question_text('{"question": "How do I reset \\"it\\"?", "evidence": "Hold the but') == 'How do I reset "it"?'
     with pytest.raises(UnparsableAnswer, match="cut before its question was whole"):
         question_text('{"question": "How do I res')
+    with pytest.raises(UnparsableAnswer, match="JSON cut short, without a 'question' text before the cut"):
+        question_text('{ "id": 1032, "title": "Passage: Delivery slots Choosing when')  # SmolLM2-135M's, cut
     answer = {"choices": [{"message": {"content": '{"question": "What does the lamp cost?", "follow_up": "And does '
                                                   'it fold?", "evidence": "The la'}, "finish_reason": "length"}]}
     assert parse_follow_up(answer) == ("What does the lamp cost?", "And does it fold?")

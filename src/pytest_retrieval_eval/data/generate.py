@@ -173,7 +173,9 @@ def question_text(content: str) -> str:
     if text.lstrip().startswith("{"):  # JSON cut short (by the length cap): its question, when whole
         found = whole_fields(text).get("question")
         if found is None:
-            raise UnparsableAnswer(f"JSON cut before its question was whole: {_shown(content)}")
+            why = ("JSON cut before its question was whole" if '"question"' in text else
+                   "JSON cut short, without a 'question' text before the cut")
+            raise UnparsableAnswer(f"{why}: {_shown(content)}")
         return _tidy(found, content)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     kept = []
