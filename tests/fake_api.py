@@ -10,7 +10,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 from typing import Any, Callable
 from urllib.parse import parse_qs
 
@@ -33,9 +33,12 @@ class Seen:
 
 
 class FakeApi:
-    def __init__(self, *, keep_alive: bool = False) -> None:
+    def __init__(self, *, keep_alive: bool = False, serial: bool = False) -> None:
         """``keep_alive``: HTTP/1.1 connections kept open between requests, as a production
-        embedding server keeps them (the default closes each, as http.server does)."""
+        embedding server keeps them (the default closes each, as http.server does). ``serial``:
+        one request answered at a time, as llama.cpp's and Ollama's servers do on a small machine:
+        a request that arrives while it works waits in the listen queue (its time counts against
+        the client's timeout), and one the client gave up on is still worked through."""
         self.scripts: dict[str, list[Reply]] = {}
         self.requests: list[Seen] = []
         self.in_flight = 0
@@ -93,7 +96,10 @@ class FakeApi:
             daemon_threads = True
             request_queue_size = 128  # the default 5 drops connections that arrive together: 1 s retries
 
-        self.server = Server(("127.0.0.1", 0), Handler)
+        class Serial(HTTPServer):
+            request_queue_size = 128
+
+        self.server = (Serial if serial else Server)(("127.0.0.1", 0), Handler)
         # polled every 20 ms, not the default 0.5 s: shutdown() waits for the next poll, half a second
         # per test otherwise
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)

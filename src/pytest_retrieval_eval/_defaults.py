@@ -10,6 +10,8 @@ importing those modules instead cost a plain run 25 to 40 ms of dataclasses and 
 DEPTH = 100
 #: the chat model of question generation and of the judge
 CHAT_MODEL = "openai/gpt-4o-mini"
+#: tokens a judge's answer may take (``--max-tokens``): ``##final score: N`` takes a handful
+JUDGE_MAX_TOKENS = 32
 #: batches an OpenAI-compatible embedder has in flight: a TEI or vLLM server takes several
 EMBED_CONCURRENCY = 4
 #: chunking: words per window and words shared by neighbouring windows

@@ -9,7 +9,9 @@ default), and the key that belongs to the URL called (``api_key_env``): the team
 
 Retries 429, 5xx and timeouts with exponential backoff, honouring a ``Retry-After`` it can read;
 fails at once on other 4xx, and on a read timeout from a local server (it is still working on
-the request: a second copy would only queue behind it). Error messages never contain the API key.
+the request: a second copy would only queue behind it). Error messages never contain the API key;
+each error says what kind of failure it is (``kind``: ``FAILURE_KINDS``), so a caller counts them
+by kind and stops on a server that is not there (``DeadServer``).
 """
 
 from __future__ import annotations
@@ -148,7 +150,8 @@ class ChatEndpoint:
     model: str = DEFAULT_CHAT_MODEL
     url: str | None = None  # default: RETRIEVAL_EVAL_BASE_URL, else OpenRouter
     temperature: float = 0.0
-    concurrency: int = 4
+    #: calls in flight at once; None: as the server fits (``in_flight``)
+    concurrency: int | None = None
     retries: int = 4
     timeout: float = field(default_factory=lambda: request_timeout(60.0, strict=False))  # RETRIEVAL_EVAL_TIMEOUT
     #: the answer's length cap, in tokens (None: the server's own); see ``GeneratorConfig``
@@ -158,8 +161,67 @@ class ChatEndpoint:
     def base(self) -> str:
         return base_url(self.url)
 
+    def in_flight(self, hosted: int, option: str) -> tuple[int, str]:
+        """(calls in flight at once, why, as a run says it): the ``concurrency`` asked for; else one
+        at a local or private server, which answers one request at a time (llama.cpp's, Ollama's
+        on a small machine: requests sent side by side wait in its queue past the timeout, and it
+        goes on computing each one abandoned); else ``hosted``. ``option``: how to change it."""
+        if self.concurrency is not None:
+            return self.concurrency, f"as asked with {option}"
+        if is_private(self.base):
+            return 1, (f"{_host(self.base)} is a local or private server, which answers one request at a time: more "
+                       f"would wait in its queue past the timeout; {option} to send more")
+        return hosted, f"a hosted endpoint; {option} to change"
+
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+#: what a failed call's error says it was (``RetrievalEvalError.kind``), as a summary counts it
+FAILURE_KINDS = {"timeout": "timed out", "connect": "could not connect", "network": "lost the connection",
+                 "status": "got an HTTP error", "answer": "answer not JSON"}
+#: retries of a call a local or private server refused to connect: it is not running (or still
+#: loading its model), and waiting out the whole backoff for each call only delays saying so
+LOCAL_CONNECT_RETRIES = 2
+
+
+def _error(message: str, kind: str, problem: str, status: int | None = None) -> RetrievalEvalError:
+    """A failed call's error: ``kind`` (``FAILURE_KINDS``), ``problem`` (what went wrong, without
+    the URL: how a summary names a dead server's refusal) and the HTTP ``status`` if one came."""
+    error = RetrievalEvalError(message)
+    error.kind = kind  # type: ignore[attr-defined]
+    error.problem = problem  # type: ignore[attr-defined]
+    if status is not None:
+        error.status = status  # type: ignore[attr-defined]
+    return error
+
+
+def failure_kind(exc: BaseException) -> str | None:
+    """The ``FAILURE_KINDS`` key of a failed call's error (None: not a call's failure)."""
+    return getattr(exc, "kind", None)
+
+
+class DeadServer:
+    """Calls that could not connect, in a row: after ``limit`` of them the server is not there,
+    and the caller stops with one line naming it rather than trying each remaining item in turn
+    (178 pairs took 174 s to fail against a killed server). Any other outcome resets the count.
+    Called from one thread (where results are collected)."""
+
+    def __init__(self, url: str, who: str, limit: int = 3) -> None:
+        self.url, self.who, self.limit = url, who, limit
+        self.row = 0
+
+    def saw(self, exc: BaseException | None) -> None:
+        """Count one finished call (``exc``: its error, None when it succeeded); raise when the
+        server is taken for dead."""
+        if exc is None or failure_kind(exc) != "connect":
+            self.row = 0
+            return
+        self.row += 1
+        if self.row >= self.limit:
+            raise RetrievalEvalError(
+                f"{self.who}'s server {redact(self.url)} is not answering: {self.row} calls in a row could not connect "
+                f"({getattr(exc, 'problem', exc)}); stopped. Start the server (or point --base-url or "
+                "RETRIEVAL_EVAL_BASE_URL at one that runs) and run it again: what finished is kept")
 
 
 class Pace:
@@ -273,48 +335,60 @@ def request_json(client: Any, method: str, url: str, *, params: Mapping[str, Any
     secrets = [s for s in secrets if s]
     shown = f"{method} {redact(url, secrets)}"
     timed_out = None
+    status = None
     for attempt in range(retries + 1):
         wait = min(max_wait, backoff * (2 ** attempt))
-        timed_out = None
+        timed_out = status = None
         try:
             response = client.request(method, url, params=params, json=json, headers=dict(headers or {}))
         except httpx.TimeoutException as exc:
             reached = not isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout))
             if reached:
                 record_call(json)
+            kind = "timeout" if reached or isinstance(exc, httpx.PoolTimeout) else "connect"
             timed_out = _timeout_seconds(client, exc)
             problem = (f"timed out after {timed_out:g} s" if timed_out is not None else "timed out") + \
                 f" ({type(exc).__name__})"
             if reached and is_private(url):
-                raise RetrievalEvalError(
+                raise _error(
                     f"{shown} {problem}; {_raise_timeout(timeout_hint, timed_out)} (not sent again: a local server "
-                    "answers one request at a time and still works on this one; a copy would wait behind it)") from None
+                    "answers one request at a time and still works on this one; a copy would wait behind it)",
+                    kind, problem) from None
         except httpx.HTTPError as exc:
-            if not isinstance(exc, httpx.ConnectError):
+            refused = isinstance(exc, httpx.ConnectError)
+            if not refused:
                 record_call(json)  # the request may have reached the server
+            kind = "connect" if refused else "network"
             problem = f"{type(exc).__name__}: {mask_and_cap(exc, secrets=secrets)}"
+            if refused and is_private(url) and attempt >= min(retries, LOCAL_CONNECT_RETRIES):
+                raise _error(f"{shown} failed after {attempt + 1} attempts: {problem}", kind, problem) from None
         else:
             if response.status_code < 400:
                 try:
                     answer = response.json()
                 except ValueError:
                     record_call(json)
-                    raise RetrievalEvalError(f"{shown}: the answer is not JSON (HTTP {response.status_code})") from None
+                    raise _error(f"{shown}: the answer is not JSON (HTTP {response.status_code})", "answer",
+                                 f"not JSON (HTTP {response.status_code})") from None
                 record_call(json, answer)  # with the tokens its usage reports
                 return answer
             record_call(json)
+            kind, status = "status", response.status_code
             problem = f"HTTP {response.status_code}: {mask_and_cap(response.text, secrets=secrets)}"
             if response.status_code not in RETRY_STATUS:
                 hint = " (check the API key variable)" if key_hint and response.status_code in (401, 403) else ""
-                error = RetrievalEvalError(f"{shown} failed: {problem}{hint}")
-                error.status = response.status_code  # type: ignore[attr-defined]
-                raise error
+                raise _error(f"{shown} failed: {problem}{hint}", kind, problem, response.status_code)
             asked = _retry_after(response.headers.get("retry-after"))
             wait = min(max_wait, asked) if asked is not None else wait
         if attempt < retries:
             sleep(wait)
     more = f"; {_raise_timeout(timeout_hint, timed_out)}" if timed_out is not None or "timed out" in problem else ""
-    raise RetrievalEvalError(f"{shown} failed after {retries + 1} attempts: {problem}{more}")
+    raise _error(f"{shown} failed after {retries + 1} attempts: {problem}{more}", kind, problem, status)
+
+
+def timeout_hint(seconds: float | None) -> str:
+    """How to give calls longer than the ``seconds`` that ran out (``TIMEOUT_HINT``), as a summary says it."""
+    return _raise_timeout(TIMEOUT_HINT, seconds)
 
 
 def _raise_timeout(hint: str, seconds: float | None) -> str:

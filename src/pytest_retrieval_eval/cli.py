@@ -42,7 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--regenerate", action="store_true",
                       help="a new question for every chunk (imported and hand-written questions are kept)")
     gen.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (default: RETRIEVAL_EVAL_BASE_URL or OpenRouter)")
-    gen.add_argument("--concurrency", type=int, default=4)
+    gen.add_argument("--concurrency", type=_whole, default=None, metavar="N",
+                     help="calls in flight at once (default: 1 at a local or private server, which answers one "
+                          "request at a time; 4 at a hosted endpoint)")
+    gen.add_argument("--max-tokens", type=_whole, default=None, metavar="N",
+                     help="the longest answer the model may give, in tokens (default 128; twice that for a "
+                          "conversation): an answer the cap cuts is counted")
     gen.add_argument("--follow-ups", type=int, default=0, metavar="N",
                      help="also write a two-turn conversation (a question, then a follow-up that needs it) for up "
                           "to N chunks (docs/conversations.md)")
@@ -217,7 +222,8 @@ def _generate(args) -> int:
     split = Chunking(split_length=args.split_length, split_overlap=args.split_overlap)
     corpus = open_corpus(args.corpus).load()
     chunks = chunk_corpus(corpus, split)
-    config = GeneratorConfig(model=args.generator_model, url=args.base_url, concurrency=args.concurrency)
+    config = GeneratorConfig(model=args.generator_model, url=args.base_url, concurrency=args.concurrency,
+                             **({"max_tokens": args.max_tokens} if args.max_tokens else {}))
     report = generate_questions(corpus, chunks, Path(args.questions), config=config, split=split,
                                 regenerate=args.regenerate, progress=lambda m: print(m, flush=True),
                                 follow_ups=args.follow_ups)
@@ -732,7 +738,8 @@ def _judge(args) -> int:
         return _write_worksheet(run, corpus, corpus_arg, args)
     model = args.judge_model or os.environ.get("RETRIEVAL_EVAL_JUDGE_MODEL") or None
     config = JudgeConfig(model=model, url=args.base_url, temperature=args.temperature,
-                         votes=args.judge_votes, concurrency=args.judge_concurrency, rate=args.judge_rate)
+                         votes=args.judge_votes, concurrency=args.judge_concurrency, rate=args.judge_rate,
+                         max_tokens=args.judge_max_tokens)
     path = Path(args.judgments)
     if args.recheck is not None:
         return _recheck(run, corpus, corpus_arg, args, config, path)
@@ -944,6 +951,11 @@ def _write_worksheet(run, corpus, corpus_arg: str, args) -> int:
     if args.judge_engine:
         raise RetrievalEvalError("a worksheet pools every engine, so its questions are completely judged: leave out "
                                  "--engine")
+    path = Path(args.worksheet_file)
+    command = (f"python -m pytest_retrieval_eval judge {shlex.quote(str(args.results))} "
+               f"--import-worksheet={shlex.quote(str(path))} --judgments={shlex.quote(str(args.judgments))}"
+               + (f" --corpus={corpus_arg}" if args.corpus is not None else ""))
+    _keep_filled_sheet(path, args, command)
     done = Judgments.load(args.judgments).human_judged(question_hashes(run))
     rows, lacking = sheet_rows(run, corpus, args.judge_depth)
     eligible = [qid for qid in rows if qid not in done]
@@ -953,9 +965,6 @@ def _write_worksheet(run, corpus, corpus_arg: str, args) -> int:
                                  f"{args.judgments}, {len(lacking)} with a pooled document not in the corpus "
                                  f"{corpus_arg})", path=args.results)
     sheet = [r for qid in picked for r in rows[qid]]
-    path = Path(args.worksheet_file)
-    command = (f"python -m pytest_retrieval_eval judge {shlex.quote(str(args.results))} "
-               f"--import-worksheet={shlex.quote(str(path))} --judgments={shlex.quote(str(args.judgments))}")
     write_text_atomic(path, worksheet_csv(sheet, args.judge_depth))
     write_text_atomic(path.with_suffix(".README.md"), readme(path.name, len(picked), len(sheet), args.judge_depth,
                                                              command))
@@ -971,16 +980,44 @@ def _write_worksheet(run, corpus, corpus_arg: str, args) -> int:
     return 0
 
 
+def _keep_filled_sheet(path: Path, args, import_command: str) -> None:
+    """Refuse to write a new sheet over one that holds grades (a person's work): in one line, the
+    command that records them when some are not in the judgments file, else where to write."""
+    import shlex
+
+    from .data.judgments import Judgments
+    from .data.worksheet import filled_in
+
+    held = filled_in(path)
+    if not held:
+        return
+    recorded = {(j.query_id, j.doc_id): j.grade for j in Judgments.load(args.judgments) if j.kind == "human"}
+    new = sum(g is None or recorded.get((q, d)) != g for q, d, g in held)
+    free = next(p for n in range(2, 10_000) if not (p := path.with_name(f"{path.stem}-{n}{path.suffix}")).exists())
+    elsewhere = (f"python -m pytest_retrieval_eval judge {shlex.quote(str(args.results))} --worksheet={args.worksheet} "
+                 f"--judge-depth={args.judge_depth} --worksheet-file={shlex.quote(str(free))} "
+                 f"--judgments={shlex.quote(str(args.judgments))}"
+                 + (f" --corpus={shlex.quote(str(args.corpus))}" if args.corpus is not None else ""))
+    if new:
+        raise RetrievalEvalError(f"holds {len(held)} grade(s), {new} of them not recorded in {args.judgments}: a new "
+                                 f"sheet is not written over them; record them with `{import_command}`, or write the "
+                                 f"new sheet beside it with `{elsewhere}`", path=path)
+    raise RetrievalEvalError(f"holds {len(held)} grade(s), recorded in {args.judgments}: a new sheet is not written "
+                             f"over a filled one; write it beside it with `{elsewhere}`", path=path)
+
+
 def _import_worksheet(run, args) -> int:
     """``judge --import-worksheet=FILE``: the filled sheet's grades into the judgments file, in one
-    atomic write; any row refused, nothing written."""
+    atomic write; any row refused (a document changed since the sheet was written among them:
+    checked against the corpus, ``--corpus`` or the one the run searched), nothing written."""
     from ._atomic import locked
     from .data.judgments import Judgments, rewrite
     from .data.worksheet import read_worksheet
-    from .evaluation.worksheet import checked
+    from .evaluation.worksheet import checked, unchanged_documents
 
     sheet = read_worksheet(args.import_worksheet)
     judgments = checked(sheet, run)
+    unchanged_documents(sheet, _judge_corpus(run, args)[0])  # each grade of the text the person read
     path = Path(args.judgments)
     with locked(path):
         rewrite(path, Judgments([*Judgments.load(path), *judgments], path))

@@ -79,6 +79,17 @@ def test_a_run_judges_its_holes_shows_both_numbers_and_gates_either(judged_proje
     assert "hit@5+judged" in rebuilt and "the judgments moved keyword most" in rebuilt
 
 
+def test_a_run_judges_at_a_local_server_one_pair_at_a_time_with_the_cap_it_is_given(judged_project, fake_api):
+    result = judged_project.runpytest("-m", "retrieval", "--retrieval-judge", "--retrieval-judgments=j.jsonl",
+                                      "--retrieval-judge-model=m", "--retrieval-judge-depth=1",
+                                      "--retrieval-judge-max-tokens=48")
+    text = result.stdout.str()
+    hits = fake_api.hits("/chat/completions")
+    assert result.ret == 0 and hits and {h.body["max_tokens"] for h in hits} == {48}
+    assert fake_api.max_in_flight == 1  # the test's server answers side by side: the run sent one at a time
+    assert "1 at a time (127.0.0.1 is a local or private server, which answers one request at a time" in text
+
+
 def cli_output(argv: list[str]) -> str:
     done = subprocess.run([sys.executable, "-m", "pytest_retrieval_eval", *argv], capture_output=True, text=True,
                           timeout=60, env=os.environ.copy())

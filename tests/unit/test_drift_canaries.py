@@ -150,6 +150,26 @@ def test_a_model_that_cannot_embed_its_canaries_is_used_unchecked_and_said_so(tm
                                      "refused); its cached vectors were used unchecked")
 
 
+def test_a_server_answering_token_vectors_to_an_empty_cache_is_said_as_such_not_as_unreachable(tmp_path):
+    """llama.cpp's server with a chat model answers /embeddings with a vector per token: it is
+    there, and the cache held nothing of it, so no cached vector was "used unchecked"."""
+    def per_token(request):
+        return {"object": "list", "model": request["model"], "data": [
+            {"object": "embedding", "index": i, "embedding": [[0.1, 0.2, 0.3]] * 4} for i, _ in enumerate(request["input"])]}
+
+    with FakeApi() as api:
+        api.script("/embeddings", Reply(200, per_token))
+        fresh = session(tmp_path, OpenAIBackend("SmolLM2", url=api.url))
+        check = fresh.canary
+    warning = check.warning()
+    assert warning.startswith(f"embedder openai:{api.url}:SmolLM2: drift not checked, its server answered the canary "
+                              f"texts with no usable vector (embedding endpoint {api.url}/embeddings sent token "
+                              "vectors (one per token: 4 vectors of 3 numbers for text 1), not one pooled vector")
+    assert warning.endswith("; the cache holds no vector of it, so none was used unchecked")
+    assert "could not be embedded" not in warning and "cached vectors were used" not in warning
+    assert "--pooling mean" in warning  # the fix, whole
+
+
 def test_without_canaries_asked_an_embedder_is_keyed_by_its_backend_alone(tmp_path):
     model = Model()
     plain = Embedder(model, EmbeddingCache(tmp_path / "c.sqlite3"))

@@ -139,3 +139,77 @@ def test_unparsable_answers_are_dropped_counted_and_asked_again(fake_api, capsys
     fake_api.script("/chat/completions", Reply(200, chat(lambda p: f"Question: why {p.split()[5]} and {p.split()[3]}?")))
     assert cli(["generate", "--corpus", str(folder), "--questions", str(q)]) == 0
     assert "generated 3" in capsys.readouterr().out
+
+
+# --- a local server: one call at a time, a dead server, answers cut by the cap -----------------------
+
+def small_corpus(tmp_path, n: int = 6):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for i in range(n):
+        (folder / f"d{i}.json").write_text(json.dumps({"doc_id": f"d{i}", "content": f"Doc {i} says {WORDS[i]} " * 5}))
+    return folder
+
+
+def test_a_local_server_is_asked_one_chunk_at_a_time_unless_told_and_the_run_says_why(fake_api, capsys, tmp_path):
+    fake_api.script("/chat/completions", Reply(200, chat(lambda p: f"Question: why does {p.split()[3]} matter?"),
+                                               delay=0.05))
+    folder, q = small_corpus(tmp_path), tmp_path / "q.json"
+    assert cli(["generate", "--corpus", str(folder), "--questions", str(q)]) == 0
+    out = capsys.readouterr().out
+    assert fake_api.max_in_flight == 1  # a threading server: the client sent one at a time
+    assert ("1 at a time (127.0.0.1 is a local or private server, which answers one request at a time: more would "
+            "wait in its queue past the timeout; --concurrency=N to send more)") in out
+    assert cli(["generate", "--corpus", str(folder), "--questions", str(q), "--regenerate", "--concurrency", "3"]) == 0
+    assert fake_api.max_in_flight == 3 and "3 at a time (as asked with --concurrency=N)" in capsys.readouterr().out
+
+
+def test_a_server_that_is_not_there_stops_generation_in_one_line_naming_it(capsys, tmp_path):
+    import time
+
+    from fake_api import FakeApi
+
+    with FakeApi() as api:
+        pass  # stopped: nothing listens on its port
+    folder, q = small_corpus(tmp_path), tmp_path / "q.json"
+    started = time.perf_counter()
+    code = cli(["generate", "--corpus", str(folder), "--questions", str(q), "--base-url", api.url])
+    took = time.perf_counter() - started
+    err = capsys.readouterr().err
+    assert code == 2 and took < 30 and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"error: question generation's server {api.url} is not answering: 3 calls in a row could "
+                          "not connect (ConnectError")
+
+
+def test_an_answer_cut_by_the_cap_is_counted_and_its_whole_question_kept(fake_api, capsys, tmp_path):
+    def cut(request):
+        passage = request["messages"][-1]["content"]
+        word = passage.split()[5]
+        content = (f'{{"question": "Where can I buy new {word} for the bike?", "evidence": "Doc says'
+                   if "Doc 0" not in passage else '{"question": "Why does it')  # the first one cut inside its question
+        return {"model": request["model"], "choices": [{"index": 0, "finish_reason": "length",
+                                                        "message": {"role": "assistant", "content": content}}]}
+
+    fake_api.script("/chat/completions", Reply(200, cut))
+    folder, q = small_corpus(tmp_path, 3), tmp_path / "q.json"
+    assert cli(["generate", "--corpus", str(folder), "--questions", str(q), "--max-tokens", "40"]) == 0
+    out = capsys.readouterr().out
+    assert {h.body["max_tokens"] for h in fake_api.hits("/chat/completions")} == {40}
+    assert "generated 2," in out and "filtered 1 (unparsable 1)" in out
+    assert ("3 answer(s) cut by the answer cap of 40 tokens (twice that for a conversation; finish_reason length), 2 of "
+            "them with their question read whole before the cut: raise the cap with generate --max-tokens=N") in out
+    assert sorted(e["question"] for e in json.loads(q.read_text())["queries"]) == [
+        "Where can I buy new chargers for the bike?", "Where can I buy new saddles for the bike?"]
+
+
+def test_a_cut_json_answer_gives_its_question_when_the_question_arrived_whole():
+    from pytest_retrieval_eval.data.generate import parse_follow_up
+
+    assert question_text('{"question": "How do I reset \\"it\\"?", "evidence": "Hold the but') == 'How do I reset "it"?'
+    with pytest.raises(UnparsableAnswer, match="cut before its question was whole"):
+        question_text('{"question": "How do I res')
+    with pytest.raises(UnparsableAnswer, match="JSON cut short, without a 'question' text before the cut"):
+        question_text('{ "id": 1032, "title": "Passage: Delivery slots Choosing when')  # SmolLM2-135M's, cut
+    answer = {"choices": [{"message": {"content": '{"question": "What does the lamp cost?", "follow_up": "And does '
+                                                  'it fold?", "evidence": "The la'}, "finish_reason": "length"}]}
+    assert parse_follow_up(answer) == ("What does the lamp cost?", "And does it fold?")

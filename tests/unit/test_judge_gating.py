@@ -77,6 +77,28 @@ def test_a_max_drop_rule_on_the_judges_grades_is_held_with_the_thresholds():
     assert len(failure) == 1 and "not gated: one:ndcg@10+judged=0.02;" in failure[0]
 
 
+def shadowed_run(validations) -> RunResults:
+    """Two engines on the judged labels: ``two`` finds q1's judged-relevant c at rank 1, ``one`` does not."""
+    run = RunResults([EvaluationResult(engine, LABELED, (QueryResult("q1", first), QueryResult("q2", ("x", "e", "b"))))
+                      for engine, first in (("one", ("d", "a", "c")), ("two", ("c", "a", "d")))])
+    judgments = Judgments([Judgment("q1", "c", 3, (3,), "s" * 64, JUDGE), Judgment("q2", "e", 2, (2,), "s" * 64, JUDGE)])
+    attach(run, judgments, shown_path="j.jsonl", validations=validations, results="out/results.json")
+    return run
+
+
+def test_the_knowledge_gain_weighing_the_judges_grades_is_held_with_its_rules():
+    """``shadow.gain`` is the weighted mean of measure deltas: with a ``+judged`` weight it moves
+    with the judge's grades, so a failed judge holds it as it holds ``shadow.hit@1+judged``."""
+    s = settings("two:shadow.gain>=-0.5", shadows=(("two", "one"),), gain_weights={"hit@1+judged": 1.0})
+    failed = verdict_of(shadowed_run({JUDGE.fingerprint: FAILED}), s)
+    assert [f.kind for f in failed.failures] == ["judge"]
+    assert "not gated: two:shadow.gain>=-0.5 (its gain weights read the judge's grades: hit@1+judged);" in \
+        failed.failures[0]
+    assert not verdict_of(shadowed_run({JUDGE.fingerprint: PASSED}), s).failed  # a judge that passed: gated
+    human = settings("two:shadow.gain>=-0.5", shadows=(("two", "one"),), gain_weights={"hit@1": 1.0})
+    assert not verdict_of(shadowed_run({JUDGE.fingerprint: FAILED}), human).failed  # on the human labels alone
+
+
 def test_the_flag_lets_the_rules_gate_on_a_failed_judge_and_the_run_says_so():
     verdict = verdict_of(judged_run({JUDGE.fingerprint: FAILED}), settings(*RULES, allow_failed_judge=True))
     assert [f.kind for f in verdict.failures] == ["rule"]

@@ -449,14 +449,16 @@ def test_labels_of_one_kind_give_kappa_0_said_as_such_and_no_warning():
 @pytest.mark.parametrize("content, grade", [("Grade: 2", 2), ("Relevance = 1", 1), ("**Final score:** 3", 3),
                                             ("score: 0", 0), ('{"grade": 2}', 2), ('```json\n{"score": 3}\n```', 3),
                                             ("The final score is 2.", 2), ("M: 2, T: 1, O: 1", 1), ("3.", 3),
-                                            ("Score: **2**/3", 2), ("Relevance: 1 / 3", 1)])
+                                            ("Score: **2**/3", 2), ("Relevance: 1 / 3", 1), ("score: 2 out of 3", 2)])
 def test_a_grade_is_read_where_the_answer_states_one(content, grade):
     assert grade_of(content) == grade
 
 
 @pytest.mark.parametrize("content", ["shares 3 words with the query but does not answer it",
                                      "The passage has 2 relevant facts", "M: 2, T: 1", "95%", "score: 2.5",
-                                     "score: 3/10", "-1", '{"answer": 2}', "grade: 2, grade: 3"])
+                                     "score: 3/10", "-1", '{"answer": 2}', "grade: 2, grade: 3",
+                                     "Relevance score: 3 out of 10", "Score: **3** out of 10", "Relevance: 3 of 10",
+                                     "Score: 3 (out of 10)"])
 def test_an_answer_that_states_no_grade_is_not_read_as_one(content):
     with pytest.raises(RetrievalEvalError, match="no grade 0-3"):
         grade_of(content)
@@ -549,6 +551,17 @@ def test_the_recorded_judge_names_the_model_the_server_says_answered(fake_api, t
     assert (again.asked, again.reused) == (0, 3) and again.judge == report.judge
     named_too = judge_pairs(pairs, path, JudgeConfig(model="smol"))  # another name sent, the server's recorded
     assert named_too.asked == 3 and named_too.judge.model == "SmolLM2-135M-Instruct"
+
+
+def test_a_judge_not_named_is_announced_as_the_model_its_server_runs_not_as_a_url(fake_api, tmp_path):
+    fake_api.script("/chat/completions", Reply(200, named("SmolLM2-135M-Instruct")))
+    said = []
+    judge_pairs(bundled_pairs(2), tmp_path / "j.jsonl", JudgeConfig(model=None), progress=said.append)
+    assert said[0].startswith(f"judging 2 pair(s) with the model the server at {fake_api.url} runs (named by its "
+                              "first answer), 1 at a time (")
+    said.clear()
+    judge_pairs(bundled_pairs(3), tmp_path / "j.jsonl", JudgeConfig(model=None), progress=said.append)
+    assert said[0].startswith("judging 1 pair(s) with SmolLM2-135M-Instruct, 1 at a time (")  # known: named
 
 
 def test_the_judge_command_at_a_local_server_without_a_model_says_to_name_it(fake_api, tmp_path, capsys):
@@ -800,3 +813,131 @@ def test_the_judge_reads_a_title_once_where_the_text_begins_with_it():
     assert doc_text(other) == "Connecting to the VPN\nInstall the client."
     prefix = Doc("s", "Staff wifi and more\nText.", title="Staff")  # a title that only begins the first line
     assert doc_text(prefix).startswith("Staff\nStaff wifi")
+
+
+# --- a local server: one request at a time, every failure counted by kind, a dead server --------------
+
+def chat(content: str, finish: str = "stop"):
+    return lambda request: {"model": request["model"], "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}]}
+
+
+def dead_url() -> str:
+    """The base URL of a server of the tests' own that was stopped: nothing listens on its port."""
+    from fake_api import FakeApi
+
+    with FakeApi() as api:
+        pass
+    return api.url
+
+
+def test_a_local_server_is_asked_one_pair_at_a_time_unless_told_and_the_run_says_why(fake_api, tmp_path):
+    fake_api.script("/chat/completions", Reply(200, judge_reply(), delay=0.05))
+    said = []
+    report = judge_pairs(bundled_pairs(6), tmp_path / "j.jsonl", JudgeConfig(model="m"), progress=said.append)
+    assert report.asked == 6 and fake_api.max_in_flight == 1  # a threading server: the client sent one at a time
+    assert said == ["judging 6 pair(s) with m, 1 at a time (127.0.0.1 is a local or private server, which answers one "
+                    "request at a time: more would wait in its queue past the timeout; --concurrency=N "
+                    "(--retrieval-judge-concurrency=N in a pytest run) to send more)"]
+    said.clear()
+    judge_pairs(bundled_pairs(12), tmp_path / "j.jsonl", JudgeConfig(model="m", concurrency=3), progress=said.append)
+    assert fake_api.max_in_flight == 3 and said[0].endswith(", 3 at a time (as asked with --concurrency=N "
+                                                            "(--retrieval-judge-concurrency=N in a pytest run))")
+    for url in ("http://localhost:8080/v1", "http://[::1]:8080/v1", "http://0.0.0.0:8080/v1", "http://10.0.0.7/v1",
+                "http://ollama:11434/v1"):
+        assert JudgeConfig(url=url).width()[0] == 1, url
+    hosted = JudgeConfig(url="https://openrouter.ai/api/v1").width()
+    assert hosted[0] == 8 and hosted[1].startswith("a hosted endpoint; --concurrency=N")
+
+
+def test_against_a_server_answering_one_at_a_time_the_default_times_nothing_out(tmp_path):
+    """llama.cpp's server with a small model: a request sent beside others waits in its queue, and
+    eight at once left the last ones past the limit (31 of 60 timed out on the bundled eval)."""
+    from fake_api import FakeApi
+
+    with FakeApi(serial=True) as api:
+        api.script("/chat/completions", Reply(200, judge_reply(), delay=0.3))
+        fitted = judge_pairs(bundled_pairs(8), tmp_path / "j.jsonl", JudgeConfig(model="m", url=api.url, timeout=1.0))
+        assert (fitted.asked, fitted.failed) == (8, {})
+        crowded = judge_pairs(bundled_pairs(8), tmp_path / "crowded.jsonl",
+                              JudgeConfig(model="m", url=api.url, timeout=1.0, concurrency=8))
+    assert crowded.counts().get("timeout", 0) >= 3  # eight at once: what the default no longer does
+
+
+def test_the_summary_counts_every_kind_of_failure_and_names_one_of_each_in_full(fake_api, tmp_path):
+    fake_api.script("/chat/completions",
+                    Reply(200, chat("##final score: 2")),
+                    Reply(400, {"error": "the context is too long"}),
+                    Reply(200, chat("The passage shares 3 words with the query")),
+                    Reply(200, chat("M: 2, T: 1, the passage is about", "length")),  # cut before its grade
+                    Reply(200, chat("##final score: 3\nM: 3, T:", "length")),  # cut after it: the grade is read
+                    Reply(200, chat("##final score: 1"), delay=0.8),  # past the client's limit
+                    Reply(200, chat("##final score: 1")))
+    path = tmp_path / "j.jsonl"
+    report = judge_pairs(bundled_pairs(7), path, JudgeConfig(model="m", timeout=0.4))
+    assert report.counts() == {"timeout": 1, "status": 1, "no_grade": 1, "cut": 1}
+    assert (report.asked, report.cut, report.cut_graded) == (3, 2, 1)
+    first, *examples = report.summary().splitlines()
+    assert first.startswith("judged 3 pair(s) with m (")
+    assert ("4 failed (1 timed out (export RETRIEVAL_EVAL_TIMEOUT=120 to wait longer), 1 got an HTTP error, "
+            "1 answer(s) stated no grade, 1 cut by the answer cap before a grade); run it again to ask for them; 2 "
+            "answer(s) cut by the 32-token answer cap (finish_reason length), 1 of them graded before the cut: raise "
+            "the cap with --max-tokens=N (--retrieval-judge-max-tokens=N in a pytest run)") in first
+    assert [e.split(", e.g. ")[0] for e in examples] == ["  timed out", "  got an HTTP error", "  stated no grade",
+                                                         "  cut by the answer cap before a grade"]
+    timeout = examples[0]
+    assert timeout.endswith("(not sent again: a local server answers one request at a time and still works on this "
+                            "one; a copy would wait behind it)")  # whole, not cut mid-sentence
+    assert "HTTP 400" in examples[1] and "the context is too long" in examples[1]
+    assert "finish_reason length" in examples[3] and "M: 2, T: 1" in examples[3]
+    assert sorted(j.grade for j in Judgments.load(path)) == [1, 2, 3]
+
+
+def test_the_answer_cap_is_an_option_and_every_request_carries_it(fake_api, tmp_path, capsys):
+    fake_api.script("/chat/completions", Reply(200, chat("##final score: 2", "length")))
+    results = saved_results(tmp_path)
+    assert cli(["judge", str(results), "--corpus", str(CORPUS), "--judgments", str(tmp_path / "j.jsonl"),
+                "--model", "m", "--max-tokens", "200"]) == 0
+    out = capsys.readouterr().out
+    assert {h.body["max_tokens"] for h in fake_api.hits("/chat/completions")} == {200}
+    assert "answer(s) cut by the 200-token answer cap (finish_reason length)" in out and "--max-tokens=N" in out
+
+
+def test_a_server_that_is_not_there_stops_the_judging_in_one_line_naming_it(tmp_path):
+    import time
+
+    url = dead_url().replace("http://", f"http://user:{FAKE_KEY}@")
+    started = time.perf_counter()
+    with pytest.raises(RetrievalEvalError) as caught:
+        judge_pairs(bundled_pairs(20), tmp_path / "j.jsonl", JudgeConfig(model="m", url=url))
+    took = time.perf_counter() - started
+    message = str(caught.value)
+    assert took < 10 and "\n" not in message and FAKE_KEY not in message
+    assert message.startswith("the judge's server http://") and "@127.0.0.1:" in message
+    assert "is not answering: 3 calls in a row could not connect (ConnectError" in message
+    assert "Start the server" in message
+
+
+def test_the_judge_command_against_a_port_nothing_listens_on_stops_within_seconds(tmp_path, capsys):
+    import time
+
+    results = saved_results(tmp_path)
+    started = time.perf_counter()
+    code = cli(["judge", str(results), "--corpus", str(CORPUS), "--judgments", str(tmp_path / "j.jsonl"),
+                "--model", "m", "--base-url", dead_url()])
+    took = time.perf_counter() - started
+    err = capsys.readouterr().err
+    assert code == 2 and took < 30 and len(err.strip().splitlines()) == 1
+    assert "is not answering: 3 calls in a row could not connect" in err
+
+
+def test_a_call_that_could_not_connect_is_counted_and_named_in_the_summary(tmp_path):
+    from pytest_retrieval_eval.data.judge import JudgingReport
+
+    report = JudgingReport(JUDGE_A, failed={"q1/a": "POST http://127.0.0.1:9/v1/chat/completions failed after 3 "
+                                                     "attempts: ConnectError: [Errno 111] Connection refused"},
+                           kinds={"q1/a": "connect"})
+    assert "1 failed (1 could not connect)" in report.summary()
+    assert report.summary().splitlines()[1] == ("  could not connect, e.g. q1/a: POST http://127.0.0.1:9/v1/chat/"
+                                                "completions failed after 3 attempts: ConnectError: [Errno 111] "
+                                                "Connection refused")

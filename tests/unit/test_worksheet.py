@@ -187,6 +187,25 @@ def test_a_sheet_of_another_run_or_with_a_row_deleted_or_a_question_edited_is_re
         checked(read_worksheet(path), other)
 
 
+def test_a_row_whose_document_changed_since_the_sheet_was_written_is_refused_naming_file_line_and_field(tmp_path):
+    from pytest_retrieval_eval.evaluation.worksheet import unchanged_documents
+
+    run = run_of(one=[["c", "a"], ["x", "e"]])
+    sheet = read_worksheet(sheet_file(tmp_path, run))
+    unchanged_documents(sheet, CORPUS_ABC)  # as written: nothing to say
+    edited = Corpus(tuple(Doc(d.doc_id, d.content + (" edited" if d.doc_id == "c" else ""), title=d.title)
+                          for d in CORPUS_ABC.docs), "c")
+    line = next(r.line for r in sheet.rows if r.doc_id == "c")
+    with pytest.raises(RetrievalEvalError) as caught:
+        unchanged_documents(sheet, edited)
+    message = str(caught.value)
+    assert message.startswith(f"{sheet.path}:{line}: field 'doc_sha256': document c changed since the sheet was "
+                              "written") and "nothing recorded" in message and "\n" not in message
+    gone = Corpus(tuple(d for d in CORPUS_ABC.docs if d.doc_id != "e"), "c")
+    with pytest.raises(RetrievalEvalError, match=r"field 'doc_sha256': document e is not in the corpus"):
+        unchanged_documents(sheet, gone)
+
+
 def test_a_filled_sheet_round_trips_into_the_judgments_file_as_human_grades_keyed_by_what_was_read(tmp_path):
     run = run_of(one=[["c", "a", "d"], ["x", "e", "b"]], two=[["d", "f", "a"], ["e", "g"]])
     path = sheet_file(tmp_path, run, depth=3)
@@ -251,7 +270,8 @@ def test_judge_worksheet_writes_a_sheet_a_filled_copy_imports_and_an_empty_grade
     assert (tmp_path / "sheet.README.md").is_file() and SCALE[3] in (tmp_path / "sheet.README.md").read_text()
     command = next(line for line in out.splitlines() if line.startswith("when filled: "))
     argv = command.removeprefix("when filled: python -m pytest_retrieval_eval ").split()
-    assert argv == ["judge", str(results), f"--import-worksheet={sheet}", f"--judgments={judgments}"]
+    assert argv == ["judge", str(results), f"--import-worksheet={sheet}", f"--judgments={judgments}",
+                    f"--corpus={CORPUS}"]  # the corpus the grades' documents are checked against
 
     copy = tmp_path / "filled.csv"
     copy.write_text(filled(sheet.read_text(encoding="utf-8"), lambda i, row: "" if i == 4 else i % 4))
@@ -337,3 +357,65 @@ def test_a_turns_row_carries_the_conversation_so_far_and_a_sheet_for_another_his
     assert one.question_sha256 == run.evaluations[0].labeled.by_id()["c1#2"].asked_sha256
     with pytest.raises(RetrievalEvalError, match=r"sheet.csv:4: field 'question': the question reads otherwise"):
         checked(read_worksheet(path), turns("Use the wifi app."))  # "it" is something else now
+
+
+def test_a_sheet_that_holds_grades_is_never_written_over_and_the_refusal_says_what_to_run(tmp_path, capsys,
+                                                                                       monkeypatch):
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    results = saved_run(tmp_path)
+    sheet, judgments = tmp_path / "sheet.csv", tmp_path / "judgments.jsonl"
+    write = ["judge", str(results), "--worksheet=5", f"--corpus={CORPUS}", "--judge-depth=2",
+             f"--worksheet-file={sheet}", f"--judgments={judgments}"]
+    assert cli(write) == 0
+    assert cli(write) == 0  # a blank sheet: written over, nothing lost
+    capsys.readouterr()
+    sheet.write_text(filled(sheet.read_text(encoding="utf-8"), lambda i, row: "" if i else 2))  # one row graded
+    work = sheet.read_text()
+
+    def refused() -> str:
+        assert cli(write) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {sheet}: holds 1 grade(s)") and len(err.strip().splitlines()) == 1
+        assert sheet.read_text() == work and "1 of them not recorded in" in err  # the person's grades kept
+        return err.split("`")[1]
+
+    command = refused()
+    assert shlex.split(command)[:3] == ["python", "-m", "pytest_retrieval_eval"]
+    assert f"--import-worksheet={sheet}" in command
+    sheet.write_text(filled(work))  # filled whole, as the person would before importing
+    work = sheet.read_text()
+    assert cli(shlex.split(command)[3:]) == 0  # the command as printed records them
+    capsys.readouterr()
+    assert cli(write) == 2  # recorded, and still not written over
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {sheet}: holds ") and "recorded in" in err and sheet.read_text() == work
+    elsewhere = err.split("`")[1]
+    assert cli(shlex.split(elsewhere)[3:]) == 0  # the command as printed writes the next sheet beside it
+    assert (tmp_path / "sheet-2.csv").is_file() and sheet.read_text() == work
+
+
+def test_judge_import_worksheet_refuses_a_row_whose_document_changed_and_records_nothing(tmp_path, capsys,
+                                                                                       monkeypatch):
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    results = saved_run(tmp_path)
+    sheet, judgments = tmp_path / "sheet.csv", tmp_path / "judgments.jsonl"
+    assert cli(["judge", str(results), "--worksheet=5", f"--corpus={CORPUS}", "--judge-depth=2",
+                f"--worksheet-file={sheet}", f"--judgments={judgments}"]) == 0
+    sheet.write_text(filled(sheet.read_text(encoding="utf-8")))
+    rows = parsed(sheet.read_text())
+    corpus = tmp_path / "corpus"
+    shutil.copytree(CORPUS, corpus)
+    doc = rows[3]["doc_id"]
+    edited = next(p for p in corpus.rglob("*.json") if json.loads(p.read_text()).get("doc_id") == doc)
+    record = json.loads(edited.read_text())
+    edited.write_text(json.dumps({**record, "content": record["content"] + " Edited since."}))
+    capsys.readouterr()
+    assert cli(["judge", str(results), f"--import-worksheet={sheet}", f"--judgments={judgments}",
+                f"--corpus={corpus}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {sheet}:5: field 'doc_sha256': document {doc} changed since the sheet was written")
+    assert len(err.strip().splitlines()) == 1 and not judgments.exists()

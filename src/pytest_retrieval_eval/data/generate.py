@@ -1,9 +1,13 @@
 """Question generation: one paraphrased question per chunk from an OpenAI-compatible
 chat-completions endpoint, written into the questions cache as it goes.
 
-- bounded concurrency, retries with backoff on 429/5xx/timeouts honouring ``Retry-After``
-  (``_http.post_json``), temperature 0, every answer capped at ``max_tokens`` (a question
-  needs a few dozen; uncapped, a weak local model can talk to the end of its context);
+- bounded concurrency (one call at a time at a local server unless told, ``ChatEndpoint.in_flight``),
+  retries with backoff on 429/5xx/timeouts honouring ``Retry-After`` (``_http.post_json``),
+  temperature 0, every answer capped at ``max_tokens`` (a question needs a few dozen; uncapped, a
+  weak local model can talk to the end of its context); an answer the cap cut is counted, and its
+  question read when it arrived whole before the cut (``{"question": "...", "evidence": "...``);
+- a server that is not there stops the run after three calls in a row that could not connect
+  (``_http.DeadServer``), in one line naming it, instead of failing each chunk in turn;
 - fail loud: a chunk whose call or answer fails is logged, left out and counted, never dropped
   silently; the run says how many failed and which;
 - generate touches only its own questions (``labels.is_generated``): imported labels and
@@ -25,13 +29,15 @@ import dataclasses
 import json
 import logging
 import re
+import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from .._atomic import locked
-from .._http import DEFAULT_CHAT_MODEL, ChatEndpoint, api_key_for, base_url, new_client, post_json
+from .._http import (DEFAULT_CHAT_MODEL, FAILURE_KINDS, ChatEndpoint, DeadServer, api_key_for, base_url, failure_kind,
+                     new_client, post_json)
 from .._secrets import mask_and_cap, redact
 from .._usage import counting
 from .corpus import Corpus
@@ -75,6 +81,8 @@ DEFAULT_MODEL = DEFAULT_CHAT_MODEL
 
 #: tokens a question's answer may take: ``{"question": "...", "evidence": "..."}`` needs about a hundred
 MAX_TOKENS = 128
+#: calls in flight at a hosted endpoint unless told (a local server gets one: ``ChatEndpoint.in_flight``)
+HOSTED_CONCURRENCY = 4
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,13 @@ class GenerationReport:
     failed: dict[str, str] = field(default_factory=dict)  # chunk id -> reason
     filtered: dict[str, list[str]] = field(default_factory=dict)  # reason -> chunk ids whose answer was dropped
     calls: int = 0  # requests sent, every retry and failed one among them (``_usage.counting``)
+    #: answers the length cap cut (``finish_reason: length``), and of them those whose question was read
+    cut: int = 0
+    cut_read: int = 0
+    #: the cap the answers had, in tokens
+    cap: int | None = None
+    #: chunk id -> its failure's kind (``_http.FAILURE_KINDS``; ``other`` for the rest)
+    kinds: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> str:
         text = (f"generated {len(self.generated)}, kept {self.kept}, dropped {len(self.dropped)} stale, "
@@ -103,11 +118,19 @@ class GenerationReport:
         if self.filtered:
             text += (f", filtered {sum(map(len, self.filtered.values()))} ("
                      + ", ".join(f"{r} {len(c)}" for r, c in sorted(self.filtered.items())) + ")")
-        if self.failed:
-            text += " (" + "; ".join(f"{c}: {mask_and_cap(r, 160)}" for c, r in list(self.failed.items())[:5]) + (
-                "; ..." if len(self.failed) > 5 else "") + ")"
+        if self.failed:  # counted by kind, one of each named whole (a timeout's says how to wait longer)
+            found = [self.kinds.get(c, "other") for c in self.failed]
+            kinds = [k for k in (*FAILURE_KINDS, "other") if k in found]
+            said = ", ".join(f"{found.count(k)} {FAILURE_KINDS.get(k, 'failed otherwise')}" for k in kinds)
+            text += f" ({said}; " + "; ".join(
+                f"{FAILURE_KINDS.get(k, 'failed otherwise')}, e.g. {c}: {mask_and_cap(self.failed[c], 500)}"
+                for k in kinds for c in [next(c for c in self.failed if self.kinds.get(c, 'other') == k)]) + ")"
         if self.calls:
             text += f"; {self.calls} call(s)"
+        if self.cut:
+            text += (f"; {self.cut} answer(s) cut by the answer cap of {self.cap} tokens (twice that for a "
+                     f"conversation; finish_reason length), {self.cut_read} of them with their question read whole "
+                     "before the cut: raise the cap with generate --max-tokens=N")
         return text
 
 
@@ -147,6 +170,13 @@ def question_text(content: str) -> str:
             if not isinstance(question, str):
                 raise UnparsableAnswer(f"JSON without a 'question' text: {_shown(content)}")
             return _tidy(question, content)
+    if text.lstrip().startswith("{"):  # JSON cut short (by the length cap): its question, when whole
+        found = whole_fields(text).get("question")
+        if found is None:
+            why = ("JSON cut before its question was whole" if '"question"' in text else
+                   "JSON cut short, without a 'question' text before the cut")
+            raise UnparsableAnswer(f"{why}: {_shown(content)}")
+        return _tidy(found, content)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     kept = []
     for line in lines:
@@ -164,6 +194,22 @@ def question_text(content: str) -> str:
         return _tidy(kept[0], content)
     raise UnparsableAnswer(f"no question in the answer: {_shown(content)}" if kept or not lines
                            else f"only a preamble in the answer: {_shown(content)}")
+
+
+_FIELD = re.compile(r'"(\w+)"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def whole_fields(text: str) -> dict[str, str]:
+    """The text fields of a JSON object that arrived whole, read from its start even when the
+    rest was cut (``{"question": "Why?", "evidence": "The bat`` -> ``{"question": "Why?"}``)."""
+    out: dict[str, str] = {}
+    for name, raw in _FIELD.findall(text):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            continue
+        out.setdefault(name, value)
+    return out
 
 
 def _shown(text: str, limit: int = SHOWN) -> str:
@@ -223,7 +269,7 @@ def parse_follow_up(answer: object) -> tuple[str, str]:
     try:
         data = json.loads(text[text.index("{"): text.rindex("}") + 1])
     except ValueError:
-        data = None
+        data = whole_fields(text) if text.lstrip().startswith("{") else None  # cut short: what is whole
     if not isinstance(data, dict) or not isinstance(data.get("question"), str) or not isinstance(
             data.get("follow_up"), str):
         raise UnparsableAnswer(f"no JSON with 'question' and 'follow_up' texts: {_shown(content)}")
@@ -372,10 +418,14 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
             save()
         if not jobs:
             return report
+        width, why = config.in_flight(HOSTED_CONCURRENCY, "--concurrency=N")
+        report.cap = config.max_tokens
         if progress:
             talks = sum(kind == "conversation" for kind, _ in jobs)
             progress(f"generating questions for {len(jobs) - talks} chunks"
-                     + (f" and conversations for {talks}" if talks else "") + f" with {config.model}")
+                     + (f" and conversations for {talks}" if talks else "") + f" with {config.model}, "
+                     f"{width} at a time ({why})")
+        cuts, counted = [0, 0], threading.Lock()  # answers the cap cut, and of them whose question was read
 
         def ask(job: tuple[str, Chunk]) -> list[LabeledQuery]:
             kind, chunk = job
@@ -399,6 +449,17 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
                         log.warning("%s refused response_format (%s); asking without it from now on", url, exc)
             else:
                 answer = post_json(client, url, payload, api_key=api_key, retries=config.retries)
+            cut = _finish(answer) == "length"
+            if cut:
+                with counted:
+                    cuts[0] += 1
+            made = _made(kind, chunk, answer)
+            if cut:
+                with counted:
+                    cuts[1] += 1
+            return made
+
+        def _made(kind: str, chunk: Chunk, answer: object) -> list[LabeledQuery]:
             doc = corpus.get(chunk.doc_id)
             quote = answer_evidence(answer, chunk.text)  # what it was made from: a label that outlives the chunk
             source = {"doc_id": chunk.doc_id, "doc_sha256": doc.fingerprint, "chunk_id": chunk.chunk_id,
@@ -413,8 +474,9 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
                 TurnLabel(first, None, {chunk.doc_id: 1}, source, False),
                 TurnLabel(follow_up, None, {chunk.doc_id: 1}, source, True)])
 
+        down = DeadServer(config.base, "question generation")
         with counting() as meter, new_client(timeout=config.timeout) as client, \
-                ThreadPoolExecutor(config.concurrency) as pool:  # every attempt sent is a call, failed ones too
+                ThreadPoolExecutor(width) as pool:  # every attempt sent is a call, failed ones too
             pending = {pool.submit(contextvars.copy_context().run, ask, job): job for job in jobs}
             try:
                 while pending:
@@ -423,6 +485,7 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
                         kind, chunk = pending.pop(future)
                         talk = kind == "conversation"
                         name = f"{chunk.chunk_id} (conversation)" if talk else chunk.chunk_id
+                        down.saw(future.exception())  # three calls in a row that could not connect: stop
                         try:
                             made = future.result()
                         except UnparsableAnswer as exc:  # the model answered: dropped, counted by reason
@@ -435,6 +498,7 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
                             reason = mask_and_cap(exc if isinstance(exc, RetrievalEvalError)
                                                   else f"{type(exc).__name__}: {exc}", 500)
                             report.failed[name] = reason
+                            report.kinds[name] = failure_kind(exc) or "other"
                             log.warning("question generation failed for %s: %s", chunk.chunk_id, reason)
                             continue
                         others = [e.asked for e in entries.values()  # a follow-up repeats nothing alone
@@ -461,4 +525,14 @@ def generate_questions(corpus: Corpus, chunks: Sequence[Chunk], path: str | Path
                 for future in pending:
                     future.cancel()
                 report.calls = meter.calls
+                report.cut, report.cut_read = cuts
     return report
+
+
+def _finish(answer: object) -> str | None:
+    """Why the model stopped (``choices[0].finish_reason``: ``length`` when the cap cut it)."""
+    try:
+        reason = answer["choices"][0].get("finish_reason")  # type: ignore[index]
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
+    return reason if isinstance(reason, str) else None

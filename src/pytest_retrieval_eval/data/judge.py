@@ -4,11 +4,13 @@ the TREC 2024 RAG Track), and writes each grade to the judgments file as it arri
 
 The endpoint is the one question generation uses (``RETRIEVAL_EVAL_BASE_URL``, a key from
 ``RETRIEVAL_EVAL_API_KEY``/``OPENROUTER_API_KEY``, none for a local server); calls run ``concurrency``
-at a time under an optional rate limit, with ``_http.post_json``'s retries (429, 5xx, timeouts,
-``Retry-After``), each answer capped at ``MAX_ANSWER_TOKENS``. A pair already judged by the same
-judge on the same question text and document text is never asked again; a failed call, or an
-answer that states no grade, is counted and named, never written. The recorded judge names the
-model the server says answered.
+at a time (one at a local server unless told, ``ChatEndpoint.in_flight``) under an optional rate
+limit, with ``_http.post_json``'s retries (429, 5xx, timeouts, ``Retry-After``), each answer capped
+at ``max_tokens`` (an answer the cap cut is read for a grade stated before the cut, and counted).
+A pair already judged by the same judge on the same question text and document text is never
+asked again; a failed call, or an answer that states no grade, is counted by kind and named,
+never written; calls that cannot connect, three in a row, stop the judging (``DeadServer``). The
+recorded judge names the model the server says answered.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .._atomic import locked
-from .._http import DEFAULT_BASE_URL, DEFAULT_CHAT_MODEL, ChatEndpoint, Pace, api_key_for, new_client, post_json
+from .._defaults import JUDGE_MAX_TOKENS
+from .._http import (DEFAULT_BASE_URL, DEFAULT_CHAT_MODEL, FAILURE_KINDS, ChatEndpoint, DeadServer, Pace, api_key_for,
+                     failure_kind, new_client, post_json, timeout_hint)
 from .._secrets import mask_and_cap, redact
 from .._usage import counting
 from ..errors import RetrievalEvalError
@@ -52,14 +56,20 @@ PROMPT_SHA256 = sha256_text(SYSTEM_PROMPT + "\n\n" + USER_PROMPT)
 #: characters of a document the judge reads (its title first): a page, not a book
 MAX_PASSAGE_CHARS = 4000
 
-#: the longest answer a judge may give, in tokens: ``##final score: N`` (or ``M: 2, T: 1, O: 2`` before
-#: it) takes about twenty; without a cap a small local model can talk to the end of its context
-MAX_ANSWER_TOKENS = 32
+#: the longest answer a judge may give, in tokens, unless ``--max-tokens`` says otherwise:
+#: ``##final score: N`` (or ``M: 2, T: 1, O: 2`` before it) takes about twenty; without a cap a
+#: small local model can talk to the end of its context
+MAX_ANSWER_TOKENS = JUDGE_MAX_TOKENS
+#: calls in flight at a hosted endpoint unless told (a local server gets one: ``ChatEndpoint.in_flight``)
+HOSTED_CONCURRENCY = 8
+#: how a message says to change the concurrency and the cap, on the command line and in a run
+CONCURRENCY_OPTION = "--concurrency=N (--retrieval-judge-concurrency=N in a pytest run)"
+MAX_TOKENS_OPTION = "--max-tokens=N (--retrieval-judge-max-tokens=N in a pytest run)"
 
 # A grade is read only where the answer states one: a digit not followed by another digit, a
-# decimal, a percent sign or a fraction other than of 3 ("2.5", "3/10", "95%" are no grades 0-3;
-# "2/3" is 2 on the 0-3 scale).
-_DIGIT = r"([0-3])(?![\d%]|[.,]\s*\d|\s*/\s*(?!3\b)\d)"
+# decimal, a percent sign or a fraction other than of 3, written or spelled ("2.5", "3/10",
+# "3 out of 10", "3 (of 10)", "95%" are no grades 0-3; "2/3" and "2 out of 3" are 2 on the 0-3 scale).
+_DIGIT = r"([0-3])(?![\d%]|[.,]\s*\d|[\s*_]*\(?\s*(?:/|out\s+of\b|of\b)\s*(?!3\b)\d)"
 _FINAL = re.compile(r"final[\s_]*score[\s*#_]*(?:[:=]|\bis\b)[\s*#_]*" + _DIGIT, re.I)
 _LABELED = re.compile(r"\b(?:score|grade|relevance|rating|category|O)[\s*#_]*(?:[:=]|\bis\b)[\s*#_]*" + _DIGIT, re.I)
 _WHOLE = re.compile(r"^[^\w+-]*([0-3])[\W_]*$")  # "-1" is no grade
@@ -112,6 +122,19 @@ def grade_of(content: str) -> int:
 class NoGrade(RetrievalEvalError):
     """An answer that states no grade: counted apart from calls that failed."""
 
+    kind = "no_grade"
+
+
+class CutAnswer(NoGrade):
+    """An answer the length cap cut (``finish_reason: length``) before it stated a grade."""
+
+    kind = "cut"
+
+
+#: how a summary counts each kind of failed pair (the calls' own kinds, ``_http.FAILURE_KINDS``, first)
+KINDS = {**FAILURE_KINDS, "no_grade": "stated no grade", "cut": "cut by the answer cap before a grade",
+         "malformed": "malformed answer", "other": "failed otherwise"}
+
 
 @dataclass(frozen=True)
 class JudgeConfig(ChatEndpoint):
@@ -119,10 +142,19 @@ class JudgeConfig(ChatEndpoint):
     #: at any other the model its server says answered (a server that only echoes the name sent
     #: is refused: the grades would be recorded as made by a model that never judged)
     model: str | None = None  # type: ignore[assignment]
-    concurrency: int = 8
     votes: int = 1
     #: requests per second at most (None: no limit beyond ``concurrency``)
     rate: float | None = None
+    #: the answer's cap, in tokens (``--max-tokens``)
+    max_tokens: int | None = MAX_ANSWER_TOKENS
+
+    @property
+    def cap(self) -> int:
+        return self.max_tokens or MAX_ANSWER_TOKENS
+
+    def width(self) -> tuple[int, str]:
+        """(calls in flight, why): ``ChatEndpoint.in_flight`` at the judge's hosted default."""
+        return self.in_flight(HOSTED_CONCURRENCY, CONCURRENCY_OPTION)
 
     @property
     def sent_model(self) -> str:
@@ -203,21 +235,72 @@ class JudgingReport:
     asked: int = 0  # pairs graded now
     calls: int = 0
     failed: dict[str, str] = field(default_factory=dict)  # "query/doc" -> why
-    unparsable: int = 0  # of the failed: answers that stated no grade
+    unparsable: int = 0  # of the failed: answers that stated no grade (cut by the cap or not)
     seconds: float = 0.0
     #: "file:line" of a last line cut off mid-write that was dropped (None: none)
     cut_off: str | None = None
+    #: "query/doc" -> its failure's kind (``KINDS``)
+    kinds: dict[str, str] = field(default_factory=dict)
+    #: answers the length cap cut (``finish_reason: length``), and of them those that stated a grade first
+    cut: int = 0
+    cut_graded: int = 0
+    #: the answers' cap, in tokens, and the calls' time limit, in seconds (what the hints raise)
+    cap: int = MAX_ANSWER_TOKENS
+    timeout: float | None = None
+
+    def counts(self) -> dict[str, int]:
+        """Failed pairs by kind (``KINDS`` order)."""
+        found = list(self.kinds.values())
+        return {k: found.count(k) for k in KINDS if k in found}
 
     def summary(self) -> str:
+        """A first line that counts (every failure by kind, the answers the cap cut), then for each
+        kind of failure one example named in full."""
         text = (f"judged {self.asked} pair(s) with {self.judge.model} ({self.calls} call(s), {self.seconds:.1f} s), "
                 f"{self.reused} already in the file, {len(self.failed)} failed")
+        counts = self.counts()
         if self.failed:
-            shown = "; ".join(f"{k}: {v}" for k, v in list(self.failed.items())[:3])
-            stated = f"{self.unparsable} answer(s) stated no grade; " if self.unparsable else ""
-            text += f" ({stated}{shown}{'; ...' if len(self.failed) > 3 else ''}); run it again to ask for them"
+            said = []
+            for kind, n in counts.items():
+                said.append(f"{n} answer(s) stated no grade" if kind == "no_grade" else f"{n} {KINDS[kind]}")
+                if kind == "timeout":
+                    said[-1] += f" ({timeout_hint(self.timeout)})"
+            text += f" ({', '.join(said)}); run it again to ask for them"
+        if self.cut:
+            text += (f"; {self.cut} answer(s) cut by the {self.cap}-token answer cap (finish_reason length), "
+                     f"{self.cut_graded} of them graded before the cut: raise the cap with {MAX_TOKENS_OPTION}")
         if self.cut_off:
             text += f"; a cut-off last line ({self.cut_off}, not a whole judgment) was dropped"
+        for kind in counts:
+            key = next(k for k, v in self.kinds.items() if v == kind)
+            text += f"\n  {KINDS[kind]}, e.g. {key}: {self.failed[key]}"
         return text
+
+
+def _malformed(message: str) -> RetrievalEvalError:
+    """An answer that came, in a shape no grade can be read from: counted as malformed."""
+    error = RetrievalEvalError(message)
+    error.kind = "malformed"  # type: ignore[attr-defined]
+    return error
+
+
+def _graded(content: str, cut: bool, cap: int, cuts: list[int], lock: Any) -> int:
+    """The grade of one answer; one the cap cut (``finish_reason: length``) is read for a grade
+    stated before the cut and counted (``cuts``: cut, of them graded), or refused as cut."""
+    try:
+        grade = grade_of(content)
+    except NoGrade as exc:
+        if not cut:
+            raise
+        with lock:
+            cuts[0] += 1
+        raise CutAnswer(f"the answer was cut by the {cap}-token cap (finish_reason length) before it stated a grade: "
+                        f"{mask_and_cap(content, 120)!r}") from exc
+    if cut:
+        with lock:
+            cuts[0] += 1
+            cuts[1] += 1
+    return grade
 
 
 def messages(question: str, text: str) -> list[dict[str, str]]:
@@ -259,11 +342,15 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
         if not todo:
             return report
         api_key = api_key_for(config.base, "judging")
+        width, why = config.width()
+        report.cap, report.timeout = config.cap, config.timeout
         if progress:
-            who = report.judge.model if lookup is not None else f"the model {redact(config.base)} runs"
-            progress(f"judging {len(todo)} pair(s) with {who} ({config.concurrency} at a time)")
+            who = (report.judge.model if lookup is not None else
+                   f"the model the server at {redact(config.base)} runs (named by its first answer)")
+            progress(f"judging {len(todo)} pair(s) with {who}, {width} at a time ({why})")
         pace, url = Pace(config.rate), f"{config.base}/chat/completions"
         stop = threading.Event()
+        cuts, counted = [0, 0], threading.Lock()  # answers the cap cut, and of them graded before the cut
 
         def ask(p: Pair) -> Judgment:
             votes, judges = [], set()
@@ -272,18 +359,20 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
                     raise _Stopped()
                 pace.wait()
                 answer = post_json(client, url, {"model": config.sent_model, "temperature": config.temperature,
-                                                 "max_tokens": MAX_ANSWER_TOKENS,
+                                                 "max_tokens": config.cap,
                                                  "messages": messages(p.question, p.text)},
                                    api_key=api_key, retries=config.retries)
                 judges.add(config.answered_by(answer))
                 try:
-                    content = answer["choices"][0]["message"]["content"]
+                    choice = answer["choices"][0]
+                    content = choice["message"]["content"]
                 except (KeyError, IndexError, TypeError):
-                    raise RetrievalEvalError("malformed answer: no choices[0].message.content") from None
-                votes.append(grade_of(content if isinstance(content, str) else ""))
+                    raise _malformed("malformed answer: no choices[0].message.content") from None
+                votes.append(_graded(content if isinstance(content, str) else "",
+                                     choice.get("finish_reason") == "length", config.cap, cuts, counted))
             if len(judges) > 1:
-                raise RetrievalEvalError(f"the votes were answered by different models "
-                                         f"({', '.join(sorted(j.model for j in judges))})")
+                raise _malformed(f"the votes were answered by different models "
+                                 f"({', '.join(sorted(j.model for j in judges))})")
             return Judgment(p.query_id, p.doc_id, majority(votes), tuple(votes), p.doc_sha256, judges.pop(), p.kind,
                             p.human, p.question_sha256)
 
@@ -303,7 +392,7 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
                 except BaseException as exc:  # noqa: BLE001 - handed to the main thread
                     results.put((p, None, exc))
 
-        limits = httpx.Limits(max_connections=config.concurrency, max_keepalive_connections=config.concurrency)
+        limits = httpx.Limits(max_connections=width, max_keepalive_connections=width)
         client = new_client(timeout=config.timeout, limits=limits)
         written: list[Judgment] = []
 
@@ -331,19 +420,29 @@ def judge_pairs(pairs: Sequence[Pair], path: str | Path, config: JudgeConfig = J
                     refused = refused or exc
                 elif not isinstance(exc, _Stopped):  # counted and named; asked again on the next run
                     report.unparsable += isinstance(exc, NoGrade)
-                    report.failed[f"{p.query_id}/{p.doc_id}"] = mask_and_cap(
-                        exc if isinstance(exc, RetrievalEvalError) else f"{type(exc).__name__}: {exc}", 200)
+                    key = f"{p.query_id}/{p.doc_id}"
+                    report.kinds[key] = failure_kind(exc) or "other"
+                    # our own messages whole (a timeout's says how to wait longer); anything else capped
+                    report.failed[key] = mask_and_cap(exc, 2000) if isinstance(exc, RetrievalEvalError) else \
+                        mask_and_cap(f"{type(exc).__name__}: {exc}", 200)
+                if not isinstance(exc, (_Stopped, JudgeRefused)):
+                    try:
+                        down.saw(exc)
+                    except RetrievalEvalError as dead:
+                        refused = refused or dead
             if finished:
                 append(path, finished)
                 written.extend(finished)
                 report.asked += len(finished)
                 report.judge = finished[-1].judge
+            report.cut, report.cut_graded = cuts
             if refused is not None:
                 raise refused
 
+        down = DeadServer(config.base, "the judge")
         with counting() as meter:  # every attempt sent is a call, failed ones too
             threads = [threading.Thread(target=contextvars.copy_context().run, args=(work,), name=f"judge-{i}",
-                                        daemon=True) for i in range(min(config.concurrency, len(todo)))]
+                                        daemon=True) for i in range(min(width, len(todo)))]
             for t in threads:
                 t.start()
             try:

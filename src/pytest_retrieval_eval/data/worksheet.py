@@ -197,6 +197,32 @@ def read_worksheet(path: str | Path) -> Sheet:
     return Sheet(str(path), depths.pop()[0], tuple(rows))
 
 
+def filled_in(path: str | Path) -> list[tuple[str, str, int | None]]:
+    """(question id, doc id, grade; None where what is written is no grade 0-3) of every row of
+    the sheet at ``path`` whose grade cell is not empty, read leniently (a half-filled sheet too):
+    what writing a new sheet over it would lose. Nothing when there is no such file, or it is no
+    sheet (no grade column)."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8-sig", errors="replace")
+    except OSError:
+        return []
+    first = text.split("\n", 1)[0]
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=max(",;\t", key=first.count))
+    header = [h.strip() for h in next(reader, [])]
+    grade_at = next((i for i, h in enumerate(header) if h.lower().startswith("grade")), None)
+    if grade_at is None:
+        return []
+    at = {h: i for i, h in enumerate(header)}
+
+    def cell(cells: list[str], name: str) -> str:
+        i = at.get(name, len(cells))
+        return cells[i].strip() if i < len(cells) else ""
+
+    return [(cell(cells, "question_id"), cell(cells, "doc_id"), _grade(cells[grade_at].strip())) for cells in reader
+            if grade_at < len(cells) and cells[grade_at].strip()]
+
+
 def _grade(raw: str) -> int | None:
     """A filled grade: a whole number 0-3 (``2.0``, as a spreadsheet may save it, is 2)."""
     try:

@@ -84,3 +84,16 @@ def checked(sheet: Sheet, run: RunResults) -> list[Judgment]:
                                      f"{' ...' if len(missing) > 3 else ''} of its top {sheet.depth}: a row was "
                                      "deleted, or the sheet is another run's; nothing recorded", path=sheet.path)
     return sheet.judgments()
+
+
+def unchanged_documents(sheet: Sheet, corpus: Any) -> None:
+    """Refuse, naming file, line and field, the first row whose document reads otherwise in the
+    corpus than the person read it (``doc_sha256``), or is gone from it: its grade is of another
+    text, and recorded it would silently take its question out of the human-judged ones."""
+    for r in sheet.rows:
+        doc = corpus.get(r.doc_id)
+        if doc is None or doc.fingerprint != r.doc_sha256:
+            now = "is not in the corpus" if doc is None else f"changed since the sheet was written ({doc.fingerprint[:12]})"
+            raise RetrievalEvalError(f"document {r.doc_id} {now}: the grade is of another text; nothing recorded "
+                                     f"(delete question {r.query_id}'s rows to record the others, and put it on a new "
+                                     "sheet with judge --worksheet=N)", path=sheet.path, line=r.line, field="doc_sha256")

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 from .analysis import Analysis, Detectable, analyse, detectable_drops, gated_measures, underpowered  # noqa: F401  (re-exported)
 from .rules import (Failure, MeasureQuantity, check, check_coverage, check_drops, check_lint, check_segments,
-                    check_shadows, check_turns)
+                    ShadowQuantity, check_shadows, check_turns)
 from .settings import FRESHNESS_K, GateSettings, table_measures  # noqa: F401  (FRESHNESS_K, table_measures: re-exported)
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure, judge_dependent
 from ..ir.stats import CORRECTION_NAMES
@@ -97,7 +97,7 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     held, noted = _failed_judge(run, s)
     if held is not None:
         out.append(held)  # the rules on the judge's grades are not gated on its numbers
-        s = replace(s, thresholds=tuple(t for t in s.thresholds if not judge_dependent(t.measure)),
+        s = replace(s, thresholds=tuple(t for t in s.thresholds if not _reads_grades(t, s)),
                     max_drops=tuple(d for d in s.max_drops if not judge_dependent(d.measure)))
     thresholds = s.thresholds
     for b in check(thresholds, a.rows, confidence=s.confidence):
@@ -151,7 +151,7 @@ def _failed_judge(run: RunResults, s: GateSettings) -> tuple[Failure | None, lis
     from ..evaluation.judging import used
 
     judge = used(run)
-    rules = [*(str(t) for t in s.thresholds if judge_dependent(t.measure)),
+    rules = [*(str(t) + _weighs_grades(t, s) for t in s.thresholds if _reads_grades(t, s)),
              *(str(d) for d in s.max_drops if judge_dependent(d.measure))]
     if judge is None or judge.validation_state != "failed" or not rules:
         return None, []
@@ -163,6 +163,25 @@ def _failed_judge(run: RunResults, s: GateSettings) -> tuple[Failure | None, lis
     return Failure("judge", f"{who} failed judge --validate ({judge.validation_text()}), so the rule(s) on its "
                             f"grades are not gated: {shown}; validate it again with {judge.validate_hint()}, "
                             "or gate on it anyway with --retrieval-allow-failed-judge"), []
+
+
+def _judged_weights(t: Any, s: GateSettings) -> list[str]:
+    """The gain weights on a judge's grades that a knowledge-gain rule (``shadow.gain``) reads."""
+    if not isinstance(t.quantity, ShadowQuantity) or t.quantity.measure is not None:
+        return []
+    return [m for m in s.weights if judge_dependent(m)]
+
+
+def _reads_grades(t: Any, s: GateSettings) -> bool:
+    """Does the rule ``t`` read an LLM judge's grades: on a ``+judged`` or ``~ppi`` quantity, or
+    on the knowledge gain when a gain weight is one (``--retrieval-gain-weights=ndcg@10+judged=1``)?"""
+    return judge_dependent(t.measure) or bool(_judged_weights(t, s))
+
+
+def _weighs_grades(t: Any, s: GateSettings) -> str:
+    """Why a rule on the gain reads the judge's grades, as its failure says it; else nothing."""
+    weights = _judged_weights(t, s)
+    return f" (its gain weights read the judge's grades: {', '.join(weights)})" if weights else ""
 
 
 def _causes(run: RunResults, a: Analysis, breach: Any) -> tuple[str, ...]:

@@ -97,6 +97,10 @@ class CanaryCheck:
     dropped: int = 0  # cached vectors of the drifted generation deleted
     #: why the canaries could not be embedded (the service down): the cache is used unchecked
     unchecked: str | None = None
+    #: the server answered, but with what is no vector per text (token vectors: no pooling)
+    answered: bool = False
+    #: vectors the cache held for it when it went unchecked (None: not counted)
+    cached: int | None = None
 
     @property
     def identity(self) -> str:
@@ -106,8 +110,12 @@ class CanaryCheck:
         """The run's warning (None: nothing to say); the identity is shown without credentials."""
         name = redact(self.model)
         if self.unchecked is not None:
-            return (f"embedder {name}: drift not checked, its canary texts could not be embedded ({self.unchecked}); "
-                    "its cached vectors were used unchecked")
+            head = (f"embedder {name}: drift not checked, its server answered the canary texts with no usable vector "
+                    f"({self.unchecked})" if self.answered else
+                    f"embedder {name}: drift not checked, its canary texts could not be embedded ({self.unchecked})")
+            if self.cached == 0:  # nothing was read from the cache: "used unchecked" would say otherwise
+                return f"{head}; the cache holds no vector of it, so none was used unchecked"
+            return f"{head}; its cached vectors were used unchecked"
         if not self.drifted:
             return None
         cosine = "another dimension" if self.cosine is not None and self.cosine < -0.5 else f"{self.cosine:.4f}"
@@ -138,6 +146,15 @@ def warnings_of(cache: Any) -> list[str]:
     return [w for w in (c.warning() for c in found) if w]
 
 
+def _count(cache: Any, identity: str) -> int | None:
+    """The vectors ``cache`` holds for ``identity`` (None when it cannot say)."""
+    count = getattr(cache, "count", None)
+    try:
+        return int(count(identity)) if callable(count) else None
+    except Exception:  # noqa: BLE001 - a count is for the wording only
+        return None
+
+
 def _check(backend: Any, cache: Any) -> CanaryCheck:
     model = backend.identity
     stamp = getattr(backend, "canary_stamp", None)
@@ -148,7 +165,8 @@ def _check(backend: Any, cache: Any) -> CanaryCheck:
         now = np.asarray(backend.embed(list(CANARY_TEXTS)), dtype=np.float32)
     except RetrievalEvalError as exc:
         generation = stored.generation if stored is not None else 0
-        return CanaryCheck(model, generation, None, unchecked=mask_and_cap(str(exc).splitlines()[0], 200))
+        return CanaryCheck(model, generation, None, unchecked=mask_and_cap(str(exc).splitlines()[0], 600),
+                           answered=bool(getattr(exc, "answered", False)), cached=_count(cache, keyed(model, generation)))
 
     def decide(stored: Stored | None) -> tuple[Stored | None, str | None, CanaryCheck]:
         """(the reference to write, the identity whose vectors to delete, the check)."""

@@ -231,7 +231,9 @@ class OpenAIBackend:
             raise RetrievalEvalError(mask_and_cap(f"the openai embedder: {exc}", 500)) from None
         vectors, problem = _vectors_of(answer, len(texts))
         if problem is not None:
-            raise RetrievalEvalError(f"embedding endpoint {redact(url)} {problem}")
+            error = RetrievalEvalError(f"embedding endpoint {redact(url)} {problem}")
+            error.answered = True  # type: ignore[attr-defined]  # the server is there: its answer is the fault
+            raise error
         return vectors
 
     def close(self) -> None:

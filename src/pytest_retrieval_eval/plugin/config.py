@@ -121,12 +121,14 @@ class JudgingConfig:
     depth: int = 10
     engines: tuple[str, ...] = ()
     votes: int = 1
-    concurrency: int = 8
+    concurrency: int | None = None  # None: as the server fits (``ChatEndpoint.in_flight``)
     rate: float | None = None
     candidates: Path | None = None
     novelty_weight: float = 0.1
     #: the judges read as one panel by majority (``--retrieval-judges``: fingerprints, or ``all``)
     panel: tuple[str, ...] = ()
+    #: the judge's answer cap, in tokens (``--retrieval-judge-max-tokens``)
+    max_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,7 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool,
     judging = JudgingConfig(get("judgments"), get("judge"), get("judge_model"), get("judge_depth"),
                             tuple(t for t, _ in get("judge_engine")), get("judge_votes"), get("judge_concurrency"),
                             get("judge_rate"), get("candidates"), get("novelty_weight"),
-                            panel_of(get("judges")))
+                            panel_of(get("judges")), get("judge_max_tokens"))
     if judging.judge and judging.judgments is None:
         raise RetrievalEvalError("--retrieval-judge writes its grades to a judgments file: give "
                                  "--retrieval-judgments=PATH (e.g. judgments.jsonl, committed beside the questions)")

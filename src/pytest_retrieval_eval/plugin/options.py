@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .._defaults import (BACKENDS, CHAT_MODEL, DEPTH, EMBED_CONCURRENCY, GAIN_WEIGHTS, KEYWORD_TOP_K, RERANK,
-                         SPLIT_LENGTH, SPLIT_OVERLAP, TABLE_MEASURES)
+from .._defaults import (BACKENDS, CHAT_MODEL, DEPTH, EMBED_CONCURRENCY, GAIN_WEIGHTS, JUDGE_MAX_TOKENS, KEYWORD_TOP_K,
+                         RERANK, SPLIT_LENGTH, SPLIT_OVERLAP, TABLE_MEASURES)
 
 PREFIX = "retrieval"
 ENV_PREFIX = "RETRIEVAL_EVAL_"
@@ -295,8 +295,12 @@ OPTIONS: tuple[Option, ...] = (
            cli_aliases=("--engine",)),
     Option("judge_votes", "votes per judgment (the majority is the grade; a tie goes to the lower one)", 1, whole(1),
            metavar="N", cli=("judge",), cli_aliases=("--votes",)),
-    Option("judge_concurrency", "judge calls in flight at once", 8, whole(1), metavar="N", cli=("judge",),
+    Option("judge_concurrency", "judge calls in flight at once (default: 1 at a local or private server, which "
+           "answers one request at a time; 8 at a hosted endpoint)", None, whole(1), metavar="N", cli=("judge",),
            cli_aliases=("--concurrency",)),
+    Option("judge_max_tokens", "the longest answer the judge may give, in tokens: a small model that reasons before "
+           "its grade needs more (an answer the cap cuts is counted, and read for a grade stated before the cut)",
+           JUDGE_MAX_TOKENS, whole(1), metavar="N", cli=("judge",), cli_aliases=("--max-tokens",)),
     Option("judge_rate", "judge calls per second at most (default: no limit)", None, positive, metavar="PER_SECOND",
            cli=("judge",), cli_aliases=("--rate",)),
     Option("candidates", "documents a change would add (a corpus folder or JSON file): their novelty against the "

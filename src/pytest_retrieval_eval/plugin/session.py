@@ -584,7 +584,7 @@ def _judge_holes(session: "RetrievalSession", run: Any) -> str | None:
     from .inputs import shown
 
     j = session.config.judging
-    config = JudgeConfig(model=j.model, votes=j.votes, concurrency=j.concurrency, rate=j.rate)
+    config = JudgeConfig(model=j.model, votes=j.votes, concurrency=j.concurrency, rate=j.rate, max_tokens=j.max_tokens)
     todo, missing = pairs(pool(run, j.depth, j.engines), session.corpus())
     if j.candidates is not None:  # and what each candidate document would answer
         from ..evaluation.judging import candidate_pairs
