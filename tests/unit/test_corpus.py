@@ -189,3 +189,14 @@ def test_an_empty_folder_names_every_kind_it_reads(tmp_path):
     with pytest.raises(RetrievalEvalError, match=r"no documents found \(expected \*.json or \*.jsonl files, or "
                                                  r"Markdown \(\*.md\), text \(\*.txt\) or HTML \(\*.html\) files\)"):
         open_corpus(tmp_path).load()
+
+
+def test_a_readme_or_licence_beside_json_documents_describes_the_folder_and_is_no_document(tmp_path):
+    folder = write_docs(tmp_path / "kb", [{"doc_id": "vpn", "content": "Install the client."}])
+    (folder / "README.md").write_text("# Our knowledge base\n\nExported nightly.\n")
+    (folder / "LICENSE.txt").write_text("CC-BY 4.0\n")
+    assert open_corpus(folder).load().doc_ids == ("vpn",)  # read as before the folder took text files
+    (folder / "howto.md").write_text("# How to\n\ntext\n")  # an article is still one kind too many
+    with pytest.raises(RetrievalEvalError, match=r"holds JSON documents \(vpn.json\) and Markdown, text or HTML "
+                                                  r"files \(howto.md\)"):
+        open_corpus(folder).load()

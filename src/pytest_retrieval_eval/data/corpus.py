@@ -19,7 +19,7 @@ from .labeled import LabeledSet, query_problem
 from ..ir.qrels import Qrels
 from ..types import Doc, LabeledQuery, canonical_json, id_problem, sha256_text, text_problem
 from .chunking import MAX_CHUNK_ID
-from .files import SHOWN_KINDS, convert, read_file, text_files, title_of
+from .files import SHOWN_KINDS, convert, folder_note, read_file, text_files, title_of
 from .freshness import check_references, field_problem
 
 #: a document id leaves room for ``:index`` within the store's chunk-id column
@@ -128,7 +128,8 @@ class JsonFolder:
     """``*.json`` files (one document object, or a list of them) and ``*.jsonl`` files (one
     document per line) anywhere under ``path``. Fields: ``doc_id``, ``content`` (required),
     ``title``, ``description``, ``filename``; any other field is kept as metadata. A folder with
-    no JSON but Markdown, text or HTML files is a ``TextFolder``; one with both kinds is refused."""
+    no JSON but Markdown, text or HTML files is a ``TextFolder``; one with both kinds is refused,
+    save the folder's own notes beside its JSON documents (``folder_note``: a README, a licence)."""
 
     path: Path
     max_doc_mb: float = MAX_DOC_MB
@@ -140,7 +141,7 @@ class JsonFolder:
         docs: list[Doc] = []
         origin: dict[str, str] = {}
         files = sorted(p for p in root.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file())
-        others = text_files(root)
+        others = [p for p in text_files(root) if not (files and folder_note(root, p))]
         if files and others:
             raise RetrievalEvalError(
                 f"holds JSON documents ({files[0].relative_to(root).as_posix()}{_more(files)}) and Markdown, text "

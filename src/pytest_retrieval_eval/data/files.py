@@ -37,6 +37,17 @@ def text_files(root: Path) -> list[Path]:
                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
 
 
+#: the names (without extension) of the files that describe a folder rather than belong to it
+FOLDER_NOTES = frozenset({"readme", "license", "licence", "changelog", "notice", "contributing", "authors"})
+
+
+def folder_note(root: Path, path: Path) -> bool:
+    """Whether ``path`` is the folder's own note (``README.md``, ``LICENSE.txt`` at its top): beside
+    JSON documents such a file describes them and is no document; a corpus of Markdown articles
+    reads it as one of them."""
+    return path.parent == root and path.stem.lower() in FOLDER_NOTES
+
+
 @dataclass(frozen=True)
 class Read:
     """One file before conversion: its id, the text to convert and what its front matter said."""
