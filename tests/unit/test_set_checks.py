@@ -281,3 +281,16 @@ def test_check_labels_passes_three_conversations_ending_alike_and_fails_a_repeat
     assert cli(["check", "--labels", "--corpus", str(folder), "--questions", str(cache)]) == 1
     out = capsys.readouterr().out
     assert "c1#1, c4#1" in out and "c1#2, c4#2" in out and "c2#2" not in out
+
+
+def test_a_follow_up_is_no_copy_of_a_training_question_asked_without_its_conversation():
+    vpn, wifi, printers = (follow_up("c1", "How do I connect to the VPN from home?"),
+                           follow_up("c2", "How do I join the office wifi with my laptop?"),
+                           follow_up("c3", "How do I add the printers on floor two?"))
+    first = LabeledQuery("c5#1", "How do I reset my password?", {"reset": 1}, conversation="c5", turn=1)
+    labeled = LabeledSet((vpn, wifi, printers, first, q("q1", "and does it need a code?", "vpn")), name="s")
+    found = [f for f in check_set(labeled, DOCS.values(), ["and does it need a code?", "how do I reset my password"])
+             if f.kind == "training_copy"]
+    # the question and the first turn are asked as the training questions are, with nothing before them
+    assert [f.query_ids for f in found] == [("c5#1",), ("q1",)]
+    assert 'the same as training question "and does it need a code?"' in found[1].detail

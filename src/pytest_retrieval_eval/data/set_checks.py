@@ -15,7 +15,8 @@ questions: none is dropped.
   content words in one passage, or half its word trigrams verbatim): the passage is the document's
   best-matching paragraph today, the labeled evidence where a caller has it (``leak``);
 - ``training_copy``: a question near-copying one of an optional file of training or tuning
-  questions (``--training=FILE``): a model tuned on it has seen the answer.
+  questions (``--training=FILE``): a model tuned on it has seen the answer. A training question
+  has no conversation before it, so a turn asked after one copies none.
 """
 
 from __future__ import annotations
@@ -118,10 +119,8 @@ def near_duplicates(questions: Sequence[tuple[str, str]], threshold: float = NEA
 
     least: dict[int, float] = {}
     for i, j, s in _pairs([t for _, t in questions], None, threshold):
-        if before is not None and (before[i] or before[j]):  # turns: the same text after another conversation
-            s = min(s, similarity(before[i], before[j]) if before[i] and before[j] else 0.0)
-            if s < threshold:
-                continue
+        if before is not None and (s := _after(s, before[i], before[j])) < threshold:
+            continue  # turns: the same text after another conversation
         a, b = root(i), root(j)
         low = min(s, least.get(a, 1.0), least.get(b, 1.0))
         parent[max(a, b)] = min(a, b)
@@ -137,6 +136,15 @@ def near_duplicates(questions: Sequence[tuple[str, str]], threshold: float = NEA
             out.append(SetFinding("near_duplicate", tuple(questions[i][0] for i in members),
                                   f"{len(members)} questions, {how}: \"{questions[members[0]][1]}\"{after}"))
     return out
+
+
+def _after(s: float, a: str, b: str) -> float:
+    """The similarity ``s`` of two questions' texts, as asked after ``a`` and ``b`` (what was said
+    before each, ``conversation_before``): no less alike than those, and unalike when only one of
+    them follows a conversation."""
+    if not (a or b):
+        return s
+    return min(s, similarity(a, b)) if a and b else 0.0
 
 
 def share_in(question: str, text: str) -> float:
@@ -185,10 +193,15 @@ def leakage(queries: Iterable, docs: Mapping[str, object]) -> list[SetFinding]:
 
 
 def training_copies(questions: Sequence[tuple[str, str]], training: Sequence[str],
-                    threshold: float = NEAR) -> list[SetFinding]:
-    """Questions near-copying a training or tuning question, each with the one it copies."""
+                    threshold: float = NEAR, before: Sequence[str] | None = None) -> list[SetFinding]:
+    """Questions near-copying a training or tuning question, each with the one it copies;
+    ``before``: each question's conversation so far, as ``near_duplicates`` takes it. A training
+    question has none, so a turn asked after a conversation copies none of them ("and does it need
+    a code?" after the VPN is not the line of a training file)."""
     out: dict[int, tuple[int, float]] = {}
     for i, j, s in _pairs([t for _, t in questions], training, threshold):
+        if before is not None and (s := _after(s, before[i], "")) < threshold:
+            continue
         if i not in out or s > out[i][1]:
             out[i] = (j, s)
     return [SetFinding("training_copy", (questions[i][0],),
@@ -233,7 +246,7 @@ def check_set(labeled, docs: Sequence, training: Sequence[str] = ()) -> list[Set
     questions = [(q.query_id, q.question) for q in labeled.queries]
     before = [conversation_before(q) for q in labeled.queries]
     return [*near_duplicates(questions, before=before), *leakage(labeled.queries, {d.doc_id: d for d in docs}),
-            *(training_copies(questions, training) if training else [])]
+            *(training_copies(questions, training, before=before) if training else [])]
 
 
 def _cut(text: str, n: int = 80) -> str:
