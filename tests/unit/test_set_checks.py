@@ -294,3 +294,52 @@ def test_a_follow_up_is_no_copy_of_a_training_question_asked_without_its_convers
     # the question and the first turn are asked as the training questions are, with nothing before them
     assert [f.query_ids for f in found] == [("c5#1",), ("q1",)]
     assert 'the same as training question "and does it need a code?"' in found[1].detail
+
+
+REFUNDS = {"refunds": doc("refunds", "Refunds", "Refunds take 14 days.\n\nA refund is paid to the card used for "
+                          "the purchase.")}
+
+
+def refund_turn(first: str, reply: str, evidence: str = "A refund is paid to the card used for the purchase"):
+    from pytest_retrieval_eval.types import Turn
+
+    return LabeledQuery("c-ref#2", "and so where is it paid to?", {"refunds": 1},
+                        {"evidence": {"refunds": [evidence]}} if evidence else {}, conversation="c-ref", turn=2,
+                        history=(Turn("user", first), Turn("assistant", reply)))
+
+
+def test_a_turn_whose_conversation_quotes_its_answer_leaks_it_naming_where():
+    quoting = refund_turn("I want my money back for something I bought",
+                          "A refund is paid to the card used for the purchase, and refunds take 14 days.")
+    found = leakage([quoting], REFUNDS)
+    assert [(f.kind, f.query_ids) for f in found] == [("leaks_passage", ("c-ref#2",))]
+    assert found[0].detail == ('turn 1\'s reply quotes its evidence in refunds: "A refund is paid to the card used '
+                               'for the purchase"')
+    # a long reply holding the answer among other words: what the engine is given holds the answer
+    long = refund_turn("I want my money back for something I bought",
+                       "Sorry to hear that! Our team processes every request by hand, usually within a day or two, "
+                       "and a refund is paid to the card used for the purchase once the goods are back with us.")
+    assert [f.detail.split(":")[0] for f in leakage([long], REFUNDS)] == ["turn 1's reply quotes its evidence in refunds"]
+    # without evidence, a message copying a passage of the gold document, as a question copying it does
+    copying = refund_turn("Refunds take 14 days, right?", "Yes.", evidence="")
+    assert [f.detail for f in leakage([copying], REFUNDS)] == [
+        'turn 1\'s question copies a passage of refunds (67% of its word trigrams verbatim): "Refunds take 14 '
+        'days."']
+    said = refund_turn("I want my money back for something I bought", "Sure, I can help with that.")
+    assert leakage([said], REFUNDS) == []  # a conversation that does not give the answer away
+
+
+def test_check_labels_names_a_follow_up_whose_earlier_reply_quotes_its_evidence(tmp_path, capsys):
+    folder = write_docs(tmp_path / "kb", [{"doc_id": "refunds", "title": "Refunds",
+                                           "content": "Refunds take 14 days.\n\nA refund is paid to the card used "
+                                                      "for the purchase."}])
+    labels, cache = tmp_path / "conv.csv", tmp_path / "q.json"
+    labels.write_text("conversation,turn,user,assistant,doc_id,evidence\n"
+                      "c-ref,1,I want my money back for something I bought,\"A refund is paid to the card used for "
+                      "the purchase, and refunds take 14 days.\",refunds,Refunds take 14 days\n"
+                      "c-ref,2,and so where is it paid to?,,refunds,A refund is paid to the card used for the purchase\n")
+    assert cli(["label", "import", str(labels), "--corpus", str(folder), "--questions", str(cache)]) == 0
+    capsys.readouterr()
+    assert cli(["check", "--labels", "--corpus", str(folder), "--questions", str(cache)]) == 1
+    out = capsys.readouterr().out
+    assert "leaks_passage: c-ref#2: turn 1's reply quotes its evidence in refunds" in out

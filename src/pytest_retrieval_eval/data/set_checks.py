@@ -13,7 +13,9 @@ questions: none is dropped.
   it, so it measures nothing about retrieval;
 - ``leaks_passage``: a question that copies the passage answering it (``LEAK_PASSAGE`` of its
   content words in one passage, or half its word trigrams verbatim): the passage is the document's
-  best-matching paragraph today, the labeled evidence where a caller has it (``leak``);
+  best-matching paragraph today, the labeled evidence where a caller has it (``leak``). A turn is
+  given with its conversation, so an earlier message copying such a passage, or quoting the
+  turn's evidence, leaks it too, named ("turn 1's reply quotes ...");
 - ``training_copy``: a question near-copying one of an optional file of training or tuning
   questions (``--training=FILE``): a model tuned on it has seen the answer. A training question
   has no conversation before it, so a turn asked after one copies none.
@@ -189,7 +191,37 @@ def leakage(queries: Iterable, docs: Mapping[str, object]) -> list[SetFinding]:
                 out.append(SetFinding("leaks_passage", (q.query_id,),
                                       f"{found[1]} are in a passage of {d.doc_id}: \"{_cut(found[0])}\""))
                 break
+        else:
+            said = _said_before(q, gold)
+            if said is not None:
+                out.append(SetFinding("leaks_passage", (q.query_id,), said))
     return out
+
+
+def _said_before(q, gold: Sequence) -> str | None:
+    """Where the conversation before a turn gives its answer away, or None: a conversation engine
+    is given the history with the question, so an earlier message (the user's or an assistant's
+    reply) that quotes the turn's evidence (``holds`` ``OVERLAP`` of a quote, as a passage carries
+    it; a quote of ``MIN_WORDS`` content words or more) or copies a passage of its gold document
+    (``leak``, as a question does) makes the turn as easy as a question copying it."""
+    from .evidence import OVERLAP, evidence_of, holds
+    from .text import words
+
+    quotes = evidence_of(q)
+    turn = 0
+    for message in q.history:
+        turn += message.role == "user"
+        whose = f"turn {turn}'s {'question' if message.role == 'user' else 'reply'}" if turn else "the opening message"
+        have = words(message.text)
+        for d in gold:
+            quote = next((x for x in quotes.get(d.doc_id, ()) if len(set(content_words(x))) >= MIN_WORDS
+                          and holds(have, x, OVERLAP)), None)
+            if quote is not None:
+                return f"{whose} quotes its evidence in {d.doc_id}: \"{_cut(quote)}\""
+            found = next(((p, why) for p in passages(d.content) if (why := leak(message.text, p))), None)
+            if found is not None:
+                return f"{whose} copies a passage of {d.doc_id} ({found[1]}): \"{_cut(found[0])}\""
+    return None
 
 
 def training_copies(questions: Sequence[tuple[str, str]], training: Sequence[str],
