@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS, write_docs
+from conftest import CORPUS, QUESTIONS, REPO, write_docs
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.corpus import open_corpus
 from pytest_retrieval_eval.data.labeled import LabeledSet, load_questions_cache
@@ -320,13 +320,21 @@ def test_a_turn_whose_conversation_quotes_its_answer_leaks_it_naming_where():
                        "Sorry to hear that! Our team processes every request by hand, usually within a day or two, "
                        "and a refund is paid to the card used for the purchase once the goods are back with us.")
     assert [f.detail.split(":")[0] for f in leakage([long], REFUNDS)] == ["turn 1's reply quotes its evidence in refunds"]
-    # without evidence, a message copying a passage of the gold document, as a question copying it does
+    # without evidence, the answer is a passage of the gold document: a message quoting one whole
     copying = refund_turn("Refunds take 14 days, right?", "Yes.", evidence="")
     assert [f.detail for f in leakage([copying], REFUNDS)] == [
-        'turn 1\'s question copies a passage of refunds (67% of its word trigrams verbatim): "Refunds take 14 '
-        'days."']
+        'turn 1\'s question quotes a passage of refunds: "Refunds take 14 days."']
     said = refund_turn("I want my money back for something I bought", "Sure, I can help with that.")
     assert leakage([said], REFUNDS) == []  # a conversation that does not give the answer away
+    other = refund_turn("I want my money back for something I bought", "Refunds take 14 days.")
+    assert leakage([other], REFUNDS) == []  # it quotes the document, not this turn's answer
+
+
+def test_replies_retelling_their_document_as_a_help_desk_does_give_no_follow_up_away():
+    corpus = open_corpus(REPO / "examples" / "helpdesk" / "kb").load()
+    labeled = load_questions_cache(REPO / "examples" / "helpdesk" / "conversations.json")
+    assert labeled.has_conversations
+    assert [f for f in check_set(labeled, corpus.docs) if f.kind == "leaks_passage"] == []
 
 
 def test_check_labels_names_a_follow_up_whose_earlier_reply_quotes_its_evidence(tmp_path, capsys):

@@ -14,8 +14,8 @@ questions: none is dropped.
 - ``leaks_passage``: a question that copies the passage answering it (``LEAK_PASSAGE`` of its
   content words in one passage, or half its word trigrams verbatim): the passage is the document's
   best-matching paragraph today, the labeled evidence where a caller has it (``leak``). A turn is
-  given with its conversation, so an earlier message copying such a passage, or quoting the
-  turn's evidence, leaks it too, named ("turn 1's reply quotes ...");
+  given with its conversation, so an earlier message quoting its answer (its evidence, else a
+  passage of its document) leaks it too, named ("turn 1's reply quotes ...");
 - ``training_copy``: a question near-copying one of an optional file of training or tuning
   questions (``--training=FILE``): a model tuned on it has seen the answer. A training question
   has no conversation before it, so a turn asked after one copies none.
@@ -200,10 +200,12 @@ def leakage(queries: Iterable, docs: Mapping[str, object]) -> list[SetFinding]:
 
 def _said_before(q, gold: Sequence) -> str | None:
     """Where the conversation before a turn gives its answer away, or None: a conversation engine
-    is given the history with the question, so an earlier message (the user's or an assistant's
-    reply) that quotes the turn's evidence (``holds`` ``OVERLAP`` of a quote, as a passage carries
-    it; a quote of ``MIN_WORDS`` content words or more) or copies a passage of its gold document
-    (``leak``, as a question does) makes the turn as easy as a question copying it."""
+    is given the history with the question, so an earlier message (the user's, or an assistant's
+    reply) that quotes the answer makes the turn as easy as a question copying it. The answer is
+    the turn's evidence in a gold document, else each of that document's passages; a message
+    quotes it when it ``holds`` it as a passage carries a quote (``OVERLAP``, one run of its
+    words; an answer of ``MIN_WORDS`` content words or more). A reply that retells part of the
+    document in its own words, as a help desk's does, gives nothing away."""
     from .evidence import OVERLAP, evidence_of, holds
     from .text import words
 
@@ -214,13 +216,12 @@ def _said_before(q, gold: Sequence) -> str | None:
         whose = f"turn {turn}'s {'question' if message.role == 'user' else 'reply'}" if turn else "the opening message"
         have = words(message.text)
         for d in gold:
-            quote = next((x for x in quotes.get(d.doc_id, ()) if len(set(content_words(x))) >= MIN_WORDS
+            answers = quotes.get(d.doc_id) or passages(d.content)
+            found = next((x for x in answers if len(set(content_words(x))) >= MIN_WORDS
                           and holds(have, x, OVERLAP)), None)
-            if quote is not None:
-                return f"{whose} quotes its evidence in {d.doc_id}: \"{_cut(quote)}\""
-            found = next(((p, why) for p in passages(d.content) if (why := leak(message.text, p))), None)
             if found is not None:
-                return f"{whose} copies a passage of {d.doc_id} ({found[1]}): \"{_cut(found[0])}\""
+                what = "its evidence in" if d.doc_id in quotes else "a passage of"
+                return f"{whose} quotes {what} {d.doc_id}: \"{_cut(found)}\""
     return None
 
 
