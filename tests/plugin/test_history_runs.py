@@ -236,6 +236,23 @@ def test_the_same_labeled_set_name_with_other_questions_is_another_job(branched,
     assert record is not None, said
 
 
+def test_a_record_whose_quotes_differ_only_where_the_rule_does_not_look_is_this_jobs(branched, tmp_path):
+    from pytest_retrieval_eval.gate.history import compare_ref
+
+    def quoting(quote: str) -> RunResults:
+        labeled = LabeledSet((LabeledQuery("q1", "how much is the plan", {"g": 1}, {"evidence": {"g": [quote]}}),
+                              LabeledQuery("q2", "question q2", {"g": 1})), name="questions.json")
+        return RunResults([EvaluationResult("e", labeled, tuple(QueryResult(q.query_id, ("g",)) for q in labeled))])
+
+    work, base, _ = branched
+    history = History(tmp_path / "h")
+    history.append(results_text(quoting("The plan costs 5 euros a month")), {"commit": base}, now=1e9)
+    record, said = compare_ref(history, "main", work, run=quoting("the plan costs 5 EUROS a month."))
+    assert record is not None, said  # the same words: the same questions
+    record, said = compare_ref(history, "main", work, run=quoting("The plan costs 15 euros a month"))
+    assert record is None and "1 changed (q1 (evidence changed))" in said, said
+
+
 def test_another_named_jobs_record_is_never_the_baseline(branched, tmp_path, monkeypatch):
     from pytest_retrieval_eval.gate.history import compare_ref
 

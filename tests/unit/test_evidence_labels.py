@@ -172,3 +172,28 @@ def test_a_failed_assertion_on_an_evidence_measure_explains_itself_with_the_wron
     first = result.evidence_misses(1).causes
     assert [(c.query_id, c.kind) for c in first] == [("wifi", "wrong-passage"), ("print", "wrong-passage")]
     assert first[1].text == "right document, wrong passage: print at passage 1 lacks the evidence, its evidence at passage 2"
+
+
+def test_a_quote_edit_the_rule_cannot_see_imports_as_unchanged_and_one_it_can_as_changed(tmp_path, capsys):
+    csv = tmp_path / "labels.csv"
+    csv.write_text("question,doc_id,evidence\nhow much is a locker,codes,Lockers cost 15 euros a month\n")
+    code, out, cache = _import(tmp_path, csv, capsys)
+    assert code == 0, out
+    written = cache.read_bytes()
+    # case, a full stop, whitespace and the Unicode form: the same words, held by the same passages
+    csv.write_text("question,doc_id,evidence\nhow much is a locker,codes,\"LOCKERS  cost 15 EUROS a ｍｏｎｔｈ.\"\n",
+                   encoding="utf-8")
+    code, out, cache = _import(tmp_path, csv, capsys)
+    assert code == 0 and "added 0, replaced 0, unchanged 1" in out.out, out
+    assert cache.read_bytes() == written  # its fingerprint too: no baseline is refused for it
+    [locker] = load_questions_cache(cache)
+    other = tmp_path / "ev.csv"  # another file's quotes update the question: the same words are no update
+    other.write_text(f"id,question,doc_id,evidence\n{locker.query_id},how much is a locker,codes,lockers cost 15 euros "
+                     "a month!\n")
+    code, out, cache = _import(tmp_path, other, capsys)
+    assert code == 0 and "unchanged 1" in out.out and "evidence changed" not in out.out, out
+    assert cache.read_bytes() == written
+    csv.write_text("question,doc_id,evidence\nhow much is a locker,codes,or 1.5 euros a day\n")
+    code, out, cache = _import(tmp_path, csv, capsys)
+    assert code == 0 and "replaced 1" in out.out, out
+    assert [evidence_of(q) for q in load_questions_cache(cache)] == [{"codes": ("or 1.5 euros a day",)}]

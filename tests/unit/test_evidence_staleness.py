@@ -83,6 +83,23 @@ def test_an_edit_that_puts_a_digit_before_a_quoted_number_makes_its_label_stale_
     assert "locker: its evidence '5 euros a month' is no longer in office" in out.out + out.err
 
 
+def test_an_edit_that_signs_a_quoted_number_makes_its_label_stale_naming_the_quote(tmp_path, capsys):
+    content = "Keep the store room at 5 degrees. The café serves la crème brûlée du chef."
+    labels = "id,question,doc_id,evidence\nroom,how cold is the store room,office,store room at 5 degrees\n"
+    for signed in ("-5 degrees", "\u22125 degrees", "+5 degrees"):
+        kb = write_docs(tmp_path / "kb", [{"doc_id": "office", "title": "office", "content": content}])
+        (tmp_path / "labels.csv").write_text(labels, encoding="utf-8")
+        cache = tmp_path / "questions.cache.json"
+        cache.unlink(missing_ok=True)
+        assert cli(["label", "import", str(tmp_path / "labels.csv"), "--corpus", str(kb), "--questions", str(cache)]) == 0
+        _edit(kb, content.replace("5 degrees", signed))  # "5" is the end of the word "-5", not a word of its own
+        stale = check(load_questions_cache(cache), JsonFolder(kb).load())
+        assert stale.why() == {"room": ["changed: office (its evidence 'store room at 5 degrees' is gone)"]}, signed
+    _edit(kb, content.replace("at 5", "at \u22125"))  # a minus sign holds the quote's hyphen-minus
+    (tmp_path / "labels.csv").write_text(labels.replace("at 5", "at -5"), encoding="utf-8")
+    assert cli(["label", "import", str(tmp_path / "labels.csv"), "--corpus", str(kb), "--questions", str(cache)]) == 0
+
+
 def test_a_document_saved_again_in_another_unicode_form_keeps_the_labels_it_quotes_fresh(tmp_path, capsys):
     import unicodedata
 

@@ -214,3 +214,28 @@ def test_a_baseline_refused_after_an_evidence_or_history_edit_names_the_question
     assert refusal.endswith("(1 changed (c1#2 (history changed)))")
     read_back = EvaluationResult.from_dict(with_("a quote", "Use the VPN client.").to_dict())  # as results.json keeps it
     assert compare(RunResults([read_back]), base, ["hit@1"]).refusals == []
+
+
+def test_a_quote_edit_the_rule_cannot_see_changes_no_question_and_refuses_no_baseline():
+    from pytest_retrieval_eval.data.labeled import question_changes
+    from pytest_retrieval_eval.gate.baseline import compare
+
+    def with_(*quotes: str) -> EvaluationResult:
+        labeled = LabeledSet((LabeledQuery("q00", "question 0", {"d0": 1}, {"evidence": {"d0": list(quotes)}}),
+                              LabeledQuery("q01", "question 1", {"d1": 1})), name="set")
+        return EvaluationResult("a", labeled, tuple(QueryResult(q.query_id, tuple(q.relevant)) for q in labeled))
+
+    base = with_("The plan costs 5 euros a month", "Invoices are sent by e-mail")
+    # case, a full stop, whitespace, the Unicode form, the order of the quotes: what the rule reads is the same
+    same = with_("invoices are sent by e\u2011mail", "the plan costs 5 EUROS  a ｍｏｎｔｈ.")
+    assert question_changes(base.labeled.queries[0], same.labeled.queries[0]) == []
+    assert same.labeled.fingerprint != base.labeled.fingerprint  # the file's text did change
+    assert compare(RunResults([same]), RunResults([base]), ["hit@1"]).refusals == []
+    moved = with_("The plan costs 15 euros a month", "Invoices are sent by e-mail")
+    assert question_changes(base.labeled.queries[0], moved.labeled.queries[0]) == ["evidence changed"]
+    [refusal] = compare(RunResults([moved]), RunResults([base]), ["hit@1"]).refusals
+    assert refusal.endswith("(1 changed (q00 (evidence changed)))")
+    order = LabeledSet(tuple(reversed(same.labeled.queries)), name="set")  # the same questions in another order
+    reordered = EvaluationResult("a", order, tuple(QueryResult(q.query_id, tuple(q.relevant)) for q in order))
+    [refusal] = compare(RunResults([reordered]), RunResults([base]), ["hit@1"]).refusals
+    assert refusal.endswith("(no question differs: only the recorded fingerprint does)")

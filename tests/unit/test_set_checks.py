@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import CORPUS, QUESTIONS, write_docs
+from conftest import CORPUS, QUESTIONS, REPO, write_docs
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.corpus import open_corpus
 from pytest_retrieval_eval.data.labeled import LabeledSet, load_questions_cache
@@ -281,3 +281,73 @@ def test_check_labels_passes_three_conversations_ending_alike_and_fails_a_repeat
     assert cli(["check", "--labels", "--corpus", str(folder), "--questions", str(cache)]) == 1
     out = capsys.readouterr().out
     assert "c1#1, c4#1" in out and "c1#2, c4#2" in out and "c2#2" not in out
+
+
+def test_a_follow_up_is_no_copy_of_a_training_question_asked_without_its_conversation():
+    vpn, wifi, printers = (follow_up("c1", "How do I connect to the VPN from home?"),
+                           follow_up("c2", "How do I join the office wifi with my laptop?"),
+                           follow_up("c3", "How do I add the printers on floor two?"))
+    first = LabeledQuery("c5#1", "How do I reset my password?", {"reset": 1}, conversation="c5", turn=1)
+    labeled = LabeledSet((vpn, wifi, printers, first, q("q1", "and does it need a code?", "vpn")), name="s")
+    found = [f for f in check_set(labeled, DOCS.values(), ["and does it need a code?", "how do I reset my password"])
+             if f.kind == "training_copy"]
+    # the question and the first turn are asked as the training questions are, with nothing before them
+    assert [f.query_ids for f in found] == [("c5#1",), ("q1",)]
+    assert 'the same as training question "and does it need a code?"' in found[1].detail
+
+
+REFUNDS = {"refunds": doc("refunds", "Refunds", "Refunds take 14 days.\n\nA refund is paid to the card used for "
+                          "the purchase.")}
+
+
+def refund_turn(first: str, reply: str, evidence: str = "A refund is paid to the card used for the purchase"):
+    from pytest_retrieval_eval.types import Turn
+
+    return LabeledQuery("c-ref#2", "and so where is it paid to?", {"refunds": 1},
+                        {"evidence": {"refunds": [evidence]}} if evidence else {}, conversation="c-ref", turn=2,
+                        history=(Turn("user", first), Turn("assistant", reply)))
+
+
+def test_a_turn_whose_conversation_quotes_its_answer_leaks_it_naming_where():
+    quoting = refund_turn("I want my money back for something I bought",
+                          "A refund is paid to the card used for the purchase, and refunds take 14 days.")
+    found = leakage([quoting], REFUNDS)
+    assert [(f.kind, f.query_ids) for f in found] == [("leaks_passage", ("c-ref#2",))]
+    assert found[0].detail == ('turn 1\'s reply quotes its evidence in refunds: "A refund is paid to the card used '
+                               'for the purchase"')
+    # a long reply holding the answer among other words: what the engine is given holds the answer
+    long = refund_turn("I want my money back for something I bought",
+                       "Sorry to hear that! Our team processes every request by hand, usually within a day or two, "
+                       "and a refund is paid to the card used for the purchase once the goods are back with us.")
+    assert [f.detail.split(":")[0] for f in leakage([long], REFUNDS)] == ["turn 1's reply quotes its evidence in refunds"]
+    # without evidence, the answer is a passage of the gold document: a message quoting one whole
+    copying = refund_turn("Refunds take 14 days, right?", "Yes.", evidence="")
+    assert [f.detail for f in leakage([copying], REFUNDS)] == [
+        'turn 1\'s question quotes a passage of refunds: "Refunds take 14 days."']
+    said = refund_turn("I want my money back for something I bought", "Sure, I can help with that.")
+    assert leakage([said], REFUNDS) == []  # a conversation that does not give the answer away
+    other = refund_turn("I want my money back for something I bought", "Refunds take 14 days.")
+    assert leakage([other], REFUNDS) == []  # it quotes the document, not this turn's answer
+
+
+def test_replies_retelling_their_document_as_a_help_desk_does_give_no_follow_up_away():
+    corpus = open_corpus(REPO / "examples" / "helpdesk" / "kb").load()
+    labeled = load_questions_cache(REPO / "examples" / "helpdesk" / "conversations.json")
+    assert labeled.has_conversations
+    assert [f for f in check_set(labeled, corpus.docs) if f.kind == "leaks_passage"] == []
+
+
+def test_check_labels_names_a_follow_up_whose_earlier_reply_quotes_its_evidence(tmp_path, capsys):
+    folder = write_docs(tmp_path / "kb", [{"doc_id": "refunds", "title": "Refunds",
+                                           "content": "Refunds take 14 days.\n\nA refund is paid to the card used "
+                                                      "for the purchase."}])
+    labels, cache = tmp_path / "conv.csv", tmp_path / "q.json"
+    labels.write_text("conversation,turn,user,assistant,doc_id,evidence\n"
+                      "c-ref,1,I want my money back for something I bought,\"A refund is paid to the card used for "
+                      "the purchase, and refunds take 14 days.\",refunds,Refunds take 14 days\n"
+                      "c-ref,2,and so where is it paid to?,,refunds,A refund is paid to the card used for the purchase\n")
+    assert cli(["label", "import", str(labels), "--corpus", str(folder), "--questions", str(cache)]) == 0
+    capsys.readouterr()
+    assert cli(["check", "--labels", "--corpus", str(folder), "--questions", str(cache)]) == 1
+    out = capsys.readouterr().out
+    assert "leaks_passage: c-ref#2: turn 1's reply quotes its evidence in refunds" in out

@@ -12,7 +12,9 @@ from pytest_retrieval_eval.data.text import _word, normalise, words
 
 @pytest.mark.parametrize("text", ["Hello, World! It costs 1.5 euros; 1,000 items_x v1.5 end.Start 3. 1.a a.5 2,",
                                   "  tabs\tand\nnewlines  ", "don't re-use e-mail #42 $3.99 10:30 a_b__c", "",
-                                  "Ça coûte 1,5 € à Zürich; ÆSIR_ŒUVRE", "Цена: 1.500 руб., Ελληνικά 2,5"])
+                                  "Ça coûte 1,5 € à Zürich; ÆSIR_ŒUVRE", "Цена: 1.500 руб., Ελληνικά 2,5",
+                                  "temp -5, +3 and -2.5; 2020-2021 covid-19 1e-5 x=-5 (-5) 5 - 3 a_-5 --5 +-5 -x",
+                                  "Température -5 °C ou +3,5; 2020-2021, ÉTÉ-5 été_-5"])
 def test_text_without_marks_gives_the_words_the_full_pattern_gives(text):
     assert words(text) == _word().findall(normalise(text))  # the fast paths are the same rule
 
@@ -47,3 +49,22 @@ def test_a_question_imported_again_in_another_unicode_form_is_the_same_question(
         assert cli(["label", "import", str(labels), "--corpus", str(kb), "--questions", str(cache)]) == 0
     assert "added 0, replaced 1" in capsys.readouterr().out
     assert len(load_questions_cache(cache)) == 1
+
+
+def test_a_sign_before_a_number_is_part_of_it_and_a_hyphen_between_words_or_numbers_is_not():
+    assert words("temp -5 degrees, +3 or -1.5") == ["temp", "-5", "degrees", "+3", "or", "-1.5"]
+    assert words("temp \u22125 degrees") == words("temp -5 degrees")  # the minus sign is the hyphen-minus
+    assert words("(-5) x=-5 5 - 3") == ["-5", "x", "-5", "5", "3"]  # a sign at a word start only
+    # between words or numbers a hyphen joins them, as it always did: a range, an id, an exponent
+    assert words("2020-2021 COVID-19 1e-5 pre-2020") == ["2020", "2021", "covid", "19", "1e", "5", "pre", "2020"]
+    assert words("हिन्दी-5 -5") == ["हिन्दी", "5", "-5"]  # a word ending in a vowel sign is a word before the hyphen
+
+
+def test_a_quote_is_not_held_by_a_text_whose_number_changed_sign():
+    from pytest_retrieval_eval.data.evidence import holds
+
+    assert not holds("Keep the room at temp -5 degrees.", "temp 5 degrees")
+    assert not holds("Keep the room at temp 5 degrees.", "temp -5 degrees")
+    assert not holds("Keep the room at temp +5 degrees.", "temp 5 degrees")
+    assert holds("Keep the room at temp \u22125 degrees.", "temp -5 degrees")
+    assert holds("Seasons 2020-2021 and 2021-2022.", "2020 2021 and 2021")

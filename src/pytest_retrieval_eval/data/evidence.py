@@ -118,6 +118,14 @@ def evidence_of(query: Any) -> dict[str, tuple[str, ...]]:
     return {d: tuple(q) for d, q in raw.items()} if isinstance(raw, Mapping) else {}
 
 
+def as_read(evidence: Mapping[str, Sequence[str]]) -> dict[str, frozenset[tuple[str, ...]]]:
+    """Evidence as ``holds`` reads it: doc id -> its quotes' ``words``, in any order. Two spellings
+    of a label's evidence that differ only where the rule does not look (case, punctuation,
+    whitespace, Unicode form, the order of the quotes) are one evidence: no passage carries one
+    and not the other, so the one test of "the evidence changed" compares these."""
+    return {d: frozenset(tuple(words(q)) for q in qs) for d, qs in evidence.items() if qs}
+
+
 def closest_passage(quote: str, text: str) -> tuple[float, str]:
     """(similarity 0-1, the passage of ``text`` as long as ``quote``, in whole words, that is most like it)."""
     spaced, n = text.split(), max(1, len(quote.split()))

@@ -154,15 +154,17 @@ class LabeledSet:
 def question_changes(before: LabeledQuery, after: LabeledQuery) -> list[str]:
     """What differs between two versions of one question, of all the set's fingerprint reads of
     it: ``reworded`` (its text), ``history changed`` (the conversation before a turn: "it" may
-    mean another thing), ``labels`` (its judged documents), ``evidence changed`` (its quotes, what
-    the ``+evidence`` measures read); empty when the question is unchanged. The one test of "the
-    same question" a comparison of two runs makes."""
-    from .evidence import evidence_of
+    mean another thing), ``labels`` (its judged documents), ``evidence changed`` (its quotes as the
+    ``+evidence`` measures read them, ``evidence.as_read``: a quote recased or given a full stop
+    is the same quote); empty when the question is unchanged. The one test of "the same question"
+    a comparison of two runs makes."""
+    from .evidence import as_read, evidence_of
 
     return [part for part, moved in (("reworded", before.question != after.question),
                                      ("history changed", tuple(before.history) != tuple(after.history)),
                                      ("labels", dict(before.relevant) != dict(after.relevant)),
-                                     ("evidence changed", evidence_of(before) != evidence_of(after))) if moved]
+                                     ("evidence changed", as_read(evidence_of(before)) != as_read(evidence_of(after))))
+            if moved]
 
 
 def query_problem(qid: str, question: str, relevant: Mapping[str, int]) -> tuple[str, str] | None:

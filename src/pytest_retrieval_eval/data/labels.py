@@ -806,6 +806,8 @@ def _merge(old: LabeledQuery, new: LabeledQuery, carries: Sequence[str], file: s
     - the question text changed, or the file wrote the entry: ``replaced`` by the file's version
       (as before), its source the file's, keeping only tags and, when the file carries no evidence,
       the evidence of documents still judged."""
+    from .evidence import as_read
+
     tags = new.tags if "tags" in carries else old.tags
     changes: list[str] = []
     # a turn whose earlier turns changed is another question, as one whose own text did
@@ -824,8 +826,8 @@ def _merge(old: LabeledQuery, new: LabeledQuery, carries: Sequence[str], file: s
             changes.append("grades changed")
         relevant[doc] = grade if "grades" in carries or doc not in relevant else relevant[doc]
     evidence = {d: list(v) for d, v in (old.source.get("evidence") or {}).items() if relevant.get(d, 0) >= 1}
-    for doc, quotes in (new.source.get("evidence") or {}).items():
-        if relevant.get(doc, 0) >= 1 and evidence.get(doc) != list(quotes):
+    for doc, quotes in (new.source.get("evidence") or {}).items():  # quotes of the same words: kept as written
+        if relevant.get(doc, 0) >= 1 and as_read({doc: evidence.get(doc, ())}) != as_read({doc: quotes}):
             changes.append("evidence changed" if doc in evidence else "evidence added")
             evidence[doc] = list(quotes)
     if tuple(tags) != tuple(old.tags):
@@ -885,6 +887,7 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
     recording only a base name (``by``) may be a namesake's, so it is kept (``unproven``).
     Written atomically under the cache's lock; a bad entry stops the import before any write."""
     from .._atomic import locked
+    from .evidence import as_read
     from .labeled import load_questions_cache, write_questions_cache
 
     cache = Path(cache)
@@ -910,9 +913,12 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
                 merged[q.query_id] = q
                 continue
             new, kind, changes = _merge(old, q, carried, q.source.get("file"), corpus)
-            if (old.question, dict(old.relevant), old.tags, old.source.get("evidence"), old.history, old.depends) == (
-                    new.question, dict(new.relevant), new.tags, new.source.get("evidence"), new.history, new.depends):
-                report.skipped.append(q.query_id)  # kept as it was, source too: a namesake may have brought it
+            # kept as it was, source too (a namesake may have brought it), and so are quotes whose words
+            # are the same (``as_read``): no measure could tell them apart, so no baseline is refused
+            if (old.question, dict(old.relevant), old.tags, as_read(old.source.get("evidence") or {}), old.history,
+                    old.depends) == (new.question, dict(new.relevant), new.tags, as_read(new.source.get("evidence") or {}),
+                                     new.history, new.depends):
+                report.skipped.append(q.query_id)
                 continue
             getattr(report, kind).append(q.query_id)
             report.changes += [c for c in changes if c not in report.changes]

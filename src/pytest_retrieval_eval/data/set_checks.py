@@ -13,9 +13,12 @@ questions: none is dropped.
   it, so it measures nothing about retrieval;
 - ``leaks_passage``: a question that copies the passage answering it (``LEAK_PASSAGE`` of its
   content words in one passage, or half its word trigrams verbatim): the passage is the document's
-  best-matching paragraph today, the labeled evidence where a caller has it (``leak``);
+  best-matching paragraph today, the labeled evidence where a caller has it (``leak``). A turn is
+  given with its conversation, so an earlier message quoting its answer (its evidence, else a
+  passage of its document) leaks it too, named ("turn 1's reply quotes ...");
 - ``training_copy``: a question near-copying one of an optional file of training or tuning
-  questions (``--training=FILE``): a model tuned on it has seen the answer.
+  questions (``--training=FILE``): a model tuned on it has seen the answer. A training question
+  has no conversation before it, so a turn asked after one copies none.
 """
 
 from __future__ import annotations
@@ -118,10 +121,8 @@ def near_duplicates(questions: Sequence[tuple[str, str]], threshold: float = NEA
 
     least: dict[int, float] = {}
     for i, j, s in _pairs([t for _, t in questions], None, threshold):
-        if before is not None and (before[i] or before[j]):  # turns: the same text after another conversation
-            s = min(s, similarity(before[i], before[j]) if before[i] and before[j] else 0.0)
-            if s < threshold:
-                continue
+        if before is not None and (s := _after(s, before[i], before[j])) < threshold:
+            continue  # turns: the same text after another conversation
         a, b = root(i), root(j)
         low = min(s, least.get(a, 1.0), least.get(b, 1.0))
         parent[max(a, b)] = min(a, b)
@@ -137,6 +138,15 @@ def near_duplicates(questions: Sequence[tuple[str, str]], threshold: float = NEA
             out.append(SetFinding("near_duplicate", tuple(questions[i][0] for i in members),
                                   f"{len(members)} questions, {how}: \"{questions[members[0]][1]}\"{after}"))
     return out
+
+
+def _after(s: float, a: str, b: str) -> float:
+    """The similarity ``s`` of two questions' texts, as asked after ``a`` and ``b`` (what was said
+    before each, ``conversation_before``): no less alike than those, and unalike when only one of
+    them follows a conversation."""
+    if not (a or b):
+        return s
+    return min(s, similarity(a, b)) if a and b else 0.0
 
 
 def share_in(question: str, text: str) -> float:
@@ -181,14 +191,50 @@ def leakage(queries: Iterable, docs: Mapping[str, object]) -> list[SetFinding]:
                 out.append(SetFinding("leaks_passage", (q.query_id,),
                                       f"{found[1]} are in a passage of {d.doc_id}: \"{_cut(found[0])}\""))
                 break
+        else:
+            said = _said_before(q, gold)
+            if said is not None:
+                out.append(SetFinding("leaks_passage", (q.query_id,), said))
     return out
 
 
+def _said_before(q, gold: Sequence) -> str | None:
+    """Where the conversation before a turn gives its answer away, or None: a conversation engine
+    is given the history with the question, so an earlier message (the user's, or an assistant's
+    reply) that quotes the answer makes the turn as easy as a question copying it. The answer is
+    the turn's evidence in a gold document, else each of that document's passages; a message
+    quotes it when it ``holds`` it as a passage carries a quote (``OVERLAP``, one run of its
+    words; an answer of ``MIN_WORDS`` content words or more). A reply that retells part of the
+    document in its own words, as a help desk's does, gives nothing away."""
+    from .evidence import OVERLAP, evidence_of, holds
+    from .text import words
+
+    quotes = evidence_of(q)
+    turn = 0
+    for message in q.history:
+        turn += message.role == "user"
+        whose = f"turn {turn}'s {'question' if message.role == 'user' else 'reply'}" if turn else "the opening message"
+        have = words(message.text)
+        for d in gold:
+            answers = quotes.get(d.doc_id) or passages(d.content)
+            found = next((x for x in answers if len(set(content_words(x))) >= MIN_WORDS
+                          and holds(have, x, OVERLAP)), None)
+            if found is not None:
+                what = "its evidence in" if d.doc_id in quotes else "a passage of"
+                return f"{whose} quotes {what} {d.doc_id}: \"{_cut(found)}\""
+    return None
+
+
 def training_copies(questions: Sequence[tuple[str, str]], training: Sequence[str],
-                    threshold: float = NEAR) -> list[SetFinding]:
-    """Questions near-copying a training or tuning question, each with the one it copies."""
+                    threshold: float = NEAR, before: Sequence[str] | None = None) -> list[SetFinding]:
+    """Questions near-copying a training or tuning question, each with the one it copies;
+    ``before``: each question's conversation so far, as ``near_duplicates`` takes it. A training
+    question has none, so a turn asked after a conversation copies none of them ("and does it need
+    a code?" after the VPN is not the line of a training file)."""
     out: dict[int, tuple[int, float]] = {}
     for i, j, s in _pairs([t for _, t in questions], training, threshold):
+        if before is not None and (s := _after(s, before[i], "")) < threshold:
+            continue
         if i not in out or s > out[i][1]:
             out[i] = (j, s)
     return [SetFinding("training_copy", (questions[i][0],),
@@ -233,7 +279,7 @@ def check_set(labeled, docs: Sequence, training: Sequence[str] = ()) -> list[Set
     questions = [(q.query_id, q.question) for q in labeled.queries]
     before = [conversation_before(q) for q in labeled.queries]
     return [*near_duplicates(questions, before=before), *leakage(labeled.queries, {d.doc_id: d for d in docs}),
-            *(training_copies(questions, training) if training else [])]
+            *(training_copies(questions, training, before=before) if training else [])]
 
 
 def _cut(text: str, n: int = 80) -> str:

@@ -12,7 +12,10 @@ whitespace one space: close to Unicode's NFKC_Casefold, as search engines fold t
 ``words``: the word tokens of the normalised text. A word is a run of letters and digits with the
 combining marks that belong to them (an Indic vowel sign is part of its word); punctuation and the
 underscore separate words, except between digits: "1.5" and "1,000" are one word, so "5 euros"
-is no word run of "1.5 euros". Scripts written without spaces between words (Han, Hiragana,
+is no word run of "1.5 euros". A sign ('-', '+', the minus sign '−', read as '-') directly before
+a digit at a word's start is part of its number: "-5" and "+5" are words of their own, not "5", so
+"temp 5" is no word run of "temp -5"; between words or numbers a hyphen separates them
+("2020-2021", "COVID-19", "1e-5" are two words each). Scripts written without spaces between words (Han, Hiragana,
 Katakana, Thai, Lao, Khmer, Myanmar) have no word boundary a tokeniser can find without a
 dictionary: each of their characters is a word of its own, so a quote of part of a sentence in
 them still stands on word boundaries.
@@ -35,11 +38,24 @@ _UNSPACED = ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x2E80, 0x2F
 _IGNORABLE = frozenset({0x034F, *range(0x180B, 0x180E), *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)})
 #: a number keeps its decimal and thousands separators: 1.5, 1,000
 _NUMBER = r"(?:(?<=\d)[.,](?=\d){run})*"
+
+
+def _signed(run: str, letter: str, mark: str = "") -> str:
+    """A word of ``run``s (a number keeping its separators), or a number with its sign: '-' or '+'
+    directly before a digit, at a word's start (after no ``letter`` or digit, nor a ``mark``: a
+    hyphen between words or numbers is no sign). Two alternatives, not an optional sign: the
+    scan for the next word stays as fast as without signs."""
+    word = run + _NUMBER.format(run=run)
+    after = f"(?<![{mark}][-+])" if mark else ""
+    return rf"{word}|[-+](?<!{letter}[-+]){after}(?=\d){word}"
+
+
 #: ``words`` of a text with no combining mark and no character of a script without spaces (ASCII,
 #: most Latin, Greek and Cyrillic text): the full pattern's words, faster
-_ASCII_WORD = re.compile("[a-z0-9]+" + _NUMBER.format(run="[a-z0-9]+"))
-_PLAIN_WORD = re.compile(r"[^\W_]+" + _NUMBER.format(run=r"[^\W_]+"))
+_ASCII_WORD = re.compile(_signed("[a-z0-9]+", "[a-z0-9]"))
+_PLAIN_WORD = re.compile(_signed(r"[^\W_]+", r"[^\W_]"))
 _PLAIN, _DROPPED, _MARKED = 0, 1, 2
+_MINUS = "\u2212"
 
 
 def _class(ranges: Iterable[Sequence[int]]) -> str:
@@ -58,8 +74,8 @@ def _word() -> re.Pattern[str]:
                 marks.append([c, c])
     unspaced, mark = _class(_UNSPACED), _class(marks)
     run = rf"(?:[^\W_{unspaced}]+|[{mark}]+)+"  # letters, digits and their marks
-    return re.compile(rf"{run}{_NUMBER.format(run=run)}"
-                      rf"|(?=[^\W_])[{unspaced}][{mark}]*")  # one character of a script without spaces, its marks
+    return re.compile(_signed(run, r"[^\W_]", mark)
+                      + rf"|(?=[^\W_])[{unspaced}][{mark}]*")  # one character of a script without spaces, its marks
 
 
 @lru_cache(maxsize=8192)
@@ -96,4 +112,6 @@ def words(text: str) -> list[str]:
     if text.isascii():
         return _ASCII_WORD.findall(text.lower())
     text, marked = _folded(text)
+    if _MINUS in text:  # the minus sign signs a number as the hyphen-minus does; elsewhere both separate words
+        text = text.replace(_MINUS, "-")
     return (_word() if marked else _PLAIN_WORD).findall(text)

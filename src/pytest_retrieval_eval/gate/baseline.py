@@ -154,6 +154,17 @@ def _stale(labeled: Any) -> Mapping[str, Any]:
     return dict(getattr(labeled, "provenance", {}).get("stale_left_out") or {})
 
 
+def same_questions(base: Any, now: Any) -> bool:
+    """The two sets hold the same questions in the same order, none changed (``question_changes``),
+    and each fingerprint is that of its own questions, though the two differ: they differ only
+    where no measure looks (a quote recased or given a full stop; the fingerprint hashes the
+    file's text), so they are one labeled set. A recorded fingerprint its questions do not give
+    is unexplained, and stays a difference."""
+    return [q.query_id for q in base.queries] == [q.query_id for q in now.queries] and all(
+        getattr(s, "computed_fingerprint", s.fingerprint) == s.fingerprint for s in (base, now)) and not any(
+        question_changes(a, b) for a, b in zip(base.queries, now.queries))
+
+
 def stale_only(base: Any, now: Any) -> bool:
     """The two sets differ only by questions one side left out as stale (their document changed,
     the labels did not): the same labeled set, compared over the questions both hold."""
@@ -214,7 +225,7 @@ def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult, recorde
     ``recorded``: the baseline's and this run's fingerprints (``RunResults.fingerprints``)."""
     out = []
     if now.labeled.fingerprint != base.labeled.fingerprint and not subset_of(now.labeled, base.labeled) \
-            and not stale_only(base.labeled, now.labeled):
+            and not stale_only(base.labeled, now.labeled) and not same_questions(base.labeled, now.labeled):
         out.append(f"labeled set {now.labeled.name} fingerprint {base.labeled.fingerprint[:12]} -> "
                    f"{now.labeled.fingerprint[:12]} ({labeled_changes(base.labeled, now.labeled)})")
     if now.corpus_fingerprint != base.corpus_fingerprint:

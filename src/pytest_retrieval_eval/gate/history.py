@@ -316,7 +316,7 @@ def _why_not(record: Record, mine: Mapping[tuple[str, str], tuple[str | None, st
         return "; ".join(f"{part(a)} of {name} (this run: {part(b)})" for name, (a, b) in sliced)
     differ = sorted({k[1]: (theirs[k][0], mine[k][0]) for k in shared if theirs[k][0] != mine[k][0]}.items())
     differ = [(name, pair) for name, pair in differ if not _stale_only(record, run, name)
-              and not _subset_of_record(record, run, name)]
+              and not _subset_of_record(record, run, name) and not _same_questions(record, run, name)]
     if differ and not force:
         return "; ".join(f"labeled set {name} fingerprint {str(a)[:12]} (this run: {str(b)[:12]}"
                          f"{_changes(record, run, name)}; --retrieval-baseline-force compares over the questions "
@@ -344,6 +344,15 @@ def _stale_only(record: Record, run: Any, name: str) -> bool:
 
     pair = _labeled_pair(record, run, name)
     return pair is not None and stale_only(*pair)
+
+
+def _same_questions(record: Record, run: Any, name: str) -> bool:
+    """The record's labeled set ``name`` and this run's hold the same questions, none changed
+    (``baseline.same_questions``): their fingerprints differ only where no measure looks."""
+    from .baseline import same_questions
+
+    pair = _labeled_pair(record, run, name)
+    return pair is not None and same_questions(*pair)
 
 
 def _subset_of_record(record: Record, run: Any, name: str) -> bool:
