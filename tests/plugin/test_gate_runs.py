@@ -146,6 +146,14 @@ def test_a_rule_on_an_engine_no_selected_test_reads_names_the_tests_selected_and
     module = "test_a_rule_on_an_engine_no_selected_test_reads_names_the_tests_selected_and_what_to_add.py"
     assert why == (f"  why: no selected test reads the results of bm25 (selected: {module}::test_other); add a test "
                    f"that reads retrieval_results, or select one of those deselected: {module}::test_q[bm25]"), why
+    # a max-drop rule on it says the same under its failure
+    assert project.runpytest("--retrieval-save-baseline=base.json").ret == 0
+    dropped = project.runpytest("-k", "other", "--retrieval-baseline=base.json", "--retrieval-max-drop=bm25:hit@5=0.1")
+    out = dropped.stdout.str()
+    assert dropped.ret == pytest.ExitCode.TESTS_FAILED, out
+    assert "FAIL retrieval gate: max-drop rule bm25:hit@5=0.1 (from --retrieval-max-drop): engine 'bm25' was not " \
+           "compared with the baseline" in out.replace("\n    ", " "), out
+    assert "  why: no selected test reads the results of bm25 (selected: " in out.replace("\n    ", " "), out
 
 
 # --- 2. a baseline judged on another as-of day -----------------------------------------------

@@ -684,7 +684,7 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
             compared = sorted({d.engine for d in diffs})
             failures.append(Failure("drop", f"max-drop rule {rule} (from {rule.source}): engine '{rule.engine}' was not "
                                     f"compared with the baseline (compared: {', '.join(compared) or 'none'}), so the "
-                                    "rule checked nothing"))
+                                    "rule checked nothing", engine=rule.engine))
             continue
         for d in diffs:
             if d.measure != rule.measure or (rule.engine and d.engine != rule.engine):

@@ -102,9 +102,7 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     thresholds = s.thresholds
     for b in check(thresholds, a.rows, confidence=s.confidence):
         why = (unread or {}).get(b.engine) if b.value is None and not b.no_value else None
-        causes = _causes(run, a, b) if why is None else tuple(textwrap.wrap(
-            f"why: {why}", width=CAUSE_WIDTH, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False,
-            break_long_words=False))
+        causes = _causes(run, a, b) if why is None else _why_unread(why)
         out.append(Failure("rule", str(b), causes, **({"engine": b.engine, "brief": b.brief()}
                                                       if b.value is not None or b.no_value else {})))
     if a.baseline is not None:
@@ -117,7 +115,8 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
                                 segments=a.baseline.segments if a.baseline else [],
                                 noise_aware=s.noise_aware, alpha=s.alpha, spreads=spreads,
                                 unvalued=a.baseline.unvalued if a.baseline else ())
-    out += drops
+    out += [Failure(f.kind, f, _why_unread(unread[f.engine]), engine=f.engine)  # its engine recorded nothing
+            if unread and f.engine in unread and f.brief is None and not f.causes else f for f in drops]
     out += [Failure("lint", f) for f in check_lint(thresholds, run.lint)]
     out += [Failure("shadow", f) for f in [*a.shadow_problems, *check_shadows(thresholds, a.shadows)]]
     out += [Failure("segment", f) for f in check_segments(thresholds, run, s.alpha)]
@@ -126,6 +125,12 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
             for f, row in check_turns(thresholds, a.turns, run, confidence=s.confidence)]
     out = [_on_subset(run, f) for f in out]
     return Verdict(run, settings, a, tuple(out), (*a.warnings, *noted, *within))
+
+
+def _why_unread(why: str) -> tuple[str, ...]:
+    """The lines under a rule whose engine recorded no evaluation, saying why (``unread``)."""
+    return tuple(textwrap.wrap(f"why: {why}", width=CAUSE_WIDTH, initial_indent="  ", subsequent_indent="    ",
+                               break_on_hyphens=False, break_long_words=False))
 
 
 def _on_subset(run: RunResults, failure: Failure) -> Failure:

@@ -550,7 +550,8 @@ class RetrievalSession:
         evaluated = {e.engine for e in evaluations}
         verdict = conclude(run, settings, baseline, problems=problems, notes=notes, run_warnings=merged.warnings,
                            run_usage=run_usage(evaluations, outside, settings.prices),
-                           unread=self.unread({t.engine for t in settings.thresholds if t.engine} - evaluated))
+                           unread=self.unread({r.engine for r in (*settings.thresholds, *settings.max_drops) if r.engine}
+                                                   - evaluated))
         self.outcome = Outcome(verdict, merged.workers_said)
         if run.evaluations:
             trend = results_json = None
