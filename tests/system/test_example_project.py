@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import re
 import subprocess
 import sys
@@ -67,11 +66,10 @@ def test_the_teams_tests_pass_and_their_gate_holds_and_xdist_gives_the_same_tabl
            "question reaches: vpn-setup-2025 (63 words)" in out
     # the evidence in labels.json: the engines returning passages (the Haystack pipeline, the query
     # YAML) get twins at the evidence level, at most their documents'; the ids-only ones are named once
-    passages = evidence_table(done.stdout)
-    assert set(passages) == set(table) and all(row["n"] == 16 for row in passages.values())
+    passages = evidence_table(done.stdout)  # an engine with no value at the evidence level has no row
+    assert set(passages) == {"helpdesk-haystack", "helpdesk-pgvector"} and all(r["n"] == 16 for r in passages.values())
     for engine in ("helpdesk-haystack", "helpdesk-pgvector"):
         assert all(0 <= passages[engine][m] <= table[engine][m] for m in ("hit@1", "hit@3", "hit@5", "mrr")), engine
-    assert all(math.isnan(passages[e][m]) for e in ("helpdesk-bm25", "keyword") for m in ("hit@1", "hit@5", "mrr"))
     flat = " ".join(done.stdout.split())
     assert flat.count("evidence level unavailable") == 1
     assert ("evidence level unavailable for helpdesk-bm25, keyword: they return document ids, not passages "

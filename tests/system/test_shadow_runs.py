@@ -61,8 +61,9 @@ def test_a_shadow_prints_deltas_gain_movers_and_gates_without_any_model(pytester
     lonely = pytester.runpytest("--retrieval-threshold", "shadow.gain>=0")
     assert lonely.ret == pytest.ExitCode.TESTS_FAILED
     lonely.stdout.fnmatch_lines(["FAIL retrieval gate: shadow.gain>=0 (--retrieval-threshold): no shadow comparison ran*"])
-    missing = pytester.runpytest("--retrieval-shadow", "nobody:oracle")
-    missing.stdout.fnmatch_lines(["FAIL retrieval gate: shadow nobody:oracle: no labeled set was evaluated with both*"])
+    missing = pytester.runpytest("--retrieval-shadow", "nobody:oracle")  # no engine has the name: before anything runs
+    assert missing.ret == pytest.ExitCode.USAGE_ERROR
+    missing.stderr.fnmatch_lines(["ERROR: *names engine 'nobody', which no engine has; registered: *"])
 
 
 @requires_hybrid
