@@ -118,3 +118,9 @@ def test_a_stamp_never_calls_a_label_fresh_whose_quote_its_document_no_longer_ho
     assert "query 'print': evidence 'jobs wait for twelve hours'" in err and "a stamp would call the label fresh" in err
     assert len(err.strip().splitlines()) == 1 and cache.read_bytes() == before  # one line; nothing written
     assert cli(["check", "--corpus", str(kb), "--questions", str(cache)]) != 0  # still stale
+    said = capsys.readouterr().out
+    [remedy] = [line for line in said.splitlines() if line.startswith("Give print evidence")]
+    assert remedy.endswith(f"or remove it: python -m pytest_retrieval_eval label remove print --questions {cache}")
+    assert cli(remedy.split(": ", 1)[1].split()[3:]) == 0  # the printed command runs as printed
+    assert cli(["check", "--corpus", str(kb), "--questions", str(cache)]) != 0  # floor's document changed too
+    assert "changed: office (1 question: floor)" in capsys.readouterr().out  # print is gone

@@ -136,6 +136,11 @@ class Staleness:
         moved = {q for docs in (self.changed, self.deleted) for qs in docs.values() for q in qs}
         if moved & self.generated:
             lines.append(f"Regenerate the questions of what changed: {command}")
+        gone = sorted(q for q in self.evidence_gone if q not in self.generated)
+        if gone:  # a stamp refuses a quote its document no longer holds: these need new evidence first
+            lines.append(f"Give {', '.join(gone)} evidence the document holds (label import a table of "
+                         f"id,question,doc_id,evidence), or remove {'it' if len(gone) == 1 else 'them'}: "
+                         f"{remove_command(labeled_name, gone)}")
         if any(q not in self.generated for qs in self.changed.values() for q in qs):
             lines.append(f"Check the questions about what changed, then record the new fingerprints: {stamp or command}")
         if any(q not in self.generated for qs in self.deleted.values() for q in qs):
