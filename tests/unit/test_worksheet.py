@@ -199,8 +199,8 @@ def test_a_row_whose_document_changed_since_the_sheet_was_written_is_refused_nam
     with pytest.raises(RetrievalEvalError) as caught:
         unchanged_documents(sheet, edited)
     message = str(caught.value)
-    assert message.startswith(f"{sheet.path}:{line}: field 'doc_sha256': document c changed since the sheet was "
-                              "written") and "nothing recorded" in message and "\n" not in message
+    assert message.startswith(f"{sheet.path}:{line}: field 'doc_sha256': document c reads otherwise than the "
+                              "sheet's doc_sha256 says (corpus ") and "nothing recorded" in message and "\n" not in message
     gone = Corpus(tuple(d for d in CORPUS_ABC.docs if d.doc_id != "e"), "c")
     with pytest.raises(RetrievalEvalError, match=r"field 'doc_sha256': document e is not in the corpus"):
         unchanged_documents(sheet, gone)
@@ -417,5 +417,6 @@ def test_judge_import_worksheet_refuses_a_row_whose_document_changed_and_records
     assert cli(["judge", str(results), f"--import-worksheet={sheet}", f"--judgments={judgments}",
                 f"--corpus={corpus}"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {sheet}:5: field 'doc_sha256': document {doc} changed since the sheet was written")
+    assert err.startswith(f"error: {sheet}:5: field 'doc_sha256': document {doc} reads otherwise than the "
+                          "sheet's doc_sha256 says (corpus ")
     assert len(err.strip().splitlines()) == 1 and not judgments.exists()

@@ -93,7 +93,9 @@ def unchanged_documents(sheet: Sheet, corpus: Any) -> None:
     for r in sheet.rows:
         doc = corpus.get(r.doc_id)
         if doc is None or doc.fingerprint != r.doc_sha256:
-            now = "is not in the corpus" if doc is None else f"changed since the sheet was written ({doc.fingerprint[:12]})"
+            now = ("is not in the corpus" if doc is None else
+                   f"reads otherwise than the sheet's doc_sha256 says (corpus {doc.fingerprint[:12]}, sheet "
+                   f"{r.doc_sha256[:12]}): changed since the sheet was written, or the cell was edited")
             raise RetrievalEvalError(f"document {r.doc_id} {now}: the grade is of another text; nothing recorded "
                                      f"(delete question {r.query_id}'s rows to record the others, and put it on a new "
                                      "sheet with judge --worksheet=N)", path=sheet.path, line=r.line, field="doc_sha256")
