@@ -213,3 +213,13 @@ def test_a_table_cell_of_no_number_prints_as_no_value_never_nan():
     from pytest_retrieval_eval.report.table import NO_VALUE, fmt
 
     assert fmt(None) == fmt(math.nan) == NO_VALUE and fmt(0.5) == "0.500"
+
+
+def test_a_weight_left_out_of_a_shadows_gain_names_the_engines_one_of_which_has_no_value():
+    from types import SimpleNamespace
+
+    from pytest_retrieval_eval.report.shadow import skipped_text
+
+    sh = SimpleNamespace(candidate="passages", baseline="ids", skipped=("hit@5+evidence",))
+    assert skipped_text(sh) == "not weighted (no value in passages or in ids): hit@5+evidence"
+    assert skipped_text(SimpleNamespace(candidate="a", baseline="b", skipped=())) is None

@@ -50,7 +50,8 @@ def queries_text(sh: Any) -> str:
 
 def skipped_text(sh: Any) -> str | None:
     """The weights left out of the gain, for want of a value in one engine or both, said once."""
-    return f"not weighted (no value in this run): {', '.join(sh.skipped)}" if sh.skipped else None
+    return (f"not weighted (no value in {sh.candidate} or in {sh.baseline}): {', '.join(sh.skipped)}"
+            if sh.skipped else None)
 
 
 def documents(sh: Any) -> list[str]:
