@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from pytest_retrieval_eval.gate.analysis import Analysis, analyse
-from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.evaluation.results import RunResults
 
 #: the stand-in interval's half width

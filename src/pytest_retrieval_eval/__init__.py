@@ -36,7 +36,7 @@ _PUBLIC = {
     "concatenated": "engines.turns",
     "EvaluationResult": "evaluation.results",
     "RunResults": "evaluation.results",
-    "GateSettings": "gate.settings",
+    "GateSettings": "rules.settings",
     "Analysis": "gate.analysis",
     "analyse": "gate.analysis",
     "Verdict": "gate.verdict",
@@ -67,7 +67,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from .evaluation.results import EvaluationResult, RunResults
     from .gate.analysis import Analysis, analyse
     from .gate.saved import Saved, load_saved, results_json
-    from .gate.settings import GateSettings
+    from .rules.settings import GateSettings
     from .gate.verdict import Failure, Verdict, conclude
     from .types import Chunk, Doc, LabeledQuery, Passage, QueryResult, Turn
 

@@ -636,7 +636,7 @@ def _results_of(args):
     """``report RESULTS``: the saved run; ``report merge A B ...``: the run its slices make up;
     ``report comment ...``: either, printed as a pull-request comment (``args.comment``)."""
     from .gate.saved import Saved, load_saved
-    from .gate.settings import GateSettings
+    from .rules.settings import GateSettings
 
     if args.results[0] == "comment":
         args.comment = True

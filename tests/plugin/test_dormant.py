@@ -45,8 +45,9 @@ def test_a_plain_test_run_imports_only_the_entry_point(pytester):
 #: What checking an ini file's settings at start may import besides: the configuration, its
 #: settings classes and the parsers of measures and rules (no engine, corpus, lint or cost module).
 CHECK = {
-    "pytest_retrieval_eval.plugin.config", "pytest_retrieval_eval._secrets", "pytest_retrieval_eval.gate",
-    "pytest_retrieval_eval.gate.rules", "pytest_retrieval_eval.gate.settings", "pytest_retrieval_eval.ir",
+    "pytest_retrieval_eval.plugin.config", "pytest_retrieval_eval._secrets", "pytest_retrieval_eval.rules",
+    *(f"pytest_retrieval_eval.rules.{m}" for m in ("settings", "quantities", "thresholds", "drops", "shadows", "prices")),
+    "pytest_retrieval_eval.ir",
     "pytest_retrieval_eval.ir.measures", "pytest_retrieval_eval.hybrid", "pytest_retrieval_eval.hybrid.settings",
     "pytest_retrieval_eval.hybrid.index", "pytest_retrieval_eval.data", "pytest_retrieval_eval.data.chunking",
     "pytest_retrieval_eval.hybrid.store", "pytest_retrieval_eval.hybrid.store.base",

@@ -15,10 +15,11 @@ from pytest_retrieval_eval._plain import from_plain, to_plain
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.gate.analysis import Analysis, analyse, basis
-from pytest_retrieval_eval.gate.rules import MaxDrop, Threshold
-from pytest_retrieval_eval.gate.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import conclude, for_run
 from pytest_retrieval_eval.ir.paired import Paired
+from pytest_retrieval_eval.rules.drops import MaxDrop
+from pytest_retrieval_eval.rules.settings import GateSettings
+from pytest_retrieval_eval.rules.thresholds import Threshold
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 
 N = 24

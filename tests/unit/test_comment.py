@@ -5,8 +5,9 @@ pointer to the full report."""
 from __future__ import annotations
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.gate.rules import parse_max_drops, parse_thresholds
-from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.rules.drops import parse_max_drops
+from pytest_retrieval_eval.rules.thresholds import parse_thresholds
+from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import decide, verdict_of as judge
 from pytest_retrieval_eval.report.comment import MARKER, comment
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults

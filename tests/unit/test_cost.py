@@ -16,11 +16,12 @@ from fake_api import FakeApi, Reply
 from pytest_retrieval_eval._http import request_json
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.errors import RetrievalEvalError
-from pytest_retrieval_eval.gate.rules import Threshold
-from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.rules.thresholds import Threshold
+from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.gate.saved import load_saved, results_json
 from pytest_retrieval_eval.gate.verdict import conclude, for_run, verdict_of as judge
-from pytest_retrieval_eval.evaluation.cost import latency_of, parse_prices, usage_of
+from pytest_retrieval_eval.evaluation.cost import latency_of, usage_of
+from pytest_retrieval_eval.rules.prices import parse_prices
 from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.evaluation.results_json import evaluation_from_dict

@@ -7,8 +7,8 @@ import re
 from html import unescape
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.gate.rules import parse_thresholds
-from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.rules.thresholds import parse_thresholds
+from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.report.html import render
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults

@@ -12,7 +12,7 @@ from fake_api import FakeApi, Reply
 from pytest_retrieval_eval import LabeledQuery, LabeledSet, Measure, Passage, RetrievalEvalError, adapters
 from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
-from pytest_retrieval_eval.gate.settings import table_measures
+from pytest_retrieval_eval.rules.settings import table_measures
 from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES
 
 TEXTS = {"wifi": ["Visitors connect to the guest network.", "Reception prints a voucher valid for one day."],
@@ -87,8 +87,8 @@ def test_an_ids_only_engine_is_compared_on_documents_only_never_on_twins_it_has_
 
 
 def test_a_failed_evidence_rule_names_the_misses_among_the_passages_as_its_cause():
-    from pytest_retrieval_eval.gate.rules import Threshold
-    from pytest_retrieval_eval.gate.settings import GateSettings
+    from pytest_retrieval_eval.rules.thresholds import Threshold
+    from pytest_retrieval_eval.rules.settings import GateSettings
     from pytest_retrieval_eval.gate.verdict import verdict_of
 
     chunks = adapters.function(passages, name="chunks")  # the right document first, its answer second
@@ -102,8 +102,8 @@ def test_a_failed_evidence_rule_names_the_misses_among_the_passages_as_its_cause
 
 def test_the_gate_reads_a_failed_evidence_rules_causes_from_the_analysis(monkeypatch):
     from pytest_retrieval_eval.gate.analysis import analyse
-    from pytest_retrieval_eval.gate.rules import Threshold
-    from pytest_retrieval_eval.gate.settings import GateSettings
+    from pytest_retrieval_eval.rules.thresholds import Threshold
+    from pytest_retrieval_eval.rules.settings import GateSettings
     from pytest_retrieval_eval.gate.verdict import decide
 
     run = RunResults([evaluate_engine(adapters.function(passages, name="chunks"), EVIDENCE)])
@@ -119,8 +119,8 @@ def test_the_gate_reads_a_failed_evidence_rules_causes_from_the_analysis(monkeyp
 
 
 def test_a_rule_on_the_evidence_twin_of_an_ids_only_engine_says_why_it_has_no_value():
-    from pytest_retrieval_eval.gate.rules import Threshold
-    from pytest_retrieval_eval.gate.settings import GateSettings
+    from pytest_retrieval_eval.rules.thresholds import Threshold
+    from pytest_retrieval_eval.rules.settings import GateSettings
     from pytest_retrieval_eval.gate.verdict import verdict_of
 
     ids = adapters.function(lambda q, k: ["wifi" if "wifi" in q else "print"], name="ids")
@@ -135,8 +135,8 @@ def test_a_rule_on_the_evidence_twin_of_an_ids_only_engine_says_why_it_has_no_va
 def test_an_engine_that_answers_some_questions_with_ids_only_has_no_evidence_level_value():
     """Not 0 for those questions (a false miss), nor a mean over the others (questions the engine
     chose): no value, and the questions it answered with ids are named."""
-    from pytest_retrieval_eval.gate.rules import Threshold
-    from pytest_retrieval_eval.gate.settings import GateSettings
+    from pytest_retrieval_eval.rules.thresholds import Threshold
+    from pytest_retrieval_eval.rules.settings import GateSettings
     from pytest_retrieval_eval.gate.verdict import verdict_of
 
     mixed = evaluate_engine(adapters.function(lambda q, k: passages(q, k) if "wifi" in q else ["print"],

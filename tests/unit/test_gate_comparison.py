@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import for_run, verdict_of as judge
 from pytest_retrieval_eval.ir import paired as paired_module
 from pytest_retrieval_eval.ir.paired import moved, paired
@@ -76,7 +76,7 @@ def test_a_forced_baseline_over_other_questions_is_compared_over_the_questions_b
     """After ``label remove`` the sets differ: their means over different questions can agree
     while a question went from hit to miss; the comparison pairs the shared ones and says how
     many each side left out."""
-    from pytest_retrieval_eval.gate.rules import parse_max_drops
+    from pytest_retrieval_eval.rules.drops import parse_max_drops
 
     six = tuple(LabeledQuery(f"q{i}", f"question {i}", {f"d{i}": 1}) for i in range(6))
     before = LabeledSet(six, name="set")

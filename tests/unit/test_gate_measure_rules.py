@@ -9,8 +9,10 @@ import math
 import pytest
 
 from pytest_retrieval_eval import RetrievalEvalError
-from pytest_retrieval_eval.gate.rules import (ErrorCount, LintCount, MaxDrop, MeasureQuantity, RunLintCount,
-                                              ShadowQuantity, Threshold, parse_weights)
+from pytest_retrieval_eval.rules.drops import MaxDrop
+from pytest_retrieval_eval.rules.quantities import ErrorCount, LintCount, MeasureQuantity, RunLintCount, ShadowQuantity
+from pytest_retrieval_eval.rules.shadows import parse_weights
+from pytest_retrieval_eval.rules.thresholds import Threshold
 from pytest_retrieval_eval.ir.measures import Measure
 
 

@@ -10,9 +10,10 @@ import pytest
 
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.gate.rules import parse_max_drops, parse_thresholds
+from pytest_retrieval_eval.rules.drops import parse_max_drops
+from pytest_retrieval_eval.rules.thresholds import parse_thresholds
 from pytest_retrieval_eval.gate.saved import load_saved, results_json
-from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import conclude, for_run
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.gate.rules import Breach, MaxDrop, Threshold
+from pytest_retrieval_eval.gate.checks import Breach
+from pytest_retrieval_eval.rules.drops import MaxDrop
+from pytest_retrieval_eval.rules.thresholds import Threshold
 from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.ir.stats import (detectable_drop, mean_ci, paired_randomization, queries_needed,
                                             wilson_ci)

@@ -13,10 +13,11 @@ from pytest_retrieval_eval.data.judgments import Judge, Judgment, Judgments, Pan
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.evaluation.judging import JudgmentsUsed, attach, used
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
-from pytest_retrieval_eval.gate.rules import parse_max_drops, parse_thresholds
-from pytest_retrieval_eval.gate.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import FAILURE_KINDS, verdict_of
 from pytest_retrieval_eval.ir.measures import Measure, judge_dependent
+from pytest_retrieval_eval.rules.drops import parse_max_drops
+from pytest_retrieval_eval.rules.settings import GateSettings
+from pytest_retrieval_eval.rules.thresholds import parse_thresholds
 from pytest_retrieval_eval.types import LabeledQuery
 
 JUDGE = Judge("model-a", "p" * 64, 0.0, 1, "127.0.0.1")

@@ -19,7 +19,7 @@ from pytest_retrieval_eval.data.recheck import RECHECK_FLOOR, Recheck, draw, loa
 from pytest_retrieval_eval.evaluation.judging import attach_file
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.gate.saved import load_run
-from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES
 from pytest_retrieval_eval.ir.stats import cohen_kappa
 from pytest_retrieval_eval.types import LabeledQuery

@@ -17,7 +17,7 @@ from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.data.validation import load, validation_path
 from pytest_retrieval_eval.data.worksheet import HUMAN
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
-from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES
 from pytest_retrieval_eval.ir.metrics import evaluate
 from pytest_retrieval_eval.ir.stats import cohen_kappa, kendall_tau

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from pytest_retrieval_eval import QueryResult
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.report.judged import judged_lines
 from pytest_retrieval_eval.evaluation.results import EvaluationResult
 from pytest_retrieval_eval.types import LabeledQuery

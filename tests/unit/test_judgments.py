@@ -21,7 +21,7 @@ from pytest_retrieval_eval.data.judgments import Judge, Judgment, Judgments, app
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.gate.baseline import compare
-from pytest_retrieval_eval.gate.settings import GateSettings, table_measures
+from pytest_retrieval_eval.rules.settings import GateSettings, table_measures
 from pytest_retrieval_eval.gate.verdict import verdict_of
 from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES, Measure
 from pytest_retrieval_eval.ir.metrics import evaluate

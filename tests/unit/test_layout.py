@@ -8,10 +8,12 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "pytest_retrieval_eval"
 #: bottom to top: shared helpers, the pure IR core, data, the hybrid stack, engines, running
-#: engines into results, the gate, reports, the pytest side, the command line
+#: engines into results, the rule grammar and typed settings, the gate, reports, the pytest side,
+#: the command line
 LAYERS = [
     {"errors", "types", "_defaults", "_atomic", "_textfiles", "_secrets", "_http", "_usage", "_lazy_torch", "_plain"},
-    {"ir"}, {"data"}, {"hybrid"}, {"engines"}, {"evaluation"}, {"gate"}, {"report"}, {"plugin"}, {"cli", "__main__"},
+    {"ir"}, {"data"}, {"hybrid"}, {"engines"}, {"evaluation"}, {"rules"}, {"gate"}, {"report"}, {"plugin"},
+    {"cli", "__main__"},
 ]
 
 
@@ -50,6 +52,29 @@ def test_imports_point_down_the_data_path():
             if layer_of(top) > mine:
                 upward.append(f"{path.relative_to(PACKAGE)}:{line} imports {top}")
     assert not upward, "\n".join(upward)
+
+
+def _runtime_imports(path: Path) -> list[tuple[int, str]]:
+    """``imports(path)`` less those under ``if TYPE_CHECKING:`` (annotations only)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {n.lineno for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+                   for stmt in block.body for n in ast.walk(stmt) if isinstance(n, ast.ImportFrom)}
+    return [(line, top) for line, top in imports(path) if line not in typing_only]
+
+
+def test_the_rules_are_grammar_and_settings_with_no_check():
+    """``rules/`` parses rules and holds the settings; judging a run by them is the gate's
+    (``gate/checks.py``). So it defines no check, and runs nothing of the run's results or the
+    gate: the option check at start of every run imports it alone (``tests/plugin/test_dormant.py``)."""
+    for path in (PACKAGE / "rules").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        checks = [n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and n.name.lstrip("_").startswith("check")]
+        assert checks == [], f"{path.relative_to(PACKAGE)} defines {checks}: checks belong in gate/checks.py"
+        above = [f"{line}: {top}" for line, top in _runtime_imports(path) if top in ("evaluation", "gate")]
+        assert above == [], f"{path.relative_to(PACKAGE)} imports at run time: {above}"
+    assert not (PACKAGE / "gate" / "rules.py").exists() and not (PACKAGE / "gate" / "settings.py").exists()
 
 
 def test_the_pure_core_knows_nothing_of_pytest():

@@ -10,7 +10,7 @@ import math
 import pytest
 
 from pytest_retrieval_eval import Measure, Qrels, RetrievalEvalError, Run, evaluate
-from pytest_retrieval_eval.gate.rules import Threshold
+from pytest_retrieval_eval.rules.thresholds import Threshold
 from pytest_retrieval_eval.ir.measures import split_measures
 from shared_datasets import dataset_path
 

@@ -17,7 +17,8 @@ from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.evaluation.judging import attach
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.evaluation.results_json import evaluation_from_dict, evaluation_to_dict
-from pytest_retrieval_eval.gate.rules import MaxDrop, Threshold
+from pytest_retrieval_eval.rules.drops import MaxDrop
+from pytest_retrieval_eval.rules.thresholds import Threshold
 from pytest_retrieval_eval.ir.measures import Measure
 from pytest_retrieval_eval.ir.metrics import evaluate
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
@@ -200,7 +201,7 @@ def test_rules_gate_a_ppi_measure_by_threshold_but_refuse_a_max_drop_or_a_segmen
 
 
 def test_a_failed_ppi_rule_names_the_questions_people_judged_and_no_miss_of_the_documents():
-    from pytest_retrieval_eval.gate.settings import GateSettings
+    from pytest_retrieval_eval.rules.settings import GateSettings
     from pytest_retrieval_eval.gate.verdict import verdict_of
 
     e, _, _ = judged_run(6, error=0.15, humans=40, n=200)

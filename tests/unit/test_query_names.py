@@ -61,7 +61,8 @@ def test_the_worst_queries_of_a_failed_assertion_name_them_by_text_once():
 
 
 def test_a_max_drop_breach_names_movers_by_text():
-    from pytest_retrieval_eval.gate.rules import MaxDrop, check_drops
+    from pytest_retrieval_eval.gate.checks import check_drops
+    from pytest_retrieval_eval.rules.drops import MaxDrop
 
     made = question_id("labels.csv", LONG)
     diff = SimpleNamespace(engine="ours", labeled="labels", measure="hit@5", before=1.0, after=0.5, p=0.01,

@@ -10,8 +10,10 @@ from pytest_retrieval_eval.data.labels import read_jsonl, read_table
 from pytest_retrieval_eval.data.segments import derive, parse_tags
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.gate.baseline import compare
-from pytest_retrieval_eval.gate.rules import MaxDrop, Threshold, check_coverage, check_segments
-from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.gate.checks import check_coverage, check_segments
+from pytest_retrieval_eval.rules.drops import MaxDrop
+from pytest_retrieval_eval.rules.thresholds import Threshold
+from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.report.misses import coverage_line
 from pytest_retrieval_eval.evaluation.coverage import coverage_record

@@ -73,7 +73,7 @@ def test_a_line_names_every_question_unless_told_how_many():
 
 def test_the_metadata_baseline_warning_is_a_warning_of_the_run_and_its_questions_a_finding():
     from pytest_retrieval_eval.gate.analysis import analyse
-    from pytest_retrieval_eval.gate.settings import GateSettings
+    from pytest_retrieval_eval.rules.settings import GateSettings
 
     run = run_of(Scripted("keyword", questions(IDS[:30])), Scripted("vector", questions(IDS[:20])))
     analysis = analyse(run, GateSettings())

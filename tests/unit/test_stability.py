@@ -7,8 +7,9 @@ import json
 import random
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.gate.rules import MaxDrop, check_drops
-from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.gate.checks import check_drops
+from pytest_retrieval_eval.rules.drops import MaxDrop
+from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.gate.saved import results_json
 from pytest_retrieval_eval.gate.verdict import for_run, verdict_of as judge
 from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.gate.rules import MaxDrop, Row, Threshold, check
+from pytest_retrieval_eval.gate.checks import Row, check
+from pytest_retrieval_eval.rules.drops import MaxDrop
+from pytest_retrieval_eval.rules.thresholds import Threshold
 from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.ir.stats import (adjust, bootstrap_ci, detectable_drop, paired_difference_ci,
                                             paired_randomization, queries_needed)

@@ -182,7 +182,8 @@ def test_the_subset_command_says_how_many_questions_it_could_not_choose_from(tmp
     assert first.query_id not in json.loads((tmp_path / "pr.json").read_text())["ids"]
 
 def test_a_rule_failed_on_a_subset_says_it_was_judged_on_the_subset(tmp_path):
-    from pytest_retrieval_eval.gate.rules import parse_max_drops, parse_thresholds
+    from pytest_retrieval_eval.rules.drops import parse_max_drops
+    from pytest_retrieval_eval.rules.thresholds import parse_thresholds
     from pytest_retrieval_eval.gate.verdict import verdict_of
 
     doc = {"format": "pytest-retrieval-eval/subset", "name": "pr", "ids": IDS[:20], "measure": "hit@1", "of_n": 68}

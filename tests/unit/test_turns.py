@@ -14,9 +14,10 @@ from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.evaluation.turns import ByTurn, by_turn, dependence, ordinal
 from pytest_retrieval_eval.gate.analysis import Analysis, analyse
-from pytest_retrieval_eval.gate.rules import Threshold, TurnsQuantity, parse_quantity
-from pytest_retrieval_eval.gate.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import decide, for_run
+from pytest_retrieval_eval.rules.quantities import TurnsQuantity, parse_quantity
+from pytest_retrieval_eval.rules.settings import GateSettings
+from pytest_retrieval_eval.rules.thresholds import Threshold
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult, Turn, turn_id
 
 CONVERSATIONS, TURNS = 20, 3

@@ -14,7 +14,8 @@ from pytest_retrieval_eval.evaluation.judging import JudgmentsUsed
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.evaluation.set_signal import metadata_baseline, warnings as set_warnings
 from pytest_retrieval_eval.gate.analysis import underpowered
-from pytest_retrieval_eval.gate.rules import MaxDrop, check_drops
+from pytest_retrieval_eval.gate.checks import check_drops
+from pytest_retrieval_eval.rules.drops import MaxDrop
 from pytest_retrieval_eval.report.terminal import WIDTH, _fitted
 
 LABELED = load_questions_cache(QUESTIONS)

@@ -25,7 +25,7 @@ from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.evaluation.judging import attach, pool
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.evaluation.worksheet import checked, sheet_rows
-from pytest_retrieval_eval.gate.settings import GateSettings
+from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES
 from pytest_retrieval_eval.types import Doc, LabeledQuery
 

@@ -29,7 +29,7 @@ from ..ir.measures import Measure
 from ..ir.paired import MOVERS, paired
 from .judging import judge_problem
 
-#: ``--retrieval-gain-weights`` and the pair syntax are parsed in ``gate/rules.py``
+#: ``--retrieval-gain-weights`` and the pair syntax are parsed in ``rules/shadows.py``
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 questions whose top k changed between identical runs, and the spread of each measure across
 the trials. An approximate index (HNSW under concurrent writes, a service behind a load
 balancer) need not answer the same twice; a drop smaller than the engine's own spread is not
-a regression the gate should fail on (``gate/rules.check_drops`` with ``--retrieval-noise-aware``)."""
+a regression the gate should fail on (``gate/checks.check_drops`` with ``--retrieval-noise-aware``)."""
 
 from __future__ import annotations
 

@@ -36,9 +36,11 @@ from ..evaluation.sweep import SweepTable
 from ..evaluation.turns import ByTurn
 from ..types import sha256_text
 from .baseline import BaselineComparison
-from .rules import (LatencyQuantity, MaxDrop, MeasureQuantity, Row, Threshold, TurnsQuantity, UsageQuantity,
-                    judges_shadows, measures_needed, shadow_measures, turn_measures)
-from .settings import GateSettings
+from .checks import Row
+from ..rules.drops import MaxDrop
+from ..rules.quantities import LatencyQuantity, MeasureQuantity, TurnsQuantity, UsageQuantity
+from ..rules.thresholds import Threshold, judges_shadows, measures_needed, shadow_measures, turn_measures
+from ..rules.settings import GateSettings
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
 ANALYSIS_VERSION = 9
@@ -350,7 +352,7 @@ def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) ->
     for rule in max_drops:
         for e in run.evaluations:
             if (rule.engine and e.engine != rule.engine) or not e.has_value(rule.measure):
-                continue  # a measure without a value: the rule fails saying so (``rules.check_drops``)
+                continue  # a measure without a value: the rule fails saying so (``checks.check_drops``)
             ids = [q.query_id for q in e.labeled.queries if rule.segment is None or rule.segment in q.tags]
             values = subset(e, rule.measure, ids)  # a segment rule: its segment's questions
             if len(values) < 2:

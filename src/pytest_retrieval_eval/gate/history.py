@@ -127,7 +127,7 @@ class Record:
         from ..evaluation.fingerprints import checked
         from ..evaluation.results_json import evaluation_from_dict
         from ..evaluation.results import RunResults
-        from .settings import GateSettings
+        from ..rules.settings import GateSettings
 
         doc = self.results
         wanted = {f: ref for f, ref in self.corpora.items() if against is None or f not in against}

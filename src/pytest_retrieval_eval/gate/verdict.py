@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from .analysis import Analysis, Detectable, analyse, detectable_drops, gated_measures, underpowered  # noqa: F401  (re-exported)
-from .rules import (Failure, MeasureQuantity, check, check_coverage, check_drops, check_lint, check_segments,
-                    ShadowQuantity, check_shadows, check_turns)
-from .settings import FRESHNESS_K, GateSettings, table_measures  # noqa: F401  (FRESHNESS_K, table_measures: re-exported)
+from .checks import Failure, check, check_coverage, check_drops, check_lint, check_segments, check_shadows, check_turns
+from ..rules.quantities import MeasureQuantity, ShadowQuantity
+from ..rules.settings import GateSettings
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure, judge_dependent
 from ..ir.stats import CORRECTION_NAMES
 from ..evaluation.cost import RunUsage

@@ -15,8 +15,9 @@ from typing import Any, Callable, TypeVar
 from .._defaults import CHAT_MODEL as DEFAULT_CHAT_MODEL, EMBED_CONCURRENCY
 from .._secrets import SecretText
 from ..errors import RetrievalEvalError
-from ..gate.rules import MaxDrop, Threshold
-from ..gate.settings import GateSettings
+from ..rules.drops import MaxDrop
+from ..rules.thresholds import Threshold
+from ..rules.settings import GateSettings
 from ..hybrid.index import IngestConfig
 from ..hybrid.settings import HybridConfig
 from ..hybrid.store.base import check_identifier

@@ -47,7 +47,7 @@ LOW_JUDGED = 0.5
 
 def _gated(verdict: Verdict) -> list[str]:
     """The measures the rules judge, else (no rules) the table's."""
-    from ..gate.rules import measures_needed
+    from ..rules.thresholds import measures_needed
 
     s = verdict.settings
     named = [*(d.measure for d in s.max_drops), *measures_needed(s.thresholds)]

@@ -38,7 +38,7 @@ def terminal_lines(verdict: Verdict) -> list[str]:
     positions that fit in ``WIDTH``, the rest said as a count (results.md has them all). The
     measure is the miss cutoff's hit@k, or those ``turns.drop`` rules judge, so the line shows
     the numbers a failure names."""
-    from ..gate.rules import turn_measures
+    from ..rules.thresholds import turn_measures
 
     out: list[str] = []
     for measure in dict.fromkeys(turn_measures(verdict.settings.thresholds) or [verdict.miss_measure]):

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..errors import RetrievalEvalError
 from ..ir.measures import DEFAULT_GAIN_WEIGHTS, DEFAULT_TABLE_MEASURES, Measure
+from .drops import MaxDrop, parse_max_drops
+from .prices import parse_prices
+from .quantities import LatencyQuantity
+from .shadows import parse_pair, parse_weights
+from .thresholds import Threshold, measures_needed, parse_thresholds
+
 if TYPE_CHECKING:  # the model imports numpy: a run that only reads options stays light (plugin/config.py)
     from ..evaluation.results import RunResults
-
-from .rules import LatencyQuantity, MaxDrop, Threshold, measures_needed, parse_max_drops, parse_pair, parse_thresholds, parse_weights
 
 #: the cutoff of the freshness columns a versioned corpus adds to the table
 FRESHNESS_K = 5
@@ -192,10 +195,6 @@ FROM_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 
 def prices_of(items: Any) -> tuple[tuple[str, float, float], ...]:
     """``--retrieval-prices`` / the ``retrieval_prices`` lines, as (text, source) pairs."""
-    if not items:  # the option check at start of every run imports no cost module for no prices
-        return ()
-    from ..evaluation.cost import parse_prices
-
     out: dict[str, tuple[str, float, float]] = {}
     for text, source in items or ():
         out.update((p[0], p) for p in parse_prices(text, source=source))
