@@ -329,7 +329,7 @@ def _open_named(open_corpus, path: str, source: str, searched: str = "") -> Any:
 
 def _check(args) -> int:
     from .data.staleness import check, chunk_fingerprints, drop_command, regenerate_command, stamp_command
-    from .data.labels import load_labels
+    from .data.label_files import load_labels
 
     corpus = _check_files(args)
     labeled = load_labels(Path(args.questions))
@@ -430,7 +430,9 @@ def _subset(args) -> int:
 
 def _label(args) -> int:
     from .data.corpus import open_corpus
-    from .data.labels import Columns, import_labels, is_team_file, read_labels, remove_labels, stamp_cache
+    from .data.label_files import Columns, is_team_file, read_labels
+    from .data.label_import import import_labels
+    from .data.label_lifecycle import remove_labels, stamp_cache
     from .data.staleness import remove_command, stamp_command
 
     if args.verb in ("remove", "stamp") and is_team_file(args.questions):  # the team's file: never rewritten
@@ -489,7 +491,7 @@ def _counted(entries) -> str:
 
 def _label_list(args, corpus) -> int:
     """One line per question: id, state, gold documents, question; what changed for a stale one."""
-    from .data.labels import load_labels
+    from .data.label_files import load_labels
     from .data.staleness import check, chunk_fingerprints, state
 
     labeled = load_labels(Path(args.questions))

@@ -12,7 +12,7 @@ from conftest import QUESTIONS, write_docs
 from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.labeled import LabeledSet, dump_questions_cache, load_questions_cache
-from pytest_retrieval_eval.data.labels import load_labels, read_labels
+from pytest_retrieval_eval.data.label_files import load_labels, read_labels
 from pytest_retrieval_eval.types import LabeledQuery, Turn
 
 HEADER = {"format": "pytest-retrieval-eval/questions", "version": 1, "generator": {"method": "handwritten"},

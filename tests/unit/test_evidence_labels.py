@@ -12,7 +12,7 @@ from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.evidence import OVERLAP, evidence_of, holds, passage_ranks, quote_problem
 from pytest_retrieval_eval.data.labeled import load_questions_cache
-from pytest_retrieval_eval.data.labels import read_labels
+from pytest_retrieval_eval.data.label_files import read_labels
 
 WIFI = ("Visitors connect to the guest network. Reception prints a voucher valid for one day; for events, "
         "the organiser can order a batch of vouchers a week ahead.")

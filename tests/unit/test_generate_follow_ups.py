@@ -98,7 +98,7 @@ def test_cli_generate_follow_ups(fake_api, capsys, tmp_path):
 
 
 def test_a_question_is_no_repeat_of_a_follow_up_that_was_asked_after_another_question(fake_api, tmp_path):
-    from pytest_retrieval_eval.data.labels import remove_labels
+    from pytest_retrieval_eval.data.label_lifecycle import remove_labels
 
     folder, path = small_corpus(tmp_path / "corpus"), tmp_path / "q.json"
     fake_api.script("/chat/completions", Reply(200, answers("And how long does it take?")))

@@ -12,7 +12,7 @@ from conftest import CORPUS, QUESTIONS, write_docs
 from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.data.corpus import BeirFolder, JsonFolder
 from pytest_retrieval_eval.data.labeled import load_questions_cache
-from pytest_retrieval_eval.data.labels import read_labels
+from pytest_retrieval_eval.data.label_files import read_labels
 from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
 
 

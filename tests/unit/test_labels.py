@@ -18,7 +18,7 @@ from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.corpus import JsonFolder
 from pytest_retrieval_eval.data.labeled import load_questions_cache
-from pytest_retrieval_eval.data.labels import Columns, read_labels
+from pytest_retrieval_eval.data.label_files import Columns, read_labels
 from pytest_retrieval_eval.data.question_filters import QuestionFilter
 
 
@@ -61,7 +61,7 @@ def test_a_tsv_with_chosen_columns_grades_and_ids(tmp_path):
     path = tmp_path / "judged.tsv"
     path.write_text("qid\tasked\tdocs\tgrade\nt1\tguest wifi\tguest-wifi\t2\nt1\tguest wifi\tvpn-setup\t1\n"
                     "t2\tprinting\tprinter-queue|shared-drives\t1\n")
-    from pytest_retrieval_eval.data.labels import Columns
+    from pytest_retrieval_eval.data.label_files import Columns
 
     entries = read_labels(path, columns=Columns(question="asked", doc="docs", grade="grade", id="qid"))
     assert [(q.query_id, q.question, dict(q.relevant)) for q in entries] == [
@@ -131,7 +131,7 @@ def _team_corpus(tmp_path):
 
 @pytest.mark.parametrize("name, sep", [("labels.csv", ","), ("labels.tsv", "\t")])
 def test_a_column_named_grade_is_the_grade_for_label_import_and_the_run_time_loader_alike(tmp_path, capsys, name, sep):
-    from pytest_retrieval_eval.data.labels import load_labels
+    from pytest_retrieval_eval.data.label_files import load_labels
 
     kb, labels, cache = _team_corpus(tmp_path), tmp_path / name, tmp_path / "questions.cache.json"
     labels.write_text(sep.join(["question", "doc_id", "Grade"]) + "\n" + "".join(
@@ -146,7 +146,7 @@ def test_a_column_named_grade_is_the_grade_for_label_import_and_the_run_time_loa
 
 @pytest.mark.parametrize("cell", ["1.5", "x", "nan"])
 def test_a_bad_grade_is_refused_alike_by_label_import_and_the_run_time_loader_in_one_line(tmp_path, capsys, cell):
-    from pytest_retrieval_eval.data.labels import load_labels
+    from pytest_retrieval_eval.data.label_files import load_labels
 
     kb, labels, cache = _team_corpus(tmp_path), tmp_path / "labels.csv", tmp_path / "questions.cache.json"
     labels.write_text(f"question,doc_id,grade\nguest wifi,d1,1\nguest wifi,d2,{cell}\n")

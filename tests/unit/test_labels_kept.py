@@ -20,7 +20,7 @@ from fake_api import Reply, chat_reply
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.corpus import JsonFolder
 from pytest_retrieval_eval.data.labeled import load_questions_cache
-from pytest_retrieval_eval.data.labels import load_labels
+from pytest_retrieval_eval.data.label_files import load_labels
 from pytest_retrieval_eval.data.staleness import check
 
 CAFE_NFC = unicodedata.normalize("NFC", "café")

@@ -6,7 +6,7 @@ import pytest
 from conftest import results_text
 
 from pytest_retrieval_eval.data.labeled import LabeledSet, dump_questions_cache, load_questions_cache
-from pytest_retrieval_eval.data.labels import read_jsonl, read_table
+from pytest_retrieval_eval.data.label_files import read_jsonl, read_table
 from pytest_retrieval_eval.data.segments import derive, parse_tags
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.gate.baseline import compare
@@ -49,7 +49,7 @@ def test_tags_come_from_a_csv_column_a_jsonl_field_and_the_cache(tmp_path):
     cache.write_text(dump_questions_cache(LabeledSet((q,)), generator={}, corpus_fingerprint="x"))
     assert load_questions_cache(cache).queries[0].tags == q.tags
     from pytest_retrieval_eval.data.corpus import Corpus
-    from pytest_retrieval_eval.data.labels import import_labels
+    from pytest_retrieval_eval.data.label_import import import_labels
 
     imported = tmp_path / "imported.cache.json"
     assert import_labels(read_table(csv), Corpus(tuple(DOCS)), imported).added == [q.query_id]

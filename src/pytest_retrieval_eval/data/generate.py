@@ -45,7 +45,7 @@ from ..errors import RetrievalEvalError
 from .chunking import Chunking
 from .question_filters import QuestionFilter
 from .labeled import LabeledSet, load_questions_cache, write_questions_cache
-from .labels import is_generated
+from .label_lifecycle import is_generated
 from .segments import depends_guess
 from ..types import Chunk, LabeledQuery, sha256_text
 

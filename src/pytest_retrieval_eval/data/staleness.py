@@ -19,8 +19,9 @@ from typing import Any, Callable, Mapping
 
 from .corpus import Corpus
 from .evidence import evidence_of, stale_quotes
+from .label_files import is_team_file
+from .label_lifecycle import did_you_mean, fingerprinted, fingerprints_of, is_generated, unchecked
 from .labeled import LabeledSet
-from .labels import did_you_mean, fingerprinted, fingerprints_of, is_generated, is_team_file, unchecked
 
 
 def _command(verb: str, corpus_path: str, questions_path: str) -> str:

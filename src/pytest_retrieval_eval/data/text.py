@@ -1,7 +1,7 @@
 """One text normalisation and one word tokenisation, for every place that matches the labels'
 text against other text: a quote against its document or a passage (``data/evidence.py``), a
 question against another (``data/question_filters.py``, ``data/set_checks.py``, the ids and keys
-of ``data/labels.py``). Engines tokenise on their own (the keyword engine: ``data/terms.py``);
+of ``data/label_files.py``). Engines tokenise on their own (the keyword engine: ``data/terms.py``);
 that is an engine's behaviour, not this.
 
 ``normalise``: invisible format characters dropped (a soft hyphen or a zero-width space left by a

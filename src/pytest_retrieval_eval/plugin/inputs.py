@@ -11,7 +11,7 @@ from typing import Callable
 
 from ..data.corpus import BeirFolder, Corpus, is_beir_folder, open_corpus
 from ..data.labeled import LabeledSet
-from ..data.labels import is_team_file, load_labels
+from ..data.label_files import is_team_file, load_labels
 from ..data.staleness import (check, chunk_fingerprints, drop_command, list_command, regenerate_command,
                               stamp_command)
 from ..errors import RetrievalEvalError
