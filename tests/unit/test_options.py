@@ -38,9 +38,9 @@ def test_an_option_declared_but_missing_from_the_options_page_is_caught(monkeypa
 
 
 def test_the_cli_shares_the_declarations_without_the_prefix(capsys):
-    from pytest_retrieval_eval.cli import _parser
+    from pytest_retrieval_eval.cli.parser import make_parser
 
-    parser = _parser()
+    parser = make_parser()
     generate = parser.parse_args(["generate"])
     assert (generate.split_length, generate.split_overlap) == (options.BY_KEY["split_length"].default,
                                                               options.BY_KEY["split_overlap"].default)
@@ -150,9 +150,9 @@ def _parsers(parser):
 
 
 def test_no_help_text_holds_rest_markup():
-    from pytest_retrieval_eval.cli import _parser
+    from pytest_retrieval_eval.cli.parser import make_parser
 
     found = [f"{o.flag_name}: {o.help}" for o in OPTIONS if REST_MARKUP.search(o.help)]
-    found += [f"{p.prog}: {line}" for p in _parsers(_parser()) for line in p.format_help().splitlines()
+    found += [f"{p.prog}: {line}" for p in _parsers(make_parser()) for line in p.format_help().splitlines()
               if REST_MARKUP.search(line)]
     assert found == []
