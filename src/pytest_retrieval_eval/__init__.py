@@ -24,7 +24,7 @@ _PUBLIC = {
     "per_query_frame": "ir.metrics",
     "Corpus": "data.corpus",
     "LabeledSet": "data.labeled",
-    "Judge": "data.judgments",
+    "Judge": "data.judges",
     "Judgment": "data.judgments",
     "Judgments": "data.judgments",
     "Engine": "engines.base",
@@ -53,7 +53,8 @@ __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
     from .data.corpus import Corpus
-    from .data.judgments import Judge, Judgment, Judgments
+    from .data.judges import Judge
+    from .data.judgments import Judgment, Judgments
     from .data.labeled import LabeledSet
     from .engines.base import AsyncEngine, Converses, Engine, EngineRegistry, Stages
     from .engines.turns import concatenated, last_turn

@@ -17,7 +17,8 @@ import pytest
 from conftest import CORPUS
 from fake_api import Reply, judge_reply, umbrela_grade
 from projects import BUNDLED_TESTS
-from pytest_retrieval_eval.data.judgments import Judgments, Panel
+from pytest_retrieval_eval.data.judges import Panel
+from pytest_retrieval_eval.data.judgments import Judgments
 from pytest_retrieval_eval.data.validation import load
 
 RULE = "--retrieval-threshold=keyword:hit@5+judged>=0.1"

@@ -9,7 +9,8 @@ from conftest import CORPUS
 from fake_api import Reply, judge_reply, umbrela_grade
 from projects import BUNDLED_TESTS
 from pytest_retrieval_eval.cli import main as cli
-from pytest_retrieval_eval.data.judgments import Judgments, is_judged_relevant
+from pytest_retrieval_eval.data.grades import is_judged_relevant
+from pytest_retrieval_eval.data.judgments import Judgments
 
 
 def test_a_run_using_a_drifted_judges_grades_warns_naming_the_judge_and_its_agreement(bundled_project, fake_api):

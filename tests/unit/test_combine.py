@@ -141,7 +141,8 @@ def test_a_slice_is_judged_like_its_whole_set_so_every_jobs_table_has_the_same_c
 def test_slices_judged_with_one_judgments_file_merge_into_the_unsliced_runs_judged_labels(tmp_path):
     """What each slice used of the file (holes of its own questions) adds up; the file, the judge
     and the calibration are the same for every job."""
-    from pytest_retrieval_eval.data.judgments import Judge, Judgment, Judgments
+    from pytest_retrieval_eval.data.judges import Judge
+    from pytest_retrieval_eval.data.judgments import Judgment, Judgments
     from pytest_retrieval_eval.evaluation.judging import attach
 
     judge = Judge("model-a", "p" * 64, 0.0, 1, "127.0.0.1")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_retrieval_eval import QueryResult
-from pytest_retrieval_eval.data.judgments import Judge, Judgment, Judgments, Panel
+from pytest_retrieval_eval.data.judges import Judge, Panel
+from pytest_retrieval_eval.data.judgments import Judgment, Judgments
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.evaluation.judging import JudgmentsUsed, attach, used
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults

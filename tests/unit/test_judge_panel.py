@@ -11,7 +11,9 @@ import math
 import pytest
 
 from pytest_retrieval_eval import QueryResult
-from pytest_retrieval_eval.data.judgments import Agreement, Judge, Judgment, Judgments, Panel, question_sha256
+from pytest_retrieval_eval.data.judge_agreement import Agreement
+from pytest_retrieval_eval.data.judges import Judge, Panel
+from pytest_retrieval_eval.data.judgments import Judgment, Judgments, question_sha256
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.evaluation.judging import JudgmentsUsed, attach

@@ -13,7 +13,9 @@ from fake_api import Reply, judge_reply, umbrela_grade
 from pytest_retrieval_eval import QueryResult
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.corpus import open_corpus
-from pytest_retrieval_eval.data.judgments import Judge, Judgments, is_judged_relevant
+from pytest_retrieval_eval.data.grades import is_judged_relevant
+from pytest_retrieval_eval.data.judges import Judge
+from pytest_retrieval_eval.data.judgments import Judgments
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.data.recheck import RECHECK_FLOOR, Recheck, draw, load, recheck_path
 from pytest_retrieval_eval.evaluation.judging import attach_file

@@ -178,7 +178,7 @@ def test_a_smaller_sample_is_a_seeded_uniform_draw_of_the_hidden_labels(fake_api
 def test_a_panel_is_validated_like_one_judge_with_its_members_agreement_stored_and_printed(fake_api, tmp_path, capsys):
     """``good`` and ``twin`` grade alike and ``bad`` the other way round: the panel's majority is
     ``good``'s, so its kappa is too; stored under the panel's own fingerprint, nothing asked twice."""
-    from pytest_retrieval_eval.data.judgments import Panel
+    from pytest_retrieval_eval.data.judges import Panel
     from pytest_retrieval_eval.ir.stats import fleiss_kappa
 
     fake_api.script("/chat/completions", Reply(200, grades_by_model))
@@ -214,7 +214,7 @@ def test_a_panel_is_validated_like_one_judge_with_its_members_agreement_stored_a
 
 def test_judge_with_a_panel_has_each_member_grade_the_holes_it_lacks_and_says_how_they_agree(
         fake_api, tmp_path, capsys):
-    from pytest_retrieval_eval.data.judgments import Panel
+    from pytest_retrieval_eval.data.judges import Panel
 
     fake_api.script("/chat/completions", Reply(200, grades_by_model))
     results, judgments = saved(tmp_path)

@@ -17,7 +17,8 @@ from pytest_retrieval_eval import QueryResult
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.corpus import open_corpus
 from pytest_retrieval_eval.data.judge import JudgeConfig, Pair, grade_of, judge_pairs, majority
-from pytest_retrieval_eval.data.judgments import Judge, Judgment, Judgments, append, rewrite
+from pytest_retrieval_eval.data.judges import Judge
+from pytest_retrieval_eval.data.judgments import Judgment, Judgments, append, rewrite
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.gate.baseline import compare
@@ -304,7 +305,7 @@ def test_judged_labels_fill_holes_never_overrule_a_human_and_score_as_trec_eval_
 
 def test_judged_qrels_fill_only_the_holes_with_the_cut_and_change_nothing_they_read():
     from pytest_retrieval_eval import Qrels
-    from pytest_retrieval_eval.data.judgments import judged_qrels
+    from pytest_retrieval_eval.data.grades import judged_qrels
 
     human = Qrels({"q1": {"a": 1, "b": 0}, "q2": {"c": 2}})
     grades = {"q1": {"a": 0, "b": 3, "x": 3, "y": 2, "z": 1, "w": 0}, "q3": {"d": 3}}  # q3: no human labels
@@ -317,7 +318,8 @@ def test_judged_qrels_fill_only_the_holes_with_the_cut_and_change_nothing_they_r
 
 
 def test_the_holes_of_a_labeled_set_are_chosen_by_a_pure_function_and_the_evaluation_reads_their_qrels():
-    from pytest_retrieval_eval.data.judgments import judged_qrels, question_sha256
+    from pytest_retrieval_eval.data.grades import judged_qrels
+    from pytest_retrieval_eval.data.judgments import question_sha256
     from pytest_retrieval_eval.evaluation.judging import hole_grades
 
     judgments = Judgments([keyed("q1", "c", 3, "alpha, as it was asked before?"), keyed("q2", "e", 2, "beta?"),

@@ -166,7 +166,8 @@ def test_the_results_writer_refuses_nan_naming_where_it_is():
 
 
 def test_a_judges_kappa_on_one_kind_of_label_throughout_is_null_not_nan():
-    from pytest_retrieval_eval.data.judgments import Judge, Judgment, Judgments
+    from pytest_retrieval_eval.data.judges import Judge
+    from pytest_retrieval_eval.data.judgments import Judgment, Judgments
     from pytest_retrieval_eval.evaluation.judging import attach
 
     run = run_of(ids_engine())

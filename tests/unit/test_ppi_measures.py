@@ -10,7 +10,9 @@ import random
 import numpy as np
 import pytest
 
-from pytest_retrieval_eval.data.judgments import RELEVANT_FROM, Judge, Judgment, Judgments, question_sha256
+from pytest_retrieval_eval.data.grades import RELEVANT_FROM
+from pytest_retrieval_eval.data.judges import Judge
+from pytest_retrieval_eval.data.judgments import Judgment, Judgments, question_sha256
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.data.worksheet import HUMAN
 from pytest_retrieval_eval.errors import RetrievalEvalError

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import QUESTIONS
-from pytest_retrieval_eval.data.judgments import Judge
+from pytest_retrieval_eval.data.judges import Judge
 from pytest_retrieval_eval.data.labeled import load_questions_cache
 from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
 from pytest_retrieval_eval.evaluation.judging import JudgmentsUsed

@@ -322,7 +322,8 @@ def test_a_human_line_without_its_depth_or_question_is_refused_by_loader_and_sch
 
 
 def test_human_grades_beside_an_llm_judges_are_not_counted_as_another_judge_and_the_llm_judge_is_read(tmp_path):
-    from pytest_retrieval_eval.data.judgments import Judge, Judgment
+    from pytest_retrieval_eval.data.judges import Judge
+    from pytest_retrieval_eval.data.judgments import Judgment
 
     run = run_of(one=[["c", "a"], ["x", "e"]])
     llm = Judge("model-a", "p" * 64, 0.0, 1, "127.0.0.1")

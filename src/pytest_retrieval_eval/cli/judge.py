@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..data.judgments import KAPPA_FLOOR, RELEVANT_FROM
+from ..data.grades import RELEVANT_FROM
+from ..data.judge_agreement import KAPPA_FLOOR
 from ..errors import RetrievalEvalError
 from .corpus import judge_corpus
 from .worksheet import import_worksheet, write_worksheet
@@ -107,7 +108,7 @@ def _agreement(run, corpus, corpus_arg: str, args, config, path: Path) -> int:
               f"hidden from it (a seeded uniform draw of --sample={args.sample})"
               + (f"; {missing} not graded (failed)" if missing else "") + ":")
         if args.judges:  # the members' agreement on the drawn pairs they all graded
-            from ..data.judgments import Agreement
+            from ..data.judge_agreement import Agreement
 
             rows = [j.votes for h in drawn if (j := judgments.get(h.pair.query_id, h.pair.doc_id, judge, h.pair.kind))]
             agreement = Agreement.of(judge.members, rows)

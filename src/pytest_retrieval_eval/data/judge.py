@@ -32,7 +32,9 @@ from .._secrets import mask_and_cap, redact
 from .._usage import counting
 from ..errors import RetrievalEvalError
 from ..types import sha256_text
-from .judgments import Judge, Judgment, Judgments, Panel, append, majority, question_sha256, rewrite  # noqa: F401  (majority: re-exported)
+from .grades import majority
+from .judges import Judge, Panel
+from .judgments import Judgment, Judgments, append, question_sha256, rewrite
 
 SYSTEM_PROMPT = "You are a search quality rater evaluating the relevance of passages."
 USER_PROMPT = """Given a query and a passage, you must provide a score on an integer scale of 0 to 3 with the following meanings:

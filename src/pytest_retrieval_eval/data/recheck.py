@@ -21,7 +21,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import validation
 from .judge import Pair
-from .judgments import Judge, Judgment, Judgments, is_judged_relevant, question_sha256
+from .grades import is_judged_relevant
+from .judges import Judge
+from .judgments import Judgment, Judgments, question_sha256
 
 #: the lowest share of rechecked pairs on which the judge must give the relevance it stored (a
 #: temperature-0 judge asked again flips a few borderline grades; a new model version flips more)

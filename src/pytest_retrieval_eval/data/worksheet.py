@@ -25,7 +25,9 @@ from typing import Sequence
 from ..errors import RetrievalEvalError
 from ..types import sha256_text
 from .judge import USER_PROMPT
-from .judgments import GRADES, Judge, Judgment, question_sha256
+from .grades import GRADES
+from .judges import Judge
+from .judgments import Judgment, question_sha256
 
 #: characters of a document's text shown in the excerpt column (cut on a word boundary)
 EXCERPT_CHARS = 300

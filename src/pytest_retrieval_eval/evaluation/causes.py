@@ -145,7 +145,7 @@ def cause_of(query: LabeledQuery, result: QueryResult, k: int, *, evidence: Evid
         return cause("not-ingested", f"not ingested: {', '.join(present[:3])} has no chunk in the store",
                      "not ingested")
     top = ranked[:k]
-    from ..data.judgments import is_judged_relevant
+    from ..data.grades import is_judged_relevant
 
     holes = [(r, d, judged[d]) for r, d in enumerate(top, start=1)
              if judged and d not in query.relevant and is_judged_relevant(judged.get(d, 0))]

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..data.judge import Pair
-from ..data.judgments import KAPPA_FLOOR, Judge, Judgment, Judgments
+from ..data.judge_agreement import KAPPA_FLOOR
+from ..data.judges import Judge
+from ..data.judgments import Judgment, Judgments
 from ..data.recheck import drift_of
 from ..errors import RetrievalEvalError
 from ..ir.metrics import evaluate
@@ -132,7 +134,7 @@ class JudgmentsUsed:
     validation: dict[str, Any] | None = None
     #: the results.json a ``judge --validate`` reads, as shown (None: the run wrote none)
     results: str | None = None
-    #: a panel's members' agreement on the pairs all of them graded (``data.judgments.Agreement``)
+    #: a panel's members' agreement on the pairs all of them graded (``data.judge_agreement.Agreement``)
     agreement_of_members: dict[str, Any] | None = None
     #: the corpus the judge reads, as shown, for the ``judge`` command (None: the one the run recorded)
     corpus: str | None = None
@@ -234,7 +236,7 @@ class JudgmentsUsed:
         out = [f"+judged: human labels with {self.used} judged hole(s) from {self.path}, judge {self.judge.describe()}; "
                f"{calibration}"]
         if self.agreement_of_members is not None:
-            from ..data.judgments import Agreement
+            from ..data.judge_agreement import Agreement
 
             out.append(f"  the panel's members: {Agreement.from_dict(self.agreement_of_members).describe()}")
         if self.validation is not None:
@@ -483,7 +485,7 @@ def candidates_record(candidates: Any, corpus: Any, chunking: Any, *, shown_path
     from dataclasses import replace
 
     from ..data.chunking import chunk_corpus
-    from ..data.judgments import is_judged_relevant
+    from ..data.grades import is_judged_relevant
     from ..data.novelty import novelty
 
     existing = chunks if chunks is not None else chunk_corpus(corpus, chunking)

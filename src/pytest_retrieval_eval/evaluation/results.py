@@ -257,7 +257,7 @@ class EvaluationResult:
         return self._ppi[m.name]
 
     def _ppi_estimate(self, m: Measure) -> Any:
-        from ..data.judgments import judged_qrels
+        from ..data.grades import judged_qrels
         from ..ir.ppi import ppi_mean
 
         ids = self.human_questions(m.k or 0)
@@ -274,9 +274,9 @@ class EvaluationResult:
 
     @property
     def filled_qrels(self) -> Qrels:
-        """The human labels with the judged holes filled (``data.judgments.judged_qrels``)."""
+        """The human labels with the judged holes filled (``data.grades.judged_qrels``)."""
         if self._filled is None:  # made once: every +judged measure reads them
-            from ..data.judgments import judged_qrels
+            from ..data.grades import judged_qrels
 
             self._filled = judged_qrels(self.labeled.qrels, self.judged)
         return self._filled

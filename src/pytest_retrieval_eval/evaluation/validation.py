@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data.judge import Pair
-from ..data.judgments import KAPPA_FLOOR, Calibration, Judge, Judgments, is_judged_relevant, question_sha256
+from ..data.grades import is_judged_relevant
+from ..data.judge_agreement import KAPPA_FLOOR, Calibration
+from ..data.judges import Judge
+from ..data.judgments import Judgments, question_sha256
 from .judging import EngineOrder, doc_text, engine_order, labeled_pairs
 from .results import RunResults
 

@@ -8,7 +8,7 @@ import importlib.resources
 import math
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ..data.judgments import is_judged_relevant
+from ..data.grades import is_judged_relevant
 from ..evaluation.judging import used
 from . import ceiling, cost, errors, plot, shadow, sweep, table, turns, turns_given
 from .judged import candidate_lines, judged_lines
