@@ -14,7 +14,7 @@ from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
 from pytest_retrieval_eval.gate.verdict import conclude, verdict_of
 from pytest_retrieval_eval.report.files import markdown
 from pytest_retrieval_eval.report.html import render
-from pytest_retrieval_eval.report.terminal import LineWriter, write_summary
+from pytest_retrieval_eval.report.terminal import LineWriter, Outcome, write_summary
 from pytest_retrieval_eval.report.turns_given import line
 from test_conversation_evaluation import Keyword, conversations, rewrite
 
@@ -65,8 +65,6 @@ def test_the_line_under_the_table_names_the_engines_given_the_last_turn_alone():
     expected = "given the last turn alone (no retrieve_conversation): keyword"
     assert line(verdict.run) == expected
     out = io.StringIO()
-    from pytest_retrieval_eval.plugin.session import Outcome  # what `report results.json` prints through
-
     write_summary(LineWriter(out), Outcome(conclude(verdict.run, verdict.settings)), report=True, thresholds=0,
                   unavailable={})
     lines = out.getvalue().splitlines()

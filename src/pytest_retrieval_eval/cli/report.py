@@ -13,9 +13,9 @@ from ..errors import RetrievalEvalError
 def main(args) -> int:
     from dataclasses import replace
 
+    from ..gate.saved import load_baseline
     from ..gate.verdict import conclude, for_run
     from ..ir.measures import DEFAULT_TABLE_MEASURES, parse_measures, split_measures
-    from ..plugin.session import load_baseline
     from ..report.files import markdown
     from ..report.outputs import metadata, write_outputs
 
@@ -54,8 +54,7 @@ def main(args) -> int:
     elif args.markdown:
         print(markdown(verdict, metadata(verdict)), end="")
     else:  # the run's own summary, by the run's own writer (detail with -v, as in the run)
-        from ..plugin.session import Outcome
-        from ..report.terminal import LineWriter, write_summary
+        from ..report.terminal import LineWriter, Outcome, write_summary
 
         write_summary(LineWriter(sys.stdout), Outcome(verdict),
                       report=True, thresholds=len(verdict.settings.thresholds), unavailable={},

@@ -102,3 +102,13 @@ def load_run(path: str | Path, *, check_fingerprints: bool = True) -> RunResults
     """A saved run alone (a baseline): its settings and analysis are this run's business."""
     return load_saved(path, check_fingerprints=check_fingerprints).run
 
+
+def load_baseline(path: Path | None) -> tuple[RunResults | None, list[str]]:
+    """The saved baseline, or why it cannot be used (a gate failure, never a silent pass)."""
+    if path is None:
+        return None, []
+    try:
+        return load_run(path, check_fingerprints=False), []  # compare() refuses, or is forced
+    except RetrievalEvalError as exc:
+        return None, [f"baseline unusable: {exc}"]
+

@@ -9,93 +9,17 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RetrievalEvalError
+from . import enrich, selection
 from .config import RetrievalConfig
-from .roles import Gathered, Shipped, Standalone
+from .merge import merge
+from .roles import Shipped, Standalone
 
-
-@dataclass
-class Outcome:
-    """The reporting process's end of run: the verdict (which holds what the run's ending noted,
-    its warnings and its HTTP calls, as results.json keeps them), plus what only this session
-    prints: the workers' store lines and the history folder's files that are not records."""
-
-    verdict: Any  # gate.verdict.Verdict
-    #: what only the workers printed (their store lines), for the controller to print
-    workers_said: list[str] = field(default_factory=list)
-    session_warnings: list[str] = field(default_factory=list)
-
-    notes = property(lambda self: list(self.verdict.notes))
-    warnings = property(lambda self: [*self.verdict.run_warnings, *self.session_warnings])
-    #: the run's HTTP calls in all (``evaluation.cost.RunUsage``), the engines' and those no question claims
-    run_usage = property(lambda self: self.verdict.run_usage)
-    thresholds = property(lambda self: list(self.verdict.settings.thresholds))
-
-    @property
-    def failures(self) -> list[str]:
-        return self.verdict.failures
-
-    @property
-    def failed(self) -> bool:
-        return self.verdict.failed
-
-
-#: the tests a "why" under a rule names, at most
-TESTS_NAMED = 3
-
-
-def _reads(item: Any) -> str | None:
-    """The engine whose results a test reads (``retrieval_results`` by its ``retrieval_engine``
-    parameter), or None."""
-    callspec = getattr(item, "callspec", None)
-    if callspec is None or "retrieval_results" not in getattr(item, "fixturenames", ()):
-        return None
-    engine = callspec.params.get("retrieval_engine")
-    return engine if isinstance(engine, str) else None
-
-
-@dataclass
-class Merged:
-    """Every process's records as one run."""
-
-    evaluations: list
-    lint: list
-    snippets: dict[str, str]
-    notes: list[str]  # what merging noticed (workers that ranked differently)
-    missing: list[str]  # shares that never arrived: gate failures
-    store: list[str]  # every process's store lines, a worker's prefixed with its id
-    workers_said: list[str]  # the workers' store lines: the controller prints them
-    warnings: list[str]
-    chunk_docs: list[str] | None = None  # the document of each ingested chunk, when something was ingested
-    usage: dict = field(default_factory=dict)  # every process's calls outside the engines' questions, summed
-
-
-def merge(gathered: Gathered) -> Merged:
-    """Records from several processes as one run (``evaluation/combine.combine``): one evaluation per
-    (engine, labeled set), the first worker's where several evaluated it (a disagreement noted,
-    never averaged away); shares of an evaluation (``--retrieval-shard``) put back together
-    query for query, a share that never arrived a failure."""
-    from .._usage import summed
-    from ..evaluation.combine import combine
-
-    shipped = [s for _, s in gathered.shipped]
-    combined = combine([{"evaluations": [*s.evaluations, *s.shares], "lint": s.lint, "snippets": s.snippets}
-                        for s in shipped], names=[None if o == "local" else o for o, _ in gathered.shipped])
-    run = combined.run
-    said = [f"{origin}: {line}" for origin, s in gathered.shipped if origin != "local" for line in s.store]
-    store = said + [line for origin, s in gathered.shipped if origin == "local" for line in s.store]
-    unused = {s.unused_ingestion for s in shipped}
-    warnings = ([f"retrieval_ingest_pipeline {next(iter(unused))} did not run: no engine reads what it ingests "
-                 "(name a query pipeline that does, retrieval_query_pipelines = NAME=PATH, or leave it out)"]
-                if run.evaluations and len(unused) == 1 and None not in unused else [])
-    warnings += dict.fromkeys(w for s in shipped for w in s.warnings)  # each once, whoever said it
-    chunk_docs = next((s.chunk_docs for s in shipped if s.chunk_docs), None)
-    return Merged(run.evaluations, run.lint, run.snippets, combined.notes, combined.missing, store, said, warnings,
-                  chunk_docs, summed(*(s.usage for s in shipped)))
+if TYPE_CHECKING:
+    from ..report.terminal import Outcome
 
 
 class RetrievalSession:
@@ -142,33 +66,11 @@ class RetrievalSession:
 
     def collected(self, items: list, deselected: list) -> None:
         """What this process runs, and what -k / -m left out, for ``unread``."""
-        self._tests = ([(i.nodeid, _reads(i)) for i in items], [(i.nodeid, _reads(i)) for i in deselected])
+        self._tests = selection.tests_of(items, deselected)
 
     def unread(self, engines: set[str]) -> dict[str, str]:
-        """Engine -> why no evaluation of it was recorded and what to add, for each registered
-        engine of ``engines`` (those a rule names that recorded none): not selected, or no
-        selected test reads its results (named, with the deselected ones that would)."""
-        from .wake import selected_engines
-
-        if self._tests is None or not engines:
-            return {}
-        selected, deselected = self._tests
-        names = selected_engines(self.pytest_config)
-        out = {}
-        for engine in sorted(e for e in engines if e in self.registry.known()):
-            if engine not in names:
-                out[engine] = (f"{engine} is registered but not selected (selected: {', '.join(names) or 'none'}): add "
-                               f"it to retrieval_engines (retrieval_engines = {' '.join([*names, engine])}), or pass "
-                               f"--retrieval-engine={engine}")
-                continue
-            ids = [i for i, _ in selected]
-            more = len(ids) - TESTS_NAMED
-            shown = ", ".join(ids[:TESTS_NAMED]) + (f" and {more} more" if more > 0 else "")
-            would = [i for i, reads in deselected if reads == engine][:TESTS_NAMED]
-            out[engine] = (f"no selected test reads the results of {engine} (selected: {shown or 'none'}); add a test "
-                           "that reads retrieval_results" + (f", or select one of those deselected: {', '.join(would)}"
-                                                             if would else ""))
-        return out
+        """Engine -> why no evaluation of it was recorded and what to add (``selection.unread``)."""
+        return selection.unread(self._tests, engines, self.pytest_config)
 
     def engine_failures(self, evaluated: set[str]) -> list[str]:
         """Engines the gate must not pass over: a factory that raised, and (when anything was
@@ -388,64 +290,6 @@ class RetrievalSession:
                                        "positions": [position[q.query_id] for q in share.queries]}}
 
     # --- end of run --------------------------------------------------------------------------
-    def judgments(self, run: Any) -> list[str]:
-        """Grade the holes first (``--retrieval-judge``), then attach the file's judgments to
-        every evaluation; what went wrong is a gate failure, never a silent pass on human labels."""
-        from ..evaluation.judging import attach_file
-        from .inputs import shown
-
-        path = self.config.judging.judgments
-        try:
-            judge = _judge_holes(self, run) if self.config.judging.judge else None
-            try:
-                corpus = self.corpus()
-            except RetrievalEvalError:  # engines of a team's own data: staleness unchecked, and said
-                corpus = None
-            report_dir = self.config.report.report_dir
-            found = attach_file(run, path, shown_path=shown(path), corpus=corpus, judge=judge,
-                                results=shown(report_dir / "results.json") if report_dir is not None else None,
-                                panel=self.config.judging.panel,
-                                corpus_path=shown(self.config.data.corpus) if self.config.data.corpus else None)
-        except RetrievalEvalError as exc:
-            return [f"judgments {shown(path)}: {exc}"]
-        if found is None:
-            return [f"judgments {shown(path)}: the file holds no judgment by an LLM judge (a worksheet's human "
-                    "grades fill no hole); grade the holes with --retrieval-judge "
-                    "(or see python -m pytest_retrieval_eval judge --help)"]
-        return []
-
-    def coverage(self, run: Any, chunk_docs: list[str] | None) -> dict:
-        """How much of the corpus the run's questions judge; empty when it has no corpus of ours."""
-        from ..evaluation.coverage import coverage_record
-
-        try:
-            corpus = self.corpus()
-        except RetrievalEvalError:  # engines over a team's own data, no corpus configured
-            return {}
-        whole = getattr(self, "_whole", None)  # a slice's coverage is the whole set's: every job says the same
-        sets = {e.labeled.fingerprint: e.labeled for e in run.evaluations}
-        if whole is not None and self.config.run.slice is not None:
-            sets = {k: whole if l.name == whole.name else l for k, l in sets.items()}
-        record = coverage_record(corpus.docs, sets.values(), chunk_docs)
-        from ..data.set_checks import check_set
-
-        checks = [f for labeled in sets.values() for f in check_set(labeled, corpus.docs)]
-        if checks:  # the labeled set's own findings, read by the analysis (gate/analysis.set_findings)
-            record["checks"] = [[f.kind, list(f.query_ids), f.detail] for f in checks]
-        return record
-
-    def fingerprints(self, run: Any) -> dict:
-        """What the run measured, by content (``evaluation/fingerprints.py``): a later comparison
-        across another corpus or judgments file names what changed."""
-        from ..evaluation.fingerprints import record
-
-        try:
-            corpus = self.corpus()
-        except RetrievalEvalError:  # engines over a team's own data, no corpus configured
-            corpus = None
-        judgments = self.config.judging.judgments
-        return record(run, corpus, judgments=judgments if run.judgments and judgments is not None else None)
-
     def candidate_docs(self):
         """The documents a change would add (``--retrieval-candidates``), read once."""
         if getattr(self, "_candidates", None) is None:
@@ -453,6 +297,15 @@ class RetrievalSession:
 
             self._candidates = open_corpus(self.config.judging.candidates).load()
         return self._candidates
+
+    @property
+    def whole(self):
+        """The labeled set before a CI job's slice (``labeled``), None until it is read."""
+        return getattr(self, "_whole", None)
+
+    def ingested(self, key: Any):
+        """The index ingested under ``key`` (an ingestion config, or "pipeline"), None if none was."""
+        return self._indexes.get(key)
 
     def candidates(self, run: Any) -> list[str]:
         """Each candidate's novelty against the corpus (semantic too, with the run's embedder),
@@ -499,8 +352,10 @@ class RetrievalSession:
         self.role.ship(self.pytest_config, records)
         if not self.role.reports:
             return None
+        from ..gate.saved import load_baseline
         from ..gate.verdict import conclude, for_run
         from ..report.outputs import step_summary_path, write_outputs
+        from ..report.terminal import Outcome
         from ..evaluation.results import RunResults
 
         cfg = self.config
@@ -508,10 +363,10 @@ class RetrievalSession:
         merged = merge(gathered)
         evaluations = merged.evaluations
         run = RunResults(evaluations, lint=merged.lint, snippets=merged.snippets)
-        run.coverage = self.coverage(run, merged.chunk_docs) if run.evaluations else {}
-        judging = self.judgments(run) if cfg.judging.judgments is not None and run.evaluations else []
-        judging += self.candidates(run) if cfg.judging.candidates is not None and run.evaluations else []
-        run.fingerprints = self.fingerprints(run) if run.evaluations else {}
+        run.coverage = enrich.coverage(self, run, merged.chunk_docs) if run.evaluations else {}
+        judging = enrich.judgments(self, run) if cfg.judging.judgments is not None and run.evaluations else []
+        judging += enrich.candidates(self, run) if cfg.judging.candidates is not None and run.evaluations else []
+        run.fingerprints = enrich.fingerprints(self, run) if run.evaluations else {}
         history = None
         if cfg.gate.history is not None:
             from ..gate.history import History
@@ -575,44 +430,3 @@ class RetrievalSession:
                           save_baseline=cfg.report.save_baseline, baseline=baseline, timing=timing,
                           step_summary=step_summary_path(), trend=trend, results_json=results_json)
         return self.outcome
-
-
-def _judge_holes(session: "RetrievalSession", run: Any) -> str | None:
-    """``--retrieval-judge``: grade the pooled holes into the judgments file; the judge's
-    fingerprint (None with a panel, ``--retrieval-judges``: each member grades what it lacks)."""
-    from ..data.judge import JudgeConfig, judge_pairs, judge_panel
-    from ..evaluation.judging import pairs, pool
-    from .inputs import shown
-
-    j = session.config.judging
-    config = JudgeConfig(model=j.model, votes=j.votes, concurrency=j.concurrency, rate=j.rate, max_tokens=j.max_tokens)
-    todo, missing = pairs(pool(run, j.depth, j.engines), session.corpus())
-    if j.candidates is not None:  # and what each candidate document would answer
-        from ..evaluation.judging import candidate_pairs
-
-        todo += candidate_pairs(session.candidate_docs(), run)
-    if j.panel:
-        _, reports = judge_panel(todo, j.judgments, j.panel, config, progress=session.progress)
-    else:
-        reports = [judge_pairs(todo, j.judgments, config, progress=session.progress)]
-    for report in reports:
-        session.progress(f"{shown(j.judgments)}: {report.summary()}"
-                         + (f"; {len(missing)} pooled document(s) not in the corpus" if missing else ""))
-        if report.failed and not report.asked and not report.reused:  # say the cause, not what it leaves behind
-            first = next(iter(report.failed.values()))
-            raise RetrievalEvalError(f"the judge graded nothing: all {len(report.failed)} call(s) failed, the first "
-                                     f"with {first}")
-    return None if j.panel else reports[0].judge.fingerprint  # the model the server says answered
-
-
-def load_baseline(path: Path | None) -> tuple[Any, list[str]]:
-    """The saved baseline, or why it cannot be used (a gate failure, never a silent pass)."""
-    if path is None:
-        return None, []
-    from ..gate.saved import load_run
-
-    try:
-        return load_run(path, check_fingerprints=False), []  # compare() refuses, or is forced
-    except RetrievalEvalError as exc:
-        return None, [f"baseline unusable: {exc}"]
-

@@ -12,6 +12,7 @@ findings (all of them also in results.md); ``-q`` leaves out the intervals as we
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from . import ceiling, cost, shadow, sweep, table, turns, turns_given
@@ -30,6 +31,32 @@ SEGMENTS_SHOWN = 10
 WIDTH = 88
 #: warnings and notes shown by default (wrapped within ``WIDTH``); beyond, a count and the way to see them
 NOTICES_SHOWN = 3
+
+
+@dataclass
+class Outcome:
+    """The reporting process's end of run: the verdict (which holds what the run's ending noted,
+    its warnings and its HTTP calls, as results.json keeps them), plus what only the plugin's session
+    prints: the workers' store lines and the history folder's files that are not records."""
+
+    verdict: Verdict
+    #: what only the workers printed (their store lines), for the controller to print
+    workers_said: list[str] = field(default_factory=list)
+    session_warnings: list[str] = field(default_factory=list)
+
+    notes = property(lambda self: list(self.verdict.notes))
+    warnings = property(lambda self: [*self.verdict.run_warnings, *self.session_warnings])
+    #: the run's HTTP calls in all (``evaluation.cost.RunUsage``), the engines' and those no question claims
+    run_usage = property(lambda self: self.verdict.run_usage)
+    thresholds = property(lambda self: list(self.verdict.settings.thresholds))
+
+    @property
+    def failures(self) -> list[str]:
+        return self.verdict.failures
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict.failed
 
 
 class LineWriter:
