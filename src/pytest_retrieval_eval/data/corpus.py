@@ -135,9 +135,7 @@ class JsonFolder:
     max_doc_mb: float = MAX_DOC_MB
 
     def load(self) -> Corpus:
-        root = Path(self.path)
-        if not root.is_dir():
-            raise RetrievalEvalError("corpus folder not found", path=root)
+        root = _folder(self.path)
         docs: list[Doc] = []
         origin: dict[str, str] = {}
         files = sorted(p for p in root.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file())
@@ -148,7 +146,7 @@ class JsonFolder:
                 f"or HTML files ({others[0].relative_to(root).as_posix()}{_more(others)}); a corpus folder holds "
                 "one kind: move the others out, or name a folder of one kind", path=root)
         if others:
-            return TextFolder(root, self.max_doc_mb).load()
+            return TextFolder(root, self.max_doc_mb).read(root, others)  # the folder walked once
         for file in files:
             for doc, line in self._read(file, self.max_doc_mb):
                 if doc.doc_id in origin:
@@ -184,6 +182,14 @@ class JsonFolder:
             yield _doc_from_record(record, path=file, line=line, where=where, max_mb=max_mb), line
 
 
+def _folder(path: Path) -> Path:
+    """A corpus folder's path, refused in one line when no folder is there."""
+    root = Path(path)
+    if not root.is_dir():
+        raise RetrievalEvalError("corpus folder not found", path=root)
+    return root
+
+
 def _more(files: list[Path]) -> str:
     return f" and {len(files) - 1} more" if len(files) > 1 else ""
 
@@ -203,11 +209,13 @@ class TextFolder:
     max_doc_mb: float = MAX_DOC_MB
 
     def load(self) -> Corpus:
-        root = Path(self.path)
-        if not root.is_dir():
-            raise RetrievalEvalError("corpus folder not found", path=root)
+        root = _folder(self.path)
+        return self.read(root, text_files(root))
+
+    def read(self, root: Path, files: list[Path]) -> Corpus:
+        """The corpus of ``files``, the Markdown, text and HTML files below ``root`` (``text_files``)."""
         reads, origin = [], {}
-        for file in text_files(root):
+        for file in files:
             read = read_file(root, file)
             if read.doc_id in origin:
                 raise RetrievalEvalError(f"duplicate doc_id '{read.doc_id}' (also in {origin[read.doc_id]})",

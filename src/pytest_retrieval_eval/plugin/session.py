@@ -307,27 +307,6 @@ class RetrievalSession:
         """The index ingested under ``key`` (an ingestion config, or "pipeline"), None if none was."""
         return self._indexes.get(key)
 
-    def candidates(self, run: Any) -> list[str]:
-        """Each candidate's novelty against the corpus (semantic too, with the run's embedder),
-        and the questions the judge says it answers, recorded on ``run``."""
-        from ..data.judgments import Judgments
-        from ..evaluation.judging import candidates_record, used
-        from .inputs import shown
-
-        j = self.config.judging
-        try:
-            found = used(run)
-            judgments = Judgments.load(j.judgments) if j.judgments is not None and found is not None else None
-            ingested = self._indexes.get(self.config.hybrid.ingest)  # chunked already: not split again
-            run.candidates = candidates_record(self.candidate_docs(), self.corpus(), self.config.hybrid.ingest,
-                                               shown_path=shown(j.candidates), weight=j.novelty_weight,
-                                               embed=self.embedder().embed, judgments=judgments,
-                                               judge=found.judge if found is not None else None,
-                                               chunks=ingested.chunks if ingested is not None else None, run=run)
-        except RetrievalEvalError as exc:
-            return [f"candidates {shown(j.candidates)}: {exc}"]
-        return []
-
     def close(self) -> None:
         """Once the outcome is made: the hybrid stack's connections closed (the embedding cache's,
         a served embedder's), not left for the process's exit or the garbage collector."""
