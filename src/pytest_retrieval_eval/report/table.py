@@ -49,7 +49,8 @@ def with_value(verdict: Verdict, measures: Sequence[str]) -> list[str]:
 
 def no_value_line(verdict: Verdict) -> str | None:
     """The table's columns left out for having no value in any engine, and why, in one line."""
-    missing = [m for m in verdict.measures if m not in with_value(verdict, verdict.measures)]
+    shown = set(with_value(verdict, verdict.measures))
+    missing = [m for m in verdict.measures if m not in shown]
     if not missing or not verdict.rows:
         return None
     return f"no value in any engine: {', '.join(missing)}" + _why_none(missing)
