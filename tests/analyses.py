@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 import pytest
 
-from pytest_retrieval_eval.gate.analysis import Analysis, analyse
+from pytest_retrieval_eval.analysis.analyse import Analysis, analyse
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.evaluation.results import RunResults
 

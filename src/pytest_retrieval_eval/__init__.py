@@ -37,8 +37,8 @@ _PUBLIC = {
     "EvaluationResult": "evaluation.results",
     "RunResults": "evaluation.results",
     "GateSettings": "rules.settings",
-    "Analysis": "gate.analysis",
-    "analyse": "gate.analysis",
+    "Analysis": "analysis.analyse",
+    "analyse": "analysis.analyse",
     "Verdict": "gate.verdict",
     "Failure": "gate.verdict",
     "conclude": "gate.verdict",
@@ -66,7 +66,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from .engines import adapters
     from .plugin.engines import hybrid_variant
     from .evaluation.results import EvaluationResult, RunResults
-    from .gate.analysis import Analysis, analyse
+    from .analysis.analyse import Analysis, analyse
     from .gate.saved import Saved, load_saved, results_json
     from .rules.settings import GateSettings
     from .gate.verdict import Failure, Verdict, conclude

@@ -1,6 +1,6 @@
 """Frozen dataclasses to plain JSON values and back, exactly, driven by their type hints.
 
-The analysis of a run (``gate/analysis.py``) is written into results.json in this form and read
+The analysis of a run (``analysis/analyse.py``) is written into results.json in this form and read
 back by ``report``, so a saved run renders byte-identical artefacts without computing a single
 statistic again. One generic pair instead of a hand-written ``from_dict`` per type keeps the
 two directions from drifting apart: a field added to a type is written and read with no more

@@ -1,6 +1,6 @@
 """A saved run's analysis is read back, not made again: ``report results.json`` renders every
 artefact of the run, byte for byte, with the paired test, the bootstrap and the miss attribution
-made to raise (``gate/analysis.py``, ``gate/saved.py``)."""
+made to raise (``analysis/analyse.py``, ``gate/saved.py``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def no_statistics(monkeypatch) -> None:
     import pytest_retrieval_eval.ir.paired as paired
     import pytest_retrieval_eval.ir.stats as stats
     import pytest_retrieval_eval.evaluation.causes as causes
-    import pytest_retrieval_eval.evaluation.ceiling as ceiling
+    import pytest_retrieval_eval.analysis.ceiling as ceiling
 
     def refused(*args, **kwargs):
         raise AssertionError("a statistic was computed again while a saved run was rendered")

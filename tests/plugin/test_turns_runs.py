@@ -1,4 +1,4 @@
-"""A run over conversations end to end (``evaluation/turns.py``, ``report/turns.py``): the engine
+"""A run over conversations end to end (``analysis/turns.py``, ``report/turns.py``): the engine
 that sees only the last turn is good on first turns and bad on follow-ups, the one that reads the
 conversation good on both; the drop is printed under the table, a ``turns.drop`` rule fails the
 first, and ``report results.json`` prints the run's summary byte for byte."""
@@ -73,7 +73,7 @@ def test_the_drop_is_printed_gated_and_read_back_byte_for_byte(make_project, cap
     page = (p.path / "page.html").read_text(encoding="utf-8")
     assert '<table id="by-turn">' in page and "1.000 (n=20)" in page
     no_statistics(monkeypatch)  # read back from the analysis: no bootstrap, no drop interval made again
-    import pytest_retrieval_eval.evaluation.turns as turns
+    import pytest_retrieval_eval.analysis.turns as turns
 
     monkeypatch.setattr(turns, "by_turn", lambda *a, **k: (_ for _ in ()).throw(AssertionError("made again")))
     capsys.readouterr()

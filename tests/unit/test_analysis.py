@@ -1,4 +1,4 @@
-"""The run's one analysis (``gate/analysis.py``): every derived quantity computed once, written
+"""The run's one analysis (``analysis/analyse.py``): every derived quantity computed once, written
 to results.json in an exact form (``_plain.py``) and read back equal, and read back only where it
 was made from the same run, settings and baseline."""
 
@@ -14,7 +14,7 @@ import pytest
 from pytest_retrieval_eval._plain import from_plain, to_plain
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
-from pytest_retrieval_eval.gate.analysis import Analysis, analyse, basis
+from pytest_retrieval_eval.analysis.analyse import Analysis, analyse, basis
 from pytest_retrieval_eval.gate.verdict import conclude, for_run
 from pytest_retrieval_eval.ir.paired import Paired
 from pytest_retrieval_eval.rules.drops import MaxDrop

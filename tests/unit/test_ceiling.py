@@ -1,4 +1,4 @@
-"""The candidate pool's ceiling (``evaluation/ceiling.py``): recall@k at each stage an engine
+"""The candidate pool's ceiling (``analysis/ceiling.py``): recall@k at each stage an engine
 reports and the share of its misses lost at each, on stages whose figures are worked by hand."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from pytest_retrieval_eval import Stages
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.evaluation.ceiling import ceiling_of
+from pytest_retrieval_eval.analysis.ceiling import ceiling_of
 from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import EvaluationResult
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult, Stage

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from pytest_retrieval_eval.evaluation.ceiling import StageCurve, StageRecall
+from pytest_retrieval_eval.analysis.ceiling import StageCurve, StageRecall
 from pytest_retrieval_eval.report.ceiling import cells, curve_svg, loss_line
 from pytest_retrieval_eval.report.plot import text_width
 

@@ -202,7 +202,7 @@ def test_usage_and_times_survive_the_dict_form_xdist_ships():
 
 
 def test_a_baseline_comparison_says_the_latency_and_whether_it_was_measured_alike():
-    from pytest_retrieval_eval.gate.baseline import latency_note
+    from pytest_retrieval_eval.analysis.baseline import latency_note
 
     now, base = evaluate_engine(Sleeper([0.002] * 12), LABELED), evaluate_engine(Sleeper([0.001] * 12), LABELED)
     assert latency_note(now, base).startswith(f"slow: latency p95 {latency_of(base).ms('p95'):.1f} ms -> "

@@ -101,7 +101,7 @@ def test_a_failed_evidence_rule_names_the_misses_among_the_passages_as_its_cause
 
 
 def test_the_gate_reads_a_failed_evidence_rules_causes_from_the_analysis(monkeypatch):
-    from pytest_retrieval_eval.gate.analysis import analyse
+    from pytest_retrieval_eval.analysis.analyse import analyse
     from pytest_retrieval_eval.rules.thresholds import Threshold
     from pytest_retrieval_eval.rules.settings import GateSettings
     from pytest_retrieval_eval.gate.verdict import decide

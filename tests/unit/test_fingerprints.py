@@ -18,7 +18,7 @@ from pytest_retrieval_eval.evaluation.fingerprints import (corpus_changes, diff,
                                                            judgments_changes, record)
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
 from pytest_retrieval_eval.evaluation.results_json import from_document
-from pytest_retrieval_eval.gate.baseline import compare
+from pytest_retrieval_eval.analysis.baseline import compare
 from pytest_retrieval_eval.types import Doc, LabeledQuery, QueryResult
 
 DOCS = tuple(Doc(f"d{i}", f"text of document {i}", title=f"Title {i}") for i in range(8))

@@ -121,7 +121,7 @@ def test_questions_that_moved_both_ways_are_shown_though_the_mean_held():
 
 
 def test_a_baseline_of_another_labeled_set_is_refused_naming_what_changed():
-    from pytest_retrieval_eval.gate.baseline import compare
+    from pytest_retrieval_eval.analysis.baseline import compare
 
     edited = tuple(
         LabeledQuery(q.query_id, q.question + " again" if i == 3 else q.question,
@@ -143,7 +143,7 @@ def test_a_baseline_of_another_labeled_set_is_refused_naming_what_changed():
 def test_an_embedder_that_answered_its_canaries_otherwise_is_noted_beside_the_comparison_never_refused():
     from dataclasses import replace
 
-    from pytest_retrieval_eval.gate.baseline import compare
+    from pytest_retrieval_eval.analysis.baseline import compare
 
     base = replace(_engine("hybrid", {1}), engine_info={"embedder": "openai:http://x:emb", "embedder_canary": "a" * 64})
     same = replace(_engine("hybrid", {1}), engine_info=dict(base.engine_info))
@@ -168,7 +168,7 @@ def _run(labeled: LabeledSet) -> RunResults:
 
 
 def test_questions_left_out_as_stale_are_said_left_out_as_stale_not_removed():
-    from pytest_retrieval_eval.gate.baseline import labeled_changes
+    from pytest_retrieval_eval.analysis.baseline import labeled_changes
 
     now = _left_out_as_stale(LABELED, {"q03": ["changed: d3"], "q07": ["deleted: d7"]})
     said = labeled_changes(LABELED, now)
@@ -184,7 +184,7 @@ def test_questions_left_out_as_stale_are_said_left_out_as_stale_not_removed():
 
 
 def test_a_baseline_differing_only_by_stale_questions_is_compared_over_the_questions_both_hold_not_refused():
-    from pytest_retrieval_eval.gate.baseline import compare
+    from pytest_retrieval_eval.analysis.baseline import compare
 
     now = _run(_left_out_as_stale(LABELED, {"q03": ["changed: d3"]}))
     found = compare(now, _run(LABELED), ["hit@1"])
@@ -196,7 +196,7 @@ def test_a_baseline_differing_only_by_stale_questions_is_compared_over_the_quest
 
 
 def test_a_baseline_refused_after_an_evidence_or_history_edit_names_the_questions_and_what_changed():
-    from pytest_retrieval_eval.gate.baseline import compare
+    from pytest_retrieval_eval.analysis.baseline import compare
     from pytest_retrieval_eval.types import Turn
 
     def with_(quote: str, reply: str) -> EvaluationResult:
@@ -218,7 +218,7 @@ def test_a_baseline_refused_after_an_evidence_or_history_edit_names_the_question
 
 def test_a_quote_edit_the_rule_cannot_see_changes_no_question_and_refuses_no_baseline():
     from pytest_retrieval_eval.data.labeled import question_changes
-    from pytest_retrieval_eval.gate.baseline import compare
+    from pytest_retrieval_eval.analysis.baseline import compare
 
     def with_(*quotes: str) -> EvaluationResult:
         labeled = LabeledSet((LabeledQuery("q00", "question 0", {"d0": 1}, {"evidence": {"d0": list(quotes)}}),

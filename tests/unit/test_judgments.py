@@ -21,7 +21,7 @@ from pytest_retrieval_eval.data.judges import Judge
 from pytest_retrieval_eval.data.judgments import Judgment, Judgments, append, rewrite
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.errors import RetrievalEvalError
-from pytest_retrieval_eval.gate.baseline import compare
+from pytest_retrieval_eval.analysis.baseline import compare
 from pytest_retrieval_eval.rules.settings import GateSettings, table_measures
 from pytest_retrieval_eval.gate.verdict import verdict_of
 from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES, Measure
@@ -30,7 +30,7 @@ from pytest_retrieval_eval.ir.stats import cohen_kappa, kendall_tau
 from pytest_retrieval_eval.report.judged import judged_lines, moved_most
 from pytest_retrieval_eval.evaluation.judging import attach, calibration_pairs, engine_order, pool
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
-from pytest_retrieval_eval.evaluation.shadow import shadows
+from pytest_retrieval_eval.analysis.shadow import shadows
 from pytest_retrieval_eval.types import LabeledQuery
 
 JUDGE_A = Judge("model-a", "p" * 64, 0.0, 1, "127.0.0.1")

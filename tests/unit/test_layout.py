@@ -8,11 +8,12 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "pytest_retrieval_eval"
 #: bottom to top: shared helpers, the pure IR core, data, the hybrid stack, engines, running
-#: engines into results, the rule grammar and typed settings, the gate, reports, the pytest side,
-#: the command line
+#: engines into a recorded run, the rule grammar and typed settings, what the run means (the
+#: analysis), the gate and the archive (results.json, history, baselines), reports, the pytest
+#: side, the command line
 LAYERS = [
     {"errors", "types", "_defaults", "_atomic", "_textfiles", "_secrets", "_http", "_usage", "_lazy_torch", "_plain"},
-    {"ir"}, {"data"}, {"hybrid"}, {"engines"}, {"evaluation"}, {"rules"}, {"gate"}, {"report"}, {"plugin"},
+    {"ir"}, {"data"}, {"hybrid"}, {"engines"}, {"evaluation"}, {"rules"}, {"analysis"}, {"gate", "archive"}, {"report"}, {"plugin"},
     {"cli", "__main__"},
 ]
 

@@ -14,7 +14,7 @@ from conftest import results_text
 from pytest_retrieval_eval import LabeledQuery, LabeledSet, Passage, adapters
 from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import RunResults
-from pytest_retrieval_eval.gate.baseline import compare
+from pytest_retrieval_eval.analysis.baseline import compare
 from pytest_retrieval_eval.rules.drops import MaxDrop
 from pytest_retrieval_eval.rules.thresholds import Threshold
 from pytest_retrieval_eval.gate.saved import load_saved
@@ -188,7 +188,7 @@ def test_a_shadows_gain_over_no_weighted_measure_with_a_value_is_null_in_results
 
 
 def test_a_subset_file_writes_a_drop_of_no_number_as_null(tmp_path):
-    from pytest_retrieval_eval.evaluation.subset import write_subset
+    from pytest_retrieval_eval.analysis.subset import write_subset
 
     path = tmp_path / "pr.subset.json"
     write_subset(path, name="pr", ids=["q0"], measure="hit@1", labeled=LABELED, sources=["a.json"], spread=1,

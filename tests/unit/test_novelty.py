@@ -16,7 +16,7 @@ from pytest_retrieval_eval.data.corpus import Corpus, open_corpus
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.data.novelty import nearest_questions, novelty, tokens
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
-from pytest_retrieval_eval.evaluation.shadow import shadows
+from pytest_retrieval_eval.analysis.shadow import shadows
 from pytest_retrieval_eval.types import Chunk, Doc, LabeledQuery
 
 VOLCANO = Doc("cand-volcano", "Eyjafjallajokull erupted in 2010, sending basaltic ash plumes across the North "

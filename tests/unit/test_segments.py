@@ -9,16 +9,16 @@ from pytest_retrieval_eval.data.labeled import LabeledSet, dump_questions_cache,
 from pytest_retrieval_eval.data.label_files import read_jsonl, read_table
 from pytest_retrieval_eval.data.segments import derive, parse_tags
 from pytest_retrieval_eval.errors import RetrievalEvalError
-from pytest_retrieval_eval.gate.baseline import compare
+from pytest_retrieval_eval.analysis.baseline import compare
 from pytest_retrieval_eval.gate.checks import check_coverage, check_segments
 from pytest_retrieval_eval.rules.drops import MaxDrop
 from pytest_retrieval_eval.rules.thresholds import Threshold
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.report.misses import coverage_line
-from pytest_retrieval_eval.evaluation.coverage import coverage_record
+from pytest_retrieval_eval.analysis.coverage import coverage_record
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
-from pytest_retrieval_eval.evaluation.segments import segment_rows
+from pytest_retrieval_eval.analysis.segments import segment_rows
 from pytest_retrieval_eval.types import Doc, LabeledQuery, QueryResult
 
 DOCS = [Doc("vpn", "Install the WireGuard client and import the profile.", title="VPN setup"),
@@ -119,7 +119,7 @@ def test_a_failed_rule_on_a_segment_of_one_question_says_it_has_no_detectable_dr
 
 
 def test_a_family_name_stands_for_its_values_and_an_unknown_tag_is_said():
-    from pytest_retrieval_eval.evaluation.segments import unknown_tags
+    from pytest_retrieval_eval.analysis.segments import unknown_tags
 
     queries = [LabeledQuery(f"q{i}", "x", {"g": 1}, tags=(f"area:{'ab'[i % 2]}",)) for i in range(6)]
     run = RunResults([_result("a", {q.query_id: True for q in queries}, queries)])
@@ -210,7 +210,7 @@ def test_the_verdict_counts_misses_at_the_gated_cutoff_and_results_json_keeps_th
 
 def test_a_shadow_comparison_says_where_its_gain_came_from():
     from pytest_retrieval_eval.report.shadow import segment_text
-    from pytest_retrieval_eval.evaluation.shadow import compare as shadow
+    from pytest_retrieval_eval.analysis.shadow import compare as shadow
 
     base = _result("base", {q.query_id: False for q in QUERIES}, QUERIES)
     cand = _result("cand", {q.query_id: "body-only" in q.tags for q in QUERIES}, QUERIES)  # gains on 20 of 60

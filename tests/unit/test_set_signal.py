@@ -9,7 +9,7 @@ from pytest_retrieval_eval.data.labeled import load_questions_cache
 from pytest_retrieval_eval.engines.keyword import KeywordEngine
 from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import RunResults
-from pytest_retrieval_eval.evaluation.set_signal import lines, metadata_baseline, no_signal
+from pytest_retrieval_eval.analysis.set_signal import lines, metadata_baseline, no_signal
 
 LABELED = load_questions_cache(QUESTIONS)
 GOLD = {q.question: q.gold[0] for q in LABELED}
@@ -72,7 +72,7 @@ def test_a_line_names_every_question_unless_told_how_many():
 
 
 def test_the_metadata_baseline_warning_is_a_warning_of_the_run_and_its_questions_a_finding():
-    from pytest_retrieval_eval.gate.analysis import analyse
+    from pytest_retrieval_eval.analysis.analyse import analyse
     from pytest_retrieval_eval.rules.settings import GateSettings
 
     run = run_of(Scripted("keyword", questions(IDS[:30])), Scripted("vector", questions(IDS[:20])))

@@ -14,7 +14,7 @@ from pytest_retrieval_eval.gate.saved import results_json
 from pytest_retrieval_eval.gate.verdict import for_run, verdict_of as judge
 from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import RunResults
-from pytest_retrieval_eval.evaluation.stability import stability_of
+from pytest_retrieval_eval.analysis.stability import stability_of
 from pytest_retrieval_eval.types import LabeledQuery
 
 LABELED = LabeledSet(tuple(LabeledQuery(f"q{i}", f"question {i}", {f"d{i}": 1}) for i in range(40)), name="set")

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.gate.checks import Row, check
+from pytest_retrieval_eval.analysis.analyse import Row
+from pytest_retrieval_eval.gate.checks import check
 from pytest_retrieval_eval.rules.drops import MaxDrop
 from pytest_retrieval_eval.rules.thresholds import Threshold
 from pytest_retrieval_eval.gate.verdict import verdict_of as judge

@@ -13,7 +13,7 @@ from conftest import QUESTIONS
 from pytest_retrieval_eval.data.labeled import load_questions_cache
 from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import RunResults
-from pytest_retrieval_eval.evaluation.subset import (choose, drops, read_subset, restrict, subset_drops, subset_path,
+from pytest_retrieval_eval.analysis.subset import (choose, drops, read_subset, restrict, subset_drops, subset_path,
                                                      write_subset)
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.ir.stats import detectable_drop
@@ -104,7 +104,7 @@ def test_a_subset_of_another_set_is_refused_naming_a_question(tmp_path):
 
 def test_a_baseline_of_the_full_set_is_compared_over_the_subsets_questions_unless_one_changed(tmp_path):
     from pytest_retrieval_eval.data.labeled import LabeledSet
-    from pytest_retrieval_eval.gate.baseline import compare
+    from pytest_retrieval_eval.analysis.baseline import compare
     from pytest_retrieval_eval.types import LabeledQuery
 
     full = run_of(Ranked("a", {}), Ranked("b", {i: 3 for i in IDS[::3]}))
@@ -130,7 +130,7 @@ def test_a_subset_run_after_a_quote_edit_is_refused_against_the_full_sets_baseli
     from dataclasses import replace
 
     from pytest_retrieval_eval.data.labeled import LabeledSet
-    from pytest_retrieval_eval.gate.baseline import compare
+    from pytest_retrieval_eval.analysis.baseline import compare
 
     first = LABELED.queries[0]
     quoted = replace(first, source={**first.source, "evidence": {first.gold[0]: ["a quote"]}})

@@ -1,4 +1,4 @@
-"""Quality turn by turn (``evaluation/turns.py``, gathered by ``gate/analysis.analyse``): means by
+"""Quality turn by turn (``analysis/turns.py``, gathered by ``gate/analysis.analyse``): means by
 turn position and dependence, the drop from first turns to follow-ups with its interval over
 conversations, and the ``turns.drop.MEASURE`` rule on it."""
 
@@ -12,8 +12,8 @@ import pytest
 from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
-from pytest_retrieval_eval.evaluation.turns import ByTurn, by_turn, dependence, ordinal
-from pytest_retrieval_eval.gate.analysis import Analysis, analyse
+from pytest_retrieval_eval.analysis.turns import ByTurn, by_turn, dependence, ordinal
+from pytest_retrieval_eval.analysis.analyse import Analysis, analyse
 from pytest_retrieval_eval.gate.verdict import decide, for_run
 from pytest_retrieval_eval.rules.quantities import TurnsQuantity, parse_quantity
 from pytest_retrieval_eval.rules.settings import GateSettings
@@ -186,7 +186,7 @@ def test_the_terminal_shows_a_line_per_engine_under_the_table_and_results_md_a_t
 
 
 def test_long_conversations_keep_the_line_within_the_width():
-    from pytest_retrieval_eval.evaluation.turns import TurnGroup
+    from pytest_retrieval_eval.analysis.turns import TurnGroup
     from pytest_retrieval_eval.report import turns as shown
 
     v = verdict(run_of(conversation_set()))
@@ -223,7 +223,7 @@ def test_a_malformed_turn_record_is_refused():
 
 
 def test_a_baseline_comparison_over_turns_pairs_by_id_and_resamples_conversations():
-    from pytest_retrieval_eval.gate.baseline import diff_engine
+    from pytest_retrieval_eval.analysis.baseline import diff_engine
     from pytest_retrieval_eval.ir.paired import paired
 
     labeled = conversation_set()

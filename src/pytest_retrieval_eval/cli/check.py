@@ -75,8 +75,8 @@ def _check_set(args, labeled, corpus) -> int:
     accepted (``--accept``, ``data/accepted_findings.py``) nor fixed, or an accepted one is gone."""
     from ..data import accepted_findings
     from ..data.set_checks import KINDS, check_set, read_training
-    from ..evaluation import set_signal as signal
-    from ..evaluation.set_signal import lines, set_signal
+    from ..analysis import set_signal as signal
+    from ..analysis.set_signal import lines, set_signal
 
     training = read_training(args.training) if args.training else []
     findings = check_set(labeled, corpus.docs, training)

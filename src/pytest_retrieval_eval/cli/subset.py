@@ -7,8 +7,8 @@ from pathlib import Path
 
 
 def main(args) -> int:
-    """``subset RESULTS... --size=N --name=NAME``: write the sharpest questions (``evaluation/subset.py``)."""
-    from ..evaluation.subset import choose, drops, spreads, write_subset
+    """``subset RESULTS... --size=N --name=NAME``: write the sharpest questions (``analysis/subset.py``)."""
+    from ..analysis.subset import choose, drops, spreads, write_subset
     from ..gate.saved import load_saved
 
     saved = [load_saved(p) for p in args.results]

@@ -10,7 +10,7 @@ Each is split as the corpus is, and each of its chunks is compared with every ex
 
 a candidate of several chunks scores the mean over its chunks. Its novelty is the mean of the two
 (the lexical one alone without an embedder); a shadow comparison's knowledge gain is blended with
-the candidates' mean novelty at ``--retrieval-novelty-weight`` (``evaluation/shadow.py``). With a judge,
+the candidates' mean novelty at ``--retrieval-novelty-weight`` (``analysis/shadow.py``). With a judge,
 each candidate is also graded against the labeled questions nearest to it in words, and the
 questions it would answer (grade 2 or more) are listed.
 """

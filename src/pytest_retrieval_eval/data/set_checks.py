@@ -1,5 +1,5 @@
 """Is the labeled set any good? Checks of the questions themselves, against the corpus only (no
-engine run); ``evaluation/set_signal.py`` adds those that need rankings. Each finding names its
+engine run); ``analysis/set_signal.py`` adds those that need rankings. Each finding names its
 questions: none is dropped.
 
 - ``near_duplicate``: questions that ask the same thing (the same normalised text, or a Jaccard
@@ -32,7 +32,7 @@ from .._textfiles import read_text
 from ..errors import RetrievalEvalError
 from .question_filters import QuestionFilter, content_words, normalised
 
-#: what ``check`` names; the kinds of ``evaluation/set_signal.py`` follow
+#: what ``check`` names; the kinds of ``analysis/set_signal.py`` follow
 KINDS = ("near_duplicate", "leaks_title", "leaks_passage", "training_copy")
 #: Jaccard similarity of content words at which two questions ask the same thing
 NEAR = QuestionFilter.near_duplicate

@@ -545,7 +545,7 @@ class RunResults:
     #: documents a change would add, with their novelty (``evaluation/judging.candidates_record``): path,
     #: weight, items; empty without ``--retrieval-candidates``
     candidates: dict[str, Any] = field(default_factory=dict)
-    #: how much of the corpus the labeled questions judge (``evaluation/coverage.py``); empty without a corpus
+    #: how much of the corpus the labeled questions judge (``analysis/coverage.py``); empty without a corpus
     coverage: dict[str, Any] = field(default_factory=dict)
     #: what was measured, by content (``evaluation/fingerprints.py``): the corpus and a digest per
     #: document, labeled sets, the judgments file, embedder canaries; empty in files saved before

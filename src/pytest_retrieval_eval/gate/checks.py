@@ -4,31 +4,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from ..analysis.analyse import Row
 from ..rules.drops import MaxDrop
 from ..rules.quantities import (COUNT_TYPES, CoverageQuantity, ErrorCount, LatencyQuantity, LintCount, MeasureQuantity,
                                 ShadowQuantity, StaleCount, TurnsQuantity, UsageQuantity)
 from ..rules.thresholds import Threshold
-
-
-@dataclass(frozen=True)
-class Row:
-    """What the gate reads of one evaluation: the engine, its values, and the query counts."""
-
-    engine: str
-    labeled: str
-    #: measure -> its value; None where it has none (``EvaluationResult.mean``: an ids-only engine's
-    #: ``+evidence`` twin, an unpriced cost, an untimed latency): a rule on it checks nothing
-    values: Mapping[str, float | None]
-    n: int
-    errors: int
-    #: measure -> 95% interval (Wilson for hit@k and the rates, else bootstrap), for rules judged
-    #: with ``confidence="lower"``
-    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
-    #: measure -> why it is below its best (freshness: the stale queries), said with a breach
-    details: Mapping[str, str] = field(default_factory=dict)
 
 
 class Failure(str):
@@ -136,7 +119,7 @@ def check_segments(thresholds: Sequence[Threshold], run: Any, alpha: float = 0.0
     engine; a failure names the segment, its n, the smallest drop it can show, and the questions
     that scored lowest. A tag no question carries is a failure: the rule would check nothing."""
     from ..ir.stats import detectable_drop
-    from ..evaluation.segments import subset
+    from ..analysis.segments import subset
 
     failures = []
     for t in (t for t in thresholds if t.segment):
@@ -198,7 +181,7 @@ def check_coverage(thresholds: Sequence[Threshold], coverage: Mapping[str, Any])
 
 def check_shadows(thresholds: Sequence[Threshold], shadows: Sequence) -> list[str]:
     """``[CANDIDATE:]shadow.gain>=X`` and ``[CANDIDATE:]shadow.MEASURE>=X`` against each shadow
-    comparison (``evaluation/shadow.py``); a rule with no comparison to judge is a failure."""
+    comparison (``analysis/shadow.py``); a rule with no comparison to judge is a failure."""
     failures = []
     for t in (t for t in thresholds if isinstance(t.quantity, ShadowQuantity)):
         gain = t.quantity.measure is None

@@ -340,7 +340,7 @@ def _stale_only(record: Record, run: Any, name: str) -> bool:
     """The record's labeled set ``name`` differs from this run's only by questions one of them
     left out as stale (``baseline.stale_only``): the same labels, compared over the questions
     both hold (a corpus that moved is the comparison's to refuse, by name)."""
-    from .baseline import stale_only
+    from ..analysis.baseline import stale_only
 
     pair = _labeled_pair(record, run, name)
     return pair is not None and stale_only(*pair)
@@ -349,7 +349,7 @@ def _stale_only(record: Record, run: Any, name: str) -> bool:
 def _same_questions(record: Record, run: Any, name: str) -> bool:
     """The record's labeled set ``name`` and this run's hold the same questions, none changed
     (``baseline.same_questions``): their fingerprints differ only where no measure looks."""
-    from .baseline import same_questions
+    from ..analysis.baseline import same_questions
 
     pair = _labeled_pair(record, run, name)
     return pair is not None and same_questions(*pair)
@@ -359,7 +359,7 @@ def _subset_of_record(record: Record, run: Any, name: str) -> bool:
     """This run's labeled set ``name`` is a subset (``--retrieval-subset``) of the record's, every
     question unchanged: the full set's record serves it, compared over the subset's questions, as
     a full-set baseline file does (``baseline.subset_of``)."""
-    from .baseline import subset_of
+    from ..analysis.baseline import subset_of
 
     pair = _labeled_pair(record, run, name)
     return pair is not None and subset_of(pair[1], pair[0])
@@ -368,7 +368,7 @@ def _subset_of_record(record: Record, run: Any, name: str) -> bool:
 def _changes(record: Record, run: Any, name: str) -> str:
     """``: `` and the questions added, removed and changed between the record's labeled set
     ``name`` and this run's (``baseline.labeled_changes``), or '' (no run, an unreadable record)."""
-    from .baseline import labeled_changes
+    from ..analysis.baseline import labeled_changes
 
     pair = _labeled_pair(record, run, name)
     return f": {labeled_changes(*pair)}" if pair is not None else ""
@@ -388,7 +388,7 @@ def changes_since(before: Record, after: Record) -> list[str]:
     judgments file, named (``evaluation/fingerprints.py``); none when they measured alike or a
     record cannot be read."""
     from ..evaluation.fingerprints import corpus_changes
-    from .baseline import labeled_changes
+    from ..analysis.baseline import labeled_changes
 
     if _measured(before) == _measured(after):  # read from the files as they are: most records change nothing
         return []

@@ -19,7 +19,7 @@ from ..evaluation.cost import RunUsage
 from ..evaluation.results import RunResults, measure_names
 from ..evaluation.results_json import from_document, read_document, run_document
 from ..rules.settings import GateSettings
-from .analysis import Analysis
+from ..analysis.analyse import Analysis
 
 
 @dataclass(frozen=True)

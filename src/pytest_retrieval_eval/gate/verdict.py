@@ -8,7 +8,7 @@ import textwrap
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from .analysis import Analysis, Detectable, analyse, detectable_drops, gated_measures, underpowered  # noqa: F401  (re-exported)
+from ..analysis.analyse import Analysis, Detectable, analyse, detectable_drops, gated_measures, underpowered  # noqa: F401  (re-exported)
 from .checks import Failure, check, check_coverage, check_drops, check_lint, check_segments, check_shadows, check_turns
 from ..rules.quantities import MeasureQuantity, ShadowQuantity
 from ..rules.settings import GateSettings
@@ -263,7 +263,7 @@ def conclude(run: RunResults, settings: GateSettings, baseline: RunResults | Non
     """The one ending of a run and of ``report``: the analysis (the recorded one where it was
     made from this run, these settings and this baseline; else made now), then the rules, with
     what the run's ending noted beside them."""
-    from .analysis import basis
+    from ..analysis.analyse import basis
 
     fits = recorded is not None and recorded.basis == basis(run, settings, baseline)
     verdict = decide(run, settings, recorded if fits else analyse(run, settings, baseline), problems, unread)

@@ -454,6 +454,6 @@ def split_measures(text: str) -> list[str]:
 #: The measures a summary table shows unless configured otherwise.
 DEFAULT_TABLE_MEASURES = tuple(Measure.parse(n) for n in TABLE_MEASURES)
 
-#: The weights of a shadow comparison's knowledge gain unless configured (``evaluation/shadow.py``):
+#: The weights of a shadow comparison's knowledge gain unless configured (``analysis/shadow.py``):
 #: finding the gold documents counts twice as much as ordering them.
 DEFAULT_GAIN_WEIGHTS = GAIN_WEIGHTS

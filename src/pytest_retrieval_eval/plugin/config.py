@@ -164,7 +164,7 @@ def _subset_file(path: Path | None) -> Path | None:
     """``--retrieval-subset=NAME`` (resolved as a path by the options) -> ``subsets/NAME.json`` beside it."""
     if path is None:
         return None
-    from ..evaluation.subset import subset_path
+    from ..analysis.subset import subset_path
 
     return subset_path(path)
 

@@ -43,7 +43,7 @@ def judgments(session: RetrievalSession, run: Any) -> list[str]:
 
 def coverage(session: RetrievalSession, run: Any, chunk_docs: list[str] | None) -> dict:
     """How much of the corpus the run's questions judge; empty when it has no corpus of ours."""
-    from ..evaluation.coverage import coverage_record
+    from ..analysis.coverage import coverage_record
 
     try:
         corpus = session.corpus()

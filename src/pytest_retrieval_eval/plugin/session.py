@@ -199,7 +199,7 @@ class RetrievalSession:
             if "labeled_queries" in fixtures and self._labeled is None:
                 self._read = read_labels(self.config.data)
                 if self.config.data.subset is not None:  # a missing or broken subset file: said once, first
-                    from ..evaluation.subset import read_subset
+                    from ..analysis.subset import read_subset
 
                     read_subset(self.config.data.subset)
         except RetrievalEvalError as exc:
@@ -215,8 +215,8 @@ class RetrievalSession:
             labeled = load_labeled(self.config.data, corpus, self.config.hybrid.ingest, self.progress,
                                    self._read)
             self._read = None
-            if self.config.data.subset is not None:  # a pull request's sharp subset (evaluation/subset.py)
-                from ..evaluation.subset import read_subset, restrict
+            if self.config.data.subset is not None:  # a pull request's sharp subset (analysis/subset.py)
+                from ..analysis.subset import read_subset, restrict
 
                 path = self.config.data.subset
                 labeled = restrict(labeled, read_subset(path), path)

@@ -1,6 +1,6 @@
 """Recall by stage (the candidate pool's ceiling): a table per engine with stages (results.md and
 the page), a curve over k on the page, one line per engine in the terminal with -v. Read from
-the verdict (``evaluation/ceiling.py`` computed it); nothing is computed here."""
+the verdict (``analysis/ceiling.py`` computed it); nothing is computed here."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def title(verdict: Verdict, c: Any) -> str:
 
 def cells(c: Any) -> tuple[list[str], list[list[str]]]:
     """The header and a row per stage: stage, recall at each k of the grid some stage reaches, all."""
-    from ..evaluation.ceiling import GRID
+    from ..analysis.ceiling import GRID
 
     ks = [k for k in GRID if any(x == k for s in c.stages for x, _ in s.points)]
     head = ["stage", *(f"@{k}" for k in ks), "all"]

@@ -1,6 +1,6 @@
 """The labeled set's section: a subset run's price (the smallest drop it still detects against the
-full set's, ``evaluation/subset.py``) and what the set says of itself (near duplicates, leakage,
-no signal, the metadata-only baseline: ``data/set_checks.py``, ``evaluation/set_signal.py``).
+full set's, ``analysis/subset.py``) and what the set says of itself (near duplicates, leakage,
+no signal, the metadata-only baseline: ``data/set_checks.py``, ``analysis/set_signal.py``).
 Read from the analysis; each finding names its questions."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from ..evaluation.set_signal import lines as finding_lines
+from ..analysis.set_signal import lines as finding_lines
 
 #: questions a terminal line names before "and N more" (results.md and the page name them all)
 SHOWN = 10

@@ -1,4 +1,4 @@
-"""A sweep's table and its scatter, as the verdict computed them (``evaluation/sweep.py``)."""
+"""A sweep's table and its scatter, as the verdict computed them (``analysis/sweep.py``)."""
 
 from __future__ import annotations
 

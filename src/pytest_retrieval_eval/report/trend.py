@@ -21,7 +21,7 @@ def points(records: Sequence[Any], measure: str, engine: str | None = None,
     """One point per record and evaluation: engine, series key, commit, order (the record's name),
     mean, interval. A record that cannot be read is left out, said in ``skipped`` (once)."""
     from ..errors import RetrievalEvalError
-    from ..gate.analysis import Analysis
+    from ..analysis.analyse import Analysis
 
     out = []
     for r in records:

@@ -1,7 +1,7 @@
 """Quality turn by turn, as the reports show it: a compact block under the terminal's table (the
 miss cutoff's hit@k per engine by position, and the drop from first turns to follow-ups with
 its interval over conversations), a table per engine in results.md, a folded section of the PR
-comment and a small table on the page. Read from the analysis (``evaluation/turns.py``
+comment and a small table on the page. Read from the analysis (``analysis/turns.py``
 computed it); nothing is computed here, and nothing is shown for a set without conversations."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..evaluation.turns import ordinal
+from ..analysis.turns import ordinal
 from .table import NO_VALUE
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers

@@ -107,7 +107,7 @@ class ShadowQuantity:
 class TurnsQuantity:
     """How much worse one engine does on follow-up turns than on first turns of the labeled set's
     conversations: ``turns.drop.hit@5`` (the mean over first turns minus the mean over turns
-    after the first, ``evaluation/turns.py``)."""
+    after the first, ``analysis/turns.py``)."""
 
     measure: Measure
 

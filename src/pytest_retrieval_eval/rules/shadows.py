@@ -1,5 +1,5 @@
 """What a shadow comparison is given: its ``CANDIDATE:BASELINE`` pair and the gain weights
-(``evaluation/shadow.py`` computes the comparisons)."""
+(``analysis/shadow.py`` computes the comparisons)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from ..errors import RetrievalEvalError
 from ..data.segments import all_tags
 from ..ir.measures import Measure
 from ..ir.paired import MOVERS, paired
-from .judging import judge_problem
+from ..evaluation.judging import judge_problem
 
 #: ``--retrieval-gain-weights`` and the pair syntax are parsed in ``rules/shadows.py``
 

@@ -1,7 +1,7 @@
 """Quality turn by turn, for a labeled set of conversations: each measure's mean by turn position
 (first, second, ...), by whether a turn depends on the earlier ones, and the drop from first
 turns to follow-ups with its interval over conversations. The analysis gathers one ``ByTurn``
-per evaluation and measure (``gate/analysis.py``); the gate's ``turns.drop.MEASURE`` rule and
+per evaluation and measure (``analysis/analyse.py``); the gate's ``turns.drop.MEASURE`` rule and
 every renderer read it.
 
 Only turns of conversations count here: a single question in a mixed set is no first turn of

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from .._plain import from_plain, to_plain
@@ -24,19 +24,18 @@ from ..ir.ppi import PPIEstimate
 from ..ir.stats import POWER, detectable_drop, queries_needed
 from ..data.set_checks import SetFinding
 from ..evaluation.causes import Cause, Misses
-from ..evaluation.ceiling import StageCurve
+from .ceiling import StageCurve
 from ..evaluation.cost import Latency, Usage
 from ..evaluation.lint import KINDS as RUN_LINT_KINDS
 from ..evaluation.results import Comparison, RunResults
-from ..evaluation.segments import SegmentRow
-from ..evaluation.shadow import Shadow
-from ..evaluation.stability import Stability
-from ..evaluation.subset import SubsetDrop
-from ..evaluation.sweep import SweepTable
-from ..evaluation.turns import ByTurn
+from .segments import SegmentRow
+from .shadow import Shadow
+from .stability import Stability
+from .subset import SubsetDrop
+from .sweep import SweepTable
+from .turns import ByTurn
 from ..types import sha256_text
 from .baseline import BaselineComparison
-from .checks import Row
 from ..rules.drops import MaxDrop
 from ..rules.quantities import LatencyQuantity, MeasureQuantity, TurnsQuantity, UsageQuantity
 from ..rules.thresholds import Threshold, judges_shadows, measures_needed, shadow_measures, turn_measures
@@ -44,6 +43,24 @@ from ..rules.settings import GateSettings
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
 ANALYSIS_VERSION = 9
+
+
+@dataclass(frozen=True)
+class Row:
+    """What the gate reads of one evaluation: the engine, its values, and the query counts."""
+
+    engine: str
+    labeled: str
+    #: measure -> its value; None where it has none (``EvaluationResult.mean``: an ids-only engine's
+    #: ``+evidence`` twin, an unpriced cost, an untimed latency): a rule on it checks nothing
+    values: Mapping[str, float | None]
+    n: int
+    errors: int
+    #: measure -> 95% interval (Wilson for hit@k and the rates, else bootstrap), for rules judged
+    #: with ``confidence="lower"``
+    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    #: measure -> why it is below its best (freshness: the stale queries), said with a breach
+    details: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -127,11 +144,11 @@ class Analysis:
     #: the prediction-powered estimates (``~ppi``) of the measures shown and gated, in run order
     estimates: tuple[Estimate, ...] = ()
     #: per evaluation whose engine reports its stages: recall@k at each and where its misses at
-    #: ``miss_k`` were lost (``evaluation/ceiling.py``), in run order
+    #: ``miss_k`` were lost (``analysis/ceiling.py``), in run order
     ceilings: tuple[StageCurve, ...] = ()
     #: what the labeled set says of itself, each finding naming its questions: near duplicates and
     #: leakage (recorded with the coverage, ``data/set_checks.py``), no signal and the metadata-only
-    #: baseline (``evaluation/set_signal.py``)
+    #: baseline (``analysis/set_signal.py``)
     labeled_set: tuple[SetFinding, ...] = ()
     #: a subset run (``--retrieval-subset``): the smallest drop it detects against the full set's
     subset: tuple[SubsetDrop, ...] = ()
@@ -196,13 +213,13 @@ def basis(run: RunResults, settings: GateSettings, baseline: RunResults | None) 
 def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None = None) -> Analysis:
     """Every derived quantity of ``run`` under ``settings`` (columns as recorded, else the default
     ones for the run), against ``baseline`` where there is one."""
-    from ..evaluation.ceiling import ceiling_of
+    from .ceiling import ceiling_of
     from ..evaluation.cost import latency_of, usage_of
     from ..evaluation.judging import used
-    from ..evaluation.segments import segment_rows, unknown_tags
-    from ..evaluation.stability import stability_of
-    from ..evaluation.set_signal import warnings as set_warnings
-    from ..evaluation.subset import subset_drops
+    from .segments import segment_rows, unknown_tags
+    from .stability import stability_of
+    from .set_signal import warnings as set_warnings
+    from .subset import subset_drops
 
     s = settings
     measures = s.columns(run)
@@ -225,13 +242,13 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         warnings += judgments.warnings()
     sweeps: tuple = ()
     if s.sweeps:
-        from ..evaluation.sweep import sweep_tables
+        from .sweep import sweep_tables
 
         sweeps = tuple(sweep_tables(run, s.sweeps, latency, s.correction))
     spread_of = per_question(dict.fromkeys([*measures, *measures_needed(thresholds), *(d.measure for d in max_drops)]))
     shadows, shadow_problems = [], []
     if s.shadows or judges_shadows(thresholds):
-        from ..evaluation.shadow import shadows as compare_shadows
+        from .shadow import shadows as compare_shadows
 
         shadows, shadow_problems = compare_shadows(run, s.shadows, s.weights,
                                                    per_question(dict.fromkeys([*measures, *shadow_measures(thresholds)])))
@@ -272,8 +289,8 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
 
 
 def turns_of(run: RunResults, measures: Sequence[str]) -> list[ByTurn]:
-    """Each evaluation of a set with conversations, turn by turn, per measure (``evaluation/turns.py``)."""
-    from ..evaluation.turns import by_turn
+    """Each evaluation of a set with conversations, turn by turn, per measure (``analysis/turns.py``)."""
+    from .turns import by_turn
 
     names = list(dict.fromkeys(Measure.parse(m).name for m in measures))
     return [x for e in run.evaluations if e.labeled.has_conversations for m in names
@@ -282,7 +299,7 @@ def turns_of(run: RunResults, measures: Sequence[str]) -> list[ByTurn]:
 
 def set_findings(run: RunResults, measure: str) -> list[SetFinding]:
     """The labeled set's findings: those recorded with the run's coverage, then the rankings' own."""
-    from ..evaluation.set_signal import set_signal
+    from .set_signal import set_signal
 
     recorded = [SetFinding(kind, tuple(ids), detail) for kind, ids, detail in (run.coverage or {}).get("checks", ())]
     return [*recorded, *set_signal(run, measure)]
@@ -346,7 +363,7 @@ def detectable_drops(run: RunResults, measures: Sequence[str], alpha: float) -> 
 def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) -> list[str]:
     """A warning per max-drop rule whose delta is below what the labeled set can detect: the gate
     then either misses real drops of that size or (without --retrieval-noise-aware) fails on noise."""
-    from ..evaluation.segments import subset
+    from .segments import subset
 
     out = []
     for rule in max_drops:

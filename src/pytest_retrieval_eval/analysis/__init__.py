@@ -1,0 +1,1 @@
+"""What a run means: every quantity derived from the recorded run, computed once (``analyse``)."""
