@@ -438,3 +438,12 @@ def results_text(run, settings=None, baseline=None) -> str:
     from pytest_retrieval_eval.gate.verdict import verdict_of
 
     return results_json(verdict_of(run, settings, baseline=baseline))
+
+
+def evaluate_engine(*args, **kwargs):
+    """The runner's record (``evaluation.evaluate.evaluate_engine``) as the result a test asserts
+    on, as the session hands it to a test (``EvaluationResult.of``)."""
+    from pytest_retrieval_eval.analysis.result import EvaluationResult
+    from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine as run_engine
+
+    return EvaluationResult.of(run_engine(*args, **kwargs))

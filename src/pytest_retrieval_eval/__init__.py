@@ -34,7 +34,7 @@ _PUBLIC = {
     "Converses": "engines.base",
     "last_turn": "engines.turns",  # the built-in baselines a conversation rewrite is measured against
     "concatenated": "engines.turns",
-    "EvaluationResult": "evaluation.results",
+    "EvaluationResult": "analysis.result",
     "RunResults": "evaluation.results",
     "GateSettings": "rules.settings",
     "Analysis": "analysis.analyse",
@@ -65,7 +65,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from .ir.runs import Run
     from .engines import adapters
     from .plugin.engines import hybrid_variant
-    from .evaluation.results import EvaluationResult, RunResults
+    from .analysis.result import EvaluationResult
+    from .evaluation.results import RunResults
     from .analysis.analyse import Analysis, analyse
     from .gate.saved import Saved, load_saved, results_json
     from .rules.settings import GateSettings

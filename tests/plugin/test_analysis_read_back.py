@@ -18,7 +18,7 @@ def no_statistics(monkeypatch) -> None:
     """Every paired test, bootstrap, Wilson interval, miss attribution and stage curve raises from here on."""
     import pytest_retrieval_eval.ir.paired as paired
     import pytest_retrieval_eval.ir.stats as stats
-    import pytest_retrieval_eval.evaluation.causes as causes
+    import pytest_retrieval_eval.analysis.causes as causes
     import pytest_retrieval_eval.analysis.ceiling as ceiling
 
     def refused(*args, **kwargs):

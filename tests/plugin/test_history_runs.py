@@ -14,7 +14,8 @@ import pytest
 from conftest import REPO, results_text
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.gate.history import History
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 
 KB = REPO / "examples" / "helpdesk" / "kb"

@@ -61,7 +61,7 @@ def test_three_chunkings_are_scored_at_the_evidence_level_from_one_set_of_labels
     assert "passages with the evidence" in text and "evidence level unavailable" not in text
     saved = json.loads((out / "results.json").read_text())
     for e in saved["evaluations"]:
-        from pytest_retrieval_eval.evaluation.results import EvaluationResult
+        from pytest_retrieval_eval.analysis.result import EvaluationResult
 
         result = EvaluationResult.from_dict(e)
         assert result.engine_info["split"].startswith(f"{CHUNKINGS[result.engine]} words"), result.engine_info

@@ -14,7 +14,7 @@ from pytest_retrieval_eval.hybrid.embedders import Embedder, HashingBackend, bac
 from pytest_retrieval_eval.hybrid.embedding_cache import EmbeddingCache
 from pytest_retrieval_eval.engines.hybrid import HybridConfig, HybridEngine, chunks_to_docs
 from pytest_retrieval_eval.engines.keyword import KeywordEngine
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from conftest import evaluate_engine
 from pytest_retrieval_eval.hybrid.ingest import IngestConfig, ingest
 from pytest_retrieval_eval.data.labeled import load_questions_cache
 from pytest_retrieval_eval.hybrid.rerankers import make_reranker, validate_cross_encoder

@@ -14,7 +14,7 @@ import pytest
 from conftest import CORPUS, QUESTIONS, leftovers
 from pytest_retrieval_eval.data.corpus import JsonFolder
 from pytest_retrieval_eval.engines.keyword import KeywordEngine
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from conftest import evaluate_engine
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.types import LabeledQuery
 

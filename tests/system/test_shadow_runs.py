@@ -10,7 +10,7 @@ import pytest
 from conftest import CORPUS, QUESTIONS, requires_hybrid
 from pytest_retrieval_eval import QueryResult
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.evaluation.results import EvaluationResult
+from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.types import LabeledQuery
 
 pytestmark = [pytest.mark.model]

@@ -13,7 +13,8 @@ import pytest
 
 from pytest_retrieval_eval._plain import from_plain, to_plain
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.analysis.analyse import Analysis, analyse, basis
 from pytest_retrieval_eval.gate.verdict import conclude, for_run
 from pytest_retrieval_eval.ir.paired import Paired

@@ -8,9 +8,10 @@ from pytest_retrieval_eval import Stages
 from pytest_retrieval_eval.data.freshness import Freshness
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.data.lint import Finding, LintReport
-from pytest_retrieval_eval.evaluation.causes import Evidence, cause_of, gather
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
-from pytest_retrieval_eval.evaluation.results import EvaluationResult
+from pytest_retrieval_eval.analysis.causes import cause_of
+from pytest_retrieval_eval.evaluation.known import Evidence, gather
+from conftest import evaluate_engine
+from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.types import Chunk, LabeledQuery, QueryResult, Stage
 
 Q = LabeledQuery("q1", "how do I reset it", {"gold": 1})

@@ -8,8 +8,8 @@ import pytest
 from pytest_retrieval_eval import Stages
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.analysis.ceiling import ceiling_of
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
-from pytest_retrieval_eval.evaluation.results import EvaluationResult
+from conftest import evaluate_engine
+from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult, Stage
 
 QUERIES = (LabeledQuery("q1", "one", {"a": 1, "b": 1}), LabeledQuery("q2", "two", {"c": 1}),

@@ -10,7 +10,7 @@ import pytest
 from fake_api import FakeApi, Reply
 from pytest_retrieval_eval import RetrievalEvalError, Turn, adapters
 from pytest_retrieval_eval.engines.base import converses
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from conftest import evaluate_engine
 from test_conversation_evaluation import CORPUS, by_position, conversations, keyword_scores, ranked, rewrite
 
 

@@ -12,8 +12,8 @@ import re
 import pytest
 
 from pytest_retrieval_eval import LabeledQuery, LabeledSet, Stages, Turn, adapters, concatenated, last_turn
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
-from pytest_retrieval_eval.evaluation.results import EvaluationResult
+from conftest import evaluate_engine
+from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.types import turn_id
 
 TOPICS = {"refund": "the refund window", "shipping": "how long shipping takes", "warranty": "the warranty",
@@ -219,7 +219,7 @@ def test_a_sync_engine_with_an_async_retrieve_conversation_is_told_so_per_turn()
 def test_the_record_round_trips_through_results_json():
     labeled = conversations()
     result = evaluate_engine(Keyword(), labeled)
-    back = EvaluationResult.from_dict(result.to_dict(["hit@1"]))
+    back = EvaluationResult.from_dict(result.to_dict())
     assert back.engine_info["conversation"] == "last turn"
     turn = back.labeled.by_id()["refund#2"]
     assert (turn.conversation, turn.turn, turn.depends) == ("refund", 2, True)

@@ -10,7 +10,7 @@ import re
 from html import unescape
 
 from pytest_retrieval_eval import GateSettings, LabeledQuery, LabeledSet, RunResults, adapters, load_saved, results_json
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from conftest import evaluate_engine
 from pytest_retrieval_eval.gate.verdict import conclude, verdict_of
 from pytest_retrieval_eval.report.files import markdown
 from pytest_retrieval_eval.report.html import render

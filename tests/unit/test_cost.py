@@ -20,9 +20,9 @@ from pytest_retrieval_eval.rules.thresholds import Threshold
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.gate.saved import load_saved, results_json
 from pytest_retrieval_eval.gate.verdict import conclude, for_run, verdict_of as judge
-from pytest_retrieval_eval.evaluation.cost import latency_of, usage_of
+from pytest_retrieval_eval.analysis.cost import latency_of, usage_of
 from pytest_retrieval_eval.rules.prices import parse_prices
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from conftest import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.evaluation.results_json import evaluation_from_dict
 from pytest_retrieval_eval.types import LabeledQuery

@@ -11,7 +11,8 @@ from pytest_retrieval_eval.rules.thresholds import parse_thresholds
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.report.html import render
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import QUESTIONS
 from pytest_retrieval_eval.data.labeled import load_questions_cache
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from conftest import evaluate_engine
 
 LABELED = load_questions_cache(QUESTIONS)
 FIRST = LABELED.queries[0]

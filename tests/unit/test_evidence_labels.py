@@ -157,7 +157,7 @@ def test_passage_ranks_credit_the_first_passage_with_the_evidence_and_any_passag
 
 def test_a_failed_assertion_on_an_evidence_measure_explains_itself_with_the_wrong_passages():
     from pytest_retrieval_eval import LabeledQuery, LabeledSet, Passage, adapters
-    from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+    from conftest import evaluate_engine
 
     labeled = LabeledSet((LabeledQuery("wifi", "guest wifi?", {"wifi": 1}, {"evidence": {"wifi": ["a voucher valid"]}}),
                           LabeledQuery("print", "print jobs?", {"print": 1}, {"evidence": {"print": ["twelve hours"]}})))

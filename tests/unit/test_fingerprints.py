@@ -16,7 +16,8 @@ from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.evaluation.fingerprints import (corpus_changes, diff, document_digests, grades_changes,
                                                            judgments_changes, record)
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.evaluation.results_json import from_document
 from pytest_retrieval_eval.analysis.baseline import compare
 from pytest_retrieval_eval.types import Doc, LabeledQuery, QueryResult

@@ -15,7 +15,7 @@ from pytest_retrieval_eval.data.freshness import Freshness
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.ir.measures import Measure
 from pytest_retrieval_eval.ir.metrics import evaluate
-from pytest_retrieval_eval.evaluation.results import EvaluationResult
+from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.types import LabeledQuery
 
 DAY = dt.date(2026, 11, 30)
@@ -66,10 +66,10 @@ def test_stale_free_and_conflict_free_per_query_and_errors_count_as_failures():
     assert e.per_query("freshness.stale_free@2") == {"q1": 1.0, "q2": 1.0, "q3": 0.0, "q4": 0.0}
     assert e.per_query("freshness.stale_free@3") == {"q1": 0.0, "q2": 1.0, "q3": 0.0, "q4": 0.0}
     assert e.per_query("freshness.conflict_free@3") == {"q1": 0.0, "q2": 1.0, "q3": 1.0, "q4": 0.0}
-    assert e.stale_queries(3) == {"q1": ["old (superseded by new)"], "q3": ["old (superseded by new)"]}
-    assert e.conflicting_queries(3) == {"q1": [("new", "old")]}
+    assert e.scores.stale_queries(3) == {"q1": ["old (superseded by new)"], "q3": ["old (superseded by new)"]}
+    assert e.scores.conflicting_queries(3) == {"q1": [("new", "old")]}
     # results.json keeps what judged it
-    again = EvaluationResult.from_dict(json.loads(json.dumps(e.to_dict(["freshness.stale_free@3"]))))
+    again = EvaluationResult.from_dict(json.loads(json.dumps(e.to_dict())))
     assert again.freshness == f and again.per_query("freshness.stale_free@3") == e.per_query("freshness.stale_free@3")
 
 

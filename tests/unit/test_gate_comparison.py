@@ -12,7 +12,8 @@ from pytest_retrieval_eval.gate.verdict import for_run, verdict_of as judge
 from pytest_retrieval_eval.ir import paired as paired_module
 from pytest_retrieval_eval.ir.paired import moved, paired
 from pytest_retrieval_eval.report.outputs import write_outputs
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 from conftest import results_text
 

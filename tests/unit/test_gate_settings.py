@@ -15,7 +15,8 @@ from pytest_retrieval_eval.rules.thresholds import parse_thresholds
 from pytest_retrieval_eval.gate.saved import load_saved, results_json
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import conclude, for_run
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 from conftest import results_text
 

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.engines import adapters
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from conftest import evaluate_engine
 from pytest_retrieval_eval.types import LabeledQuery
 
 QUESTIONS_ASKED = {1: "blocks", 4: "blocks", 6: "awaits"}

@@ -8,7 +8,8 @@ import json
 import threading
 
 from pytest_retrieval_eval.gate.history import History, fingerprints
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 from conftest import results_text

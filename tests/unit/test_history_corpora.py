@@ -14,7 +14,8 @@ from pytest_retrieval_eval.data.corpus import Corpus
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.evaluation import fingerprints as fingerprints_module
 from pytest_retrieval_eval.evaluation.fingerprints import document_digests, record
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.gate import history as history_module
 from pytest_retrieval_eval.gate.history import History, changes_since
 from pytest_retrieval_eval.gate.saved import load_saved

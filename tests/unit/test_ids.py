@@ -13,7 +13,7 @@ from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.data.corpus import BeirFolder, JsonFolder
 from pytest_retrieval_eval.data.labeled import load_questions_cache
 from pytest_retrieval_eval.data.label_files import read_labels
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from conftest import evaluate_engine
 
 
 def test_a_document_id_with_whitespace_is_refused_at_corpus_load(tmp_path):

@@ -17,7 +17,8 @@ from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.ir.stats import (detectable_drop, mean_ci, paired_randomization, queries_needed,
                                             wilson_ci)
 from pytest_retrieval_eval.report import table
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 
 

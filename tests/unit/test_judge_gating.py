@@ -13,7 +13,8 @@ from pytest_retrieval_eval.data.judges import Judge, Panel
 from pytest_retrieval_eval.data.judgments import Judgment, Judgments
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.evaluation.judging import JudgmentsUsed, attach, used
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.gate.verdict import FAILURE_KINDS, verdict_of
 from pytest_retrieval_eval.ir.measures import Measure, judge_dependent
 from pytest_retrieval_eval.rules.drops import parse_max_drops

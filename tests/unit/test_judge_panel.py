@@ -17,7 +17,8 @@ from pytest_retrieval_eval.data.judgments import Judgment, Judgments, question_s
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.evaluation.judging import JudgmentsUsed, attach
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.types import LabeledQuery
 
 A = Judge("model-a", "p" * 64, 0.0, 1, "127.0.0.1")

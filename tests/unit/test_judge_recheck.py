@@ -19,7 +19,8 @@ from pytest_retrieval_eval.data.judgments import Judgments
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.data.recheck import RECHECK_FLOOR, Recheck, draw, load, recheck_path
 from pytest_retrieval_eval.evaluation.judging import attach_file
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.gate.saved import load_run
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES

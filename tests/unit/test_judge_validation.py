@@ -16,7 +16,8 @@ from pytest_retrieval_eval.data.judgments import Judgment, Judgments, question_s
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.data.validation import load, validation_path
 from pytest_retrieval_eval.data.worksheet import HUMAN
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES
 from pytest_retrieval_eval.ir.metrics import evaluate

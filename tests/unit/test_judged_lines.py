@@ -11,7 +11,7 @@ from pytest_retrieval_eval import QueryResult
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.report.judged import judged_lines
-from pytest_retrieval_eval.evaluation.results import EvaluationResult
+from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.types import LabeledQuery
 
 

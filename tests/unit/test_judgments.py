@@ -29,7 +29,10 @@ from pytest_retrieval_eval.ir.metrics import evaluate
 from pytest_retrieval_eval.ir.stats import cohen_kappa, kendall_tau
 from pytest_retrieval_eval.report.judged import judged_lines, moved_most
 from pytest_retrieval_eval.evaluation.judging import attach, calibration_pairs, engine_order, pool
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.analysis.scores import Scores
+from pytest_retrieval_eval.gate.saved import load_saved
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.analysis.shadow import shadows
 from pytest_retrieval_eval.types import LabeledQuery
 
@@ -331,7 +334,7 @@ def test_the_holes_of_a_labeled_set_are_chosen_by_a_pure_function_and_the_evalua
     run = run_of(one=[["c", "a", "d"], ["x", "e", "g"]])
     attach(run, judgments, shown_path="j.jsonl")
     e = run.evaluations[0]
-    assert e.judged == grades and e.filled_qrels == judged_qrels(LABELED.qrels, grades)
+    assert e.judged == grades and Scores.of(e).filled_qrels == judged_qrels(LABELED.qrels, grades)
     assert e.mean("precision@3+judged") == pytest.approx(
         evaluate(judged_qrels(LABELED.qrels, grades), e.run, ["precision@3"])["precision@3"])
 
@@ -351,7 +354,7 @@ def test_results_json_keeps_the_judged_labels_so_a_saved_run_rebuilds_both_numbe
     assert "hit@1+judged" in settings.table_measures  # each column beside its judged twin
     path = tmp_path / "results.json"
     path.write_text(results_text(run, settings))
-    again = RunResults.load(path)
+    again = load_saved(path).run  # read as a test reads it: each evaluation with its measures
     for m in ("ndcg@10+judged", "hit@1+judged", "mrr"):
         assert again.evaluations[0].mean(m) == run.evaluations[0].mean(m)
     assert again.judgments["judge"]["fingerprint"] == JUDGE_A.fingerprint

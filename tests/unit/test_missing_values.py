@@ -12,7 +12,7 @@ import pytest
 
 from conftest import results_text
 from pytest_retrieval_eval import LabeledQuery, LabeledSet, Passage, adapters
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from conftest import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.analysis.baseline import compare
 from pytest_retrieval_eval.rules.drops import MaxDrop

@@ -15,7 +15,8 @@ from pytest_retrieval_eval.data.chunking import Chunking, chunk_corpus
 from pytest_retrieval_eval.data.corpus import Corpus, open_corpus
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.data.novelty import nearest_questions, novelty, tokens
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.analysis.shadow import shadows
 from pytest_retrieval_eval.types import Chunk, Doc, LabeledQuery
 

@@ -17,7 +17,8 @@ from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.data.worksheet import HUMAN
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.evaluation.judging import attach
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.evaluation.results_json import evaluation_from_dict, evaluation_to_dict
 from pytest_retrieval_eval.rules.drops import MaxDrop
 from pytest_retrieval_eval.rules.thresholds import Threshold
@@ -164,11 +165,17 @@ def test_without_judgments_or_human_questions_a_ppi_measure_has_no_value():
 
 
 def test_the_human_grades_travel_in_results_json_and_give_the_same_estimate_read_back():
+    from pytest_retrieval_eval.analysis.analyse import analyse
+    from pytest_retrieval_eval.gate.saved import _derived
+    from pytest_retrieval_eval.rules.settings import GateSettings
+
     e, _, _ = judged_run(5, error=0.15, humans=30, n=120)
-    d = evaluation_to_dict(e, ["ndcg@10", "ndcg@10~ppi"])
+    d = evaluation_to_dict(e)
     assert sum("human_depth" in q for q in d["queries"]) == 30
-    assert all("ndcg@10~ppi" not in q["values"] for q in d["queries"])
-    back = evaluation_from_dict(d)
+    settings = GateSettings(table_measures=("ndcg@10", "ndcg@10~ppi"))
+    shown = _derived(e, ["ndcg@10", "ndcg@10~ppi"], settings, analyse(RunResults([e]), settings))
+    assert all("ndcg@10~ppi" not in q["values"] and "ndcg@10" in q["values"] for q in shown["per_query"].values())
+    back = evaluation_from_dict(d, EvaluationResult)
     assert back.ppi("ndcg@10~ppi") == e.ppi("ndcg@10~ppi")
     bad = {**d, "queries": [{**d["queries"][0], "human": {"x": 7}, "human_depth": 10}, *d["queries"][1:]]}
     with pytest.raises(ValueError, match="human must map doc ids to a worksheet's grades 0-3"):

@@ -11,7 +11,7 @@ from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.data.label_files import question_id
 from pytest_retrieval_eval.analysis.baseline import Mover
 from pytest_retrieval_eval.report.errors import groups
-from pytest_retrieval_eval.evaluation.results import EvaluationResult
+from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.types import NAME_WIDTH, LabeledQuery, query_name
 
 LONG = "Someone took my work computer from the car while I was at the station"

@@ -17,7 +17,8 @@ from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.report.misses import coverage_line
 from pytest_retrieval_eval.analysis.coverage import coverage_record
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.analysis.segments import segment_rows
 from pytest_retrieval_eval.types import Doc, LabeledQuery, QueryResult
 

@@ -7,7 +7,7 @@ from conftest import CORPUS, QUESTIONS
 from pytest_retrieval_eval.data.corpus import open_corpus
 from pytest_retrieval_eval.data.labeled import load_questions_cache
 from pytest_retrieval_eval.engines.keyword import KeywordEngine
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from conftest import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.analysis.set_signal import lines, metadata_baseline, no_signal
 

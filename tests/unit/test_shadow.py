@@ -11,7 +11,7 @@ from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.gate.checks import check_shadows
 from pytest_retrieval_eval.rules.shadows import parse_pair, parse_weights
 from pytest_retrieval_eval.rules.thresholds import Threshold
-from pytest_retrieval_eval.evaluation.results import EvaluationResult
+from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.analysis.shadow import compare
 from pytest_retrieval_eval.report.shadow import headline, movers, queries_text
 from pytest_retrieval_eval.types import LabeledQuery

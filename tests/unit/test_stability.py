@@ -12,7 +12,7 @@ from pytest_retrieval_eval.rules.drops import MaxDrop
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.gate.saved import results_json
 from pytest_retrieval_eval.gate.verdict import for_run, verdict_of as judge
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from conftest import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.analysis.stability import stability_of
 from pytest_retrieval_eval.types import LabeledQuery

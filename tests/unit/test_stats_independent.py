@@ -17,7 +17,8 @@ from pytest_retrieval_eval.gate.verdict import verdict_of as judge
 from pytest_retrieval_eval.ir.stats import (adjust, bootstrap_ci, detectable_drop, paired_difference_ci,
                                             paired_randomization, queries_needed)
 from pytest_retrieval_eval.report import table
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 from conftest import results_text
 

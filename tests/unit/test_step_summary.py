@@ -21,7 +21,8 @@ def test_the_run_appends_a_step_summary_that_fits_after_other_steps(tmp_path):
     from pytest_retrieval_eval.data.labeled import LabeledSet
     from pytest_retrieval_eval.gate.verdict import verdict_of as judge
     from pytest_retrieval_eval.report.outputs import write_outputs
-    from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+    from pytest_retrieval_eval.analysis.result import EvaluationResult
+    from pytest_retrieval_eval.evaluation.results import RunResults
     from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 
     queries = tuple(LabeledQuery(f"q{i}", f"question {i}", {f"d{i}": 1}) for i in range(30))
@@ -40,7 +41,8 @@ def test_the_step_summary_leads_with_the_verdict_and_every_failure(tmp_path):
     from pytest_retrieval_eval.rules.settings import GateSettings
     from pytest_retrieval_eval.gate.verdict import verdict_of as judge
     from pytest_retrieval_eval.report.outputs import write_outputs
-    from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+    from pytest_retrieval_eval.analysis.result import EvaluationResult
+    from pytest_retrieval_eval.evaluation.results import RunResults
     from pytest_retrieval_eval.types import LabeledQuery, QueryResult
 
     queries = tuple(LabeledQuery(f"q{i}", f"question {i}", {f"d{i}": 1}) for i in range(30))

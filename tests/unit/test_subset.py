@@ -11,7 +11,7 @@ import pytest
 
 from conftest import QUESTIONS
 from pytest_retrieval_eval.data.labeled import load_questions_cache
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from conftest import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.analysis.subset import (choose, drops, read_subset, restrict, subset_drops, subset_path,
                                                      write_subset)

@@ -11,7 +11,7 @@ from pytest_retrieval_eval.engines.hybrid import HybridConfig
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.hybrid.ingest import IngestConfig
 from pytest_retrieval_eval.plugin.config import parse_sweep
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from conftest import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.analysis.sweep import front, sweep_tables
 from pytest_retrieval_eval.types import LabeledQuery

@@ -62,7 +62,8 @@ def test_a_single_question_is_asked_as_it_is_and_the_engine_s_parts_are_kept():
 
 def test_the_last_turn_baseline_records_that_it_was_given_the_last_turn_and_concatenated_the_turns():
     from pytest_retrieval_eval import LabeledQuery, LabeledSet
-    from pytest_retrieval_eval.evaluation.evaluate import GIVEN_LAST_TURN_BASELINE, GIVEN_TURNS, evaluate_engine
+    from conftest import evaluate_engine
+    from pytest_retrieval_eval.evaluation.evaluate import GIVEN_LAST_TURN_BASELINE, GIVEN_TURNS
 
     labeled = LabeledSet((LabeledQuery("c#2", "and for phones?", {"d": 1}, conversation="c", turn=2, history=TURNS[:-1]),))
     inner = adapters.function(lambda q, k: ["d"], name="search")

@@ -11,7 +11,8 @@ import pytest
 
 from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.analysis.turns import ByTurn, by_turn, dependence, ordinal
 from pytest_retrieval_eval.analysis.analyse import Analysis, analyse
 from pytest_retrieval_eval.gate.verdict import decide, for_run
@@ -203,14 +204,14 @@ def test_a_conversation_run_reads_back_from_results_json_with_its_turns():
 
     run = run_of(conversation_set())
     e = run.get("last-turn", "chats")
-    back = evaluation_from_dict(json.loads(json.dumps(e.to_dict(["hit@5"]))))
+    back = evaluation_from_dict(json.loads(json.dumps(e.to_dict())), EvaluationResult)
     assert back.labeled.fingerprint == back.labeled.computed_fingerprint == e.labeled.fingerprint
     assert back.labeled.has_conversations and back.clusters() == e.clusters()
     assert [(q.conversation, q.turn, q.depends, q.history) for q in back.labeled.queries] == [
         (q.conversation, q.turn, q.depends, q.history) for q in e.labeled.queries]
     assert back.ci("hit@5") == e.ci("hit@5")
     single = EvaluationResult("k", LabeledSet((LabeledQuery("q", "x", {"d": 1}),), name="s"), (QueryResult("q", ("d",)),))
-    assert "conversation" not in json.dumps(single.to_dict(["hit@5"]))  # a single question's record unchanged
+    assert "conversation" not in json.dumps(single.to_dict())  # a single question's record unchanged
 
 
 def test_a_malformed_turn_record_is_refused():

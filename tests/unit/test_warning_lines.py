@@ -9,7 +9,7 @@ import pytest
 from conftest import QUESTIONS
 from pytest_retrieval_eval.data.judges import Judge
 from pytest_retrieval_eval.data.labeled import load_questions_cache
-from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+from conftest import evaluate_engine
 from pytest_retrieval_eval.evaluation.judging import JudgmentsUsed
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.analysis.set_signal import metadata_baseline, warnings as set_warnings

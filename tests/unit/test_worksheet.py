@@ -23,7 +23,8 @@ from pytest_retrieval_eval.data.worksheet import (COLUMNS, GRADE_COLUMN, HUMAN, 
                                                   worksheet_csv)
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.evaluation.judging import attach, pool
-from pytest_retrieval_eval.evaluation.results import EvaluationResult, RunResults
+from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.evaluation.worksheet import checked, sheet_rows
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES

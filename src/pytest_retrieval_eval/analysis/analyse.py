@@ -23,11 +23,12 @@ from ..ir.measures import Measure
 from ..ir.ppi import PPIEstimate
 from ..ir.stats import POWER, detectable_drop, queries_needed
 from ..data.set_checks import SetFinding
-from ..evaluation.causes import Cause, Misses
+from .causes import Cause, Misses
 from .ceiling import StageCurve
-from ..evaluation.cost import Latency, Usage
+from .cost import Latency, Usage
 from ..evaluation.lint import KINDS as RUN_LINT_KINDS
-from ..evaluation.results import Comparison, RunResults
+from ..evaluation.results import RunResults
+from .comparisons import Comparison, comparisons
 from .segments import SegmentRow
 from .shadow import Shadow
 from .stability import Stability
@@ -40,6 +41,7 @@ from ..rules.drops import MaxDrop
 from ..rules.quantities import LatencyQuantity, MeasureQuantity, TurnsQuantity, UsageQuantity
 from ..rules.thresholds import Threshold, judges_shadows, measures_needed, shadow_measures, turn_measures
 from ..rules.settings import GateSettings
+from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
 ANALYSIS_VERSION = 9
@@ -51,7 +53,7 @@ class Row:
 
     engine: str
     labeled: str
-    #: measure -> its value; None where it has none (``EvaluationResult.mean``: an ids-only engine's
+    #: measure -> its value; None where it has none (``Scores.mean``: an ids-only engine's
     #: ``+evidence`` twin, an unpriced cost, an untimed latency): a rule on it checks nothing
     values: Mapping[str, float | None]
     n: int
@@ -81,7 +83,7 @@ class Detectable:
 @dataclass(frozen=True)
 class Intervals:
     """One evaluation's 95% intervals, per measure (Wilson for hit@k and the rates, else the
-    bootstrap over queries: ``EvaluationResult.ci``)."""
+    bootstrap over queries: ``Scores.ci``)."""
 
     engine: str
     labeled: str
@@ -214,7 +216,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
     """Every derived quantity of ``run`` under ``settings`` (columns as recorded, else the default
     ones for the run), against ``baseline`` where there is one."""
     from .ceiling import ceiling_of
-    from ..evaluation.cost import latency_of, usage_of
+    from .cost import latency_of, usage_of
     from ..evaluation.judging import used
     from .segments import segment_rows, unknown_tags
     from .stability import stability_of
@@ -228,14 +230,14 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
     gated = measures_needed(thresholds) if s.confidence == "lower" else []
     miss_k = s.miss_k or s.miss_cutoff(measures)
     for e in run.evaluations:  # every measure read below, scored in one pass per evaluation
-        e.prefetch([*needed, *(d.measure for d in max_drops), f"hit@{miss_k}"])
+        Scores.of(e).prefetch([*needed, *(d.measure for d in max_drops), f"hit@{miss_k}"])
     latency = {e.key: latency_of(e) for e in run.evaluations} if s.latency else {}
     usage = {e.key: usage_of(e, s.prices) for e in run.evaluations}
     rows = tuple(_with_costs(_row(e, needed, gated, thresholds), thresholds, latency.get(e.key), usage.get(e.key),
                              s.latency) for e in run.evaluations)
     shown = [*measures, *_recorded(s), f"hit@{miss_k}", *gated]
-    intervals = tuple(Intervals(e.engine, e.labeled.name, {m: e.ci(m) for m in dict.fromkeys(
-        Measure.parse(x).name for x in shown) if e.has_value(m)}) for e in run.evaluations)
+    intervals = tuple(Intervals(e.engine, e.labeled.name, {m: Scores.of(e).ci(m) for m in dict.fromkeys(
+        Measure.parse(x).name for x in shown) if Scores.of(e).has_value(m)}) for e in run.evaluations)
     warnings = [*underpowered(run, max_drops, alpha), *unknown_tags(run, s.by)]
     judgments = used(run)
     if judgments is not None:  # a judge that agrees too little with the humans, stale judgments
@@ -263,9 +265,9 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         warnings += compared.warnings
     return Analysis(
         basis=basis(run, s, baseline), measures=tuple(measures), miss_k=miss_k, rows=rows, intervals=intervals,
-        comparisons=tuple(run.comparisons(per_question(measures), s.correction)),
-        misses=tuple(e.misses(miss_k) for e in run.evaluations),
-        rule_misses=tuple(e.misses(k) for k in _rule_cutoffs(thresholds, miss_k) for e in run.evaluations
+        comparisons=tuple(comparisons(run, per_question(measures), s.correction)),
+        misses=tuple(Scores.of(e).misses(miss_k) for e in run.evaluations),
+        rule_misses=tuple(Scores.of(e).misses(k) for k in _rule_cutoffs(thresholds, miss_k) for e in run.evaluations
                           if e.n and any(t.engine in (None, e.engine) for t in thresholds)),
         detectable=tuple(detectable_drops(run, per_question(gated_measures(thresholds, max_drops)), alpha)),
         warnings=tuple(warnings),
@@ -278,12 +280,12 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         ceilings=tuple(c for e in run.evaluations if (c := ceiling_of(e, miss_k)) is not None),
         labeled_set=tuple(found),
         subset=tuple(subset_drops(run, alpha)),
-        evidence_misses=tuple(e.evidence_misses(miss_k) for e in run.evaluations if e.returns_passages
+        evidence_misses=tuple(Scores.of(e).evidence_misses(miss_k) for e in run.evaluations if e.returns_passages
                               and any(Measure.parse(m).evidence for m in needed)),
-        evidence_rule_misses=tuple(e.evidence_misses(k) for k in _evidence_cutoffs(thresholds, miss_k)
+        evidence_rule_misses=tuple(Scores.of(e).evidence_misses(k) for k in _evidence_cutoffs(thresholds, miss_k)
                                    for e in run.evaluations if e.returns_passages
                                    and any(t.engine in (None, e.engine) for t in thresholds)),
-        handed=tuple(Handed(e.engine, e.labeled.name, miss_k, e.tokens_at(miss_k)) for e in run.evaluations
+        handed=tuple(Handed(e.engine, e.labeled.name, miss_k, Scores.of(e).tokens_at(miss_k)) for e in run.evaluations
                      if e.returns_passages),
         turns=tuple(turns_of(run, per_question([*measures, f"hit@{miss_k}", *turn_measures(thresholds)]))))
 
@@ -319,7 +321,7 @@ def estimates_of(run: RunResults, measures: Sequence[str]) -> list[Estimate]:
     judgments = used(run) if wanted else None
     judge = f"{judgments.judge.model} ({judgments.judge.fingerprint})" if judgments is not None else ""
     return [Estimate(e.engine, e.labeled.name, m, found, judge) for e in run.evaluations for m in wanted
-            if (found := e.ppi(m)) is not None]
+            if (found := Scores.of(e).ppi(m)) is not None]
 
 
 def _recorded(s: GateSettings) -> list[str]:
@@ -356,8 +358,8 @@ def gated_measures(thresholds: Sequence[Threshold], max_drops: Sequence[MaxDrop]
 
 
 def detectable_drops(run: RunResults, measures: Sequence[str], alpha: float) -> list[Detectable]:
-    return [Detectable(e.engine, e.labeled.name, m, detectable_drop(e.values(m), alpha=alpha), e.n)
-            for e in run.evaluations for m in measures if e.n > 1 and e.has_value(m)]
+    return [Detectable(e.engine, e.labeled.name, m, detectable_drop(Scores.of(e).values(m), alpha=alpha), e.n)
+            for e in run.evaluations for m in measures if e.n > 1 and Scores.of(e).has_value(m)]
 
 
 def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) -> list[str]:
@@ -368,7 +370,7 @@ def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) ->
     out = []
     for rule in max_drops:
         for e in run.evaluations:
-            if (rule.engine and e.engine != rule.engine) or not e.has_value(rule.measure):
+            if (rule.engine and e.engine != rule.engine) or not Scores.of(e).has_value(rule.measure):
                 continue  # a measure without a value: the rule fails saying so (``checks.check_drops``)
             ids = [q.query_id for q in e.labeled.queries if rule.segment is None or rule.segment in q.tags]
             values = subset(e, rule.measure, ids)  # a segment rule: its segment's questions
@@ -386,7 +388,7 @@ def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) ->
 
 
 def _why(e: Any, measure: str) -> str:
-    lines = [line.strip() for line in e.freshness_lines(Measure.parse(measure), limit=10)]
+    lines = [line.strip() for line in Scores.of(e).freshness_lines(Measure.parse(measure), limit=10)]
     return lines[0] + (f" ({'; '.join(lines[1:])})" if len(lines) > 1 else "") if lines else ""
 
 
@@ -395,15 +397,15 @@ def _row(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequen
     the stale count is what it is."""
     stale = dict(e.labeled.provenance.get("stale_left_out") or {})  # id -> what changed
     names = dict(e.labeled.provenance.get("stale_names") or {})  # how messages name text-made ids
-    values = {**{m: e.mean(m) for m in needed},
+    values = {**{m: Scores.of(e).mean(m) for m in needed},
               **{f"run.{k}": float(len(e.run_lint.get(k, ()))) for k in RUN_LINT_KINDS}, "stale": float(len(stale))}
     details = {m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness}
     for m in measures_needed(thresholds):  # a ~ppi rule: the questions people judged, not all n
-        if m not in details and (why := e.no_value_why(m)):  # no value: why, as a segment's rule says it
+        if m not in details and (why := Scores.of(e).no_value_why(m)):  # no value: why, as a segment's rule says it
             details[m] = why
         if not Measure.parse(m).ppi:
             continue
-        found = e.ppi(m)
+        found = Scores.of(e).ppi(m)
         if found is None:
             details[m] = ("no estimate: no question people judged completely to its cutoff" if e.judge is not None
                           else "no estimate: the run reads no judgments (--retrieval-judgments=FILE)")
@@ -412,7 +414,7 @@ def _row(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequen
                           + (f", human-only: {found.note.split(':')[0]}" if found.fell_back else ""))
     if stale:
         details["stale"] = "left out: " + "; ".join(f"{names.get(q, q)} ({', '.join(w)})" for q, w in stale.items())
-    return Row(e.engine, e.labeled.name, values, e.n, e.n_errored, {m: e.ci(m) for m in gated if e.has_value(m)},
+    return Row(e.engine, e.labeled.name, values, e.n, e.n_errored, {m: Scores.of(e).ci(m) for m in gated if Scores.of(e).has_value(m)},
                details)
 
 

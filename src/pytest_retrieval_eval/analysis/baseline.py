@@ -25,7 +25,8 @@ from ..ir.measures import Measure
 from ..ir.paired import MOVERS, Paired, corrected, paired  # noqa: F401  (MOVERS: re-exported)
 from ..evaluation.fingerprints import CHANGES_NAMED, corpus_changes, judgments_changes
 from ..evaluation.judging import judge_problem
-from ..evaluation.results import EvaluationResult, RunResults
+from ..evaluation.results import Evaluation, RunResults
+from .scores import Scores
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ class BaselineComparison:
     #: each tag's segment on each compared measure (``SegmentDiff``), p corrected over all of them
     segments: list["SegmentDiff"] = field(default_factory=list)
     #: (engine, labeled set, measure, where) of the measures not compared for having no value on a
-    #: side (``EvaluationResult.mean`` is None; ``no_value``): no diff, none of the p's family
+    #: side (``Evaluation.mean`` is None; ``no_value``): no diff, none of the p's family
     unvalued: list[tuple[str, str, str, str]] = field(default_factory=list)
 
     @property
@@ -220,7 +221,7 @@ def subset_of(now: Any, base: Any) -> bool:
     return all(q.query_id in before and not question_changes(before[q.query_id], q) for q in now.queries)
 
 
-def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult, recorded: tuple[Mapping, Mapping]) -> list[str]:
+def _fingerprint_problems(now: Evaluation, base: Evaluation, recorded: tuple[Mapping, Mapping]) -> list[str]:
     """Why ``now`` and ``base`` did not measure the same thing, each saying what changed;
     ``recorded``: the baseline's and this run's fingerprints (``RunResults.fingerprints``)."""
     out = []
@@ -238,7 +239,7 @@ def _fingerprint_problems(now: EvaluationResult, base: EvaluationResult, recorde
     return out
 
 
-def _days(now: EvaluationResult, base: EvaluationResult, measure: str) -> tuple[str, str] | None:
+def _days(now: Evaluation, base: Evaluation, measure: str) -> tuple[str, str] | None:
     """(baseline day, run day) when ``measure`` is a freshness measure judged on two days."""
     if now.freshness is None or base.freshness is None or not Measure.parse(measure).freshness:
         return None
@@ -256,7 +257,7 @@ def days_warnings(diffs: Sequence[MeasureDiff]) -> list[str]:
             for (b, n), names in by_days.items()]
 
 
-def shared_questions(now: EvaluationResult, base: EvaluationResult) -> tuple[list[str], tuple[int, int]]:
+def shared_questions(now: Evaluation, base: Evaluation) -> tuple[list[str], tuple[int, int]]:
     """The query ids both hold (in this run's order), and how many each side holds alone
     (only in the baseline, only in this run): what a comparison pairs, and what it leaves out."""
     known = base.labeled.by_id()
@@ -265,26 +266,26 @@ def shared_questions(now: EvaluationResult, base: EvaluationResult) -> tuple[lis
     return shared, (len(known) - len(shared), len(ids) - len(shared))
 
 
-def no_value(now: EvaluationResult, base: EvaluationResult, measure: str) -> str:
-    """Where ``measure`` has no value (``EvaluationResult.has_value``): "in this run", "in the
+def no_value(now: Evaluation, base: Evaluation, measure: str) -> str:
+    """Where ``measure`` has no value (``Evaluation.has_value``): "in this run", "in the
     baseline", both, or "" where both sides have one and it can be compared."""
-    sides = [side for side, e in (("in this run", now), ("in the baseline", base)) if not e.has_value(measure)]
+    sides = [side for side, e in (("in this run", now), ("in the baseline", base)) if not Scores.of(e).has_value(measure)]
     return " and ".join(sides)
 
 
-def _mean_over(e: EvaluationResult, measure: str, ids: Sequence[str]) -> float:
+def _mean_over(e: Evaluation, measure: str, ids: Sequence[str]) -> float:
     """``e``'s mean of ``measure`` over the questions ``ids`` (compared measures have a value:
     ``no_value``): its own mean, to the bit, where ``ids`` are all of its questions."""
     if len(ids) == e.n:
-        return e.mean(measure)
-    values = dict(zip((q.query_id for q in e.labeled.queries), e.values(measure)))
+        return Scores.of(e).mean(measure)
+    values = dict(zip((q.query_id for q in e.labeled.queries), Scores.of(e).values(measure)))
     return float(np.mean([values[q] for q in ids])) if ids else math.nan
 
 
-def diff_engine(now: EvaluationResult, base: EvaluationResult, measure: str) -> MeasureDiff:
+def diff_engine(now: Evaluation, base: Evaluation, measure: str) -> MeasureDiff:
     questions = {q.query_id: q.question for q in now.labeled.queries}
     shared, left_out = shared_questions(now, base)
-    before, after = base.per_query(measure), now.per_query(measure)
+    before, after = Scores.of(base).per_query(measure), Scores.of(now).per_query(measure)
     a = [after.get(q, 0.0) for q in shared]
     b = [before.get(q, 0.0) for q in shared]
     pair = paired(a, b, shared, clusters=now.clusters(shared))  # turns: conversations resampled
@@ -296,17 +297,17 @@ def diff_engine(now: EvaluationResult, base: EvaluationResult, measure: str) -> 
     )
 
 
-def _on_run_day(now: EvaluationResult, base: EvaluationResult, measure: str, shared: Sequence[str]) -> dict:
+def _on_run_day(now: Evaluation, base: Evaluation, measure: str, shared: Sequence[str]) -> dict:
     """For a freshness measure judged on two days: the days, and the baseline's rankings judged
     with this run's freshness (same corpus: the fingerprints were compared), over ``shared``."""
     days = _days(now, base, measure)
     if days is None:
         return {}
-    rejudged = EvaluationResult(base.engine, base.labeled, base.results, freshness=now.freshness)
+    rejudged = Evaluation(base.engine, base.labeled, base.results, freshness=now.freshness)
     return {"days": days, "before_on_run_day": _mean_over(rejudged, measure, shared)}
 
 
-def canary_note(now: EvaluationResult, base: EvaluationResult) -> str | None:
+def canary_note(now: Evaluation, base: Evaluation) -> str | None:
     """Said beside a comparison whose engine's embedder answered its drift canaries otherwise than
     the baseline's (``hybrid/canaries.py``): its numbers may move with the embedding model, not the
     team's change; never a refusal (each machine's cache stamps its own)."""
@@ -383,7 +384,7 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
     return out
 
 
-def no_baseline(now: EvaluationResult, base: RunResults) -> str:
+def no_baseline(now: Evaluation, base: RunResults) -> str:
     """Why ``now`` has no baseline: what the baseline holds of its engine or labeled set, if anything."""
     near = [f"{b.engine} on {b.labeled.name}" for b in base.evaluations
             if b.engine == now.engine or b.labeled.name == now.labeled.name]
@@ -392,10 +393,10 @@ def no_baseline(now: EvaluationResult, base: RunResults) -> str:
     return f"{now.engine} on {now.labeled.name} has no baseline (new engine or labeled set; {held})"
 
 
-def latency_note(now: EvaluationResult, base: EvaluationResult) -> str | None:
+def latency_note(now: Evaluation, base: Evaluation) -> str | None:
     """The p95 latency against the baseline's, where both were timed; said not comparable when
     they were measured at a different concurrency or on another machine."""
-    from ..evaluation.cost import latency_of
+    from .cost import latency_of
 
     a, b = latency_of(now), latency_of(base)
     if a is None or b is None:
@@ -406,13 +407,13 @@ def latency_note(now: EvaluationResult, base: EvaluationResult) -> str | None:
     return f"{text} (measured alike: {a.measured_at})"
 
 
-def segment_diff(now: EvaluationResult, base: EvaluationResult, tag: str, total: MeasureDiff) -> SegmentDiff | None:
+def segment_diff(now: Evaluation, base: Evaluation, tag: str, total: MeasureDiff) -> SegmentDiff | None:
     """``total``'s measure on the questions of ``now`` tagged ``tag`` that the baseline also holds."""
     known = base.labeled.by_id()
     ids = [q.query_id for q in now.labeled.queries if tag in q.tags and q.query_id in known]
     if not ids:
         return None
-    after, before = now.per_query(total.measure), base.per_query(total.measure)
+    after, before = Scores.of(now).per_query(total.measure), Scores.of(base).per_query(total.measure)
     a, b = [after.get(q, 0.0) for q in ids], [before.get(q, 0.0) for q in ids]
     names = {q.query_id: q.name for q in now.labeled.queries}
     return SegmentDiff(now.engine, tag, total.measure, sum(b) / len(b), sum(a) / len(a), paired(a, b, ids, clusters=now.clusters(ids)),

@@ -13,7 +13,7 @@ per question (``types.Stage``) and the final ranking, and gives:
   one stage: an engine error; ranked below k (a relevant document is in the answer, deeper, or
   every step kept one but the answer's depth cut it); else, for the relevant document that got
   furthest, the step that let it go ("cut by fusion") or no leg having any ("never a candidate").
-  This is ``evaluation/causes.py``'s walk, without its earlier causes (holes, stale versions),
+  This is ``analysis/causes.py``'s walk, without its earlier causes (holes, stale versions),
   so the shares always add up to every miss.
 """
 

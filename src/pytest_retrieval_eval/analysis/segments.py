@@ -15,6 +15,7 @@ from ..data.segments import all_tags, members
 from ..ir.measures import Measure
 from ..ir.paired import corrected, paired
 from ..ir.stats import BINARY_FAMILIES, detectable_drop, mean_ci
+from .scores import Scores
 
 #: ``--retrieval-by`` naming every tag some question carries
 EVERY_TAG = "tags"
@@ -100,7 +101,7 @@ def unknown_tags(run: Any, wanted: Sequence[str]) -> list[str]:
 def subset(e: Any, measure: str, ids: Sequence[str]) -> np.ndarray:
     """``e``'s per-query values of ``measure`` on ``ids``."""
     position = {q.query_id: i for i, q in enumerate(e.labeled.queries)}
-    values = e.values(measure)
+    values = Scores.of(e).values(measure)
     return values[[position[q] for q in ids]] if ids else np.zeros(0)
 
 

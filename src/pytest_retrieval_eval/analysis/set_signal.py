@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..data.set_checks import SetFinding
+from .scores import Scores
 
 KINDS = ("no_signal", "metadata_baseline")
 #: the engine that reads a document's metadata only (``engines/keyword.py``)
@@ -50,13 +51,13 @@ def metadata_baseline(run, measure: str) -> list[SetFinding]:
         others = [e for e in evaluations if e is not base and e.n]
         if base is None or not others or not base.n:
             continue
-        best = max(others, key=lambda e: (e.mean(measure), e.engine))
-        if base.mean(measure) >= best.mean(measure):
+        best = max(others, key=lambda e: (Scores.of(e).mean(measure), e.engine))
+        if Scores.of(base).mean(measure) >= Scores.of(best).mean(measure):
             ranks = base.first_relevant_rank
             ids = tuple(q.query_id for q in base.labeled.queries if ranks.get(q.query_id) == 1)
             out.append(SetFinding("metadata_baseline", ids, f"the set rewards naming the document: on {name} the "
                                   f"metadata-only baseline {METADATA_ENGINE} scores {measure} "
-                                  f"{base.mean(measure):.3f}, the best engine {best.engine} {best.mean(measure):.3f} "
+                                  f"{Scores.of(base).mean(measure):.3f}, the best engine {best.engine} {Scores.of(best).mean(measure):.3f} "
                                   f"({len(ids)} questions {METADATA_ENGINE} answers at rank 1)"))
     return out
 

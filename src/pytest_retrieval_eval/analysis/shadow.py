@@ -28,6 +28,7 @@ from ..data.segments import all_tags
 from ..ir.measures import Measure
 from ..ir.paired import MOVERS, paired
 from ..evaluation.judging import judge_problem
+from .scores import Scores
 
 #: ``--retrieval-gain-weights`` and the pair syntax are parsed in ``rules/shadows.py``
 
@@ -116,8 +117,8 @@ def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measure
                                  f"queries ({candidate.n} and {baseline.n})")
     weights = dict(sorted(weights.items()))  # one order of summation, live or from results.json
     names = list(dict.fromkeys([*measures, *weights]))
-    cand = {m: candidate.values(m) for m in names}  # per-query values, in labeled-set order
-    base = {m: baseline.values(m) for m in names}
+    cand = {m: Scores.of(candidate).values(m) for m in names}  # per-query values, in labeled-set order
+    base = {m: Scores.of(baseline).values(m) for m in names}
     # a weight either engine has no value of (an ids-only engine's +evidence) is no difference: left out, said
     usable = {m: w for m, w in weights.items() if not (np.isnan(cand[m]).any() or np.isnan(base[m]).any())}
     skipped = tuple(m for m in weights if m not in usable)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
+from .scores import Scores
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def stability_of(e: Any, k: int, measures: Sequence[str]) -> Stability | None:
         return None
     changed = tuple(r.query_id for r, *others in zip(e.results, *e.trial_results)
                     if any(tuple(o.doc_ids[:k]) != tuple(r.doc_ids[:k]) or o.error != r.error for o in others))
-    means = e.trial_means(list(dict.fromkeys(measures)))
+    means = Scores.of(e).trial_means(list(dict.fromkeys(measures)))
     spread = {}
     for m, values in means.items():
         mean = sum(values) / len(values)

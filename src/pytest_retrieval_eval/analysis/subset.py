@@ -25,6 +25,7 @@ from .._plain import strict_json, to_plain
 from .._textfiles import read_text
 from ..errors import RetrievalEvalError
 from ..ir.stats import detectable_drop
+from .scores import Scores
 
 FORMAT = "pytest-retrieval-eval/subset"
 VERSION = 1
@@ -66,7 +67,7 @@ def spreads(runs: Sequence[Any], measure: str) -> tuple[list[str], dict[str, tup
     name = first[0].labeled.name
     columns = [e for r in runs for e in r.evaluations if e.labeled.name == name and e.n]
     _has_value(columns, measure, name)
-    per = [dict(zip((q.query_id for q in e.labeled.queries), e.values(measure))) for e in columns]
+    per = [dict(zip((q.query_id for q in e.labeled.queries), Scores.of(e).values(measure))) for e in columns]
     rr = [{q: 1.0 / r if r else 0.0 for q, r in e.first_relevant_rank.items()} for e in columns]
     asked = [e.labeled.by_id() for e in columns]
     ids = [q.query_id for q in first[0].labeled.queries
@@ -83,7 +84,7 @@ def _has_value(columns: Sequence[Any], measure: str, labeled: str) -> None:
 
     from ..ir.measures import Measure
 
-    empty = list(dict.fromkeys(e.engine for e in columns if np.isnan(e.values(measure)).all()))
+    empty = list(dict.fromkeys(e.engine for e in columns if np.isnan(Scores.of(e).values(measure)).all()))
     if not empty:
         return
     m = Measure.parse(measure)
@@ -113,7 +114,7 @@ def drops(runs: Sequence[Any], measure: str, chosen: Sequence[str], alpha: float
     keep = set(chosen)
     out = {}
     for e in runs[0].evaluations:
-        values = e.values(measure)
+        values = Scores.of(e).values(measure)
         mine = [v for q, v in zip((q.query_id for q in e.labeled.queries), values) if q in keep]
         out[e.engine] = {"full": detectable_drop(values, alpha=alpha), "subset": detectable_drop(mine, alpha=alpha)}
     return out
@@ -183,5 +184,5 @@ def subset_drops(run: Any, alpha: float) -> list[SubsetDrop]:
             continue
         m = record["measure"]
         out.append(SubsetDrop(record["name"], e.engine, e.labeled.name, m, e.n, int(record["of_n"]),
-                              detectable_drop(e.values(m), alpha=alpha), record["full"].get(e.engine)))
+                              detectable_drop(Scores.of(e).values(m), alpha=alpha), record["full"].get(e.engine)))
     return out

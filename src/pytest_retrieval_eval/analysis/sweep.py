@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..ir.paired import corrected, paired
+from .scores import Scores
 
 
 @dataclass(frozen=True)
@@ -98,21 +99,21 @@ def sweep_tables(run: Any, sweeps: Sequence, latency: Mapping[tuple[str, str], A
             found = [(run.get(name, b.labeled.name), name, values) for name, values in grid]
             present = [(e, name, values) for e, name, values in found
                        if e is not None and e.labeled.fingerprint == b.labeled.fingerprint]
-            unvalued = tuple(name for e, name, _ in present if not (e.has_value(measure) and b.has_value(measure)))
+            unvalued = tuple(name for e, name, _ in present if not (Scores.of(e).has_value(measure) and Scores.of(b).has_value(measure)))
             present = [x for x in present if x[1] not in unvalued]
             ids = [q.query_id for q in b.labeled.queries]
-            tests = corrected([paired(e.values(measure), b.values(measure), ids, clusters=b.clusters()) for e, name, _ in present
+            tests = corrected([paired(Scores.of(e).values(measure), Scores.of(b).values(measure), ids, clusters=b.clusters()) for e, name, _ in present
                                if name != base], correction)
             rows, tested = [], iter(tests)
             for e, name, values in present:
                 test = None if name == base else next(tested)
                 lat = latency.get(e.key)
-                rows.append(dict(engine=name, settings=tuple(values), value=e.mean(measure), ci=e.ci(measure),
+                rows.append(dict(engine=name, settings=tuple(values), value=Scores.of(e).mean(measure), ci=Scores.of(e).ci(measure),
                                  delta=0.0 if test is None else test.delta, p=math.nan if test is None else test.p,
                                  p_adjusted=math.nan if test is None else test.p_adjusted,
                                  p95_ms=lat.ms("p95") if lat is not None else math.nan,
                                  chunks=e.engine_info.get("chunks") if isinstance(e.engine_info.get("chunks"), int)
-                                 else None, base=name == base, tokens=e.tokens_at(k)))
+                                 else None, base=name == base, tokens=Scores.of(e).tokens_at(k)))
             on_latency = front([(r["value"], r["p95_ms"]) for r in rows])
             on_size = front([(r["value"], math.nan if r["chunks"] is None else float(r["chunks"])) for r in rows])
             on_tokens = front([(r["value"], r["tokens"]) for r in rows])

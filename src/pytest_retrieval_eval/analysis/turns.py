@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.stats import split_difference_ci
+from .scores import Scores
 
 #: the dependence groups, in the order tables show them
 DEPENDENCE = ("depends", "standalone")
@@ -71,7 +72,7 @@ def by_turn(e: Any, measure: str) -> ByTurn | None:
     at = [i for i, q in enumerate(queries) if q.conversation is not None]
     if not at:
         return None
-    values = e.values(measure)[at]
+    values = Scores.of(e).values(measure)[at]
     if np.isnan(values).all():
         return None
     turns = [queries[i] for i in at]

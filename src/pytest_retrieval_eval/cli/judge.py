@@ -12,6 +12,7 @@ from ..data.judge_agreement import KAPPA_FLOOR
 from ..errors import RetrievalEvalError
 from .corpus import judge_corpus
 from .worksheet import import_worksheet, write_worksheet
+from ..analysis.scores import Scores
 
 
 def main(args) -> int:
@@ -49,7 +50,7 @@ def main(args) -> int:
     if candidates is not None:  # each candidate against the labeled questions nearest to it
         todo += candidate_pairs(candidates, run)
     ks = sorted({args.judge_depth, 10})
-    before = {e.key: {**{k: e.mean(f"judged@{k}") for k in ks}, "ndcg@10": e.mean("ndcg@10")}
+    before = {e.key: {**{k: Scores.of(e).mean(f"judged@{k}") for k in ks}, "ndcg@10": Scores.of(e).mean("ndcg@10")}
               for e in run.evaluations}
     print(f"{path}: pooled {len(holes)} unjudged document(s) of the top {args.judge_depth} of "
           f"{', '.join(engines) or 'every engine'}"
@@ -66,8 +67,8 @@ def main(args) -> int:
             print(f"the panel's members: {judgments.agreement(judge, ('hole',)).describe()}")
         for e in run.evaluations:
             was = before[e.key]
-            judged = ", ".join(f"judged@{k} {was[k]:.3f} -> {e.mean(f'judged@{k}+judged'):.3f}" for k in ks)
-            print(f"{e.engine}: {judged}; ndcg@10 {was['ndcg@10']:.4f}, ndcg@10+judged {e.mean('ndcg@10+judged'):.4f}")
+            judged = ", ".join(f"judged@{k} {was[k]:.3f} -> {Scores.of(e).mean(f'judged@{k}+judged'):.3f}" for k in ks)
+            print(f"{e.engine}: {judged}; ndcg@10 {was['ndcg@10']:.4f}, ndcg@10+judged {Scores.of(e).mean('ndcg@10+judged'):.4f}")
         for warning in found.warnings():
             print(f"warning: {warning}")
         print(f"the numbers on both: python -m pytest_retrieval_eval report {shlex.quote(str(args.results))} "

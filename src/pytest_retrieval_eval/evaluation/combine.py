@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence, Union
 
 from .._usage import summed
 from ..errors import RetrievalEvalError
-from .results import EvaluationResult, RunResults
+from .results import Evaluation, RunResults
 
 _FRACTION = re.compile(r"^(\d+)/(\d+)$")
 #: what an engine's description says its run met on its own questions, not how it was set up:
@@ -46,7 +46,7 @@ class Combined:
 
 
 def whole_of(d: Mapping[str, Any]) -> str:
-    """The fingerprint of the whole labeled set a part (``EvaluationResult.to_dict`` form) is of:
+    """The fingerprint of the whole labeled set a part (``Evaluation.to_dict`` form) is of:
     as its slice or share says, else its own (a whole evaluation)."""
     part = d["labeled"].get("slice") or d.get("share") or {}
     return part.get("of") or d["labeled"]["fingerprint"]
@@ -86,7 +86,7 @@ _FIELDS = (
 
 def misfit(first: Mapping[str, Any], other: Mapping[str, Any], first_name: str) -> tuple[str, str] | None:
     """(field, what differs) where ``other`` was not evaluated as ``first`` (called ``first_name``)
-    was, two parts (``EvaluationResult.to_dict`` forms) of one engine's evaluation: the whole
+    was, two parts (``Evaluation.to_dict`` forms) of one engine's evaluation: the whole
     labeled set, the corpus searched (by fingerprint), the depth, the trials, the judge, the
     freshness, and the engine's description but for what each part met (``OBSERVED``, counts);
     None when they fit. ``combine`` asks it of every part, and the xdist controller of each
@@ -194,7 +194,7 @@ def combine(parts: Sequence[Part], *, names: Sequence[str | None] | None = None)
     for group in chosen.values():  # what each engine searched and how, before the run's settings
         _check_fit(group)
     records = _run_records(runs)
-    evaluations = [EvaluationResult.from_dict(group[0].d) if group[0].cut is None else _joined(group)
+    evaluations = [Evaluation.from_dict(group[0].d) if group[0].cut is None else _joined(group)
                    for group in chosen.values()]
     if runs:
         records["judgments"] = _judgments(records["judgments"], [r for _, r in runs], evaluations)
@@ -250,11 +250,11 @@ def _check_fit(group: Sequence[_Piece]) -> None:
                                      path=p.name, field=found[0])
 
 
-def _joined(group: Sequence[_Piece]) -> EvaluationResult:
+def _joined(group: Sequence[_Piece]) -> Evaluation:
     """One evaluation from its shares or slices (in order): queries, trials and run lint back in
     labeled-set order, the evidence merged, the engine's description the parts' (counts like
     ``66/68`` summed; what each part met shown per part)."""
-    from .causes import Evidence
+    from .known import Evidence
 
     label, of = group[0].kind, group[0].cut["of"]
     parts = [p.d for p in group]
@@ -280,7 +280,7 @@ def _joined(group: Sequence[_Piece]) -> EvaluationResult:
             whole[key] = found
     if any("evidence" in p for p in parts):  # each part gathered it on its own questions
         whole["evidence"] = Evidence.merged([Evidence.from_dict(p.get("evidence")) for p in parts]).to_dict()
-    result = EvaluationResult.from_dict(whole)
+    result = Evaluation.from_dict(whole)
     if result.labeled.computed_fingerprint != of:  # the joined queries: the whole set
         raise RetrievalEvalError(f"the {label}s of {whole['engine']} do not make up labeled set "
                                  f"{labeled.get('name')} (fingerprint {of[:12]})")
@@ -344,7 +344,7 @@ def _run_records(runs: Sequence[tuple[str, RunResults]]) -> dict[str, Any]:
 
 
 def _judgments(judgments: dict[str, Any], runs: Sequence[RunResults],
-               evaluations: Sequence[EvaluationResult]) -> dict[str, Any]:
+               evaluations: Sequence[Evaluation]) -> dict[str, Any]:
     """The judged holes of every slice's questions, counted as attaching them to the whole set does."""
     if not judgments:
         return judgments

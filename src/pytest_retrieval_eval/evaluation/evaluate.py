@@ -1,4 +1,4 @@
-"""Run an engine over a labeled set into the one result model (``results.EvaluationResult``).
+"""Run an engine over a labeled set into the one result model (``results.Evaluation``).
 
 Every query is asked; an exception, a malformed answer or a call over the time limit is
 recorded against its query (and counted as a miss) instead of stopping the evaluation or being
@@ -36,7 +36,7 @@ from ..ir.runs import dedupe
 from ..types import LabeledQuery, QueryResult, Stage, id_problem
 from .._usage import Meter, metering
 from .lint import KINDS as RUN_LINT_KINDS, TIE_CUTOFFS
-from .results import EvaluationResult
+from .results import Evaluation
 
 _CHUNK_ID = re.compile(r"^(?P<doc>.+):(?P<index>\d+)$")
 
@@ -61,7 +61,7 @@ def requests(engine: Engine, queries: Iterable[LabeledQuery]) -> list[_Request]:
 
 def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT_DEPTH, name: str | None = None,
                     context: Mapping[str, Any] | None = None, timeout: float | None = None,
-                    known_ids: Container[str] | None = None, concurrency: int = 1) -> EvaluationResult:
+                    known_ids: Container[str] | None = None, concurrency: int = 1) -> Evaluation:
     """Ask ``engine`` every question of ``labeled``, ``concurrency`` at a time (an engine's own
     ``concurrency`` attribute wins). ``context`` (the corpus's name and fingerprint) travels with
     the result into reports. With ``known_ids`` (the corpus), chunk ids of the plugin's
@@ -154,7 +154,7 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
         info["unknown_ids"] = (f"{len(unknown)} returned ids are not in the corpus, e.g. "
                                f"{', '.join(list(unknown)[:3])}{looks}")
     measured = {"concurrency": width, "machine": machine(), "prepare_seconds": prepare_seconds}
-    return EvaluationResult(name or engine.name, labeled, tuple(results), info, depth, dict(context or {}),
+    return Evaluation(name or engine.name, labeled, tuple(results), info, depth, dict(context or {}),
                             run_lint={k: tuple(v) for k, v in lint.items() if v}, measured=measured,
                             prepare_usage={m: tuple(v) for m, v in prepare_meter.to_dict().items()})
 

@@ -21,12 +21,11 @@ from ..data.labeled import LabeledSet
 from ..data.lint import LintReport
 from ..engines.base import DEFAULT_DEPTH
 from ..errors import RetrievalEvalError
-from ..ir.measures import Measure
 from ..types import LabeledQuery, QueryResult, Stage, Turn
-from .causes import Evidence
+from .known import Evidence
 from .fingerprints import checked, with_documents
 from .lint import KINDS as RUN_LINT_KINDS
-from .results import FORMAT, METRICS_DEFINITION, VERSION, EvaluationResult, RunResults
+from .results import FORMAT, METRICS_DEFINITION, METRICS_FINGERPRINT, VERSION, Evaluation, RunResults
 
 #: a history record's format (``gate/history.py``): results.json inside, readable as a baseline
 HISTORY_FORMAT = "pytest-retrieval-eval/history"
@@ -48,13 +47,13 @@ class RecordedLabeledSet(LabeledSet):
         return LabeledSet(self.queries, name=self.name).fingerprint
 
 
-def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = None, *, timing: bool = False,
-                       prices: Sequence[Sequence[Any]] = (),
-                       intervals: Callable[[str], tuple[float, float]] | None = None) -> dict[str, Any]:
-    """The source of truth; with ``measures``, also the values derived from it (what
-    results.json shows people); with ``timing``, each call's seconds and how they were measured
+def evaluation_to_dict(self: Evaluation, *, timing: bool = False,
+                       derived: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The source of truth; with ``timing``, each call's seconds and how they were measured
     (what xdist ships, and results.json with ``--retrieval-latency``: without it the file holds
-    no time, so the same inputs give the same bytes). Calls and tokens are always kept."""
+    no time, so the same inputs give the same bytes). Calls and tokens are always kept. With
+    ``derived``, what the analysis made of it, for people and other tools (``gate/saved.py``):
+    its top-level entries, and under ``per_query`` each question's (query id -> entries)."""
     by_id = self.labeled.by_id()
     queries = []
     for r in self.results:
@@ -120,32 +119,18 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
         d["prepare_usage"] = {m: list(v) for m, v in sorted(self.prepare_usage.items())}
     if self.trial_usage:
         d["trial_usage"] = {m: list(v) for m, v in sorted(self.trial_usage.items())}
-    if measures is not None:
-        from .cost import latency_of, usage_of
-
-        latency = latency_of(self) if timing else None
-        if latency is not None:  # derived, for people and other tools: p50, p95, p99, max
-            d["latency"] = {k: v for k, v in latency.to_dict().items() if k not in ("engine", "labeled")}
-        used = usage_of(self, prices)
-        if used is not None:
-            d["usage"] = {k: v for k, v in used.to_dict().items() if k not in ("engine", "labeled")}
-        d["errors"] = self.errors
-        d["trials"] = self.trial_means(measures)
-        ci = intervals or self.ci  # the analysis's, where the run has one
-        # a measure without a value (mean None: an ids-only engine's +evidence twin) is null, as its interval
-        d["summary"] = {m: {"mean": mean, "ci95": None if mean is None or lo != lo else [lo, hi]}
-                        for m in sorted(measures) for mean, (lo, hi) in ((self.mean(m), ci(m)),)}
-        valued = {m: self.has_value(m) for m in measures}
-        ranks = self.first_relevant_rank
+    if derived is not None:
+        d.update({k: v for k, v in derived.items() if k != "per_query"})
         for entry in queries:
-            entry["first_relevant_rank"] = ranks[entry["id"]]
-            entry["values"] = {m: self.per_query(m).get(entry["id"], 0.0) if valued[m] else None
-                               for m in sorted(measures)
-                               if not Measure.parse(m).ppi}  # an estimate over questions: none per question
+            entry.update(derived.get("per_query", {}).get(entry["id"], {}))
     return d
 
 
-def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
+def evaluation_from_dict(d: Mapping[str, Any], cls: type[Evaluation] = Evaluation, *,
+                         recorded: bool = False) -> Evaluation:
+    """The evaluation ``d`` records; with ``recorded`` (the file's measures are defined as this
+    version defines them), with the per-question values it holds, which its ``Scores`` then
+    reads instead of scoring the rankings again."""
     lab, queries = d["labeled"], d["queries"]
     for q in queries:  # what a hand-edited file could get wrong, said before anything is scored
         if not isinstance(q["id"], str) or not isinstance(q["question"], str):
@@ -204,14 +189,27 @@ def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
     judge = d.get("judge")
     if judge is not None and not (isinstance(judge, dict) and isinstance(judge.get("fingerprint"), str)):
         raise ValueError("'judge' must be an object with the judge's fingerprint")
-    return EvaluationResult(d["engine"], labeled, results, d.get("engine_info", {}), d.get("depth", DEFAULT_DEPTH),
+    return cls(d["engine"], labeled, results, d.get("engine_info", {}), d.get("depth", DEFAULT_DEPTH),
                             {k: v for k, v in context.items() if v is not None}, trials, run_lint,
                             Freshness.from_dict(d.get("freshness")),
                             {q["id"]: dict(q["judged"]) for q in queries if q.get("judged")}, judge,
                             Evidence.from_dict(d.get("evidence")), _measured(d.get("measured") or {}),
                             _usage(d.get("prepare_usage") or {}, None), _usage(d.get("trial_usage") or {}, None),
                             human={q["id"]: dict(q.get("human", {})) for q in queries if "human_depth" in q},
-                            human_depth={q["id"]: q["human_depth"] for q in queries if "human_depth" in q})
+                            human_depth={q["id"]: q["human_depth"] for q in queries if "human_depth" in q},
+                            recorded_values=_recorded_values(queries) if recorded else {})
+
+
+def _recorded_values(queries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Measure -> query id -> the value results.json recorded, for each measure recorded with a
+    value for every question (one without a value, null, is left to be scored)."""
+    names = set.intersection(*(set(q.get("values") or {}) for q in queries)) if queries else set()
+    out = {}
+    for m in sorted(names):
+        got = [q["values"][m] for q in queries]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in got):
+            out[m] = {q["id"]: float(v) for q, v in zip(queries, got)}
+    return out
 
 
 def _conversation(q: Mapping[str, Any]) -> dict[str, Any]:
@@ -254,18 +252,18 @@ def _measured(raw: Any) -> dict[str, Any]:
     return dict(raw)
 
 
-def run_document(run: RunResults, measures: Sequence[str], *, timing: bool, prices: Sequence[Sequence[Any]],
-                 intervals: Callable[[tuple[str, str], str], tuple[float, float]]) -> dict[str, Any]:
-    """results.json's source of truth, with each evaluation's values of ``measures`` and their
-    ``intervals`` (read from the run's analysis: writing never computes one). The gate adds the
-    settings and the analysis (``gate/saved.py``)."""
+def run_document(run: RunResults, *, timing: bool,
+                 derived: Callable[[Evaluation], Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """results.json's source of truth, with what the analysis made of each evaluation
+    (``derived``: read, never computed, by the writer). The gate adds the settings and the
+    analysis (``gate/saved.py``)."""
     doc = {
         "format": FORMAT, "version": VERSION,
         "metrics": {"definition": METRICS_DEFINITION, "fingerprint": run.metrics_fingerprint},
         "lint": [r.to_dict() for r in run.lint],
         "snippets": run.snippets,
-        "evaluations": [evaluation_to_dict(e, measures, timing=timing, prices=prices,
-                                           intervals=lambda m, key=e.key: intervals(key, m)) for e in run.evaluations],
+        "evaluations": [evaluation_to_dict(e, timing=timing, derived=derived(e) if derived is not None else None)
+                        for e in run.evaluations],
     }
     if run.judgments:
         doc["judgments"] = run.judgments
@@ -299,7 +297,8 @@ def read_document(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-def from_document(doc: Any, path: str | Path, *, check_fingerprints: bool = True) -> RunResults:
+def from_document(doc: Any, path: str | Path, *, check_fingerprints: bool = True,
+                  cls: type[Evaluation] = Evaluation) -> RunResults:
     """The run a results file's JSON holds (``read_document``), refused in one line when it does
     not hold together; its settings stay as recorded (the gate reads them: ``gate/saved.py``)."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -308,9 +307,11 @@ def from_document(doc: Any, path: str | Path, *, check_fingerprints: bool = True
         raise RetrievalEvalError(f"unsupported results version {doc.get('version')!r}; this plugin reads {VERSION}",
                                  path=path, field="version")
     evaluations = []
+    metrics = doc.get("metrics")
+    same_definition = isinstance(metrics, dict) and metrics.get("fingerprint") == METRICS_FINGERPRINT
     for i, e in enumerate(doc.get("evaluations") or []):
         try:
-            evaluations.append(evaluation_from_dict(e))
+            evaluations.append(evaluation_from_dict(e, cls, recorded=same_definition))
         except RetrievalEvalError as exc:
             raise RetrievalEvalError(exc.detail, path=path, field=f"evaluations[{i}].{exc.field or ''}".rstrip(".")) from None
         except (KeyError, TypeError, ValueError) as exc:
@@ -318,7 +319,7 @@ def from_document(doc: Any, path: str | Path, *, check_fingerprints: bool = True
                 f"evaluation {i} is missing or has a malformed {exc}; results files from before the rankings "
                 "were recorded cannot be read: re-save it with this version", path=path,
                 field=f"evaluations[{i}]") from None
-    same: dict[tuple[str, str], EvaluationResult] = {}
+    same: dict[tuple[str, str], Evaluation] = {}
     for e in evaluations:  # engines on one labeled set were asked the same questions
         first = same.setdefault((e.labeled.name, e.labeled.fingerprint), e)
         if [q.query_id for q in first.labeled.queries] != [q.query_id for q in e.labeled.queries]:
@@ -355,7 +356,7 @@ def from_document(doc: Any, path: str | Path, *, check_fingerprints: bool = True
         raise RetrievalEvalError(f"results file is missing or has a malformed {exc}", path=path) from None
 
 
-def _id_difference(first: EvaluationResult, other: EvaluationResult) -> str:
+def _id_difference(first: Evaluation, other: Evaluation) -> str:
     """Which query ids ``other`` lacks and which it holds that ``first`` does not (or: the order)."""
     def listed(ids: list[str]) -> str:
         return ", ".join(repr(q) for q in ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
@@ -368,7 +369,7 @@ def _id_difference(first: EvaluationResult, other: EvaluationResult) -> str:
     return f"{other.engine} {' and '.join(said)}" if said else f"{other.engine} holds them in another order"
 
 
-def _fit_problem(docs: Sequence[Mapping[str, Any]], evaluations: Sequence[EvaluationResult],
+def _fit_problem(docs: Sequence[Mapping[str, Any]], evaluations: Sequence[Evaluation],
                  check_fingerprints: bool = True) -> tuple[str, str] | None:
     """(field, what is wrong) for the first evaluation whose questions are not the labeled set it
     names, or whose per-trial rankings and run lint do not fit those questions; every trial figure
@@ -386,7 +387,7 @@ def _fit_problem(docs: Sequence[Mapping[str, Any]], evaluations: Sequence[Evalua
     return None
 
 
-def _labeled_problem(d: Mapping[str, Any], e: EvaluationResult, check_fingerprint: bool) -> tuple[str, str] | None:
+def _labeled_problem(d: Mapping[str, Any], e: Evaluation, check_fingerprint: bool) -> tuple[str, str] | None:
     recorded = d["labeled"].get("n", e.n)
     if recorded != e.n:
         return "queries", f"{e.engine}: {e.n} questions, but labeled set {e.labeled.name} has {recorded}"
@@ -397,7 +398,7 @@ def _labeled_problem(d: Mapping[str, Any], e: EvaluationResult, check_fingerprin
     return None
 
 
-def _trials_problem(d: Mapping[str, Any], e: EvaluationResult) -> tuple[str, str] | None:
+def _trials_problem(d: Mapping[str, Any], e: Evaluation) -> tuple[str, str] | None:
     raw, ids = d.get("trial_rankings", []), [q.query_id for q in e.labeled.queries]
     if not isinstance(raw, list):
         return "trial_rankings", f"{e.engine}: must be a list of trials, each a list of [ranked doc ids, error] per question"
@@ -423,7 +424,7 @@ def _trials_problem(d: Mapping[str, Any], e: EvaluationResult) -> tuple[str, str
     return None
 
 
-def _lint_problem(e: EvaluationResult) -> tuple[str, str] | None:
+def _lint_problem(e: Evaluation) -> tuple[str, str] | None:
     known = e.labeled.by_id()
     for kind, ids in e.run_lint.items():
         unknown = next((q for q in ids if q not in known), None)

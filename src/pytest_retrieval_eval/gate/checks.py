@@ -12,6 +12,7 @@ from ..rules.drops import MaxDrop
 from ..rules.quantities import (COUNT_TYPES, CoverageQuantity, ErrorCount, LatencyQuantity, LintCount, MeasureQuantity,
                                 ShadowQuantity, StaleCount, TurnsQuantity, UsageQuantity)
 from ..rules.thresholds import Threshold
+from ..analysis.scores import Scores
 
 
 class Failure(str):
@@ -137,8 +138,8 @@ def check_segments(thresholds: Sequence[Threshold], run: Any, alpha: float = 0.0
                 failures.append(f"{t} ({t.source}): no question of {e.labeled.name} carries tag '{t.segment}' "
                                 f"(tags: {', '.join(known) or 'none'}), so the rule checked nothing")
                 continue
-            if not e.has_value(t.measure):  # no value: the rule checked nothing, as without a segment
-                why = e.no_value_why(t.measure)
+            if not Scores.of(e).has_value(t.measure):  # no value: the rule checked nothing, as without a segment
+                why = Scores.of(e).no_value_why(t.measure)
                 failures.append(f"{e.engine}[{t.segment}]: {t.measure} has no value, so the rule {t} checked nothing "
                                 f"(from {t.source}; segment {t.segment}, n={len(ids)} of {e.n}"
                                 f"{f'; {why}' if why else ''})")

@@ -124,9 +124,10 @@ class Record:
         read is refused naming its file (a one-line error, never a traceback). ``against``: the
         corpora (fingerprints) of the run it is compared with: only the digests of the others
         are read from their maps, as only a corpus that differs is itemised (None: every one)."""
+        from ..analysis.result import EvaluationResult
         from ..evaluation.fingerprints import checked
         from ..evaluation.results_json import evaluation_from_dict
-        from ..evaluation.results import RunResults
+        from ..evaluation.results import METRICS_FINGERPRINT, RunResults
         from ..rules.settings import GateSettings
 
         doc = self.results
@@ -134,7 +135,8 @@ class Record:
         recorded = doc.get("fingerprints")
         recorded = with_documents(recorded, wanted, self.path.parent) if wanted else recorded
         try:
-            run = RunResults([evaluation_from_dict(e) for e in doc.get("evaluations", [])],
+            same = doc["metrics"]["fingerprint"] == METRICS_FINGERPRINT  # its recorded values read as they are
+            run = RunResults([evaluation_from_dict(e, EvaluationResult, recorded=same) for e in doc.get("evaluations", [])],
                              doc["metrics"]["fingerprint"], settings=dict(doc.get("settings") or {}),
                              fingerprints=checked(recorded))
             GateSettings.from_dict(run.settings)  # a record is refused whole, never half read

@@ -15,8 +15,11 @@ from typing import Any
 
 from .._plain import from_plain, strict_json, to_plain
 from ..errors import RetrievalEvalError
-from ..evaluation.cost import RunUsage
-from ..evaluation.results import RunResults, measure_names
+from ..analysis.cost import RunUsage
+from ..analysis.result import EvaluationResult
+from ..analysis.scores import Scores
+from ..evaluation.results import Evaluation, RunResults, measure_names
+from ..ir.measures import Measure
 from ..evaluation.results_json import from_document, read_document, run_document
 from ..rules.settings import GateSettings
 from ..analysis.analyse import Analysis
@@ -39,7 +42,7 @@ class Saved:
 def load_saved(path: str | Path, *, check_fingerprints: bool = True) -> Saved:
     """A saved run with its settings and analysis, refused in one line naming the file and the field."""
     doc = read_document(path)
-    run = from_document(doc, path, check_fingerprints=check_fingerprints)
+    run = from_document(doc, path, check_fingerprints=check_fingerprints, cls=EvaluationResult)  # read as tests read
     try:
         settings = GateSettings.from_dict(run.settings) if run.settings else GateSettings()
     except RetrievalEvalError as exc:
@@ -62,8 +65,8 @@ def results_json(verdict: Any) -> str:
     """The run's results.json (sorted keys, no timings unless ``--retrieval-latency``: identical
     inputs give identical bytes)."""
     run, s, a = verdict.run, verdict.settings, verdict.analysis
-    doc = run_document(run, measure_names(s.recorded_measures), timing=s.latency, prices=s.prices,
-                       intervals=a.interval)
+    measures = measure_names(s.recorded_measures)
+    doc = run_document(run, timing=s.latency, derived=lambda e: _derived(e, measures, s, a))
     doc["settings"] = s.to_dict()
     doc["verdict"] = {"failed": verdict.failed,  # what the gate said, as every surface says it
                       "failures": [{"kind": f.kind, "text": str(f), "causes": list(f.causes)} for f in verdict.failures],
@@ -72,6 +75,32 @@ def results_json(verdict: Any) -> str:
     doc.update(to_plain(_for_people(run, s, a)))  # a statistic of nothing (a shadow's gain without weights): null
     doc["analysis"] = a.to_dict()
     return strict_json(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _derived(e: Evaluation, measures: list[str], s: GateSettings, a: Analysis) -> dict[str, Any]:
+    """What results.json shows of one evaluation besides its record: latency, usage, errors, the
+    trials' means, each measure's mean and interval (the analysis's), and per question its
+    values and the rank of its first relevant document."""
+    scores = Scores.of(e)
+    d: dict[str, Any] = {}
+    latency = next((x for x in a.latency if (x.engine, x.labeled) == e.key), None) if s.latency else None
+    if latency is not None:  # derived, for people and other tools: p50, p95, p99, max
+        d["latency"] = {k: v for k, v in latency.to_dict().items() if k not in ("engine", "labeled")}
+    used = next((x for x in a.usage if (x.engine, x.labeled) == e.key), None)
+    if used is not None:
+        d["usage"] = {k: v for k, v in used.to_dict().items() if k not in ("engine", "labeled")}
+    d["errors"] = e.errors
+    d["trials"] = scores.trial_means(measures)
+    # a measure without a value (mean None: an ids-only engine's +evidence twin) is null, as its interval
+    d["summary"] = {m: {"mean": mean, "ci95": None if mean is None or lo != lo else [lo, hi]}
+                    for m in sorted(measures) for mean, (lo, hi) in ((scores.mean(m), a.interval(e.key, m)),)}
+    valued = {m: scores.has_value(m) for m in measures}
+    ranks = e.first_relevant_rank
+    shown = [m for m in sorted(measures) if not Measure.parse(m).ppi]  # an estimate over questions: none per question
+    d["per_query"] = {q: {"first_relevant_rank": ranks[q],
+                          "values": {m: scores.per_query(m).get(q, 0.0) if valued[m] else None for m in shown}}
+                      for q in ranks}
+    return d
 
 
 def _for_people(run: RunResults, s: GateSettings, a: Analysis) -> dict[str, Any]:

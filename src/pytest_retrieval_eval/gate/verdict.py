@@ -14,7 +14,7 @@ from ..rules.quantities import MeasureQuantity, ShadowQuantity
 from ..rules.settings import GateSettings
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure, judge_dependent
 from ..ir.stats import CORRECTION_NAMES
-from ..evaluation.cost import RunUsage
+from ..analysis.cost import RunUsage
 from ..evaluation.results import RunResults
 
 #: what a failure is about, in the order the verdict lists them

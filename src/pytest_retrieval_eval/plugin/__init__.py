@@ -16,7 +16,7 @@ from .roles import Controller
 from .wake import ENGINE_ERROR_KEY, active, session_of
 
 _FLIP = {">=": "<=", "<=": ">=", ">": "<", "<": ">", "==": "==", "!=": "!="}
-_RESULTS_MODULE = "pytest_retrieval_eval.evaluation.results"
+_RESULTS_MODULE = "pytest_retrieval_eval.analysis.result"
 _SCANNED_KEY = pytest.StashKey[list]()  # the items collection_modifyitems looked at
 _DESELECTED_KEY = pytest.StashKey[list]()  # the items -k / -m deselected (a rule's "why" names them)
 
@@ -171,7 +171,7 @@ def pytest_runtest_setup(item: pytest.Item):
     rs = active(item.config)
     evaluation = getattr(item, "funcargs", {}).get("retrieval_results") if rs is not None else None
     if evaluation is not None and _RESULTS_MODULE in sys.modules:
-        from ..evaluation.results import EvaluationResult
+        from ..analysis.result import EvaluationResult
 
         if isinstance(evaluation, EvaluationResult):
             for m in rs.config.report.table_measures:  # a measure without a value: no property, never "nan"
@@ -189,7 +189,7 @@ def pytest_assertrepr_compare(config: pytest.Config, op: str, left: object, righ
         return [f"{left!r} {op} {right!r}", "(a value holding a secret: no character diff is shown)"]
     if _RESULTS_MODULE not in sys.modules:  # no result was ever made: nothing to explain
         return None
-    from ..evaluation.results import MeasureValue
+    from ..analysis.result import MeasureValue
 
     if isinstance(left, MeasureValue):
         return left.explain(op, right)

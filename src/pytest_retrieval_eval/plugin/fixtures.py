@@ -13,7 +13,7 @@ from .wake import session_of
 if TYPE_CHECKING:
     from ..data.corpus import Corpus
     from ..data.labeled import LabeledSet
-    from ..evaluation.results import EvaluationResult
+    from ..analysis.result import EvaluationResult
     from .session import RetrievalSession
 
 

@@ -23,7 +23,7 @@ WORKEROUTPUT_KEY = "pytest_retrieval_eval"
 
 @dataclass
 class Shipped:
-    """What one process recorded: evaluations (``EvaluationResult.to_dict``), lint reports, and
+    """What one process recorded: evaluations (``Evaluation.to_dict``), lint reports, and
     snippets of the retrieved documents (doc id -> text) for the drill-down page."""
 
     evaluations: list[dict] = field(default_factory=list)

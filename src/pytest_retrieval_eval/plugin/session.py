@@ -242,6 +242,7 @@ class RetrievalSession:
                  record: bool = True):
         """Evaluate once per session per (engine name, labeled set); later calls reuse it
         (``record=False``: a share, kept apart from the evaluations)."""
+        from ..analysis.result import EvaluationResult
         from ..report.html import snippets
         from ..evaluation.evaluate import evaluate_engine
 
@@ -254,7 +255,7 @@ class RetrievalSession:
                 return evaluate_engine(engine, labeled, depth=run.depth, name=name, context=context,
                                        timeout=run.timeout, known_ids=corpus, concurrency=run.concurrency)
 
-            first = once()
+            first = EvaluationResult.of(once())  # what a test asserts on
             trials = [once() for _ in range(run.trials - 1)]
             first.trial_results = tuple(t.results for t in trials)
             if trials:  # what the trials after the first cost: the run's HTTP total counts them too
@@ -263,7 +264,7 @@ class RetrievalSession:
                 first.trial_usage = {m: tuple(v) for m, v in summed(
                     *(t.prepare_usage for t in trials), *(r.usage for t in trials for r in t.results)).items()}
             if corpus is not None:
-                from ..evaluation.causes import gather
+                from ..evaluation.known import gather
 
                 first.freshness = self.freshness(corpus)
                 index = getattr(engine, "index", None)  # the plugin's store it reads: chunks and their lint
@@ -379,7 +380,7 @@ class RetrievalSession:
             baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
         # and the judge's, made here since shipping
         outside = summed(merged.usage, since(since(OUTSIDE.to_dict(), self._outside_before), records.usage))
-        from ..evaluation.cost import run_usage
+        from ..analysis.cost import run_usage
 
         evaluated = {e.engine for e in evaluations}
         verdict = conclude(run, settings, baseline, problems=problems, notes=notes, run_warnings=merged.warnings,

@@ -1,4 +1,4 @@
-"""What each engine's quality cost, as the verdict computed it (``evaluation/cost.py``): latency
+"""What each engine's quality cost, as the verdict computed it (``analysis/cost.py``): latency
 percentiles per engine and stage, HTTP calls, tokens and dollars per query. Only read here."""
 
 from __future__ import annotations

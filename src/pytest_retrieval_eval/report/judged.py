@@ -11,6 +11,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from ..ir.measures import Measure
+from ..analysis.scores import Scores
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
     from ..gate.verdict import Verdict
@@ -59,12 +60,12 @@ def _rests_on(verdict: Verdict, e: Any, ks: list[int]) -> list[str]:
     k is judged below ``LOW_JUDGED``: one line per engine, the first cutoff said in full."""
     parts, gated = [], _gated(verdict)
     for k in ks:
-        unjudged = 1.0 - e.mean(f"judged@{k}")
+        unjudged = 1.0 - Scores.of(e).mean(f"judged@{k}")
         names = [m for m in gated if (p := Measure.parse(m)).k == k and not p.judge_dependent and not p.freshness
-                 and e.has_value(m)]  # one the engine has no value of (ids only: +evidence) rests on nothing
+                 and Scores.of(e).has_value(m)]  # one the engine has no value of (ids only: +evidence) rests on nothing
         if not names or not unjudged > 1.0 - LOW_JUDGED:
             continue
-        after = f" ({1.0 - e.mean(f'judged@{k}+judged'):.0%}{' with the judgments' if not parts else ''})" \
+        after = f" ({1.0 - Scores.of(e).mean(f'judged@{k}+judged'):.0%}{' with the judgments' if not parts else ''})" \
             if e.judge is not None else ""
         if not parts:
             parts.append(f"{e.engine}: {', '.join(names)} rest{'s' if len(names) == 1 else ''} on a top {k} that is "
@@ -131,7 +132,7 @@ def asked_judged_lines(verdict: Verdict, width: int = 80) -> list[str]:
     what ``~ppi`` rests on in one line, and judged@k per engine with and without the judgments."""
     ks = cutoffs(list(verdict.measures))
     judged = [e for e in verdict.run.evaluations if e.judge is not None]
-    rows = [f"{e.engine}: " + ", ".join(f"judged@{k} {e.mean(f'judged@{k}'):.3f} -> {e.mean(f'judged@{k}+judged'):.3f}"
+    rows = [f"{e.engine}: " + ", ".join(f"judged@{k} {Scores.of(e).mean(f'judged@{k}'):.3f} -> {Scores.of(e).mean(f'judged@{k}+judged'):.3f}"
                                         for k in ks) for e in judged] if ks else []
     head = ["judged@k, the share of each top k judged, by the labels -> with the judgments:"] if rows else []
     return ppi_line(verdict) + head + [line for row in rows for line in textwrap.wrap(
@@ -157,8 +158,8 @@ def judged_lines(verdict: Verdict, *, markdown: bool = False, width: int = 80) -
     sets = ", ".join(f"{v:.1f} document{'' if f'{v:.1f}' == '1.0' else 's'} per question"
                      + (f" ({name})" if len(per_query) > 1 else "") for name, v in per_query.items())
     head = f"judged@k, the share of each top k the labels judge ({sets}):"
-    rows = [f"{e.engine}: " + ", ".join(f"judged@{k} {e.mean(f'judged@{k}'):.3f}"
-                                        + (f" -> {e.mean(f'judged@{k}+judged'):.3f} with the judgments"
+    rows = [f"{e.engine}: " + ", ".join(f"judged@{k} {Scores.of(e).mean(f'judged@{k}'):.3f}"
+                                        + (f" -> {Scores.of(e).mean(f'judged@{k}+judged'):.3f} with the judgments"
                                            if e.judge is not None else "") for k in ks) for e in few]
     rests = [line for e in few for line in _rests_on(verdict, e, ks)]
     return _shown(top, [head], rows + rests, markdown, width, meaning=True)

@@ -1,5 +1,5 @@
 """Why and where: the misses by cause under the table, the segment rows, the labeled set's
-coverage. Read from the verdict (``evaluation/causes.py``, ``analysis/segments.py``, ``analysis/coverage.py``
+coverage. Read from the verdict (``analysis/causes.py``, ``analysis/segments.py``, ``analysis/coverage.py``
 computed them); nothing is computed here."""
 
 from __future__ import annotations

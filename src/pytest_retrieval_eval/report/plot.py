@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from html import escape
 from typing import Any, Mapping, Sequence
+from ..analysis.scores import Scores
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f")
 W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 56, 170, 24, 44
@@ -90,6 +91,6 @@ def run_svg(run: Any, baseline: Any = None) -> str:
     several = len({e.labeled.name for e in run.evaluations}) > 1
 
     def curves(results: Any) -> dict[str, list[float]]:
-        return {(f"{e.engine} ({e.labeled.name})" if several else e.engine): e.hit_curve() for e in results.evaluations}
+        return {(f"{e.engine} ({e.labeled.name})" if several else e.engine): Scores.of(e).hit_curve() for e in results.evaluations}
 
     return hit_curve_svg(curves(run), curves(baseline) if baseline is not None else None)

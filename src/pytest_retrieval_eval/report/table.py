@@ -9,6 +9,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..ir.stats import CORRECTION_NAMES
+from ..analysis.scores import Scores
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
     from ..gate.verdict import Verdict
@@ -181,10 +182,10 @@ def freshness_lines(verdict: Verdict, *, markdown: bool = False, limit: int = 3)
     for e in evaluations:
         for m in fresh:
             if m.family == "freshness.stale_free":
-                found = e.stale_documents(m.k)
+                found = Scores.of(e).stale_documents(m.k)
                 what = f"{len(found)} of {e.n} queries with a stale document in the top {m.k}"
             else:
-                found = {q: [" and ".join(c) for c in cs] for q, cs in e.conflicting_queries(m.k).items()}
+                found = {q: [" and ".join(c) for c in cs] for q, cs in Scores.of(e).conflicting_queries(m.k).items()}
                 what = f"{len(found)} of {e.n} queries with two versions of one document in the top {m.k}"
             if found:
                 shown = list(found.items())[:limit]

@@ -12,6 +12,7 @@ from html import escape
 from typing import Any, Sequence
 
 from .plot import COLOURS, ROW, frame, legend_entry, legend_size
+from ..analysis.scores import Scores
 
 W, H, LEFT, RIGHT, TOP, BOTTOM = 720, 400, 56, 200, 24, 70
 
@@ -38,14 +39,14 @@ def points(records: Sequence[Any], measure: str, engine: str | None = None,
                 continue
             key = f"{e.engine} on {e.labeled.name}"
             fp = r.fingerprints.get("engines", {}).get(key, {})
-            if e.mean(measure) is None:  # no value (an ids-only engine's +evidence twin): no point
+            if Scores.of(e).mean(measure) is None:  # no value (an ids-only engine's +evidence twin): no point
                 continue
             lo, hi = analysis.interval(e.key, measure) if analysis is not None else (math.nan, math.nan)
             if math.isnan(lo):  # a record from before analyses were kept
-                lo, hi = e.ci(measure)
+                lo, hi = Scores.of(e).ci(measure)
             out.append({"engine": e.engine, "label": key, "series": (key, *sorted(fp.items())),
                         "commit": (r.commit or "")[:10] or "no commit", "dirty": bool(r.git.get("dirty")),
-                        "order": r.path.name, "mean": e.mean(measure), "ci": (lo, hi)})  # a record's name: its time to the µs
+                        "order": r.path.name, "mean": Scores.of(e).mean(measure), "ci": (lo, hi)})  # a record's name: its time to the µs
     return out
 
 

@@ -1,5 +1,5 @@
 """``--retrieval-prices``: what each model's tokens cost, in US dollars per million tokens
-(``evaluation/cost.py`` prices an evaluation's calls with them)."""
+(``analysis/cost.py`` prices an evaluation's calls with them)."""
 
 from __future__ import annotations
 

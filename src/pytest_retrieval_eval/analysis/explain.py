@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from ..ir.measures import Measure
 
 if TYPE_CHECKING:
-    from .results import EvaluationResult
+    from ..evaluation.results import Evaluation
+    from .scores import Scores
 
 
 #: the comparisons pytest explains, as the assertion wrote them
@@ -18,40 +19,44 @@ _HOLDS = {">=": float.__ge__, "<=": float.__le__, ">": float.__gt__, "<": float.
           "!=": float.__ne__}
 
 
-def explain(r: "EvaluationResult", measure: str, value: float, op: str, other: object, limit: int = 5) -> list[str]:
+def explain(e: "Evaluation", measure: str, value: float, op: str, other: object, limit: int = 5) -> list[str]:
     """The lines under a failed assertion on ``r``'s ``measure``. pytest also asks of a comparison
     that held where another beside it failed (``assert a >= 0.3 and b >= 0.9``): that one says
     it held, and explains no miss."""
     if op in _HOLDS and isinstance(other, (int, float)) and not isinstance(other, bool) \
             and _HOLDS[op](float(value), float(other)):
-        return [f"{r.engine}: {measure} = {value:.4f} {op} {other} holds"]
+        return [f"{e.engine}: {measure} = {value:.4f} {op} {other} holds"]
+    from .scores import Scores
+
+    r, s = e, Scores.of(e)
     parsed = Measure.parse(measure)
-    valued = r.has_value(parsed)  # no value: said, with why; no question is "worst" on nothing
+    valued = s.has_value(parsed)  # no value: said, with why; no question is "worst" on nothing
     lines = [
         f"{r.engine}: {measure} {f'= {value:.4f}' if valued else 'has no value'}, expected {op} {other} "
         f"(n={r.n} queries, {r.n_errored} errored, labeled set {r.labeled.name})"
     ]
     if parsed.freshness:
-        lines.extend(freshness_lines(r, parsed, limit))
+        lines.extend(freshness_lines(s, parsed, limit))
         return lines
     if parsed.evidence and not r.returns_passages:
         return lines + [f"{r.engine} {r.evidence_unavailable()}: no evidence-level value"]
     if not valued:
-        return lines + [f"{r.engine}: {why}" for why in [r.no_value_why(parsed)] if why]
+        return lines + [f"{r.engine}: {why}" for why in [s.no_value_why(parsed)] if why]
     if parsed.evidence:  # the evidence level's misses: "right document, wrong passage" among them
-        lines.append(r.evidence_misses(parsed.k or r.depth).line())
+        lines.append(s.evidence_misses(parsed.k or r.depth).line())
     elif not parsed.judged and not parsed.count:  # the misses at the measure's cutoff, by cause
-        lines.append(r.misses(parsed.k or r.depth).line())
-    misses = worst(r, measure, limit)
+        lines.append(s.misses(parsed.k or r.depth).line())
+    misses = worst(s, measure, limit)
     if misses:
         lines.append(f"worst-scoring queries on {measure}:")
         lines.extend("  " + m for m in misses)
     return lines
 
 
-def worst(self: "EvaluationResult", measure: str, limit: int = 5) -> list[str]:
+def worst(s: "Scores", measure: str, limit: int = 5) -> list[str]:
     """One line per worst-scoring query (below the best possible value), worst first."""
-    values = self.per_query(measure)
+    self = s.e
+    values = s.per_query(measure)
     by_id = self.labeled.by_id()
     rows = []
     for r in self.results:
@@ -63,8 +68,8 @@ def worst(self: "EvaluationResult", measure: str, limit: int = 5) -> list[str]:
     rows.sort(key=lambda row: row[:3])
     lines = []
     parsed = Measure.parse(measure)
-    causes = ({} if parsed.judged else {c.query_id: c for c in self.evidence_misses(parsed.k or self.depth).causes}
-              if parsed.evidence else self.causes(parsed.k or self.depth))
+    causes = ({} if parsed.judged else {c.query_id: c for c in s.evidence_misses(parsed.k or self.depth).causes}
+              if parsed.evidence else s.causes(parsed.k or self.depth))
     for v, _, qid, r, rank in rows[:limit]:
         q = by_id[qid]
         question = q.question if len(q.question) <= 70 else q.question[:67] + "..."
@@ -80,17 +85,18 @@ def worst(self: "EvaluationResult", measure: str, limit: int = 5) -> list[str]:
         )
     return lines
 
-def freshness_lines(self: "EvaluationResult", measure: Measure, limit: int = 5) -> list[str]:
+def freshness_lines(s: "Scores", measure: Measure, limit: int = 5) -> list[str]:
     """Why a freshness measure is below 1: the queries and the documents, or that the corpus
     has no versioned documents to judge."""
+    self = s.e
     if self.freshness is None:
         return [f"the corpus {self.corpus or ''} has no versioned documents (version_key, valid_from, "
                 "valid_until, superseded_by): nothing to judge".replace("corpus  has", "corpus has")]
     if measure.family == "freshness.stale_free":
-        found = {q: ", ".join(docs) for q, docs in self.stale_queries(measure.k).items()}
+        found = {q: ", ".join(docs) for q, docs in s.stale_queries(measure.k).items()}
         head = f"queries with a stale document in the top {measure.k} (as of {self.freshness.as_of})"
     else:
-        found = {q: "; ".join(" and ".join(c) for c in cs) for q, cs in self.conflicting_queries(measure.k).items()}
+        found = {q: "; ".join(" and ".join(c) for c in cs) for q, cs in s.conflicting_queries(measure.k).items()}
         head = f"queries with two versions of one document in the top {measure.k}"
     if not found:
         return []
