@@ -83,3 +83,19 @@ def test_a_measure_recorded_without_a_value_for_some_question_is_scored_not_read
         q["values"] = {"mrr": None if i == 0 else 0.5, "hit@1": 1.0}
     e = evaluation_from_dict(d, EvaluationResult, recorded=True)
     assert set(e.recorded_values) == {"hit@1"} and e.mrr() == pytest.approx(0.75)
+
+
+def test_a_baseline_is_compared_from_the_values_it_recorded_not_scored_again(tmp_path, monkeypatch):
+    from pytest_retrieval_eval.analysis.baseline import compare
+    from pytest_retrieval_eval.gate.saved import load_baseline
+
+    now = RunResults([evaluate_engine(engine(), LABELED)])
+    path = tmp_path / "base.json"
+    path.write_text(results_text(now))
+    base, problems = load_baseline(path)
+    assert problems == []
+    for m in ("hit@1", "mrr"):  # this run's own values, scored before the comparison
+        Scores.of(now.evaluations[0]).per_query(m)
+    no_evaluation(monkeypatch)
+    compared = compare(now, base, ["hit@1", "mrr"])
+    assert [(d.measure, d.delta) for d in compared.diffs] == [("hit@1", 0.0), ("mrr", 0.0)]
