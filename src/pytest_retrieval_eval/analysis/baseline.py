@@ -27,6 +27,7 @@ from ..evaluation.fingerprints import CHANGES_NAMED, corpus_changes, judgments_c
 from ..evaluation.judging import judge_problem
 from ..evaluation.results import Evaluation, RunResults
 from .scores import Scores
+from ..data.labeled import LabeledSet
 
 
 @dataclass(frozen=True)
@@ -149,13 +150,13 @@ class SegmentDiff:
                 f"{self.paired.p_adjusted:.3g}: {noise}) while the total {total} ({self.total_delta:+.4f}); fell: {shown}")
 
 
-def _stale(labeled: Any) -> Mapping[str, Any]:
+def _stale(labeled: LabeledSet) -> Mapping[str, Any]:
     """Query id -> what changed under it, for the questions a run left out as stale
     (``plugin/inputs.py``; ``labeled.stale_left_out`` of results.json)."""
     return dict(getattr(labeled, "provenance", {}).get("stale_left_out") or {})
 
 
-def same_questions(base: Any, now: Any) -> bool:
+def same_questions(base: LabeledSet, now: LabeledSet) -> bool:
     """The two sets hold the same questions in the same order, none changed (``question_changes``),
     and each fingerprint is that of its own questions, though the two differ: they differ only
     where no measure looks (a quote recased or given a full stop; the fingerprint hashes the
@@ -166,7 +167,7 @@ def same_questions(base: Any, now: Any) -> bool:
         question_changes(a, b) for a, b in zip(base.queries, now.queries))
 
 
-def stale_only(base: Any, now: Any) -> bool:
+def stale_only(base: LabeledSet, now: LabeledSet) -> bool:
     """The two sets differ only by questions one side left out as stale (their document changed,
     the labels did not): the same labeled set, compared over the questions both hold."""
     before, after = base.by_id(), now.by_id()
@@ -177,7 +178,7 @@ def stale_only(base: Any, now: Any) -> bool:
             and all(not question_changes(before[q], after[q]) for q in after if q in before))
 
 
-def labeled_changes(base: Any, now: Any) -> str:
+def labeled_changes(base: LabeledSet, now: LabeledSet) -> str:
     """What differs between the baseline's labeled set and this run's, question by question:
     added, removed and changed (``question_changes``: reworded, the conversation before a turn, its
     labels or its evidence edited), the first few of each
@@ -211,7 +212,7 @@ def labeled_changes(base: Any, now: Any) -> str:
     return "; ".join(parts) if parts else "no question differs: only the recorded fingerprint does"
 
 
-def subset_of(now: Any, base: Any) -> bool:
+def subset_of(now: LabeledSet, base: LabeledSet) -> bool:
     """A subset run (``--retrieval-subset``) whose every question the baseline holds unchanged: it
     is compared over those, not refused (the baseline of a full nightly run serves a pull request,
     and so does its history record: ``gate/history.py``)."""

@@ -31,6 +31,8 @@ from typing import Any, Mapping, Sequence
 
 from ..evaluation.known import Evidence
 from ..types import LabeledQuery, QueryResult
+from ..data.freshness import Freshness
+from ..evaluation.results import Evaluation
 
 #: every cause, in the order the summary line lists them
 KINDS = ("error", "not-in-corpus", "not-ingested", "judged", "stale-version", "near-duplicate", "wrong-passage",
@@ -52,7 +54,7 @@ class Cause:
 
 
 def cause_of(query: LabeledQuery, result: QueryResult, k: int, *, evidence: Evidence | None = None,
-             freshness: Any = None, judged: Mapping[str, int] | None = None) -> Cause | None:
+             freshness: Freshness | None = None, judged: Mapping[str, int] | None = None) -> Cause | None:
     """The cause of ``query``'s miss at ``k``, or None when a relevant document is in its top k
     (or nothing is judged relevant, so nothing could count)."""
     qid = query.query_id
@@ -107,7 +109,7 @@ def cause_of(query: LabeledQuery, result: QueryResult, k: int, *, evidence: Evid
                  "not retrieved (the engine returned nothing)", "not retrieved")
 
 
-def _versions_of(freshness: Any, stale: str, gold: str) -> bool:
+def _versions_of(freshness: Freshness, stale: str, gold: str) -> bool:
     """Whether ``stale`` is another version of ``gold``: one version key, or superseded by it."""
     key = freshness.versions.get(stale)
     reasons = freshness.stale[stale].split("; ")
@@ -171,7 +173,7 @@ def evidence_cause_of(query: LabeledQuery, result: QueryResult, k: int, **kw: An
         qid, "absent", "evidence not retrieved", "not retrieved")
 
 
-def causes(e: Any, k: int, *, evidence_level: bool = False) -> dict[str, Cause]:
+def causes(e: Evaluation, k: int, *, evidence_level: bool = False) -> dict[str, Cause]:
     """Query id -> the cause of its miss at ``k`` (at the evidence level: ``evidence_cause_of``),
     for ``e``'s missed questions in labeled-set order."""
     by_id = e.labeled.by_id()

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..types import LabeledQuery, QueryResult, Stage
+from ..evaluation.results import Evaluation
 
 #: the cutoffs recall is shown at, below each stage's size
 GRID = (1, 3, 5, 10, 20, 50, 100, 200, 500, 1000)
@@ -90,7 +91,7 @@ def cut_by(step: str) -> str:
     return f"cut by {step}"
 
 
-def ceiling_of(e: Any, miss_k: int) -> StageCurve | None:
+def ceiling_of(e: Evaluation, miss_k: int) -> StageCurve | None:
     """``e``'s (an ``EvaluationResult``) stage curve and losses at ``miss_k``; None when the engine
     reported no stage for any question (nothing to show)."""
     results: list[QueryResult] = list(e.results)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from .._defaults import LATENCY_STATISTICS, USAGE_FIGURES
+from ..evaluation.results import Evaluation
 
 #: what a latency rule or column can name; USAGE_FIGURES: calls, tokens (input + output) or cost,
 #: per query or in total (both kept in _defaults, which the rule parser reads at start)
@@ -60,7 +61,7 @@ def _statistics(values: Sequence[float]) -> dict[str, float]:
     return {"p50": float(p50), "p95": float(p95), "p99": float(p99), "max": float(a.max()), "mean": float(a.mean())}
 
 
-def latency_of(e: Any) -> Latency | None:
+def latency_of(e: Evaluation) -> Latency | None:
     """The evaluation's latency; None when it was not timed (a file saved without latency)."""
     measured = e.measured or {}
     if "concurrency" not in measured:
@@ -134,7 +135,7 @@ class Usage:
                 **({"priced_as": dict(sorted(self.priced_as.items()))} if self.priced_as else {})}
 
 
-def usage_of(e: Any, prices: Sequence[Sequence[Any]] = ()) -> Usage | None:
+def usage_of(e: Evaluation, prices: Sequence[Sequence[Any]] = ()) -> Usage | None:
     """The evaluation's calls and tokens; None when the plugin counted no HTTP call for it."""
     from .._usage import summed
 

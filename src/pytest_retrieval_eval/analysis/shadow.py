@@ -29,6 +29,7 @@ from ..ir.measures import Measure
 from ..ir.paired import MOVERS, paired
 from ..evaluation.judging import judge_problem
 from .scores import Scores
+from ..evaluation.results import Evaluation, RunResults
 
 #: ``--retrieval-gain-weights`` and the pair syntax are parsed in ``rules/shadows.py``
 
@@ -108,7 +109,7 @@ class Shadow:
         }
 
 
-def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measures: Sequence[str] = (), *,
+def compare(candidate: Evaluation, baseline: Evaluation, weights: Mapping[str, float], measures: Sequence[str] = (), *,
             novelty: tuple[float, float] | None = None) -> Shadow:
     """``candidate`` and ``baseline`` are ``EvaluationResult``s of the same labeled set;
     ``novelty``: (the candidates' mean novelty, its weight) to blend into the gain."""
@@ -161,7 +162,7 @@ def compare(candidate: Any, baseline: Any, weights: Mapping[str, float], measure
                   cutoff, hit, missed, skipped, *(novelty or (None, 0.0)), tuple(segments))
 
 
-def _moved_documents(candidate: Any, baseline: Any, k: int) -> tuple[tuple[tuple[str, int], ...], ...]:
+def _moved_documents(candidate: Evaluation, baseline: Evaluation, k: int) -> tuple[tuple[tuple[str, int], ...], ...]:
     """Relevant documents the candidate newly brings into its top k, and those it newly loses."""
     before = {r.query_id: set(r.doc_ids[:k]) for r in baseline.results}
     hit: dict[str, int] = {}
@@ -180,7 +181,7 @@ def _moved_documents(candidate: Any, baseline: Any, k: int) -> tuple[tuple[tuple
     return top(hit), top(missed)
 
 
-def shadows(run: Any, pairs: Sequence[tuple[str, str]], weights: Mapping[str, float],
+def shadows(run: RunResults, pairs: Sequence[tuple[str, str]], weights: Mapping[str, float],
             measures: Sequence[str] = ()) -> tuple[list[Shadow], list[str]]:
     """Every configured pair on every labeled set both engines answered, and a problem line per
     pair that could not be compared (an engine was not evaluated: a failure, never a silent pass)."""
@@ -203,7 +204,7 @@ def shadows(run: Any, pairs: Sequence[tuple[str, str]], weights: Mapping[str, fl
     return out, problems
 
 
-def candidates_novelty(run: Any) -> tuple[float, float] | None:
+def candidates_novelty(run: RunResults) -> tuple[float, float] | None:
     """(mean novelty of the run's candidate documents, its weight), or None without candidates."""
     recorded = getattr(run, "candidates", None) or {}
     items = recorded.get("items") or []

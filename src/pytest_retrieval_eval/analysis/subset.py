@@ -26,6 +26,8 @@ from .._textfiles import read_text
 from ..errors import RetrievalEvalError
 from ..ir.stats import detectable_drop
 from .scores import Scores
+from ..data.labeled import LabeledSet
+from ..evaluation.results import RunResults
 
 FORMAT = "pytest-retrieval-eval/subset"
 VERSION = 1
@@ -120,7 +122,7 @@ def drops(runs: Sequence[Any], measure: str, chosen: Sequence[str], alpha: float
     return out
 
 
-def write_subset(path: Path, *, name: str, ids: Sequence[str], measure: str, labeled: Any, sources: Sequence[str],
+def write_subset(path: Path, *, name: str, ids: Sequence[str], measure: str, labeled: LabeledSet, sources: Sequence[str],
                  spread: int, alpha: float, by_engine: Mapping[str, Mapping[str, float]]) -> None:
     doc = {"format": FORMAT, "version": VERSION, "name": name, "measure": measure, "rule": RULE.format(measure=measure),
            "from": list(sources), "labeled": labeled.name, "of": labeled.fingerprint, "of_n": len(labeled),
@@ -157,7 +159,7 @@ def read_subset(path: Path) -> dict[str, Any]:
     return doc
 
 
-def restrict(labeled: Any, doc: Mapping[str, Any], path: Path) -> Any:
+def restrict(labeled: LabeledSet, doc: Mapping[str, Any], path: Path) -> LabeledSet:
     """``labeled`` less the questions the subset leaves out, its provenance saying which subset of
     how many (the full set's detectable drops ride along for the report)."""
     from ..data.labeled import LabeledSet
@@ -175,7 +177,7 @@ def restrict(labeled: Any, doc: Mapping[str, Any], path: Path) -> Any:
                       provenance={**labeled.provenance, "subset": record})
 
 
-def subset_drops(run: Any, alpha: float) -> list[SubsetDrop]:
+def subset_drops(run: RunResults, alpha: float) -> list[SubsetDrop]:
     """Per evaluation of a subset run: the smallest drop it can detect against the full set's."""
     out = []
     for e in run.evaluations:

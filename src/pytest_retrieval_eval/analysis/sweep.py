@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from ..ir.paired import corrected, paired
 from .scores import Scores
+from ..evaluation.results import RunResults
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def front(points: Sequence[tuple[float, float]]) -> list[bool]:
     return out
 
 
-def sweep_tables(run: Any, sweeps: Sequence, latency: Mapping[tuple[str, str], Any], correction: str = "holm"
+def sweep_tables(run: RunResults, sweeps: Sequence, latency: Mapping[tuple[str, str], Any], correction: str = "holm"
                  ) -> list[SweepTable]:
     """One table per sweep and labeled set its base was evaluated on."""
     from ..ir.measures import Measure

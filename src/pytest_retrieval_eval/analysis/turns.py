@@ -19,6 +19,8 @@ import numpy as np
 
 from ..ir.stats import split_difference_ci
 from .scores import Scores
+from ..evaluation.results import Evaluation
+from ..types import LabeledQuery
 
 #: the dependence groups, in the order tables show them
 DEPENDENCE = ("depends", "standalone")
@@ -56,7 +58,7 @@ class ByTurn:
     follow_missed: tuple[str, ...] = ()
 
 
-def dependence(q: Any) -> str:
+def dependence(q: LabeledQuery) -> str:
     """Which dependence group a turn is in: the label's flag where stated, else the derived guess
     (``data.segments.depends_guess``: a pointer or ellipsis with nothing of its own to refer to),
     as the turn's ``depends``/``standalone`` segment tags say."""
@@ -66,7 +68,7 @@ def dependence(q: Any) -> str:
     return "depends" if depends else "standalone"
 
 
-def by_turn(e: Any, measure: str) -> ByTurn | None:
+def by_turn(e: Evaluation, measure: str) -> ByTurn | None:
     """``e``'s ``measure`` by turn; None when its set has no conversation or the measure no value."""
     queries = e.labeled.queries
     at = [i for i, q in enumerate(queries) if q.conversation is not None]

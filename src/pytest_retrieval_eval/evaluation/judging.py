@@ -23,6 +23,7 @@ from ..ir.qrels import Qrels
 from ..ir.stats import kendall_tau
 from ..types import TURN_SEPARATOR
 from .results import RunResults
+from .results import Evaluation
 
 #: documents of each engine's ranking pooled per question unless told otherwise
 DEFAULT_POOL_DEPTH = 10
@@ -305,7 +306,7 @@ def hole_grades(human: Qrels, fresh: Mapping[str, Mapping[str, Judgment]], asked
     return grades, reworded, unkeyed
 
 
-def complete_human(e: Any, people: Mapping[str, tuple[int, Mapping[str, int]]]
+def complete_human(e: Evaluation, people: Mapping[str, tuple[int, Mapping[str, int]]]
                    ) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
     """(question id -> the worksheet's grades of the documents the labels leave unjudged, question
     id -> depth) of the human-judged questions (``Judgments.human_judged``) whose grades cover
