@@ -23,15 +23,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import RetrievalEvalError
 from .labeled import LabeledSet
 from .terms import normalize, tokenize
 from ..types import LabeledQuery
-
-if TYPE_CHECKING:
-    from .labeled import LabeledSet
 
 DERIVED = ("body-only", "versioned", "multi-gold", "length:short", "length:medium", "length:long",
            "first-turn", "follow-up", "depends", "standalone", "turn:1", "turn:2", "turn:3", "turn:4", "turn:5+")
@@ -154,12 +151,12 @@ def derive(labeled: LabeledSet, docs: Iterable[Any]) -> LabeledSet:
     return LabeledSet(tuple(queries), name=labeled.name, provenance=labeled.provenance)
 
 
-def members(labeled: "LabeledSet", tag: str) -> list[str]:
+def members(labeled: LabeledSet, tag: str) -> list[str]:
     """The ids of the questions carrying ``tag``, in labeled-set order."""
     return [q.query_id for q in labeled.queries if tag in q.tags]
 
 
-def all_tags(labeled: "LabeledSet") -> list[str]:
+def all_tags(labeled: LabeledSet) -> list[str]:
     """Every tag some question carries: the derived ones first, in their order, then the team's."""
     found = {t for q in labeled.queries for t in q.tags}
     return [t for t in DERIVED if t in found] + sorted(found - set(DERIVED))
