@@ -15,19 +15,30 @@ FILES = ["results.json", "results.md", "per_query.jsonl", "qrels.txt", "runs/key
 
 
 def no_statistics(monkeypatch) -> None:
-    """Every paired test, bootstrap, Wilson interval, miss attribution and stage curve raises from here on."""
-    import pytest_retrieval_eval.ir.paired as paired
-    import pytest_retrieval_eval.ir.stats as stats
-    import pytest_retrieval_eval.evaluation.causes as causes
+    """Every measure, paired test, bootstrap, Wilson interval, PPI estimate, miss attribution and
+    stage curve raises from here on: ``ir.metrics.evaluate`` and every public function of
+    ``ir.stats``, ``ir.paired`` and ``ir.ppi``, under each name a module of the package holds it by."""
+    import inspect
+    import sys
+
     import pytest_retrieval_eval.analysis.ceiling as ceiling
+    import pytest_retrieval_eval.evaluation.causes as causes
+    import pytest_retrieval_eval.ir.metrics as metrics
+    import pytest_retrieval_eval.ir.paired as paired
+    import pytest_retrieval_eval.ir.ppi as ppi
+    import pytest_retrieval_eval.ir.stats as stats
 
     def refused(*args, **kwargs):
         raise AssertionError("a statistic was computed again while a saved run was rendered")
 
-    for module, name in ((paired, "paired_randomization"), (paired, "paired_difference_ci"), (stats, "bootstrap_ci"),
-                         (stats, "wilson_ci"), (stats, "paired_randomization"), (causes, "causes"),
-                         (causes, "cause_of"), (ceiling, "ceiling_of"), (ceiling, "lost_at")):
-        monkeypatch.setattr(module, name, refused)
+    computing = {metrics.evaluate, metrics.per_query_frame, causes.causes, causes.cause_of, ceiling.ceiling_of,
+                 ceiling.lost_at}
+    computing |= {f for module in (stats, paired, ppi) for name, f in vars(module).items()
+                  if inspect.isfunction(f) and f.__module__ == module.__name__ and not name.startswith("_")}
+    for module in [m for name, m in sys.modules.items() if name.startswith("pytest_retrieval_eval") and m]:
+        for name, value in list(vars(module).items()):
+            if inspect.isfunction(value) and value in computing:
+                monkeypatch.setattr(module, name, refused)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from ..data.freshness import Freshness
 from ..data.labeled import LabeledSet
 from ..data.lint import LintReport
 from ..engines.base import DEFAULT_DEPTH
-from ..ir.measures import Measure, parse_measures
+from ..ir.measures import METRICS_DEFINITION, Measure, parse_measures
 from ..ir.metrics import evaluate
 from ..ir.runs import Run
 from ..ir.paired import Paired, corrected, paired
@@ -32,8 +32,7 @@ from ..types import LabeledQuery, QueryResult, sha256_text
 
 FORMAT = "pytest-retrieval-eval/results"
 VERSION = 1
-#: Bump when a measure's definition changes: baselines from another definition are refused.
-METRICS_DEFINITION = "trec_eval -c semantics; ties by doc id descending; linear-gain ndcg; v1"
+#: Bumped with ``ir.measures.METRICS_DEFINITION``: baselines from another definition are refused.
 METRICS_FINGERPRINT = sha256_text(METRICS_DEFINITION)
 #: Kept per query in every results file, so a saved run can be read on any of them.
 STANDARD_MEASURES = ("hit@1", "hit@3", "hit@5", "hit@10", "hit@20", "mrr", "ndcg@10", "recall@10",
@@ -513,6 +512,8 @@ class Comparison:
     b: str
     #: the paired comparison (``ir.paired``), its p corrected over the run's grid of comparisons
     paired: Paired
+    #: its corrected p is below the run's alpha (set by the analysis: ``analysis/analyse.significant``)
+    significant: bool = False
 
     delta = property(lambda self: self.paired.delta)  # mean(a) - mean(b)
     p = property(lambda self: self.paired.p)

@@ -48,11 +48,29 @@ class RecordedLabeledSet(LabeledSet):
         return LabeledSet(self.queries, name=self.name).fingerprint
 
 
+@dataclass(frozen=True)
+class Derived:
+    """What results.json shows people of one evaluation beside its source of truth, as the run's
+    analysis found it (``gate/saved.py``): writing a run's results.json computes nothing."""
+
+    #: measure -> its value, None where it has none
+    means: Mapping[str, float | None]
+    #: measure -> each question's value in result order, None where it has none
+    values: Mapping[str, Sequence[float] | None]
+    #: measure -> each trial's mean
+    trials: Mapping[str, Sequence[float]]
+    #: measure -> its 95% interval
+    intervals: Callable[[str], tuple[float, float]]
+    #: ``evaluation.cost.Latency`` (timed runs) and ``Usage`` (HTTP calls counted), else None
+    latency: Any = None
+    usage: Any = None
+
+
 def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = None, *, timing: bool = False,
-                       prices: Sequence[Sequence[Any]] = (),
-                       intervals: Callable[[str], tuple[float, float]] | None = None) -> dict[str, Any]:
+                       prices: Sequence[Sequence[Any]] = (), derived: Derived | None = None) -> dict[str, Any]:
     """The source of truth; with ``measures``, also the values derived from it (what
-    results.json shows people); with ``timing``, each call's seconds and how they were measured
+    results.json shows people: ``derived``, the run's analysis's; an evaluation written on its
+    own finds its own); with ``timing``, each call's seconds and how they were measured
     (what xdist ships, and results.json with ``--retrieval-latency``: without it the file holds
     no time, so the same inputs give the same bytes). Calls and tokens are always kept."""
     by_id = self.labeled.by_id()
@@ -121,28 +139,35 @@ def evaluation_to_dict(self: EvaluationResult, measures: Sequence[str] | None = 
     if self.trial_usage:
         d["trial_usage"] = {m: list(v) for m, v in sorted(self.trial_usage.items())}
     if measures is not None:
-        from .cost import latency_of, usage_of
-
-        latency = latency_of(self) if timing else None
-        if latency is not None:  # derived, for people and other tools: p50, p95, p99, max
-            d["latency"] = {k: v for k, v in latency.to_dict().items() if k not in ("engine", "labeled")}
-        used = usage_of(self, prices)
-        if used is not None:
-            d["usage"] = {k: v for k, v in used.to_dict().items() if k not in ("engine", "labeled")}
+        found = derived if derived is not None else _own(self, measures, timing=timing, prices=prices)
+        if found.latency is not None:  # derived, for people and other tools: p50, p95, p99, max
+            d["latency"] = {k: v for k, v in found.latency.to_dict().items() if k not in ("engine", "labeled")}
+        if found.usage is not None:
+            d["usage"] = {k: v for k, v in found.usage.to_dict().items() if k not in ("engine", "labeled")}
         d["errors"] = self.errors
-        d["trials"] = self.trial_means(measures)
-        ci = intervals or self.ci  # the analysis's, where the run has one
+        d["trials"] = {m: list(v) for m, v in found.trials.items()}
         # a measure without a value (mean None: an ids-only engine's +evidence twin) is null, as its interval
         d["summary"] = {m: {"mean": mean, "ci95": None if mean is None or lo != lo else [lo, hi]}
-                        for m in sorted(measures) for mean, (lo, hi) in ((self.mean(m), ci(m)),)}
-        valued = {m: self.has_value(m) for m in measures}
+                        for m in sorted(measures) for mean, (lo, hi) in ((found.means[m], found.intervals(m)),)}
         ranks = self.first_relevant_rank
-        for entry in queries:
+        for i, entry in enumerate(queries):
             entry["first_relevant_rank"] = ranks[entry["id"]]
-            entry["values"] = {m: self.per_query(m).get(entry["id"], 0.0) if valued[m] else None
+            entry["values"] = {m: found.values[m][i] if found.values[m] is not None else None
                                for m in sorted(measures)
                                if not Measure.parse(m).ppi}  # an estimate over questions: none per question
     return d
+
+
+def _own(e: EvaluationResult, measures: Sequence[str], *, timing: bool,
+         prices: Sequence[Sequence[Any]]) -> Derived:
+    """The derived values of an evaluation written on its own (``EvaluationResult.to_dict``),
+    outside a run's analysis, which finds them for a run's results.json."""
+    from .cost import latency_of, usage_of
+
+    values = {m: [e.per_query(m).get(r.query_id, 0.0) for r in e.results] if e.has_value(m) else None
+              for m in measures if not Measure.parse(m).ppi}
+    return Derived({m: e.mean(m) for m in measures}, values, e.trial_means(measures), e.ci,
+                   latency_of(e) if timing else None, usage_of(e, prices))
 
 
 def evaluation_from_dict(d: Mapping[str, Any]) -> EvaluationResult:
@@ -255,17 +280,17 @@ def _measured(raw: Any) -> dict[str, Any]:
 
 
 def run_document(run: RunResults, measures: Sequence[str], *, timing: bool, prices: Sequence[Sequence[Any]],
-                 intervals: Callable[[tuple[str, str], str], tuple[float, float]]) -> dict[str, Any]:
-    """results.json's source of truth, with each evaluation's values of ``measures`` and their
-    ``intervals`` (read from the run's analysis: writing never computes one). The gate adds the
-    settings and the analysis (``gate/saved.py``)."""
+                 derived: Callable[[tuple[str, str]], Derived]) -> dict[str, Any]:
+    """results.json's source of truth, with each evaluation's values of ``measures`` as
+    ``derived`` gives them for its key (read from the run's analysis: writing never computes
+    one). The gate adds the settings and the analysis (``gate/saved.py``)."""
     doc = {
         "format": FORMAT, "version": VERSION,
         "metrics": {"definition": METRICS_DEFINITION, "fingerprint": run.metrics_fingerprint},
         "lint": [r.to_dict() for r in run.lint],
         "snippets": run.snippets,
-        "evaluations": [evaluation_to_dict(e, measures, timing=timing, prices=prices,
-                                           intervals=lambda m, key=e.key: intervals(key, m)) for e in run.evaluations],
+        "evaluations": [evaluation_to_dict(e, measures, timing=timing, prices=prices, derived=derived(e.key))
+                        for e in run.evaluations],
     }
     if run.judgments:
         doc["judgments"] = run.judgments

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .._plain import from_plain, strict_json, to_plain
 from ..errors import RetrievalEvalError
 from ..evaluation.cost import RunUsage
 from ..evaluation.results import RunResults, measure_names
-from ..evaluation.results_json import from_document, read_document, run_document
+from ..evaluation.results_json import Derived, from_document, read_document, run_document
 from ..rules.settings import GateSettings
 from ..analysis.analyse import Analysis
 
@@ -63,7 +63,7 @@ def results_json(verdict: Any) -> str:
     inputs give identical bytes)."""
     run, s, a = verdict.run, verdict.settings, verdict.analysis
     doc = run_document(run, measure_names(s.recorded_measures), timing=s.latency, prices=s.prices,
-                       intervals=a.interval)
+                       derived=_derived(a))
     doc["settings"] = s.to_dict()
     doc["verdict"] = {"failed": verdict.failed,  # what the gate said, as every surface says it
                       "failures": [{"kind": f.kind, "text": str(f), "causes": list(f.causes)} for f in verdict.failures],
@@ -72,6 +72,20 @@ def results_json(verdict: Any) -> str:
     doc.update(to_plain(_for_people(run, s, a)))  # a statistic of nothing (a shadow's gain without weights): null
     doc["analysis"] = a.to_dict()
     return strict_json(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _derived(a: Analysis) -> Callable[[tuple[str, str]], Derived]:
+    """Each evaluation's derived values as its analysis holds them (by key: engine, labeled set)."""
+    recorded = {(x.engine, x.labeled): x for x in a.recorded}
+    latency = {(x.engine, x.labeled): x for x in a.latency}
+    usage = {(x.engine, x.labeled): x for x in a.usage}
+
+    def of(key: tuple[str, str]) -> Derived:
+        found = recorded[key]
+        return Derived(found.means, found.values, found.trials, lambda m: a.interval(key, m), latency.get(key),
+                       usage.get(key))
+
+    return of
 
 
 def _for_people(run: RunResults, s: GateSettings, a: Analysis) -> dict[str, Any]:
