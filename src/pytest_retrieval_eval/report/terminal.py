@@ -254,8 +254,9 @@ def trial_lines(verdict: Verdict, thresholds: list) -> list[str]:
     lines = []
     for st in verdict.stability:
         n = st.trials
-        spread = ", ".join(f"{m} {lo:.3f}-{hi:.3f} (sd {sd:.3f})" for m, (lo, hi, sd) in st.spread.items()
-                           if m in verdict.measures)
+        # in the table's order (a saved analysis's mapping comes back in sorted order)
+        spread = ", ".join(f"{m} {lo:.3f}-{hi:.3f} (sd {sd:.3f})" for m in verdict.measures if m in st.spread
+                           for lo, hi, sd in [st.spread[m]])
         lines += textwrap.wrap(f"{st.engine}: {n} trials: {spread}", width=80, subsequent_indent="    ")
         shown = ", ".join(st.changed[:5]) + (f" and {len(st.changed) - 5} more" if len(st.changed) > 5 else "")
         lines += textwrap.wrap(f"top {st.k} changed between trials for {len(st.changed)} of {st.n} questions "
