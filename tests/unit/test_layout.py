@@ -176,7 +176,8 @@ def test_reports_import_nothing_of_the_evaluation_nor_the_metrics():
     report/ imports nothing that runs engines or scores them (``evaluation/``, ``ir/metrics``),
     inside functions and for type checkers included."""
     found = {f"{path.relative_to(PACKAGE)}:{line}": module  # a line once, by the module it names first
-             for path in sorted((PACKAGE / "report").rglob("*.py")) for line, module in reversed(imports(path, whole=True))
+             for path in sorted((PACKAGE / "report").rglob("*.py"))
+             for line, module in reversed(imports(path, whole=True))
              if _within(module, "evaluation") or _within(module, "ir.metrics")}
     assert not found, "\n".join(f"{where} imports {module}" for where, module in sorted(found.items()))
 
@@ -238,6 +239,7 @@ def test_no_statistic_is_computed_outside_the_analysis():
 
 def test_the_statistics_check_catches_each_form():
     source = ("from ..ir.stats import CORRECTION_NAMES, wilson_ci\nfrom ..ir import paired as p, measures\n"
-              "def f(a, b):\n    from ..ir.ppi import ppi_mean as estimate\n    return p.corrected(a), measures.Measure\n")
+              "def f(a, b):\n    from ..ir.ppi import ppi_mean as estimate\n"
+              "    return p.corrected(a), measures.Measure\n")
     found = statistics_called(PACKAGE / "gate" / "probe.py", source)
     assert found == ["1: wilson_ci", "4: ppi_mean", "5: p.corrected"]

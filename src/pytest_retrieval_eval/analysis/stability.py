@@ -93,6 +93,7 @@ def trial_passes(stability: Sequence[Stability], thresholds: Sequence[Any]) -> l
             if t.engine not in (None, st.engine) or t.measure not in trials:
                 continue
             c = sum(1 for v in trials[t.measure] if t.holds(v))
-            out.append(TrialPass(st.engine, st.labeled, str(t), n, c, tuple(pass_at_k(n, c, k) for k in range(1, n + 1)),
-                                 tuple(pass_hat_k(n, c, k) for k in range(1, n + 1))))
+            ks = range(1, n + 1)
+            out.append(TrialPass(st.engine, st.labeled, str(t), n, c, tuple(pass_at_k(n, c, k) for k in ks),
+                                 tuple(pass_hat_k(n, c, k) for k in ks)))
     return out

@@ -32,7 +32,6 @@ from ..types import LabeledQuery, QueryResult, sha256_text
 
 FORMAT = "pytest-retrieval-eval/results"
 VERSION = 1
-#: Bumped with ``ir.measures.METRICS_DEFINITION``: baselines from another definition are refused.
 METRICS_FINGERPRINT = sha256_text(METRICS_DEFINITION)
 #: Kept per query in every results file, so a saved run can be read on any of them.
 STANDARD_MEASURES = ("hit@1", "hit@3", "hit@5", "hit@10", "hit@20", "mrr", "ndcg@10", "recall@10",
@@ -512,8 +511,7 @@ class Comparison:
     b: str
     #: the paired comparison (``ir.paired``), its p corrected over the run's grid of comparisons
     paired: Paired
-    #: its corrected p is below the run's alpha (set by the analysis: ``analysis/analyse.significant``)
-    significant: bool = False
+    significant: bool = False  # its corrected p is below the run's alpha (``analysis/analyse.significant``)
 
     delta = property(lambda self: self.paired.delta)  # mean(a) - mean(b)
     p = property(lambda self: self.paired.p)
