@@ -87,3 +87,21 @@ def test_the_page_counts_misses_at_the_runs_miss_cutoff_as_the_terminal_and_the_
     assert "on set: 2 misses at hit@5," in text, text
     assert "no relevant document in the top 5" in text
     assert html.count('data-miss="1"') == 2, html
+
+
+def test_the_pages_misses_are_the_analysis_misses_an_errored_question_with_a_ranking_among_them():
+    """A question whose engine call failed is a miss however its ranking reads (a results file of
+    another tool can keep both): the page counts it as the gate and the terminal do."""
+    from pytest_retrieval_eval.report.misses import miss_lines
+
+    queries = tuple(LabeledQuery(f"q{i}", f"question {i}", {f"d{i}": 1}) for i in range(3))
+    results = (QueryResult("q0", ("d0",)), QueryResult("q1", ("d1",), error="timeout"), QueryResult("q2", ("x",)))
+    verdict = judge(RunResults([EvaluationResult("ours", LabeledSet(queries, name="set"), results)]), GateSettings(),
+                    measures=["hit@5"])
+    [misses] = verdict.misses
+    assert {c.query_id: c.kind for c in misses.causes} == {"q1": "error", "q2": "absent"}
+    assert miss_lines(verdict) == ["ours missed 2 of 3 at hit@5: 1 engine error, 1 not retrieved"]
+    html = render(verdict)
+    text = re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html)))
+    assert "on set: 2 misses at hit@5," in text  # the page used to count 1: q1's ranking holds d1 at rank 1
+    assert html.count('data-miss="1"') == 2

@@ -77,11 +77,12 @@ def test_history_lines_name_their_measure(tmp_path, capsys):
 
 
 def test_a_trend_points_title_names_its_measure(tmp_path):
+    from pytest_retrieval_eval.analysis.trend import trend_points
     from pytest_retrieval_eval.report.trend import trend_svg
 
     history = History(tmp_path)
     history.append(results_json(True), {"commit": "c" * 40}, now=1e9)
-    svg = trend_svg(history.records(), "mrr")
+    svg = trend_svg(trend_points(history.records(), "mrr"), "mrr")
     assert ": mrr 1.000 [" in svg
 
 

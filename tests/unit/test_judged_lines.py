@@ -4,21 +4,21 @@ unjudged rest does to the numbers; labels that judge more say nothing."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-
 from pytest_retrieval_eval import QueryResult
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.report.judged import judged_lines
 from pytest_retrieval_eval.analysis.result import EvaluationResult
+from pytest_retrieval_eval.evaluation.results import RunResults
+from pytest_retrieval_eval.gate.verdict import Verdict, verdict_of
 from pytest_retrieval_eval.types import LabeledQuery
 
 
-def verdict(labeled: LabeledSet, measures: list[str]) -> SimpleNamespace:
+def verdict(labeled: LabeledSet, measures: list[str]) -> Verdict:
     ranked = tuple(QueryResult(q.query_id, ("a", "b", "c", "d", "e")) for q in labeled)
-    return SimpleNamespace(measures=measures, run=SimpleNamespace(evaluations=[EvaluationResult("e", labeled, ranked)]),
-                           settings=GateSettings(), rows=[], estimates=())
+    v = verdict_of(RunResults([EvaluationResult("e", labeled, ranked)]), GateSettings(), measures=measures)
+    assert v.measures == measures
+    return v
 
 
 ONE_GOLD = LabeledSet((LabeledQuery("q1", "x", {"a": 1}), LabeledQuery("q2", "y", {"z": 1})), name="gen")

@@ -22,8 +22,10 @@ def layer_of(top: str) -> int:
     return next(i for i, names in enumerate(LAYERS) if top in names)
 
 
-def imports(path: Path) -> list[tuple[int, str]]:
-    """(line, top-level package module) of every relative import in ``path``."""
+def imports(path: Path, *, whole: bool = False) -> list[tuple[int, str]]:
+    """(line, top-level package module) of every relative import in ``path``; ``whole``: the
+    dotted module instead (``evaluation.results``), and for each name a ``from`` import takes,
+    that name under it too (``ir.metrics`` of ``from ..ir import metrics``)."""
     rel = path.relative_to(PACKAGE).with_suffix("").parts
     here = list(rel[:-1])  # the package the module lives in
     out = []
@@ -32,7 +34,11 @@ def imports(path: Path) -> list[tuple[int, str]]:
             base = here[: len(here) - (node.level - 1)]
             target = [*base, *(node.module.split(".") if node.module else [])]
             names = [target] if node.module or base else [[a.name] for a in node.names]
-            out += [(node.lineno, t[0]) for t in names if t]
+            if whole:
+                names += [[*target, a.name] for a in node.names if target]
+                out += [(node.lineno, ".".join(t)) for t in names if t]
+            else:
+                out += [(node.lineno, t[0]) for t in names if t]
     return out
 
 
@@ -159,3 +165,73 @@ def test_test_modules_are_named_for_what_they_test():
     stems = [p.name for p in names]
     assert sorted({s for s in stems if stems.count(s) > 1}) == []
     assert {p.parent.name for p in names} <= {"unit", "plugin", "system"}
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_reports_import_nothing_of_the_evaluation_nor_the_metrics():
+    """Renderers only read: what they show is the analysis's (``analysis/``) and the record's, so
+    report/ imports nothing that runs engines or scores them (``evaluation/``, ``ir/metrics``),
+    inside functions and for type checkers included."""
+    found = {f"{path.relative_to(PACKAGE)}:{line}": module  # a line once, by the module it names first
+             for path in sorted((PACKAGE / "report").rglob("*.py"))
+             for line, module in reversed(imports(path, whole=True))
+             if _within(module, "evaluation") or _within(module, "ir.metrics")}
+    assert not found, "\n".join(f"{where} imports {module}" for where, module in sorted(found.items()))
+
+
+#: the interval, test and correction functions of the statistics modules (bootstrap, Wilson,
+#: paired randomization, PPI, the detectable drop): the analysis's alone, and the IR core's
+STATISTICS = {
+    "ir.stats": {"bootstrap_ci", "split_difference_ci", "wilson_ci", "mean_ci", "paired_randomization",
+                 "paired_difference_ci", "adjust", "detectable_drop", "queries_needed"},
+    "ir.paired": {"paired", "corrected"},
+    "ir.ppi": {"ppi_mean", "ppi_arrays"},
+}
+
+def statistics_called(path: Path, source: str | None = None) -> list[str]:
+    """``line: name`` of each statistics function the module at ``path`` (its text: ``source``,
+    else read) imports (``from ..ir.stats import bootstrap_ci``) or reaches through its module
+    (``from ..ir import stats``; ``stats.wilson_ci``)."""
+    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"))
+    modules = {}  # local name -> the statistics module it is
+    found = []
+    here = list(path.relative_to(PACKAGE).with_suffix("").parts[:-1])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = here[: len(here) - (node.level - 1)]
+            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            for a in node.names:
+                if a.name in STATISTICS.get(target, ()):
+                    found.append(f"{node.lineno}: {a.name}")
+                elif f"{target}.{a.name}" in STATISTICS:
+                    modules[a.asname or a.name] = f"{target}.{a.name}"
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                and node.attr in STATISTICS[modules[node.value.id]]):
+            found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_statistic_is_computed_outside_the_analysis():
+    """Bootstrap, Wilson and PPI intervals, paired randomization tests, their corrections and the
+    detectable drop are computed by ``analysis/`` (on the IR core's functions) once per run, and
+    read everywhere else: a gate check or a renderer that made its own would disagree with the
+    analysis a saved run is rendered from."""
+    for module, names in STATISTICS.items():  # the guard names what exists: a rename cannot empty it
+        source = (PACKAGE / module.replace(".", "/")).with_suffix(".py").read_text(encoding="utf-8")
+        assert all(f"def {name}(" in source for name in names), module
+    found = [f"{path.relative_to(PACKAGE)}:{hit}" for path in sorted(PACKAGE.rglob("*.py"))
+             if path.relative_to(PACKAGE).parts[0] not in ("analysis", "ir")
+             for hit in statistics_called(path)]
+    assert not found, "statistics computed outside analysis/:\n" + "\n".join(found)
+
+
+def test_the_statistics_check_catches_each_form():
+    source = ("from ..ir.stats import CORRECTION_NAMES, wilson_ci\nfrom ..ir import paired as p, measures\n"
+              "def f(a, b):\n    from ..ir.ppi import ppi_mean as estimate\n"
+              "    return p.corrected(a), measures.Measure\n")
+    found = statistics_called(PACKAGE / "gate" / "probe.py", source)
+    assert found == ["1: wilson_ci", "4: ppi_mean", "5: p.corrected"]

@@ -10,7 +10,8 @@ from pytest_retrieval_eval.data.label_files import read_jsonl, read_table
 from pytest_retrieval_eval.data.segments import derive, parse_tags
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.analysis.baseline import compare
-from pytest_retrieval_eval.gate.checks import check_coverage, check_segments
+from pytest_retrieval_eval.gate import checks
+from pytest_retrieval_eval.gate.checks import check_coverage
 from pytest_retrieval_eval.rules.drops import MaxDrop
 from pytest_retrieval_eval.rules.thresholds import Threshold
 from pytest_retrieval_eval.rules.settings import GateSettings
@@ -63,6 +64,13 @@ def test_tags_come_from_a_csv_column_a_jsonl_field_and_the_cache(tmp_path):
         read_jsonl(jsonl)
     with pytest.raises(RetrievalEvalError, match="tags must be a list of names"):
         parse_tags(3, "tags")
+
+
+def check_segments(thresholds, run):
+    """The segment rules over ``run`` as the gate judges them: on the analysis's values."""
+    from pytest_retrieval_eval.analysis.segments import segment_rules
+
+    return checks.check_segments(thresholds, segment_rules(run, thresholds))
 
 
 def _result(engine: str, hits: dict[str, bool], queries) -> EvaluationResult:

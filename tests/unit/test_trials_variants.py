@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_retrieval_eval.report.terminal import pass_at_k, pass_hat_k
+from pytest_retrieval_eval.analysis.stability import pass_at_k, pass_hat_k
 
 
 def test_pass_at_k_estimators_match_their_definitions():

@@ -26,12 +26,16 @@ from ..data.set_checks import SetFinding
 from .causes import Cause, Misses
 from .ceiling import StageCurve
 from .cost import Latency, Usage
+from .curves import Curve
+from .freshness import FreshnessFinding
+from .judged import Judged
+from .recorded import Recorded
 from ..evaluation.lint import KINDS as RUN_LINT_KINDS
 from ..evaluation.results import RunResults
 from .comparisons import Comparison, comparisons
-from .segments import SegmentRow
+from .segments import SegmentRow, SegmentRule
 from .shadow import Shadow
-from .stability import Stability
+from .stability import Stability, TrialPass
 from .subset import SubsetDrop
 from .sweep import SweepTable
 from .turns import ByTurn
@@ -44,7 +48,7 @@ from ..rules.settings import GateSettings
 from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 9
+ANALYSIS_VERSION = 10
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,26 @@ class Analysis:
     #: ``miss_k``, those of ``turns.drop`` rules) by turn position and dependence, and the drop
     #: from first turns to follow-ups with its interval over conversations, in run order
     turns: tuple[ByTurn, ...] = ()
+    #: per evaluation, in run order: each recorded measure's value, its questions' values and its
+    #: trials' means (what results.json shows people, ``analysis/recorded.py``)
+    recorded: tuple[Recorded, ...] = ()
+    #: per evaluation whose labels judge few documents or which reads judgments: judged@k at the
+    #: table's cutoffs (``analysis/judged.py``), in run order
+    judged: tuple[Judged, ...] = ()
+    #: hit@1..20 per evaluation, the run's and the baseline's (the Hit@k chart), in run order
+    curves: tuple[Curve, ...] = ()
+    baseline_curves: tuple[Curve, ...] = ()
+    #: behind each freshness column: the questions with a stale document, or two versions of one,
+    #: in their top k (``analysis/freshness.py``)
+    freshness: tuple[FreshnessFinding, ...] = ()
+    #: each rule over each evaluation's repeated trials: pass@k and pass^k
+    trial_passes: tuple[TrialPass, ...] = ()
+    #: each segment rule's measure over the questions carrying its tag, per evaluation it judges
+    segment_rules: tuple[SegmentRule, ...] = ()
+    #: what the judge's labels rest on, as the reports say it (``JudgmentsUsed.lines``), and the
+    #: judge described; empty without judgments
+    judgment_lines: tuple[str, ...] = ()
+    judge: str = ""
     version: int = ANALYSIS_VERSION
 
     def by_turn(self, key: tuple[str, str], measure: str) -> ByTurn | None:
@@ -217,9 +241,13 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
     ones for the run), against ``baseline`` where there is one."""
     from .ceiling import ceiling_of
     from .cost import latency_of, usage_of
+    from .curves import curves_of
     from ..evaluation.judging import used
-    from .segments import segment_rows, unknown_tags
-    from .stability import stability_of
+    from .freshness import freshness_findings
+    from .judged import judged_of
+    from .recorded import recorded_of
+    from .segments import segment_rows, segment_rules, unknown_tags
+    from .stability import stability_of, trial_passes
     from .set_signal import warnings as set_warnings
     from .subset import subset_drops
 
@@ -263,16 +291,18 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         compared = compare(run, baseline, per_question(dict.fromkeys([*measures, *(d.measure for d in max_drops)])),
                            force=s.baseline_force, correction=s.correction)
         warnings += compared.warnings
+    stability = tuple(x for e in run.evaluations if (x := stability_of(e, miss_k, spread_of)) is not None)
     return Analysis(
         basis=basis(run, s, baseline), measures=tuple(measures), miss_k=miss_k, rows=rows, intervals=intervals,
-        comparisons=tuple(comparisons(run, per_question(measures), s.correction)),
+        comparisons=tuple(replace(c, significant=significant(c, alpha))
+                          for c in comparisons(run, per_question(measures), s.correction)),
         misses=tuple(Scores.of(e).misses(miss_k) for e in run.evaluations),
         rule_misses=tuple(Scores.of(e).misses(k) for k in _rule_cutoffs(thresholds, miss_k) for e in run.evaluations
                           if e.n and any(t.engine in (None, e.engine) for t in thresholds)),
         detectable=tuple(detectable_drops(run, per_question(gated_measures(thresholds, max_drops)), alpha)),
         warnings=tuple(warnings),
         segments=tuple(segment_rows(run, s.by, f"hit@{miss_k}", alpha=alpha, correction=s.correction)),
-        stability=tuple(x for e in run.evaluations if (x := stability_of(e, miss_k, spread_of)) is not None),
+        stability=stability,
         sweeps=sweeps, shadows=tuple(shadows), shadow_problems=tuple(shadow_problems),
         latency=tuple(x for x in latency.values() if x is not None),
         usage=tuple(x for x in usage.values() if x is not None), baseline=compared,
@@ -287,7 +317,20 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
                                    and any(t.engine in (None, e.engine) for t in thresholds)),
         handed=tuple(Handed(e.engine, e.labeled.name, miss_k, Scores.of(e).tokens_at(miss_k)) for e in run.evaluations
                      if e.returns_passages),
-        turns=tuple(turns_of(run, per_question([*measures, f"hit@{miss_k}", *turn_measures(thresholds)]))))
+        turns=tuple(turns_of(run, per_question([*measures, f"hit@{miss_k}", *turn_measures(thresholds)]))),
+        recorded=tuple(recorded_of(e, _recorded(s)) for e in run.evaluations),
+        judged=tuple(judged_of(run, s, measures)), curves=curves_of(run), baseline_curves=curves_of(baseline),
+        freshness=tuple(freshness_findings(run, measures)), trial_passes=tuple(trial_passes(stability, thresholds)),
+        segment_rules=tuple(segment_rules(run, thresholds, alpha)),
+        judgment_lines=tuple(judgments.lines()) if judgments is not None else (),
+        judge=judgments.judge.describe() if judgments is not None else "")
+
+
+def significant(c: Comparison, alpha: float) -> bool:
+    """Whether a comparison of two engines is significant at ``alpha``: its p corrected over the
+    run's grid of comparisons (the raw p where none was corrected) below it."""
+    p = c.p if math.isnan(c.p_adjusted) else c.p_adjusted
+    return bool(p < alpha)
 
 
 def turns_of(run: RunResults, measures: Sequence[str]) -> list[ByTurn]:

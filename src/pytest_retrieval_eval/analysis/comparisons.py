@@ -20,6 +20,7 @@ class Comparison:
     b: str
     #: the paired comparison (``ir.paired``), its p corrected over the run's grid of comparisons
     paired: Paired
+    significant: bool = False  # its corrected p is below the run's alpha (``analysis/analyse.significant``)
 
     delta = property(lambda self: self.paired.delta)  # mean(a) - mean(b)
     p = property(lambda self: self.paired.p)

@@ -6,7 +6,7 @@ verdict; renderers only read them."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -135,3 +135,56 @@ def segment_rows(run: Any, wanted: Sequence[str], measure: str, *, alpha: float 
             wins.setdefault(row, {}).setdefault(winner, []).append(loser)
     return [SegmentRow(r.tag, r.labeled, r.measure, r.queries, r.values,
                        {e: tuple(v) for e, v in wins.get(i, {}).items()}) for i, r in enumerate(rows)]
+
+
+#: the lowest-scoring questions a segment rule's value names
+LOWEST = 5
+
+
+@dataclass(frozen=True)
+class SegmentRule:
+    """A segment rule's (``[ENGINE][TAG]:MEASURE>=V``) measure over one evaluation's questions
+    carrying the tag: what ``gate/checks.check_segments`` judges and words a failure with."""
+
+    #: the rule, as it reads (``Threshold.__str__``)
+    rule: str
+    engine: str
+    labeled: str
+    tag: str
+    measure: str
+    #: the questions carrying the tag, and of how many
+    n: int
+    of_n: int
+    #: the mean over them; None where none carries the tag, or the engine has no value of the measure
+    value: float | None = None
+    #: why the measure has no value (``EvaluationResult.no_value_why``)
+    why: str = ""
+    #: the smallest drop the segment can show (``ir.stats.detectable_drop``); NaN for one question
+    drop: float = math.nan
+    #: the names of the lowest-scoring questions below the best value (the first ``LOWEST``), and how many more
+    lowest: tuple[str, ...] = ()
+    more: int = 0
+    #: the tags the labeled set's questions carry (what a rule on a tag none carries is told)
+    tags: tuple[str, ...] = ()
+
+
+def segment_rules(run: Any, thresholds: Sequence[Any], alpha: float = 0.05) -> list[SegmentRule]:
+    """Each segment rule over each evaluation of the engines it names, in rule order (a rule
+    given twice, once: the check matches them by how they read)."""
+    out = []
+    for t in {str(t): t for t in thresholds if t.segment}.values():
+        for e in (e for e in run.evaluations if t.engine in (None, e.engine)):
+            ids = [q.query_id for q in e.labeled.queries if t.segment in q.tags]
+            at = SegmentRule(str(t), e.engine, e.labeled.name, t.segment, t.measure, len(ids), e.n)
+            if not ids:
+                out.append(replace(at, tags=tuple(sorted({tag for q in e.labeled.queries for tag in q.tags}))))
+                continue
+            if not Scores.of(e).has_value(t.measure):  # no value: the rule checks nothing, as without a segment
+                out.append(replace(at, why=Scores.of(e).no_value_why(t.measure) or ""))
+                continue
+            values = subset(e, t.measure, ids)
+            names = {q.query_id: q.name for q in e.labeled.queries}
+            low = [ids[i] for i in sorted(range(len(ids)), key=lambda i: (values[i], i)) if values[i] < 1]
+            out.append(replace(at, value=float(values.mean()), drop=detectable_drop(values, alpha=alpha),
+                               lowest=tuple(names[q] for q in low[:LOWEST]), more=max(len(low) - LOWEST, 0)))
+    return out

@@ -54,3 +54,47 @@ def stability_of(e: Any, k: int, measures: Sequence[str]) -> Stability | None:
         spread[m] = (min(values), max(values), sd)
     return Stability(e.engine, e.labeled.name, 1 + len(e.trial_results), k, e.n, changed, spread,
                      {m: tuple(v) for m, v in means.items()})
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimate, from n trials with c passes, that at least one of k trials passes."""
+    from math import comb
+
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimate, from n trials with c passes, that all of k trials pass."""
+    from math import comb
+
+    return comb(c, k) / comb(n, k)
+
+
+@dataclass(frozen=True)
+class TrialPass:
+    """One rule over one evaluation's repeated trials: how many of them it held in, and pass@k /
+    pass^k for k = 1..trials (the chance that at least one, or all, of k trials pass)."""
+
+    engine: str
+    labeled: str
+    #: the rule, as it reads (``Threshold.__str__``)
+    rule: str
+    trials: int
+    passed: int
+    at: tuple[float, ...]
+    hat: tuple[float, ...]
+
+
+def trial_passes(stability: Sequence[Stability], thresholds: Sequence[Any]) -> list[TrialPass]:
+    """Per evaluation that ran several trials, each rule on one of its measures, in rule order."""
+    out = []
+    for st in stability:
+        trials, n = st.means or {}, st.trials
+        for t in thresholds:
+            if t.engine not in (None, st.engine) or t.measure not in trials:
+                continue
+            c = sum(1 for v in trials[t.measure] if t.holds(v))
+            ks = range(1, n + 1)
+            out.append(TrialPass(st.engine, st.labeled, str(t), n, c, tuple(pass_at_k(n, c, k) for k in ks),
+                                 tuple(pass_hat_k(n, c, k) for k in ks)))
+    return out

@@ -76,17 +76,19 @@ def _check_set(args, labeled, corpus) -> int:
     from ..data import accepted_findings
     from ..data.set_checks import KINDS, check_set, read_training
     from ..analysis import set_signal as signal
-    from ..analysis.set_signal import lines, set_signal
+    from ..analysis.set_signal import lines
 
     training = read_training(args.training) if args.training else []
     findings = check_set(labeled, corpus.docs, training)
     against = f" and {len(training)} training questions in {args.training}" if args.training else ""
     if args.results:
+        from ..analysis.analyse import analyse
         from ..gate.saved import load_saved
 
         saved = load_saved(args.results)
-        measure = f"hit@{saved.settings.miss_k or saved.settings.miss_cutoff(saved.settings.columns(saved.run))}"
-        findings += set_signal(saved.run, measure)
+        recorded = saved.analysis or analyse(saved.run, saved.settings)  # a file without one: made now
+        measure = f"hit@{recorded.miss_k}"
+        findings += [f for f in recorded.labeled_set if f.kind in signal.KINDS]  # the rankings' own findings
         against += f" and the rankings in {args.results} ({measure})"
     default = accepted_findings.default_file(args.questions)
     file = args.accept or (str(default) if default.is_file() else None)

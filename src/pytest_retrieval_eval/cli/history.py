@@ -16,7 +16,8 @@ def main(args) -> int:
     from .._atomic import write_text_atomic
     from ..gate.history import History, changes_since
     from ..ir.measures import Measure
-    from ..report.trend import points, trend_svg
+    from ..analysis.trend import trend_points
+    from ..report.trend import trend_svg
 
     history = History(args.history)
     records = history.records()
@@ -39,12 +40,12 @@ def main(args) -> int:
                     print(f"  changed since the record before: {said}")
                 last[r.job.get("name")] = r
             return 0
-        found = points(records, measure, args.engine, history.warnings)
+        found = trend_points(records, measure, args.engine, history.warnings)
         if not found:
             raise RetrievalEvalError(f"no record holds engine {args.engine!r}" if args.engine
                                      else "no record holds an evaluation")
-        write_text_atomic(args.out, trend_svg(records, measure, args.engine))
-        series = len({p["series"] for p in found})
+        write_text_atomic(args.out, trend_svg(found, measure, args.engine))
+        series = len({p.series for p in found})
         print(f"{args.out}: {measure} over {len(records)} record(s), {len(found)} point(s) in {series} series")
         return 0
     finally:  # each file of the folder that is not a record (or cannot be read), named once

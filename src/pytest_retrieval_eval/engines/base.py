@@ -47,6 +47,12 @@ class Converses(Protocol):
     def retrieve_conversation(self, turns: Sequence[Any], k: int) -> Sequence[str]: ...
 
 
+#: ``engine_info["conversation"]`` when the labeled set has conversations: what the engine was given
+#: (the turns; the last turn, having no ``retrieve_conversation``; the last turn, by the
+#: ``last_turn`` baseline, which takes the turns and rewrites nothing)
+GIVEN_TURNS, GIVEN_LAST_TURN, GIVEN_LAST_TURN_BASELINE = "turns", "last turn", "last turn (last_turn)"
+
+
 def converses(engine: Any) -> bool:
     """Whether ``engine`` takes the conversation (``Converses``)."""
     return callable(getattr(engine, "retrieve_conversation", None))

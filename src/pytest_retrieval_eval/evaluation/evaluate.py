@@ -30,8 +30,8 @@ from ..data.text import words
 from ..engines.adapters import ranked_ids
 from ..data.evidence import evidence_of, first_passages, passage_ranks
 from ..engines.adapters import passages_of
-from ..engines.base import (DEFAULT_DEPTH, Engine, Prepares, Stages, answer_of, concurrency_of, converses, describe,
-                            is_async, is_staged)
+from ..engines.base import (DEFAULT_DEPTH, GIVEN_LAST_TURN, GIVEN_LAST_TURN_BASELINE, GIVEN_TURNS, Engine, Prepares,
+                            Stages, answer_of, concurrency_of, converses, describe, is_async, is_staged)
 from ..ir.runs import dedupe
 from ..types import LabeledQuery, QueryResult, Stage, id_problem
 from .._usage import Meter, metering
@@ -42,11 +42,6 @@ _CHUNK_ID = re.compile(r"^(?P<doc>.+):(?P<index>\d+)$")
 
 #: one call of an engine: the method and what it is given (a question's text, or a turn's turns so far)
 _Request = tuple[Callable[[Any, int], Any], Any]
-
-#: ``engine_info["conversation"]`` when the labeled set has conversations: what the engine was given
-#: (the turns; the last turn, having no ``retrieve_conversation``; the last turn, by the
-#: ``last_turn`` baseline, which takes the turns and rewrites nothing)
-GIVEN_TURNS, GIVEN_LAST_TURN, GIVEN_LAST_TURN_BASELINE = "turns", "last turn", "last turn (last_turn)"
 
 
 def requests(engine: Engine, queries: Iterable[LabeledQuery]) -> list[_Request]:

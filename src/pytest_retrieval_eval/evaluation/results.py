@@ -20,14 +20,12 @@ from ..data.freshness import Freshness
 from ..data.labeled import LabeledSet
 from ..data.lint import LintReport
 from ..engines.base import DEFAULT_DEPTH
-from ..ir.measures import parse_measures
+from ..ir.measures import METRICS_DEFINITION, parse_measures
 from ..ir.runs import Run
 from ..types import LabeledQuery, QueryResult, sha256_text
 
 FORMAT = "pytest-retrieval-eval/results"
 VERSION = 1
-#: Bump when a measure's definition changes: baselines from another definition are refused.
-METRICS_DEFINITION = "trec_eval -c semantics; ties by doc id descending; linear-gain ndcg; v1"
 METRICS_FINGERPRINT = sha256_text(METRICS_DEFINITION)
 #: Kept per query in every results file, so a saved run can be read on any of them.
 STANDARD_MEASURES = ("hit@1", "hit@3", "hit@5", "hit@10", "hit@20", "mrr", "ndcg@10", "recall@10",

@@ -12,7 +12,6 @@ from ..rules.drops import MaxDrop
 from ..rules.quantities import (COUNT_TYPES, CoverageQuantity, ErrorCount, LatencyQuantity, LintCount, MeasureQuantity,
                                 ShadowQuantity, StaleCount, TurnsQuantity, UsageQuantity)
 from ..rules.thresholds import Threshold
-from ..analysis.scores import Scores
 
 
 class Failure(str):
@@ -115,47 +114,37 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
     return breaches
 
 
-def check_segments(thresholds: Sequence[Threshold], run: Any, alpha: float = 0.05) -> list[str]:
+def check_segments(thresholds: Sequence[Threshold], values: Sequence[Any]) -> list[str]:
     """Segment rules (``[ENGINE][TAG]:MEASURE>=V``) against the questions carrying the tag, per
-    engine; a failure names the segment, its n, the smallest drop it can show, and the questions
-    that scored lowest. A tag no question carries is a failure: the rule would check nothing."""
-    from ..ir.stats import detectable_drop
-    from ..analysis.segments import subset
-
+    engine, as the analysis measured them (``analysis/segments.SegmentRule``); a failure names the
+    segment, its n, the smallest drop it can show, and the questions that scored lowest. A tag no
+    question carries is a failure: the rule would check nothing."""
     failures = []
     for t in (t for t in thresholds if t.segment):
-        judged = [e for e in run.evaluations if t.engine in (None, e.engine)]
+        judged = [v for v in values if v.rule == str(t)]
         untagged: set[str] = set()  # said once per labeled set, not once per engine
         if not judged:
             failures.append(f"{t} ({t.source}): no evaluation of engine '{t.engine}' was recorded")
-        for e in judged:
-            ids = [q.query_id for q in e.labeled.queries if t.segment in q.tags]
-            if not ids:
-                if e.labeled.name in untagged:
+        for v in judged:
+            if not v.n:
+                if v.labeled in untagged:
                     continue
-                untagged.add(e.labeled.name)
-                known = sorted({tag for q in e.labeled.queries for tag in q.tags})
-                failures.append(f"{t} ({t.source}): no question of {e.labeled.name} carries tag '{t.segment}' "
-                                f"(tags: {', '.join(known) or 'none'}), so the rule checked nothing")
+                untagged.add(v.labeled)
+                failures.append(f"{t} ({t.source}): no question of {v.labeled} carries tag '{t.segment}' "
+                                f"(tags: {', '.join(v.tags) or 'none'}), so the rule checked nothing")
                 continue
-            if not Scores.of(e).has_value(t.measure):  # no value: the rule checked nothing, as without a segment
-                why = Scores.of(e).no_value_why(t.measure)
-                failures.append(f"{e.engine}[{t.segment}]: {t.measure} has no value, so the rule {t} checked nothing "
-                                f"(from {t.source}; segment {t.segment}, n={len(ids)} of {e.n}"
-                                f"{f'; {why}' if why else ''})")
+            if v.value is None:  # no value: the rule checked nothing, as without a segment
+                failures.append(f"{v.engine}[{t.segment}]: {t.measure} has no value, so the rule {t} checked nothing "
+                                f"(from {t.source}; segment {t.segment}, n={v.n} of {v.of_n}"
+                                f"{f'; {v.why}' if v.why else ''})")
                 continue
-            values = subset(e, t.measure, ids)
-            value = float(values.mean())
-            if t.holds(value):
+            if t.holds(v.value):
                 continue
-            names = {q.query_id: q.name for q in e.labeled.queries}
-            low = [ids[i] for i in sorted(range(len(ids)), key=lambda i: (values[i], i)) if values[i] < 1][:5]
-            more = int((values < 1).sum()) - len(low)
-            drop = detectable_drop(values, alpha=alpha)  # nan for one question: no spread to tell a drop by
-            can = "no detectable drop with one question" if math.isnan(drop) else f"smallest detectable drop {drop:.3f}"
-            failures.append(f"{e.engine}[{t.segment}]: {t.measure} = {value:.4f}, required {t.op} {t.value:g} (from "
-                            f"{t.source}; segment {t.segment}, n={len(ids)} of {e.n}, {can}); lowest: "
-                            f"{', '.join(names[q] for q in low) or 'none'}{f' and {more} more' if more > 0 else ''}")
+            can = ("no detectable drop with one question" if math.isnan(v.drop)
+                   else f"smallest detectable drop {v.drop:.3f}")
+            failures.append(f"{v.engine}[{t.segment}]: {t.measure} = {v.value:.4f}, required {t.op} {t.value:g} (from "
+                            f"{t.source}; segment {t.segment}, n={v.n} of {v.of_n}, {can}); lowest: "
+                            f"{', '.join(v.lowest) or 'none'}{f' and {v.more} more' if v.more > 0 else ''}")
     return failures
 
 

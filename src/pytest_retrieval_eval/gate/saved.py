@@ -17,7 +17,6 @@ from .._plain import from_plain, strict_json, to_plain
 from ..errors import RetrievalEvalError
 from ..analysis.cost import RunUsage
 from ..analysis.result import EvaluationResult
-from ..analysis.scores import Scores
 from ..evaluation.results import Evaluation, RunResults, measure_names
 from ..ir.measures import Measure
 from ..evaluation.results_json import from_document, read_document, run_document
@@ -78,10 +77,10 @@ def results_json(verdict: Any) -> str:
 
 
 def _derived(e: Evaluation, measures: list[str], s: GateSettings, a: Analysis) -> dict[str, Any]:
-    """What results.json shows of one evaluation besides its record: latency, usage, errors, the
-    trials' means, each measure's mean and interval (the analysis's), and per question its
-    values and the rank of its first relevant document."""
-    scores = Scores.of(e)
+    """What results.json shows of one evaluation besides its record, as the analysis holds it
+    (writing computes nothing): latency, usage, errors, the trials' means, each measure's mean and
+    interval, and per question its values and the rank of its first relevant document."""
+    found = next(x for x in a.recorded if (x.engine, x.labeled) == e.key)
     d: dict[str, Any] = {}
     latency = next((x for x in a.latency if (x.engine, x.labeled) == e.key), None) if s.latency else None
     if latency is not None:  # derived, for people and other tools: p50, p95, p99, max
@@ -90,16 +89,16 @@ def _derived(e: Evaluation, measures: list[str], s: GateSettings, a: Analysis) -
     if used is not None:
         d["usage"] = {k: v for k, v in used.to_dict().items() if k not in ("engine", "labeled")}
     d["errors"] = e.errors
-    d["trials"] = scores.trial_means(measures)
+    d["trials"] = {m: list(v) for m, v in found.trials.items()}
     # a measure without a value (mean None: an ids-only engine's +evidence twin) is null, as its interval
     d["summary"] = {m: {"mean": mean, "ci95": None if mean is None or lo != lo else [lo, hi]}
-                    for m in sorted(measures) for mean, (lo, hi) in ((scores.mean(m), a.interval(e.key, m)),)}
-    valued = {m: scores.has_value(m) for m in measures}
+                    for m in sorted(measures) for mean, (lo, hi) in ((found.means[m], a.interval(e.key, m)),)}
     ranks = e.first_relevant_rank
     shown = [m for m in sorted(measures) if not Measure.parse(m).ppi]  # an estimate over questions: none per question
-    d["per_query"] = {q: {"first_relevant_rank": ranks[q],
-                          "values": {m: scores.per_query(m).get(q, 0.0) if valued[m] else None for m in shown}}
-                      for q in ranks}
+    d["per_query"] = {r.query_id: {"first_relevant_rank": ranks[r.query_id],
+                                   "values": {m: found.values[m][i] if found.values[m] is not None else None
+                                              for m in shown}}
+                      for i, r in enumerate(e.results)}
     return d
 
 

@@ -119,7 +119,7 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
             if unread and f.engine in unread and f.brief is None and not f.causes else f for f in drops]
     out += [Failure("lint", f) for f in check_lint(thresholds, run.lint)]
     out += [Failure("shadow", f) for f in [*a.shadow_problems, *check_shadows(thresholds, a.shadows)]]
-    out += [Failure("segment", f) for f in check_segments(thresholds, run, s.alpha)]
+    out += [Failure("segment", f) for f in check_segments(thresholds, a.segment_rules)]
     out += [Failure("coverage", f) for f in check_coverage(thresholds, run.coverage)]
     out += [Failure("turns", f, _follow_up_causes(run, a, row))
             for f, row in check_turns(thresholds, a.turns, run, confidence=s.confidence)]

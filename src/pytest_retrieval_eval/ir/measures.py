@@ -25,6 +25,9 @@ from dataclasses import dataclass, replace
 from .._defaults import GAIN_WEIGHTS, TABLE_MEASURES
 from ..errors import RetrievalEvalError
 
+#: what the measures mean, in words: bump it when a measure's definition changes, and baselines
+#: from another definition are refused (``evaluation/results.METRICS_FINGERPRINT``)
+METRICS_DEFINITION = "trec_eval -c semantics; ties by doc id descending; linear-gain ndcg; v1"
 
 #: the suffix of a measure computed on human labels plus judgments: ``ndcg@10+judged``
 JUDGED = "judged"

@@ -399,9 +399,11 @@ class RetrievalSession:
                 path = history.append(results_json, commit_info(Path(self.pytest_config.rootpath)))
                 self.progress(f"history: {shown(path)} ({history.count()} record(s) in {shown(history.folder)})")
                 if cfg.report.html is not None:
+                    from ..analysis.trend import trend_points
                     from ..report.trend import trend_svg
 
-                    trend = trend_svg(history.records(), verdict.miss_measure, skipped=history.warnings)
+                    trend = trend_svg(trend_points(history.records(), verdict.miss_measure, skipped=history.warnings),
+                                      verdict.miss_measure)
                 self.outcome.session_warnings += history.warnings  # each file of the folder that is not a record
             timing = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "store": merged.store,
                       "engines": {f"{r.engine} on {r.labeled.name}": {"queries": r.n, "seconds": round(r.seconds, 6)}

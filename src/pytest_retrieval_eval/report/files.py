@@ -183,7 +183,7 @@ def write_report(folder: str | Path, verdict: Verdict, *, metadata: Mapping[str,
         if qname not in qrels_written:
             r.labeled.qrels.to_trec(folder / qname)
             qrels_written.add(qname)
-    write_text_atomic(folder / "hit_at_k.svg", plot.run_svg(verdict.run, baseline))
+    write_text_atomic(folder / "hit_at_k.svg", plot.run_svg(verdict.analysis, baseline is not None))
     if timing is not None:
         write_text_atomic(folder / "timing.json", strict_json(timing, indent=1, sort_keys=True) + "\n")
     return folder

@@ -9,7 +9,6 @@ import math
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ..data.grades import is_judged_relevant
-from ..evaluation.judging import used
 from . import ceiling, cost, errors, plot, shadow, sweep, table, turns, turns_given
 from .judged import candidate_lines, judged_lines
 from . import labeled_set
@@ -19,7 +18,8 @@ from .terminal import baseline_lines
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
     from ..gate.verdict import Verdict
 
-#: the ranked documents each row shows at least (the run's miss cutoff, when deeper, shows all of its)
+#: the ranked documents each row shows at least (the run's miss cutoff, when deeper, shows all of its);
+#: a miss is the analysis's, at the run's cutoff (``Analysis.miss_k``), as the gate and the terminal count it
 MISS_AT = 10
 SNIPPET = 140
 SNIPPETS_PER_QUERY = 3
@@ -105,11 +105,6 @@ def against_baseline(verdict: Verdict) -> dict[str, Any] | None:
             "lines": [line.strip() for line in baseline_lines(verdict)[1:]]}
 
 
-def _judge_text(run: Any) -> str:
-    found = used(run)
-    return found.judge.describe() if found is not None else ""
-
-
 def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend: str | None = None) -> str:
     from jinja2 import Environment
 
@@ -128,12 +123,12 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
 
     baseline = compared(verdict, baseline)
     engines, by_query, text = [], {}, verdict.run.snippets
-    k, shown = verdict.miss_k, max(MISS_AT, verdict.miss_k)  # a miss as the terminal and the gate count it
+    k, shown = verdict.miss_k, max(MISS_AT, verdict.miss_k)
     for r in verdict.run.evaluations:
         base = baseline.get(r.engine, r.labeled.name) if baseline is not None else None
         base_ranks = base.first_relevant_rank if base is not None else {}
         by_id = r.labeled.by_id()
-        causes = verdict.causes(r.key)
+        causes = verdict.causes(r.key)  # the misses at the run's cutoff, as the terminal and the gate count them
         rows = []
         for res in r.results:
             q = by_id[res.query_id]
@@ -148,7 +143,7 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
                        "judged": judged.get(d), "judged_relevant": is_judged_relevant(judged.get(d, 0))}
                       for i, d in enumerate(res.doc_ids[:shown])]
             row = {"id": q.query_id, "question": q.question, "gold": sorted(q.relevant.items(), key=lambda kv: -kv[1]),
-                   "ranked": ranked, "rank": rank, "error": res.error, "miss": rank is None or rank > k,
+                   "ranked": ranked, "rank": rank, "error": res.error, "miss": q.query_id in causes,
                    "stale": any(x["stale"] for x in ranked),
                    "moved": moved, "base_rank": before, "tags": " ".join(q.tags),
                    "why": causes[q.query_id].text if q.query_id in causes else "",
@@ -171,7 +166,7 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
     template = importlib.resources.files(__package__).joinpath("page.html.j2").read_text(encoding="utf-8")
     env = Environment(autoescape=True, keep_trailing_newline=True)
     return env.from_string(template).render(
-        subtitle=subtitle, measures=columns, judge=_judge_text(verdict.run),
+        subtitle=subtitle, measures=columns, judge=verdict.analysis.judge,
         judged_lines=[line.strip() for line in judged_lines(verdict, width=10 ** 6) + candidate_lines(verdict.run)],
         miss_k=verdict.miss_k, miss_lines=[line[2:] for line in miss_lines(verdict, markdown=True)],
         coverage=[line[2:] for line in (*coverage_lines(verdict, markdown=True),
@@ -192,7 +187,7 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
         summary=summary, legend=" ".join([*table.legend(verdict, markdown=True), *table.handed_line(verdict),
                                           *table.no_value_lines(verdict)[1:]]),
         turns_given=turns_given.line(verdict.run, None),
-        miss_at=shown, svg=plot.run_svg(verdict.run, baseline), engines=engines, trend=trend,
+        miss_at=shown, svg=plot.run_svg(verdict.analysis, baseline is not None), engines=engines, trend=trend,
         compare=[q for q in by_query.values() if len(q["cells"]) == len(engines)] if len(engines) > 1 else [],
         lint=[{"summary": l.summary(), "findings": [str(f) for f in l.findings]} for l in verdict.lint],
         engine_errors=[g.describe() for g in errors.groups(verdict.run.evaluations)],

@@ -2,7 +2,8 @@
 
 Generated questions judge one gold document each: of a top 10, nine documents at least are
 unjudged and count as not relevant. The figures stay exact, but precision, map and ndcg are then
-lower bounds, and a reader should see that beside them (ir_measures' ``Judged@k``).
+lower bounds, and a reader should see that beside them (ir_measures' ``Judged@k``). The shares
+are the analysis's (``analysis/judged.py``); here they are only said.
 """
 
 from __future__ import annotations
@@ -10,24 +11,13 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from ..ir.measures import Measure
-from ..analysis.scores import Scores
+from ..analysis.judged import cutoffs
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
     from ..gate.verdict import Verdict
 
 MEANING = ("unjudged documents count as not relevant: precision, map and ndcg are lower bounds; "
            "hit@k and mrr depend on the judged documents only")
-
-
-def cutoffs(measures: list[str]) -> list[int]:
-    """The cutoffs of the tabled (and so gated) relevance measures, ascending."""
-    ks = set()
-    for name in measures:
-        m = Measure.parse(name)
-        if not m.freshness and m.k is not None:
-            ks.add(m.k)
-    return sorted(ks)
 
 
 def stale_lines(verdict: Verdict) -> list[str]:
@@ -46,30 +36,20 @@ def stale_lines(verdict: Verdict) -> list[str]:
 LOW_JUDGED = 0.5
 
 
-def _gated(verdict: Verdict) -> list[str]:
-    """The measures the rules judge, else (no rules) the table's."""
-    from ..rules.thresholds import measures_needed
-
-    s = verdict.settings
-    named = [*(d.measure for d in s.max_drops), *measures_needed(s.thresholds)]
-    return list(dict.fromkeys(Measure.parse(m).on_human_labels.name for m in named)) or list(verdict.measures)
-
-
-def _rests_on(verdict: Verdict, e: Any, ks: list[int]) -> list[str]:
+def _rests_on(found: Any) -> list[str]:
     """``hybrid: hit@5 rests on a top 5 that is 81% unjudged``, for the gated measures whose top
     k is judged below ``LOW_JUDGED``: one line per engine, the first cutoff said in full."""
-    parts, gated = [], _gated(verdict)
-    for k in ks:
-        unjudged = 1.0 - Scores.of(e).mean(f"judged@{k}")
-        names = [m for m in gated if (p := Measure.parse(m)).k == k and not p.judge_dependent and not p.freshness
-                 and Scores.of(e).has_value(m)]  # one the engine has no value of (ids only: +evidence) rests on nothing
+    parts = []
+    for at in found.at:
+        unjudged = 1.0 - at.labels
+        names = at.rests  # one the engine has no value of (ids only: +evidence) rests on nothing
         if not names or not unjudged > 1.0 - LOW_JUDGED:
             continue
-        after = f" ({1.0 - Scores.of(e).mean(f'judged@{k}+judged'):.0%}{' with the judgments' if not parts else ''})" \
-            if e.judge is not None else ""
+        after = f" ({1.0 - at.judged:.0%}{' with the judgments' if not parts else ''})" \
+            if at.judged is not None else ""
         if not parts:
-            parts.append(f"{e.engine}: {', '.join(names)} rest{'s' if len(names) == 1 else ''} on a top {k} that is "
-                         f"{unjudged:.0%} unjudged{after}")
+            parts.append(f"{found.engine}: {', '.join(names)} rest{'s' if len(names) == 1 else ''} on a top {at.k} "
+                         f"that is {unjudged:.0%} unjudged{after}")
         else:
             parts.append(f"{', '.join(names)} {unjudged:.0%}{after}")
     return ["; ".join(parts)] if parts else []
@@ -130,10 +110,9 @@ def ppi_line(verdict: Verdict) -> list[str]:
 def asked_judged_lines(verdict: Verdict, width: int = 80) -> list[str]:
     """The judged@k section where the run read a judgments file (it asked for it), without ``-v``:
     what ``~ppi`` rests on in one line, and judged@k per engine with and without the judgments."""
-    ks = cutoffs(list(verdict.measures))
-    judged = [e for e in verdict.run.evaluations if e.judge is not None]
-    rows = [f"{e.engine}: " + ", ".join(f"judged@{k} {Scores.of(e).mean(f'judged@{k}'):.3f} -> {Scores.of(e).mean(f'judged@{k}+judged'):.3f}"
-                                        for k in ks) for e in judged] if ks else []
+    judged = [x for x in verdict.analysis.judged if any(at.judged is not None for at in x.at)]
+    rows = [f"{x.engine}: " + ", ".join(f"judged@{at.k} {at.labels:.3f} -> {at.judged:.3f}" for at in x.at)
+            for x in judged]
     head = ["judged@k, the share of each top k judged, by the labels -> with the judgments:"] if rows else []
     return ppi_line(verdict) + head + [line for row in rows for line in textwrap.wrap(
         row, width=width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)]
@@ -143,25 +122,21 @@ def judged_lines(verdict: Verdict, *, markdown: bool = False, width: int = 80) -
     """One line per engine with judged@k at the table's cutoffs (and with the judgments, when a
     run has them), when the labels judge fewer than two documents per question or judgments fill
     them; a line per engine whose gated top k is mostly unjudged; nothing otherwise."""
-    from ..evaluation.judging import used
-
-    ks = cutoffs(list(verdict.measures))
-    run, use = verdict.run, used(verdict.run)
-    few = [e for e in run.evaluations if e.labeled.qrels.judges_few() or e.judge is not None]
-    top = use.lines() if use is not None else []
+    few = verdict.analysis.judged
+    top = list(verdict.analysis.judgment_lines)
     top += ppi_lines(verdict)
     moved = moved_most(verdict)
     top += [moved] if moved else []
-    if not ks or not few:
+    if not cutoffs(verdict.measures) or not few:
         return _shown(top, [], [], markdown, width)
-    per_query = {e.labeled.name: e.labeled.qrels.judged_per_query() for e in few}
+    per_query = {x.labeled: x.per_question for x in few}
     sets = ", ".join(f"{v:.1f} document{'' if f'{v:.1f}' == '1.0' else 's'} per question"
                      + (f" ({name})" if len(per_query) > 1 else "") for name, v in per_query.items())
     head = f"judged@k, the share of each top k the labels judge ({sets}):"
-    rows = [f"{e.engine}: " + ", ".join(f"judged@{k} {Scores.of(e).mean(f'judged@{k}'):.3f}"
-                                        + (f" -> {Scores.of(e).mean(f'judged@{k}+judged'):.3f} with the judgments"
-                                           if e.judge is not None else "") for k in ks) for e in few]
-    rests = [line for e in few for line in _rests_on(verdict, e, ks)]
+    rows = [f"{x.engine}: " + ", ".join(f"judged@{at.k} {at.labels:.3f}"
+                                        + (f" -> {at.judged:.3f} with the judgments" if at.judged is not None else "")
+                                        for at in x.at) for x in few]
+    rests = [line for x in few for line in _rests_on(x)]
     return _shown(top, [head], rows + rests, markdown, width, meaning=True)
 
 

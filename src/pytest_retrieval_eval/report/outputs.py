@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from .._atomic import write_text_atomic
 from ..gate.saved import results_json as results_text
-from ..evaluation.results import METRICS_DEFINITION
+from ..ir.measures import METRICS_DEFINITION
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
     from ..gate.verdict import Verdict

@@ -1,11 +1,11 @@
-"""The Hit@k curve (k = 1..20) per engine as a dependency-free SVG, baseline dashed."""
+"""The Hit@k curve (k = 1..20) per engine as a dependency-free SVG, baseline dashed (the curves are
+the analysis's: ``analysis/curves.py``)."""
 
 from __future__ import annotations
 
 import math
 from html import escape
 from typing import Any, Mapping, Sequence
-from ..analysis.scores import Scores
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f")
 W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 56, 170, 24, 44
@@ -85,12 +85,13 @@ def hit_curve_svg(curves: Mapping[str, Sequence[float]], baseline: Mapping[str, 
     return "\n".join(out) + "\n"
 
 
-def run_svg(run: Any, baseline: Any = None) -> str:
-    """The Hit@k plot of a run's evaluations (labelled by engine, and by labeled set when the run
-    has several), the baseline's curves dashed."""
-    several = len({e.labeled.name for e in run.evaluations}) > 1
+def run_svg(analysis: Any, baseline: bool = False) -> str:
+    """The Hit@k plot of a run's evaluations as its analysis holds their curves (labelled by
+    engine, and by labeled set when the run has several); with ``baseline``, the baseline's
+    curves dashed."""
+    several = len({c.labeled for c in analysis.curves}) > 1
 
-    def curves(results: Any) -> dict[str, list[float]]:
-        return {(f"{e.engine} ({e.labeled.name})" if several else e.engine): Scores.of(e).hit_curve() for e in results.evaluations}
+    def curves(found: Any) -> dict[str, list[float]]:
+        return {(f"{c.engine} ({c.labeled})" if several else c.engine): list(c.values) for c in found}
 
-    return hit_curve_svg(curves(run), curves(baseline) if baseline is not None else None)
+    return hit_curve_svg(curves(analysis.curves), curves(analysis.baseline_curves) if baseline else None)

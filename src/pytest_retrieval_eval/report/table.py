@@ -8,8 +8,7 @@ import math
 import textwrap
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from ..ir.stats import CORRECTION_NAMES
-from ..analysis.scores import Scores
+from ..ir.stats import CORRECTION_NAMES  # noqa: F401  (read by the other renderers as table.CORRECTION_NAMES)
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
     from ..gate.verdict import Verdict
@@ -88,12 +87,12 @@ def letters(verdict: Verdict) -> dict[tuple[str, str], str]:
 
 
 def wins(verdict: Verdict) -> dict[tuple[tuple[str, str], str], str]:
-    """(engine key, measure) -> letters of the engines it beats with p < alpha, p corrected for
-    every comparison of the table (see ``RunResults.comparisons``)."""
+    """(engine key, measure) -> letters of the engines it beats significantly (p corrected for
+    every comparison of the table below alpha: ``Comparison.significant``, the analysis's)."""
     names = letters(verdict)
     out: dict[tuple[tuple[str, str], str], str] = {}
     for c in verdict.comparisons:
-        if not shown_p(c) < verdict.alpha or c.delta == 0 or math.isnan(c.delta):
+        if not c.significant or c.delta == 0 or math.isnan(c.delta):
             continue
         winner, loser = ((c.a, c.b) if c.delta > 0 else (c.b, c.a))
         key = ((winner, c.labeled), c.measure)
@@ -124,7 +123,7 @@ def effect_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
         return out
     pairs: dict[tuple[str, str, str], list[str]] = {}
     for c in verdict.comparisons:
-        mark = "*" if shown_p(c) < verdict.alpha else ""
+        mark = "*" if c.significant else ""
         pairs.setdefault((c.a, c.b, c.labeled), []).append(
             f"{c.measure} {signed(c.delta)}{mark} [{signed(c.ci[0])}, {signed(c.ci[1])}]")
     lines = ["differences (paired mean, 95% CI; * significant after correction):"]
@@ -171,32 +170,25 @@ def short(measure: str) -> str:
 
 def freshness_lines(verdict: Verdict, *, markdown: bool = False, limit: int = 3) -> list[str]:
     """Under the table, per engine and freshness column: how many queries got a stale document
-    (or two versions of one) in the top k and which, then why each document shown is stale."""
-    from ..ir.measures import Measure
-
-    fresh = [Measure.parse(m) for m in verdict.measures if m.startswith("freshness.")]
-    evaluations = [e for e in verdict.run.evaluations if e.freshness is not None]
-    if not fresh or not evaluations:
+    (or two versions of one) in the top k and which, then why each document shown is stale
+    (the analysis's ``FreshnessFinding``)."""
+    findings = verdict.analysis.freshness
+    if not findings:
         return []
     entries, why = [], {}
-    for e in evaluations:
-        for m in fresh:
-            if m.family == "freshness.stale_free":
-                found = Scores.of(e).stale_documents(m.k)
-                what = f"{len(found)} of {e.n} queries with a stale document in the top {m.k}"
-            else:
-                found = {q: [" and ".join(c) for c in cs] for q, cs in Scores.of(e).conflicting_queries(m.k).items()}
-                what = f"{len(found)} of {e.n} queries with two versions of one document in the top {m.k}"
-            if found:
-                shown = list(found.items())[:limit]
-                if m.family == "freshness.stale_free":
-                    why.update((d, e.freshness.stale[d]) for _, docs in shown for d in docs)
-                more = f"; ... {len(found) - limit} more" if len(found) > limit else ""
-                listed = "; ".join(f"{q}: {', '.join(v)}" for q, v in shown)
-                entries.append(f"{e.engine}: {what} ({listed}{more})")
+    for f in findings:
+        what = (f"{len(f.found)} of {f.n} queries with a stale document in the top {f.k}" if f.stale_free
+                else f"{len(f.found)} of {f.n} queries with two versions of one document in the top {f.k}")
+        if f.found:
+            shown = f.found[:limit]
+            if f.stale_free:
+                why.update((d, f.stale[d]) for _, docs in shown for d in docs)
+            more = f"; ... {len(f.found) - limit} more" if len(f.found) > limit else ""
+            listed = "; ".join(f"{q}: {', '.join(v)}" for q, v in shown)
+            entries.append(f"{f.engine}: {what} ({listed}{more})")
     entries = entries or ["no stale document and no two versions of one in any top k"]
     entries += [f"{d} is stale: {reason}" for d, reason in sorted(why.items())]
-    day = ", ".join(sorted({e.freshness.as_of for e in evaluations}))
+    day = ", ".join(sorted({f.as_of for f in findings}))
     if markdown:
         return [f"Freshness as of {day}:", ""] + [f"- {t}" for t in entries]
     lines = [f"freshness as of {day}:"]

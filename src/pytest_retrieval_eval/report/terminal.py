@@ -248,47 +248,26 @@ def thresholds_of(outcome: Any) -> list:
     return list(getattr(outcome, "thresholds", []) or [])
 
 
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased estimate, from n trials with c passes, that at least one of k trials passes."""
-    from math import comb
-
-    return 1.0 - comb(n - c, k) / comb(n, k)
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float:
-    """Unbiased estimate, from n trials with c passes, that all of k trials pass."""
-    from math import comb
-
-    return comb(c, k) / comb(n, k)
-
-
 def trial_lines(verdict: Verdict, thresholds: list) -> list[str]:
-    """With repeated trials: each measure's spread, and pass@k / pass^k of each threshold."""
+    """With repeated trials: each measure's spread, and pass@k / pass^k of each threshold (the
+    analysis's ``TrialPass``)."""
     lines = []
-    evaluations = {(e.engine, e.labeled.name): e for e in verdict.run.evaluations}
     for st in verdict.stability:
-        e = evaluations[(st.engine, st.labeled)]
         n = st.trials
-        spread = ", ".join(f"{m} {lo:.3f}-{hi:.3f} (sd {sd:.3f})" for m, (lo, hi, sd) in st.spread.items()
-                           if m in verdict.measures)
-        lines += textwrap.wrap(f"{e.engine}: {n} trials: {spread}", width=80, subsequent_indent="    ")
+        # in the table's order (a saved analysis's mapping comes back in sorted order)
+        spread = ", ".join(f"{m} {lo:.3f}-{hi:.3f} (sd {sd:.3f})" for m in verdict.measures if m in st.spread
+                           for lo, hi, sd in [st.spread[m]])
+        lines += textwrap.wrap(f"{st.engine}: {n} trials: {spread}", width=80, subsequent_indent="    ")
         shown = ", ".join(st.changed[:5]) + (f" and {len(st.changed) - 5} more" if len(st.changed) > 5 else "")
         lines += textwrap.wrap(f"top {st.k} changed between trials for {len(st.changed)} of {st.n} questions "
                                f"({st.share:.1%})" + (f": {shown}" if shown else ": the engine answers the same "
                                                                                   "every time"),
                                width=80, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
-        trials = st.means
         if not thresholds:
             lines.append("  (pass@k / pass^k need a rule: --retrieval-threshold [ENGINE:]MEASURE>=VALUE)")
-        for t in thresholds:
-            if t.engine not in (None, e.engine) or t.measure not in trials:
-                continue
-            c = sum(1 for v in trials[t.measure] if t.holds(v))
-            at = ", ".join(f"pass@{k} {pass_at_k(n, c, k):.2f}" for k in range(1, n + 1))
-            hat = ", ".join(f"pass^{k} {pass_hat_k(n, c, k):.2f}" for k in range(1, n + 1))
-            lines += textwrap.wrap(f"{t}: passed {c}/{n} trials; {at}; {hat}", width=80,
+        for p in (p for p in verdict.analysis.trial_passes if (p.engine, p.labeled) == (st.engine, st.labeled)):
+            at = ", ".join(f"pass@{k} {v:.2f}" for k, v in enumerate(p.at, start=1))
+            hat = ", ".join(f"pass^{k} {v:.2f}" for k, v in enumerate(p.hat, start=1))
+            lines += textwrap.wrap(f"{p.rule}: passed {p.passed}/{p.trials} trials; {at}; {hat}", width=80,
                                    initial_indent="  ", subsequent_indent="    ")
     return lines
-
-
-

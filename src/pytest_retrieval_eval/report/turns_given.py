@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..evaluation.evaluate import GIVEN_LAST_TURN, GIVEN_LAST_TURN_BASELINE
+from ..engines.base import GIVEN_LAST_TURN, GIVEN_LAST_TURN_BASELINE
 
 #: the line's width, as the terminal's default summary keeps it
 WIDTH = 88

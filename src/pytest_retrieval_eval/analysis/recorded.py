@@ -1,0 +1,37 @@
+"""What results.json shows people of each evaluation beside its source of truth: each recorded
+measure's value and every question's, and with repeated trials each trial's mean. Made once with
+the analysis, so writing a run's results.json (``gate/saved.py``), live or from a saved run,
+evaluates no measure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..ir.measures import Measure
+from .scores import Scores
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One evaluation's recorded values (``evaluation/results_json.evaluation_to_dict`` writes them)."""
+
+    engine: str
+    labeled: str
+    #: measure -> its value (``EvaluationResult.mean``); None where it has none
+    means: Mapping[str, float | None]
+    #: measure -> each question's value, in result order; None where the engine has no value of
+    #: it. A ``~ppi`` estimate, made over the questions, has none per question
+    values: Mapping[str, tuple[float, ...] | None]
+    #: measure -> each trial's mean, the first trial first (``--retrieval-trials``); empty with one
+    trials: Mapping[str, tuple[float, ...]]
+
+
+def recorded_of(e: Any, measures: Sequence[str]) -> Recorded:
+    """``e``'s recorded values of ``measures``."""
+    values: dict[str, tuple[float, ...] | None] = {}
+    for m in (m for m in measures if not Measure.parse(m).ppi):
+        found = Scores.of(e).per_query(m) if Scores.of(e).has_value(m) else None
+        values[m] = None if found is None else tuple(found.get(r.query_id, 0.0) for r in e.results)
+    return Recorded(e.engine, e.labeled.name, {m: Scores.of(e).mean(m) for m in measures}, values,
+                    {m: tuple(v) for m, v in Scores.of(e).trial_means(measures).items()})
