@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 class RetrievalSession:
-    def __init__(self, config: RetrievalConfig, pytest_config: Any, role: Standalone) -> None:
+    def __init__(self, config: RetrievalConfig, pytest_config: Any, role: Standalone | None = None) -> None:
         self.config = config
         self.pytest_config = pytest_config
         self.role = role
@@ -341,11 +341,9 @@ class RetrievalSession:
         gathered = self.role.gather(records)
         merged = merge(gathered)
         evaluations = merged.evaluations
-        run = RunResults(evaluations, lint=merged.lint, snippets=merged.snippets)
-        run.coverage = enrich.coverage(self, run, merged.chunk_docs) if run.evaluations else {}
-        judging = enrich.judgments(self, run) if cfg.judging.judgments is not None and run.evaluations else []
-        judging += enrich.candidates(self, run) if cfg.judging.candidates is not None and run.evaluations else []
-        run.fingerprints = enrich.fingerprints(self, run) if run.evaluations else {}
+        enriched = enrich.enrich(RunResults(evaluations, lint=merged.lint, snippets=merged.snippets), self,
+                                 merged.chunk_docs)
+        run, judging = enriched.run, enriched.failures
         history = None
         if cfg.gate.history is not None:
             from ..gate.history import History
