@@ -4,7 +4,7 @@ as recorded (what every process shipped, combined) left exactly as it was."""
 
 from __future__ import annotations
 
-from conftest import CORPUS, results_text
+from conftest import CORPUS, results_text, write_docs
 from pytest_retrieval_eval.data.corpus import open_corpus
 from pytest_retrieval_eval.data.judges import Judge
 from pytest_retrieval_eval.data.judgments import Judgment, append
@@ -29,9 +29,10 @@ def recorded() -> RunResults:
                                         context={"corpus": "corpus", "corpus_fingerprint": FINGERPRINT})])
 
 
-def session_of(judgments=None) -> RetrievalSession:
-    config = RetrievalConfig(DataConfig(corpus=CORPUS), RunConfig(), HybridSetup(), GateConfig(), ReportConfig(),
-                             JudgingConfig(judgments=judgments))
+def session_of(judgments=None, *, candidates=None, cache=None) -> RetrievalSession:
+    hybrid = HybridSetup(embedder="hashing", cache_dir=cache)  # the model-free embedder: candidates' semantic novelty
+    config = RetrievalConfig(DataConfig(corpus=CORPUS), RunConfig(), hybrid, GateConfig(), ReportConfig(),
+                             JudgingConfig(judgments=judgments, candidates=candidates))
     return RetrievalSession(config, None)
 
 
@@ -68,3 +69,18 @@ def test_what_enrich_could_not_do_is_a_gate_failure_and_the_recorded_run_is_stil
 def test_a_run_that_evaluated_nothing_is_returned_as_it_came():
     run = RunResults([])
     assert enrich(run, session_of(), None).run is run
+
+
+def test_the_candidates_novelty_is_added_to_the_new_run(tmp_path):
+    folder = write_docs(tmp_path / "candidates", [{"doc_id": "new-doc", "title": "Deleting accounts",
+                                                   "content": "To delete your account, open the settings."}])
+    session = session_of(candidates=folder, cache=tmp_path / "cache")
+    run = recorded()
+    try:
+        enriched = enrich(run, session, None)
+    finally:
+        session.close()
+    assert enriched.failures == []
+    [item] = enriched.run.candidates["items"]
+    assert item["doc_id"] == "new-doc" and item["nearest"] == "account-deletion:0"
+    assert run.candidates == {} and run.fingerprints == {}
