@@ -34,6 +34,8 @@ class Saved:
     notes: tuple[str, ...] = ()
     run_warnings: tuple[str, ...] = ()
     run_usage: RunUsage | None = None
+    #: what the run carried beside its rules (``Verdict.run_failures``), as its settings record them
+    failures: tuple[str, ...] = ()
 
 
 def load_saved(path: str | Path, *, check_fingerprints: bool = True) -> Saved:
@@ -55,7 +57,13 @@ def load_saved(path: str | Path, *, check_fingerprints: bool = True) -> Saved:
     except (KeyError, TypeError, ValueError):
         raise RetrievalEvalError("'verdict' must hold notes and warnings (lists of text) and the run's usage",
                                  path=path, field="verdict") from None
-    return Saved(run, settings, analysis, notes, warned, usage)
+    return Saved(run, settings, analysis, notes, warned, usage, run_failures(run))
+
+
+def run_failures(run: RunResults) -> tuple[str, ...]:
+    """The failures a saved run carried beside its rules (results.json's ``settings.failures``,
+    checked with the settings: ``rules.settings.settings_problem``)."""
+    return tuple(run.settings.get("failures", ()))
 
 
 def results_json(verdict: Any) -> str:
@@ -64,7 +72,7 @@ def results_json(verdict: Any) -> str:
     run, s, a = verdict.run, verdict.settings, verdict.analysis
     doc = run_document(run, measure_names(s.recorded_measures), timing=s.latency, prices=s.prices,
                        intervals=a.interval)
-    doc["settings"] = s.to_dict()
+    doc["settings"] = s.to_dict(verdict.run_failures)
     doc["verdict"] = {"failed": verdict.failed,  # what the gate said, as every surface says it
                       "failures": [{"kind": f.kind, "text": str(f), "causes": list(f.causes)} for f in verdict.failures],
                       "notes": list(verdict.notes), "warnings": list(verdict.run_warnings),

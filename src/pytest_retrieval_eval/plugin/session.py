@@ -368,11 +368,9 @@ class RetrievalSession:
             else:
                 against = shown(record.path)
                 notes.append(said)
-        settings = for_run(
-            run, cfg.gate.settings,
-            configured=cfg.report.table_measures, baseline=against,
-            failures=[*(f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers),
-                      *merged.missing, *self.engine_failures({e.engine for e in evaluations}), *judging])
+        settings = for_run(run, cfg.gate.settings, configured=cfg.report.table_measures, baseline=against)
+        failures = [*(f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers),
+                    *merged.missing, *self.engine_failures({e.engine for e in evaluations}), *judging]
         if cfg.gate.compare is None:
             baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
         # and the judge's, made here since shipping
@@ -380,7 +378,8 @@ class RetrievalSession:
         from ..evaluation.cost import run_usage
 
         evaluated = {e.engine for e in evaluations}
-        verdict = conclude(run, settings, baseline, problems=problems, notes=notes, run_warnings=merged.warnings,
+        verdict = conclude(run, settings, baseline, failures=failures, problems=problems, notes=notes,
+                           run_warnings=merged.warnings,
                            run_usage=run_usage(evaluations, outside, settings.prices),
                            unread=self.unread({r.engine for r in (*settings.thresholds, *settings.max_drops) if r.engine}
                                                    - evaluated))
