@@ -57,7 +57,8 @@ def test_enrich_returns_a_new_run_with_coverage_judgments_and_fingerprints_and_l
 
 def test_what_enrich_could_not_do_is_a_gate_failure_and_the_recorded_run_is_still_untouched(tmp_path):
     path = tmp_path / "judgments.jsonl"
-    append(path, [Judgment("q1", "adaptive-bikes", 2, (2,), "s" * 64, HUMAN, "human", question_sha256="q" * 64, depth=1)])
+    append(path, [Judgment("q1", "adaptive-bikes", 2, (2,), "s" * 64, HUMAN, "human", question_sha256="q" * 64,
+                           depth=1)])
     run = recorded()
     enriched = enrich(run, session_of(path), None)
     [failure] = enriched.failures

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .._plain import loads
+from .._plain import loads, strict_json
 from .._textfiles import read_text
 from ..data.freshness import Freshness
 from ..data.labeled import LabeledSet
@@ -254,18 +254,20 @@ def _measured(raw: Any) -> dict[str, Any]:
     return dict(raw)
 
 
-def run_document(run: RunResults, measures: Sequence[str], *, timing: bool, prices: Sequence[Sequence[Any]],
-                 intervals: Callable[[tuple[str, str], str], tuple[float, float]]) -> dict[str, Any]:
+def run_document(run: RunResults, measures: Sequence[str] | None, *, timing: bool, prices: Sequence[Sequence[Any]] = (),
+                 intervals: Callable[[tuple[str, str], str], tuple[float, float]] | None = None) -> dict[str, Any]:
     """results.json's source of truth, with each evaluation's values of ``measures`` and their
     ``intervals`` (read from the run's analysis: writing never computes one). The gate adds the
-    settings and the analysis (``gate/saved.py``)."""
+    settings and the analysis (``gate/saved.py``). Without ``measures``, the source of truth
+    alone: what an xdist worker ships (``plugin/roles.py``), a results document all the same."""
     doc = {
         "format": FORMAT, "version": VERSION,
         "metrics": {"definition": METRICS_DEFINITION, "fingerprint": run.metrics_fingerprint},
         "lint": [r.to_dict() for r in run.lint],
         "snippets": run.snippets,
         "evaluations": [evaluation_to_dict(e, measures, timing=timing, prices=prices,
-                                           intervals=lambda m, key=e.key: intervals(key, m)) for e in run.evaluations],
+                                           intervals=None if intervals is None else
+                                           lambda m, key=e.key: intervals(key, m)) for e in run.evaluations],
     }
     if run.judgments:
         doc["judgments"] = run.judgments
@@ -276,6 +278,12 @@ def run_document(run: RunResults, measures: Sequence[str], *, timing: bool, pric
     if run.fingerprints:
         doc["fingerprints"] = run.fingerprints
     return doc
+
+
+def document_text(doc: Mapping[str, Any]) -> str:
+    """A results document as results.json holds it: sorted keys, one space of indent, no NaN
+    (identical inputs give identical bytes)."""
+    return strict_json(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def load(path: str | Path, *, check_fingerprints: bool = True) -> RunResults:

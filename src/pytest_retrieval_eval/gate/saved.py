@@ -13,11 +13,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._plain import from_plain, strict_json, to_plain
+from .._plain import from_plain, to_plain
 from ..errors import RetrievalEvalError
 from ..evaluation.cost import RunUsage
 from ..evaluation.results import RunResults, measure_names
-from ..evaluation.results_json import from_document, read_document, run_document
+from ..evaluation.results_json import document_text, from_document, read_document, run_document
 from ..rules.settings import GateSettings
 from ..analysis.analyse import Analysis
 
@@ -79,7 +79,7 @@ def results_json(verdict: Any) -> str:
                       "run_usage": to_plain(verdict.run_usage)}
     doc.update(to_plain(_for_people(run, s, a)))  # a statistic of nothing (a shadow's gain without weights): null
     doc["analysis"] = a.to_dict()
-    return strict_json(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    return document_text(doc)
 
 
 def _for_people(run: RunResults, s: GateSettings, a: Analysis) -> dict[str, Any]:
