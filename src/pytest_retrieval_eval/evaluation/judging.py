@@ -324,10 +324,14 @@ def complete_human(e: Any, people: Mapping[str, tuple[int, Mapping[str, int]]]
     return grades, depths
 
 
-def attach(run: RunResults, judgments: Judgments, **options: Any) -> JudgmentsUsed | None:
+def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str | None = None,
+           fingerprints: Mapping[str, str] | None = None, validations: Mapping[str, Mapping[str, Any]] | None = None,
+           results: str | None = None, panel: Sequence[str] = (), corpus: str | None = None
+           ) -> JudgmentsUsed | None:
     """``with_judgments`` written onto ``run`` itself (the commands that judge a saved run again:
-    ``judge``, ``report --judgments``); what the file holds no judgment for is left as it was."""
-    return _onto(run, *with_judgments(run, judgments, **options))
+    ``judge``, ``report --judgments``); a run the file holds no judgment for is left as it was."""
+    return _onto(run, *with_judgments(run, judgments, shown_path=shown_path, judge=judge, fingerprints=fingerprints,
+                                      validations=validations, results=results, panel=panel, corpus=corpus))
 
 
 def _onto(run: RunResults, judged: RunResults, used: JudgmentsUsed | None) -> JudgmentsUsed | None:
@@ -461,9 +465,12 @@ def judge_problem(now: Mapping[str, Any] | None, base: Mapping[str, Any] | None)
             f"{now.get('model')}, fingerprint {now.get('fingerprint')}): its +judged numbers would move with the judge")
 
 
-def attach_file(run: RunResults, path: Any, **options: Any) -> JudgmentsUsed | None:
+def attach_file(run: RunResults, path: Any, *, shown_path: str, corpus: Any = None, judge: str | None = None,
+                results: str | None = None, panel: Sequence[str] = (), corpus_path: str | None = None
+                ) -> JudgmentsUsed | None:
     """``with_judgments_file`` written onto ``run`` itself (``report --judgments``)."""
-    return _onto(run, *with_judgments_file(run, path, **options))
+    return _onto(run, *with_judgments_file(run, path, shown_path=shown_path, corpus=corpus, judge=judge,
+                                           results=results, panel=panel, corpus_path=corpus_path))
 
 
 def with_judgments_file(run: RunResults, path: Any, *, shown_path: str, corpus: Any = None,
