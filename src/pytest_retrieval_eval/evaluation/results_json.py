@@ -254,7 +254,8 @@ def _measured(raw: Any) -> dict[str, Any]:
     return dict(raw)
 
 
-def run_document(run: RunResults, measures: Sequence[str] | None, *, timing: bool, prices: Sequence[Sequence[Any]] = (),
+def run_document(run: RunResults, measures: Sequence[str] | None = None, *, timing: bool,
+                 prices: Sequence[Sequence[Any]] = (),
                  intervals: Callable[[tuple[str, str], str], tuple[float, float]] | None = None) -> dict[str, Any]:
     """results.json's source of truth, with each evaluation's values of ``measures`` and their
     ``intervals`` (read from the run's analysis: writing never computes one). The gate adds the

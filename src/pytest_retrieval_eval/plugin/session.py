@@ -324,7 +324,7 @@ class RetrievalSession:
         read = self._indexes.get(self.config.hybrid.ingest) or self._indexes.get("pipeline")
         lint = [i.lint for i in self._indexes.values() if i.lint is not None]
         document = run_document(RunResults(list(self._results.values()), lint=lint, snippets=dict(self._snippets)),
-                                None, timing=True)
+                                timing=True)
         document["evaluations"].extend(self._shares.values())  # each with its "share"
         return Shipped(document, list(self.store_events),
                        shown(ingestion) if ingestion is not None and "pipeline" not in self._indexes else None,
