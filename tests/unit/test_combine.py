@@ -106,16 +106,16 @@ def test_shares_of_another_corpus_are_refused_by_the_same_check():
 class Node:
     def __init__(self, wid, shipped):
         self.gateway = type("Gateway", (), {"id": wid})()
-        self.workeroutput = {"pytest_retrieval_eval": json.dumps(shipped.__dict__)}
+        self.workeroutput = shipped.output()
 
 
 def test_an_xdist_worker_whose_evaluation_does_not_fit_anothers_fails_the_gate_naming_the_field():
     parts = shares()
     whole = [evaluation(LABELED).to_dict(timing=True), evaluation(LABELED, corpus="d" * 64).to_dict(timing=True)]
     controller = Controller()
-    controller.node_down(Node("gw0", Shipped(evaluations=[whole[0]])), None)
-    controller.node_down(Node("gw1", Shipped(evaluations=[whole[1]])), None)
-    gathered = controller.gather(Shipped())
+    controller.node_down(Node("gw0", Shipped({"evaluations": [whole[0]]})), None)
+    controller.node_down(Node("gw1", Shipped({"evaluations": [whole[1]]})), None)
+    gathered = controller.gather()
     assert [wid for wid, _ in gathered.shipped] == ["gw0"]
     [missing] = gathered.missing_workers
     assert missing.startswith("gw1 (its kw on set does not fit gw0's: field 'corpus': ")
@@ -124,9 +124,9 @@ def test_an_xdist_worker_whose_evaluation_does_not_fit_anothers_fails_the_gate_n
     first = parts[0]
     other = {**evaluation(LABELED.shard(1, 2), depth=5).to_dict(timing=True),
              "share": {"of": LABELED.fingerprint, "k": 1, "n": 2, "positions": []}}
-    controller.node_down(Node("gw0", Shipped(shares=[first])), None)
-    controller.node_down(Node("gw1", Shipped(shares=[other])), None)
-    [missing] = controller.gather(Shipped()).missing_workers
+    controller.node_down(Node("gw0", Shipped({"evaluations": [first]})), None)
+    controller.node_down(Node("gw1", Shipped({"evaluations": [other]})), None)
+    [missing] = controller.gather().missing_workers
     assert "field 'depth'" in missing
 
 

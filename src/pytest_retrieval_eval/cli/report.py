@@ -42,8 +42,8 @@ def main(args) -> int:
         settings = for_run(run, replace(settings.with_options(given), baseline=baseline_path),
                            configured=tuple(parse_measures(columns)) if columns else DEFAULT_TABLE_MEASURES)
     baseline, problems = load_baseline(Path(baseline_path)) if baseline_path else (None, [])
-    verdict = conclude(run, settings, baseline, problems=problems, recorded=saved.analysis, notes=saved.notes,
-                       run_warnings=saved.run_warnings, run_usage=saved.run_usage)
+    verdict = conclude(run, settings, baseline, failures=saved.failures, problems=problems, recorded=saved.analysis,
+                       notes=saved.notes, run_warnings=saved.run_warnings, run_usage=saved.run_usage)
     if args.out or args.html:
         write_outputs(verdict, report_dir=Path(args.out) if args.out else None,
                       html=Path(args.html) if args.html else None, baseline=baseline)
@@ -84,7 +84,7 @@ def _full_report(args) -> str:
 def _results_of(args):
     """``report RESULTS``: the saved run; ``report merge A B ...``: the run its slices make up;
     ``report comment ...``: either, printed as a pull-request comment (``args.comment``)."""
-    from ..gate.saved import Saved, load_saved
+    from ..gate.saved import Saved, load_saved, run_failures
     from ..rules.settings import GateSettings
 
     if args.results[0] == "comment":
@@ -112,7 +112,7 @@ def _results_of(args):
         settings = GateSettings.from_dict(run.settings) if run.settings else GateSettings()
     except RetrievalEvalError as exc:
         raise RetrievalEvalError(exc.detail, path=paths[0], field=exc.field or "settings") from None
-    return Saved(run, settings)
+    return Saved(run, settings, failures=run_failures(run))
 
 
 def _attach(run, judgments: str, corpus: str | None, *, results: str | None = None, panel: str | None = None):

@@ -9,7 +9,7 @@ the judgments favour no engine that happened to be judged first.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..data.judge import Pair
@@ -329,12 +329,30 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
            fingerprints: Mapping[str, str] | None = None, validations: Mapping[str, Mapping[str, Any]] | None = None,
            results: str | None = None, panel: Sequence[str] = (), corpus: str | None = None
            ) -> JudgmentsUsed | None:
-    """Give ``run`` evaluations with the judge's labels of the holes (fresh ones only; a human
-    label always wins) and record on it what they rest on; None when the file holds no judgment.
-    ``panel``: the fingerprints (prefixes, or ``all``) of judges read as one, by majority
-    (``Judgments.with_panel``), in place of ``judge``; ``validations``: judge fingerprint -> what
-    ``judge --validate`` stored (``data.validation``); ``results``, ``corpus``: the run's
-    results.json and corpus as shown (what the command that validates the judge reads)."""
+    """``with_judgments`` written onto ``run`` itself (the commands that judge a saved run again:
+    ``judge``, ``report --judgments``); a run the file holds no judgment for is left as it was."""
+    return _onto(run, *with_judgments(run, judgments, shown_path=shown_path, judge=judge, fingerprints=fingerprints,
+                                      validations=validations, results=results, panel=panel, corpus=corpus))
+
+
+def _onto(run: RunResults, judged: RunResults, used: JudgmentsUsed | None) -> JudgmentsUsed | None:
+    if used is not None:
+        run.replace_evaluations(judged.evaluations)
+        run.judgments = judged.judgments
+    return used
+
+
+def with_judgments(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str | None = None,
+                   fingerprints: Mapping[str, str] | None = None,
+                   validations: Mapping[str, Mapping[str, Any]] | None = None, results: str | None = None,
+                   panel: Sequence[str] = (), corpus: str | None = None) -> tuple[RunResults, JudgmentsUsed | None]:
+    """A new run whose evaluations carry the judge's labels of the holes (fresh ones only; a human
+    label always wins) and which records what they rest on, and that record; ``run`` itself, and
+    None, when the file holds no judgment. ``panel``: the fingerprints (prefixes, or ``all``) of
+    judges read as one, by majority (``Judgments.with_panel``), in place of ``judge``;
+    ``validations``: judge fingerprint -> what ``judge --validate`` stored (``data.validation``);
+    ``results``, ``corpus``: the run's results.json and corpus as shown (what the command that
+    validates the judge reads)."""
     members: tuple[Judge, ...] = ()
     agreement = None
     if panel:
@@ -344,7 +362,7 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
     else:
         current = judgments.current(judge)
     if current is None:
-        return None
+        return run, None
     fresh, stale = judgments.holes(current, fingerprints)
     used: set[tuple[str, str]] = set()
     reworded: set[tuple[str, str]] = set()
@@ -358,7 +376,6 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
         unkeyed |= old
         used |= {(q, d) for q, docs in judged.items() for d in docs}
         attached.append(e.with_judged(judged, current.to_dict(), *complete_human(e, people)))
-    run.replace_evaluations(attached)
     calibration = judgments.calibration(current, question_hashes(run))
     record = JudgmentsUsed(shown_path, current, len(used), sorted((j.query_id, j.doc_id) for j in stale),
                            sum(1 for j in judgments if j.judge.fingerprint not in {current.fingerprint,
@@ -370,8 +387,7 @@ def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str
                            fingerprints is not None, sorted(reworded - used), len(unkeyed & used),
                            getattr(judgments, "cut_off", None), _validation(validations, current.fingerprint, run), results,
                            agreement, corpus, len(people), drift_of(judgments.path, current.fingerprint))
-    run.judgments = record.to_dict()
-    return record
+    return replace(run, evaluations=attached, judgments=record.to_dict()), record
 
 
 def _validation(validations: Mapping[str, Mapping[str, Any]] | None, fingerprint: str, run: RunResults
@@ -450,18 +466,26 @@ def judge_problem(now: Mapping[str, Any] | None, base: Mapping[str, Any] | None)
             f"{now.get('model')}, fingerprint {now.get('fingerprint')}): its +judged numbers would move with the judge")
 
 
-def attach_file(run: RunResults, path: Any, *, shown_path: str, corpus: Any = None,
-                judge: str | None = None, results: str | None = None, panel: Sequence[str] = (),
-                corpus_path: str | None = None) -> JudgmentsUsed | None:
-    """``attach`` the judgments of the file at ``path``, their staleness checked against
-    ``corpus`` when given (doc id -> fingerprint), by the judge ``judge`` names (default: the
-    newest) or the ``panel`` of judges; with the validations ``judge --validate`` stored beside it."""
+def attach_file(run: RunResults, path: Any, *, shown_path: str, corpus: Any = None, judge: str | None = None,
+                results: str | None = None, panel: Sequence[str] = (), corpus_path: str | None = None
+                ) -> JudgmentsUsed | None:
+    """``with_judgments_file`` written onto ``run`` itself (``report --judgments``)."""
+    return _onto(run, *with_judgments_file(run, path, shown_path=shown_path, corpus=corpus, judge=judge,
+                                           results=results, panel=panel, corpus_path=corpus_path))
+
+
+def with_judgments_file(run: RunResults, path: Any, *, shown_path: str, corpus: Any = None,
+                        judge: str | None = None, results: str | None = None, panel: Sequence[str] = (),
+                        corpus_path: str | None = None) -> tuple[RunResults, JudgmentsUsed | None]:
+    """``with_judgments`` of the file at ``path``, their staleness checked against ``corpus`` when
+    given (doc id -> fingerprint), by the judge ``judge`` names (default: the newest) or the
+    ``panel`` of judges; with the validations ``judge --validate`` stored beside it."""
     from ..data.validation import load as load_validations, validation_path
 
     fingerprints = {d.doc_id: d.fingerprint for d in corpus.docs} if corpus is not None else None
-    return attach(run, Judgments.load(path), shown_path=shown_path, judge=judge, fingerprints=fingerprints,
-                  validations=load_validations(validation_path(path)), results=results, panel=panel,
-                  corpus=corpus_path)
+    return with_judgments(run, Judgments.load(path), shown_path=shown_path, judge=judge, fingerprints=fingerprints,
+                          validations=load_validations(validation_path(path)), results=results, panel=panel,
+                          corpus=corpus_path)
 
 
 def candidate_pairs(candidates: Any, run: RunResults) -> list[Pair]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .._plain import loads
+from .._plain import loads, strict_json
 from .._textfiles import read_text
 from ..data.freshness import Freshness
 from ..data.labeled import LabeledSet
@@ -274,6 +274,12 @@ def run_document(run: RunResults, *, timing: bool,
     if run.fingerprints:
         doc["fingerprints"] = run.fingerprints
     return doc
+
+
+def document_text(doc: Mapping[str, Any]) -> str:
+    """A results document as results.json holds it: sorted keys, one space of indent, no NaN
+    (identical inputs give identical bytes)."""
+    return strict_json(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def load(path: str | Path, *, check_fingerprints: bool = True) -> RunResults:

@@ -13,13 +13,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._plain import from_plain, strict_json, to_plain
+from .._plain import from_plain, to_plain
 from ..errors import RetrievalEvalError
 from ..analysis.cost import RunUsage
 from ..analysis.result import EvaluationResult
 from ..evaluation.results import Evaluation, RunResults, measure_names
 from ..ir.measures import Measure
-from ..evaluation.results_json import from_document, read_document, run_document
+from ..evaluation.results_json import document_text, from_document, read_document, run_document
 from ..rules.settings import GateSettings
 from ..analysis.analyse import Analysis
 
@@ -36,6 +36,8 @@ class Saved:
     notes: tuple[str, ...] = ()
     run_warnings: tuple[str, ...] = ()
     run_usage: RunUsage | None = None
+    #: what the run carried beside its rules (``Verdict.run_failures``), as its settings record them
+    failures: tuple[str, ...] = ()
 
 
 def load_saved(path: str | Path, *, check_fingerprints: bool = True) -> Saved:
@@ -57,7 +59,13 @@ def load_saved(path: str | Path, *, check_fingerprints: bool = True) -> Saved:
     except (KeyError, TypeError, ValueError):
         raise RetrievalEvalError("'verdict' must hold notes and warnings (lists of text) and the run's usage",
                                  path=path, field="verdict") from None
-    return Saved(run, settings, analysis, notes, warned, usage)
+    return Saved(run, settings, analysis, notes, warned, usage, run_failures(run))
+
+
+def run_failures(run: RunResults) -> tuple[str, ...]:
+    """The failures a saved run carried beside its rules (results.json's ``settings.failures``,
+    checked with the settings: ``rules.settings.settings_problem``)."""
+    return tuple(run.settings.get("failures", ()))
 
 
 def results_json(verdict: Any) -> str:
@@ -66,14 +74,14 @@ def results_json(verdict: Any) -> str:
     run, s, a = verdict.run, verdict.settings, verdict.analysis
     measures = measure_names(s.recorded_measures)
     doc = run_document(run, timing=s.latency, derived=lambda e: _derived(e, measures, s, a))
-    doc["settings"] = s.to_dict()
+    doc["settings"] = s.to_dict(verdict.run_failures)
     doc["verdict"] = {"failed": verdict.failed,  # what the gate said, as every surface says it
                       "failures": [{"kind": f.kind, "text": str(f), "causes": list(f.causes)} for f in verdict.failures],
                       "notes": list(verdict.notes), "warnings": list(verdict.run_warnings),
                       "run_usage": to_plain(verdict.run_usage)}
     doc.update(to_plain(_for_people(run, s, a)))  # a statistic of nothing (a shadow's gain without weights): null
     doc["analysis"] = a.to_dict()
-    return strict_json(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    return document_text(doc)
 
 
 def _derived(e: Evaluation, measures: list[str], s: GateSettings, a: Analysis) -> dict[str, Any]:

@@ -40,6 +40,9 @@ class Verdict:
     notes: tuple[str, ...] = ()
     run_warnings: tuple[str, ...] = ()
     run_usage: RunUsage | None = None
+    #: what the run's ending found wrong before any rule (a lost xdist worker, a share that never
+    #: arrived, an engine not built, judgments not read): failures, kept in results.json's settings
+    run_failures: tuple[str, ...] = ()
 
     # --- the analysis, read ----------------------------------------------------------------
     measures = property(lambda self: list(self.analysis.measures))
@@ -87,12 +90,13 @@ class Verdict:
 
 
 def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems: Sequence[str] = (),
-           unread: Mapping[str, str] | None = None) -> Verdict:
-    """The rules of ``settings`` over ``analysis``; ``problems``: failures found before it (a
-    baseline that could not be read, a ref with no record); ``unread``: engine -> why no
-    evaluation of it was recorded (the run knows its tests), said under a rule naming it."""
+           unread: Mapping[str, str] | None = None, failures: Sequence[str] = ()) -> Verdict:
+    """The rules of ``settings`` over ``analysis``; ``failures``: what the run carries (``Verdict.run_failures``)
+    and ``problems``: what this judging found (a baseline that could not be read, a ref with no
+    record), both failures before any rule; ``unread``: engine -> why no evaluation of it was
+    recorded (the run knows its tests), said under a rule naming it."""
     s, a = settings, analysis
-    out = [Failure("run", f) for f in [*s.failures, *problems]]
+    out = [Failure("run", f) for f in [*failures, *problems]]
     out += [Failure("empty", f"{r.engine}: labeled set {r.labeled} is empty; nothing was measured") for r in a.rows if r.n == 0]
     held, noted = _failed_judge(run, s)
     if held is not None:
@@ -191,7 +195,7 @@ def _weighs_grades(t: Any, s: GateSettings) -> str:
 
 def _causes(run: RunResults, a: Analysis, breach: Any) -> tuple[str, ...]:
     """Under a failed rule on a retrieval measure: why its engine's questions missed at the
-    rule's cutoff (``evaluation.causes``; among the passages for a ``+evidence`` rule), one line
+    rule's cutoff (``analysis.causes``; among the passages for a ``+evidence`` rule), one line
     per labeled set, so the reason sits beside the failure and not only in the table above."""
     q = breach.threshold.quantity
     if breach.value is None or not isinstance(q, MeasureQuantity):
@@ -257,17 +261,20 @@ def verdict_of(run: RunResults, settings: GateSettings | None = None, *, measure
 
 
 def conclude(run: RunResults, settings: GateSettings, baseline: RunResults | None = None, *,
-             problems: Sequence[str] = (), recorded: Analysis | None = None, notes: Sequence[str] = (),
-             run_warnings: Sequence[str] = (), run_usage: RunUsage | None = None,
+             failures: Sequence[str] = (), problems: Sequence[str] = (), recorded: Analysis | None = None,
+             notes: Sequence[str] = (), run_warnings: Sequence[str] = (), run_usage: RunUsage | None = None,
              unread: Mapping[str, str] | None = None) -> Verdict:
     """The one ending of a run and of ``report``: the analysis (the recorded one where it was
     made from this run, these settings and this baseline; else made now), then the rules, with
-    what the run's ending noted beside them."""
+    what the run's ending found (``failures``: lost xdist workers, shares that never arrived, ...)
+    and noted beside them."""
     from ..analysis.analyse import basis
 
     fits = recorded is not None and recorded.basis == basis(run, settings, baseline)
-    verdict = decide(run, settings, recorded if fits else analyse(run, settings, baseline), problems, unread)
-    return replace(verdict, notes=tuple(notes), run_warnings=tuple(run_warnings), run_usage=run_usage)
+    verdict = decide(run, settings, recorded if fits else analyse(run, settings, baseline), problems, unread,
+                     failures)
+    return replace(verdict, notes=tuple(notes), run_warnings=tuple(run_warnings), run_usage=run_usage,
+                   run_failures=tuple(failures))
 
 
 def for_run(run: RunResults, settings: GateSettings | None = None, *,

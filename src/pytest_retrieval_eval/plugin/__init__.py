@@ -7,12 +7,10 @@ Dormant until asked (see ``wake``): in a run that selects no retrieval test and 
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import pytest
 
-from . import fixtures, hookspecs, options, wake
-from .roles import Controller
+from . import fixtures, hookspecs, options, roles, wake
 from .wake import ENGINE_ERROR_KEY, active, session_of
 
 _FLIP = {">=": "<=", "<=": ">=", ">": "<", "<": ">", "==": "==", "!=": "!="}
@@ -67,10 +65,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     # xdist registers its controller plugin during configure; by now the role is knowable.
-    role = wake.role(session.config, fresh=True)
-    rs = active(session.config)
-    if rs is not None:
-        rs.role = role
+    roles.register(session.config)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -125,31 +120,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if active(session.config) is None and session.items != session.config.stash.get(_SCANNED_KEY, None) and any(
             wake.wants_retrieval(item) for item in session.items):
         session_of(session.config)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: Any, error: Any) -> None:
-    wake.worker_said(node)
-    role = wake.role(node.config)
-    if isinstance(role, Controller):
-        role.node_down(node, error)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtestloop(session: pytest.Session):
-    """The gate, after every test (and under xdist every worker) has finished."""
-    result = yield
-    rs = active(session.config)
-    if rs is None and wake.role(session.config).heard_from_workers:
-        rs = session_of(session.config)
-    if rs is not None:
-        try:
-            outcome = rs.finish()
-        finally:
-            rs.close()
-        if outcome is not None and outcome.failed:
-            session.testsfailed += 1
-    return result
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:

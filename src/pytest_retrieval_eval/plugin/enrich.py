@@ -1,23 +1,53 @@
-"""What the reporting process adds to the merged run before the gate judges it: the judgments
-file's grades (the LLM judge's first, ``--retrieval-judge``), corpus coverage, the content
-fingerprints, and the candidate documents' novelty. Each asks the session for its inputs (the
-corpus, the labeled set, the ingested chunks, the embedder) and says what went wrong as a gate
-failure."""
+"""The one step between the run as recorded (every process's evaluations, combined) and its
+analysis: ``enrich`` returns a new run with what the reporting process adds to it, the
+judgments file's grades (the LLM judge's first, ``--retrieval-judge``), corpus coverage, the
+content fingerprints, and the candidate documents' novelty. The recorded run is never written
+into. Each part asks the session for its inputs (the corpus, the labeled set, the ingested
+chunks, the embedder) and says what went wrong as a gate failure."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from ..errors import RetrievalEvalError
 
 if TYPE_CHECKING:
+    from ..evaluation.results import RunResults
     from .session import RetrievalSession
 
 
-def judgments(session: RetrievalSession, run: Any) -> list[str]:
-    """Grade the holes first (``--retrieval-judge``), then attach the file's judgments to
-    every evaluation; what went wrong is a gate failure, never a silent pass on human labels."""
-    from ..evaluation.judging import attach_file
+@dataclass(frozen=True)
+class Enriched:
+    """The run with what ``enrich`` added, and what it could not add (gate failures)."""
+
+    run: RunResults
+    failures: list[str] = field(default_factory=list)
+
+
+def enrich(run: RunResults, session: RetrievalSession, chunk_docs: list[str] | None) -> Enriched:
+    """``run`` with its coverage (of the corpus, and of ``chunk_docs``: the document of each
+    ingested chunk), the judgments file's grades (``--retrieval-judgments``, the judge asked first
+    with ``--retrieval-judge``), the candidates' novelty (``--retrieval-candidates``) and the
+    content fingerprints, as a new run; ``run`` itself when it evaluated nothing."""
+    if not run.evaluations:
+        return Enriched(run)
+    j = session.config.judging
+    run = replace(run, coverage=coverage(session, run, chunk_docs))
+    failures: list[str] = []
+    if j.judgments is not None:
+        run, said = judgments(session, run)
+        failures += said
+    if j.candidates is not None:
+        run, said = candidates(session, run)
+        failures += said
+    return Enriched(replace(run, fingerprints=fingerprints(session, run)), failures)
+
+
+def judgments(session: RetrievalSession, run: RunResults) -> tuple[RunResults, list[str]]:
+    """Grade the holes first (``--retrieval-judge``), then the file's judgments on every
+    evaluation of a new run; what went wrong is a gate failure, never a silent pass on human labels."""
+    from ..evaluation.judging import with_judgments_file
     from .inputs import shown
 
     path = session.config.judging.judgments
@@ -28,20 +58,21 @@ def judgments(session: RetrievalSession, run: Any) -> list[str]:
         except RetrievalEvalError:  # engines of a team's own data: staleness unchecked, and said
             corpus = None
         report_dir = session.config.report.report_dir
-        found = attach_file(run, path, shown_path=shown(path), corpus=corpus, judge=judge,
-                            results=shown(report_dir / "results.json") if report_dir is not None else None,
-                            panel=session.config.judging.panel,
-                            corpus_path=shown(session.config.data.corpus) if session.config.data.corpus else None)
+        judged, found = with_judgments_file(
+            run, path, shown_path=shown(path), corpus=corpus, judge=judge,
+            results=shown(report_dir / "results.json") if report_dir is not None else None,
+            panel=session.config.judging.panel,
+            corpus_path=shown(session.config.data.corpus) if session.config.data.corpus else None)
     except RetrievalEvalError as exc:
-        return [f"judgments {shown(path)}: {exc}"]
+        return run, [f"judgments {shown(path)}: {exc}"]
     if found is None:
-        return [f"judgments {shown(path)}: the file holds no judgment by an LLM judge (a worksheet's human "
-                "grades fill no hole); grade the holes with --retrieval-judge "
-                "(or see python -m pytest_retrieval_eval judge --help)"]
-    return []
+        return run, [f"judgments {shown(path)}: the file holds no judgment by an LLM judge (a worksheet's human "
+                     "grades fill no hole); grade the holes with --retrieval-judge "
+                     "(or see python -m pytest_retrieval_eval judge --help)"]
+    return judged, []
 
 
-def coverage(session: RetrievalSession, run: Any, chunk_docs: list[str] | None) -> dict:
+def coverage(session: RetrievalSession, run: RunResults, chunk_docs: list[str] | None) -> dict:
     """How much of the corpus the run's questions judge; empty when it has no corpus of ours."""
     from ..analysis.coverage import coverage_record
 
@@ -62,7 +93,7 @@ def coverage(session: RetrievalSession, run: Any, chunk_docs: list[str] | None) 
     return record
 
 
-def fingerprints(session: RetrievalSession, run: Any) -> dict:
+def fingerprints(session: RetrievalSession, run: RunResults) -> dict:
     """What the run measured, by content (``evaluation/fingerprints.py``): a later comparison
     across another corpus or judgments file names what changed."""
     from ..evaluation.fingerprints import record
@@ -75,9 +106,9 @@ def fingerprints(session: RetrievalSession, run: Any) -> dict:
     return record(run, corpus, judgments=judgments if run.judgments and judgments is not None else None)
 
 
-def candidates(session: RetrievalSession, run: Any) -> list[str]:
+def candidates(session: RetrievalSession, run: RunResults) -> tuple[RunResults, list[str]]:
     """Each candidate's novelty against the corpus (semantic too, with the run's embedder),
-    and the questions the judge says it answers, recorded on ``run``."""
+    and the questions the judge says it answers, recorded on a new run."""
     from ..data.judgments import Judgments
     from ..evaluation.judging import candidates_record, used
     from .inputs import shown
@@ -87,17 +118,17 @@ def candidates(session: RetrievalSession, run: Any) -> list[str]:
         found = used(run)
         judgments = Judgments.load(j.judgments) if j.judgments is not None and found is not None else None
         ingested = session.ingested(session.config.hybrid.ingest)  # chunked already: not split again
-        run.candidates = candidates_record(session.candidate_docs(), session.corpus(), session.config.hybrid.ingest,
-                                           shown_path=shown(j.candidates), weight=j.novelty_weight,
-                                           embed=session.embedder().embed, judgments=judgments,
-                                           judge=found.judge if found is not None else None,
-                                           chunks=ingested.chunks if ingested is not None else None, run=run)
+        record = candidates_record(session.candidate_docs(), session.corpus(), session.config.hybrid.ingest,
+                                   shown_path=shown(j.candidates), weight=j.novelty_weight,
+                                   embed=session.embedder().embed, judgments=judgments,
+                                   judge=found.judge if found is not None else None,
+                                   chunks=ingested.chunks if ingested is not None else None, run=run)
     except RetrievalEvalError as exc:
-        return [f"candidates {shown(j.candidates)}: {exc}"]
-    return []
+        return run, [f"candidates {shown(j.candidates)}: {exc}"]
+    return replace(run, candidates=record), []
 
 
-def judge_holes(session: RetrievalSession, run: Any) -> str | None:
+def judge_holes(session: RetrievalSession, run: RunResults) -> str | None:
     """``--retrieval-judge``: grade the pooled holes into the judgments file; the judge's
     fingerprint (None with a panel, ``--retrieval-judges``: each member grades what it lacks)."""
     from ..data.judge import JudgeConfig, judge_pairs, judge_panel

@@ -15,18 +15,16 @@ from typing import TYPE_CHECKING, Any
 from ..errors import RetrievalEvalError
 from . import enrich, selection
 from .config import RetrievalConfig
-from .merge import merge
-from .roles import Shipped, Standalone
 
 if TYPE_CHECKING:
     from ..report.terminal import Outcome
+    from .roles import Gathered, Shipped
 
 
 class RetrievalSession:
-    def __init__(self, config: RetrievalConfig, pytest_config: Any, role: Standalone) -> None:
+    def __init__(self, config: RetrievalConfig, pytest_config: Any) -> None:
         self.config = config
         self.pytest_config = pytest_config
-        self.role = role
         self._engines: dict[str, Any] = {}
         self._results: dict[tuple[str, str], Any] = {}
         self._indexes: dict[Any, Any] = {}  # IngestConfig -> IngestedIndex
@@ -314,39 +312,45 @@ class RetrievalSession:
         if getattr(self, "_stack", None) is not None:
             self._stack.close()
 
-    def finish(self) -> Outcome | None:
-        """Ship or gather; in the reporting process, judge every evaluation and write the outputs."""
+    def shipped(self) -> Shipped:
+        """What this process recorded, as a results document (results.json's form: its
+        evaluations and shares, lint and snippets), and what it said beside it for the run."""
+        from .._usage import OUTSIDE, since
+        from ..evaluation.results import RunResults
+        from ..evaluation.results_json import run_document
         from .inputs import shown
-
-        from .._usage import OUTSIDE, since, summed
+        from .roles import Shipped
 
         ingestion = self.config.hybrid.ingest_pipeline
         read = self._indexes.get(self.config.hybrid.ingest) or self._indexes.get("pipeline")
-        records = Shipped([r.to_dict(timing=True) for r in self._results.values()],
-                          [i.lint.to_dict() for i in self._indexes.values() if i.lint is not None],
-                          dict(self._snippets), list(self._shares.values()), list(self.store_events),
-                          shown(ingestion) if ingestion is not None and "pipeline" not in self._indexes else None,
-                          [c.doc_id for c in read.chunks] if read is not None else [],
-                          since(OUTSIDE.to_dict(), self._outside_before),
-                          self._stack.canary_warnings() if getattr(self, "_stack", None) is not None else [])
-        self.role.ship(self.pytest_config, records)
-        if not self.role.reports:
-            return None
+        lint = [i.lint for i in self._indexes.values() if i.lint is not None]
+        document = run_document(RunResults(list(self._results.values()), lint=lint, snippets=dict(self._snippets)),
+                                timing=True)
+        document["evaluations"].extend(self._shares.values())  # each with its "share"
+        return Shipped(document, list(self.store_events),
+                       shown(ingestion) if ingestion is not None and "pipeline" not in self._indexes else None,
+                       [c.doc_id for c in read.chunks] if read is not None else [],
+                       since(OUTSIDE.to_dict(), self._outside_before),
+                       self._stack.canary_warnings() if getattr(self, "_stack", None) is not None else [])
+
+    def finish(self, gathered: Gathered) -> Outcome:
+        """The reporting process's end of the run: every process's results document put together
+        by the one ``combine`` (as CI jobs' slices are), enriched (``enrich.enrich``: coverage, the
+        judge and its judgments, candidates, fingerprints), judged (``conclude``) and written."""
+        from .._usage import OUTSIDE, since, summed
+        from ..evaluation.combine import combine
         from ..gate.saved import load_baseline
         from ..gate.verdict import conclude, for_run
         from ..report.outputs import step_summary_path, write_outputs
         from ..report.terminal import Outcome
-        from ..evaluation.results import RunResults
+        from .inputs import shown
 
         cfg = self.config
-        gathered = self.role.gather(records)
-        merged = merge(gathered)
-        evaluations = merged.evaluations
-        run = RunResults(evaluations, lint=merged.lint, snippets=merged.snippets)
-        run.coverage = enrich.coverage(self, run, merged.chunk_docs) if run.evaluations else {}
-        judging = enrich.judgments(self, run) if cfg.judging.judgments is not None and run.evaluations else []
-        judging += enrich.candidates(self, run) if cfg.judging.candidates is not None and run.evaluations else []
-        run.fingerprints = enrich.fingerprints(self, run) if run.evaluations else {}
+        before = since(OUTSIDE.to_dict(), self._outside_before)  # what this process shipped, or would have
+        combined = combine(gathered.documents, names=gathered.names)
+        evaluations = combined.run.evaluations
+        enriched = enrich.enrich(combined.run, self, gathered.chunk_docs)
+        run, judging = enriched.run, enriched.failures
         history = None
         if cfg.gate.history is not None:
             from ..gate.history import History
@@ -355,7 +359,7 @@ class RetrievalSession:
         baseline, problems, against = None, [], shown(cfg.gate.baseline) or None
         from .options import replaced_rules
 
-        notes = [*replaced_rules(self.pytest_config), *merged.notes]  # first: a loosened gate is said
+        notes = [*replaced_rules(self.pytest_config), *combined.notes]  # first: a loosened gate is said
         if cfg.gate.compare is not None and run.evaluations:  # the record at the ref's merge-base
             from ..gate.history import compare_ref
 
@@ -371,23 +375,22 @@ class RetrievalSession:
             else:
                 against = shown(record.path)
                 notes.append(said)
-        settings = for_run(
-            run, cfg.gate.settings,
-            configured=cfg.report.table_measures, baseline=against,
-            failures=[*(f"xdist worker {w}; its retrieval results are missing" for w in gathered.missing_workers),
-                      *merged.missing, *self.engine_failures({e.engine for e in evaluations}), *judging])
+        settings = for_run(run, cfg.gate.settings, configured=cfg.report.table_measures, baseline=against)
+        failures = [*gathered.lost, *combined.missing, *self.engine_failures({e.engine for e in evaluations}),
+                    *judging]
         if cfg.gate.compare is None:
             baseline, problems = load_baseline(cfg.gate.baseline) if run.evaluations else (None, [])
         # and the judge's, made here since shipping
-        outside = summed(merged.usage, since(since(OUTSIDE.to_dict(), self._outside_before), records.usage))
+        outside = summed(gathered.usage, since(since(OUTSIDE.to_dict(), self._outside_before), before))
         from ..analysis.cost import run_usage
 
         evaluated = {e.engine for e in evaluations}
-        verdict = conclude(run, settings, baseline, problems=problems, notes=notes, run_warnings=merged.warnings,
+        verdict = conclude(run, settings, baseline, failures=failures, problems=problems, notes=notes,
+                           run_warnings=gathered.warnings(bool(evaluations)),
                            run_usage=run_usage(evaluations, outside, settings.prices),
                            unread=self.unread({r.engine for r in (*settings.thresholds, *settings.max_drops) if r.engine}
                                                    - evaluated))
-        self.outcome = Outcome(verdict, merged.workers_said)
+        self.outcome = Outcome(verdict, gathered.workers_said)
         if run.evaluations:
             trend = results_json = None
             if history is not None:  # this run, remembered by commit; the page charts the history
@@ -405,7 +408,7 @@ class RetrievalSession:
                     trend = trend_svg(trend_points(history.records(), verdict.miss_measure, skipped=history.warnings),
                                       verdict.miss_measure)
                 self.outcome.session_warnings += history.warnings  # each file of the folder that is not a record
-            timing = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "store": merged.store,
+            timing = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "store": gathered.store,
                       "engines": {f"{r.engine} on {r.labeled.name}": {"queries": r.n, "seconds": round(r.seconds, 6)}
                                   for r in evaluations}, **({"usage_outside_engines": outside} if outside else {})}
             write_outputs(verdict, report_dir=cfg.report.report_dir, html=cfg.report.html,

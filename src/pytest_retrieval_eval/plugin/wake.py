@@ -16,13 +16,11 @@ from typing import Any
 import pytest
 
 from . import options
-from .roles import Standalone, role_for
 
 SESSION_NAME = "retrieval_session"
 CONFIG_KEY = pytest.StashKey[Any]()  # config.RetrievalConfig, built when the plugin is configured
 REGISTRY_KEY = pytest.StashKey[Any]()  # engines.base.EngineRegistry, filled once
 ENGINE_ERROR_KEY = pytest.StashKey[str]()  # why the selected engine names cannot be used
-ROLE_KEY = pytest.StashKey[Standalone]()
 UNDO_KEY = pytest.StashKey[list]()
 
 #: The fixtures whose use wakes the plugin.
@@ -51,13 +49,6 @@ def wants_retrieval(item: pytest.Item) -> bool:
 def active(config: pytest.Config):
     """The session if the plugin is awake, else None."""
     return config.pluginmanager.get_plugin(SESSION_NAME)
-
-
-def role(config: pytest.Config, *, fresh: bool = False) -> Standalone:
-    """This process's xdist role (decided anew at session start, when xdist has configured)."""
-    if fresh or ROLE_KEY not in config.stash:
-        config.stash[ROLE_KEY] = role_for(config)
-    return config.stash[ROLE_KEY]
 
 
 def settings(config: pytest.Config):
@@ -205,7 +196,7 @@ def session_of(config: pytest.Config):
 
     cfg = settings(config)
     config.stash[UNDO_KEY] = _process_changes()
-    session = RetrievalSession(cfg, config, role(config))
+    session = RetrievalSession(cfg, config)
     config.pluginmanager.register(session, SESSION_NAME)
     return session
 

@@ -112,7 +112,7 @@ def priced_as_text(priced_as: dict) -> str:
 
 
 def run_lines(total: Any) -> list[str]:
-    """The run's HTTP calls in all (``evaluation.cost.RunUsage``), priced where the run has prices."""
+    """The run's HTTP calls in all (``analysis.cost.RunUsage``), priced where the run has prices."""
     if total is None:
         return []
     besides = ", ".join(f"{m} {r[0]} calls ({r[1] + r[2]:,} tokens)" for m, r in total.outside.items())

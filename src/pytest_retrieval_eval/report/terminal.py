@@ -46,7 +46,7 @@ class Outcome:
 
     notes = property(lambda self: list(self.verdict.notes))
     warnings = property(lambda self: [*self.verdict.run_warnings, *self.session_warnings])
-    #: the run's HTTP calls in all (``evaluation.cost.RunUsage``), the engines' and those no question claims
+    #: the run's HTTP calls in all (``analysis.cost.RunUsage``), the engines' and those no question claims
     run_usage = property(lambda self: self.verdict.run_usage)
     thresholds = property(lambda self: list(self.verdict.settings.thresholds))
 

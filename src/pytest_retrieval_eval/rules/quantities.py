@@ -140,7 +140,7 @@ class LatencyQuantity:
     """A statistic of one engine's call times (``latency.p95``), in milliseconds; a rule states
     its unit (``150ms``, ``0.15s``), and turns latency on (``--retrieval-latency``)."""
 
-    statistic: str  # evaluation/cost.STATISTICS
+    statistic: str  # analysis/cost.STATISTICS
     bounds: tuple[float, float] = (0.0, math.inf)
     unit: str = "ms"
 

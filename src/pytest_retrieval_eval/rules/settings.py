@@ -47,8 +47,6 @@ class GateSettings:
     #: the baseline's path as shown (relative where it can be), or None
     baseline: str | None = None
     baseline_force: bool = False
-    #: failures the run carries with it (lost xdist workers, shares that never arrived)
-    failures: tuple[str, ...] = ()
     correction: str = "holm"
     confidence: str = "point"
     shadows: tuple[tuple[str, str], ...] = ()
@@ -69,7 +67,7 @@ class GateSettings:
     allow_failed_judge: bool = False
 
     def __post_init__(self) -> None:  # lists given by callers become tuples: the value is frozen all the way
-        for name in ("table_measures", "thresholds", "max_drops", "failures", "by"):
+        for name in ("table_measures", "thresholds", "max_drops", "by"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "prices", tuple(sorted((str(m), float(i), float(o)) for m, i, o in self.prices)))
         object.__setattr__(self, "sweeps", tuple((b, m, tuple((n, tuple(tuple(kv) for kv in values))
@@ -126,13 +124,15 @@ class GateSettings:
         return replace(self, **{FROM_OPTIONS[k][0]: FROM_OPTIONS[k][1](v) for k, v in given.items()})
 
     # --- results.json's "settings" ---------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, failures: Sequence[str] = ()) -> dict[str, Any]:
+        """results.json's ``settings``, which also keep the ``failures`` the run carried beside its
+        rules (a lost xdist worker, a share that never arrived: ``gate.verdict.conclude``)."""
         d: dict[str, Any] = {
             "table_measures": list(self.table_measures), "recorded_measures": list(self.recorded_measures),
             "thresholds": [[str(t), t.source] for t in self.thresholds],
             "max_drops": [[str(r), r.source] for r in self.max_drops],
             "alpha": self.alpha, "noise_aware": self.noise_aware, "baseline": self.baseline,
-            "baseline_force": self.baseline_force, "failures": list(self.failures), "correction": self.correction,
+            "baseline_force": self.baseline_force, "failures": list(failures), "correction": self.correction,
             "confidence": self.confidence,
         }
         if self.by:
@@ -163,7 +163,7 @@ class GateSettings:
                    thresholds=tuple(parse_thresholds((t, src) for t, src in d.get("thresholds", []))),
                    max_drops=tuple(parse_max_drops((t, src) for t, src in d.get("max_drops", []))),
                    alpha=d.get("alpha", 0.05), noise_aware=bool(d.get("noise_aware")), baseline=d.get("baseline"),
-                   baseline_force=bool(d.get("baseline_force")), failures=tuple(d.get("failures", ())),
+                   baseline_force=bool(d.get("baseline_force")),
                    correction=d.get("correction", "holm"), confidence=d.get("confidence", "point"),
                    shadows=tuple(tuple(p) for p in d.get("shadows", [])),
                    gain_weights=tuple((d.get("gain_weights") or dict(DEFAULT_WEIGHTS)).items()),
