@@ -1069,7 +1069,7 @@ def bench_http_concurrency(repeats: int) -> None:
     from pytest_retrieval_eval.data.labeled import LabeledSet
     from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
     from pytest_retrieval_eval.evaluation.results import RunResults
-    from pytest_retrieval_eval.gate.saved import results_json
+    from pytest_retrieval_eval.archive.saved import results_json
     from pytest_retrieval_eval.gate.verdict import verdict_of
     from pytest_retrieval_eval.types import LabeledQuery
 

@@ -434,7 +434,7 @@ def pytest_make_collect_report(collector):
 
 def results_text(run, settings=None, baseline=None) -> str:
     """The results.json a run writes, judged under ``settings`` (default: the defaults)."""
-    from pytest_retrieval_eval.gate.saved import results_json
+    from pytest_retrieval_eval.archive.saved import results_json
     from pytest_retrieval_eval.gate.verdict import verdict_of
 
     return results_json(verdict_of(run, settings, baseline=baseline))

@@ -42,9 +42,9 @@ _PUBLIC = {
     "Verdict": "gate.verdict",
     "Failure": "gate.verdict",
     "conclude": "gate.verdict",
-    "Saved": "gate.saved",
-    "load_saved": "gate.saved",
-    "results_json": "gate.saved",
+    "Saved": "archive.saved",
+    "load_saved": "archive.saved",
+    "results_json": "archive.saved",
     "hybrid_variant": "plugin.engines",
     "adapters": "engines.adapters",  # a module: adapters.function(...), adapters.http(...)
 }
@@ -68,7 +68,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from .analysis.result import EvaluationResult
     from .evaluation.results import RunResults
     from .analysis.analyse import Analysis, analyse
-    from .gate.saved import Saved, load_saved, results_json
+    from .archive.saved import Saved, load_saved, results_json
     from .rules.settings import GateSettings
     from .gate.verdict import Failure, Verdict, conclude
     from .types import Chunk, Doc, LabeledQuery, Passage, QueryResult, Turn

@@ -1,7 +1,7 @@
 """A saved run's analysis is read back, not made again: ``report results.json`` renders every
 artefact of the run, byte for byte, with every measure's evaluation, the paired test, the
 bootstrap, the PPI estimate and the miss attribution made to raise (``analysis/analyse.py``,
-``gate/saved.py``)."""
+``archive/saved.py``)."""
 
 from __future__ import annotations
 

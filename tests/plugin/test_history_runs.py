@@ -13,7 +13,7 @@ import pytest
 
 from conftest import REPO, results_text
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.gate.history import History
+from pytest_retrieval_eval.archive.history import History
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult
@@ -178,7 +178,7 @@ def _run(labeled_name: str = "questions.json", ids=("q1", "q2"), engine: str = "
 
 
 def test_a_branch_is_judged_against_the_record_at_its_merge_base_not_mains_newest(branched, tmp_path):
-    from pytest_retrieval_eval.gate.history import compare_ref
+    from pytest_retrieval_eval.archive.history import compare_ref
 
     work, base, tip = branched
     history = History(tmp_path / "h")
@@ -190,7 +190,7 @@ def test_a_branch_is_judged_against_the_record_at_its_merge_base_not_mains_newes
 
 
 def test_no_record_at_the_merge_base_is_said_and_mains_newest_is_not_used(branched, tmp_path):
-    from pytest_retrieval_eval.gate.history import compare_ref
+    from pytest_retrieval_eval.archive.history import compare_ref
 
     work, base, tip = branched
     history = History(tmp_path / "h")
@@ -202,7 +202,7 @@ def test_no_record_at_the_merge_base_is_said_and_mains_newest_is_not_used(branch
 
 
 def test_another_jobs_record_at_the_merge_base_is_never_the_baseline(branched, tmp_path):
-    from pytest_retrieval_eval.gate.history import compare_ref
+    from pytest_retrieval_eval.archive.history import compare_ref
 
     work, base, _ = branched
     history = History(tmp_path / "h")
@@ -222,7 +222,7 @@ def test_another_jobs_record_at_the_merge_base_is_never_the_baseline(branched, t
 
 
 def test_the_same_labeled_set_name_with_other_questions_is_another_job(branched, tmp_path):
-    from pytest_retrieval_eval.gate.history import compare_ref
+    from pytest_retrieval_eval.archive.history import compare_ref
 
     work, base, _ = branched
     history = History(tmp_path / "h")
@@ -238,7 +238,7 @@ def test_the_same_labeled_set_name_with_other_questions_is_another_job(branched,
 
 
 def test_a_record_whose_quotes_differ_only_where_the_rule_does_not_look_is_this_jobs(branched, tmp_path):
-    from pytest_retrieval_eval.gate.history import compare_ref
+    from pytest_retrieval_eval.archive.history import compare_ref
 
     def quoting(quote: str) -> RunResults:
         labeled = LabeledSet((LabeledQuery("q1", "how much is the plan", {"g": 1}, {"evidence": {"g": [quote]}}),
@@ -255,7 +255,7 @@ def test_a_record_whose_quotes_differ_only_where_the_rule_does_not_look_is_this_
 
 
 def test_another_named_jobs_record_is_never_the_baseline(branched, tmp_path, monkeypatch):
-    from pytest_retrieval_eval.gate.history import compare_ref
+    from pytest_retrieval_eval.archive.history import compare_ref
 
     work, base, _ = branched
     history = History(tmp_path / "h")
@@ -330,7 +330,7 @@ def test_a_forced_baseline_after_label_remove_is_paired_over_the_questions_both_
 
 
 def test_another_slices_record_is_never_the_baseline_and_forced_the_same_questions_come_first(branched, tmp_path):
-    from pytest_retrieval_eval.gate.history import compare_ref
+    from pytest_retrieval_eval.archive.history import compare_ref
 
     work, base, _ = branched
     whole = _run("questions.json", ("q1", "q2", "q3", "q4")).evaluations[0]

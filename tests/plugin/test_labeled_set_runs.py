@@ -17,7 +17,7 @@ import pytest
 from conftest import CORPUS, QUESTIONS
 from projects import ORACLE_CONFTEST
 from pytest_retrieval_eval.cli import main as cli
-from pytest_retrieval_eval.gate.saved import load_saved
+from pytest_retrieval_eval.archive.saved import load_saved
 from pytest_retrieval_eval.ir.stats import detectable_drop
 
 TESTS = "import pytest\n\n@pytest.mark.retrieval\ndef test_q(retrieval_results):\n    pass\n"

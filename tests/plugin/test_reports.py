@@ -186,10 +186,10 @@ def test_a_saved_results_json_rebuilds_every_artefact_byte_for_byte(project, tmp
 
 
 def test_a_results_file_without_rankings_is_refused_with_its_field(tmp_path):
-    from pytest_retrieval_eval.evaluation.results import RunResults
+    from pytest_retrieval_eval.archive.results_json import load
 
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"format": "pytest-retrieval-eval/results", "version": 1,
                                "metrics": {"fingerprint": "x"}, "evaluations": [{"engine": "e", "labeled": {}}]}))
     with pytest.raises(Exception, match=r"old.json: field 'evaluations\[0\]'.*re-save it"):
-        RunResults.load(old)
+        load(old)

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import CORPUS, QUESTIONS, parse_table
-from pytest_retrieval_eval.evaluation.combine import _info
+from pytest_retrieval_eval.archive.combine import _info
 
 ARTEFACTS = ("results.json", "results.md", "per_query.jsonl", "qrels.txt", "runs/keyword.trec", "hit_at_k.svg")
 

@@ -11,7 +11,7 @@ import pytest
 
 from projects import BUNDLED_TESTS, ORACLE_CONFTEST
 from pytest_retrieval_eval.cli import main as cli
-from pytest_retrieval_eval.gate.saved import load_run, load_saved
+from pytest_retrieval_eval.archive.saved import load_run, load_saved
 from pytest_retrieval_eval.gate.verdict import conclude
 
 OUTPUTS = ["--retrieval-report", "--retrieval-report-dir=out", "--retrieval-html=page.html"]

@@ -11,8 +11,8 @@ import pytest
 
 from projects import BUNDLED_TESTS, ORACLE_CONFTEST
 from pytest_retrieval_eval.cli import main as cli
-from pytest_retrieval_eval.evaluation.combine import combine
-from pytest_retrieval_eval.evaluation.results_json import document_text, load
+from pytest_retrieval_eval.archive.combine import combine
+from pytest_retrieval_eval.archive.results_json import document_text, load
 
 #: the controller keeps what each worker shipped where the test can read it
 SHIPPED = ORACLE_CONFTEST + """

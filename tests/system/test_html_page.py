@@ -249,7 +249,7 @@ def refused_page(pytester, tmp_path):
     result = pytester.runpytest(*common, f"--retrieval-html={tmp_path / 'page.html'}", f"--retrieval-report-dir={out}",
                                 f"--retrieval-baseline={tmp_path / 'base.json'}", "--retrieval-threshold=hit@1>=0.99")
     assert result.ret == 1, result.stdout.str()
-    from pytest_retrieval_eval.gate.saved import load_run, load_saved
+    from pytest_retrieval_eval.archive.saved import load_run, load_saved
     from pytest_retrieval_eval.gate.verdict import conclude
 
     saved = load_saved(out / "results.json")

@@ -9,9 +9,10 @@ import json
 import pytest
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
+from pytest_retrieval_eval.archive.results_json import load
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.plugin.roles import Controller, Shipped
-from pytest_retrieval_eval.evaluation.combine import combine
+from pytest_retrieval_eval.archive.combine import combine
 from conftest import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.types import LabeledQuery
@@ -135,7 +136,7 @@ def test_a_slice_is_judged_like_its_whole_set_so_every_jobs_table_has_the_same_c
     assert [multi.slice(i, 3).multi_judged for i in (1, 2, 3)] == [True, True, True]
     path = tmp_path / "s1.json"
     path.write_text(results_text(RunResults([evaluation(multi.slice(1, 3))])))
-    assert RunResults.load(path).evaluations[0].labeled.multi_judged  # read back as its whole set
+    assert load(path).evaluations[0].labeled.multi_judged  # read back as its whole set
 
 
 def test_slices_judged_with_one_judgments_file_merge_into_the_unsliced_runs_judged_labels(tmp_path):

@@ -18,13 +18,13 @@ from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.rules.thresholds import Threshold
 from pytest_retrieval_eval.rules.settings import GateSettings
-from pytest_retrieval_eval.gate.saved import load_saved, results_json
+from pytest_retrieval_eval.archive.saved import load_saved, results_json
 from pytest_retrieval_eval.gate.verdict import conclude, for_run, verdict_of as judge
 from pytest_retrieval_eval.analysis.cost import latency_of, usage_of
 from pytest_retrieval_eval.rules.prices import parse_prices
 from conftest import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import RunResults
-from pytest_retrieval_eval.evaluation.results_json import evaluation_from_dict
+from pytest_retrieval_eval.evaluation.record_json import evaluation_from_dict
 from pytest_retrieval_eval.types import LabeledQuery
 from conftest import results_text
 
@@ -250,7 +250,7 @@ def test_a_bare_cost_name_says_the_figures_it_takes(text, said):
 
 
 def test_shares_joined_keep_every_call_time_and_sum_what_their_engines_prepared():
-    from pytest_retrieval_eval.evaluation.combine import combine
+    from pytest_retrieval_eval.archive.combine import combine
 
     from dataclasses import replace
 

@@ -18,7 +18,7 @@ from pytest_retrieval_eval.evaluation.fingerprints import (corpus_changes, diff,
                                                            judgments_changes, record)
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.evaluation.results import RunResults
-from pytest_retrieval_eval.evaluation.results_json import from_document
+from pytest_retrieval_eval.archive.results_json import from_document
 from pytest_retrieval_eval.analysis.baseline import compare
 from pytest_retrieval_eval.types import Doc, LabeledQuery, QueryResult
 
@@ -178,7 +178,7 @@ def test_a_comparison_with_other_judged_grades_notes_them_once_per_labeled_set(t
 
 
 def test_ci_slices_merge_with_their_corpus_digests_and_the_whole_labeled_sets_fingerprint(tmp_path):
-    from pytest_retrieval_eval.evaluation.combine import combine
+    from pytest_retrieval_eval.archive.combine import combine
 
     corpus = Corpus(DOCS)
     paths = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 
-from pytest_retrieval_eval.gate.history import History, fingerprints
+from pytest_retrieval_eval.archive.history import History, fingerprints
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.data.labeled import LabeledSet

@@ -16,9 +16,9 @@ from pytest_retrieval_eval.evaluation import fingerprints as fingerprints_module
 from pytest_retrieval_eval.evaluation.fingerprints import document_digests, record
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.evaluation.results import RunResults
-from pytest_retrieval_eval.gate import history as history_module
-from pytest_retrieval_eval.gate.history import History, changes_since
-from pytest_retrieval_eval.gate.saved import load_saved
+from pytest_retrieval_eval.archive import history as history_module
+from pytest_retrieval_eval.archive.history import History, changes_since
+from pytest_retrieval_eval.archive.saved import load_saved
 from pytest_retrieval_eval.types import Doc, LabeledQuery, QueryResult
 
 DOCS = tuple(Doc(f"doc-{i:04d}", f"text of document {i}", title=f"Title {i}") for i in range(2000))

@@ -21,7 +21,7 @@ from pytest_retrieval_eval.data.recheck import RECHECK_FLOOR, Recheck, draw, loa
 from pytest_retrieval_eval.evaluation.judging import attach_file
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.evaluation.results import RunResults
-from pytest_retrieval_eval.gate.saved import load_run
+from pytest_retrieval_eval.archive.saved import load_run
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES
 from pytest_retrieval_eval.ir.stats import cohen_kappa

@@ -155,7 +155,7 @@ def test_the_stored_validation_is_keyed_by_the_judges_fingerprint_and_a_judge_be
 
 def test_a_smaller_sample_is_a_seeded_uniform_draw_of_the_hidden_labels(fake_api, tmp_path, capsys):
     from pytest_retrieval_eval.evaluation.validation import draw, hidden_labels
-    from pytest_retrieval_eval.gate.saved import load_run
+    from pytest_retrieval_eval.archive.saved import load_run
 
     fake_api.script("/chat/completions", Reply(200, grades_by_model))
     results, judgments = saved(tmp_path)

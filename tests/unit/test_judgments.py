@@ -31,7 +31,7 @@ from pytest_retrieval_eval.report.judged import judged_lines, moved_most
 from pytest_retrieval_eval.evaluation.judging import attach, calibration_pairs, engine_order, pool
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.analysis.scores import Scores
-from pytest_retrieval_eval.gate.saved import load_saved
+from pytest_retrieval_eval.archive.saved import load_saved
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.analysis.shadow import shadows
 from pytest_retrieval_eval.types import LabeledQuery
@@ -779,7 +779,7 @@ def test_a_follow_up_whose_earlier_turn_changed_is_asked_again_and_its_old_grade
     assert "judged 6 pair(s)" in capsys.readouterr().out  # each question's two unlabeled documents
     asked_before = len(fake_api.hits("/chat/completions"))
     conversation_results(tmp_path, first="How do I join the office wifi?")  # "it" is the wifi now: replaced 2
-    from pytest_retrieval_eval.gate.saved import load_run
+    from pytest_retrieval_eval.archive.saved import load_run
 
     used = attach(load_run(results), Judgments.load(path), shown_path="j.jsonl")
     assert sorted(q for q, _ in used.reworded) == ["c1#1", "c1#1", "c1#2", "c1#2"]
@@ -796,7 +796,7 @@ def test_every_pair_a_judge_is_given_reads_a_turn_as_asked(tmp_path):
     from pytest_retrieval_eval.data.corpus import open_corpus as opened
     from pytest_retrieval_eval.evaluation.judging import candidate_pairs, labeled_pairs, pairs
     from pytest_retrieval_eval.evaluation.validation import hidden_labels
-    from pytest_retrieval_eval.gate.saved import load_run
+    from pytest_retrieval_eval.archive.saved import load_run
 
     results, folder = conversation_results(tmp_path)
     run, corpus = load_run(results), opened(folder).load()

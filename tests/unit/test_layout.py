@@ -173,13 +173,31 @@ def _within(module: str, package: str) -> bool:
 
 def test_reports_import_nothing_of_the_evaluation_nor_the_metrics():
     """Renderers only read: what they show is the analysis's (``analysis/``) and the record's, so
-    report/ imports nothing that runs engines or scores them (``evaluation/``, ``ir/metrics``),
+    report/ imports nothing that runs engines or scores them (``evaluation/``, ``ir/metrics``, the
+    evaluations' calculator ``analysis/scores.py`` and the fixture API over it ``analysis/result.py``),
     inside functions and for type checkers included."""
     found = {f"{path.relative_to(PACKAGE)}:{line}": module  # a line once, by the module it names first
              for path in sorted((PACKAGE / "report").rglob("*.py"))
              for line, module in reversed(imports(path, whole=True))
-             if _within(module, "evaluation") or _within(module, "ir.metrics")}
+             if _within(module, "evaluation") or _within(module, "ir.metrics") or _within(module, "analysis.scores")
+             or _within(module, "analysis.result")}
     assert not found, "\n".join(f"{where} imports {module}" for where, module in sorted(found.items()))
+
+
+def test_the_recorded_run_computes_nothing():
+    """``evaluation/`` runs engines and records what they returned: the record and its JSON form
+    import no measure or statistic (``Scores`` in ``analysis/`` computes them, once), and an
+    ``Evaluation`` has no computing method a renderer could call."""
+    found = [f"{path.relative_to(PACKAGE)}:{line} imports {module}"
+             for path in (PACKAGE / "evaluation" / "results.py", PACKAGE / "evaluation" / "record_json.py")
+             for line, module in imports(path, whole=True)
+             if any(_within(module, m) for m in ("ir.metrics", "ir.stats", "ir.paired", "ir.ppi", "analysis"))]
+    assert not found, "\n".join(found)
+    from pytest_retrieval_eval.evaluation.results import Evaluation
+
+    computing = {"per_query", "values", "mean", "ci", "ppi", "has_value", "misses", "causes", "hit_curve",
+                 "trial_means", "tokens_at", "comparisons"}
+    assert not computing & set(dir(Evaluation))
 
 
 #: the interval, test and correction functions of the statistics modules (bootstrap, Wilson,

@@ -17,7 +17,7 @@ from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.analysis.baseline import compare
 from pytest_retrieval_eval.rules.drops import MaxDrop
 from pytest_retrieval_eval.rules.thresholds import Threshold
-from pytest_retrieval_eval.gate.saved import load_saved
+from pytest_retrieval_eval.archive.saved import load_saved
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.gate.verdict import verdict_of
 from pytest_retrieval_eval.ir.stats import adjust

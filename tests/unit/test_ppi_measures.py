@@ -19,7 +19,7 @@ from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.evaluation.judging import attach
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.evaluation.results import RunResults
-from pytest_retrieval_eval.evaluation.results_json import evaluation_from_dict, evaluation_to_dict
+from pytest_retrieval_eval.evaluation.record_json import evaluation_from_dict, evaluation_to_dict
 from pytest_retrieval_eval.rules.drops import MaxDrop
 from pytest_retrieval_eval.rules.thresholds import Threshold
 from pytest_retrieval_eval.ir.measures import Measure
@@ -166,7 +166,7 @@ def test_without_judgments_or_human_questions_a_ppi_measure_has_no_value():
 
 def test_the_human_grades_travel_in_results_json_and_give_the_same_estimate_read_back():
     from pytest_retrieval_eval.analysis.analyse import analyse
-    from pytest_retrieval_eval.gate.saved import _derived
+    from pytest_retrieval_eval.archive.saved import _derived
     from pytest_retrieval_eval.rules.settings import GateSettings
 
     e, _, _ = judged_run(5, error=0.15, humans=30, n=120)

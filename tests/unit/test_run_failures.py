@@ -14,7 +14,7 @@ from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.evaluation.results import RunResults
-from pytest_retrieval_eval.gate.saved import load_saved, results_json
+from pytest_retrieval_eval.archive.saved import load_saved, results_json
 from pytest_retrieval_eval.gate.verdict import conclude, for_run
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.types import LabeledQuery, QueryResult

@@ -13,8 +13,8 @@ from pytest_retrieval_eval import LabeledQuery, LabeledSet, adapters
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.analysis.scores import Scores
 from pytest_retrieval_eval.evaluation.results import Evaluation, RunResults
-from pytest_retrieval_eval.evaluation.results_json import evaluation_from_dict
-from pytest_retrieval_eval.gate.saved import load_saved
+from pytest_retrieval_eval.evaluation.record_json import evaluation_from_dict
+from pytest_retrieval_eval.archive.saved import load_saved
 
 LABELED = LabeledSet(tuple(LabeledQuery(f"q{i}", f"item{i}", {f"d{i}": 1}) for i in range(6)), name="set")
 
@@ -87,7 +87,7 @@ def test_a_measure_recorded_without_a_value_for_some_question_is_scored_not_read
 
 def test_a_baseline_is_compared_from_the_values_it_recorded_not_scored_again(tmp_path, monkeypatch):
     from pytest_retrieval_eval.analysis.baseline import compare
-    from pytest_retrieval_eval.gate.saved import load_baseline
+    from pytest_retrieval_eval.archive.saved import load_baseline
 
     now = RunResults([evaluate_engine(engine(), LABELED)])
     path = tmp_path / "base.json"

@@ -209,7 +209,7 @@ def test_the_verdict_counts_misses_at_the_gated_cutoff_and_results_json_keeps_th
     assert verdict.miss_k == 3 and verdict.misses[0].line() == "a missed 10 of 60 at hit@3: 10 not retrieved"
     import json
 
-    from pytest_retrieval_eval.gate.saved import results_json
+    from pytest_retrieval_eval.archive.saved import results_json
 
     doc = json.loads(results_json(verdict))
     assert doc["misses"][0]["missed"] == 10 and doc["settings"]["by"] == ["body-only"]

@@ -10,7 +10,7 @@ from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.gate.checks import check_drops
 from pytest_retrieval_eval.rules.drops import MaxDrop
 from pytest_retrieval_eval.rules.settings import GateSettings
-from pytest_retrieval_eval.gate.saved import results_json
+from pytest_retrieval_eval.archive.saved import results_json
 from pytest_retrieval_eval.gate.verdict import for_run, verdict_of as judge
 from conftest import evaluate_engine
 from pytest_retrieval_eval.evaluation.results import RunResults

@@ -140,7 +140,7 @@ def test_a_mark_significant_only_uncorrected_is_gone_under_holm_and_the_legend_s
 
 
 def test_effect_sizes_and_settings_are_in_results_json_and_survive_a_reload(tmp_path):
-    from pytest_retrieval_eval.gate.saved import load_saved, results_json
+    from pytest_retrieval_eval.archive.saved import load_saved, results_json
     from pytest_retrieval_eval.gate.verdict import conclude, for_run
     from pytest_retrieval_eval.ir.measures import parse_measures
 

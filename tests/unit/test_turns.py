@@ -1,4 +1,4 @@
-"""Quality turn by turn (``analysis/turns.py``, gathered by ``gate/analysis.analyse``): means by
+"""Quality turn by turn (``analysis/turns.py``, gathered by ``analysis/analyse.analyse``): means by
 turn position and dependence, the drop from first turns to follow-ups with its interval over
 conversations, and the ``turns.drop.MEASURE`` rule on it."""
 
@@ -200,7 +200,7 @@ def test_long_conversations_keep_the_line_within_the_width():
 
 
 def test_a_conversation_run_reads_back_from_results_json_with_its_turns():
-    from pytest_retrieval_eval.evaluation.results_json import evaluation_from_dict
+    from pytest_retrieval_eval.evaluation.record_json import evaluation_from_dict
 
     run = run_of(conversation_set())
     e = run.get("last-turn", "chats")
@@ -215,7 +215,7 @@ def test_a_conversation_run_reads_back_from_results_json_with_its_turns():
 
 
 def test_a_malformed_turn_record_is_refused():
-    from pytest_retrieval_eval.evaluation.results_json import evaluation_from_dict
+    from pytest_retrieval_eval.evaluation.record_json import evaluation_from_dict
 
     d = json.loads(json.dumps(run_of(conversation_set()).get("converses", "chats").to_dict()))
     d["queries"][1]["conversation"]["turn"] = 0

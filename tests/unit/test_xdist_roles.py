@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from pytest_retrieval_eval.evaluation.results_json import document_text
+from pytest_retrieval_eval.archive.results_json import document_text
 from pytest_retrieval_eval.plugin.roles import Controller, Gathered, Shipped
 
 DOCUMENT = {"format": "pytest-retrieval-eval/results", "version": 1, "evaluations": [], "lint": [], "snippets": {}}

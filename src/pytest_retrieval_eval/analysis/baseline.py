@@ -215,7 +215,7 @@ def labeled_changes(base: LabeledSet, now: LabeledSet) -> str:
 def subset_of(now: LabeledSet, base: LabeledSet) -> bool:
     """A subset run (``--retrieval-subset``) whose every question the baseline holds unchanged: it
     is compared over those, not refused (the baseline of a full nightly run serves a pull request,
-    and so does its history record: ``gate/history.py``)."""
+    and so does its history record: ``archive/history.py``)."""
     if not now.provenance.get("subset"):
         return False
     before = base.by_id()

@@ -1,6 +1,6 @@
 """What results.json shows people of each evaluation beside its source of truth: each recorded
 measure's value and every question's, and with repeated trials each trial's mean. Made once with
-the analysis, so writing a run's results.json (``gate/saved.py``), live or from a saved run,
+the analysis, so writing a run's results.json (``archive/saved.py``), live or from a saved run,
 evaluates no measure."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .scores import Scores
 
 @dataclass(frozen=True)
 class Recorded:
-    """One evaluation's recorded values (``evaluation/results_json.evaluation_to_dict`` writes them)."""
+    """One evaluation's recorded values (``evaluation/record_json.evaluation_to_dict`` writes them)."""
 
     engine: str
     labeled: str

@@ -1,4 +1,4 @@
-"""A measure across the history's records (``gate/history.py``): one point per record and
+"""A measure across the history's records (``archive/history.py``): one point per record and
 evaluation with its 95% interval, and the series it belongs to (one engine on one labeled set,
 corpus, description and judge, by their fingerprints). A record's own analysis holds its
 intervals; one from before analyses were kept has its interval made here. ``report/trend.py``

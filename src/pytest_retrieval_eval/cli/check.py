@@ -30,7 +30,7 @@ def _check_files(args) -> Any:
     args.questions = args.questions or "questions.cache.json"
     searched = ""
     if args.results:
-        from ..gate.saved import load_saved
+        from ..archive.saved import load_saved
 
         try:
             corpus, args.corpus = judge_corpus(load_saved(args.results).run, args)
@@ -83,7 +83,7 @@ def _check_set(args, labeled, corpus) -> int:
     against = f" and {len(training)} training questions in {args.training}" if args.training else ""
     if args.results:
         from ..analysis.analyse import analyse
-        from ..gate.saved import load_saved
+        from ..archive.saved import load_saved
 
         saved = load_saved(args.results)
         recorded = saved.analysis or analyse(saved.run, saved.settings)  # a file without one: made now

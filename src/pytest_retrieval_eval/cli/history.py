@@ -14,7 +14,7 @@ def main(args) -> int:
     ``history trend``: the measure across commits, as SVG. A file of the folder that is not a
     record is skipped, said."""
     from .._atomic import write_text_atomic
-    from ..gate.history import History, changes_since
+    from ..archive.history import History, changes_since
     from ..ir.measures import Measure
     from ..analysis.trend import trend_points
     from ..report.trend import trend_svg

@@ -21,7 +21,7 @@ def main(args) -> int:
 
     from ..data.corpus import open_corpus
     from ..data.judge import JudgeConfig
-    from ..gate.saved import load_run
+    from ..archive.saved import load_run
     from ..evaluation.judging import attach, candidate_pairs, candidates_record, pairs, pool
 
     run = load_run(args.results)

@@ -13,7 +13,7 @@ from ..errors import RetrievalEvalError
 def main(args) -> int:
     from dataclasses import replace
 
-    from ..gate.saved import load_baseline
+    from ..archive.saved import load_baseline
     from ..gate.verdict import conclude, for_run
     from ..ir.measures import DEFAULT_TABLE_MEASURES, parse_measures, split_measures
     from ..report.files import markdown
@@ -84,7 +84,7 @@ def _full_report(args) -> str:
 def _results_of(args):
     """``report RESULTS``: the saved run; ``report merge A B ...``: the run its slices make up;
     ``report comment ...``: either, printed as a pull-request comment (``args.comment``)."""
-    from ..gate.saved import Saved, load_saved, run_failures
+    from ..archive.saved import Saved, load_saved, run_failures
     from ..rules.settings import GateSettings
 
     if args.results[0] == "comment":
@@ -101,7 +101,7 @@ def _results_of(args):
                                      f"{' '.join(args.results)}")
         args.results = args.results[0]
         return load_saved(args.results)
-    from ..evaluation.combine import combine
+    from ..archive.combine import combine
 
     paths = args.results[1:]
     if not paths:

@@ -9,7 +9,7 @@ from pathlib import Path
 def main(args) -> int:
     """``subset RESULTS... --size=N --name=NAME``: write the sharpest questions (``analysis/subset.py``)."""
     from ..analysis.subset import choose, drops, spreads, write_subset
-    from ..gate.saved import load_saved
+    from ..archive.saved import load_saved
 
     saved = [load_saved(p) for p in args.results]
     args.results = " ".join(args.results)  # how a malformed-file message names them

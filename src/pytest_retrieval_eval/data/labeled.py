@@ -134,7 +134,7 @@ class LabeledSet:
     def slice(self, i: int, n: int) -> "LabeledSet":
         """Slice ``i`` of ``n`` (1-based): every ``n``-th question from the ``i``-th (as even as
         slices go), recorded in its provenance (which slice, of which whole set, and where each
-        question sits in it), so the slices' results are put back together (``evaluation/combine.py``)."""
+        question sits in it), so the slices' results are put back together (``archive/combine.py``)."""
         positions = list(range(i - 1, len(self.queries), n))
         return LabeledSet(tuple(self.queries[p] for p in positions), name=self.name, provenance={
             **self.provenance, "slice": {"index": i, "count": n, "of": self.fingerprint, "of_n": len(self),

@@ -7,7 +7,7 @@ sets, the judgments file (a digest of its bytes) and each engine's embedder cana
 another corpus or judgments then says what changed, not only that a fingerprint differs.
 
 A run history keeps each corpus's digests once, in ``corpora/<fingerprint>.json`` beside its
-records (``gate/history.py``), since one corpus repeats in almost every record; a record names
+records (``archive/history.py``), since one corpus repeats in almost every record; a record names
 its corpus by fingerprint and ``with_documents`` puts the digests back when they are read.
 """
 

@@ -5,7 +5,7 @@ intervals, the rank of the first relevant document, Hit@k curves, engine compari
 assert on it (``results.hit_at(5)``), xdist workers ship it, reports render it, baselines are
 saved copies of it, and ``results.json`` holds all of it, so a saved run rebuilds every artefact
 (``python -m pytest_retrieval_eval report results.json --out DIR``). Its JSON form and the checks
-a file must pass live in ``evaluation/results_json.py``; what a failed assertion says, in
+a file must pass live in ``archive/results_json.py``; what a failed assertion says, in
 ``analysis/explain.py``.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..data.freshness import Freshness
@@ -208,13 +207,13 @@ class Evaluation:
     # --- serialisation: one form for xdist, baselines and results.json --------------------------
     def to_dict(self, *, timing: bool = False) -> dict[str, Any]:
         """The source of truth; with ``timing``, each call's seconds (what xdist ships)."""
-        from .results_json import evaluation_to_dict
+        from .record_json import evaluation_to_dict
 
         return evaluation_to_dict(self, timing=timing)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Evaluation":
-        from .results_json import evaluation_from_dict
+        from .record_json import evaluation_from_dict
 
         return evaluation_from_dict(d, cls)
 
@@ -230,7 +229,7 @@ class RunResults:
     #: doc id -> the text the drill-down page shows for it (top 3 of each query)
     snippets: dict[str, str] = field(default_factory=dict)
     #: the settings a saved run recorded, as its file holds them (``report merge`` checks slices
-    #: were run alike); the gate reads them into its typed settings (``gate/saved.py``)
+    #: were run alike); the gate reads them into its typed settings (``archive/saved.py``)
     settings: Mapping[str, Any] = field(default_factory=dict)
     #: what the judged labels rest on (``evaluation/judging.py``: ``JudgmentsUsed.to_dict()``): the file,
     #: the judge, how many were used and stale, its agreement with the humans; empty without judgments
@@ -253,11 +252,3 @@ class RunResults:
 
     def get(self, engine: str, labeled: str) -> Evaluation | None:
         return next((e for e in self.evaluations if e.key == (engine, labeled)), None)
-
-    @classmethod
-    def load(cls, path: str | Path, *, check_fingerprints: bool = True) -> "RunResults":
-        """A saved run, refused in one line (file and field) when it does not hold together
-        (``evaluation/results_json.py``)."""
-        from .results_json import load
-
-        return load(path, check_fingerprints=check_fingerprints)

@@ -203,7 +203,7 @@ def check_shadows(thresholds: Sequence[Threshold], shadows: Sequence) -> list[st
 def check_turns(thresholds: Sequence[Threshold], turns: Sequence, run: Any, *,
                 confidence: str = "point") -> list[tuple[str, Any]]:
     """``[ENGINE:]turns.drop.MEASURE<=X`` against each evaluation's drop from first turns to
-    follow-ups (``evaluation/turns.ByTurn``, read from the analysis): (failure line, the
+    follow-ups (``analysis/turns.ByTurn``, read from the analysis): (failure line, the
     ``ByTurn`` it breached or None). ``confidence="lower"`` judges the drop on the cautious end
     of its interval (the upper bound for ``<=``), as threshold rules on measures are. A set
     without conversations has no drop: the rule fails, saying so, rather than passing unchecked."""

@@ -1,4 +1,4 @@
-"""From a run's analysis to a verdict: the rules over ``gate/analysis.Analysis``, each failure typed
+"""From a run's analysis to a verdict: the rules over ``analysis/analyse.Analysis``, each failure typed
 and worded once. Shared by the pytest session and ``python -m pytest_retrieval_eval report``
 (``conclude``), so both give the same answer and the same exit code."""
 

@@ -88,7 +88,7 @@ def coverage(session: RetrievalSession, run: RunResults, chunk_docs: list[str] |
     from ..data.set_checks import check_set
 
     checks = [f for labeled in sets.values() for f in check_set(labeled, corpus.docs)]
-    if checks:  # the labeled set's own findings, read by the analysis (gate/analysis.set_findings)
+    if checks:  # the labeled set's own findings, read by the analysis (analysis/analyse.set_findings)
         record["checks"] = [[f.kind, list(f.query_ids), f.detail] for f in checks]
     return record
 

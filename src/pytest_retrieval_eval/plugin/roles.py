@@ -8,7 +8,7 @@ pytest-xdist's controller and worker, or pytest-cov's engines), registered once 
   gates. A worker that goes down without shipping makes the gate fail, never pass.
 
 What a process ships is a results document, results.json's form by results.json's writer
-(``evaluation/results_json.run_document``: per-query rankings, not means, and an xdist share's
+(``archive/results_json.run_document``: per-query rankings, not means, and an xdist share's
 evaluation with its ``share``), so the reporting process merges the workers' documents with the
 ``combine`` that merges CI jobs' slices, and its numbers are exactly those of a run without
 xdist. This module imports nothing heavy: the controller tracks workers even while the plugin sleeps.
@@ -35,7 +35,7 @@ ROLE_NAME = "retrieval_eval.role"
 
 @dataclass
 class Shipped:
-    """What one process recorded, as a results document (``evaluation/results_json.run_document``:
+    """What one process recorded, as a results document (``archive/results_json.run_document``:
     evaluations, an xdist share's with its ``share``: {"of": the whole labeled set's fingerprint,
     "k", "n", "positions": where each of its questions sits in the whole}; corpus lint; snippets of
     the retrieved documents for the drill-down page), and what it said beside it for the run."""
@@ -55,7 +55,7 @@ class Shipped:
     def output(self) -> dict[str, str]:
         """As a worker hands it to the controller (``workeroutput``): the document as results.json's
         text, what it said beside it as JSON."""
-        from ..evaluation.results_json import document_text
+        from ..archive.results_json import document_text
 
         said = {"store": self.store, "unused_ingestion": self.unused_ingestion, "chunk_docs": self.chunk_docs,
                 "usage": self.usage, "warnings": self.warnings}
@@ -211,11 +211,11 @@ class Controller:
 
     def _misfit(self, wid: str, shipped: Shipped) -> str | None:
         """Why ``shipped`` holds an evaluation (or share) that was not evaluated as another
-        worker's of the same engine and labeled set was (``evaluation.combine.misfit``), or None."""
+        worker's of the same engine and labeled set was (``archive.combine.misfit``), or None."""
         parts = shipped.document.get("evaluations") or []
         if not parts:
             return None
-        from ..evaluation.combine import misfit, whole_of
+        from ..archive.combine import misfit, whole_of
 
         for d in parts:
             other, first = self._first.get((d["engine"], whole_of(d)), (None, None))

@@ -317,7 +317,7 @@ class RetrievalSession:
         evaluations and shares, lint and snippets), and what it said beside it for the run."""
         from .._usage import OUTSIDE, since
         from ..evaluation.results import RunResults
-        from ..evaluation.results_json import run_document
+        from ..archive.results_json import run_document
         from .inputs import shown
         from .roles import Shipped
 
@@ -338,8 +338,8 @@ class RetrievalSession:
         by the one ``combine`` (as CI jobs' slices are), enriched (``enrich.enrich``: coverage, the
         judge and its judgments, candidates, fingerprints), judged (``conclude``) and written."""
         from .._usage import OUTSIDE, since, summed
-        from ..evaluation.combine import combine
-        from ..gate.saved import load_baseline
+        from ..archive.combine import combine
+        from ..archive.saved import load_baseline
         from ..gate.verdict import conclude, for_run
         from ..report.outputs import step_summary_path, write_outputs
         from ..report.terminal import Outcome
@@ -353,7 +353,7 @@ class RetrievalSession:
         run, judging = enriched.run, enriched.failures
         history = None
         if cfg.gate.history is not None:
-            from ..gate.history import History
+            from ..archive.history import History
 
             history = History(cfg.gate.history, cfg.gate.history_keep)
         baseline, problems, against = None, [], shown(cfg.gate.baseline) or None
@@ -361,7 +361,7 @@ class RetrievalSession:
 
         notes = [*replaced_rules(self.pytest_config), *combined.notes]  # first: a loosened gate is said
         if cfg.gate.compare is not None and run.evaluations:  # the record at the ref's merge-base
-            from ..gate.history import compare_ref
+            from ..archive.history import compare_ref
 
             try:
                 record, said = compare_ref(history, cfg.gate.compare, Path(self.pytest_config.rootpath), run=run,
@@ -394,9 +394,9 @@ class RetrievalSession:
         if run.evaluations:
             trend = results_json = None
             if history is not None:  # this run, remembered by commit; the page charts the history
-                from ..gate.history import commit_info
+                from ..archive.history import commit_info
 
-                from ..gate.saved import results_json as results_text
+                from ..archive.saved import results_json as results_text
 
                 results_json = results_text(verdict)  # the record's and the report folder's, made once
                 path = history.append(results_json, commit_info(Path(self.pytest_config.rootpath)))

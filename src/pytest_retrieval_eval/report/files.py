@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from .._atomic import write_text_atomic
 from .._plain import strict_json
-from ..gate.saved import results_json as results_text
+from ..archive.saved import results_json as results_text
 from ..types import sha256_text
 from . import ceiling, cost, plot, shadow, sweep, table, turns, turns_given
 from .errors import error_lines

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .._atomic import write_text_atomic
-from ..gate.saved import results_json as results_text
+from ..archive.saved import results_json as results_text
 from ..ir.measures import METRICS_DEFINITION
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers

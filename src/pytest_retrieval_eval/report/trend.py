@@ -1,4 +1,4 @@
-"""A measure across the history's records (``gate/history.py``) as a dependency-free SVG: one
+"""A measure across the history's records (``archive/history.py``) as a dependency-free SVG: one
 point per record and engine with its 95% interval, joined within a series. A series is one
 engine on one labeled set, corpus, description and judge (their fingerprints): where one of them
 changes a new series starts, drawn apart and marked, since the numbers no longer measure the

@@ -4,7 +4,7 @@ The plugin and ``python -m pytest_retrieval_eval report`` build it from the opti
 (``plugin/options.py``: ``from_options``); the report command changes what its flags name with
 ``dataclasses.replace``, so whatever it does not name (shadows, gain weights ...) stays as the run
 recorded it. It travels beside the result model (never on it) and is written to results.json's
-``settings`` in the same keys as ever (``to_dict``; ``gate/saved.py``), so a saved run is judged
+``settings`` in the same keys as ever (``to_dict``; ``archive/saved.py``), so a saved run is judged
 again exactly as the live one was.
 """
 

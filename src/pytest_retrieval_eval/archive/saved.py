@@ -19,7 +19,7 @@ from ..analysis.cost import RunUsage
 from ..analysis.result import EvaluationResult
 from ..evaluation.results import Evaluation, RunResults, measure_names
 from ..ir.measures import Measure
-from ..evaluation.results_json import document_text, from_document, read_document, run_document
+from .results_json import document_text, from_document, read_document, run_document
 from ..rules.settings import GateSettings
 from ..analysis.analyse import Analysis
 

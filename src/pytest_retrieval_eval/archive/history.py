@@ -35,7 +35,7 @@ from .._atomic import locked, write_text_atomic
 from .._plain import loads, strict_json
 from ..errors import RetrievalEvalError
 from ..evaluation.fingerprints import CORPORA, map_path, map_text, with_documents
-from ..evaluation.results_json import HISTORY_FORMAT as FORMAT  # a record reads as a baseline file too
+from .results_json import HISTORY_FORMAT as FORMAT  # a record reads as a baseline file too
 from ..types import canonical_json, sha256_text
 
 VERSION = 1
@@ -126,7 +126,7 @@ class Record:
         are read from their maps, as only a corpus that differs is itemised (None: every one)."""
         from ..analysis.result import EvaluationResult
         from ..evaluation.fingerprints import checked
-        from ..evaluation.results_json import evaluation_from_dict
+        from ..evaluation.record_json import evaluation_from_dict
         from ..evaluation.results import METRICS_FINGERPRINT, RunResults
         from ..rules.settings import GateSettings
 
@@ -328,7 +328,7 @@ def _why_not(record: Record, mine: Mapping[tuple[str, str], tuple[str | None, st
 
 def _labeled_pair(record: Record, run: Any, name: str) -> tuple[Any, Any] | None:
     """The record's labeled set ``name`` and this run's, or None (no run, an unreadable record)."""
-    from ..evaluation.results_json import evaluation_from_dict
+    from ..evaluation.record_json import evaluation_from_dict
 
     now = next((e.labeled for e in getattr(run, "evaluations", ()) if e.labeled.name == name), None)
     found = next((e for e in record.results.get("evaluations", []) if e["labeled"]["name"] == name), None)

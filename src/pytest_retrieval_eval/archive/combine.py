@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence, Union
 
 from .._usage import summed
 from ..errors import RetrievalEvalError
-from .results import Evaluation, RunResults
+from ..evaluation.results import Evaluation, RunResults
 
 _FRACTION = re.compile(r"^(\d+)/(\d+)$")
 #: what an engine's description says its run met on its own questions, not how it was set up:
@@ -254,7 +254,7 @@ def _joined(group: Sequence[_Piece]) -> Evaluation:
     """One evaluation from its shares or slices (in order): queries, trials and run lint back in
     labeled-set order, the evidence merged, the engine's description the parts' (counts like
     ``66/68`` summed; what each part met shown per part)."""
-    from .known import Evidence
+    from ..evaluation.known import Evidence
 
     label, of = group[0].kind, group[0].cut["of"]
     parts = [p.d for p in group]
