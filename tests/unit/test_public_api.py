@@ -27,4 +27,6 @@ def test_a_saved_run_is_read_and_concluded_through_the_public_api(tmp_path):
     path.write_text(results_json(conclude(run, GateSettings())), encoding="utf-8")
     saved = load_saved(path)
     verdict = conclude(saved.run, saved.settings, recorded=saved.analysis)
-    assert verdict.analysis is saved.analysis and verdict.run.evaluations[0].hit_at(1) == 0.5
+    assert verdict.analysis is saved.analysis and saved.run.evaluations[0].hit_at(1) == 0.5
+    # the verdict hands renderers the record and the analysis, never the calculator
+    assert not hasattr(verdict.run.evaluations[0], "hit_at") and verdict.run.evaluations[0].results == run.evaluations[0].results

@@ -11,7 +11,7 @@ a file must pass live in ``archive/results_json.py``; what a failed assertion sa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -249,6 +249,15 @@ class RunResults:
     def replace_evaluations(self, evaluations: Sequence[Evaluation]) -> None:
         """New evaluations of the same engines (the judge's labels attached)."""
         self.evaluations = sorted(evaluations, key=lambda e: e.key)
+
+    def record(self) -> "RunResults":
+        """The run as recorded, each evaluation a plain ``Evaluation`` (what a test asserted on
+        carries its measures besides): what the verdict hands renderers, who read the analysis
+        for every number and the record for questions, rankings, passages and engine info."""
+        plain = [e if type(e) is Evaluation else Evaluation(**{f.name: getattr(e, f.name) for f in fields(Evaluation)
+                                                                 if f.init})
+                 for e in self.evaluations]
+        return replace(self, evaluations=plain)
 
     def get(self, engine: str, labeled: str) -> Evaluation | None:
         return next((e for e in self.evaluations if e.key == (engine, labeled)), None)

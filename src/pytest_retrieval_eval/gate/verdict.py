@@ -26,7 +26,8 @@ CAUSE_WIDTH = 88
 @dataclass(frozen=True)
 class Verdict:
     """The run, the settings it was judged by, its analysis, and the rules' failures. Renderers
-    read it; nothing here computes a statistic."""
+    read it; nothing here computes a statistic. ``run`` is the record (``RunResults.record``):
+    questions, rankings, passages and engine info, never the evaluations' calculator."""
 
     run: RunResults
     settings: GateSettings
@@ -128,7 +129,7 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     out += [Failure("turns", f, _follow_up_causes(run, a, row))
             for f, row in check_turns(thresholds, a.turns, run, confidence=s.confidence)]
     out = [_on_subset(run, f) for f in out]
-    return Verdict(run, settings, a, tuple(out), (*a.warnings, *noted, *within))
+    return Verdict(run.record(), settings, a, tuple(out), (*a.warnings, *noted, *within))
 
 
 def _why_unread(why: str) -> tuple[str, ...]:
