@@ -129,3 +129,24 @@ def test_plain_values_round_trip_by_type_hints_nan_and_none_included():
     with pytest.raises(ValueError):
         from_plain(Inner, {"pair": [1.0, 2.0], "rank": "3"})
 
+
+
+def test_results_json_holds_each_questions_values_once_and_a_reading_restores_them(judged, tmp_path):
+    """The analysis shows per-question values (what results.json writes under each question);
+    its recorded form leaves them out, and ``load_saved`` restores them from the questions, so
+    the file holds them once. A file whose questions lack them has its analysis made again."""
+    from conftest import results_text
+    from pytest_retrieval_eval.archive.saved import load_saved
+
+    run, settings, _ = judged
+    path = tmp_path / "results.json"
+    path.write_text(results_text(run, settings))
+    doc = json.loads(path.read_text())
+    assert doc["analysis"]["recorded"] and all("values" not in x for x in doc["analysis"]["recorded"])
+    made = analyse(run, settings)
+    saved = load_saved(path)
+    assert saved.analysis is not None and saved.analysis.recorded == made.recorded
+    for q in doc["evaluations"][0]["queries"]:
+        del q["values"]["hit@1"]
+    path.write_text(json.dumps(doc))
+    assert load_saved(path).analysis is None

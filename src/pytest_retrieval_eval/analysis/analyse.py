@@ -48,7 +48,7 @@ from ..rules.settings import GateSettings
 from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 10
+ANALYSIS_VERSION = 11
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,12 @@ class Analysis:
         return {c.query_id: c for c in found.causes} if found is not None else {}
 
     def to_dict(self) -> dict[str, Any]:
-        return to_plain(self)
+        """Its exact form, less each evaluation's per-question values: results.json holds those
+        once, under each question, and ``archive/saved.load_saved`` restores them from there."""
+        d = to_plain(self)
+        for x in d["recorded"]:
+            del x["values"]
+        return d
 
     @classmethod
     def from_dict(cls, d: Any) -> "Analysis | None":

@@ -5,9 +5,10 @@ evaluates no measure."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
+from ..evaluation.results import RunResults
 from ..ir.measures import Measure
 from .scores import Scores
 
@@ -20,11 +21,13 @@ class Recorded:
     labeled: str
     #: measure -> its value (``EvaluationResult.mean``); None where it has none
     means: Mapping[str, float | None]
-    #: measure -> each question's value, in result order; None where the engine has no value of
-    #: it. A ``~ppi`` estimate, made over the questions, has none per question
-    values: Mapping[str, tuple[float, ...] | None]
     #: measure -> each trial's mean, the first trial first (``--retrieval-trials``); empty with one
     trials: Mapping[str, tuple[float, ...]]
+    #: measure -> each question's value, in result order; None where the engine has no value of
+    #: it. A ``~ppi`` estimate, made over the questions, has none per question. Not written with
+    #: the analysis: results.json holds them once, under each question, and a reading restores
+    #: them from there (``restored``)
+    values: Mapping[str, tuple[float, ...] | None] = field(default_factory=dict)
 
 
 def recorded_of(e: Any, measures: Sequence[str]) -> Recorded:
@@ -33,5 +36,29 @@ def recorded_of(e: Any, measures: Sequence[str]) -> Recorded:
     for m in (m for m in measures if not Measure.parse(m).ppi):
         found = Scores.of(e).per_query(m) if Scores.of(e).has_value(m) else None
         values[m] = None if found is None else tuple(found.get(r.query_id, 0.0) for r in e.results)
-    return Recorded(e.engine, e.labeled.name, {m: Scores.of(e).mean(m) for m in measures}, values,
-                    {m: tuple(v) for m, v in Scores.of(e).trial_means(measures).items()})
+    return Recorded(e.engine, e.labeled.name, {m: Scores.of(e).mean(m) for m in measures},
+                    {m: tuple(v) for m, v in Scores.of(e).trial_means(measures).items()}, values)
+
+
+def restored(recorded: Sequence[Recorded], run: RunResults) -> tuple[Recorded, ...] | None:
+    """``recorded`` (read back without its per-question values) with them, from what each
+    evaluation of ``run`` recorded under its questions (``Evaluation.recorded_values``); None
+    where one has a value the file did not record for every question (a file of another metrics
+    definition): the analysis is then made again, never half read."""
+    out = []
+    for x in recorded:
+        e = run.get(x.engine, x.labeled)
+        if e is None:
+            return None
+        values: dict[str, tuple[float, ...] | None] = {}
+        for m, mean in x.means.items():
+            if Measure.parse(m).ppi:
+                continue
+            if mean is None:
+                values[m] = None
+            elif m in e.recorded_values:
+                values[m] = tuple(e.recorded_values[m][r.query_id] for r in e.results)
+            else:
+                return None
+        out.append(replace(x, values=values))
+    return tuple(out)

@@ -22,6 +22,7 @@ from ..ir.measures import Measure
 from .results_json import document_text, from_document, read_document, run_document
 from ..rules.settings import GateSettings
 from ..analysis.analyse import Analysis
+from ..analysis.recorded import restored
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,9 @@ def load_saved(path: str | Path, *, check_fingerprints: bool = True) -> Saved:
         analysis = Analysis.from_dict(doc.get("analysis"))
     except (KeyError, TypeError, ValueError):
         analysis = None  # a damaged analysis is made again from the run, never read half
+    if analysis is not None:  # the per-question values it shows, held once under each question
+        values = restored(analysis.recorded, run)
+        analysis = replace(analysis, recorded=values) if values is not None else None
     said = doc.get("verdict") if isinstance(doc.get("verdict"), dict) else {}
     try:
         usage = from_plain(RunUsage | None, said.get("run_usage"))
