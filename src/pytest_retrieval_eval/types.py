@@ -179,6 +179,9 @@ class LabeledQuery:
     turn: int = field(default=0, compare=False, hash=False)
     history: tuple[Turn, ...] = field(default=(), compare=False, hash=False)
     depends: bool | None = field(default=None, compare=False, hash=False)
+    #: a person's rewrite of the turn into a question that stands alone (the label's ``rewrite``;
+    #: None: none), what an oracle rewrite searches (``engines.turns.oracle_rewrite``)
+    rewrite: str | None = field(default=None, compare=False, hash=False)
 
     @property
     def turns(self) -> tuple[Turn, ...]:
