@@ -144,18 +144,18 @@ def test_slices_judged_with_one_judgments_file_merge_into_the_unsliced_runs_judg
     and the calibration are the same for every job."""
     from pytest_retrieval_eval.data.judges import Judge
     from pytest_retrieval_eval.data.judgments import Judgment, Judgments
-    from pytest_retrieval_eval.evaluation.judging import attach
+    from pytest_retrieval_eval.evaluation.judging import with_judgments
 
     judge = Judge("model-a", "p" * 64, 0.0, 1, "127.0.0.1")
     judgments = Judgments([Judgment(q, "d9", 3, (3,), "s" * 64, judge) for q in ("q0", "q1", "q4")])
     paths = []
     for i in (1, 2, 3):
         run = RunResults([evaluation(LABELED.slice(i, 3))])
-        attach(run, judgments, shown_path="j.jsonl")
+        run, _ = with_judgments(run, judgments, shown_path="j.jsonl")
         paths.append(tmp_path / f"s{i}.json")
         paths[-1].write_text(results_text(run))
     whole = RunResults([evaluation(LABELED)])
-    attach(whole, judgments, shown_path="j.jsonl")
+    whole, _ = with_judgments(whole, judgments, shown_path="j.jsonl")
     merged = combine([str(p) for p in paths]).run
     assert merged.judgments == whole.judgments and merged.judgments["used"] == 3
     assert merged.evaluations[0].judged == whole.evaluations[0].judged

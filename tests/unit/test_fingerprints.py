@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -38,8 +39,7 @@ def _run(corpus: Corpus | None, *, engine_info=None, judged=None, judge=None) ->
     e = EvaluationResult("a", LABELED, tuple(QueryResult(q.query_id, (f"d{q.query_id[1:]}",)) for q in LABELED.queries),
                          engine_info=engine_info or {}, context=context, judged=judged or {}, judge=judge)
     run = RunResults([e])
-    run.fingerprints = record(run, corpus)
-    return run
+    return replace(run, fingerprints=record(run, corpus))
 
 
 def test_a_diff_names_added_removed_and_changed_keys_sorted_whatever_the_order_built():
@@ -77,7 +77,7 @@ def test_results_json_records_the_corpus_labeled_set_judgments_file_and_canaries
     judgments = tmp_path / "judgments.jsonl"
     judgments.write_bytes(b'{"query_id": "q1"}\n')
     run = _run(corpus, engine_info={"embedder_canary": "c0ffee"})  # as engines/hybrid.py describes it
-    run.fingerprints = record(run, corpus, judgments=judgments)
+    run = replace(run, fingerprints=record(run, corpus, judgments=judgments))
     doc = json.loads(results_text(run))
     assert doc["fingerprints"] == {
         "corpora": {corpus.fingerprint: {"name": "kb", "documents": {d.doc_id: d.fingerprint[:12] for d in DOCS}}},
@@ -187,7 +187,7 @@ def test_ci_slices_merge_with_their_corpus_digests_and_the_whole_labeled_sets_fi
         e = EvaluationResult("a", part, tuple(QueryResult(q.query_id, ("d1",)) for q in part.queries),
                              context={"corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint})
         run = RunResults([e])
-        run.fingerprints = record(run, corpus)
+        run = replace(run, fingerprints=record(run, corpus))
         assert run.fingerprints["labeled"] == {"set": part.fingerprint} != {"set": LABELED.fingerprint}
         paths.append(tmp_path / f"s{i}.json")
         paths[-1].write_text(results_text(run))

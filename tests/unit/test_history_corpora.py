@@ -6,6 +6,7 @@ leaves the change "cannot be itemised", and records holding the digests inline s
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -42,7 +43,7 @@ def results(corpus: Corpus) -> str:
                                              for q in LABELED.queries),
                          context={"corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint})
     run = RunResults([e])
-    run.fingerprints = record(run, corpus)
+    run = replace(run, fingerprints=record(run, corpus))
     return results_text(run)
 
 

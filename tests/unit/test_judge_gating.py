@@ -12,7 +12,7 @@ from pytest_retrieval_eval import QueryResult
 from pytest_retrieval_eval.data.judges import Judge, Panel
 from pytest_retrieval_eval.data.judgments import Judgment, Judgments
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.evaluation.judging import JudgmentsUsed, attach, used
+from pytest_retrieval_eval.evaluation.judging import JudgmentsUsed, used, with_judgments
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.gate.verdict import FAILURE_KINDS, verdict_of
@@ -38,7 +38,7 @@ def judged_run(validations=None, judge=JUDGE, results="out/results.json") -> Run
     run = RunResults([EvaluationResult("one", LABELED, (QueryResult("q1", ("c", "a", "d")),
                                                          QueryResult("q2", ("x", "e", "b"))))])
     judgments = Judgments([Judgment("q1", "c", 3, (3,), "s" * 64, judge), Judgment("q2", "e", 2, (2,), "s" * 64, judge)])
-    attach(run, judgments, shown_path="j.jsonl", validations=validations, results=results)
+    run, _ = with_judgments(run, judgments, shown_path="j.jsonl", validations=validations, results=results)
     return run
 
 
@@ -85,7 +85,7 @@ def shadowed_run(validations) -> RunResults:
     run = RunResults([EvaluationResult(engine, LABELED, (QueryResult("q1", first), QueryResult("q2", ("x", "e", "b"))))
                       for engine, first in (("one", ("d", "a", "c")), ("two", ("c", "a", "d")))])
     judgments = Judgments([Judgment("q1", "c", 3, (3,), "s" * 64, JUDGE), Judgment("q2", "e", 2, (2,), "s" * 64, JUDGE)])
-    attach(run, judgments, shown_path="j.jsonl", validations=validations, results="out/results.json")
+    run, _ = with_judgments(run, judgments, shown_path="j.jsonl", validations=validations, results="out/results.json")
     return run
 
 
@@ -165,8 +165,8 @@ def test_a_panels_validation_is_read_by_its_own_fingerprint(state, kind):
     judgments = Judgments([Judgment("q1", "c", 3, (3,), "s" * 64, JUDGE), Judgment("q1", "c", 2, (2,), "s" * 64, OTHER),
                            Judgment("q2", "e", 3, (3,), "s" * 64, JUDGE), Judgment("q2", "e", 2, (2,), "s" * 64, OTHER)])
     panel = Panel((JUDGE, OTHER))
-    attach(run, judgments, shown_path="j.jsonl", panel=("all",),
-           validations={panel.fingerprint: state, JUDGE.fingerprint: PASSED, OTHER.fingerprint: PASSED})
+    run, _ = with_judgments(run, judgments, shown_path="j.jsonl", panel=("all",),
+                            validations={panel.fingerprint: state, JUDGE.fingerprint: PASSED, OTHER.fingerprint: PASSED})
     verdict = verdict_of(run, settings("one:hit@1+judged>=0.5"))
     assert [f.kind for f in verdict.failures] == kind
 

@@ -16,7 +16,7 @@ from pytest_retrieval_eval.data.judges import Judge, Panel
 from pytest_retrieval_eval.data.judgments import Judgment, Judgments, question_sha256
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.errors import RetrievalEvalError
-from pytest_retrieval_eval.evaluation.judging import JudgmentsUsed, attach
+from pytest_retrieval_eval.evaluation.judging import JudgmentsUsed, with_judgments
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.types import LabeledQuery
@@ -104,7 +104,7 @@ def test_a_run_reads_the_panel_in_place_of_the_newest_judge_and_says_how_its_mem
     labeled = LabeledSet((LabeledQuery("q1", "alpha?", {"a": 1}), LabeledQuery("q2", "beta?", {"b": 1})), name="set")
     run = RunResults([EvaluationResult("one", labeled, (QueryResult("q1", ("c", "d", "a")),
                                                          QueryResult("q2", ("e", "f", "b"))))])
-    found = attach(run, graded(), shown_path="j.jsonl", panel=("all",))
+    run, found = with_judgments(run, graded(), shown_path="j.jsonl", panel=("all",))
     panel = Panel((A, B, C))
     assert found.judge == panel and found.used == 4 and found.other_judges == 0
     e = run.evaluations[0]
@@ -115,6 +115,6 @@ def test_a_run_reads_the_panel_in_place_of_the_newest_judge_and_says_how_its_mem
     assert lines[1].startswith("  the panel's members: Fleiss' kappa 0.33 on relevance")
     again = JudgmentsUsed.from_dict(found.to_dict())
     assert again.judge == panel and again.lines() == lines
-    newest = attach(RunResults([EvaluationResult("one", labeled, (QueryResult("q1", ("c",)),))]), graded(),
-                    shown_path="j.jsonl")
+    _, newest = with_judgments(RunResults([EvaluationResult("one", labeled, (QueryResult("q1", ("c",)),))]), graded(),
+                               shown_path="j.jsonl")
     assert newest.judge == C and newest.agreement_of_members is None  # without a panel: the newest judge, as ever

@@ -18,7 +18,7 @@ from pytest_retrieval_eval.data.judges import Judge
 from pytest_retrieval_eval.data.judgments import Judgments
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.data.recheck import RECHECK_FLOOR, Recheck, draw, load, recheck_path
-from pytest_retrieval_eval.evaluation.judging import attach_file
+from pytest_retrieval_eval.evaluation.judging import with_judgments_file
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.archive.saved import load_run
@@ -114,7 +114,7 @@ def test_a_judge_updated_under_its_name_is_drifted_and_every_run_using_its_grade
     assert record["drifted"] and record["agreement"] == 0.0
 
     run = load_run(results)
-    used = attach_file(run, judgments, shown_path="judgments.jsonl")
+    run, used = with_judgments_file(run, judgments, shown_path="judgments.jsonl")
     [warning] = [w for w in used.warnings() if "drifted" in w]
     assert warning.startswith(f"judge judge-1 ({current.fingerprint}) drifted: graded again on 24 of its stored pairs (")
     assert "it gave the same relevance on 0% of them, below 90%: the model changed under the same name" in warning
@@ -125,7 +125,8 @@ def test_a_judge_updated_under_its_name_is_drifted_and_every_run_using_its_grade
     provider.updated = False  # back as it was: a recheck that meets the floor clears the mark
     assert cli(judge(results, judgments, "--recheck=100")) == 0
     run = load_run(results)
-    assert not [w for w in attach_file(run, judgments, shown_path="j").warnings() if "drifted" in w]
+    run, used = with_judgments_file(run, judgments, shown_path="j")
+    assert not [w for w in used.warnings() if "drifted" in w]
     assert "recheck" not in run.judgments
 
 

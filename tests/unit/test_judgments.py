@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.resources
 import json
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -28,7 +29,7 @@ from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES, Measure
 from pytest_retrieval_eval.ir.metrics import evaluate
 from pytest_retrieval_eval.ir.stats import cohen_kappa, kendall_tau
 from pytest_retrieval_eval.report.judged import judged_lines, moved_most
-from pytest_retrieval_eval.evaluation.judging import attach, calibration_pairs, engine_order, pool
+from pytest_retrieval_eval.evaluation.judging import calibration_pairs, engine_order, pool, with_judgments
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.analysis.scores import Scores
 from pytest_retrieval_eval.archive.saved import load_saved
@@ -294,7 +295,7 @@ def test_judged_labels_fill_holes_never_overrule_a_human_and_score_as_trec_eval_
                            one("q1", "a", 0)])  # a and x are the humans': theirs stands
     e = run.evaluations[0]
     assert e.mean("ndcg@10+judged") is None  # no judgments attached: no value, never a pass
-    used = attach(run, judgments, shown_path="j.jsonl")
+    run, used = with_judgments(run, judgments, shown_path="j.jsonl")
     before, e = e, run.evaluations[0]
     assert before.judged == {} and before.judge is None  # attaching makes new evaluations, never edits one
     assert used.used == 3 and e.judged == {"q1": {"c": 3, "d": 1}, "q2": {"e": 2}}
@@ -332,7 +333,7 @@ def test_the_holes_of_a_labeled_set_are_chosen_by_a_pure_function_and_the_evalua
     grades, reworded, unkeyed = hole_grades(LABELED.qrels, fresh, asked)
     assert grades == {"q2": {"e": 2, "g": 1}} and reworded == {("q1", "c")} and unkeyed == {("q2", "g")}
     run = run_of(one=[["c", "a", "d"], ["x", "e", "g"]])
-    attach(run, judgments, shown_path="j.jsonl")
+    run, _ = with_judgments(run, judgments, shown_path="j.jsonl")
     e = run.evaluations[0]
     assert e.judged == grades and Scores.of(e).filled_qrels == judged_qrels(LABELED.qrels, grades)
     assert e.mean("precision@3+judged") == pytest.approx(
@@ -342,14 +343,14 @@ def test_the_holes_of_a_labeled_set_are_chosen_by_a_pure_function_and_the_evalua
 def test_a_judgment_whose_document_changed_is_stale_listed_and_left_out():
     run = run_of(one=[["c", "a", "d"], ["x", "e", "b"]])
     judgments = Judgments([one("q1", "c", 3, sha="old"), one("q2", "e", 3, sha="new")])
-    used = attach(run, judgments, shown_path="j.jsonl", fingerprints={"c": "changed", "e": "new"})
+    run, used = with_judgments(run, judgments, shown_path="j.jsonl", fingerprints={"c": "changed", "e": "new"})
     assert used.stale == [("q1", "c")] and run.evaluations[0].judged == {"q2": {"e": 3}}
     assert any("1 judgment(s) in j.jsonl are stale" in w and "q1/c" in w for w in used.warnings())
 
 
 def test_results_json_keeps_the_judged_labels_so_a_saved_run_rebuilds_both_numbers(tmp_path):
     run = run_of(one=[["c", "a", "d"], ["x", "e", "b"]])
-    attach(run, Judgments([one("q1", "c", 3), one("q2", "e", 2)]), shown_path="j.jsonl")
+    run, _ = with_judgments(run, Judgments([one("q1", "c", 3), one("q2", "e", 2)]), shown_path="j.jsonl")
     settings = GateSettings().for_run(run, DEFAULT_TABLE_MEASURES)
     assert "hit@1+judged" in settings.table_measures  # each column beside its judged twin
     path = tmp_path / "results.json"
@@ -362,7 +363,7 @@ def test_results_json_keeps_the_judged_labels_so_a_saved_run_rebuilds_both_numbe
 
 def test_the_table_twins_each_relevance_measure_and_leaves_counts_and_freshness_alone():
     run = run_of(one=[["c"], ["x"]])
-    attach(run, Judgments([one("q1", "c", 3)]), shown_path="j.jsonl")
+    run, _ = with_judgments(run, Judgments([one("q1", "c", 3)]), shown_path="j.jsonl")
     names = table_measures(run, [Measure.parse(m) for m in ("hit@5", "num_ret", "ndcg@10")])
     assert names == ["hit@5", "hit@5+judged", "num_ret", "ndcg@10", "ndcg@10+judged"]
     assert table_measures(run, [Measure.parse("hit@5+judged")]) == ["hit@5+judged"]  # configured: as configured
@@ -371,7 +372,8 @@ def test_the_table_twins_each_relevance_measure_and_leaves_counts_and_freshness_
 def test_the_lines_say_what_each_gated_measure_rests_on_and_which_engine_the_judgments_moved_most():
     run = run_of(one=[["c", "a", "d", "e", "f"], ["x", "e", "b", "g", "h"]],
                  two=[["d", "e", "f", "g", "a"], ["b", "h", "i", "j", "k"]])
-    attach(run, Judgments([one("q1", "c", 3), one("q1", "d", 0), one("q2", "e", 2)]), shown_path="j.jsonl")
+    run, _ = with_judgments(run, Judgments([one("q1", "c", 3), one("q1", "d", 0), one("q2", "e", 2)]),
+                            shown_path="j.jsonl")
     verdict = verdict_of(run, GateSettings(), measures=["hit@1", "hit@1+judged", "recall@5"])
     text = "\n".join(line.strip() for line in judged_lines(verdict, width=10 ** 6))
     assert "one: judged@1 0.500 -> 1.000 with the judgments, judged@5 0.300 -> 0.600 with the judgments" in text
@@ -401,7 +403,7 @@ def test_calibration_samples_both_kinds_of_human_label_and_reports_kappa_and_the
     assert [e for e, _ in order.human] == ["one", "two"] and [e for e, _ in order.judge] == ["two", "one"]
     assert "the order changes (Kendall's tau -1.00)" in "\n".join(order.lines())
     run2 = run_of(one=[["a"], ["b"]])
-    used = attach(run2, Judgments([*judgments, one("q1", "z", 2)]), shown_path="j.jsonl")
+    run2, used = with_judgments(run2, Judgments([*judgments, one("q1", "z", 2)]), shown_path="j.jsonl")
     assert any(f"kappa {calibration.kappa:.2f} on 3 calibrated pairs, below 0.4" in w for w in used.warnings())
 
 
@@ -409,8 +411,8 @@ def test_calibration_samples_both_kinds_of_human_label_and_reports_kappa_and_the
 
 def test_a_baseline_judged_by_another_judge_is_refused_in_one_line_unless_forced():
     now, base = run_of(one=[["c"], ["e"]]), run_of(one=[["c"], ["e"]])
-    attach(now, Judgments([one("q1", "c", 3, judge=JUDGE_B)]), shown_path="j.jsonl")
-    attach(base, Judgments([one("q1", "c", 0, judge=JUDGE_A)]), shown_path="j.jsonl")
+    now, _ = with_judgments(now, Judgments([one("q1", "c", 3, judge=JUDGE_B)]), shown_path="j.jsonl")
+    base, _ = with_judgments(base, Judgments([one("q1", "c", 0, judge=JUDGE_A)]), shown_path="j.jsonl")
     refused = compare(now, base, ["hit@1", "hit@1+judged"])
     assert refused.diffs == [] and len(refused.refusals) == 1
     assert refused.refusals[0] == (f"one: judged with another judge (model-a, fingerprint {JUDGE_A.fingerprint} -> "
@@ -425,8 +427,8 @@ def test_a_baseline_judged_by_another_judge_is_refused_in_one_line_unless_forced
 
 def test_a_shadow_comparison_across_judges_is_refused():
     run = run_of(one=[["c"], ["e"]], two=[["c"], ["e"]])
-    attach(run, Judgments([one("q1", "c", 3)]), shown_path="j.jsonl")
-    run.replace_evaluations([run.evaluations[0], run.evaluations[1].with_judged({}, JUDGE_B.to_dict())])
+    run, _ = with_judgments(run, Judgments([one("q1", "c", 3)]), shown_path="j.jsonl")
+    run = replace(run, evaluations=[run.evaluations[0], run.evaluations[1].with_judged({}, JUDGE_B.to_dict())])
     found, problems = shadows(run, [("one", "two")], {"hit@1": 1.0})
     assert found == [] and "shadow one:two refused: two was judged with another judge" in problems[0]
 
@@ -443,7 +445,7 @@ def test_labels_of_one_kind_give_kappa_0_said_as_such_and_no_warning():
     calibration = judgments.calibration(JUDGE_A)
     assert calibration.one_sided and calibration.kappa == 0.0 and calibration.agreement == 0.5
     assert calibration.describe().startswith("Cohen's kappa 0.00 (the sample's human labels are all of one kind")
-    used = attach(run, judgments, shown_path="j.jsonl")
+    run, used = with_judgments(run, judgments, shown_path="j.jsonl")
     assert used.one_sided and not [w for w in used.warnings() if "kappa" in w]
     assert "Cohen's kappa 0.00 (one kind of human label), agreement 50% against the human labels on 2 pairs" in \
         used.lines()[0]
@@ -507,14 +509,14 @@ def keyed(q, d, grade, question, judge=JUDGE_A, kind="hole", human=None) -> Judg
 def test_a_judgment_made_for_another_wording_of_its_question_is_left_out_of_the_numbers():
     run = run_of(one=[["c", "a", "d"], ["x", "e", "b"]])  # q1 reads "alpha?", q2 "beta?"
     judgments = Judgments([keyed("q1", "c", 3, "alpha, as it was asked before?"), keyed("q2", "e", 3, "beta?")])
-    used = attach(run, judgments, shown_path="j.jsonl")
+    run, used = with_judgments(run, judgments, shown_path="j.jsonl")
     assert run.evaluations[0].judged == {"q2": {"e": 3}} and used.used == 1
     assert used.reworded == [("q1", "c")]
     assert any("1 judgment(s) in j.jsonl were made for another wording of their question (q1/c)" in w
                for w in used.warnings())
     calibrated = Judgments([keyed("q1", "a", 0, "alpha, reworded?", kind="calibration", human=1),
                             keyed("q2", "b", 1, "beta?", kind="calibration", human=1)])
-    assert attach(run_of(one=[["a"], ["b"]]), calibrated, shown_path="j.jsonl").calibrated == 1
+    assert with_judgments(run_of(one=[["a"], ["b"]]), calibrated, shown_path="j.jsonl")[1].calibrated == 1
 
 
 def test_old_lines_without_the_questions_hash_are_used_said_so_and_asked_again(fake_api, tmp_path):
@@ -523,7 +525,7 @@ def test_old_lines_without_the_questions_hash_are_used_said_so_and_asked_again(f
     pairs = bundled_pairs(2)
     judge = JudgeConfig(model="m").judge
     append(path, [Judgment(p.query_id, p.doc_id, 1, (1,), p.doc_sha256, judge) for p in pairs])  # no question hash
-    used = attach(run_of(one=[["c"], ["e"]]), Judgments([one("q1", "c", 3)]), shown_path="j.jsonl")
+    _, used = with_judgments(run_of(one=[["c"], ["e"]]), Judgments([one("q1", "c", 3)]), shown_path="j.jsonl")
     assert used.used == 1 and any("1 judgment(s) in j.jsonl predate question hashes" in w for w in used.warnings())
     assert judge_pairs(pairs, path, JudgeConfig(model="m")).asked == 2
     assert all(j.question_sha256 for j in Judgments.load(path))
@@ -704,7 +706,7 @@ def test_a_candidate_answers_only_the_questions_as_its_judgment_read_them():
 def test_a_run_says_the_judgments_files_last_line_is_cut_off(tmp_path):
     path = tmp_path / "j.jsonl"
     path.write_text(canonical(one("q1", "c", 3)) + "\n" + canonical(one("q2", "e", 3))[:25])
-    used = attach(run_of(one=[["c"], ["e"]]), Judgments.load(path), shown_path="j.jsonl")
+    _, used = with_judgments(run_of(one=[["c"], ["e"]]), Judgments.load(path), shown_path="j.jsonl")
     assert used.used == 1
     assert any("the last line of j.jsonl (line 2) is cut off" in w for w in used.warnings())
 
@@ -781,7 +783,7 @@ def test_a_follow_up_whose_earlier_turn_changed_is_asked_again_and_its_old_grade
     conversation_results(tmp_path, first="How do I join the office wifi?")  # "it" is the wifi now: replaced 2
     from pytest_retrieval_eval.archive.saved import load_run
 
-    used = attach(load_run(results), Judgments.load(path), shown_path="j.jsonl")
+    _, used = with_judgments(load_run(results), Judgments.load(path), shown_path="j.jsonl")
     assert sorted(q for q, _ in used.reworded) == ["c1#1", "c1#1", "c1#2", "c1#2"]
     assert any("were made for another wording of their question (c1#1/" in w and w.endswith(
         "judge again to grade the question as it reads now (a turn: with the conversation before it)")

@@ -168,13 +168,13 @@ def test_the_results_writer_refuses_nan_naming_where_it_is():
 def test_a_judges_kappa_on_one_kind_of_label_throughout_is_null_not_nan():
     from pytest_retrieval_eval.data.judges import Judge
     from pytest_retrieval_eval.data.judgments import Judgment, Judgments
-    from pytest_retrieval_eval.evaluation.judging import attach
+    from pytest_retrieval_eval.evaluation.judging import with_judgments
 
     run = run_of(ids_engine())
     judge = Judge("model-a", "p" * 64, 0.0, 1, "127.0.0.1")
     # people and judge call both calibration pairs relevant: chance agreement is 1, kappa says nothing
-    used = attach(run, Judgments([Judgment(f"q{i}", f"d{i}", 3, (3,), "s" * 64, judge, "calibration", 1)
-                                  for i in (0, 1)]), shown_path="j.jsonl")
+    run, used = with_judgments(run, Judgments([Judgment(f"q{i}", f"d{i}", 3, (3,), "s" * 64, judge, "calibration", 1)
+                                               for i in (0, 1)]), shown_path="j.jsonl")
     assert used.calibrated == 2 and used.kappa is None
     assert strict(results_text(run))["judgments"]["kappa"] is None
 

@@ -73,9 +73,9 @@ def test_the_candidates_novelty_is_blended_into_the_knowledge_gain_at_its_weight
     run = RunResults([EvaluationResult("new", labeled, (QueryResult("q1", ("a",)), QueryResult("q2", ("b",)))),
                       EvaluationResult("old", labeled, (QueryResult("q1", ("a",)), QueryResult("q2", ("c",))))])
     (plain,), _ = shadows(run, [("new", "old")], {"hit@1": 1.0})
-    run.candidates = {"path": "c", "weight": 0.2, "items": [
+    run = dataclasses.replace(run, candidates={"path": "c", "weight": 0.2, "items": [
         {"doc_id": "c1", "lexical": 0.9, "nearest": "a:0", "semantic": 0.5, "semantic_nearest": "a:0", "answers": []},
-        {"doc_id": "c2", "lexical": 0.1, "nearest": "b:0", "semantic": None, "semantic_nearest": None, "answers": []}]}
+        {"doc_id": "c2", "lexical": 0.1, "nearest": "b:0", "semantic": None, "semantic_nearest": None, "answers": []}]})
     (blended,), _ = shadows(run, [("new", "old")], {"hit@1": 1.0})
     assert plain.blended_gain is None and plain.gain == pytest.approx(0.5)
     novelty_mean = ((0.9 + 0.5) / 2 + 0.1) / 2

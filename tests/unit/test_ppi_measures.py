@@ -1,6 +1,6 @@
 """Prediction-powered measures (``ndcg@10~ppi``) of a run: the judge's grades of every question
 corrected by the questions a worksheet graded completely, through the path a run takes
-(``judging.attach`` on a judgments file, then the evaluation's estimate and interval)."""
+(``judging.with_judgments`` of a judgments file, then the evaluation's estimate and interval)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pytest_retrieval_eval.data.judgments import Judgment, Judgments, question_s
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.data.worksheet import HUMAN
 from pytest_retrieval_eval.errors import RetrievalEvalError
-from pytest_retrieval_eval.evaluation.judging import attach
+from pytest_retrieval_eval.evaluation.judging import with_judgments
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.evaluation.record_json import evaluation_from_dict, evaluation_to_dict
@@ -75,7 +75,7 @@ def judged_run(seed: int, *, error: float, humans: int, n: int = 400, judge_rand
                                     question_sha256(q.question), 10))
     e = EvaluationResult("engine", LabeledSet(tuple(queries), name="synthetic"), tuple(results))
     run = RunResults([e])
-    used = attach(run, Judgments(entries), shown_path="judgments.jsonl")
+    run, used = with_judgments(run, Judgments(entries), shown_path="judgments.jsonl")
     qrels = {q: docs for q, docs in truth.items() if isinstance(q, str)}
     true = evaluate(qrels, {r.query_id: list(r.doc_ids) for r in results}, ["ndcg@10"])["ndcg@10"]
     return run.evaluations[0], used, true
@@ -127,7 +127,7 @@ def test_a_question_whose_top_holds_a_document_no_person_graded_is_not_human_jud
                 entries.append(Judgment(q.query_id, d, grades.get(d, 3), (grades.get(d, 3),), SHA, HUMAN, "human",
                                         None, question_sha256(q.question), 10))
     run = RunResults([EvaluationResult("engine", LabeledSet(tuple(queries), name="s"), tuple(results))])
-    attach(run, Judgments(entries), shown_path="j.jsonl")
+    run, _ = with_judgments(run, Judgments(entries), shown_path="j.jsonl")
     e = run.evaluations[0]
     expected = [f"q{i}" for i in range(10) if not (i == 0 and results[0].doc_ids[0] not in queries[0].relevant)]
     assert e.human_questions(10) == expected
@@ -150,7 +150,7 @@ def test_a_changed_document_or_a_reworded_question_leaves_its_human_grades_out()
     changed = next(d for d in results[0].doc_ids if d not in queries[0].relevant)
     fingerprints = {d: SHA for r in results for d in r.doc_ids} | {q.query_id + "-d0": SHA for q in queries}
     fingerprints[changed] = "c" * 64
-    attach(run, Judgments(entries), shown_path="j.jsonl", fingerprints=fingerprints)
+    run, _ = with_judgments(run, Judgments(entries), shown_path="j.jsonl", fingerprints=fingerprints)
     assert run.evaluations[0].human_questions(10) == [f"q{i}" for i in range(2, 12)]
 
 

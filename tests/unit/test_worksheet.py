@@ -22,7 +22,7 @@ from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.data.worksheet import (COLUMNS, GRADE_COLUMN, HUMAN, SCALE, excerpt, pick, read_worksheet,
                                                   worksheet_csv)
 from pytest_retrieval_eval.errors import RetrievalEvalError
-from pytest_retrieval_eval.evaluation.judging import attach, pool
+from pytest_retrieval_eval.evaluation.judging import pool, with_judgments
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.evaluation.worksheet import checked, sheet_rows
@@ -233,7 +233,8 @@ def test_a_filled_sheet_round_trips_into_the_judgments_file_as_human_grades_keye
     for line in file.read_text().splitlines():
         jsonschema.validate(json.loads(line), schema)
     # a person's grades are no LLM judge: a run reading the file finds no judge to fill holes with
-    assert attach(run, again, shown_path=str(file)) is None
+    judged, found = with_judgments(run, again, shown_path=str(file))
+    assert found is None and judged is run
 
 
 # --- the command --------------------------------------------------------------------------------------
@@ -331,7 +332,7 @@ def test_human_grades_beside_an_llm_judges_are_not_counted_as_another_judge_and_
     hole = Judgment("q1", "c", 3, (3,), CORPUS_ABC.get("c").fingerprint, llm, "hole", None, question_sha256("alpha?"))
     human = checked(read_worksheet(sheet_file(tmp_path, run)), run)
     judgments = Judgments([hole, *human])  # the worksheet imported last: still the LLM judge is read
-    used = attach(run, judgments, shown_path="j.jsonl")
+    run, used = with_judgments(run, judgments, shown_path="j.jsonl")
     assert used.judge == llm and used.used == 1 and used.other_judges == 0
 
 

@@ -22,7 +22,7 @@ def main(args) -> int:
     from ..data.corpus import open_corpus
     from ..data.judge import JudgeConfig
     from ..archive.saved import load_run
-    from ..evaluation.judging import attach, candidate_pairs, candidates_record, pairs, pool
+    from ..evaluation.judging import candidate_pairs, candidates_record, pairs, pool, with_judgments
 
     run = load_run(args.results)
     if args.import_worksheet is not None:
@@ -59,10 +59,10 @@ def main(args) -> int:
     if any(j.judge.fingerprint == judge.fingerprint for j in judgments):  # none when humans judged every one
         from ..data.validation import load as load_validations, validation_path
 
-        found = attach(run, judgments, shown_path=str(path), judge=judge.fingerprint,
-                       fingerprints={d.doc_id: d.fingerprint for d in corpus.docs},
-                       validations=load_validations(validation_path(path)), results=str(args.results),
-                       corpus=str(args.corpus) if args.corpus else None)
+        run, found = with_judgments(run, judgments, shown_path=str(path), judge=judge.fingerprint,
+                                    fingerprints={d.doc_id: d.fingerprint for d in corpus.docs},
+                                    validations=load_validations(validation_path(path)), results=str(args.results),
+                                    corpus=str(args.corpus) if args.corpus else None)
         if args.judges:
             print(f"the panel's members: {judgments.agreement(judge, ('hole',)).describe()}")
         for e in run.evaluations:

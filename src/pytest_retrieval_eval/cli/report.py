@@ -24,8 +24,8 @@ def main(args) -> int:
     if args.judges is not None and args.judgments is None:
         raise RetrievalEvalError("--judges reads a panel of the judges of a judgments file: give --judgments=PATH too")
     if args.judgments is not None:
-        _attach(run, args.judgments, args.corpus, results=None if getattr(args, "merged", None) else args.results,
-                panel=args.judges)
+        run = _judged(run, args.judgments, args.corpus, results=None if getattr(args, "merged", None) else args.results,
+                      panel=args.judges)
     baseline_path = args.baseline if args.baseline is not None else settings.baseline
     if args.max_drop and baseline_path is None:
         raise RetrievalEvalError("--max-drop compares with a baseline: give --baseline PATH")
@@ -115,21 +115,23 @@ def _results_of(args):
     return Saved(run, settings, failures=run_failures(run))
 
 
-def _attach(run, judgments: str, corpus: str | None, *, results: str | None = None, panel: str | None = None):
-    """The file's judgments on every evaluation of ``run`` (staleness checked with a corpus), by
-    the newest judge or the ``panel`` (``--judges``)."""
+def _judged(run, judgments: str, corpus: str | None, *, results: str | None = None, panel: str | None = None):
+    """A new run with the file's judgments on every evaluation of ``run`` (staleness checked with
+    a corpus), by the newest judge or the ``panel`` (``--judges``), and the file's digest."""
+    from dataclasses import replace
+
     from ..data.corpus import open_corpus
-    from ..evaluation.judging import attach_file
+    from ..evaluation.judging import with_judgments_file
     from ..plugin.config import panel_of
 
-    found = attach_file(run, Path(judgments), shown_path=str(judgments),
-                        corpus=open_corpus(corpus).load() if corpus else None,
-                        results=results, panel=panel_of(panel), corpus_path=corpus)
+    judged, found = with_judgments_file(run, Path(judgments), shown_path=str(judgments),
+                                        corpus=open_corpus(corpus).load() if corpus else None,
+                                        results=results, panel=panel_of(panel), corpus_path=corpus)
     if found is None:
         raise RetrievalEvalError(f"{judgments}: no judgment by an LLM judge in the file (a worksheet's human "
                                  "grades fill no hole; python -m pytest_retrieval_eval judge --help)")
     from ..evaluation.fingerprints import file_digest
 
-    run.fingerprints = {**run.fingerprints, "judgments": {"sha256": file_digest(judgments)}}  # the file now used
-    return found
+    return replace(judged, fingerprints={**judged.fingerprints,  # the file now used
+                                         "judgments": {"sha256": file_digest(judgments)}})
 

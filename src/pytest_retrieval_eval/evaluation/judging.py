@@ -325,23 +325,6 @@ def complete_human(e: Evaluation, people: Mapping[str, tuple[int, Mapping[str, i
     return grades, depths
 
 
-def attach(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str | None = None,
-           fingerprints: Mapping[str, str] | None = None, validations: Mapping[str, Mapping[str, Any]] | None = None,
-           results: str | None = None, panel: Sequence[str] = (), corpus: str | None = None
-           ) -> JudgmentsUsed | None:
-    """``with_judgments`` written onto ``run`` itself (the commands that judge a saved run again:
-    ``judge``, ``report --judgments``); a run the file holds no judgment for is left as it was."""
-    return _onto(run, *with_judgments(run, judgments, shown_path=shown_path, judge=judge, fingerprints=fingerprints,
-                                      validations=validations, results=results, panel=panel, corpus=corpus))
-
-
-def _onto(run: RunResults, judged: RunResults, used: JudgmentsUsed | None) -> JudgmentsUsed | None:
-    if used is not None:
-        run.replace_evaluations(judged.evaluations)
-        run.judgments = judged.judgments
-    return used
-
-
 def with_judgments(run: RunResults, judgments: Judgments, *, shown_path: str, judge: str | None = None,
                    fingerprints: Mapping[str, str] | None = None,
                    validations: Mapping[str, Mapping[str, Any]] | None = None, results: str | None = None,
@@ -405,7 +388,7 @@ def _validation(validations: Mapping[str, Mapping[str, Any]] | None, fingerprint
 
 
 def used(run: RunResults) -> JudgmentsUsed | None:
-    """What ``attach`` recorded on ``run`` (also as read from results.json)."""
+    """What ``with_judgments`` recorded on ``run`` (also as read from results.json)."""
     recorded = getattr(run, "judgments", None)
     return JudgmentsUsed.from_dict(recorded) if recorded else None
 
@@ -464,14 +447,6 @@ def judge_problem(now: Mapping[str, Any] | None, base: Mapping[str, Any] | None)
         return None
     return (f"judged with another judge ({base.get('model')}, fingerprint {base.get('fingerprint')} -> "
             f"{now.get('model')}, fingerprint {now.get('fingerprint')}): its +judged numbers would move with the judge")
-
-
-def attach_file(run: RunResults, path: Any, *, shown_path: str, corpus: Any = None, judge: str | None = None,
-                results: str | None = None, panel: Sequence[str] = (), corpus_path: str | None = None
-                ) -> JudgmentsUsed | None:
-    """``with_judgments_file`` written onto ``run`` itself (``report --judgments``)."""
-    return _onto(run, *with_judgments_file(run, path, shown_path=shown_path, corpus=corpus, judge=judge,
-                                           results=results, panel=panel, corpus_path=corpus_path))
 
 
 def with_judgments_file(run: RunResults, path: Any, *, shown_path: str, corpus: Any = None,

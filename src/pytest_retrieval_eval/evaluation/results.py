@@ -73,7 +73,7 @@ class Evaluation:
     #: the run's total counts them; the per-query figures are the first trial's
     trial_usage: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
     #: a worksheet's grades (0-3) of the documents the labels leave unjudged, for the questions
-    #: people judged completely to ``human_depth`` in this engine's rankings (``evaluation/judging.attach``):
+    #: people judged completely to ``human_depth`` in this engine's rankings (``evaluation/judging.with_judgments``):
     #: query id -> doc id -> grade; the ``~ppi`` estimates correct the judge with them
     human: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     #: query id -> the depth its human grades are complete to (every document of the top that deep)
@@ -181,7 +181,7 @@ class Evaluation:
                     human: Mapping[str, Mapping[str, int]] | None = None,
                     human_depth: Mapping[str, int] | None = None) -> "Evaluation":
         """The same rankings with the judge's labels of the holes and a worksheet's complete human
-        grades (``evaluation/judging.attach``): a new evaluation, so nothing computed on the labels
+        grades (``evaluation/judging.with_judgments``): a new evaluation, so nothing computed on the labels
         before is read with the new ones."""
         return replace(self, judged=judged, judge=judge, human=dict(human or {}), human_depth=dict(human_depth or {}),
                        recorded_values={})
@@ -218,10 +218,12 @@ class Evaluation:
         return evaluation_from_dict(d, cls)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunResults:
     """Every evaluation of a run, with what the run's reports need besides: the settings that
-    judged it, corpus lint, and snippets of the documents the drill-down page shows."""
+    judged it, corpus lint, and snippets of the documents the drill-down page shows. Frozen once
+    recorded: what is added later (judgments, coverage, fingerprints, candidates) makes a new run
+    (``dataclasses.replace``, ``evaluation/judging.with_judgments``, ``plugin/enrich.py``)."""
 
     evaluations: list[Evaluation]
     metrics_fingerprint: str = METRICS_FINGERPRINT
@@ -243,12 +245,8 @@ class RunResults:
     #: document, labeled sets, the judgments file, embedder canaries; empty in files saved before
     fingerprints: dict[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        self.evaluations = sorted(self.evaluations, key=lambda e: e.key)
-
-    def replace_evaluations(self, evaluations: Sequence[Evaluation]) -> None:
-        """New evaluations of the same engines (the judge's labels attached)."""
-        self.evaluations = sorted(evaluations, key=lambda e: e.key)
+    def __post_init__(self) -> None:  # the one write: the record's order, as it is made
+        object.__setattr__(self, "evaluations", sorted(self.evaluations, key=lambda e: e.key))
 
     def record(self) -> "RunResults":
         """The run as recorded, each evaluation a plain ``Evaluation`` (what a test asserted on

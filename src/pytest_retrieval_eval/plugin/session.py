@@ -240,6 +240,8 @@ class RetrievalSession:
                  record: bool = True):
         """Evaluate once per session per (engine name, labeled set); later calls reuse it
         (``record=False``: a share, kept apart from the evaluations)."""
+        from dataclasses import replace
+
         from ..analysis.result import EvaluationResult
         from ..report.html import snippets
         from ..evaluation.evaluate import evaluate_engine
@@ -253,21 +255,22 @@ class RetrievalSession:
                 return evaluate_engine(engine, labeled, depth=run.depth, name=name, context=context,
                                        timeout=run.timeout, known_ids=corpus, concurrency=run.concurrency)
 
-            first = EvaluationResult.of(once())  # what a test asserts on
+            made = once()
             trials = [once() for _ in range(run.trials - 1)]
-            first.trial_results = tuple(t.results for t in trials)
+            extra: dict[str, Any] = {"trial_results": tuple(t.results for t in trials)}
             if trials:  # what the trials after the first cost: the run's HTTP total counts them too
                 from .._usage import summed
 
-                first.trial_usage = {m: tuple(v) for m, v in summed(
+                extra["trial_usage"] = {m: tuple(v) for m, v in summed(
                     *(t.prepare_usage for t in trials), *(r.usage for t in trials for r in t.results)).items()}
             if corpus is not None:
                 from ..evaluation.known import gather
 
-                first.freshness = self.freshness(corpus)
+                extra["freshness"] = self.freshness(corpus)
                 index = getattr(engine, "index", None)  # the plugin's store it reads: chunks and their lint
-                first.evidence = gather(labeled.queries, corpus, getattr(index, "chunks", None),
-                                        getattr(index, "lint", None))
+                extra["evidence"] = gather(labeled.queries, corpus, getattr(index, "chunks", None),
+                                           getattr(index, "lint", None))
+            first = EvaluationResult.of(replace(made, **extra))  # what a test asserts on
             if corpus is not None:  # what the drill-down page shows of the documents, taken now
                 self._snippets.update(snippets([first], corpus))
             if not record:
