@@ -28,7 +28,7 @@ class Judge:
     @cached_property
     def fingerprint(self) -> str:
         """Hashed once per judge (the object is frozen): every judgment of a file carries its
-        judge, and a run's attach asks each one's fingerprint several times."""
+        judge, and judging a run asks each one's fingerprint several times."""
         return sha256_text(canonical_json(self.to_dict(fingerprint=False)))[:16]
 
     def to_dict(self, *, fingerprint: bool = True) -> dict[str, Any]:
