@@ -37,6 +37,8 @@ from ..errors import RetrievalEvalError
 from ..evaluation.fingerprints import CORPORA, map_path, map_text, with_documents
 from .results_json import HISTORY_FORMAT as FORMAT  # a record reads as a baseline file too
 from ..types import canonical_json, sha256_text
+from ..data.labeled import LabeledSet
+from ..evaluation.results import RunResults
 
 VERSION = 1
 #: records kept by default (``--retrieval-history-keep``)
@@ -119,7 +121,7 @@ class Record:
         return {str(f) for e in self.results.get("evaluations", []) if isinstance(e, dict)
                 if (f := (e.get("corpus") or {}).get("fingerprint"))}
 
-    def run(self, against: Collection[str] | None = None) -> Any:
+    def run(self, against: Collection[str] | None = None) -> RunResults:
         """The recorded run (``RunResults``), read as a baseline; a record whose results cannot be
         read is refused naming its file (a one-line error, never a traceback). ``against``: the
         corpora (fingerprints) of the run it is compared with: only the digests of the others
@@ -298,7 +300,7 @@ def shown(path: Path) -> Path:
 
 
 def _why_not(record: Record, mine: Mapping[tuple[str, str], tuple[str | None, str | None]], job: str | None,
-             force: bool, run: Any = None) -> str | None:
+             force: bool, run: RunResults | None = None) -> str | None:
     """Why ``record`` is not this job's baseline (another job, other engines or labeled sets,
     another slice, a labeled set of the same name with other questions: named, with ``run``),
     or None when it is."""
@@ -326,7 +328,7 @@ def _why_not(record: Record, mine: Mapping[tuple[str, str], tuple[str | None, st
     return None
 
 
-def _labeled_pair(record: Record, run: Any, name: str) -> tuple[Any, Any] | None:
+def _labeled_pair(record: Record, run: RunResults | None, name: str) -> tuple[LabeledSet, LabeledSet] | None:
     """The record's labeled set ``name`` and this run's, or None (no run, an unreadable record)."""
     from ..evaluation.record_json import evaluation_from_dict
 
@@ -338,7 +340,7 @@ def _labeled_pair(record: Record, run: Any, name: str) -> tuple[Any, Any] | None
         return None
 
 
-def _stale_only(record: Record, run: Any, name: str) -> bool:
+def _stale_only(record: Record, run: RunResults | None, name: str) -> bool:
     """The record's labeled set ``name`` differs from this run's only by questions one of them
     left out as stale (``baseline.stale_only``): the same labels, compared over the questions
     both hold (a corpus that moved is the comparison's to refuse, by name)."""
@@ -348,7 +350,7 @@ def _stale_only(record: Record, run: Any, name: str) -> bool:
     return pair is not None and stale_only(*pair)
 
 
-def _same_questions(record: Record, run: Any, name: str) -> bool:
+def _same_questions(record: Record, run: RunResults | None, name: str) -> bool:
     """The record's labeled set ``name`` and this run's hold the same questions, none changed
     (``baseline.same_questions``): their fingerprints differ only where no measure looks."""
     from ..analysis.baseline import same_questions
@@ -357,7 +359,7 @@ def _same_questions(record: Record, run: Any, name: str) -> bool:
     return pair is not None and same_questions(*pair)
 
 
-def _subset_of_record(record: Record, run: Any, name: str) -> bool:
+def _subset_of_record(record: Record, run: RunResults | None, name: str) -> bool:
     """This run's labeled set ``name`` is a subset (``--retrieval-subset``) of the record's, every
     question unchanged: the full set's record serves it, compared over the subset's questions, as
     a full-set baseline file does (``baseline.subset_of``)."""
@@ -367,7 +369,7 @@ def _subset_of_record(record: Record, run: Any, name: str) -> bool:
     return pair is not None and subset_of(pair[1], pair[0])
 
 
-def _changes(record: Record, run: Any, name: str) -> str:
+def _changes(record: Record, run: RunResults | None, name: str) -> str:
     """``: `` and the questions added, removed and changed between the record's labeled set
     ``name`` and this run's (``baseline.labeled_changes``), or '' (no run, an unreadable record)."""
     from ..analysis.baseline import labeled_changes
@@ -416,7 +418,7 @@ def changes_since(before: Record, after: Record) -> list[str]:
     return out
 
 
-def compare_ref(history: History, ref: str, cwd: Path, *, run: Any = None,
+def compare_ref(history: History, ref: str, cwd: Path, *, run: RunResults | None = None,
                 force: bool = False) -> tuple[Record | None, str]:
     """The record ``ref`` is judged against: the newest of this job's at the merge-base of HEAD
     and ``ref`` (at ``ref`` itself only where the two share no history), and what was used, or

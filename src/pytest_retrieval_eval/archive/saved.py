@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._plain import from_plain, to_plain
 from ..errors import RetrievalEvalError
@@ -23,6 +23,9 @@ from .results_json import document_text, from_document, read_document, run_docum
 from ..rules.settings import GateSettings
 from ..analysis.analyse import Analysis
 from ..analysis.recorded import restored
+
+if TYPE_CHECKING:
+    from ..gate.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ def run_failures(run: RunResults) -> tuple[str, ...]:
     return tuple(run.settings.get("failures", ()))
 
 
-def results_json(verdict: Any) -> str:
+def results_json(verdict: Verdict) -> str:
     """The run's results.json (sorted keys, no timings unless ``--retrieval-latency``: identical
     inputs give identical bytes)."""
     run, s, a = verdict.run, verdict.settings, verdict.analysis

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .plot import BOTTOM, COLOURS, H, LEFT, RIGHT, ROW, TOP, W, frame, legend_entry, legend_size
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..analysis.ceiling import StageCurve
     from ..gate.verdict import Verdict
 
 ABOUT = ("recall@k of each stage: per question the share of its relevant documents the stage holds in its top k, "
@@ -22,11 +23,11 @@ def _several(verdict: Verdict) -> bool:
     return len({c.labeled for c in verdict.ceilings}) > 1
 
 
-def title(verdict: Verdict, c: Any) -> str:
+def title(verdict: Verdict, c: StageCurve) -> str:
     return c.engine + (f" on {c.labeled}" if _several(verdict) else "")
 
 
-def cells(c: Any) -> tuple[list[str], list[list[str]]]:
+def cells(c: StageCurve) -> tuple[list[str], list[list[str]]]:
     """The header and a row per stage: stage, recall at each k of the grid some stage reaches, all."""
     from ..analysis.ceiling import GRID
 
@@ -37,7 +38,7 @@ def cells(c: Any) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def loss_line(c: Any) -> str:
+def loss_line(c: StageCurve) -> str:
     """``of 7 misses at hit@5: 3 (43%) never a candidate, 0 cut by fusion, 4 (57%) ranked below 5``"""
     if not c.missed:
         return f"no miss at hit@{c.miss_k}"
@@ -77,7 +78,7 @@ def page(verdict: Verdict) -> list[dict[str, Any]]:
     return out
 
 
-def curve_svg(c: Any, *, title: str) -> str:
+def curve_svg(c: StageCurve, *, title: str) -> str:
     """Each stage's recall@k over k on a log scale, ending at all it held. Deterministic text."""
     shown = list(c.stages)  # a stage that held nothing: in the legend, with no line
     top_k = max([k for s in shown for k, _ in s.points] or [1])

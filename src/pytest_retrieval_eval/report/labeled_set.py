@@ -6,15 +6,18 @@ Read from the analysis; each finding names its questions."""
 from __future__ import annotations
 
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..analysis.set_signal import lines as finding_lines
+
+if TYPE_CHECKING:
+    from ..gate.verdict import Verdict
 
 #: questions a terminal line names before "and N more" (results.md and the page name them all)
 SHOWN = 10
 
 
-def subset_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
+def subset_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
     """``subset pr: 20 of 68 questions; smallest detectable drop of hit@5: keyword 0.310 (0.150 with all 68)``"""
     drops = verdict.analysis.subset
     if not drops:
@@ -28,7 +31,7 @@ def subset_lines(verdict: Any, *, markdown: bool = False) -> list[str]:
                                                          break_on_hyphens=False)
 
 
-def finding_count(verdict: Any) -> str:
+def finding_count(verdict: Verdict) -> str:
     found = verdict.analysis.labeled_set
     kinds: dict[str, int] = {}
     for f in found:
@@ -36,7 +39,7 @@ def finding_count(verdict: Any) -> str:
     return ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in kinds.items())
 
 
-def lines(verdict: Any, *, markdown: bool = False) -> list[str]:
+def lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
     """The section's lines: findings as bullets in Markdown, indented under a header in the terminal."""
     found = verdict.analysis.labeled_set
     if not found:

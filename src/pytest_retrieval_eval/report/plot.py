@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import math
 from html import escape
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from ..analysis.analyse import Analysis
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f")
 W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 56, 170, 24, 44
@@ -85,7 +88,7 @@ def hit_curve_svg(curves: Mapping[str, Sequence[float]], baseline: Mapping[str, 
     return "\n".join(out) + "\n"
 
 
-def run_svg(analysis: Any, baseline: bool = False) -> str:
+def run_svg(analysis: Analysis, baseline: bool = False) -> str:
     """The Hit@k plot of a run's evaluations as its analysis holds their curves (labelled by
     engine, and by labeled set when the run has several); with ``baseline``, the baseline's
     curves dashed."""

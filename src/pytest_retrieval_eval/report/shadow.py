@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 import textwrap
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .table import NO_VALUE, signed
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..analysis.shadow import Shadow
     from ..gate.verdict import Verdict
 
 
@@ -18,11 +19,11 @@ def interval_text(ci: tuple[float, float] | None) -> str:
     return NO_VALUE if ci is None else f"[{signed(ci[0])}, {signed(ci[1])}]"
 
 
-def _weights(sh: Any) -> str:
+def _weights(sh: Shadow) -> str:
     return ", ".join(f"{m}={w:g}" for m, w in sh.weights.items())
 
 
-def headline(sh: Any) -> str:
+def headline(sh: Shadow) -> str:
     p = NO_VALUE if sh.gain_p is None or math.isnan(sh.gain_p) else f"{sh.gain_p:.3g}"
     text = (f"shadow {sh.candidate} vs {sh.baseline} on {sh.labeled} ({sh.n} queries): knowledge gain "
             f"{signed(sh.gain)} {interval_text(sh.gain_ci)}, p={p} (weights {_weights(sh)})")
@@ -32,7 +33,7 @@ def headline(sh: Any) -> str:
     return text
 
 
-def movers(sh: Any) -> list[str]:
+def movers(sh: Shadow) -> list[str]:
     out = []
     for m in sh.movers:
         changes = ", ".join(f"{name} {before:.3g}->{after:.3g}" for name, before, after in m.changes)
@@ -41,20 +42,20 @@ def movers(sh: Any) -> list[str]:
     return out
 
 
-def queries_text(sh: Any) -> str:
+def queries_text(sh: Shadow) -> str:
     """``queries: 3 better, 1 worse, 5 same``; with no weight valued in both engines, none was compared."""
     if sh.gain is None or math.isnan(sh.gain):
         return "queries: not compared (no weight has a value in both engines)"
     return f"queries: {sh.better} better, {sh.worse} worse, {sh.same} same"
 
 
-def skipped_text(sh: Any) -> str | None:
+def skipped_text(sh: Shadow) -> str | None:
     """The weights left out of the gain, for want of a value in one engine or both, said once."""
     return (f"not weighted (no value in {sh.candidate} or in {sh.baseline}): {', '.join(sh.skipped)}"
             if sh.skipped else None)
 
 
-def documents(sh: Any) -> list[str]:
+def documents(sh: Shadow) -> list[str]:
     def listed(items) -> str:
         return ", ".join(f"{d} ({n} {'query' if n == 1 else 'queries'})" for d, n in items) or "none"
 
@@ -86,7 +87,7 @@ def terminal_lines(verdict: Verdict, *, full: bool = True) -> list[str]:
     return lines
 
 
-def segment_text(sh: Any) -> str:
+def segment_text(sh: Shadow) -> str:
     """``body-only +0.120 (n=30, p=0.004), versioned -0.050 (n=5, p=0.62)``"""
     return ", ".join(f"{tag} {signed(gain)} (n={n}, p={p:.3g})" for tag, n, gain, p in sh.segments)
 

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any
 from .plot import COLOURS, frame
 
 if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checkers
+    from ..analysis.sweep import SweepTable
     from ..gate.verdict import Verdict
 
 W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 360, 56, 24, 24, 44
 
 
-def cells(t: Any, *, compact: bool = False) -> tuple[list[str], list[list[str]]]:
+def cells(t: SweepTable, *, compact: bool = False) -> tuple[list[str], list[list[str]]]:
     """The header and a row per configuration; ``compact`` (the terminal): the interval as ± its larger side."""
     handed = t.handed  # a column of what each configuration hands a generator, when one returns passages
     header = [*t.keys, t.measure, "±" if compact else "95% CI", "vs base", "p corr", "p95 ms", "chunks",
@@ -36,7 +37,7 @@ def cells(t: Any, *, compact: bool = False) -> tuple[list[str], list[list[str]]]
     return header, body
 
 
-def title(t: Any) -> str:
+def title(t: SweepTable) -> str:
     return (f"sweep of {t.base} on {t.labeled}, best {t.measure} first; vs base: the paired difference from {t.base} "
             f"(* significant, p corrected over the {len(t.points) - 1} other configurations); front: on the Pareto "
             "front of quality against p95 latency (L)"
@@ -67,7 +68,7 @@ def markdown(verdict: Verdict) -> list[str]:
     return out[1:]
 
 
-def scatter_svg(t: Any, cost: str = "latency") -> str:
+def scatter_svg(t: SweepTable, cost: str = "latency") -> str:
     """Quality against p95 latency (``cost="latency"``), chunk count (``"size"``) or the tokens
     of the top k passages (``"tokens"``), the front joined. Deterministic text: the same table,
     the same bytes."""
