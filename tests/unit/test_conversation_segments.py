@@ -109,3 +109,23 @@ def test_a_turn_segment_asked_for_alone_shows_its_other_half_by_name():
     assert rows_of(chats(True), ["first-turn"]) == [("all", 19), ("first-turn", 6), ("follow-up", 12)]
     assert rows_of(chats(), ["follow-up", "first-turn"]) == [("all", 18), ("follow-up", 12), ("first-turn", 6)]
     assert rows_of(chats(), ["turn"]) == [("all", 18), ("turn:1", 6), ("turn:2", 6), ("turn:3", 6)]  # a family: no half
+
+
+def test_a_baseline_and_a_shadow_compare_first_turns_once():
+    from pytest_retrieval_eval.analysis.baseline import compare
+    from pytest_retrieval_eval.analysis.result import EvaluationResult
+    from pytest_retrieval_eval.analysis.shadow import compare as shadow
+    from pytest_retrieval_eval.evaluation.results import RunResults
+    from pytest_retrieval_eval.types import QueryResult
+
+    labeled = chats()
+
+    def engine(name: str, hit) -> EvaluationResult:
+        return EvaluationResult(name, labeled, tuple(QueryResult(q.query_id, ("plans",) if hit(q) else ("x",))
+                                                     for q in labeled.queries))
+
+    now, before = engine("a", lambda q: q.turn != 2), engine("a", lambda q: True)
+    tags = [s.tag for s in compare(RunResults([now]), RunResults([before]), ["hit@5"]).segments]
+    assert "first-turn" in tags and "turn:1" not in tags and len(tags) == len(set(tags))  # turn:1 is first-turn
+    gains = [tag for tag, *_ in shadow(now, engine("b", lambda q: True), {"hit@5": 1.0}).segments]
+    assert "first-turn" in gains and "turn:1" not in gains
