@@ -85,7 +85,7 @@ def in_conversations(rows: list[dict[str, Any]], by_id: Any) -> list[dict[str, A
 def said_once(engines: list[dict[str, Any]]) -> list[tuple[tuple[str, str], ...]]:
     """Each history the engines' rows show (``before``), once: a row keeps its index into the list
     (``said``) and the page copies the history into the row when it opens. Four engines on 377
-    turns of long conversations otherwise write every history four times (most of an 8 MB page)."""
+    turns of long conversations otherwise write every history four times (much of an 8 MB page)."""
     out: list[tuple[tuple[str, str], ...]] = []
     index: dict[tuple[tuple[str, str], ...], int] = {}
     for engine in engines:
