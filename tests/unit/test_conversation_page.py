@@ -36,7 +36,15 @@ def text(html: str) -> str:
 
 
 def engine_section(html: str, engine: str) -> str:
-    return html.split(f'<section class="engine" data-engine="{engine}">')[1].split("</section>")[0]
+    """The engine's rows, each history in its row as the page's script puts it there when it opens."""
+    return opened(html).split(f'<section class="engine" data-engine="{engine}">')[1].split("</section>")[0]
+
+
+def opened(html: str) -> str:
+    """The page as its script leaves it: the history a row refers to (``data-said``) copied into
+    the row from the block holding each history once."""
+    kept = dict(re.findall(r'<template id="said-(\d+)">(.*?)</template>', html))
+    return re.sub(r'<ol class="said" data-said="(\d+)"></ol>', lambda m: f'<ol class="said">{kept[m[1]]}</ol>', html)
 
 
 def test_a_conversation_s_turns_are_shown_together_in_order_with_what_was_said_before():
@@ -58,6 +66,28 @@ def test_a_turn_whose_earlier_turn_is_not_shown_carries_the_whole_history():
     said = text(engine_section(render(verdict_of(run_of(labeled), measures=["hit@1"])), "keyword"))
     assert ("conversation refund (1 turn searched) user What about the refund window for laptops? assistant For "
             "laptops, the refund window is in the policy. turn 2 and for phones?") in said
+
+
+def test_each_history_is_written_once_however_many_engines_show_its_turn():
+    labeled = LabeledSet(tuple(q for q in conversations().queries if q.turn == 2), name="follow-ups")
+    reply = "For laptops, the refund window is in the policy."
+    one = render(verdict_of(RunResults([evaluate_engine(Keyword(), labeled)]), measures=["hit@1"]))
+    run = RunResults([evaluate_engine(Keyword(), labeled, name=f"engine-{i}") for i in range(4)])
+    html = render(verdict_of(run, measures=["hit@1"]))
+    assert one.count(reply) == html.count(reply) == 1 and html.count("What about the refund window for laptops?") == 1
+    for i in range(4):  # and every engine's row of the turn shows it
+        assert f"user What about the refund window for laptops? assistant {reply} turn 2 and for phones?" in text(
+            engine_section(html, f"engine-{i}"))
+
+
+def test_the_segment_table_shows_each_turn_segment_once():
+    from pytest_retrieval_eval.data.segments import derive
+
+    labeled = derive(conversations(), [])
+    html = render(verdict_of(run_of(labeled), measures=["hit@1"], by=("tags",)))
+    segments = re.findall(r"<tr><td>([^<]+?)(?: <span|</td>)", html.split('<table id="segments">')[1].split("</table>")[0])
+    # first-turn's other half is follow-up, not "not first-turn" (follow-up's rows again); turn:1 is first-turn
+    assert segments == ["all", "length:short", "first-turn", "follow-up", "depends", "standalone", "turn:2"]
 
 
 def test_the_line_under_the_table_names_the_engines_given_the_last_turn_alone():

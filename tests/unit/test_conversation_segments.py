@@ -70,3 +70,62 @@ def test_single_questions_get_no_turn_segments():
     derived = derive(labeled, JsonFolder(CORPUS).load().docs)
     found = set(all_tags(derived))
     assert not found & {"first-turn", "follow-up", "depends", "standalone", "turn:1", "turn:5+"}
+
+
+def chats(single: bool = False) -> LabeledSet:
+    """Six conversations of three turns (the second depends, the third stands alone), and with
+    ``single`` one question outside any conversation."""
+    texts = ("What does the pro plan cost per month?", "and for students?", "Which plans include offline use?")
+    queries = [turn(n, text, conversation=f"c{c}") for c in range(6) for n, text in enumerate(texts, 1)]
+    return derive(LabeledSet(tuple(queries) + ((LabeledQuery("q1", "How much is the pro plan?", {"plans": 1}),)
+                                               if single else ()), name="chats"), DOCS)
+
+
+def rows_of(labeled: LabeledSet, wanted: list[str]) -> list[tuple[str, int]]:
+    from pytest_retrieval_eval.analysis.result import EvaluationResult
+    from pytest_retrieval_eval.analysis.segments import segment_rows
+    from pytest_retrieval_eval.evaluation.results import RunResults
+    from pytest_retrieval_eval.types import QueryResult
+
+    run = RunResults([EvaluationResult(name, labeled, tuple(QueryResult(q.query_id, ("plans",) if i % k else ("x",))
+                                                            for i, q in enumerate(labeled.queries)))
+                      for name, k in (("a", 2), ("b", 3))])
+    return [(r.tag, r.n) for r in segment_rows(run, wanted, "hit@5")]
+
+
+@pytest.mark.parametrize("single", [False, True])
+def test_every_turn_segment_is_a_row_once_under_its_own_name(single):
+    rows = rows_of(chats(single), ["tags"])
+    turns = [(tag, n) for tag, n in rows if tag in ("first-turn", "follow-up", "depends", "standalone")
+             or tag.startswith(("turn:", "not "))]
+    # first-turn's other half is follow-up (never "not first-turn", which printed follow-up's row again, and the
+    # single question with it); turn:1 is first-turn by definition, so it is not a second row of the same questions
+    assert turns == [("first-turn", 6), ("follow-up", 12), ("depends", 6), ("standalone", 12), ("turn:2", 6),
+                     ("turn:3", 6)]
+    assert len(rows) == len({tag for tag, _ in rows})
+
+
+def test_a_turn_segment_asked_for_alone_shows_its_other_half_by_name():
+    assert rows_of(chats(True), ["first-turn"]) == [("all", 19), ("first-turn", 6), ("follow-up", 12)]
+    assert rows_of(chats(), ["follow-up", "first-turn"]) == [("all", 18), ("follow-up", 12), ("first-turn", 6)]
+    assert rows_of(chats(), ["turn"]) == [("all", 18), ("turn:1", 6), ("turn:2", 6), ("turn:3", 6)]  # a family: no half
+
+
+def test_a_baseline_and_a_shadow_compare_first_turns_once():
+    from pytest_retrieval_eval.analysis.baseline import compare
+    from pytest_retrieval_eval.analysis.result import EvaluationResult
+    from pytest_retrieval_eval.analysis.shadow import compare as shadow
+    from pytest_retrieval_eval.evaluation.results import RunResults
+    from pytest_retrieval_eval.types import QueryResult
+
+    labeled = chats()
+
+    def engine(name: str, hit) -> EvaluationResult:
+        return EvaluationResult(name, labeled, tuple(QueryResult(q.query_id, ("plans",) if hit(q) else ("x",))
+                                                     for q in labeled.queries))
+
+    now, before = engine("a", lambda q: q.turn != 2), engine("a", lambda q: True)
+    tags = [s.tag for s in compare(RunResults([now]), RunResults([before]), ["hit@5"]).segments]
+    assert "first-turn" in tags and "turn:1" not in tags and len(tags) == len(set(tags))  # turn:1 is first-turn
+    gains = [tag for tag, *_ in shadow(now, engine("b", lambda q: True), {"hit@5": 1.0}).segments]
+    assert "first-turn" in gains and "turn:1" not in gains

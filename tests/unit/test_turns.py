@@ -242,3 +242,30 @@ def test_the_by_turn_line_shows_the_measure_a_drop_rule_judges():
     assert terminal_lines(verdict(run_of(conversation_set())))[0].startswith("hit@5 by turn ")
     lines = terminal_lines(verdict(run_of(conversation_set()), "last-turn:turns.drop.ndcg@10<=0.2"))
     assert lines[0].startswith("ndcg@10 by turn ") and not any(line.startswith("hit@5") for line in lines)
+
+
+def by_turn_table(html: str) -> tuple[list[str], list[list[str]]]:
+    """The page's by-turn table: its heads, and each row's cells as text."""
+    import re
+
+    table = html.split('<table id="by-turn">')[1].split("</table>")[0]
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in table.split("<tr>")[2:]]
+    return re.findall(r"<th>(.*?)</th>", table), [[" ".join(re.sub(r"<[^>]+>", " ", c).split()) for c in row]
+                                                  for row in rows]
+
+
+def test_the_page_s_by_turn_table_shows_the_drop_a_rule_judges_before_the_turn_positions():
+    from pytest_retrieval_eval.report.html import render
+
+    heads, rows = by_turn_table(render(verdict(run_of(conversation_set()))))
+    assert heads == ["engine", "labeled set", "drop", "1st", "2nd", "3rd"]  # not after every position: in sight
+    last = next(row for row in rows if row[0] == "last-turn")
+    assert last[1] == "chats" and last[2].startswith("0.975 ") and last[3:] == ["1.000 (n=20)", "0.050 (n=20)",
+                                                                              "0.000 (n=20)"]
+    html = render(verdict(run_of(conversation_set()), "last-turn:turns.drop.ndcg@10<=0.2"))
+    heads, rows = by_turn_table(html)
+    assert "ndcg@10 over the turns" in html and heads[2] == "drop" and len(rows) == 2  # the measure the rule judges
+    heads, rows = by_turn_table(render(verdict(run_of(conversation_set()), "last-turn:turns.drop.ndcg@10<=0.2",
+                                               "converses:turns.drop.hit@5<=0.2")))
+    assert heads[:4] == ["engine", "labeled set", "measure", "drop"]
+    assert [row[2] for row in rows] == ["ndcg@10", "ndcg@10", "hit@5", "hit@5"] and rows[1][3].startswith("0.975 ")

@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..data.labeled import question_changes
-from ..data.segments import all_tags
+from ..data.segments import all_tags, distinct
 from ..ir.measures import Measure
 from ..ir.paired import MOVERS, Paired, corrected, paired  # noqa: F401  (MOVERS: re-exported)
 from ..evaluation.fingerprints import CHANGES_NAMED, corpus_changes, judgments_changes
@@ -380,7 +380,7 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
         if d.days is not None or Measure.parse(d.measure).freshness:
             continue
         e, b = now.get(d.engine, d.labeled), base.get(d.engine, d.labeled)
-        found += [f for tag in all_tags(e.labeled) if (f := segment_diff(e, b, tag, d)) is not None]
+        found += [f for tag in distinct(all_tags(e.labeled)) if (f := segment_diff(e, b, tag, d)) is not None]
     out.segments = [replace(f, paired=c) for f, c in zip(found, corrected([f.paired for f in found], correction))]
     return out
 

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..data.segments import all_tags, members
+from ..data.segments import HALVES, all_tags, distinct, members
 from ..ir.measures import Measure
 from ..ir.paired import corrected, paired
 from ..ir.stats import BINARY_FAMILIES, detectable_drop, mean_ci
@@ -58,20 +58,26 @@ class SegmentRow:
 
 
 def segments_of(labeled: Any, wanted: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """(segment, query ids) to show: each tag asked for (every tag for ``tags``), then for a
-    plain tag its complement (``not body-only``); a family's values (``length:short``) split
-    the set between them and need none."""
+    """(segment, query ids) to show: each tag asked for (every tag for ``tags``), one name per
+    segment (``distinct``: ``turn:1`` is ``first-turn``), each followed by its other half: a plain
+    tag's complement (``not body-only``), a turn tag's pair (``HALVES``: ``follow-up`` for
+    ``first-turn``, never ``not first-turn``), unless a segment shown holds those very questions;
+    a family's values (``length:short``) split the set between them and need none."""
     tags = all_tags(labeled) if EVERY_TAG in wanted else expand(labeled, [t for t in wanted if t != EVERY_TAG])
+    named = [(tag, ids) for tag in distinct(tags) if (ids := members(labeled, tag))]
+    taken = {tuple(ids) for _, ids in named}
     out = [("all", [q.query_id for q in labeled.queries])]
-    for tag in tags:
-        ids = members(labeled, tag)
-        if not ids:
-            continue
+    for tag, ids in named:
         out.append((tag, ids))
-        if ":" not in tag:
-            rest = [q.query_id for q in labeled.queries if tag not in q.tags]
-            if rest:
-                out.append((f"not {tag}", rest))
+        if tag in HALVES:
+            other = (HALVES[tag], members(labeled, HALVES[tag]))
+        elif ":" not in tag:
+            other = (f"not {tag}", [q.query_id for q in labeled.queries if tag not in q.tags])
+        else:
+            continue
+        if other[1] and tuple(other[1]) not in taken:
+            taken.add(tuple(other[1]))
+            out.append(other)
     return out
 
 

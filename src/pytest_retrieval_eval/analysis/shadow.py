@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import RetrievalEvalError
-from ..data.segments import all_tags
+from ..data.segments import all_tags, distinct
 from ..ir.measures import Measure
 from ..ir.paired import MOVERS, paired
 from ..evaluation.judging import judge_problem
@@ -79,7 +79,7 @@ class Shadow:
     #: the mean novelty of the documents the change would add (``data/novelty.py``), and its weight
     novelty: float | None = None
     novelty_weight: float = 0.0
-    #: the gain on each tag's questions: (tag, n, gain, p), in ``all_tags`` order
+    #: the gain on each tag's questions: (tag, n, gain, p), in ``all_tags`` order, a segment once (``distinct``)
     segments: tuple[tuple[str, int, float, float], ...] = ()
 
     @property
@@ -151,7 +151,7 @@ def compare(candidate: Evaluation, baseline: Evaluation, weights: Mapping[str, f
     hit, missed = _moved_documents(candidate, baseline, cutoff)
     segments = []
     if usable and n:  # where the gain came from: each tag's questions
-        for tag in all_tags(candidate.labeled):
+        for tag in distinct(all_tags(candidate.labeled)):
             at = [i for i, q in enumerate(candidate.labeled.queries) if tag in q.tags]
             part = paired(score_a[at], score_b[at], [ids[i] for i in at],
                           clusters=candidate.clusters([ids[i] for i in at]))

@@ -15,7 +15,10 @@ cache's ``tags``: product, language, kind); the plugin adds, from the corpus:
   states one, else ``depends_guess`` of the turn's text.
 
 A tag with a ``:`` is one value of a family (``length:``, ``product:``): its values split the
-set between them, so reports show no complement for it.
+set between them, so reports show no complement for it. ``first-turn``/``follow-up`` and
+``depends``/``standalone`` split a conversation's turns in two (``HALVES``): each one's other half
+is the other tag, shown under its name, never as ``not first-turn``. Tags naming the same questions
+by definition (``turn:1`` is ``first-turn``) are one segment (``distinct``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ from ..types import LabeledQuery
 
 DERIVED = ("body-only", "versioned", "multi-gold", "length:short", "length:medium", "length:long",
            "first-turn", "follow-up", "depends", "standalone", "turn:1", "turn:2", "turn:3", "turn:4", "turn:5+")
+#: the derived tags that split a conversation's turns in two: each tag's other half among the turns
+#: (a single question carries neither), what a report shows in place of ``not TAG``
+HALVES = {"first-turn": "follow-up", "follow-up": "first-turn", "depends": "standalone", "standalone": "depends"}
+#: a tag naming by definition the questions another does: the one shown where both are
+SAME = {"turn:1": "first-turn"}
 #: positions from which turns share one segment, ``turn:5+``: few conversations run that long
 TURN_FOLD = 5
 _TAG = re.compile(r"^[\w.+-]+(?::[\w.+-]+)?$")
@@ -154,6 +162,14 @@ def derive(labeled: LabeledSet, docs: Iterable[Any]) -> LabeledSet:
 def members(labeled: LabeledSet, tag: str) -> list[str]:
     """The ids of the questions carrying ``tag``, in labeled-set order."""
     return [q.query_id for q in labeled.queries if tag in q.tags]
+
+
+def distinct(tags: Iterable[str]) -> list[str]:
+    """``tags`` with one name per segment: a tag naming by definition the questions of another
+    there (``SAME``: ``turn:1`` is ``first-turn``) left out, so a report comparing every tag shows
+    no segment twice, nor counts it twice in a correction."""
+    tags = list(dict.fromkeys(tags))
+    return [t for t in tags if SAME.get(t) not in tags]
 
 
 def all_tags(labeled: LabeledSet) -> list[str]:

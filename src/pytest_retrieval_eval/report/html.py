@@ -82,6 +82,23 @@ def in_conversations(rows: list[dict[str, Any]], by_id: Any) -> list[dict[str, A
     return out
 
 
+def said_once(engines: list[dict[str, Any]]) -> list[tuple[tuple[str, str], ...]]:
+    """Each history the engines' rows show (``before``), once: a row keeps its index into the list
+    (``said``) and the page copies the history into the row when it opens. Four engines on 377
+    turns of long conversations otherwise write every history four times (much of an 8 MB page)."""
+    out: list[tuple[tuple[str, str], ...]] = []
+    index: dict[tuple[tuple[str, str], ...], int] = {}
+    for engine in engines:
+        for row in engine["rows"]:
+            before = tuple(row.pop("before", ()))
+            if before:
+                if before not in index:
+                    index[before] = len(out)
+                    out.append(before)
+                row["said"] = index[before]
+    return out
+
+
 def compared(verdict: Verdict, baseline: Any) -> Any:
     """The baseline the verdict compared the run with, or None: a refused comparison compared
     nothing, so no section of the page (curve, movements, filter) may show one."""
@@ -166,7 +183,7 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
     template = importlib.resources.files(__package__).joinpath("page.html.j2").read_text(encoding="utf-8")
     env = Environment(autoescape=True, keep_trailing_newline=True)
     return env.from_string(template).render(
-        subtitle=subtitle, measures=columns, judge=verdict.analysis.judge,
+        subtitle=subtitle, measures=columns, judge=verdict.analysis.judge, said=said_once(engines),
         judged_lines=[line.strip() for line in judged_lines(verdict, width=10 ** 6) + candidate_lines(verdict.run)],
         miss_k=verdict.miss_k, miss_lines=[line[2:] for line in miss_lines(verdict, markdown=True)],
         coverage=[line[2:] for line in (*coverage_lines(verdict, markdown=True),

@@ -38,12 +38,18 @@ def terminal_lines(verdict: Verdict) -> list[str]:
     positions that fit in ``WIDTH``, the rest said as a count (results.md has them all). The
     measure is the miss cutoff's hit@k, or those ``turns.drop`` rules judge, so the line shows
     the numbers a failure names."""
-    from ..rules.thresholds import turn_measures
-
     out: list[str] = []
-    for measure in dict.fromkeys(turn_measures(verdict.settings.thresholds) or [verdict.miss_measure]):
+    for measure in gated(verdict):
         out += _block(verdict, measure)
     return out
+
+
+def gated(verdict: Verdict) -> list[str]:
+    """The measures the by-turn lines and the page show: those ``turns.drop`` rules judge, else the
+    miss cutoff's hit@k."""
+    from ..rules.thresholds import turn_measures
+
+    return list(dict.fromkeys(turn_measures(verdict.settings.thresholds) or [verdict.miss_measure]))
 
 
 def _block(verdict: Verdict, measure: str) -> list[str]:
@@ -109,13 +115,17 @@ def comment_lines(verdict: Verdict) -> list[str]:
 
 
 def page_rows(verdict: Verdict) -> dict[str, Any] | None:
-    """The page's "By turn" table at the miss cutoff: positions as columns, an engine per row."""
-    rows = rows_at(verdict, verdict.miss_measure)
+    """The page's "By turn" table: an engine per row (and per measure, where rules judge the drop
+    of several), the drop first, where a table 1,400 px wide still shows it beside the engine
+    however many turn positions follow as columns."""
+    measures = gated(verdict)
+    rows = [x for m in measures for x in rows_at(verdict, m)]
     if not rows:
         return None
     labels = list(dict.fromkeys(g.label for x in rows for g in x.positions))
-    return {"measure": verdict.miss_measure, "positions": [ordinal(label) for label in labels],
-            "rows": [{"engine": x.engine, "labeled": x.labeled,
+    return {"measure": ", ".join(dict.fromkeys(x.measure for x in rows)), "several": len(measures) > 1,
+            "positions": [ordinal(label) for label in labels],
+            "rows": [{"engine": x.engine, "labeled": x.labeled, "measure": x.measure,
                       "cells": [next((f"{g.mean:.3f} (n={g.n})" for g in x.positions if g.label == label), "")
                                 for label in labels],
                       "drop": _num(x.drop, 3), "ci": _ci(x.ci, 3)} for x in rows]}
