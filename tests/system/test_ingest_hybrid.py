@@ -137,6 +137,26 @@ def test_question_embeddings_are_batched_before_the_query_loop(hashed, labeled):
     assert result.n_errored == 0
 
 
+def test_hybrid_over_joined_turns_embeds_in_one_batch_the_texts_it_searches(hashed, labeled):
+    from pytest_retrieval_eval.data.labeled import LabeledSet
+    from pytest_retrieval_eval.engines.turns import concatenated
+    from pytest_retrieval_eval.types import LabeledQuery, Turn, turn_id
+
+    first, second = labeled.queries[:2]
+    chat = LabeledSet((LabeledQuery(turn_id("c", 1), first.question, first.relevant, conversation="c", turn=1),
+                       LabeledQuery(turn_id("c", 2), second.question, second.relevant, conversation="c", turn=2,
+                                    history=(Turn("user", first.question),))), name="chat")
+    calls = []
+    embed = hashed.embedder.embed
+    hashed.embedder.embed = lambda texts, progress=None: calls.append(list(texts)) or embed(texts, progress)
+    try:
+        result = evaluate_engine(concatenated(HybridEngine(hashed)), chat)
+    finally:
+        hashed.embedder.embed = embed
+    assert calls == [[first.question, f"{first.question} {second.question}"]]  # what it searches, no call per turn
+    assert result.n_errored == 0
+
+
 def test_keyword_only_variant_counts_its_empty_results(hashed, labeled):
     engine = HybridEngine(hashed, HybridConfig(use_vector=False))
     evaluate_engine(engine, labeled)
