@@ -32,8 +32,11 @@ _PUBLIC = {
     "EngineRegistry": "engines.base",
     "Stages": "engines.base",
     "Converses": "engines.base",
+    "TurnContext": "engines.base",  # which turn a conversation engine answers: id, conversation, position
     "last_turn": "engines.turns",  # the built-in baselines a conversation rewrite is measured against
     "concatenated": "engines.turns",
+    "oracle_rewrite": "engines.turns",  # the person's rewrite: the oracle
+    "rewritten": "engines.turns",  # a team's rewriter in front of any engine
     "EvaluationResult": "analysis.result",
     "RunResults": "evaluation.results",
     "GateSettings": "rules.settings",
@@ -56,8 +59,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from .data.judges import Judge
     from .data.judgments import Judgment, Judgments
     from .data.labeled import LabeledSet
-    from .engines.base import AsyncEngine, Converses, Engine, EngineRegistry, Stages
-    from .engines.turns import concatenated, last_turn
+    from .engines.base import AsyncEngine, Converses, Engine, EngineRegistry, Stages, TurnContext
+    from .engines.turns import concatenated, last_turn, oracle_rewrite, rewritten
     from .errors import RetrievalEvalError
     from .ir.measures import Measure
     from .ir.metrics import evaluate, per_query_frame

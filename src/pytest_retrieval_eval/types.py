@@ -280,6 +280,9 @@ class QueryResult:
     first_passages: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
     #: the word tokens of each passage returned, in order: what the engine hands a generator
     passage_tokens: tuple[int, ...] = field(default=(), compare=False, hash=False)
+    #: what the engine searched in place of a turn, where it said (``TurnContext.record_rewrite``:
+    #: a ``rewritten`` engine's rewrite); None: not said
+    rewrite: str | None = field(default=None, compare=False, hash=False)
 
     @property
     def errored(self) -> bool:

@@ -137,6 +137,46 @@ def test_question_embeddings_are_batched_before_the_query_loop(hashed, labeled):
     assert result.n_errored == 0
 
 
+def test_hybrid_over_joined_turns_embeds_in_one_batch_the_texts_it_searches(hashed, labeled):
+    from pytest_retrieval_eval.data.labeled import LabeledSet
+    from pytest_retrieval_eval.engines.turns import concatenated
+    from pytest_retrieval_eval.types import LabeledQuery, Turn, turn_id
+
+    first, second = labeled.queries[:2]
+    chat = LabeledSet((LabeledQuery(turn_id("c", 1), first.question, first.relevant, conversation="c", turn=1),
+                       LabeledQuery(turn_id("c", 2), second.question, second.relevant, conversation="c", turn=2,
+                                    history=(Turn("user", first.question),))), name="chat")
+    calls = []
+    embed = hashed.embedder.embed
+    hashed.embedder.embed = lambda texts, progress=None: calls.append(list(texts)) or embed(texts, progress)
+    try:
+        result = evaluate_engine(concatenated(HybridEngine(hashed)), chat)
+    finally:
+        hashed.embedder.embed = embed
+    assert calls == [[first.question, f"{first.question} {second.question}"]]  # what it searches, no call per turn
+    assert result.n_errored == 0
+
+
+def test_a_team_s_rewriter_over_hybrid_keeps_its_stages_and_miss_causes(hashed, labeled):
+    from pytest_retrieval_eval.analysis.scores import Scores
+    from pytest_retrieval_eval.data.labeled import LabeledSet
+    from pytest_retrieval_eval.engines.turns import rewritten
+    from pytest_retrieval_eval.types import LabeledQuery, Turn, turn_id
+
+    queries = []
+    for c, q in enumerate(labeled.queries[:12]):  # each question as the follow-up of an unrelated first turn
+        queries.append(LabeledQuery(turn_id(f"c{c}", 1), "hello", q.relevant, conversation=f"c{c}", turn=1))
+        queries.append(LabeledQuery(turn_id(f"c{c}", 2), q.question, q.relevant, conversation=f"c{c}", turn=2,
+                                    history=(Turn("user", "hello"),)))
+    chat = LabeledSet(tuple(queries), name="chat")
+    result = evaluate_engine(rewritten(HybridEngine(hashed), lambda turns: turns[-1].text), chat)
+    assert result.n_errored == 0 and all({s.name for s in r.stages} >= {"keyword", "vector", "fusion"}
+                                         for r in result.results)
+    kinds = {c.kind for c in Scores.of(result).misses(1).causes}
+    assert kinds and kinds <= {"ranked", "cut", "never-candidate"}  # the stages' causes, never "not retrieved"
+    assert all(r.rewrite is not None for r in result.results)
+
+
 def test_keyword_only_variant_counts_its_empty_results(hashed, labeled):
     engine = HybridEngine(hashed, HybridConfig(use_vector=False))
     evaluate_engine(engine, labeled)

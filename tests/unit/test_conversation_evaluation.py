@@ -240,3 +240,90 @@ def test_a_hand_edited_conversation_entry_is_named(broken):
     d["queries"][0]["conversation"] = broken
     with pytest.raises(ValueError, match=r"'queries' entry 'refund#1': conversation must hold its id, turn \(>= 1\)"):
         EvaluationResult.from_dict(d)
+
+
+def with_rewrites(labeled: LabeledSet) -> LabeledSet:
+    """The conversations with a person's rewrite of each follow-up ("What about the refund window for phones?")."""
+    from dataclasses import replace
+
+    return LabeledSet(tuple(replace(q, rewrite=f"What about {TOPICS[q.conversation]} for phones?") if q.turn == 2 else q
+                            for q in labeled.queries), name=labeled.name)
+
+
+def test_an_engine_taking_turn_is_told_which_turn_it_answers_sync_threaded_and_async():
+    from pytest_retrieval_eval import TurnContext
+
+    told: list = []
+
+    class Told(Keyword):
+        def retrieve_conversation(self, turns, k, turn=None):
+            told.append(turn)
+            return rewrite(turns, k)
+
+    class AsyncTold:
+        name = "async-told"
+
+        async def retrieve(self, query, k):
+            return []
+
+        async def retrieve_conversation(self, turns, k, *, turn):
+            told.append(turn)
+            return rewrite(turns, k)
+
+    labeled = with_rewrites(conversations())
+    for engine, width in ((Told(), 1), (Told(), 4), (AsyncTold(), 4)):
+        told.clear()
+        result = evaluate_engine(engine, labeled, concurrency=width)
+        assert result.n_errored == 0
+        assert sorted((t.query_id, t.conversation, t.turn) for t in told) == sorted(
+            (q.query_id, q.conversation, q.turn) for q in labeled.queries)
+        by_id = {t.query_id: t for t in told}
+        assert isinstance(by_id["refund#2"], TurnContext)
+        assert by_id["refund#2"].rewrite == "What about the refund window for phones?" and by_id["refund#1"].rewrite is None
+    seen = []
+    function = adapters.function(lambda turns, k, turn: seen.append(turn.query_id) or rewrite(turns, k),
+                                 conversation=True)
+    evaluate_engine(function, labeled)
+    assert seen == [q.query_id for q in labeled.queries]  # an adapted function taking turn is told too
+
+
+def test_a_rewrite_the_engine_records_is_kept_with_the_turn_s_result_and_in_results_json():
+    class Says(Keyword):
+        def retrieve_conversation(self, turns, k, turn=None):
+            text = " ".join(t.text for t in turns if t.role == "user")
+            if turn.turn == 2:
+                turn.record_rewrite(text)
+            return self.retrieve(text, k)
+
+    labeled = with_rewrites(conversations())
+    result = evaluate_engine(Says(), labeled)
+    rewrites = {r.query_id: r.rewrite for r in result.results}
+    assert rewrites["refund#1"] is None
+    assert rewrites["refund#2"] == "What about the refund window for laptops? and for phones?"
+    d = result.to_dict()
+    first, second = d["queries"][:2]
+    assert "rewrite" not in first and second["rewrite"] == rewrites["refund#2"]
+    assert second["conversation"]["rewrite"] == "What about the refund window for phones?"  # the person's, a label
+    back = EvaluationResult.from_dict(d)
+    assert {r.query_id: r.rewrite for r in back.results} == rewrites
+    assert back.labeled.by_id()["refund#2"].rewrite == "What about the refund window for phones?"
+    d["queries"][1]["rewrite"] = 3
+    with pytest.raises(ValueError, match="'queries' entry 'refund#2': rewrite must be the text the engine searched"):
+        EvaluationResult.from_dict(d)
+    plain = evaluate_engine(Keyword(), conversations()).to_dict()
+    assert not any("rewrite" in q or "rewrite" in q["conversation"] for q in plain["queries"])
+
+
+def test_an_async_engine_answering_a_turn_with_stages_keeps_them():
+    class AsyncStaged:
+        name = "async-staged"
+
+        async def retrieve(self, query, k):
+            return ranked(keyword_scores(query))[:k]
+
+        async def retrieve_conversation(self, turns, k):
+            found = rewrite(turns, k)
+            return Stages(found, {"bm25": found}, {})
+
+    result = evaluate_engine(AsyncStaged(), conversations())
+    assert result.n_errored == 0 and all(r.stages and r.stages[0].name == "bm25" for r in result.results)

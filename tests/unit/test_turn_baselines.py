@@ -117,3 +117,33 @@ def test_the_built_in_hybrid_is_also_registered_over_the_joined_turns_only_where
     built = over_turns(lambda request: inner)(None)  # what the registry builds for hybrid-concat
     built.retrieve_conversation(TURNS, 5)
     assert inner.asked == ["refund window for laptops? and for phones?"]
+
+
+def test_a_baseline_prepares_its_engine_with_the_texts_it_searches_not_the_last_turns():
+    """What a batch embedding (the hybrid engine's ``prepare``) embeds is what the turns search."""
+    from dataclasses import replace
+
+    from pytest_retrieval_eval import LabeledQuery, LabeledSet, oracle_rewrite, rewritten
+    from conftest import evaluate_engine
+
+    single = LabeledQuery("q1", "phone warranty", {"d": 1})
+    first = LabeledQuery("c#1", "refund window for laptops?", {"d": 1}, conversation="c", turn=1)
+    second = LabeledQuery("c#2", "and for phones?", {"d": 1}, conversation="c", turn=2, history=TURNS[:2],
+                          rewrite="refund window for phones?")
+    labeled = LabeledSet((single, first, second), name="mixed")
+    prepared = {}
+    for wrap in (last_turn, concatenated, oracle_rewrite, lambda e: rewritten(e, lambda turns: "rewritten")):
+        inner = Recorder()
+        evaluate_engine(wrap(inner), labeled)
+        prepared[wrap] = inner.prepared
+        assert inner.asked[0] == "phone warranty"
+    assert prepared[last_turn] == ["phone warranty", "refund window for laptops?", "and for phones?"]
+    assert prepared[concatenated] == ["phone warranty", "refund window for laptops?",
+                                      "refund window for laptops? and for phones?"]
+    assert prepared[oracle_rewrite] == ["phone warranty", "refund window for laptops?", "refund window for phones?"]
+    team = [v for k, v in prepared.items() if k not in (last_turn, concatenated, oracle_rewrite)][0]
+    assert team == ["phone warranty"]  # a team's rewriter is asked at its turn, timed with it: nothing ahead
+    turns_only = LabeledSet((first, replace(second, rewrite=None)), name="chats")
+    inner = Recorder()
+    evaluate_engine(rewritten(inner, lambda turns: "x"), turns_only)
+    assert inner.prepared == [] and inner.asked == ["x", "x"]

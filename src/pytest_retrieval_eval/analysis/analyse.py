@@ -39,6 +39,7 @@ from .stability import Stability, TrialPass
 from .subset import SubsetDrop
 from .sweep import SweepTable
 from .turns import ByTurn
+from .rewrites import Fidelity, OracleGap
 from ..types import sha256_text
 from .baseline import BaselineComparison
 from ..rules.drops import MaxDrop
@@ -170,6 +171,12 @@ class Analysis:
     #: ``miss_k``, those of ``turns.drop`` rules) by turn position and dependence, and the drop
     #: from first turns to follow-ups with its interval over conversations, in run order
     turns: tuple[ByTurn, ...] = ()
+    #: where the run holds the oracle (``oracle_rewrite``): each other engine's gap to it on follow-ups
+    #: at ``miss_k``, split into the candidate pool and the ranking (``analysis/rewrites.py``), in run order
+    oracle_gaps: tuple[OracleGap, ...] = ()
+    #: where the labels carry a person's rewrite of a turn: each engine that recorded its own rewrites
+    #: (``rewritten``), scored against them per turn and overall (ROUGE-1 recall, top ``miss_k`` overlap)
+    rewrites: tuple[Fidelity, ...] = ()
     #: per evaluation, in run order: each recorded measure's value, its questions' values and its
     #: trials' means (what results.json shows people, ``analysis/recorded.py``)
     recorded: tuple[Recorded, ...] = ()
@@ -255,6 +262,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
     from .stability import stability_of, trial_passes
     from .set_signal import warnings as set_warnings
     from .subset import subset_drops
+    from .rewrites import fidelity_of, oracle_gaps
 
     s = settings
     measures = s.columns(run)
@@ -323,6 +331,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         handed=tuple(Handed(e.engine, e.labeled.name, miss_k, Scores.of(e).tokens_at(miss_k)) for e in run.evaluations
                      if e.returns_passages),
         turns=tuple(turns_of(run, per_question([*measures, f"hit@{miss_k}", *turn_measures(thresholds)]))),
+        oracle_gaps=tuple(oracle_gaps(run, f"hit@{miss_k}")), rewrites=tuple(fidelity_of(run, miss_k)),
         recorded=tuple(recorded_of(e, _recorded(s)) for e in run.evaluations),
         judged=tuple(judged_of(run, s, measures)), curves=curves_of(run), baseline_curves=curves_of(baseline),
         freshness=tuple(freshness_findings(run, measures)), trial_passes=tuple(trial_passes(stability, thresholds)),

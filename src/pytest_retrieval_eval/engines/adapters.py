@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import RetrievalEvalError
 from ..types import Passage, Turn
+from .base import takes_turn
 
 #: How many calls an HTTP engine has in flight by default: a search service takes several at once.
 HTTP_CONCURRENCY = 8
@@ -109,22 +110,26 @@ def chat_messages(turns: Sequence[Turn]) -> list[dict[str, str]]:
 
 class Adapted:
     """An engine made from something else: ``name``, ``retrieve``, ``describe``, ``concurrency``;
-    with ``converse`` (``converse(turns, k)``), ``retrieve_conversation`` too, and a single
-    question is then asked as a one-turn conversation."""
+    with ``converse`` (``converse(turns, k)``, or ``converse(turns, k, turn=...)`` where it takes
+    ``turn``: told which turn it answers), ``retrieve_conversation`` too, and a single question is
+    then asked as a one-turn conversation (``turn`` None)."""
 
     def __init__(self, name: str, call: Callable[[str, int], Any], info: Mapping[str, Any], *,
                  concurrency: int | None = None, converse: Callable[[Sequence[Turn], int], Any] | None = None) -> None:
         self.name = name
-        self._call = call if converse is None else (lambda query, k: converse(_one_turn(query), k))
+        told = converse is not None and takes_turn(converse)
+        self._told = told
+        self._call = call if converse is None else (
+            lambda query, k: converse(_one_turn(query), k, **({"turn": None} if told else {})))
         self._info = dict(info)
         self.concurrency = concurrency
         if converse is not None:  # an attribute only where it answers: engines.base.converses(self)
             self._converse = converse
             self.retrieve_conversation = self._conversation
 
-    def _conversation(self, turns: Sequence[Turn], k: int) -> Any:
+    def _conversation(self, turns: Sequence[Turn], k: int, turn: Any = None) -> Any:
         """The answer as it came, passages kept (a ``Passage`` answer is read at the evidence level)."""
-        return self._converse(tuple(turns), k)
+        return self._converse(tuple(turns), k, **({"turn": turn} if self._told else {}))
 
     def retrieve(self, query: str, k: int) -> list[str]:
         return ranked_ids(self._call(query, k))
@@ -146,8 +151,8 @@ class AsyncAdapted(Adapted):
     async def retrieve_passages(self, query: str, k: int) -> Any:  # type: ignore[override]
         return await self._call(query, k)
 
-    async def _conversation(self, turns: Sequence[Turn], k: int) -> Any:  # type: ignore[override]
-        return await self._converse(tuple(turns), k)
+    async def _conversation(self, turns: Sequence[Turn], k: int, turn: Any = None) -> Any:  # type: ignore[override]
+        return await self._converse(tuple(turns), k, **({"turn": turn} if self._told else {}))
 
 
 def function(fn: Callable[..., Any], *, name: str | None = None, concurrency: int | None = None,
@@ -155,7 +160,8 @@ def function(fn: Callable[..., Any], *, name: str | None = None, concurrency: in
     """A plain callable ``fn(query, k)`` (sync or ``async def``) returning doc ids, ``(id, score)``
     pairs or ``{id: score}``. With ``conversation=True`` it is ``fn(turns, k)``: ``turns`` the
     conversation so far (``types.Turn``: ``role`` and ``text``, the user's current turn last), and
-    a single question comes as one user turn."""
+    a single question comes as one user turn; ``fn(turns, k, turn)`` is also told which turn it
+    answers (``TurnContext``; None for a single question)."""
     label = getattr(fn, "__qualname__", type(fn).__name__)
     kind = AsyncAdapted if inspect.iscoroutinefunction(fn) else Adapted
     return kind(name or getattr(fn, "__name__", "function"), fn,

@@ -42,15 +42,55 @@ class Converses(Protocol):
     """Optional: ``retrieve_conversation(turns, k)`` answers a turn of a conversation given the
     turns so far (``types.Turn``: role and text, the user's current turn last), as ``retrieve``
     answers a question; an engine without it is given the last turn's text alone, and the report
-    says so."""
+    says so. A method that also takes a ``turn`` keyword is told which turn it answers
+    (``TurnContext``): a lookup by the turn's id needs no matching of its text."""
 
     def retrieve_conversation(self, turns: Sequence[Any], k: int) -> Sequence[str]: ...
 
 
+@dataclass(frozen=True)
+class TurnContext:
+    """Which turn a conversation engine answers, handed to ``retrieve_conversation(turns, k,
+    turn=...)`` (and to a ``rewritten`` rewriter) where it takes ``turn``: the turn's query id
+    (``conversation#turn``), its conversation, its 1-based position among the user's turns, and
+    the person's standalone rewrite the labels carry (None: none). ``rewrite`` is a label: the
+    oracle (``oracle_rewrite``) searches it; a team's own rewriter reading it would be scored on
+    the answer key. ``record_rewrite(text)`` says what the engine searched in place of the turn:
+    the run keeps it with the turn's result (results.json) and scores it against the human
+    rewrite where there is one."""
+
+    query_id: str
+    conversation: str
+    turn: int
+    rewrite: str | None = None
+    #: where ``record_rewrite`` puts the text (the evaluation's, per call); None: nowhere
+    recorder: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+
+    def record_rewrite(self, text: str) -> None:
+        """Say what the engine searched for this turn (its rewrite of it)."""
+        if not isinstance(text, str):
+            raise TypeError(f"record_rewrite() takes the text searched, got {type(text).__name__}")
+        if self.recorder is not None:
+            self.recorder(text)
+
+
+def takes_turn(method: Any) -> bool:
+    """Whether ``method`` takes a ``turn`` argument by keyword (it is then told which turn it answers)."""
+    import inspect
+
+    try:
+        found = inspect.signature(method).parameters.get("turn")
+    except (TypeError, ValueError):  # a builtin without a signature: it takes none
+        return False
+    return found is not None and found.kind in (found.POSITIONAL_OR_KEYWORD, found.KEYWORD_ONLY)
+
+
 #: ``engine_info["conversation"]`` when the labeled set has conversations: what the engine was given
 #: (the turns; the last turn, having no ``retrieve_conversation``; the last turn, by the
-#: ``last_turn`` baseline, which takes the turns and rewrites nothing)
+#: ``last_turn`` baseline, which takes the turns and rewrites nothing; the person's rewrite of the
+#: turn, by ``oracle_rewrite``, the oracle the others' gap is measured to)
 GIVEN_TURNS, GIVEN_LAST_TURN, GIVEN_LAST_TURN_BASELINE = "turns", "last turn", "last turn (last_turn)"
+GIVEN_HUMAN_REWRITE = "human rewrite (oracle_rewrite)"
 
 
 def converses(engine: Any) -> bool:
@@ -64,6 +104,17 @@ class Prepares(Protocol):
     ``retrieve`` (e.g. to embed them in one batch)."""
 
     def prepare(self, questions: Sequence[str]) -> None: ...
+
+
+@runtime_checkable
+class PreparesTurns(Protocol):
+    """Optional, for a conversation engine: ``prepare_turns(asks)`` is called in place of
+    ``prepare`` with what each call will be given: per question, the turns (a single question as
+    one user turn) and its ``TurnContext`` (None for a single question), so that what it embeds
+    in one batch is what it will search (the baselines' joined turns, the oracle's rewrites), not
+    the last turns."""
+
+    def prepare_turns(self, asks: Sequence[tuple[Sequence[Any], "TurnContext | None"]]) -> None: ...
 
 
 @runtime_checkable

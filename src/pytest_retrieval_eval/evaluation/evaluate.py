@@ -22,7 +22,7 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Callable, Container, Iterable, Mapping
+from typing import Any, Callable, Container, Iterable, Mapping, Sequence
 
 from .._secrets import redact
 from ..data.labeled import LabeledSet
@@ -30,8 +30,9 @@ from ..data.text import words
 from ..engines.adapters import ranked_ids
 from ..data.evidence import evidence_of, first_passages, passage_ranks
 from ..engines.adapters import passages_of
-from ..engines.base import (DEFAULT_DEPTH, GIVEN_LAST_TURN, GIVEN_LAST_TURN_BASELINE, GIVEN_TURNS, Engine, Prepares,
-                            Stages, answer_of, concurrency_of, converses, describe, is_async, is_staged)
+from ..engines.base import (DEFAULT_DEPTH, GIVEN_HUMAN_REWRITE, GIVEN_LAST_TURN, GIVEN_LAST_TURN_BASELINE, GIVEN_TURNS,
+                            Engine, Prepares, Stages, TurnContext, answer_of, concurrency_of, converses, describe,
+                            is_async, is_staged, takes_turn)
 from ..ir.runs import dedupe
 from ..types import LabeledQuery, QueryResult, Stage, id_problem
 from .._usage import Meter, metering
@@ -44,14 +45,33 @@ _CHUNK_ID = re.compile(r"^(?P<doc>.+):(?P<index>\d+)$")
 _Request = tuple[Callable[[Any, int], Any], Any]
 
 
-def requests(engine: Engine, queries: Iterable[LabeledQuery]) -> list[_Request]:
+def requests(engine: Engine, queries: Iterable[LabeledQuery],
+             contexts: Sequence[TurnContext | None] | None = None) -> list[_Request]:
     """What each query asks of ``engine``: a turn of a conversation goes to ``retrieve_conversation``
-    with the turns so far where the engine has it (``Converses``); everything else, and every turn
-    asked of an engine without it (the last turn's text alone), goes where a question goes."""
+    with the turns so far where the engine has it (``Converses``), told which turn it answers
+    where it takes ``turn`` (``contexts``: each query's ``TurnContext``); everything else, and
+    every turn asked of an engine without it (the last turn's text alone), goes where a question
+    goes."""
     plain = answer_of(engine)
     talk = engine.retrieve_conversation if converses(engine) else None  # type: ignore[attr-defined]
-    return [(talk, q.turns) if talk is not None and q.conversation is not None else (plain, q.question)
-            for q in queries]
+    told = talk is not None and takes_turn(talk)
+    queries = list(queries)
+    contexts = contexts if contexts is not None else [turn_context(q) for q in queries]
+    return [((_told(talk, c) if told and c is not None else talk), q.turns)
+            if talk is not None and q.conversation is not None else (plain, q.question)
+            for q, c in zip(queries, contexts)]
+
+
+def turn_context(q: LabeledQuery, recorder: Callable[[str], None] | None = None) -> TurnContext | None:
+    """Which turn ``q`` is (``engines.base.TurnContext``); None for a single question."""
+    if q.conversation is None:
+        return None
+    return TurnContext(q.query_id, q.conversation, q.turn, q.rewrite, recorder)
+
+
+def _told(method: Callable[..., Any], turn: TurnContext) -> Callable[[Any, int], Any]:
+    """``method`` with ``turn=`` given, named as ``method`` is (what a message names)."""
+    return functools.update_wrapper(functools.partial(method, turn=turn), method)
 
 
 def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT_DEPTH, name: str | None = None,
@@ -63,16 +83,22 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
     ``doc_id:index`` form are folded into their documents, and other ids that are not in the
     corpus are counted and shown with the engine."""
     prepare_error, prepare_meter, prepare_seconds = None, Meter(), 0.0
-    if isinstance(engine, Prepares) and callable(engine.prepare):  # e.g. embed every question in one batch
+    said: list[str | None] = [None] * len(labeled.queries)  # what the engine searched for each turn, where it said
+    contexts = [turn_context(q, functools.partial(said.__setitem__, i)) for i, q in enumerate(labeled.queries)]
+    ahead = getattr(engine, "prepare_turns", None) if converses(engine) else None  # what it will search, per turn
+    if callable(ahead) or (isinstance(engine, Prepares) and callable(engine.prepare)):  # e.g. embed in one batch
         start = time.perf_counter()
         try:
             with metering(prepare_meter):
-                engine.prepare([q.question for q in labeled.queries])
+                if callable(ahead):
+                    ahead([(q.turns, c) for q, c in zip(labeled.queries, contexts)])
+                else:
+                    engine.prepare([q.question for q in labeled.queries])
         except Exception as exc:  # recorded against the engine and shown with it; queries still run
             prepare_error = redact(f"{type(exc).__name__}: {exc}")
         prepare_seconds = time.perf_counter() - start
     width = concurrency_of(engine, concurrency)
-    asks = requests(engine, labeled.queries)
+    asks = requests(engine, labeled.queries, contexts)
     if is_async(engine):
         answers = _AsyncCalls(engine, depth, timeout, width).run(asks)
     elif width > 1:
@@ -88,15 +114,15 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
     lint: dict[str, list[str]] = {k: [] for k in RUN_LINT_KINDS}
     staged = is_staged(engine)
     plain = answer_of(engine)
-    for q, (answer, error, seconds, used), (method, _) in zip(labeled.queries, answers, asks):
+    for q, (answer, error, seconds, used), (method, _), rewrite in zip(labeled.queries, answers, asks, said):
         doc_ids: tuple[str, ...] = ()
         stages: tuple[Stage, ...] = ()
         stage_seconds: dict[str, float] = {}
         passages: list[tuple[str, str]] | None = None
         if error is None:
             try:
-                if staged and (method == plain or isinstance(answer, Stages)  # a turn's answer may say its stages
-                               or (isinstance(answer, Mapping) and "ranked" in answer)):
+                if isinstance(answer, Stages) or (staged and (  # a turn's answer may say its stages
+                        method == plain or (isinstance(answer, Mapping) and "ranked" in answer))):
                     held = Stages.of(answer)
                     answer = held.ranked
                     stages = _stages(held, q.relevant, known_ids)
@@ -132,10 +158,11 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
                                    {m: tuple(v) for m, v in used.to_dict().items()}, len(kept),
                                    passage_ranks(q.relevant, evidence_of(q), kept) if kept else {},
                                    first_passages(q.relevant, kept) if kept else {},
-                                   tuple(len(words(text)) for _, text in kept)))
+                                   tuple(len(words(text)) for _, text in kept), rewrite))
     info = dict(describe(engine))
     if labeled.has_conversations:  # the report names the engines given the last turn alone
         info["conversation"] = (GIVEN_LAST_TURN_BASELINE if getattr(engine, "last_turn_only", False) else
+                                GIVEN_HUMAN_REWRITE if getattr(engine, "oracle", False) is True else
                                 GIVEN_TURNS if converses(engine) else GIVEN_LAST_TURN)
     if width > 1:
         info["concurrency"] = width

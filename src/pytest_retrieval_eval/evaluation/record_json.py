@@ -59,7 +59,10 @@ def evaluation_to_dict(self: Evaluation, *, timing: bool = False,
             entry["tags"] = list(q.tags)
         if q.conversation is not None:  # a turn: its conversation, position and the messages before it
             entry["conversation"] = {"id": q.conversation, "turn": q.turn, "history": [t.to_dict() for t in q.history],
-                                     **({"depends": q.depends} if q.depends is not None else {})}
+                                     **({"depends": q.depends} if q.depends is not None else {}),
+                                     **({"rewrite": q.rewrite} if q.rewrite is not None else {})}
+        if r.rewrite is not None:  # what the engine searched in place of the turn (a team's rewriter)
+            entry["rewrite"] = r.rewrite
         if r.stages:  # where each stage put the relevant documents: what a miss's cause reads
             entry["stages"] = [st.to_list() for st in r.stages]
         if q.source.get("evidence"):  # the label's quotes: the twins' columns show where some exist
@@ -154,6 +157,8 @@ def evaluation_from_dict(d: Mapping[str, Any], cls: type[Evaluation] = Evaluatio
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
             raise ValueError(f"'queries' entry {q['id']!r}: human_depth must be a whole number >= 1")
         _conversation(q)
+        if not isinstance(q.get("rewrite", ""), str):
+            raise ValueError(f"'queries' entry {q['id']!r}: rewrite must be the text the engine searched")
     labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"], tags=tuple(q.get("tags", ())),
                                                     source={"evidence": q["evidence"]} if q.get("evidence") else {},
                                                     **_conversation(q))
@@ -168,7 +173,7 @@ def evaluation_from_dict(d: Mapping[str, Any], cls: type[Evaluation] = Evaluatio
                                 tuple(Stage.from_list(st) for st in q.get("stages", ())),
                                 _seconds(q.get("stage_seconds", []), q["id"]), _usage(q.get("usage", {}), q["id"]),
                                 q.get("passages", 0), dict(q.get("passage_ranks", {})), dict(q.get("first_passages", {})),
-                                tuple(q.get("passage_tokens", ())))
+                                tuple(q.get("passage_tokens", ())), q.get("rewrite"))
                     for q in queries)
     trials = tuple(tuple(QueryResult(q["id"], tuple(ranked), error) for q, (ranked, error) in zip(queries, t))
                    for t in d.get("trial_rankings", []))
@@ -210,11 +215,12 @@ def _conversation(q: Mapping[str, Any]) -> dict[str, Any]:
     if (not isinstance(c, dict) or not isinstance(c.get("id"), str) or not isinstance(c.get("turn"), int)
             or isinstance(c.get("turn"), bool) or c["turn"] < 1 or not isinstance(history, list)
             or not all(isinstance(t, dict) and t.get("role") in ("user", "assistant") and isinstance(t.get("text"), str)
-                       for t in history) or c.get("depends", None) not in (None, True, False)):
+                       for t in history) or c.get("depends", None) not in (None, True, False)
+            or not isinstance(c.get("rewrite", ""), str)):
         raise ValueError(f"'queries' entry {q['id']!r}: conversation must hold its id, turn (>= 1), depends "
-                         "(true, false or absent) and history ([{role: user|assistant, text}])")
+                         "(true, false or absent), history ([{role: user|assistant, text}]) and rewrite (text or absent)")
     return {"conversation": c["id"], "turn": c["turn"], "history": tuple(Turn(t["role"], t["text"]) for t in history),
-            "depends": c.get("depends")}
+            "depends": c.get("depends"), "rewrite": c.get("rewrite")}
 
 
 def _seconds(raw: Any, query: str) -> dict[str, float]:

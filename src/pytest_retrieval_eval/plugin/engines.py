@@ -31,11 +31,13 @@ def or_fail(fn, *args):
     pytest.fail(problem, pytrace=False)  # outside the except: no chained traceback either
 
 
-def register_builtin(registry: Any, settings: Any, conversations: Any = None) -> None:
+def register_builtin(registry: Any, settings: Any, conversations: Any = None, rewrites: Any = None) -> None:
     """``keyword`` always; ``hybrid`` and the configured variants where the extra is installed,
     and, where the labeled set has conversations (``conversations()``, by default read from the
     configured questions), ``hybrid-concat``: hybrid given the user's turns joined, beside hybrid
-    given the last turn alone, the two baselines a team's rewrite is measured against."""
+    given the last turn alone, the two baselines a team's rewrite is measured against; where its
+    turns carry a person's rewrite too (``rewrites()``), ``hybrid-rewrite``: hybrid given that
+    rewrite, the oracle (``engines.turns.oracle_rewrite``)."""
     from ..engines.keyword import KeywordEngine
 
     registry.register("keyword", lambda request: KeywordEngine(request.getfixturevalue("retrieval_corpus")),
@@ -48,6 +50,10 @@ def register_builtin(registry: Any, settings: Any, conversations: Any = None) ->
     registry.register("hybrid", hybrid_variant(), builtin=True)
     if (conversations or (lambda: has_conversations(settings.data)))():
         registry.register("hybrid-concat", over_turns(hybrid_variant()), builtin=True)
+        if (rewrites or (lambda: has_rewrites(settings.data)))():
+            from ..engines.turns import oracle_rewrite
+
+            registry.register("hybrid-rewrite", over_turns(hybrid_variant(), oracle_rewrite), builtin=True)
     for name, hybrid, ingest in settings.hybrid.variants:
         registry.register(name, _factory(hybrid, ingest), builtin=True)
 
@@ -56,24 +62,36 @@ def has_conversations(data: Any) -> bool:
     """Whether the configured questions hold conversations. Read at collection (the engines are
     named then), once: the session's read later is the same object; a file that cannot be read
     is said by the session, later, so here it counts as none."""
+    labeled = _labels(data)
+    return labeled is not None and labeled.has_conversations
+
+
+def has_rewrites(data: Any) -> bool:
+    """Whether a turn of the configured questions carries a person's rewrite (read as
+    ``has_conversations`` reads them)."""
+    labeled = _labels(data)
+    return labeled is not None and any(q.rewrite is not None for q in labeled.queries)
+
+
+def _labels(data: Any) -> Any:
     from .inputs import labels_file, load_labels_once
 
     try:
-        path = None if data.regenerate else labels_file(data)
-        return path is not None and load_labels_once(path).has_conversations
+        path = None if data is None or data.regenerate else labels_file(data)
+        return load_labels_once(path) if path is not None else None
     except (RetrievalEvalError, OSError, ValueError):
-        return False
+        return None
 
 
-def over_turns(factory: Any):
+def over_turns(factory: Any, wrap: Any = None):
     """A factory for the engine ``factory`` builds, given the user's turns joined
-    (``engines.turns.concatenated``)."""
-    def concatenated_factory(request: pytest.FixtureRequest):
+    (``engines.turns.concatenated``), or wrapped by ``wrap`` (``oracle_rewrite``)."""
+    def turns_factory(request: pytest.FixtureRequest):
         from ..engines.turns import concatenated
 
-        return concatenated(factory(request))
+        return (wrap or concatenated)(factory(request))
 
-    return concatenated_factory
+    return turns_factory
 
 
 def hybrid_variant(**settings: Any):

@@ -41,6 +41,46 @@ def terminal_lines(verdict: Verdict) -> list[str]:
     out: list[str] = []
     for measure in gated(verdict):
         out += _block(verdict, measure)
+    return out + oracle_lines(verdict) + fidelity_lines(verdict)
+
+
+def oracle_lines(verdict: Verdict) -> list[str]:
+    """Under the by-turn lines, each engine's gap to the oracle on follow-ups split into pool and
+    ranking (``analysis/rewrites.py``): ``hit@5 on follow-ups: gap to the human rewrite
+    (hybrid-rewrite) = pool + ranking:`` then ``  hybrid  0.12 [0.05, 0.20] = pool 0.08 [...] +
+    ranking 0.04 [...]``; a line too wide for ``WIDTH`` drops the parts' intervals (results.md
+    has them)."""
+    gaps = verdict.analysis.oracle_gaps
+    if not gaps:
+        return []
+    oracles = list(dict.fromkeys(x.oracle for x in gaps))
+    several = len({x.labeled for x in gaps}) > 1
+    names = {id(x): x.engine + (f" ({x.labeled})" if several else "") + (f" to {x.oracle}" if len(oracles) > 1 else "")
+             for x in gaps}
+    width = max(len(n) for n in names.values())
+    out = [f"{gaps[0].measure} on follow-ups: gap to the human rewrite"
+           + (f" ({oracles[0]})" if len(oracles) == 1 else "") + " = pool + ranking:"]
+    for x in gaps:
+        head = f"  {names[id(x)]:<{width}}  {_num(x.gap)} {_ci(x.gap_ci)} = pool {_num(x.pool)}"
+        full = f"{head} {_ci(x.pool_ci)} + ranking {_num(x.ranking)} {_ci(x.ranking_ci)}"
+        out.append(full if len(full) <= WIDTH else f"{head} + ranking {_num(x.ranking)}")
+    return out
+
+
+def fidelity_lines(verdict: Verdict) -> list[str]:
+    """Each recorded rewriter against the person's rewrites: ``  mine  0.94 over 10 turns; overlap
+    0.20`` (ROUGE-1 recall; the overlap of its top k with the oracle's, where one ran)."""
+    found = verdict.analysis.rewrites
+    if not found:
+        return []
+    several = len({x.labeled for x in found}) > 1
+    names = {id(x): x.engine + (f" ({x.labeled})" if several else "") for x in found}
+    width = max(len(n) for n in names.values())
+    k = found[0].k
+    out = [f"rewrites against the person's (ROUGE-1 recall; top-{k} overlap with the oracle's):"]
+    for x in found:
+        overlap = f"; overlap {_num(x.overlap)}" if x.overlap is not None else "; no oracle ran"
+        out.append(f"  {names[id(x)]:<{width}}  {_num(x.rouge)} over {len(x.turns)} turns{overlap}")
     return out
 
 
@@ -100,6 +140,30 @@ def markdown(verdict: Verdict) -> list[str]:
             by = {g.label: g.mean for g in (*x.positions, *x.dependence)}
             out.append(f"| {x.measure} | " + " | ".join(_num(by.get(label, math.nan), 3) for label, _ in groups)
                        + f" | {_num(x.first, 3)} | {_num(x.follow, 3)} | {_num(x.drop, 3)} | {_ci(x.ci, 3)} |")
+    return out + _against_the_oracle(verdict)
+
+
+def _against_the_oracle(verdict: Verdict) -> list[str]:
+    """results.md's tables of the gap to the oracle (pool and ranking) and of the rewrites' fidelity."""
+    gaps, found = verdict.analysis.oracle_gaps, verdict.analysis.rewrites
+    if not gaps and not found:
+        return []
+    out = ["", "### Against the human rewrite", ""]
+    if gaps:
+        out += [f"Each engine's gap to the oracle (the person's rewrite searched) on follow-ups, {gaps[0].measure}: "
+                "pool is the gap an ideal ranking of each one's candidates would leave (its stages' legs, else its "
+                "answer at the run's depth), ranking the rest; 95% intervals resample conversations, turns paired.",
+                "", "| engine | oracle | follow-ups | gap | 95% CI | pool | 95% CI | ranking | 95% CI | candidates | "
+                    "pool recall | oracle's pool recall |", "|---|" + "---|" * 11]
+        out += [f"| {x.engine} | {x.oracle} | {x.n} | {_num(x.gap, 3)} | {_ci(x.gap_ci, 3)} | {_num(x.pool, 3)} | "
+                f"{_ci(x.pool_ci, 3)} | {_num(x.ranking, 3)} | {_ci(x.ranking_ci, 3)} | {x.pool_from} | "
+                f"{_num(x.recall, 3)} | {_num(x.oracle_recall, 3)} |" for x in gaps]
+    if found:
+        out += ["", f"Each recorded rewrite against the person's: ROUGE-1 recall (the person's words found in it) and "
+                    f"the overlap of its top {found[0].k} with the oracle's, means over the turns both rewrote.", "",
+                "| engine | oracle | turns | ROUGE-1 recall | overlap |", "|---|---|---|---|---|"]
+        out += [f"| {x.engine} | {x.oracle or NO_VALUE} | {len(x.turns)} | {_num(x.rouge, 3)} | "
+                f"{_num(x.overlap, 3)} |" for x in found]
     return out
 
 
