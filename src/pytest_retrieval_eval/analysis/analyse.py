@@ -49,7 +49,7 @@ from ..rules.settings import GateSettings
 from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 12
+ANALYSIS_VERSION = 13
 
 
 @dataclass(frozen=True)
