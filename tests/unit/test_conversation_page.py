@@ -141,3 +141,14 @@ def test_single_questions_show_no_conversation_and_no_line():
     assert 'class="conv"' not in html.split("<body>")[1].split("<script>")[0] and "turn-no" not in html.split("<body>")[1]
     assert "given the last turn alone" not in html and "given the last turn alone" not in markdown(verdict, {})
     assert '<tr class="q" data-miss="0"' in html  # the row as it always was
+
+
+def test_the_rewrite_a_team_s_rewriter_made_of_a_turn_shows_under_it():
+    from pytest_retrieval_eval.engines.turns import rewritten
+
+    labeled = conversations()
+    team = rewritten(Keyword(), lambda turns: " ".join(t.text for t in turns if t.role == "user"), name="team")
+    run = RunResults([evaluate_engine(team, labeled), evaluate_engine(Keyword(), labeled)])
+    section = engine_section(render(verdict_of(run)), "team")
+    assert "searched as: What about the refund window for laptops? and for phones?" in text(section)
+    assert "searched as" not in engine_section(render(verdict_of(run)), "keyword")  # no rewrite, no line

@@ -159,13 +159,15 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
                        "snippet": text.get(d, "") if i < SNIPPETS_PER_QUERY else "",
                        "judged": judged.get(d), "judged_relevant": is_judged_relevant(judged.get(d, 0))}
                       for i, d in enumerate(res.doc_ids[:shown])]
-            row = {"id": q.query_id, "question": q.question, "gold": sorted(q.relevant.items(), key=lambda kv: -kv[1]),
+            row = {"id": q.query_id, "question": q.question, "rewrite": res.rewrite or "",
+                   "gold": sorted(q.relevant.items(), key=lambda kv: -kv[1]),
                    "ranked": ranked, "rank": rank, "error": res.error, "miss": q.query_id in causes,
                    "stale": any(x["stale"] for x in ranked),
                    "moved": moved, "base_rank": before, "tags": " ".join(q.tags),
                    "why": causes[q.query_id].text if q.query_id in causes else "",
                    "stages": [f"{st.name} {_ranks(st, q)}" for st in res.stages],
-                   "search": " ".join([q.question, q.query_id, *q.relevant, *res.doc_ids[:shown]]).lower()}
+                   "search": " ".join([q.question, *([res.rewrite] if res.rewrite else []), q.query_id,
+                                       *q.relevant, *res.doc_ids[:shown]]).lower()}
             rows.append(row)
             by_query.setdefault((r.labeled.name, q.query_id), {"id": q.query_id, "question": q.question, "cells": [],
                                                                "search": row["search"], "miss": False, "error": False,
