@@ -39,6 +39,7 @@ from .stability import Stability, TrialPass
 from .subset import SubsetDrop
 from .sweep import SweepTable
 from .turns import ByTurn
+from .unsettled import Unsettled
 from ..types import sha256_text
 from .baseline import BaselineComparison
 from ..rules.drops import MaxDrop
@@ -48,7 +49,7 @@ from ..rules.settings import GateSettings
 from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 12
+ANALYSIS_VERSION = 13
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,10 @@ class Analysis:
     #: judge described; empty without judgments
     judgment_lines: tuple[str, ...] = ()
     judge: str = ""
+    #: each rule judged with its interval (``--retrieval-confidence=lower``, ``--retrieval-noise-aware``)
+    #: whose 95% interval straddles its line on an evaluation: by how much, and how many questions
+    #: would settle it (``analysis/unsettled.py``); the gate calls these inconclusive
+    unsettled: tuple[Unsettled, ...] = ()
     version: int = ANALYSIS_VERSION
 
     def by_turn(self, key: tuple[str, str], measure: str) -> ByTurn | None:
@@ -297,6 +302,8 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
                            force=s.baseline_force, correction=s.correction)
         warnings += compared.warnings
     stability = tuple(x for e in run.evaluations if (x := stability_of(e, miss_k, spread_of)) is not None)
+    turns = tuple(turns_of(run, per_question([*measures, f"hit@{miss_k}", *turn_measures(thresholds)])))
+    estimates = tuple(estimates_of(run, [*shown, *measures_needed(thresholds)]))
     return Analysis(
         basis=basis(run, s, baseline), measures=tuple(measures), miss_k=miss_k, rows=rows, intervals=intervals,
         comparisons=tuple(replace(c, significant=significant(c, alpha))
@@ -311,7 +318,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         sweeps=sweeps, shadows=tuple(shadows), shadow_problems=tuple(shadow_problems),
         latency=tuple(x for x in latency.values() if x is not None),
         usage=tuple(x for x in usage.values() if x is not None), baseline=compared,
-        estimates=tuple(estimates_of(run, [*shown, *measures_needed(thresholds)])),
+        estimates=estimates,
         ceilings=tuple(c for e in run.evaluations if (c := ceiling_of(e, miss_k)) is not None),
         labeled_set=tuple(found),
         subset=tuple(subset_drops(run, alpha)),
@@ -322,13 +329,29 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
                                    and any(t.engine in (None, e.engine) for t in thresholds)),
         handed=tuple(Handed(e.engine, e.labeled.name, miss_k, Scores.of(e).tokens_at(miss_k)) for e in run.evaluations
                      if e.returns_passages),
-        turns=tuple(turns_of(run, per_question([*measures, f"hit@{miss_k}", *turn_measures(thresholds)]))),
+        turns=turns,
         recorded=tuple(recorded_of(e, _recorded(s)) for e in run.evaluations),
         judged=tuple(judged_of(run, s, measures)), curves=curves_of(run), baseline_curves=curves_of(baseline),
         freshness=tuple(freshness_findings(run, measures)), trial_passes=tuple(trial_passes(stability, thresholds)),
         segment_rules=tuple(segment_rules(run, thresholds, alpha)),
         judgment_lines=tuple(judgments.lines()) if judgments is not None else (),
-        judge=judgments.judge.describe() if judgments is not None else "")
+        judge=judgments.judge.describe() if judgments is not None else "",
+        unsettled=tuple(_unsettled(run, s, rows, turns, estimates, compared)))
+
+
+def _unsettled(run: RunResults, s: GateSettings, rows: Sequence[Row], turns: Sequence[ByTurn],
+               estimates: Sequence[Estimate], compared: BaselineComparison | None) -> list[Unsettled]:
+    """The rules judged with their interval whose interval straddles their line (``Analysis.unsettled``):
+    thresholds and ``turns.drop`` rules with ``--retrieval-confidence=lower``, max-drop rules with
+    ``--retrieval-noise-aware``."""
+    from .unsettled import unsettled_drops, unsettled_thresholds, unsettled_turns
+
+    out = []
+    if s.confidence == "lower":
+        out += unsettled_thresholds(run, rows, s.thresholds, estimates) + unsettled_turns(turns, s.thresholds)
+    if s.noise_aware and compared is not None and not compared.refused:
+        out += unsettled_drops(run, s.max_drops, compared.diffs, compared.segments)
+    return out
 
 
 def significant(c: Comparison, alpha: float) -> bool:
