@@ -59,7 +59,7 @@ def test_a_threshold_on_its_interval_passes_fails_or_is_inconclusive_where_the_i
         f"e: hit@1 = {lo:.4f}, required >= 0.8 (from t; n=60; judged on the 95% lower bound "
         f"(--retrieval-confidence=lower), point estimate 0.8500; 95% interval [{lo:.4f}, {hi:.4f}] straddles 0.8 "
         f"(the estimate 0.0500 above it, the lower end {0.8 - lo:.4f} below); about 411 more questions (471 in all) "
-        "would settle it at this run's spread (80% power))")
+        "would settle it (80% power at the spread this run saw))")
     assert v.state == "fail" and v.failed and len(v.inconclusive) == 2 and len(v.failing) == 1
 
 
@@ -148,7 +148,7 @@ def test_a_ppi_rule_counts_the_human_judged_questions():
                                [Estimate("e", "s", "hit@5~ppi", ppi, "judge")])
     assert (u.n, u.unit, u.needed) == (30, "human-judged questions", settle_count(0.85, interval, 0.8, 30, wilson=True))
     assert u.text().endswith(f"about {u.needed - 30:,} more human-judged questions ({u.needed:,} in all) would "
-                             "settle it at this run's spread (80% power)")
+                             "settle it (80% power at the spread this run saw)")
 
 
 # --- turns.drop rules ---------------------------------------------------------------------------

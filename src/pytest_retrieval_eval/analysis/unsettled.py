@@ -59,8 +59,8 @@ class Unsettled:
 
     def text(self) -> str:
         """``95% interval [0.6999, 0.8876] straddles 0.75 (the estimate 0.0588 above it, the lower
-        end 0.0501 below); about 161 more questions (229 in all) would settle it at this run's
-        spread (80% power)``."""
+        end 0.0501 below); about 161 more questions (229 in all) would settle it (80% power at the
+        spread this run saw)``."""
         lo, hi = self.interval
         upper = self.point < self.line  # the end across the line from the estimate
         far = hi if upper else lo
@@ -70,8 +70,8 @@ class Unsettled:
         if self.needed is None:
             return said + ("; the estimate sits on the line: no number of " + self.unit + " settles it"
                            if self.point == self.line else f"; more than {MOST:,} {self.unit} would settle it")
-        return (f"{said}; about {self.more:,} more {self.unit} ({self.needed:,} in all) would settle it at this "
-                f"run's spread ({POWER:.0%} power)")
+        return (f"{said}; about {self.more:,} more {self.unit} ({self.needed:,} in all) would settle it "
+                f"({POWER:.0%} power at the spread this run saw)")
 
 
 def _side(x: float, line: float) -> str:
