@@ -241,7 +241,8 @@ def basis(run: RunResults, settings: GateSettings, baseline: RunResults | None) 
         return [[e.to_dict(timing=timing) for e in r.evaluations], r.judgments, r.coverage, r.metrics_fingerprint,
                 [x.to_dict() for x in r.lint]]
 
-    text = json.dumps([of(run, settings.latency), settings.to_dict(),
+    judged = {k: v for k, v in settings.to_dict().items() if k != "inconclusive"}  # what the gate makes of it only
+    text = json.dumps([of(run, settings.latency), judged,
                        of(baseline, False) if baseline is not None else None], sort_keys=True, default=str)
     return sha256_text(text)
 
