@@ -22,6 +22,7 @@ from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.gate.checks import check_drops
 from pytest_retrieval_eval.gate.verdict import decide, for_run
+from pytest_retrieval_eval.ir.measures import Measure
 from pytest_retrieval_eval.ir.paired import Paired
 from pytest_retrieval_eval.ir.ppi import PPIEstimate
 from pytest_retrieval_eval.ir.stats import wilson_ci
@@ -218,3 +219,22 @@ def test_a_noise_aware_drop_whose_interval_reaches_back_within_its_delta_is_inco
 def test_a_noise_aware_drop_within_its_delta_passes_whatever_its_interval():
     rule = [MaxDrop.parse("hit@5=0.05", source="t")]
     assert unsettled_drops(RunResults([]), rule, [diff("e", 0.80, 0.77, (-0.09, 0.01))]) == []
+
+
+def test_a_run_against_its_baseline_is_inconclusive_where_a_significant_drop_may_still_be_within_delta():
+    base, now = found(100, 90), found(100, 82)  # 8 of 100 questions lost: significant, the drop 0.08
+
+    def drops(rule: str, noise_aware: bool = True):
+        s = for_run(now, GateSettings(max_drops=(MaxDrop.parse(rule, source="t"),), noise_aware=noise_aware),
+                    configured=(Measure.parse("hit@1"),))  # one comparison: its p is not corrected over others
+        return decide(now, s, analyse(now, s, base))
+
+    v = drops("hit@1=0.05")
+    [f] = v.of_kind("drop")
+    [u] = v.analysis.unsettled
+    lo, hi = u.interval
+    assert u.point == pytest.approx(0.08) and lo < 0.05 < hi and (u.n, u.unit) == (100, "questions")
+    assert f.state == "inconclusive" and v.state == "inconclusive" and v.failed  # fails the run by default
+    assert f"{u.text()}); moved: " in f
+    assert [x.state for x in drops("hit@1=0.05", noise_aware=False).failures] == ["fail"]  # the delta alone: two states
+    assert [x.state for x in drops(f"hit@1={lo / 2:.4f}").failures] == ["fail"]  # the whole interval beyond the delta
