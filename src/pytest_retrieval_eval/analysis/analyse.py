@@ -303,9 +303,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
                            force=s.baseline_force, correction=s.correction)
         warnings += compared.warnings
     stability = tuple(x for e in run.evaluations if (x := stability_of(e, miss_k, spread_of)) is not None)
-    turns = tuple(turns_of(run, per_question([*measures, f"hit@{miss_k}", *turn_measures(thresholds)])))
-    estimates = tuple(estimates_of(run, [*shown, *measures_needed(thresholds)]))
-    return Analysis(
+    analysis = Analysis(
         basis=basis(run, s, baseline), measures=tuple(measures), miss_k=miss_k, rows=rows, intervals=intervals,
         comparisons=tuple(replace(c, significant=significant(c, alpha))
                           for c in comparisons(run, per_question(measures), s.correction)),
@@ -319,7 +317,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         sweeps=sweeps, shadows=tuple(shadows), shadow_problems=tuple(shadow_problems),
         latency=tuple(x for x in latency.values() if x is not None),
         usage=tuple(x for x in usage.values() if x is not None), baseline=compared,
-        estimates=estimates,
+        estimates=tuple(estimates_of(run, [*shown, *measures_needed(thresholds)])),
         ceilings=tuple(c for e in run.evaluations if (c := ceiling_of(e, miss_k)) is not None),
         labeled_set=tuple(found),
         subset=tuple(subset_drops(run, alpha)),
@@ -330,18 +328,17 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
                                    and any(t.engine in (None, e.engine) for t in thresholds)),
         handed=tuple(Handed(e.engine, e.labeled.name, miss_k, Scores.of(e).tokens_at(miss_k)) for e in run.evaluations
                      if e.returns_passages),
-        turns=turns,
+        turns=tuple(turns_of(run, per_question([*measures, f"hit@{miss_k}", *turn_measures(thresholds)]))),
         recorded=tuple(recorded_of(e, _recorded(s)) for e in run.evaluations),
         judged=tuple(judged_of(run, s, measures)), curves=curves_of(run), baseline_curves=curves_of(baseline),
         freshness=tuple(freshness_findings(run, measures)), trial_passes=tuple(trial_passes(stability, thresholds)),
         segment_rules=tuple(segment_rules(run, thresholds, alpha)),
         judgment_lines=tuple(judgments.lines()) if judgments is not None else (),
-        judge=judgments.judge.describe() if judgments is not None else "",
-        unsettled=tuple(_unsettled(run, s, rows, turns, estimates, compared)))
+        judge=judgments.judge.describe() if judgments is not None else "")
+    return replace(analysis, unsettled=tuple(_unsettled(run, s, analysis)))
 
 
-def _unsettled(run: RunResults, s: GateSettings, rows: Sequence[Row], turns: Sequence[ByTurn],
-               estimates: Sequence[Estimate], compared: BaselineComparison | None) -> list[Unsettled]:
+def _unsettled(run: RunResults, s: GateSettings, a: Analysis) -> list[Unsettled]:
     """The rules judged with their interval whose interval straddles their line (``Analysis.unsettled``):
     thresholds and ``turns.drop`` rules with ``--retrieval-confidence=lower``, max-drop rules with
     ``--retrieval-noise-aware``."""
@@ -349,9 +346,9 @@ def _unsettled(run: RunResults, s: GateSettings, rows: Sequence[Row], turns: Seq
 
     out = []
     if s.confidence == "lower":
-        out += unsettled_thresholds(run, rows, s.thresholds, estimates) + unsettled_turns(turns, s.thresholds)
-    if s.noise_aware and compared is not None and not compared.refused:
-        out += unsettled_drops(run, s.max_drops, compared.diffs, compared.segments)
+        out += unsettled_thresholds(run, a.rows, s.thresholds, a.estimates) + unsettled_turns(a.turns, s.thresholds)
+    if s.noise_aware and a.baseline is not None and not a.baseline.refused:
+        out += unsettled_drops(run, s.max_drops, a.baseline.diffs, a.baseline.segments)
     return out
 
 

@@ -26,7 +26,8 @@ CAUSE_WIDTH = 88
 #: failed, or none failed and some was inconclusive (its interval straddles its line)
 VERDICT_STATES = ("pass", "fail", "inconclusive")
 #: what an inconclusive rule does to the run (``--retrieval-inconclusive``), as the verdict says it
-INCONCLUSIVE_SAID = {"fail": "--retrieval-inconclusive=fail", "warn": "--retrieval-inconclusive=warn: a warning, the run passes",
+INCONCLUSIVE_SAID = {"fail": "--retrieval-inconclusive=fail",
+                     "warn": "--retrieval-inconclusive=warn: a warning, the run passes",
                      "pass": "--retrieval-inconclusive=pass: noted"}
 
 

@@ -86,7 +86,7 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
         tr.write_line(f"retrieval: {line}")
     cautioned = not outcome.failed and verdict.state == "inconclusive" and verdict.settings.inconclusive == "warn"
     headed = bool(report or outcome.failed or cautioned or verdict.baseline is not None or verdict.shadows)
-    if headed and (outcome.failed or cautioned):  # the verdict first, in the heading; each failure and its cause close the section
+    if headed and (outcome.failed or cautioned):  # the verdict first, in the heading; each failure, cause last
         heading = f"retrieval evaluation: gate {_short(verdict)}"  # what the mode does: the last line says
         heading += " (causes at the end)" if len(heading) <= HEADING - len(" (causes at the end)") else ""
         tr.write_sep("-", heading, **({"red": True} if outcome.failed else {"yellow": True}), bold=True)
