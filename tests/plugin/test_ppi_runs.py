@@ -75,9 +75,14 @@ def test_a_run_with_a_worksheet_shows_ppi_estimates_says_what_they_rest_on_and_g
     assert estimates["hit@5~ppi"]["fell_back"]  # 0/1 under 50 human questions: the humans alone
     point, (low, _) = estimates["hit@5~ppi"]["estimate"], estimates["hit@5~ppi"]["interval"]
     assert low < 0.8 <= point  # 30 human-judged questions cannot show hit@5 >= 0.8 with 95% confidence
-    assert (f"FAIL retrieval gate: keyword: hit@5~ppi = {low:.4f}, required >= 0.8 (from --retrieval-threshold; "
+    # its interval straddles 0.8: inconclusive, with the human-judged questions that would settle it
+    assert (f"INCONCLUSIVE retrieval gate: keyword: hit@5~ppi = {low:.4f}, required >= 0.8 (from --retrieval-threshold; "
             f"n=68; judged on the 95% lower bound (--retrieval-confidence=lower), point estimate {point:.4f}; "
             "from 30 of 68 questions judged by people, human-only: a 0/1 measure") in flat
+    [unsettled] = saved["analysis"]["unsettled"]
+    assert (unsettled["rule"], unsettled["n"], unsettled["unit"]) == ("keyword:hit@5~ppi>=0.8", 30, "human-judged questions")
+    assert (f"about {unsettled['needed'] - 30:,} more human-judged questions ({unsettled['needed']:,} in all) would "
+            "settle it") in flat
     assert "keyword: ndcg@10~ppi" not in flat  # its rule holds
     summary = saved["evaluations"][0]["summary"]
     assert summary["hit@5~ppi"]["ci95"] == estimates["hit@5~ppi"]["interval"]

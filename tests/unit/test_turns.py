@@ -151,6 +151,8 @@ def test_a_drop_rule_with_confidence_lower_is_judged_on_the_drops_upper_bound():
     [failure] = judged("lower")
     assert failure.startswith(f"last-turn: turns.drop.hit@5 = {hi:.4f}, required <= ")
     assert f"judged on the 95% upper bound (--retrieval-confidence=lower), point estimate {row.drop:.4f}; " in failure
+    assert failure.state == "inconclusive"  # the interval straddles the line: the estimate holds, the upper end not
+    assert f"; 95% interval [{lo:.4f}, {hi:.4f}] straddles " in failure and "more conversations (" in failure
 
 
 def test_a_drop_rule_off_the_miss_cutoff_names_the_follow_ups_that_missed():

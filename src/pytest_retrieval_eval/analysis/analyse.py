@@ -40,6 +40,7 @@ from .subset import SubsetDrop
 from .sweep import SweepTable
 from .turns import ByTurn
 from .rewrites import Fidelity, OracleGap
+from .unsettled import Unsettled
 from ..types import sha256_text
 from .baseline import BaselineComparison
 from ..rules.drops import MaxDrop
@@ -49,7 +50,7 @@ from ..rules.settings import GateSettings
 from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 13
+ANALYSIS_VERSION = 14
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,10 @@ class Analysis:
     #: judge described; empty without judgments
     judgment_lines: tuple[str, ...] = ()
     judge: str = ""
+    #: each rule judged with its interval (``--retrieval-confidence=lower``, ``--retrieval-noise-aware``)
+    #: whose 95% interval straddles its line on an evaluation: by how much, and how many questions
+    #: would settle it (``analysis/unsettled.py``); the gate calls these inconclusive
+    unsettled: tuple[Unsettled, ...] = ()
     version: int = ANALYSIS_VERSION
 
     def by_turn(self, key: tuple[str, str], measure: str) -> ByTurn | None:
@@ -243,7 +248,8 @@ def basis(run: RunResults, settings: GateSettings, baseline: RunResults | None) 
         return [[e.to_dict(timing=timing) for e in r.evaluations], r.judgments, r.coverage, r.metrics_fingerprint,
                 [x.to_dict() for x in r.lint]]
 
-    text = json.dumps([of(run, settings.latency), settings.to_dict(),
+    judged = {k: v for k, v in settings.to_dict().items() if k != "inconclusive"}  # what the gate makes of it only
+    text = json.dumps([of(run, settings.latency), judged,
                        of(baseline, False) if baseline is not None else None], sort_keys=True, default=str)
     return sha256_text(text)
 
@@ -305,7 +311,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
                            force=s.baseline_force, correction=s.correction)
         warnings += compared.warnings
     stability = tuple(x for e in run.evaluations if (x := stability_of(e, miss_k, spread_of)) is not None)
-    return Analysis(
+    analysis = Analysis(
         basis=basis(run, s, baseline), measures=tuple(measures), miss_k=miss_k, rows=rows, intervals=intervals,
         comparisons=tuple(replace(c, significant=significant(c, alpha))
                           for c in comparisons(run, per_question(measures), s.correction)),
@@ -338,6 +344,21 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         segment_rules=tuple(segment_rules(run, thresholds, alpha)),
         judgment_lines=tuple(judgments.lines()) if judgments is not None else (),
         judge=judgments.judge.describe() if judgments is not None else "")
+    return replace(analysis, unsettled=tuple(_unsettled(run, s, analysis)))
+
+
+def _unsettled(run: RunResults, s: GateSettings, a: Analysis) -> list[Unsettled]:
+    """The rules judged with their interval whose interval straddles their line (``Analysis.unsettled``):
+    thresholds and ``turns.drop`` rules with ``--retrieval-confidence=lower``, max-drop rules with
+    ``--retrieval-noise-aware``."""
+    from .unsettled import unsettled_drops, unsettled_thresholds, unsettled_turns
+
+    out = []
+    if s.confidence == "lower":
+        out += unsettled_thresholds(run, a.rows, s.thresholds, a.estimates) + unsettled_turns(a.turns, s.thresholds)
+    if s.noise_aware and a.baseline is not None and not a.baseline.refused:
+        out += unsettled_drops(run, s.max_drops, a.baseline.diffs, a.baseline.segments)
+    return out
 
 
 def significant(c: Comparison, alpha: float) -> bool:

@@ -82,8 +82,9 @@ def results_json(verdict: Verdict) -> str:
     measures = measure_names(s.recorded_measures)
     doc = run_document(run, timing=s.latency, derived=lambda e: _derived(e, measures, s, a))
     doc["settings"] = s.to_dict(verdict.run_failures)
-    doc["verdict"] = {"failed": verdict.failed,  # what the gate said, as every surface says it
-                      "failures": [{"kind": f.kind, "text": str(f), "causes": list(f.causes)} for f in verdict.failures],
+    doc["verdict"] = {"failed": verdict.failed, "state": verdict.state,  # what the gate said, as every surface says it
+                      "failures": [{"kind": f.kind, "state": f.state, "text": str(f), "causes": list(f.causes)}
+                                   for f in verdict.failures],
                       "notes": list(verdict.notes), "warnings": list(verdict.run_warnings),
                       "run_usage": to_plain(verdict.run_usage)}
     doc.update(to_plain(_for_people(run, s, a)))  # a statistic of nothing (a shadow's gain without weights): null

@@ -93,7 +93,7 @@ def make_parser() -> argparse.ArgumentParser:
                      help="a results.json written by --retrieval-report-dir or --retrieval-save-baseline; or merge "
                           "followed by every slice's results.json (--retrieval-slice I/N jobs)")
     add_to_argparse(rep, "report", alpha=None, measures=None, noise_aware=None, baseline_force=None,
-                    correction=None, confidence=None, corpus=None, allow_failed_judge=None)
+                    correction=None, confidence=None, corpus=None, allow_failed_judge=None, inconclusive=None)
     rep.add_argument("--out", default=None, metavar="DIR",
                      help="write the report folder (results.md, results.json, per_query.jsonl, runs/, qrels, plot)")
     rep.add_argument("--html", default=None, metavar="PATH", help="write the drill-down page")

@@ -31,7 +31,7 @@ def main(args) -> int:
         raise RetrievalEvalError("--max-drop compares with a baseline: give --baseline PATH")
     # judged anew with what the command line changes, everything else (shadows too) as recorded
     given = {key: value for key in ("alpha", "noise_aware", "baseline_force", "correction", "confidence",
-                                    "allow_failed_judge")
+                                    "allow_failed_judge", "inconclusive")
              if (value := getattr(args, key)) is not None}
     given.update({key: [(text, f"--{key.replace('_', '-')}") for text in value]
                   for key in ("threshold", "max_drop", "by", "prices") if (value := getattr(args, key)) is not None})
@@ -61,7 +61,7 @@ def main(args) -> int:
                       verbosity=args.verbose)
     if args.markdown and not getattr(args, "comment", False):  # results.md holds no gate lines of its own
         for failure in verdict.failures:
-            print(f"FAIL retrieval gate: {failure}")
+            print(f"{failure.label} retrieval gate: {failure}")
     return 1 if verdict.failed else 0
 
 

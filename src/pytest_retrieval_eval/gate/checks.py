@@ -8,28 +8,50 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..analysis.analyse import Row
+from ..analysis.unsettled import Unsettled, straddles
 from ..rules.drops import MaxDrop
 from ..rules.quantities import (COUNT_TYPES, CoverageQuantity, ErrorCount, LatencyQuantity, LintCount, MeasureQuantity,
                                 ShadowQuantity, StaleCount, TurnsQuantity, UsageQuantity)
 from ..rules.thresholds import Threshold
 
 
+#: what a rule judged with its interval ends in, besides passing (``Failure.state``): its interval
+#: wholly on the failing side of its line, or straddling it
+STATES = ("fail", "inconclusive")
+#: how each state leads a failure's line on every surface (``FAIL retrieval gate: ...``)
+LABELS = {"fail": "FAIL", "inconclusive": "INCONCLUSIVE"}
+
+
 class Failure(str):
     """One reason the gate failed, as it reads (a ``str``), with its kind (``verdict.FAILURE_KINDS``),
     why the rule's engine missed where that is known (one line per labeled set, under it), and,
     for a failure about one engine, that engine and the failure said without it or its provenance
-    (``brief``): what lets the pull-request comment name many failures of one engine on one line."""
+    (``brief``): what lets the pull-request comment name many failures of one engine on one line.
+    ``state``: ``fail``, or ``inconclusive`` for a rule whose interval straddles its line (what
+    that does to the run is ``--retrieval-inconclusive``'s)."""
 
     kind: str
     causes: tuple[str, ...]
     engine: str | None
     brief: str | None
+    state: str
 
     def __new__(cls, kind: str, text: str, causes: Sequence[str] = (), *, engine: str | None = None,
-                brief: str | None = None) -> "Failure":
+                brief: str | None = None, state: str | None = None) -> "Failure":
         self = super().__new__(cls, text)
         self.kind, self.causes, self.engine, self.brief = kind, tuple(causes), engine, brief
+        self.state = state or getattr(text, "state", "fail")  # a Failure re-made keeps its state
         return self
+
+    @property
+    def label(self) -> str:
+        """``FAIL`` or ``INCONCLUSIVE``: how its line starts on every surface."""
+        return LABELS[self.state]
+
+
+def _unsettled(unsettled: Sequence[Unsettled], rule: Any, engine: str, labeled: str) -> Unsettled | None:
+    """The analysis's record of ``rule`` straddling its line on one evaluation, if it does."""
+    return next((u for u in unsettled if (u.rule, u.engine, u.labeled) == (str(rule), engine, labeled)), None)
 
 
 def _plain(value: float) -> str:
@@ -48,6 +70,8 @@ class Breach:
     detail: str = ""
     #: the engine was evaluated but the quantity has no value for it (``Row.values``: None)
     no_value: bool = False
+    #: ``fail``, or ``inconclusive`` where the rule's interval straddles its line (``STATES``)
+    state: str = "fail"
 
     def __str__(self) -> str:
         t = self.threshold
@@ -72,13 +96,16 @@ class Breach:
         return f"{t.measure} = {shown}, required {t.op} {required}"
 
 
-def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: str = "point") -> list[Breach]:
+def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: str = "point",
+          unsettled: Sequence[Unsettled] = ()) -> list[Breach]:
     """Every rule against every evaluation of the engines it names; a rule naming an engine that
     was never evaluated is a breach, never silently skipped.
 
     ``confidence="lower"`` judges a measure on the cautious end of its 95% interval (the
     lower bound for ``>=``/``>``, the upper for ``<=``/``<``), so a pass means the rule holds with
-    95% confidence over queries, not just on this sample of them."""
+    95% confidence over queries, not just on this sample of them. A rule that holds at the other
+    end is inconclusive (its interval straddles its line, whichever side its estimate is on), and
+    says by how much and how many questions would settle it (``unsettled``: the analysis's)."""
     breaches = []
     engines = {r.engine for r in rows}
     for t in thresholds:
@@ -110,7 +137,11 @@ def check(thresholds: Sequence[Threshold], rows: Sequence[Row], *, confidence: s
                 value, how = row.values[t.measure], ""
             if not t.holds(value):
                 why = row.details.get(t.measure)
-                breaches.append(Breach(t, row.engine, value, f"n={row.n}{how}" + (f"; {why}" if why else "")))
+                found = (_unsettled(unsettled, t, row.engine, row.labeled)
+                         if how and straddles(t.holds, row.intervals[t.measure]) else None)
+                breaches.append(Breach(t, row.engine, value, f"n={row.n}{how}" + (f"; {why}" if why else "")
+                                       + (f"; {found.text()}" if found else ""),
+                                       state="inconclusive" if found else "fail"))
     return breaches
 
 
@@ -201,12 +232,14 @@ def check_shadows(thresholds: Sequence[Threshold], shadows: Sequence) -> list[st
 
 
 def check_turns(thresholds: Sequence[Threshold], turns: Sequence, run: Any, *,
-                confidence: str = "point") -> list[tuple[str, Any]]:
+                confidence: str = "point", unsettled: Sequence[Unsettled] = ()) -> list[tuple[str, Any]]:
     """``[ENGINE:]turns.drop.MEASURE<=X`` against each evaluation's drop from first turns to
     follow-ups (``analysis/turns.ByTurn``, read from the analysis): (failure line, the
     ``ByTurn`` it breached or None). ``confidence="lower"`` judges the drop on the cautious end
-    of its interval (the upper bound for ``<=``), as threshold rules on measures are. A set
-    without conversations has no drop: the rule fails, saying so, rather than passing unchecked."""
+    of its interval (the upper bound for ``<=``), as threshold rules on measures are, and a drop
+    whose interval straddles the rule's line is inconclusive (the line a ``Failure`` of that
+    state). A set without conversations has no drop: the rule fails, saying so, rather than
+    passing unchecked."""
     failures: list[tuple[str, Any]] = []
     for t in (t for t in thresholds if isinstance(t.quantity, TurnsQuantity)):
         judged = [e for e in run.evaluations if t.engine in (None, e.engine)]
@@ -233,10 +266,12 @@ def check_turns(thresholds: Sequence[Threshold], turns: Sequence, run: Any, *,
                 how = f"judged on the 95% {side} bound (--retrieval-confidence=lower), point estimate {row.drop:.4f}; "
             if t.holds(value):
                 continue
-            failures.append((f"{e.engine}: {t.measure} = {value:.4f}, required {t.op} {t.value:g} (from {t.source}; "
-                             f"{how}first turns {row.first:.4f} n={row.n_first}, follow-ups {row.follow:.4f} "
-                             f"n={row.n_follow}, 95% interval [{lo:.3f}, {hi:.3f}] over {row.conversations} "
-                             "conversations)", row))
+            found = _unsettled(unsettled, t, e.engine, e.labeled.name) if how and straddles(t.holds, row.ci) else None
+            failures.append((Failure("turns", f"{e.engine}: {t.measure} = {value:.4f}, required {t.op} {t.value:g} "
+                                     f"(from {t.source}; {how}first turns {row.first:.4f} n={row.n_first}, follow-ups "
+                                     f"{row.follow:.4f} n={row.n_follow}, 95% interval [{lo:.3f}, {hi:.3f}] over "
+                                     f"{row.conversations} conversations{f'; {found.text()}' if found else ''})",
+                                     state="inconclusive" if found else "fail"), row))
     return failures
 
 
@@ -257,14 +292,18 @@ def check_lint(thresholds: Sequence[Threshold], reports: Sequence) -> list[str]:
 
 def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool, alpha: float,
                 segments: Sequence = (), spreads: Mapping[tuple[str, str], float | None] | None = None,
-                unvalued: Sequence[tuple[str, str, str, str]] = ()) -> tuple[list[Failure], list[str]]:
+                unvalued: Sequence[tuple[str, str, str, str]] = (),
+                unsettled: Sequence[Unsettled] = ()) -> tuple[list[Failure], list[str]]:
     """(a failure per breached rule, with the queries that moved; warnings). ``noise_aware``
     fails only when the drop is also significant (paired test, its p corrected over every diff <
     alpha) and, where the run repeated its trials (``spreads``: (engine, measure) -> highest minus
     lowest trial mean), larger than the engine's own spread across them: a significant drop
     inside it is a warning. A segment rule reads the baseline comparison's segment diffs.
     ``unvalued``: (engine, labeled set, measure, where) of the measures left out of the comparison
-    for having no value (``BaselineComparison.unvalued``): a rule on one fails, checking nothing."""
+    for having no value (``BaselineComparison.unvalued``): a rule on one fails, checking nothing.
+    A drop that ``noise_aware`` fails is inconclusive instead where the 95% interval of the drop
+    reaches back within the delta (``unsettled``: the analysis's; a drop within its delta passes,
+    as before, so inconclusive is only ever taken from what failed)."""
     failures, warnings = [], []
     for rule in (r for r in rules if r.segment):
         found = [d for d in segments if d.tag == rule.segment and d.measure == rule.measure
@@ -275,14 +314,17 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
         for d in found:
             drop = d.before - d.after
             p = d.paired.p if math.isnan(d.paired.p_adjusted) else d.paired.p_adjusted
-            if drop <= rule.delta + 1e-12 or (noise_aware and not p < alpha):
+            if rule.holds(drop) or (noise_aware and not p < alpha):
                 continue
+            found = _unsettled(unsettled, rule, f"{d.engine}[{d.tag}]", "") if noise_aware else None
             brief = f"{d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}), more than {rule.delta:g}"
             failures.append(Failure("drop", f"{d.engine}[{d.tag}]: {brief} (from {rule.source}; segment {d.tag}, "
                                             f"n={d.n}, {d.paired.losses} down, {d.paired.wins} up, p={d.paired.p:.3g}; "
-                                            f"the total {d.total_delta:+.4f}); fell: {', '.join(d.fell[:5]) or 'none'}"
+                                            f"the total {d.total_delta:+.4f}{f'; {found.text()}' if found else ''}); "
+                                            f"fell: {', '.join(d.fell[:5]) or 'none'}"
                                             + (f" and {len(d.fell) - 5} more" if len(d.fell) > 5 else ""),
-                                    engine=f"{d.engine}[{d.tag}]", brief=brief))
+                                    engine=f"{d.engine}[{d.tag}]", brief=brief,
+                                    state="inconclusive" if found else "fail"))
     for rule in (r for r in rules if not r.segment):
         missing = list(dict.fromkeys((engine, where) for engine, _, measure, where in unvalued
                                      if measure == rule.measure and rule.engine in (None, engine)))
@@ -299,7 +341,7 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
             if d.measure != rule.measure or (rule.engine and d.engine != rule.engine):
                 continue
             drop = d.before - d.after
-            if drop <= rule.delta + 1e-12:
+            if rule.holds(drop):
                 continue
             p = d.p if math.isnan(d.p_adjusted) else d.p_adjusted
             if noise_aware and not p < alpha:
@@ -313,14 +355,15 @@ def check_drops(rules: Sequence[MaxDrop], diffs: Sequence, *, noise_aware: bool,
             from ..types import query_name
 
             movers = "; ".join(f"{query_name(m.query_id, m.question)} {m.before:g}->{m.after:g}" for m in d.movers)
+            found = _unsettled(unsettled, rule, d.engine, d.labeled) if noise_aware and unsettled else None
             brief = f"{d.measure} dropped {drop:.4f} ({d.before:.4f} -> {d.after:.4f}), more than {rule.delta:g}"
             failures.append(Failure(
                 "drop",
                 f"{d.engine}: {brief} (from {rule.source}; {d.losses} down, {d.wins} up, p={d.p:.3g}"
                 f"{f', corrected {p:.3g} < {alpha:g}' if noise_aware else ''}"
                 f"{f', beyond the spread across trials {spread:.4f}' if noise_aware and spread is not None else ''}"
-                f"); moved: {movers or 'none'}"
+                f"{f'; {found.text()}' if found else ''}); moved: {movers or 'none'}"
                 + (f"; {d.day_note()}" if d.day_note() else ""),
-                engine=d.engine, brief=brief))
+                engine=d.engine, brief=brief, state="inconclusive" if found else "fail"))
     return failures, warnings
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from ..analysis.analyse import Analysis, Detectable, analyse, detectable_drops, gated_measures, underpowered  # noqa: F401  (re-exported)
-from .checks import Failure, check, check_coverage, check_drops, check_lint, check_segments, check_shadows, check_turns
+from .checks import (STATES, Failure, check, check_coverage, check_drops, check_lint, check_segments,  # noqa: F401
+                     check_shadows, check_turns)
 from ..rules.quantities import MeasureQuantity, ShadowQuantity
 from ..rules.settings import GateSettings
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure, judge_dependent
@@ -21,6 +22,13 @@ from ..evaluation.results import RunResults
 FAILURE_KINDS = ("run", "empty", "judge", "rule", "baseline", "drop", "lint", "shadow", "segment", "coverage", "turns")
 #: the widest line of a failure's causes
 CAUSE_WIDTH = 88
+#: what the gate says of a run (``Verdict.state``): no rule failed nor was inconclusive, some rule
+#: failed, or none failed and some was inconclusive (its interval straddles its line)
+VERDICT_STATES = ("pass", "fail", "inconclusive")
+#: what an inconclusive rule does to the run (``--retrieval-inconclusive``), as the verdict says it
+INCONCLUSIVE_SAID = {"fail": "--retrieval-inconclusive=fail",
+                     "warn": "--retrieval-inconclusive=warn: a warning, the run passes",
+                     "pass": "--retrieval-inconclusive=pass: noted"}
 
 
 @dataclass(frozen=True)
@@ -78,8 +86,40 @@ class Verdict:
         return f"hit@{self.miss_k}"
 
     @property
+    def failing(self) -> list[Failure]:
+        """The failures that fail the run whatever ``--retrieval-inconclusive`` says."""
+        return [f for f in self.failures if f.state == "fail"]
+
+    @property
+    def inconclusive(self) -> list[Failure]:
+        """The rules whose interval straddles their line (``Failure.state`` inconclusive)."""
+        return [f for f in self.failures if f.state == "inconclusive"]
+
+    @property
+    def state(self) -> str:
+        """``fail`` (some failure), ``inconclusive`` (none, but some rule inconclusive) or ``pass``."""
+        return "fail" if self.failing else "inconclusive" if self.inconclusive else "pass"
+
+    @property
     def failed(self) -> bool:
-        return bool(self.failures)
+        """Whether the run fails (exit 1): a failure, or an inconclusive rule under
+        ``--retrieval-inconclusive=fail`` (the default)."""
+        return bool(self.failing) or bool(self.inconclusive and self.settings.inconclusive == "fail")
+
+    def headline(self) -> str:
+        """The gate's verdict in a phrase, as every surface leads with it: ``passed``, ``FAILED, 2
+        failures``, ``FAILED, 1 failure, 1 inconclusive``, ``FAILED, 1 rule inconclusive
+        (--retrieval-inconclusive=fail)``, ``INCONCLUSIVE, 1 rule (--retrieval-inconclusive=warn: a
+        warning, the run passes)``, ``passed, 1 rule inconclusive (--retrieval-inconclusive=pass: noted)``."""
+        n, m = len(self.failing), len(self.inconclusive)
+        rules = f"{m} rule{'s' * (m != 1)}"
+        said = INCONCLUSIVE_SAID[self.settings.inconclusive]
+        if n:
+            return f"FAILED, {n} failure{'s' * (n != 1)}" + (f", {m} inconclusive" if m else "")
+        if not m:
+            return "passed"
+        return {"fail": f"FAILED, {rules} inconclusive ({said})", "warn": f"INCONCLUSIVE, {rules} ({said})",
+                "pass": f"passed, {rules} inconclusive ({said})"}[self.settings.inconclusive]
 
     def of_kind(self, kind: str) -> list[Failure]:
         """The failures of one kind (``FAILURE_KINDS``), in order."""
@@ -105,11 +145,11 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
         s = replace(s, thresholds=tuple(t for t in s.thresholds if not _reads_grades(t, s)),
                     max_drops=tuple(d for d in s.max_drops if not judge_dependent(d.measure)))
     thresholds = s.thresholds
-    for b in check(thresholds, a.rows, confidence=s.confidence):
+    for b in check(thresholds, a.rows, confidence=s.confidence, unsettled=a.unsettled):
         why = (unread or {}).get(b.engine) if b.value is None and not b.no_value else None
         causes = _causes(run, a, b) if why is None else _why_unread(why)
-        out.append(Failure("rule", str(b), causes, **({"engine": b.engine, "brief": b.brief()}
-                                                      if b.value is not None or b.no_value else {})))
+        out.append(Failure("rule", str(b), causes, state=b.state, **({"engine": b.engine, "brief": b.brief()}
+                                                                     if b.value is not None or b.no_value else {})))
     if a.baseline is not None:
         out += [Failure("baseline", f"baseline refused: {r}; re-save the baseline, or compare anyway with "
                                     "--retrieval-baseline-force") for r in a.baseline.refusals]
@@ -119,7 +159,7 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     drops, within = check_drops(s.max_drops, a.baseline.diffs if a.baseline else [],
                                 segments=a.baseline.segments if a.baseline else [],
                                 noise_aware=s.noise_aware, alpha=s.alpha, spreads=spreads,
-                                unvalued=a.baseline.unvalued if a.baseline else ())
+                                unvalued=a.baseline.unvalued if a.baseline else (), unsettled=a.unsettled)
     out += [Failure(f.kind, f, _why_unread(unread[f.engine]), engine=f.engine)  # its engine recorded nothing
             if unread and f.engine in unread and f.brief is None and not f.causes else f for f in drops]
     out += [Failure("lint", f) for f in check_lint(thresholds, run.lint)]
@@ -127,7 +167,7 @@ def decide(run: RunResults, settings: GateSettings, analysis: Analysis, problems
     out += [Failure("segment", f) for f in check_segments(thresholds, a.segment_rules)]
     out += [Failure("coverage", f) for f in check_coverage(thresholds, run.coverage)]
     out += [Failure("turns", f, _follow_up_causes(run, a, row))
-            for f, row in check_turns(thresholds, a.turns, run, confidence=s.confidence)]
+            for f, row in check_turns(thresholds, a.turns, run, confidence=s.confidence, unsettled=a.unsettled)]
     out = [_on_subset(run, f) for f in out]
     return Verdict(run.record(), settings, a, tuple(out), (*a.warnings, *noted, *within))
 
@@ -151,7 +191,7 @@ def _on_subset(run: RunResults, failure: Failure) -> Failure:
     e, record = found
     brief = f"{failure.brief}, on subset '{record['name']}' ({e.n} of {record['of_n']} questions)"
     return Failure(failure.kind, failure.replace(failure.brief, brief, 1), failure.causes, engine=failure.engine,
-                   brief=brief)
+                   brief=brief, state=failure.state)
 
 
 def _failed_judge(run: RunResults, s: GateSettings) -> tuple[Failure | None, list[str]]:

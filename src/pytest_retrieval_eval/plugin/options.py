@@ -248,6 +248,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("confidence", "judge threshold rules on the point estimate, or on the lower bound of its 95 percent interval "
            "(Wilson for hit@k and the rates, else bootstrap; lower: pass only when 95 percent sure)", "point", choice("point", "lower"), metavar="MODE",
            cli=("report",)),
+    Option("inconclusive", "what a rule whose 95 percent interval straddles its line does to the run (with "
+           "--retrieval-confidence=lower, --retrieval-noise-aware): fail it, warn, or pass with a note", "fail",
+           choice("fail", "warn", "pass"), metavar="MODE", cli=("report",)),
     Option("history", "keep one record per run in DIR (results.json, commit, branch, dirty flag, time, "
            "fingerprints); list and chart them with python -m pytest_retrieval_eval history", path="dir", metavar="DIR",
            env=f"{ENV_PREFIX}HISTORY", cli=("history",)),

@@ -132,6 +132,22 @@ def _report(session: pytest.Session, rs: RetrievalSession, gather: Callable[[], 
         rs.close()
     if outcome.failed:
         session.testsfailed += 1
+    junit_properties(session.config, outcome.verdict)
+
+
+def junit_properties(config: pytest.Config, verdict: Any) -> None:
+    """The gate's verdict as properties of the JUnit report's test suite (``--junitxml``):
+    ``retrieval.gate`` (pass, fail or inconclusive), ``retrieval.gate.failed`` (whether the run
+    fails for it: true or false), and each failure as ``retrieval.gate.fail`` or
+    ``retrieval.gate.inconclusive`` with its line."""
+    junitxml = config.pluginmanager.getplugin("junitxml")
+    xml = config.stash.get(junitxml.xml_key, None) if junitxml is not None else None
+    if xml is None:
+        return
+    xml.add_global_property("retrieval.gate", verdict.state)
+    xml.add_global_property("retrieval.gate.failed", "true" if verdict.failed else "false")
+    for f in verdict.failures:
+        xml.add_global_property(f"retrieval.gate.{f.state}", " ".join(str(f).splitlines()))
 
 
 class Local:

@@ -58,12 +58,12 @@ def verdict_lines(verdict: Verdict, *, room: int) -> tuple[list[str], bool]:
     if not failures:
         return ([("**PASS**: the retrieval gate passed" if verdict.settings.thresholds or verdict.baseline is not None
                   else "No gate rule is set; the numbers:")], False)
-    head = f"**FAIL**: the retrieval gate failed ({len(failures)} failure{'s' * (len(failures) != 1)}):"
-    named = [(_failure(f), 1) for f in failures]
+    head = _head(verdict)
+    named = [(_failure(f, f.label), 1) for f in failures]
     if len(named) > room - 2:
         named = _by_engine(failures)
     lines = [line for line, _ in named]
-    cut = len(failures) > room - 2 or any(line != f"- FAIL {f}" for line, f in zip(lines, failures))
+    cut = len(failures) > room - 2 or any(line != f"- {f.label} {f}" for line, f in zip(lines, failures))
     if len(lines) > room - 2:
         shown = room - 3
         left = sum(n for _, n in named[shown:])
@@ -71,26 +71,40 @@ def verdict_lines(verdict: Verdict, *, room: int) -> tuple[list[str], bool]:
     return [head, "", *lines], cut
 
 
+def _head(verdict: Verdict) -> str:
+    """The verdict's first line: FAIL with the failures counted (and the inconclusive rules);
+    INCONCLUSIVE where only rules straddling their line remain and ``--retrieval-inconclusive=warn``
+    lets the run pass; PASS, naming them, under ``=pass``."""
+    n, m = len(verdict.failing), len(verdict.inconclusive)
+    rules = f"{m} rule{'s' * (m != 1)} inconclusive, --retrieval-inconclusive={verdict.settings.inconclusive}"
+    if n:
+        return f"**FAIL**: the retrieval gate failed ({n} failure{'s' * (n != 1)}{f', {m} inconclusive' if m else ''}):"
+    return {"fail": f"**FAIL**: the retrieval gate failed ({rules}):",
+            "warn": f"**INCONCLUSIVE**: the retrieval gate passed with a warning ({rules}):",
+            "pass": f"**PASS**: the retrieval gate passed ({rules}, noted):"}[verdict.settings.inconclusive]
+
+
 def _by_engine(failures: Sequence[Failure]) -> list[tuple[str, int]]:
     """(a lead line, the failures it names): the failures about one engine on one line, where the
-    first of them stood; the others a line each."""
+    first of them stood (those inconclusive on a line of their own); the others a line each."""
     groups: list[list[Failure]] = []
-    at: dict[str, int] = {}
+    at: dict[tuple[str, str], int] = {}
     for f in failures:
         if f.engine and f.brief:
-            if f.engine in at:
-                groups[at[f.engine]].append(f)
+            if (f.engine, f.state) in at:
+                groups[at[(f.engine, f.state)]].append(f)
                 continue
-            at[f.engine] = len(groups)
+            at[(f.engine, f.state)] = len(groups)
         groups.append([f])
-    return [(_failure(g[0]) if len(g) == 1 else _failure(f"{g[0].engine}: " + "; ".join(f.brief for f in g)), len(g))
-            for g in groups]
+    return [(_failure(g[0], g[0].label) if len(g) == 1 else
+             _failure(f"{g[0].engine}: " + "; ".join(f.brief for f in g), g[0].label), len(g)) for g in groups]
 
 
-def _failure(text: str) -> str:
-    """One failure as one line, shortened past ``FAILURE_CHARS`` (whole under "Gate" then)."""
+def _failure(text: str, label: str = "FAIL") -> str:
+    """One failure as one line, led by its state's label (``FAIL``, ``INCONCLUSIVE``), shortened
+    past ``FAILURE_CHARS`` (whole under "Gate" then)."""
     line = _one_line(text)
-    return f"- FAIL {line if len(line) <= FAILURE_CHARS else line[:FAILURE_CHARS - 1] + '…'}"
+    return f"- {label} {line if len(line) <= FAILURE_CHARS else line[:FAILURE_CHARS - 1] + '…'}"
 
 
 def _one_line(text: str) -> str:
@@ -106,7 +120,7 @@ def comment(verdict: Verdict, *, full_report: str | None = None, limit: int = LI
     sections = [s for s in (_scores(verdict), _baseline(verdict), _differences(verdict), _misses(verdict),
                             _turns(verdict), _segments(verdict), _cost(verdict), _detectable(verdict))
                 if s is not None]
-    gate = ["", "### Gate", "", *(f"- FAIL {_one_line(f)}" for f in verdict.failures)] if cut else []
+    gate = ["", "### Gate", "", *(f"- {f.label} {_one_line(f)}" for f in verdict.failures)] if cut else []
     return _fit(top, sections, gate, full_report or FULL_REPORT, limit, f"GitHub's limit of {GITHUB_LIMIT:,} characters")
 
 

@@ -105,7 +105,7 @@ def markdown(verdict: Verdict, metadata: Mapping[str, Any]) -> str:
         out += ["", "## Run lint", "", "| engine | kind | queries | first |", "|---|---|---|---|"]
         out += [f"| {engine} | {k} | {len(v)} | {', '.join(v[:5])} |" for engine, k, v in lints]
     if verdict.failures:
-        out += ["", "## Gate", ""] + [f"- FAIL {f}" for f in verdict.failures]
+        out += ["", "## Gate", ""] + [f"- {f.label} {f}" for f in verdict.failures]
     return "\n".join(out) + "\n"
 
 

@@ -210,7 +210,7 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
         compare=[q for q in by_query.values() if len(q["cells"]) == len(engines)] if len(engines) > 1 else [],
         lint=[{"summary": l.summary(), "findings": [str(f) for f in l.findings]} for l in verdict.lint],
         engine_errors=[g.describe() for g in errors.groups(verdict.run.evaluations)],
-        against=against_baseline(verdict), failures=verdict.failures, has_baseline=baseline is not None,
+        against=against_baseline(verdict), has_baseline=baseline is not None, **_verdict_box(verdict),
         no_moves="no baseline given" if verdict.baseline is None else "the baseline was refused: nothing was compared",
         correction=verdict.correction_text(),
         effects=[{"a": c.a, "b": c.b, "labeled": c.labeled, "measure": c.measure, "delta": table.signed(c.delta),
@@ -226,3 +226,18 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
         detectable=[f"{d.engine} on {d.labeled}: {d.measure} {d.drop:.3f} at 80% power, alpha {verdict.alpha:g} "
                     f"({d.n} queries)" for d in verdict.detectable] + [f"warning: {w}" for w in verdict.warnings],
     )
+
+
+def _verdict_box(verdict: Verdict) -> dict[str, Any]:
+    """The page's verdict box: its class (fail, inconclusive where ``--retrieval-inconclusive=warn``
+    lets a run with inconclusive rules pass, else pass), heading, note and each failure with its
+    state's label (``FAIL``, ``INCONCLUSIVE``)."""
+    headline = verdict.headline()
+    if verdict.failed:
+        klass, head, note = "fail", "FAIL: " + headline.removeprefix("FAILED, "), ""
+    elif verdict.inconclusive and verdict.settings.inconclusive == "warn":
+        klass, head, note = "inconclusive", "INCONCLUSIVE: " + headline.removeprefix("INCONCLUSIVE, "), ""
+    else:
+        klass, head, note = "pass", "PASS", headline if verdict.failures else ""
+    return {"verdict_class": klass, "verdict_head": head, "verdict_note": note,
+            "failures": [{"label": f.label, "text": str(f)} for f in verdict.failures]}

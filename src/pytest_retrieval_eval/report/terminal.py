@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # the gate's verdict, read here; imported only by type checke
 SEGMENTS_SHOWN = 10
 #: the widest line the default summary writes (a failure line is never cut: it is the verdict)
 WIDTH = 88
+#: the longest heading pytest's 80 columns still set between rules of three dashes or more
+HEADING = 72
 #: warnings and notes shown by default (wrapped within ``WIDTH``); beyond, a count and the way to see them
 NOTICES_SHOWN = 3
 
@@ -82,11 +84,12 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
     verbose = verbosity >= 1
     for line in outcome.workers_said:  # under xdist: the workers' store lines, which only they printed
         tr.write_line(f"retrieval: {line}")
-    headed = bool(report or outcome.failed or verdict.baseline is not None or verdict.shadows)
-    if headed and outcome.failed:  # the verdict first, in the heading; each failure and its cause close the section
-        n = len(outcome.failures)
-        tr.write_sep("-", f"retrieval evaluation: gate FAILED, {n} failure{'s' if n != 1 else ''} (causes at the end)",
-                     red=True, bold=True)
+    cautioned = not outcome.failed and verdict.state == "inconclusive" and verdict.settings.inconclusive == "warn"
+    headed = bool(report or outcome.failed or cautioned or verdict.baseline is not None or verdict.shadows)
+    if headed and (outcome.failed or cautioned):  # the verdict first, in the heading; each failure, cause last
+        heading = f"retrieval evaluation: gate {_short(verdict)}"  # what the mode does: the last line says
+        heading += " (causes at the end)" if len(heading) <= HEADING - len(" (causes at the end)") else ""
+        tr.write_sep("-", heading, **({"red": True} if outcome.failed else {"yellow": True}), bold=True)
     elif headed:
         tr.write_sep("-", "retrieval evaluation")
     hidden: list[str] = []  # what -v would add, named in one line
@@ -179,12 +182,25 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
         tr.write_sep("-", "retrieval evaluation")
     for line in errors:
         tr.write_line(line, red=True)
-    for failure in outcome.failures:
-        tr.write_line(f"FAIL retrieval gate: {failure}", red=True, bold=True)
+    for failure in outcome.failures:  # an inconclusive rule in red where it fails the run, else as a warning
+        colour = {"red": True} if failure.state == "fail" or outcome.failed else {"yellow": True}
+        tr.write_line(f"{failure.label} retrieval gate: {failure}", **colour, bold=True)
         for line in failure.causes:
-            tr.write_line(line, red=True)
-    if (thresholds or verdict.baseline is not None) and verdict.rows and not outcome.failed:
-        tr.write_line("retrieval gate: passed", green=True)
+            tr.write_line(line, **colour)
+    if verdict.inconclusive:  # what --retrieval-inconclusive made of them, last
+        tr.write_line(f"retrieval gate: {verdict.headline()}", **({"red": True} if outcome.failed else {"yellow": True}
+                                                                  if cautioned else {"green": True}))
+    elif (thresholds or verdict.baseline is not None) and verdict.rows and not outcome.failed:
+        tr.write_line(f"retrieval gate: {verdict.headline()}", green=True)
+
+
+def _short(verdict: Verdict) -> str:
+    """The verdict counted, for the heading: ``FAILED, 2 failures``, ``FAILED, 1 failure, 1
+    inconclusive``, ``FAILED, 1 inconclusive``, ``INCONCLUSIVE, 1 rule``."""
+    n, m = len(verdict.failing), len(verdict.inconclusive)
+    if n:
+        return f"FAILED, {n} failure{'s' * (n != 1)}" + (f", {m} inconclusive" if m else "")
+    return f"FAILED, {m} inconclusive" if verdict.failed else f"INCONCLUSIVE, {m} rule{'s' * (m != 1)}"
 
 
 def _fitted(text: str, verbose: bool) -> list[str]:

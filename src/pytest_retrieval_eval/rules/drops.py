@@ -44,6 +44,10 @@ class MaxDrop:
                 f"a threshold on the estimate's bound ({measure.name}>=VALUE with --retrieval-confidence=lower)")
         return cls(measure.name, delta, m["engine"] or None, source, m["segment"])
 
+    def holds(self, drop: float) -> bool:
+        """Whether a fall of ``drop`` (baseline minus now) is within the rule's delta."""
+        return drop <= self.delta + 1e-12
+
     def __str__(self) -> str:
         who = (self.engine or "") + (f"[{self.segment}]" if self.segment else "")
         return f"{who + ':' if who else ''}{self.measure}={self.delta:g}"

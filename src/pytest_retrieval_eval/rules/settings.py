@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # the model imports numpy: a run that only reads options stay
 
 #: the cutoff of the freshness columns a versioned corpus adds to the table
 FRESHNESS_K = 5
+#: what an inconclusive rule may do to the run (``GateSettings.inconclusive``)
+INCONCLUSIVE_MODES = ("fail", "warn", "pass")
 DEFAULT_WEIGHTS = tuple(parse_weights(DEFAULT_GAIN_WEIGHTS).items())
 
 
@@ -65,6 +67,9 @@ class GateSettings:
     #: rules on a judge's grades (``+judged``, ``~ppi``) gate even when the judge failed
     #: ``judge --validate`` (``--retrieval-allow-failed-judge``); else such a judge fails the run
     allow_failed_judge: bool = False
+    #: what a rule whose interval straddles its line does to the run (``--retrieval-inconclusive``):
+    #: ``fail`` it (the default: no gate is weaker for the third verdict), ``warn`` or ``pass``
+    inconclusive: str = "fail"
 
     def __post_init__(self) -> None:  # lists given by callers become tuples: the value is frozen all the way
         for name in ("table_measures", "thresholds", "max_drops", "by"):
@@ -148,6 +153,8 @@ class GateSettings:
             d["prices"] = [list(p) for p in self.prices]
         if self.allow_failed_judge:
             d["allow_failed_judge"] = True
+        if self.inconclusive != "fail":  # the default is left out: results.json reads as it always has
+            d["inconclusive"] = self.inconclusive
         if self.sweeps:
             d["sweeps"] = [{"base": b, "measure": m, "points": [[n, [list(kv) for kv in values]] for n, values in points]}
                            for b, m, points in self.sweeps]
@@ -169,7 +176,7 @@ class GateSettings:
                    gain_weights=tuple((d.get("gain_weights") or dict(DEFAULT_WEIGHTS)).items()),
                    by=tuple(d.get("by", ())), miss_k=d.get("miss_k"), latency=bool(d.get("latency")),
                    prices=tuple(tuple(p) for p in d.get("prices", ())),
-                   allow_failed_judge=bool(d.get("allow_failed_judge")),
+                   allow_failed_judge=bool(d.get("allow_failed_judge")), inconclusive=d.get("inconclusive", "fail"),
                    sweeps=tuple((s["base"], s["measure"], tuple((n, tuple(tuple(kv) for kv in v)) for n, v in s["points"]))
                                 for s in d.get("sweeps", ())))
 
@@ -189,7 +196,7 @@ FROM_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
                                                         if t.strip() and not t.strip().startswith("#")))),
     "gain_weights": ("gain_weights", lambda v: tuple(parse_weights(v).items())),
     "by": ("by", _lines), "latency": ("latency", bool), "prices": ("prices", lambda v: prices_of(v)),
-    "allow_failed_judge": ("allow_failed_judge", bool),
+    "allow_failed_judge": ("allow_failed_judge", bool), "inconclusive": ("inconclusive", str),
 }
 
 
@@ -279,4 +286,6 @@ def settings_problem(settings: Any) -> str | None:
         return "sweeps must be a list of {base, measure, points: [[engine, [[setting, value], ...]], ...]}"
     if settings.get("confidence", "point") not in ("point", "lower"):
         return f"confidence must be point or lower, got {settings.get('confidence')!r}"
+    if settings.get("inconclusive", "fail") not in INCONCLUSIVE_MODES:
+        return f"inconclusive must be fail, warn or pass, got {settings.get('inconclusive')!r}"
     return None
