@@ -112,7 +112,7 @@ def parse_turns(raw: Any, bad: Callable[[str, str], RetrievalEvalError], *, grad
             tags = parse_tags(turn.get("tags"), "tags")
         except RetrievalEvalError as exc:
             raise bad(exc.detail.split(": ", 1)[-1], f"{where}.tags") from None
-        out.append(TurnLabel(" ".join(user.split()), " ".join(assistant.split()) or None if assistant else None,
+        out.append(TurnLabel(user, assistant if assistant and assistant.strip() else None,  # as written
                              grades, source, depends, tags))
     return out
 

@@ -20,6 +20,7 @@ from ..ir.qrels import add_grade, parse_grade
 from ..types import LabeledQuery
 from .label_lifecycle import IMPORTED
 from .labeled import LabeledSet, query_problem
+from .text import normalise
 
 
 def _evidence(raw: Any, relevant: dict[str, int], path: str | Path, line: int | None, field: str) -> dict:
@@ -93,7 +94,7 @@ def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
             source["reference_answer"] = str(record["reference_answer"])
         if record.get("evidence"):
             source["evidence"] = _evidence(record["evidence"], relevant, path, number, "evidence")
-        out.append(LabeledQuery(qid, " ".join(text.split()), relevant, source))
+        out.append(LabeledQuery(qid, text, relevant, source))
     return out
 
 
@@ -167,7 +168,8 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
         if row.get(None):  # cells beyond the header: a delimiter inside an unquoted cell, usually
             raise RetrievalEvalError(f"{len(header) + len(row[None])} cells, but the header has {len(header)}: quote a "
                                      f"cell that holds {delimiter!r}", path=path, line=number)
-        question = " ".join((row.get(qcol) or "").split())
+        question = row.get(qcol) or ""  # as written; rows of one question match by ``normalise``
+        question = question if question.strip() else ""
         cell = (row.get(dcol) or "").strip()
         conv = (row.get(ccol) or "").strip() if ccol else ""
         if not question and not cell and not conv:
@@ -184,7 +186,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
             entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number, "notes": [],
                                              "given": True, "tags": set(), "evidence": {}, "conversation": conv,
                                              "turn": int(row[ncol]), "assistant": None, "depends": None})
-            if entry["question"] != question:
+            if normalise(entry["question"]) != normalise(question):
                 raise RetrievalEvalError(f"turn {entry['turn']} of conversation '{conv}' appears twice with two texts "
                                          f"({entry['question']!r} on line {entry['line']}): number each turn once",
                                          path=path, line=number, field=ncol)
@@ -195,7 +197,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
                                              "given": bool(given), "tags": set(), "evidence": {}})
         if tcol:
             entry["tags"].update(_tags(row.get(tcol), path, number, tcol))
-        if entry["question"] != question:
+        if normalise(entry["question"]) != normalise(question):
             raise RetrievalEvalError(f"query id '{key}' has two questions ({entry['question']!r} on line "
                                      f"{entry['line']})", path=path, line=number, field=icol or qcol)
         docs = [d for d in (d.strip() for d in cell.replace("|", ";").split(";")) if d]
@@ -286,11 +288,12 @@ def _turn_cells(entry: dict[str, Any], row: dict, path: str | Path, number: int,
                                   f"{before[0]!r} on line {before[1]}: give one (the other rows may leave it empty)",
                                   path=path, line=number, field=fld)
 
-    reply = " ".join((row.get(acol) or "").split()) if acol else ""
-    if reply:
-        if entry["assistant"] not in (None, reply):
+    reply = (row.get(acol) or "") if acol else ""  # as written; matched by ``normalise``
+    if reply.strip():
+        if entry["assistant"] is not None and normalise(entry["assistant"]) != normalise(reply):
             raise twice("assistant replies", reply, (entry["assistant"], entry["assistant_line"]), acol)
-        entry["assistant"], entry["assistant_line"] = reply, entry.get("assistant_line") or number
+        if entry["assistant"] is None:  # the first row's spelling
+            entry["assistant"], entry["assistant_line"] = reply, number
     if pcol:
         cell = (row.get(pcol) or "").strip()
         try:
@@ -408,8 +411,8 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
                 seen[q.query_id] = number
                 out.append(q)
             continue
-        question = " ".join(str(record.get("question") or "").split())
-        if not question:
+        question = str(record.get("question") or "")  # as written
+        if not question.strip():
             raise RetrievalEvalError("empty question", path=path, line=number, field="question")
         doc = record.get("doc_id")
         if doc is not None and (isinstance(doc, bool) or not isinstance(doc, (str, int))):

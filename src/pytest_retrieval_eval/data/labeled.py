@@ -40,7 +40,8 @@ from .._atomic import write_text_atomic
 from .._textfiles import read_text
 from ..errors import RetrievalEvalError
 from ..ir.qrels import Qrels, parse_grade
-from ..types import LabeledQuery, canonical_json, id_problem, sha256_text, text_problem
+from ..types import LabeledQuery, Turn, canonical_json, id_problem, sha256_text, text_problem
+from .text import normalise
 
 FORMAT = "pytest-retrieval-eval/questions"
 VERSION = 1
@@ -156,15 +157,22 @@ def question_changes(before: LabeledQuery, after: LabeledQuery) -> list[str]:
     it: ``reworded`` (its text), ``history changed`` (the conversation before a turn: "it" may
     mean another thing), ``labels`` (its judged documents), ``evidence changed`` (its quotes as the
     ``+evidence`` measures read them, ``evidence.as_read``: a quote recased or given a full stop
-    is the same quote); empty when the question is unchanged. The one test of "the same question"
-    a comparison of two runs makes."""
+    is the same quote); empty when the question is unchanged. Texts are compared as matching
+    compares them (``text.normalise``): a text respaced or recased is the same question, so a
+    baseline whose texts an older import folded compares with one of the texts as written. The
+    one test of "the same question" a comparison of two runs makes."""
     from .evidence import as_read, evidence_of
 
-    return [part for part, moved in (("reworded", before.question != after.question),
-                                     ("history changed", tuple(before.history) != tuple(after.history)),
+    return [part for part, moved in (("reworded", normalise(before.question) != normalise(after.question)),
+                                     ("history changed", said(before.history) != said(after.history)),
                                      ("labels", dict(before.relevant) != dict(after.relevant)),
                                      ("evidence changed", as_read(evidence_of(before)) != as_read(evidence_of(after))))
             if moved]
+
+
+def said(history: Iterable[Turn]) -> tuple[tuple[str, str], ...]:
+    """A conversation so far as matching reads it: each message's role and ``normalise``d text."""
+    return tuple((t.role, normalise(t.text)) for t in history)
 
 
 def query_problem(qid: str, question: str, relevant: Mapping[str, int]) -> tuple[str, str] | None:
@@ -273,7 +281,7 @@ def load_questions_cache(path: str | Path, *, known_doc_ids: Iterable[str] | Non
             tags = parse_tags(entry.get("tags"), "tags")
         except RetrievalEvalError as exc:
             raise bad(f"query '{qid}': {exc.detail.split(': ', 1)[-1]}", "tags") from None
-        queries.append(LabeledQuery(qid, question.strip(), dict(relevant), source, tags))
+        queries.append(LabeledQuery(qid, question, dict(relevant), source, tags))  # as written
     queries += _conversations(raw.get("conversations"), text, path, known, seen)
     provenance = {k: raw.get(k) for k in ("generator", "splitter", "corpus_fingerprint")}
     provenance["path"] = str(path)
