@@ -29,6 +29,8 @@ class TurnLabel:
     source: Mapping[str, Any] = field(default_factory=dict)
     depends: bool | None = None
     tags: tuple[str, ...] = ()
+    #: a person's rewrite of the turn that stands alone (``LabeledQuery.rewrite``), None: none
+    rewrite: str | None = None
 
 
 def conversation_problem(cid: str) -> str | None:
@@ -52,7 +54,7 @@ def turns_of(conversation: str, turns: Sequence[TurnLabel], tags: Iterable[str] 
         if t.relevant is not None:
             out.append(LabeledQuery(turn_id(conversation, n), t.user, dict(t.relevant), dict(t.source),
                                     tuple(sorted({*tags, *t.tags})), conversation=conversation, turn=n,
-                                    history=tuple(history), depends=t.depends))
+                                    history=tuple(history), depends=t.depends, rewrite=t.rewrite))
         history.append(Turn("user", t.user))
         if t.assistant:
             history.append(Turn("assistant", t.assistant))
@@ -62,7 +64,7 @@ def turns_of(conversation: str, turns: Sequence[TurnLabel], tags: Iterable[str] 
 def parse_turns(raw: Any, bad: Callable[[str, str], RetrievalEvalError], *, grades_as_text: bool,
                 evidence_key: str) -> list[TurnLabel]:
     """A JSON list of turn objects (``{"user", "assistant"?, "relevant"?, "source"?, "depends"?,
-    "tags"?}``); ``bad(message, field)`` makes the error (fields named ``turns[i].relevant``).
+    "tags"?, "rewrite"?}``); ``bad(message, field)`` makes the error (fields named ``turns[i].relevant``).
     ``evidence_key``: where a turn's evidence is, ``source.evidence`` (the cache) or ``evidence``
     (JSONL); ``grades_as_text``: a grade may be a string ("2"), as a JSONL line's may."""
     from .evidence import parse_evidence
@@ -84,6 +86,10 @@ def parse_turns(raw: Any, bad: Callable[[str, str], RetrievalEvalError], *, grad
         depends = turn.get("depends")
         if depends is not None and not isinstance(depends, bool):
             raise bad(f"must be true or false, got {depends!r}", f"{where}.depends")
+        rewrite = turn.get("rewrite")
+        if rewrite is not None and (not isinstance(rewrite, str) or not rewrite.strip()):
+            raise bad(f"must be a non-empty string (a rewrite of the turn that stands alone), got {rewrite!r}",
+                      f"{where}.rewrite")
         relevant = turn.get("relevant")
         source = turn.get("source") or {}
         if not isinstance(source, dict):
@@ -113,7 +119,7 @@ def parse_turns(raw: Any, bad: Callable[[str, str], RetrievalEvalError], *, grad
         except RetrievalEvalError as exc:
             raise bad(exc.detail.split(": ", 1)[-1], f"{where}.tags") from None
         out.append(TurnLabel(user, assistant if assistant and assistant.strip() else None,  # as written
-                             grades, source, depends, tags))
+                             grades, source, depends, tags, rewrite))
     return out
 
 
@@ -152,6 +158,8 @@ def grouped(queries: Iterable[LabeledQuery]) -> list[dict[str, Any]]:
                 entry["source"] = dict(sorted(q.source.items()))
             if q.depends is not None:
                 entry["depends"] = q.depends
+            if q.rewrite is not None:
+                entry["rewrite"] = q.rewrite
             if set(q.tags) - common:
                 entry["tags"] = sorted(set(q.tags) - common)
         out.append({"id": cid, **({"tags": sorted(common)} if common else {}), "turns": texts})

@@ -152,7 +152,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
     _refuse_duplicate_columns(header, path)
     conv_cols = {role: next((h for h in header if h and h.strip().lower() in names), None)
                  for role, names in CONVERSATION_COLUMNS.items()}
-    ccol, ncol, acol, pcol, ucol = (conv_cols[r] for r in CONVERSATION_COLUMNS)
+    ccol, ncol, acol, pcol, ucol, rcol = (conv_cols[r] for r in CONVERSATION_COLUMNS)
     if ccol and ncol is None:
         raise RetrievalEvalError(f"a '{ccol}' column needs a 'turn' column: each turn's 1-based position", path=path,
                                  line=1, field=ccol)
@@ -185,12 +185,13 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
             key = _turn_row(row, conv, given, path, number, conv_cols, icol)
             entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number, "notes": [],
                                              "given": True, "tags": set(), "evidence": {}, "conversation": conv,
-                                             "turn": int(row[ncol]), "assistant": None, "depends": None})
+                                             "turn": int(row[ncol]), "assistant": None, "depends": None,
+                                             "rewrite": None})
             if normalise(entry["question"]) != normalise(question):
                 raise RetrievalEvalError(f"turn {entry['turn']} of conversation '{conv}' appears twice with two texts "
                                          f"({entry['question']!r} on line {entry['line']}): number each turn once",
                                          path=path, line=number, field=ncol)
-            _turn_cells(entry, row, path, number, acol, pcol)
+            _turn_cells(entry, row, path, number, acol, pcol, rcol)
         else:
             key = given or question_id(path, question)
             entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number, "notes": [],
@@ -241,7 +242,8 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
 
 #: role -> header names (any case) of the columns of a conversation's turns in a labels table
 CONVERSATION_COLUMNS = {"conversation": ("conversation", "conversation_id"), "turn": ("turn",),
-                        "assistant": ("assistant",), "depends": ("depends",), "user": ("user",)}
+                        "assistant": ("assistant",), "depends": ("depends",), "user": ("user",),
+                        "rewrite": ("rewrite",)}
 
 
 def _table_source(entry: dict[str, Any], path: str | Path, carries: tuple[str, ...], ecol: str | None,
@@ -278,9 +280,10 @@ def _turn_row(row: dict, conv: str, given: str, path: str | Path, number: int, c
 
 
 def _turn_cells(entry: dict[str, Any], row: dict, path: str | Path, number: int, acol: str | None,
-                pcol: str | None) -> None:
-    """A turn row's assistant reply and depends flag, merged with its other rows' (two values
-    refused, each quoted, the earlier with its line)."""
+                pcol: str | None, rcol: str | None = None) -> None:
+    """A turn row's assistant reply, depends flag and rewrite, merged with its other rows' (two
+    values refused, each quoted, the earlier with its line; texts kept as the first row writes
+    them, matched by ``normalise``)."""
     from .conversations import depends_cell
 
     def twice(what: str, here: str, before: tuple[str, int], fld: str | None) -> RetrievalEvalError:
@@ -288,12 +291,13 @@ def _turn_cells(entry: dict[str, Any], row: dict, path: str | Path, number: int,
                                   f"{before[0]!r} on line {before[1]}: give one (the other rows may leave it empty)",
                                   path=path, line=number, field=fld)
 
-    reply = (row.get(acol) or "") if acol else ""  # as written; matched by ``normalise``
-    if reply.strip():
-        if entry["assistant"] is not None and normalise(entry["assistant"]) != normalise(reply):
-            raise twice("assistant replies", reply, (entry["assistant"], entry["assistant_line"]), acol)
-        if entry["assistant"] is None:  # the first row's spelling
-            entry["assistant"], entry["assistant_line"] = reply, number
+    for key, col, what in (("assistant", acol, "assistant replies"), ("rewrite", rcol, "rewrites")):
+        text = (row.get(col) or "") if col else ""  # as written; matched by ``normalise``
+        if text.strip():
+            if entry[key] is not None and normalise(entry[key]) != normalise(text):
+                raise twice(what, text, (entry[key], entry[f"{key}_line"]), col)
+            if entry[key] is None:  # the first row's spelling
+                entry[key], entry[f"{key}_line"] = text, number
     if pcol:
         cell = (row.get(pcol) or "").strip()
         try:
@@ -334,7 +338,7 @@ def _table_turns(conv: str, grouped: dict[str, dict[str, Any]], path: str | Path
                 raise RetrievalEvalError(problem[0], path=path, line=e["line"], field=field)
         labels.append(TurnLabel(e["question"], e["assistant"], relevant,
                                 _table_source(e, path, carries, ecol, col["doc"]),
-                                e["depends"], tuple(e["tags"])))
+                                e["depends"], tuple(e["tags"]), e["rewrite"]))
     return turns_of(conv, labels)
 
 

@@ -142,7 +142,11 @@ def _merge(old: LabeledQuery, new: LabeledQuery, carries: Sequence[str], file: s
     if new.depends is not None and new.depends != old.depends:
         changes.append("depends changed")
     depends = old.depends if new.depends is None else new.depends
-    return replace(old, relevant=relevant, source=source, tags=tags, depends=depends), "updated", changes
+    if new.rewrite is not None and _key(new.rewrite) != _key(old.rewrite or ""):
+        changes.append("rewrite changed" if old.rewrite is not None else "rewrite added")
+    rewrite = old.rewrite if new.rewrite is None else new.rewrite
+    return (replace(old, relevant=relevant, source=source, tags=tags, depends=depends, rewrite=rewrite), "updated",
+            changes)
 
 
 def _in_conversation(q: LabeledQuery, old: LabeledQuery | None, cached: Iterable[LabeledQuery],
@@ -172,7 +176,7 @@ def _in_conversation(q: LabeledQuery, old: LabeledQuery | None, cached: Iterable
     if _key(q.question) != _key(old.question):
         raise refuse(f"turn '{q.query_id}' reads {old.question!r} in {cache.name}, not {q.question!r}", "question")
     return replace(q, question=old.question, conversation=old.conversation, turn=old.turn, history=old.history,
-                   depends=old.depends)
+                   depends=old.depends, rewrite=old.rewrite)
 
 
 def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Path, *, origin: str | None = None,
@@ -215,8 +219,9 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
             # kept as it was, source too (a namesake may have brought it), and so are quotes whose words
             # are the same (``as_read``): no measure could tell them apart, so no baseline is refused
             if (old.question, dict(old.relevant), old.tags, as_read(old.source.get("evidence") or {}), old.history,
-                    old.depends) == (new.question, dict(new.relevant), new.tags, as_read(new.source.get("evidence") or {}),
-                                     new.history, new.depends):
+                    old.depends, old.rewrite) == (new.question, dict(new.relevant), new.tags,
+                                                  as_read(new.source.get("evidence") or {}), new.history, new.depends,
+                                                  new.rewrite):
                 report.skipped.append(q.query_id)
                 continue
             getattr(report, kind).append(q.query_id)

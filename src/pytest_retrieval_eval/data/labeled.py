@@ -89,13 +89,14 @@ class LabeledSet:
     @cached_property
     def fingerprint(self) -> str:
         """sha256 over ids, questions and judgements: what the scores depend on (computed once:
-        the set is frozen)."""
+        the set is frozen). A turn's human rewrite is part of its label (what the oracle searches)."""
         from .evidence import evidence_of
 
-        return sha256_text(  # evidence and history only where there is some: a set without keeps its fingerprint
+        return sha256_text(  # evidence, history and rewrite only where there is some: a set without keeps its fingerprint
             canonical_json([[q.query_id, q.question, dict(q.relevant), *([ev] if (ev := {
                 d: list(x) for d, x in evidence_of(q).items()}) else []),
-                *([[t.to_dict() for t in q.history]] if q.history else [])] for q in self.queries])
+                *([[t.to_dict() for t in q.history]] if q.history else []),
+                *([q.rewrite] if q.rewrite is not None else [])] for q in self.queries])
         )
 
     @cached_property
@@ -155,7 +156,8 @@ class LabeledSet:
 def question_changes(before: LabeledQuery, after: LabeledQuery) -> list[str]:
     """What differs between two versions of one question, of all the set's fingerprint reads of
     it: ``reworded`` (its text), ``history changed`` (the conversation before a turn: "it" may
-    mean another thing), ``labels`` (its judged documents), ``evidence changed`` (its quotes as the
+    mean another thing), ``labels`` (its judged documents), ``rewrite changed`` (a turn's human
+    rewrite: what the oracle searches), ``evidence changed`` (its quotes as the
     ``+evidence`` measures read them, ``evidence.as_read``: a quote recased or given a full stop
     is the same quote); empty when the question is unchanged. Texts are compared as matching
     compares them (``text.normalise``): a text respaced or recased is the same question, so a
@@ -166,8 +168,13 @@ def question_changes(before: LabeledQuery, after: LabeledQuery) -> list[str]:
     return [part for part, moved in (("reworded", normalise(before.question) != normalise(after.question)),
                                      ("history changed", said(before.history) != said(after.history)),
                                      ("labels", dict(before.relevant) != dict(after.relevant)),
+                                     ("rewrite changed", _folded(before.rewrite) != _folded(after.rewrite)),
                                      ("evidence changed", as_read(evidence_of(before)) != as_read(evidence_of(after))))
             if moved]
+
+
+def _folded(text: str | None) -> str | None:
+    return None if text is None else normalise(text)
 
 
 def said(history: Iterable[Turn]) -> tuple[tuple[str, str], ...]:
