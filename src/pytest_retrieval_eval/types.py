@@ -184,6 +184,13 @@ class LabeledQuery:
     rewrite: str | None = field(default=None, compare=False, hash=False)
 
     @property
+    def answerable(self) -> bool:
+        """Some document is relevant (grade >= 1). A turn labeled unanswerable (``answerable:
+        false``: no relevant document exists) has none, and is kept beside the scored questions
+        (``LabeledSet.unanswerable``), never scored as a miss."""
+        return any(g >= 1 for g in self.relevant.values())
+
+    @property
     def turns(self) -> tuple[Turn, ...]:
         """What a conversation engine is given: the history, then this turn's user text."""
         return (*self.history, Turn("user", self.question))

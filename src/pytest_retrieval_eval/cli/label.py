@@ -64,9 +64,11 @@ def _counted(entries) -> str:
     conversations, single = len({e.conversation for e in turns}), len(entries) - len(turns)
     if not turns:
         return str(single)
+    unanswerable = sum(1 for e in turns if not e.answerable)
     return ", ".join([*([f"{single} question{'s' if single != 1 else ''}"] if single else []),
                       f"{conversations} conversation{'s' if conversations != 1 else ''}",
-                      f"{len(turns)} turn{'s' if len(turns) != 1 else ''}"])
+                      f"{len(turns)} turn{'s' if len(turns) != 1 else ''}"]) + (
+        f" ({unanswerable} unanswerable)" if unanswerable else "")
 
 
 def _label_list(args, corpus) -> int:

@@ -152,7 +152,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
     _refuse_duplicate_columns(header, path)
     conv_cols = {role: next((h for h in header if h and h.strip().lower() in names), None)
                  for role, names in CONVERSATION_COLUMNS.items()}
-    ccol, ncol, acol, pcol, ucol, rcol = (conv_cols[r] for r in CONVERSATION_COLUMNS)
+    ccol, ncol, acol, pcol, ucol, rcol, bcol = (conv_cols[r] for r in CONVERSATION_COLUMNS)
     if ccol and ncol is None:
         raise RetrievalEvalError(f"a '{ccol}' column needs a 'turn' column: each turn's 1-based position", path=path,
                                  line=1, field=ccol)
@@ -186,12 +186,12 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
             entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number, "notes": [],
                                              "given": True, "tags": set(), "evidence": {}, "conversation": conv,
                                              "turn": int(row[ncol]), "assistant": None, "depends": None,
-                                             "rewrite": None})
+                                             "rewrite": None, "answerable": None})
             if normalise(entry["question"]) != normalise(question):
                 raise RetrievalEvalError(f"turn {entry['turn']} of conversation '{conv}' appears twice with two texts "
                                          f"({entry['question']!r} on line {entry['line']}): number each turn once",
                                          path=path, line=number, field=ncol)
-            _turn_cells(entry, row, path, number, acol, pcol, rcol)
+            _turn_cells(entry, row, path, number, acol, pcol, rcol, bcol)
         else:
             key = given or question_id(path, question)
             entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number, "notes": [],
@@ -224,7 +224,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
         if "conversation" in entry:
             if entry["conversation"] not in done:  # a conversation's turns, where its first row is
                 done.add(entry["conversation"])
-                out += _table_turns(entry["conversation"], grouped, path, carries, col, ncol, ccol, ecol)
+                out += _table_turns(entry["conversation"], grouped, path, carries, col, ncol, ccol, ecol, bcol)
             continue
         if not any(g >= 1 for g in entry["relevant"].values()):
             raise RetrievalEvalError(f"every grade of {entry['question']!r} is below 1, so no answer could ever count: "
@@ -243,7 +243,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
 #: role -> header names (any case) of the columns of a conversation's turns in a labels table
 CONVERSATION_COLUMNS = {"conversation": ("conversation", "conversation_id"), "turn": ("turn",),
                         "assistant": ("assistant",), "depends": ("depends",), "user": ("user",),
-                        "rewrite": ("rewrite",)}
+                        "rewrite": ("rewrite",), "answerable": ("answerable",)}
 
 
 def _table_source(entry: dict[str, Any], path: str | Path, carries: tuple[str, ...], ecol: str | None,
@@ -280,7 +280,7 @@ def _turn_row(row: dict, conv: str, given: str, path: str | Path, number: int, c
 
 
 def _turn_cells(entry: dict[str, Any], row: dict, path: str | Path, number: int, acol: str | None,
-                pcol: str | None, rcol: str | None = None) -> None:
+                pcol: str | None, rcol: str | None = None, bcol: str | None = None) -> None:
     """A turn row's assistant reply, depends flag and rewrite, merged with its other rows' (two
     values refused, each quoted, the earlier with its line; texts kept as the first row writes
     them, matched by ``normalise``)."""
@@ -298,20 +298,22 @@ def _turn_cells(entry: dict[str, Any], row: dict, path: str | Path, number: int,
                 raise twice(what, text, (entry[key], entry[f"{key}_line"]), col)
             if entry[key] is None:  # the first row's spelling
                 entry[key], entry[f"{key}_line"] = text, number
-    if pcol:
-        cell = (row.get(pcol) or "").strip()
+    for key, col in (("depends", pcol), ("answerable", bcol)):
+        if not col:
+            continue
+        cell = (row.get(col) or "").strip()
         try:
-            flag = depends_cell(row.get(pcol))
+            flag = depends_cell(row.get(col))
         except ValueError as exc:
-            raise RetrievalEvalError(str(exc), path=path, line=number, field=pcol) from None
+            raise RetrievalEvalError(str(exc), path=path, line=number, field=col) from None
         if flag is not None:
-            if entry["depends"] not in (None, flag):
-                raise twice("depends values", cell, entry["depends_cell"], pcol)
-            entry["depends"], entry["depends_cell"] = flag, entry.get("depends_cell") or (cell, number)
+            if entry[key] not in (None, flag):
+                raise twice(f"{key} values", cell, entry[f"{key}_cell"], col)
+            entry[key], entry[f"{key}_cell"] = flag, entry.get(f"{key}_cell") or (cell, number)
 
 
 def _table_turns(conv: str, grouped: dict[str, dict[str, Any]], path: str | Path, carries: tuple[str, ...],
-                 col: dict[str, str | None], ncol: str | None, ccol: str | None, ecol: str | None) -> list[LabeledQuery]:
+                 col: dict[str, str | None], ncol: str | None, ccol: str | None, ecol: str | None, bcol: str | None = None) -> list[LabeledQuery]:
     """A conversation's searching turns from its rows (``grouped``): numbered 1..N without gaps."""
     from .conversations import TurnLabel, turns_of
 
@@ -326,7 +328,12 @@ def _table_turns(conv: str, grouped: dict[str, dict[str, Any]], path: str | Path
     labels = []
     for e in entries:
         relevant = e["relevant"] or None
-        if relevant is not None:
+        unanswerable = e.get("answerable") is False  # no relevant document exists
+        if unanswerable and relevant and (found := next((d for d, g in relevant.items() if g >= 1), None)):
+            raise RetrievalEvalError(f"turn {e['turn']} of '{conv}' is unanswerable (no relevant document exists) but "
+                                     f"judges '{found}' relevant (grade {relevant[found]}): give it grade 0 or leave "
+                                     "the answerable cell empty", path=path, line=e["line"], field=bcol)
+        if relevant is not None and not unanswerable:
             if not any(g >= 1 for g in relevant.values()):
                 raise RetrievalEvalError(f"every grade of turn {e['turn']} of '{conv}' is below 1, so no answer could "
                                          "ever count: give at least one judged document grade >= 1 (or none: the "
@@ -338,7 +345,7 @@ def _table_turns(conv: str, grouped: dict[str, dict[str, Any]], path: str | Path
                 raise RetrievalEvalError(problem[0], path=path, line=e["line"], field=field)
         labels.append(TurnLabel(e["question"], e["assistant"], relevant,
                                 _table_source(e, path, carries, ecol, col["doc"]),
-                                e["depends"], tuple(e["tags"]), e["rewrite"]))
+                                e["depends"], tuple(e["tags"]), e["rewrite"], not unanswerable))
     return turns_of(conv, labels)
 
 
@@ -465,9 +472,11 @@ def _conversation_line(record: dict, path: str | Path, number: int) -> list[Labe
     out = []
     for q in turns_of(cid, turns, _tags(record.get("tags"), path, number, "tags")):
         fld = f"turns[{q.turn - 1}]"
-        if not any(g >= 1 for g in q.relevant.values()):
-            raise bad(f"turn '{q.query_id}': needs at least one document with grade >= 1", f"{fld}.relevant")
-        problem = query_problem(q.query_id, q.question, q.relevant)
+        stated = record["turns"][q.turn - 1].get("answerable") is False  # no relevant document exists
+        if not stated and not q.answerable:
+            raise bad(f"turn '{q.query_id}': needs at least one document with grade >= 1 (answerable: false says "
+                      "no relevant document exists)", f"{fld}.relevant")
+        problem = query_problem(q.query_id, q.question, q.relevant, unanswerable=stated)
         if problem:
             raise bad(problem[0], f"{fld}.{'user' if problem[1] == 'question' else problem[1]}")
         raw = record["turns"][q.turn - 1]

@@ -201,10 +201,11 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
     where = {q.query_id: {"path": q.source.get("_file") or origin, "line": q.source.get("_line"),
                           **(q.source.get("_fields") or {})} for q in entries}  # before the stamp drops them
     check_evidence(entries, corpus, origin)
-    stamped = stamp(LabeledSet(tuple(entries), name=cache.name), corpus, origin=origin).labeled
+    done = {q.query_id: q for q in stamp(LabeledSet(tuple(entries), name=cache.name), corpus, origin=origin).labeled.everything}
+    stamped = [done[q.query_id] for q in entries]  # in the file's order, unanswerable turns in their place
     with locked(cache):
         existing = load_questions_cache(cache) if cache.exists() else None
-        merged = {q.query_id: q for q in (existing or ())}
+        merged = {q.query_id: q for q in (existing.everything if existing is not None else ())}
         by_text = {_key(q.question): q.query_id for q in merged.values() if q.conversation is None}
         stamped = [replace(q, query_id=by_text.get(_key(q.question), q.query_id))
                    if q.query_id in text_ids else q for q in stamped]

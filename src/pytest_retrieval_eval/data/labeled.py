@@ -54,10 +54,19 @@ class LabeledSet:
     queries: tuple[LabeledQuery, ...]
     name: str = "labeled"
     provenance: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: turns labeled unanswerable (no relevant document exists: ``LabeledQuery.answerable`` false),
+    #: held beside the scored questions: engines are asked them and the run says what came back
+    #: (``analysis/unanswerable.py``), but no measure, count or fingerprint reads them. A query
+    #: given in ``queries`` without a relevant document is moved here.
+    unanswerable: tuple[LabeledQuery, ...] = field(default=(), compare=False, hash=False)
 
     def __post_init__(self) -> None:
+        if any(not q.answerable for q in self.queries):
+            object.__setattr__(self, "unanswerable", (*self.unanswerable, *(q for q in self.queries
+                                                                            if not q.answerable)))
+            object.__setattr__(self, "queries", tuple(q for q in self.queries if q.answerable))
         seen: set[str] = set()
-        for q in self.queries:
+        for q in (*self.queries, *self.unanswerable):
             if q.query_id in seen:
                 raise RetrievalEvalError(f"labeled set '{self.name}': duplicate query id '{q.query_id}'")
             seen.add(q.query_id)
@@ -68,6 +77,11 @@ class LabeledSet:
 
     def __len__(self) -> int:
         return len(self.queries)
+
+    @property
+    def everything(self) -> tuple[LabeledQuery, ...]:
+        """The scored questions and the unanswerable turns: what a questions cache holds."""
+        return (*self.queries, *self.unanswerable)
 
     def __iter__(self) -> Iterator[LabeledQuery]:
         return iter(self.queries)
@@ -182,7 +196,8 @@ def said(history: Iterable[Turn]) -> tuple[tuple[str, str], ...]:
     return tuple((t.role, normalise(t.text)) for t in history)
 
 
-def query_problem(qid: str, question: str, relevant: Mapping[str, int]) -> tuple[str, str] | None:
+def query_problem(qid: str, question: str, relevant: Mapping[str, int], *,
+                  unanswerable: bool = False) -> tuple[str, str] | None:
     """(what is wrong, which field) of a labeled query that the questions cache cannot hold, or
     None. The importers and the loader both ask it, so whatever an import writes, the loader reads."""
     if not qid:
@@ -197,7 +212,7 @@ def query_problem(qid: str, question: str, relevant: Mapping[str, int]) -> tuple
         problem = id_problem(str(doc))
         if problem:
             return f"query '{qid}': judged document {problem}", "relevant"
-    if relevant and not any(g >= 1 for g in relevant.values()):  # (no judgments at all: not asked here)
+    if relevant and not unanswerable and not any(g >= 1 for g in relevant.values()):  # (none at all: not asked here)
         return f"query '{qid}': no document has grade >= 1, so no answer could ever count", "relevant"
     return None
 
@@ -345,7 +360,8 @@ def _conversations(entries: Any, text: str, path: Path, known: set[str] | None,
             if q.query_id in question_ids:
                 raise at_turn(f"turn '{q.query_id}' has the id of queries[{question_ids[q.query_id]}]: rename one",
                               f"turns[{q.turn - 1}]")
-            problem = query_problem(q.query_id, q.question, q.relevant)
+            stated = entry["turns"][q.turn - 1].get("answerable") is False
+            problem = query_problem(q.query_id, q.question, q.relevant, unanswerable=stated)
             if problem:
                 raise at_turn(problem[0], f"turns[{q.turn - 1}].{'user' if problem[1] == 'question' else problem[1]}")
             if known is not None and (missing := sorted(d for d in q.relevant if d not in known)):
@@ -374,10 +390,10 @@ def dump_questions_cache(labeled: LabeledSet, *, generator: Mapping[str, Any], c
             for q in labeled.queries if q.conversation is None
         ],
     }
-    if labeled.has_conversations:
+    if labeled.has_conversations or labeled.unanswerable:
         from .conversations import grouped
 
-        doc["conversations"] = grouped(labeled.queries)
+        doc["conversations"] = grouped(labeled.everything)
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
