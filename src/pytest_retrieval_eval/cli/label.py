@@ -41,11 +41,15 @@ def main(args) -> int:
         print(f"{args.questions}: fingerprints recorded ({before} question(s) were unchecked{restamped}){gone}")
         return 0
     columns = Columns(args.question_column, args.doc_column, args.grade_column, args.id_column)
-    entries = read_labels(args.file, fmt=args.format, columns=columns, split=args.split)
+    entries = read_labels(args.file, fmt=args.format, columns=columns, split=args.split, qrels=args.qrels,
+                          rewrites=args.rewrites)
     report = import_labels(entries, corpus, args.questions, origin=args.file, sync=args.sync)
-    for note in report.notes:
+    for note in [*getattr(entries, "notes", ()), *report.notes]:
         print(f"note: {note}")
-    print(f"{args.questions}: imported {_counted(entries)} from {args.file}: {report.summary()}")
+    left = getattr(entries, "left_out", [])
+    said = (f"; {len(left)} conversation{'s' * (len(left) != 1)} had no labeled turn (left out"
+            + (f": {', '.join(left[:5])}{' ...' if len(left) > 5 else ''})" if left else ")")) if left else ""
+    print(f"{args.questions}: imported {_counted(entries)} from {args.file}: {report.summary()}{said}")
     if report.removed:
         print(f"removed (gone from {args.file}): {', '.join(report.removed)}")
     if report.unproven:

@@ -538,26 +538,81 @@ def _first_line(path: Path, start: str) -> int | None:
                 None)
 
 
-FORMATS = ("csv", "tsv", "jsonl", "qrels-jsonl", "beir")
+FORMATS = ("csv", "tsv", "jsonl", "qrels-jsonl", "beir", "mtrag", "mtrag-conversations", "topics")
 
 
-def read_labels(path: str | Path, *, fmt: str = "auto", columns: Columns = Columns(),
-                split: str = "test") -> list[LabeledQuery]:
-    """The labeled questions of a file in one of ``FORMATS``; a file that holds none is an error."""
+def detect_format(path: Path) -> str:
+    """The format ``auto`` reads ``path`` as: a folder of MTRAG retrieval tasks or a BEIR folder; an
+    MTRAG conversation file or a CAsT / iKAT topic file; else by its suffix."""
+    from .benchmarks import is_mtrag_conversations, is_mtrag_tasks, is_topics
+
+    if path.is_dir():
+        return "mtrag" if is_mtrag_tasks(path) else "beir"
+    if is_mtrag_conversations(path):
+        return "mtrag-conversations"
+    if is_topics(path):
+        return "topics"
+    if path.suffix == ".json":
+        raise RetrievalEvalError("a .json file is read as an MTRAG conversation file (tasks with 'input') or a CAsT / "
+                                 "iKAT topic file (topics with 'number' and 'turn'), and this is neither; name its "
+                                 f"format with --format ({', '.join(FORMATS)})", path=path)
+    return ("tsv" if path.suffix in (".tsv", ".tab") else "jsonl" if path.suffix in (".jsonl", ".ndjson") else "csv")
+
+
+def read_labels(path: str | Path, *, fmt: str = "auto", columns: Columns = Columns(), split: str = "test",
+                qrels: str | Path | None = None, rewrites: str | Path | None = None) -> list[LabeledQuery]:
+    """The labeled questions of a file in one of ``FORMATS`` (``qrels``: a topic file's TREC qrels;
+    ``rewrites``: MTRAG's ``*_rewrite.jsonl`` for a conversation file's turns), as an ``Entries``
+    list that also says which conversations had no labeled turn; a file that holds none is an error."""
+    from .benchmarks import Entries, read_mtrag_conversations, read_mtrag_tasks, read_rewrites, read_topics
+
     path = Path(path)
     if fmt == "auto":
-        fmt = ("beir" if path.is_dir() else "tsv" if path.suffix in (".tsv", ".tab") else
-               "jsonl" if path.suffix in (".jsonl", ".ndjson") else "csv")
+        fmt = detect_format(path)
     readers = {"beir": lambda: read_beir(path, split), "qrels-jsonl": lambda: read_qrels_jsonl(path),
                "jsonl": lambda: read_jsonl(path),
                "csv": lambda: read_table(path, delimiter=",", columns=columns),
-               "tsv": lambda: read_table(path, delimiter="\t", columns=columns)}
+               "tsv": lambda: read_table(path, delimiter="\t", columns=columns),
+               "mtrag": lambda: read_mtrag_tasks(path),
+               "mtrag-conversations": lambda: read_mtrag_conversations(
+                   path, read_rewrites(rewrites) if rewrites is not None else None),
+               "topics": lambda: read_topics(path, qrels)}
     if fmt not in readers:
         raise RetrievalEvalError(f"unknown label format {fmt!r}; choose one of auto, {', '.join(FORMATS)}")
+    if rewrites is not None and fmt != "mtrag-conversations":
+        raise RetrievalEvalError(f"--rewrites adds MTRAG's rewrites to an MTRAG conversation file, not to {fmt}", path=path)
     entries = readers[fmt]()
+    if not isinstance(entries, Entries):
+        entries = Entries(entries, _left_out(path, fmt, entries))
     if not entries:
-        raise RetrievalEvalError(f"no labeled questions in the file (read as {fmt})", path=path)
+        left = f": {_no_labeled_turn(entries.left_out)}" if entries.left_out else ""
+        raise RetrievalEvalError(f"no labeled questions in the file (read as {fmt}){left}", path=path)
     return entries
+
+
+def _no_labeled_turn(conversations: Sequence[str]) -> str:
+    n = len(conversations)
+    return f"{n} conversation{'s' * (n != 1)} had no labeled turn (left out)"
+
+
+def _left_out(path: Path, fmt: str, entries: Sequence[LabeledQuery]) -> list[str]:
+    """The conversations of a JSONL or CSV/TSV labels file with no labeled turn, in file order:
+    each feeds no question, so the import leaves it out, and says how many."""
+    labeled = {q.conversation for q in entries if q.conversation is not None}
+    named: dict[str, None] = {}
+    if fmt == "jsonl":
+        from .._textfiles import json_lines
+
+        for _, record in json_lines(path):
+            if isinstance(record, dict) and isinstance(record.get("conversation"), (str, int)):
+                named[str(record["conversation"])] = None
+    elif fmt in ("csv", "tsv"):
+        reader = csv.DictReader(io.StringIO(read_text(path)), delimiter="," if fmt == "csv" else "\t")
+        col = next((h for h in reader.fieldnames or [] if h and h.strip().lower() in CONVERSATION_COLUMNS["conversation"]),
+                   None)
+        if col is not None:
+            named.update((c, None) for row in reader if (c := (row.get(col) or "").strip()))
+    return [c for c in named if c not in labeled]
 
 
 def load_labels(path: str | Path) -> LabeledSet:

@@ -130,8 +130,9 @@ def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: st
         missing = [d for d in relevant if d not in corpus]
         if missing:
             where = f"query '{q.query_id}'"
-            raise RetrievalEvalError(unknown_ids_message(missing, corpus.doc_ids, where),
-                                     path=origin or labeled.provenance.get("path"), line=line,
+            raise RetrievalEvalError(unknown_ids_message(missing, corpus.doc_ids, where),  # the file of its line
+                                     path=(q.source.get("_file") if line else None) or origin
+                                     or labeled.provenance.get("path"), line=line,
                                      field=(q.source.get("_fields") or {}).get("docs") if line else None)
         source["judged_sha256"] = {d: corpus.get(d).fingerprint for d in sorted(relevant)}
         if any(fingerprints_of(q).get(d, sha) != sha for d, sha in source["judged_sha256"].items()):
