@@ -184,7 +184,8 @@ def _collection(collection: Path, out: Entries) -> None:
     for tid, (parts, number) in joined.items():
         conversation, turn = _task(tid, lambda m: RetrievalEvalError(m, path=questions, line=number, field="_id"))
         if len(parts) != turn:
-            raise RetrievalEvalError(f"task '{tid}' holds {len(parts)} user turns, but its id names turn {turn}",
+            raise RetrievalEvalError(f"task '{tid}' holds {len(parts)} user turn{'s' * (len(parts) != 1)}, but its id "
+                                     f"names turn {turn}",
                                      path=questions, line=number, field="text")
         if tid in last and last[tid][0][0] != parts[-1]:
             raise RetrievalEvalError(f"task '{tid}': its last turn reads {last[tid][0][0]!r:.80} here, "
@@ -310,7 +311,7 @@ def read_mtrag_conversations(path: str | Path, rewrites: Mapping[str, str] | Non
             raise bad("must open and end with the user's message (the turn the task asks)", "input")
         users = sum(1 for m in messages if m["speaker"] == "user")
         if users != turn:
-            raise bad(f"holds {users} user messages, but the task id names turn {turn}", "input")
+            raise bad(f"holds {users} user message{'s' * (users != 1)}, but the task id names turn {turn}", "input")
         by_conversation.setdefault(conversation, []).append((turn, task, line, where))
     out = Entries()
     used = set()
