@@ -39,6 +39,7 @@ from .stability import Stability, TrialPass
 from .subset import SubsetDrop
 from .sweep import SweepTable
 from .turns import ByTurn
+from .unanswerable import Unanswered
 from ..types import sha256_text
 from .baseline import BaselineComparison
 from ..rules.drops import MaxDrop
@@ -48,7 +49,7 @@ from ..rules.settings import GateSettings
 from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 11
+ANALYSIS_VERSION = 12
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,9 @@ class Analysis:
     #: judge described; empty without judgments
     judgment_lines: tuple[str, ...] = ()
     judge: str = ""
+    #: per evaluation whose labeled set has unanswerable turns: what came back for them at
+    #: ``miss_k`` (``analysis/unanswerable.py``), in run order
+    unanswered: tuple[Unanswered, ...] = ()
     version: int = ANALYSIS_VERSION
 
     def by_turn(self, key: tuple[str, str], measure: str) -> ByTurn | None:
@@ -255,6 +259,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
     from .stability import stability_of, trial_passes
     from .set_signal import warnings as set_warnings
     from .subset import subset_drops
+    from .unanswerable import unanswered_of
 
     s = settings
     measures = s.columns(run)
@@ -328,7 +333,8 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         freshness=tuple(freshness_findings(run, measures)), trial_passes=tuple(trial_passes(stability, thresholds)),
         segment_rules=tuple(segment_rules(run, thresholds, alpha)),
         judgment_lines=tuple(judgments.lines()) if judgments is not None else (),
-        judge=judgments.judge.describe() if judgments is not None else "")
+        judge=judgments.judge.describe() if judgments is not None else "",
+        unanswered=tuple(unanswered_of(run, miss_k)))
 
 
 def significant(c: Comparison, alpha: float) -> bool:

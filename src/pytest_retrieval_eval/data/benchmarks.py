@@ -81,6 +81,13 @@ def _task(raw: Any, bad: Callable[[str], RetrievalEvalError]) -> tuple[str, int]
     return conversation, int(turn)
 
 
+def _first_line(path: Path, start: str) -> int | None:
+    """The first line of ``path`` that starts with ``start`` (a task's first qrels line)."""
+    from .._textfiles import numbered_lines
+
+    return next((n for n, line in numbered_lines(path) if line.startswith(start)), None)
+
+
 def _source(path: str | Path, line: int | None, fields: Mapping[str, str], **extra: Any) -> dict[str, Any]:
     return {"by": f"{IMPORTED}:{Path(path).name}", "_file": str(path), "_line": line, "_fields": dict(fields),
             "_carries": ("grades",), **extra}
@@ -159,7 +166,6 @@ def _one(collection: Path, suffix: str) -> Path | None:
 
 def _collection(collection: Path, out: Entries) -> None:
     from ..ir.qrels import Qrels
-    from .label_files import _first_line
 
     questions = _one(collection, "questions")
     assert questions is not None  # _collections found it
@@ -450,7 +456,6 @@ def read_topics(path: str | Path, qrels: str | Path | None) -> Entries:
     turn the qrels judge is labeled (one judged with nothing relevant, unanswerable), the others
     only feed the history."""
     from ..ir.qrels import Qrels
-    from .label_files import _first_line
 
     path = Path(path)
     if qrels is None:

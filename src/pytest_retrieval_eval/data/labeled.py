@@ -152,7 +152,8 @@ class LabeledSet:
         slices go), recorded in its provenance (which slice, of which whole set, and where each
         question sits in it), so the slices' results are put back together (``archive/combine.py``)."""
         positions = list(range(i - 1, len(self.queries), n))
-        return LabeledSet(tuple(self.queries[p] for p in positions), name=self.name, provenance={
+        return LabeledSet(tuple(self.queries[p] for p in positions), name=self.name,
+                          unanswerable=self.unanswerable if i == 1 else (), provenance={  # listed by one slice
             **self.provenance, "slice": {"index": i, "count": n, "of": self.fingerprint, "of_n": len(self),
                                          "positions": positions, "multi_judged": self.multi_judged,
                                          **({"has_evidence": True} if self.has_evidence else {}),
@@ -162,7 +163,10 @@ class LabeledSet:
         """Share ``k`` of ``n``: the queries whose id hashes (crc32, stable across processes) to
         ``k``; the shares of ``0..n-1`` are disjoint and together the whole set, order kept. A
         share answers ``has_conversations`` for the whole set, as a slice does."""
-        return LabeledSet(tuple(q for q in self.queries if zlib.crc32(q.query_id.encode("utf-8")) % n == k),
+        def mine(q: LabeledQuery) -> bool:
+            return zlib.crc32(q.query_id.encode("utf-8")) % n == k
+
+        return LabeledSet(tuple(q for q in self.queries if mine(q)), unanswerable=tuple(filter(mine, self.unanswerable)),
                           name=self.name, provenance={**self.provenance, **(
                               {"conversations": True} if self.has_conversations else {})})
 
