@@ -100,3 +100,23 @@ def test_reimporting_a_changed_rewrite_replaces_the_turn_and_an_evidence_file_ke
     evidence.write_text("id,question,doc_id,evidence\nc1#2,and what does it cost?,d2,d2 words\n")
     assert cli(["label", "import", str(evidence), "--corpus", str(folder), "--questions", str(cache)]) == 0
     assert load_questions_cache(cache).by_id()["c1#2"].rewrite == "How much is the upgrade?"
+
+
+@pytest.mark.xfail(strict=True, reason="evaluation/record_json.py does not carry a turn's rewrite yet (its owner's "
+                                       "file): a read-back set's fingerprint then misses it")
+def test_a_set_with_rewrites_reads_back_from_the_results_document_with_its_fingerprint():
+    from pytest_retrieval_eval.evaluation.evaluate import evaluate_engine
+    from pytest_retrieval_eval.evaluation.results import Evaluation
+
+    class Engine:
+        name = "e"
+
+        def retrieve(self, query, k):
+            return ["d2"]
+
+    history = (Turn("user", "How do I upgrade my plan?"),)
+    whole = LabeledSet((LabeledQuery("c1#2", "and what does it cost?", {"d2": 1}, conversation="c1", turn=2,
+                                     history=history, rewrite="What does upgrading my plan cost?"),))
+    back = Evaluation.from_dict(evaluate_engine(Engine(), whole).to_dict())
+    assert back.labeled.computed_fingerprint == whole.fingerprint
+    assert back.labeled.queries[0].rewrite == "What does upgrading my plan cost?"
