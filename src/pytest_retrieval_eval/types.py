@@ -182,13 +182,10 @@ class LabeledQuery:
     #: a person's rewrite of the turn into a question that stands alone (the label's ``rewrite``;
     #: None: none), what an oracle rewrite searches (``engines.turns.oracle_rewrite``)
     rewrite: str | None = field(default=None, compare=False, hash=False)
-
-    @property
-    def answerable(self) -> bool:
-        """Some document is relevant (grade >= 1). A turn labeled unanswerable (``answerable:
-        false``: no relevant document exists) has none, and is kept beside the scored questions
-        (``LabeledSet.unanswerable``), never scored as a miss."""
-        return any(g >= 1 for g in self.relevant.values())
+    #: False: a turn labeled unanswerable (the label's ``answerable: false``: no relevant document
+    #: exists, ``relevant`` holds at most documents judged not relevant), kept beside the scored
+    #: questions (``LabeledSet.unanswerable``), never scored as a miss
+    answerable: bool = field(default=True, compare=False, hash=False)
 
     @property
     def turns(self) -> tuple[Turn, ...]:

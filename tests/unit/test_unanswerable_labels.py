@@ -47,7 +47,7 @@ def test_an_unanswerable_turn_is_read_kept_and_written_back(tmp_path, capsys):
 
 def test_the_fingerprint_is_that_of_the_scored_questions():
     scored = (LabeledQuery("q1", "Where is it?", {"d1": 1}),)
-    lost = LabeledQuery("c1#1", "Can I pay in bitcoin?", {}, conversation="c1", turn=1)
+    lost = LabeledQuery("c1#1", "Can I pay in bitcoin?", {}, conversation="c1", turn=1, answerable=False)
     assert not lost.answerable
     with_it = LabeledSet((*scored, lost))
     assert [q.query_id for q in with_it] == ["q1"] and len(with_it) == 1 and with_it.unanswerable == (lost,)

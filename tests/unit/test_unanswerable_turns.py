@@ -19,7 +19,7 @@ from pytest_retrieval_eval.types import LabeledQuery, Turn
 def labeled() -> LabeledSet:
     first = LabeledQuery("c1#1", "How do I upgrade my plan?", {"plans": 1}, conversation="c1", turn=1)
     lost = LabeledQuery("c1#2", "and can I pay in bitcoin?", {}, conversation="c1", turn=2,
-                        history=(Turn("user", first.question),))
+                        history=(Turn("user", first.question),), answerable=False)
     third = LabeledQuery("c1#3", "and by card?", {"cards": 1}, conversation="c1", turn=3,
                          history=(*lost.history, Turn("user", lost.question)))
     return LabeledSet((first, lost, third), name="chats")

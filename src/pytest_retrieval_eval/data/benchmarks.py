@@ -216,7 +216,7 @@ def _collection(collection: Path, out: Entries) -> None:
                                     rewrite=rewrites[tid][0][0] if tid in rewrites else None,
                                     tags=(tag,) if tag else ()))
         for q in _turns(conversation, labels, out.left_out):
-            if not q.answerable:
+            if not any(g >= 1 for g in q.relevant.values()):
                 raise RetrievalEvalError(f"task '{q.source.get('task')}': every score is below 1, so no answer could "
                                          "ever count", path=qrels_path, line=q.source.get("_line"), field="score")
             out.append(q)

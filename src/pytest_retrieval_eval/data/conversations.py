@@ -57,7 +57,8 @@ def turns_of(conversation: str, turns: Sequence[TurnLabel], tags: Iterable[str] 
         if t.relevant is not None or not t.answerable:
             out.append(LabeledQuery(turn_id(conversation, n), t.user, dict(t.relevant or {}), dict(t.source),
                                     tuple(sorted({*tags, *t.tags})), conversation=conversation, turn=n,
-                                    history=tuple(history), depends=t.depends, rewrite=t.rewrite))
+                                    history=tuple(history), depends=t.depends, rewrite=t.rewrite,
+                                    answerable=t.answerable))
         history.append(Turn("user", t.user))
         if t.assistant:
             history.append(Turn("assistant", t.assistant))

@@ -473,7 +473,7 @@ def _conversation_line(record: dict, path: str | Path, number: int) -> list[Labe
     for q in turns_of(cid, turns, _tags(record.get("tags"), path, number, "tags")):
         fld = f"turns[{q.turn - 1}]"
         stated = record["turns"][q.turn - 1].get("answerable") is False  # no relevant document exists
-        if not stated and not q.answerable:
+        if not stated and not any(g >= 1 for g in q.relevant.values()):
             raise bad(f"turn '{q.query_id}': needs at least one document with grade >= 1 (answerable: false says "
                       "no relevant document exists)", f"{fld}.relevant")
         problem = query_problem(q.query_id, q.question, q.relevant, unanswerable=stated)

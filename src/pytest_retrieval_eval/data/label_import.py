@@ -110,7 +110,7 @@ def _merge(old: LabeledQuery, new: LabeledQuery, carries: Sequence[str], file: s
     changes: list[str] = []
     # a turn whose earlier turns changed is another question, as one whose own text did (respaced or
     # recased, ``normalise``: the same question)
-    if not _same_text(old, new) or _owned(old, file, str(new.source.get("by"))):
+    if not _same_text(old, new) or _owned(old, file, str(new.source.get("by"))) or old.answerable != new.answerable:
         evidence = dict(new.source.get("evidence") or {}) if "evidence" in carries else {
             d: v for d, v in (old.source.get("evidence") or {}).items() if d in new.relevant and new.relevant[d] >= 1}
         source = {k: v for k, v in new.source.items() if k != "evidence"}
@@ -220,9 +220,9 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
             # kept as it was, source too (a namesake may have brought it), and so are quotes whose words
             # are the same (``as_read``): no measure could tell them apart, so no baseline is refused
             if (old.question, dict(old.relevant), old.tags, as_read(old.source.get("evidence") or {}), old.history,
-                    old.depends, old.rewrite) == (new.question, dict(new.relevant), new.tags,
-                                                  as_read(new.source.get("evidence") or {}), new.history, new.depends,
-                                                  new.rewrite):
+                    old.depends, old.rewrite, old.answerable) == (new.question, dict(new.relevant), new.tags,
+                                                                  as_read(new.source.get("evidence") or {}),
+                                                                  new.history, new.depends, new.rewrite, new.answerable):
                 report.skipped.append(q.query_id)
                 continue
             getattr(report, kind).append(q.query_id)

@@ -57,7 +57,7 @@ class LabeledSet:
     #: turns labeled unanswerable (no relevant document exists: ``LabeledQuery.answerable`` false),
     #: held beside the scored questions: engines are asked them and the run says what came back
     #: (``analysis/unanswerable.py``), but no measure, count or fingerprint reads them. A query
-    #: given in ``queries`` without a relevant document is moved here.
+    #: given in ``queries`` labeled unanswerable is moved here.
     unanswerable: tuple[LabeledQuery, ...] = field(default=(), compare=False, hash=False)
 
     def __post_init__(self) -> None:
