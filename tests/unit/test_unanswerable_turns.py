@@ -100,3 +100,11 @@ def test_the_unanswerable_answers_travel_in_the_results_document_whole_and_in_sh
             "of": whole.fingerprint, "k": k, "n": 3, "positions": [positions[q["id"]] for q in part["queries"]]}}]})
     (joined,) = combine(shares).run.evaluations
     assert [r.query_id for r in joined.unanswerable] == ["c1#2"] and joined.n == 2
+
+
+def test_the_derived_segments_keep_the_unanswerable_turns_beside_the_set():
+    from pytest_retrieval_eval.data.segments import derive
+    from pytest_retrieval_eval.types import Doc
+
+    derived = derive(labeled(), [Doc("plans", "Plans and prices."), Doc("cards", "Cards we take.")])
+    assert [q.query_id for q in derived.unanswerable] == ["c1#2"] and len(derived) == 2

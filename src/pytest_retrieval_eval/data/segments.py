@@ -184,7 +184,8 @@ def derive(labeled: LabeledSet, docs: Iterable[Any]) -> LabeledSet:
         if any(is_versioned(d.meta) for d in gold):
             tags.add("versioned")
         queries.append(replace(q, tags=tuple(sorted(tags))))
-    return LabeledSet(tuple(queries), name=labeled.name, provenance=labeled.provenance)
+    return LabeledSet(tuple(queries), name=labeled.name, provenance=labeled.provenance,
+                      unanswerable=labeled.unanswerable)  # asked, never scored: no segment
 
 
 def members(labeled: LabeledSet, tag: str) -> list[str]:
