@@ -85,3 +85,14 @@ def test_stamp_and_remove_keep_the_unanswerable_turns(tmp_path):
     assert cli(["label", "stamp", "--corpus", str(folder), "--questions", str(cache)]) == 0
     assert cli(["label", "remove", "q9", "--questions", str(cache)]) == 0
     assert [q.query_id for q in load_questions_cache(cache).unanswerable] == ["c1#2"]
+
+
+def test_label_list_names_the_unanswerable_turns(tmp_path, capsys):
+    folder, labels, cache = kb(tmp_path), tmp_path / "labels.jsonl", tmp_path / "q.json"
+    labels.write_text(json.dumps(LINE) + "\n")
+    assert cli(["label", "import", str(labels), "--corpus", str(folder), "--questions", str(cache)]) == 0
+    capsys.readouterr()
+    assert cli(["label", "list", "--corpus", str(folder), "--questions", str(cache)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "c1#2\tunanswerable\t\tand can I pay in bitcoin?" in out
+    assert out[-1] == f"{cache}: 2 questions: 2 fresh, 0 stale, 0 unchecked; 1 unanswerable turn"

@@ -87,7 +87,11 @@ def _label_list(args, corpus) -> int:
         gold = ";".join(d for d, g in sorted(q.relevant.items()) if g >= 1)
         extra = f" ({', '.join(why[q.query_id])})" if q.query_id in why else ""
         print(f"{q.query_id}\t{state(q.query_id, stale)}{extra}\t{gold}\t{q.question}")
+    for q in labeled.unanswerable:  # no relevant document exists: nothing to be fresh or stale
+        print(f"{q.query_id}\tunanswerable\t\t{q.question}")
     counts = {s: sum(state(q.query_id, stale) == s for q in labeled) for s in ("fresh", "stale", "unchecked")}
-    print(f"{args.questions}: {len(labeled)} questions: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    lost = len(labeled.unanswerable)
+    print(f"{args.questions}: {len(labeled)} questions: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+          + (f"; {lost} unanswerable turn{'s' * (lost != 1)}" if lost else ""))
     return 0
 
