@@ -88,9 +88,13 @@ def _first_line(path: Path, start: str) -> int | None:
     return next((n for n, line in numbered_lines(path) if line.startswith(start)), None)
 
 
-def _source(path: str | Path, line: int | None, fields: Mapping[str, str], **extra: Any) -> dict[str, Any]:
+def _source(path: str | Path, line: int | None, fields: Mapping[str, str], *, tags: bool = True,
+            **extra: Any) -> dict[str, Any]:
+    """An entry's source as the import reads it: who labeled it, where (file, line, fields), and
+    what the format carries (grades; tags, where it has them: an import over the cache keeps a
+    question's tags only where the file has none)."""
     return {"by": f"{IMPORTED}:{Path(path).name}", "_file": str(path), "_line": line, "_fields": dict(fields),
-            "_carries": ("grades",), **extra}
+            "_carries": ("tags", "grades") if tags else ("grades",), **extra}
 
 
 # --- MTRAG retrieval tasks ----------------------------------------------------------------------
@@ -511,7 +515,7 @@ def read_topics(path: str | Path, qrels: str | Path | None) -> Entries:
             relevant = judged.get(qid)
             used.add(qid)
             answerable = relevant is None or any(g >= 1 for g in relevant.values())
-            source = _source(qrels, _first_line(Path(qrels), qid + " "), {"docs": "doc_id"}, topic_turn=qid) \
+            source = _source(qrels, _first_line(Path(qrels), qid + " "), {"docs": "doc_id"}, tags=False, topic_turn=qid) \
                 if relevant is not None else {}
             labels.append(TurnLabel(said, reply if isinstance(reply, str) and reply.strip() else None,
                                     dict(relevant) if relevant is not None else None, source,

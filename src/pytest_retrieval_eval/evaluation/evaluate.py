@@ -63,18 +63,16 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
     ``doc_id:index`` form are folded into their documents, and other ids that are not in the
     corpus are counted and shown with the engine."""
     prepare_error, prepare_meter, prepare_seconds = None, Meter(), 0.0
-    # the unanswerable turns are asked too (what comes back for them is listed, never scored), after the others
-    asked = (*labeled.queries, *getattr(labeled, "unanswerable", ()))
     if isinstance(engine, Prepares) and callable(engine.prepare):  # e.g. embed every question in one batch
         start = time.perf_counter()
         try:
             with metering(prepare_meter):
-                engine.prepare([q.question for q in asked])
+                engine.prepare([q.question for q in labeled.queries])
         except Exception as exc:  # recorded against the engine and shown with it; queries still run
             prepare_error = redact(f"{type(exc).__name__}: {exc}")
         prepare_seconds = time.perf_counter() - start
     width = concurrency_of(engine, concurrency)
-    asks = requests(engine, asked)
+    asks = requests(engine, labeled.queries)
     if is_async(engine):
         answers = _AsyncCalls(engine, depth, timeout, width).run(asks)
     elif width > 1:
@@ -90,7 +88,7 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
     lint: dict[str, list[str]] = {k: [] for k in RUN_LINT_KINDS}
     staged = is_staged(engine)
     plain = answer_of(engine)
-    for q, (answer, error, seconds, used), (method, _) in zip(asked, answers, asks):
+    for q, (answer, error, seconds, used), (method, _) in zip(labeled.queries, answers, asks):
         doc_ids: tuple[str, ...] = ()
         stages: tuple[Stage, ...] = ()
         stage_seconds: dict[str, float] = {}
@@ -116,7 +114,7 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
                 for kind, found in (("empty", not ids), ("duplicates", len(unique) < len(ids)),
                                     ("unknown_ids", known_ids is not None and any(d not in known_ids for d in doc_ids)),
                                     ("ties", _tied_at_a_cutoff(answer))):
-                    if found and q.answerable:  # nothing back for an unanswerable turn is no fault
+                    if found:
                         lint[kind].append(q.query_id)
                 bad = next((problem for d in doc_ids if d not in fine and (problem := id_problem(d))), None)
                 if bad is None:
@@ -151,11 +149,23 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
         info["unknown_ids"] = (f"{len(unknown)} returned ids are not in the corpus, e.g. "
                                f"{', '.join(list(unknown)[:3])}{looks}")
     measured = {"concurrency": width, "machine": machine(), "prepare_seconds": prepare_seconds}
-    scored = len(labeled.queries)
-    return Evaluation(name or engine.name, labeled, tuple(results[:scored]), info, depth, dict(context or {}),
+    done = Evaluation(name or engine.name, labeled, tuple(results), info, depth, dict(context or {}),
                             run_lint={k: tuple(v) for k, v in lint.items() if v}, measured=measured,
-                            prepare_usage={m: tuple(v) for m, v in prepare_meter.to_dict().items()},
-                            unanswerable=tuple(results[scored:]))
+                            prepare_usage={m: tuple(v) for m, v in prepare_meter.to_dict().items()})
+    return _with_unanswerable(done, engine, depth=depth, timeout=timeout, known_ids=known_ids, concurrency=concurrency)
+
+
+def _with_unanswerable(done: Evaluation, engine: Engine, **asked: Any) -> Evaluation:
+    """``done`` with what ``engine`` returned for its set's unanswerable turns (no relevant
+    document exists: ``LabeledSet.unanswerable``), asked as every turn is, after the others, and
+    kept apart (``Evaluation.unanswerable``): listed, never scored, no run lint of theirs."""
+    lost = getattr(done.labeled, "unanswerable", ())
+    if not lost:
+        return done
+    from dataclasses import replace
+
+    alone = LabeledSet(tuple(replace(q, answerable=True) for q in lost), name=done.labeled.name)
+    return replace(done, unanswerable=evaluate_engine(engine, alone, name=done.engine, **asked).results)
 
 
 def _within(passages: list[tuple[str, str]], doc_ids: tuple[str, ...]) -> list[tuple[str, str]]:
