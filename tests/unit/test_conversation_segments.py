@@ -117,4 +117,3 @@ def test_single_questions_get_no_turn_segments():
     derived = derive(labeled, JsonFolder(CORPUS).load().docs)
     found = set(all_tags(derived))
     assert not found & {"first-turn", "follow-up", "depends", "standalone", "turn:1", "turn:5+"}
-
