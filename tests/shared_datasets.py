@@ -28,6 +28,9 @@ DATASETS = {
                                    "(commit f4253652)"),
     "ir_measures_test": ("cwl.run", "cwl.qrels and cwl.run from the tests/ folder of ir_measures: "
                                     "https://github.com/terrierteam/ir_measures"),
+    "mtrag": ("mtrag-human/evaluations/reference_subset_with_human_evaluations.json",
+              "the human/ folder of IBM's MTRAG as mtrag-human/ and mtrag/ of MTRAG-UN as mtragun-human/, "
+              "unchanged: https://github.com/IBM/mt-rag-benchmark (commit cc5b1d48)"),
 }
 
 

@@ -182,6 +182,10 @@ class LabeledQuery:
     #: a person's rewrite of the turn into a question that stands alone (the label's ``rewrite``;
     #: None: none), what an oracle rewrite searches (``engines.turns.oracle_rewrite``)
     rewrite: str | None = field(default=None, compare=False, hash=False)
+    #: False: a turn labeled unanswerable (the label's ``answerable: false``: no relevant document
+    #: exists, ``relevant`` holds at most documents judged not relevant), kept beside the scored
+    #: questions (``LabeledSet.unanswerable``), never scored as a miss
+    answerable: bool = field(default=True, compare=False, hash=False)
 
     @property
     def turns(self) -> tuple[Turn, ...]:

@@ -43,7 +43,8 @@ def test_the_csv_imports_and_the_engines_given_the_last_turn_alone_drop_on_follo
     imported = run_in(project, "label", "import", "conversations.csv", "--corpus", "kb", "--questions",
                       "conversations.json", module="pytest_retrieval_eval")
     assert imported.returncode == 0, imported.stdout + imported.stderr
-    assert "conversations.json: imported 8 conversations, 19 turns from conversations.csv: added 19" in imported.stdout
+    assert ("conversations.json: imported 8 conversations, 20 turns (1 unanswerable) from conversations.csv: "
+            "added 20") in imported.stdout
     cache = json.loads((project / "conversations.json").read_text())
     assert cache == committed  # the project's file is what its recipe writes
     assert cache["queries"] == [] and len(cache["conversations"]) == 8
@@ -53,6 +54,8 @@ def test_the_csv_imports_and_the_engines_given_the_last_turn_alone_drop_on_follo
     [mfa] = [c for c in cache["conversations"] if c["id"] == "mfa-chat"]
     assert mfa["tags"] == ["area:accounts"] and [t.get("depends") for t in mfa["turns"]] == [False, True]
     assert mfa["turns"][0]["assistant"].startswith("Scan the code")  # the reply feeds the second turn's history
+    [printer] = [c for c in cache["conversations"] if c["id"] == "printer-chat"]  # no article says a word of faxes
+    assert printer["turns"][3]["user"] == "Can the printers send faxes too?" and printer["turns"][3]["answerable"] is False
 
     done = run_in(project, *CONVERSATIONS, "--retrieval-report", "--retrieval-report-dir=out",
                   "--retrieval-html=out/page.html")

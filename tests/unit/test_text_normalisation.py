@@ -47,8 +47,11 @@ def test_a_question_imported_again_in_another_unicode_form_is_the_same_question(
         labels = tmp_path / f"{form}.csv"
         labels.write_text(f"question,doc_id\n{unicodedata.normalize(form, question)},cafe\n", encoding="utf-8")
         assert cli(["label", "import", str(labels), "--corpus", str(kb), "--questions", str(cache)]) == 0
-    assert "added 0, replaced 1" in capsys.readouterr().out
-    assert len(load_questions_cache(cache)) == 1
+    # another file's spelling of the question the cache holds (case, Unicode form): the same question, its
+    # author's spelling kept, as for any text that matches (docs/labels.md: texts as written)
+    assert "added 0, replaced 0, unchanged 1" in capsys.readouterr().out
+    (kept,) = load_questions_cache(cache)
+    assert kept.question == unicodedata.normalize("NFC", "Quand ouvre le café ?")
 
 
 def test_a_sign_before_a_number_is_part_of_it_and_a_hyphen_between_words_or_numbers_is_not():

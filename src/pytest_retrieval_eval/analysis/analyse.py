@@ -41,6 +41,7 @@ from .sweep import SweepTable
 from .turns import ByTurn
 from .rewrites import Fidelity, OracleGap
 from .unsettled import Unsettled
+from .unanswerable import Unanswered
 from ..types import sha256_text
 from .baseline import BaselineComparison
 from ..rules.drops import MaxDrop
@@ -50,7 +51,7 @@ from ..rules.settings import GateSettings
 from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 14
+ANALYSIS_VERSION = 15
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,9 @@ class Analysis:
     #: whose 95% interval straddles its line on an evaluation: by how much, and how many questions
     #: would settle it (``analysis/unsettled.py``); the gate calls these inconclusive
     unsettled: tuple[Unsettled, ...] = ()
+    #: per evaluation whose labeled set has unanswerable turns: what came back for them at
+    #: ``miss_k`` (``analysis/unanswerable.py``), in run order
+    unanswered: tuple[Unanswered, ...] = ()
     version: int = ANALYSIS_VERSION
 
     def by_turn(self, key: tuple[str, str], measure: str) -> ByTurn | None:
@@ -269,6 +273,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
     from .set_signal import warnings as set_warnings
     from .subset import subset_drops
     from .rewrites import fidelity_of, oracle_gaps
+    from .unanswerable import unanswered_of
 
     s = settings
     measures = s.columns(run)
@@ -343,7 +348,8 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         freshness=tuple(freshness_findings(run, measures)), trial_passes=tuple(trial_passes(stability, thresholds)),
         segment_rules=tuple(segment_rules(run, thresholds, alpha)),
         judgment_lines=tuple(judgments.lines()) if judgments is not None else (),
-        judge=judgments.judge.describe() if judgments is not None else "")
+        judge=judgments.judge.describe() if judgments is not None else "",
+        unanswered=tuple(unanswered_of(run, miss_k)))
     return replace(analysis, unsettled=tuple(_unsettled(run, s, analysis)))
 
 

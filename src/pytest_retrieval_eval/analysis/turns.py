@@ -58,13 +58,11 @@ class ByTurn:
 
 
 def dependence(q: LabeledQuery) -> str:
-    """Which dependence group a turn is in: the label's flag where stated, else the derived guess
-    (``data.segments.depends_guess``: a pointer or ellipsis with nothing of its own to refer to),
-    as the turn's ``depends``/``standalone`` segment tags say."""
-    from ..data.segments import depends_guess
+    """Which dependence group a turn is in (``data.segments.depends_of``: the label's flag, a
+    first turn standalone, the human rewrite, else the guess), as its segment tags say."""
+    from ..data.segments import depends_of
 
-    depends = q.depends if q.depends is not None else depends_guess(q.question)
-    return "depends" if depends else "standalone"
+    return "depends" if depends_of(q) else "standalone"
 
 
 def by_turn(e: Evaluation, measure: str) -> ByTurn | None:

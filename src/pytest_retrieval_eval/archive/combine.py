@@ -278,6 +278,9 @@ def _joined(group: Sequence[_Piece]) -> Evaluation:
         found = summed(*(p.get(key) or {} for p in parts))
         if found:
             whole[key] = found
+    lost = [x for p in parts for x in p.get("unanswerable") or ()]  # each part asked its own unanswerable turns
+    if lost:
+        whole["unanswerable"] = lost
     if any("evidence" in p for p in parts):  # each part gathered it on its own questions
         whole["evidence"] = Evidence.merged([Evidence.from_dict(p.get("evidence")) for p in parts]).to_dict()
     result = Evaluation.from_dict(whole)

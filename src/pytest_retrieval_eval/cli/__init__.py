@@ -8,6 +8,8 @@
   ``--results`` run searched;
 - ``subset``: write the questions of a saved run that best separate its engines, a subset a run
   selects with ``--retrieval-subset=NAME``;
+- ``corpus from-mtrag``: a corpus of the passages MTRAG's conversation files quote (a subset of
+  the benchmark's corpus);
 - ``report``: judge a saved ``results.json`` again (against a baseline, with thresholds and
   max-drop rules; by default those it was judged with), with the pytest gate's exit codes: 1
   when it fails; ``--out DIR`` (and ``--html PATH``) rebuild the run's artefacts.
@@ -16,7 +18,8 @@ Options shared with the pytest plugin are declared once (``plugin/options.py``) 
 without their ``retrieval-`` prefix.
 
 The parser is ``parser.py``; each verb is a module of its own (``generate``, ``check``, ``subset``,
-``label``, ``report``, ``history``, ``judge``; ``judge``'s worksheets in ``worksheet``), run by its
+``label``, ``report``, ``history``, ``judge``; ``judge``'s worksheets in ``worksheet``; ``corpus``
+in ``passages``), run by its
 ``main(args)``; where a command finds its corpus is ``corpus.py``. Heavy imports stay inside the
 functions, so ``--help`` loads none of them.
 """
@@ -27,7 +30,7 @@ import os
 import sys
 
 from ..errors import RetrievalEvalError
-from . import check, generate, history, judge, label, report, subset
+from . import check, generate, history, judge, label, passages, report, subset
 from .parser import make_parser
 
 
@@ -60,7 +63,8 @@ def _main(argv: list[str] | None) -> int:
     uninstall = install_log_redaction()  # API keys never reach a log line
     try:
         return {"generate": generate.main, "check": check.main, "subset": subset.main, "report": report.main,
-                "label": label.main, "judge": judge.main, "history": history.main}[args.command](args)
+                "label": label.main, "judge": judge.main, "history": history.main,
+                "corpus": passages.main}[args.command](args)
     except RetrievalEvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -41,11 +41,15 @@ def main(args) -> int:
         print(f"{args.questions}: fingerprints recorded ({before} question(s) were unchecked{restamped}){gone}")
         return 0
     columns = Columns(args.question_column, args.doc_column, args.grade_column, args.id_column)
-    entries = read_labels(args.file, fmt=args.format, columns=columns, split=args.split)
+    entries = read_labels(args.file, fmt=args.format, columns=columns, split=args.split, qrels=args.qrels,
+                          rewrites=args.rewrites)
     report = import_labels(entries, corpus, args.questions, origin=args.file, sync=args.sync)
-    for note in report.notes:
+    for note in [*getattr(entries, "notes", ()), *report.notes]:
         print(f"note: {note}")
-    print(f"{args.questions}: imported {_counted(entries)} from {args.file}: {report.summary()}")
+    left = getattr(entries, "left_out", [])
+    said = (f"; {len(left)} conversation{'s' * (len(left) != 1)} had no labeled turn (left out"
+            + (f": {', '.join(left[:5])}{' ...' if len(left) > 5 else ''})" if left else ")")) if left else ""
+    print(f"{args.questions}: imported {_counted(entries)} from {args.file}: {report.summary()}{said}")
     if report.removed:
         print(f"removed (gone from {args.file}): {', '.join(report.removed)}")
     if report.unproven:
@@ -64,9 +68,11 @@ def _counted(entries) -> str:
     conversations, single = len({e.conversation for e in turns}), len(entries) - len(turns)
     if not turns:
         return str(single)
+    unanswerable = sum(1 for e in turns if not e.answerable)
     return ", ".join([*([f"{single} question{'s' if single != 1 else ''}"] if single else []),
                       f"{conversations} conversation{'s' if conversations != 1 else ''}",
-                      f"{len(turns)} turn{'s' if len(turns) != 1 else ''}"])
+                      f"{len(turns)} turn{'s' if len(turns) != 1 else ''}"]) + (
+        f" ({unanswerable} unanswerable)" if unanswerable else "")
 
 
 def _label_list(args, corpus) -> int:
@@ -81,7 +87,11 @@ def _label_list(args, corpus) -> int:
         gold = ";".join(d for d, g in sorted(q.relevant.items()) if g >= 1)
         extra = f" ({', '.join(why[q.query_id])})" if q.query_id in why else ""
         print(f"{q.query_id}\t{state(q.query_id, stale)}{extra}\t{gold}\t{q.question}")
+    for q in labeled.unanswerable:  # no relevant document exists: nothing to be fresh or stale
+        print(f"{q.query_id}\tunanswerable\t\t{q.question}")
     counts = {s: sum(state(q.query_id, stale) == s for q in labeled) for s in ("fresh", "stale", "unchecked")}
-    print(f"{args.questions}: {len(labeled)} questions: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    lost = len(labeled.unanswerable)
+    print(f"{args.questions}: {len(labeled)} questions: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+          + (f"; {lost} unanswerable turn{'s' * (lost != 1)}" if lost else ""))
     return 0
 

@@ -63,10 +63,18 @@ def make_parser() -> argparse.ArgumentParser:
                       help="where NAME.json is written (default subsets, where --retrieval-subset=NAME looks)")
     label = sub.add_parser("label", help="bring your own labels: import, list, remove, or stamp fingerprints")
     verbs = label.add_subparsers(dest="verb", required=True)
-    imp = verbs.add_parser("import", help="merge labeled questions from a CSV/TSV, JSONL, qrels.jsonl or BEIR folder")
-    imp.add_argument("file", help="the labels: .csv, .tsv, .jsonl (incl. rig-style qrels.jsonl) or a BEIR folder")
+    imp = verbs.add_parser("import", help="merge labeled questions from a CSV/TSV, JSONL, qrels.jsonl, BEIR folder, "
+                                          "MTRAG's files or a CAsT / iKAT topic file")
+    imp.add_argument("file", help="the labels: .csv, .tsv, .jsonl (incl. rig-style qrels.jsonl), a BEIR folder, MTRAG's "
+                                  "retrieval tasks or conversation file, or a CAsT / iKAT topic file (with --qrels)")
     add_to_argparse(imp, "check", **files)
-    imp.add_argument("--format", default="auto", choices=["auto", "csv", "tsv", "jsonl", "qrels-jsonl", "beir"])
+    imp.add_argument("--format", default="auto", choices=["auto", "csv", "tsv", "jsonl", "qrels-jsonl", "beir", "mtrag",
+                                                          "mtrag-conversations", "topics"])
+    imp.add_argument("--qrels", default=None, metavar="FILE",
+                     help="the TREC qrels of a CAsT / iKAT topic file (query ids topic_turn)")
+    imp.add_argument("--rewrites", default=None, metavar="PATH",
+                     help="MTRAG's human rewrites (a *_rewrite.jsonl, or a folder of retrieval tasks) for the turns of "
+                          "an MTRAG conversation file")
     imp.add_argument("--question-column", default=None, help="CSV/TSV header of the question (default: question or query)")
     imp.add_argument("--doc-column", default=None,
                      help="CSV/TSV header of the judged doc id(s) (default: doc_id(s), docid, document_id, gold, relevant)")
@@ -86,6 +94,12 @@ def make_parser() -> argparse.ArgumentParser:
     add_to_argparse(rm, "check", **files)
     ls = verbs.add_parser("list", help="every question: id, question, gold documents, state (fresh, stale, unchecked)")
     add_to_argparse(ls, "check", **files)
+    corp = sub.add_parser("corpus", help="build a corpus from a benchmark's files")
+    cverbs = corp.add_subparsers(dest="verb", required=True)
+    mtrag = cverbs.add_parser("from-mtrag", help="a corpus of every passage MTRAG's conversation files quote (a subset "
+                                                 "of the benchmark's corpus, not the corpus itself)")
+    mtrag.add_argument("files", nargs="+", metavar="FILE", help="MTRAG conversation files (reference*.jsonl, .json)")
+    mtrag.add_argument("--out", required=True, metavar="DIR", help="the corpus folder to write (passages.jsonl)")
     rep = sub.add_parser("report", help="judge a saved results.json again; rebuild its artefacts with --out; "
                                         "'report merge A.json B.json ...' combines the slices of CI jobs; "
                                         "'report comment RESULTS' prints a pull-request comment")

@@ -29,6 +29,11 @@ class TurnLabel:
     source: Mapping[str, Any] = field(default_factory=dict)
     depends: bool | None = None
     tags: tuple[str, ...] = ()
+    #: a person's rewrite of the turn that stands alone (``LabeledQuery.rewrite``), None: none
+    rewrite: str | None = None
+    #: False: the turn searches, but no relevant document exists (``relevant`` holds at most
+    #: documents judged not relevant); kept as an unanswerable turn (``LabeledSet.unanswerable``)
+    answerable: bool = True
 
 
 def conversation_problem(cid: str) -> str | None:
@@ -49,10 +54,11 @@ def turns_of(conversation: str, turns: Sequence[TurnLabel], tags: Iterable[str] 
     out: list[LabeledQuery] = []
     history: list[Turn] = []
     for n, t in enumerate(turns, start=1):
-        if t.relevant is not None:
-            out.append(LabeledQuery(turn_id(conversation, n), t.user, dict(t.relevant), dict(t.source),
+        if t.relevant is not None or not t.answerable:
+            out.append(LabeledQuery(turn_id(conversation, n), t.user, dict(t.relevant or {}), dict(t.source),
                                     tuple(sorted({*tags, *t.tags})), conversation=conversation, turn=n,
-                                    history=tuple(history), depends=t.depends))
+                                    history=tuple(history), depends=t.depends, rewrite=t.rewrite,
+                                    answerable=t.answerable))
         history.append(Turn("user", t.user))
         if t.assistant:
             history.append(Turn("assistant", t.assistant))
@@ -62,7 +68,7 @@ def turns_of(conversation: str, turns: Sequence[TurnLabel], tags: Iterable[str] 
 def parse_turns(raw: Any, bad: Callable[[str, str], RetrievalEvalError], *, grades_as_text: bool,
                 evidence_key: str) -> list[TurnLabel]:
     """A JSON list of turn objects (``{"user", "assistant"?, "relevant"?, "source"?, "depends"?,
-    "tags"?}``); ``bad(message, field)`` makes the error (fields named ``turns[i].relevant``).
+    "tags"?, "rewrite"?, "answerable"?}``); ``bad(message, field)`` makes the error (fields named ``turns[i].relevant``).
     ``evidence_key``: where a turn's evidence is, ``source.evidence`` (the cache) or ``evidence``
     (JSONL); ``grades_as_text``: a grade may be a string ("2"), as a JSONL line's may."""
     from .evidence import parse_evidence
@@ -84,13 +90,21 @@ def parse_turns(raw: Any, bad: Callable[[str, str], RetrievalEvalError], *, grad
         depends = turn.get("depends")
         if depends is not None and not isinstance(depends, bool):
             raise bad(f"must be true or false, got {depends!r}", f"{where}.depends")
+        answerable = turn.get("answerable", True)
+        if not isinstance(answerable, bool):
+            raise bad(f"must be true or false (false: no relevant document exists), got {answerable!r}",
+                      f"{where}.answerable")
+        rewrite = turn.get("rewrite")
+        if rewrite is not None and (not isinstance(rewrite, str) or not rewrite.strip()):
+            raise bad(f"must be a non-empty string (a rewrite of the turn that stands alone), got {rewrite!r}",
+                      f"{where}.rewrite")
         relevant = turn.get("relevant")
         source = turn.get("source") or {}
         if not isinstance(source, dict):
             raise bad("must be an object", f"{where}.source")
         grades: dict[str, int] | None = None
         if relevant is not None:
-            if not isinstance(relevant, dict) or not relevant:
+            if not isinstance(relevant, dict) or (not relevant and answerable):
                 raise bad("must map at least one doc id to a grade (leave it out: the turn searches nothing)",
                           f"{where}.relevant")
             grades = {}
@@ -99,6 +113,9 @@ def parse_turns(raw: Any, bad: Callable[[str, str], RetrievalEvalError], *, grad
                     grades[str(doc)] = parse_grade(grade if grades_as_text or not isinstance(grade, str) else None)
                 except RetrievalEvalError:
                     raise bad(f"grade of '{doc}' must be an integer, got {grade!r}", f"{where}.relevant") from None
+            if not answerable and (found := next((d for d, g in grades.items() if g >= 1), None)) is not None:
+                raise bad(f"an unanswerable turn (no relevant document exists) judges '{found}' relevant (grade "
+                          f"{grades[found]}): give it grade 0 or leave answerable out", f"{where}.answerable")
             ev_raw = source.get("evidence") if evidence_key == "source.evidence" else turn.get("evidence")
             if ev_raw is not None:
                 try:
@@ -112,8 +129,8 @@ def parse_turns(raw: Any, bad: Callable[[str, str], RetrievalEvalError], *, grad
             tags = parse_tags(turn.get("tags"), "tags")
         except RetrievalEvalError as exc:
             raise bad(exc.detail.split(": ", 1)[-1], f"{where}.tags") from None
-        out.append(TurnLabel(" ".join(user.split()), " ".join(assistant.split()) or None if assistant else None,
-                             grades, source, depends, tags))
+        out.append(TurnLabel(user, assistant if assistant and assistant.strip() else None,  # as written
+                             grades, source, depends, tags, rewrite, answerable))
     return out
 
 
@@ -147,11 +164,16 @@ def grouped(queries: Iterable[LabeledQuery]) -> list[dict[str, Any]]:
         for q in turns:
             entry = texts[q.turn - 1]
             entry["user"] = q.question
-            entry["relevant"] = dict(sorted(q.relevant.items()))
+            if not q.answerable:
+                entry["answerable"] = False
+            if q.relevant or q.answerable:
+                entry["relevant"] = dict(sorted(q.relevant.items()))
             if q.source:
                 entry["source"] = dict(sorted(q.source.items()))
             if q.depends is not None:
                 entry["depends"] = q.depends
+            if q.rewrite is not None:
+                entry["rewrite"] = q.rewrite
             if set(q.tags) - common:
                 entry["tags"] = sorted(set(q.tags) - common)
         out.append({"id": cid, **({"tags": sorted(common)} if common else {}), "turns": texts})

@@ -299,7 +299,7 @@ def plan(existing: LabeledSet | None, chunks: Sequence[Chunk], corpus: Corpus, *
     has arrived, so a failed regeneration loses no good entry."""
     by_id = {c.chunk_id: c for c in chunks}
     keep, dropped = [], []
-    for q in (existing.queries if existing else ()):
+    for q in (existing.everything if existing else ()):  # an unanswerable turn is a team's label: kept
         if not is_generated(q):
             keep.append(q)
             continue

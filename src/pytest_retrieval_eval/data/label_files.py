@@ -20,6 +20,7 @@ from ..ir.qrels import add_grade, parse_grade
 from ..types import LabeledQuery
 from .label_lifecycle import IMPORTED
 from .labeled import LabeledSet, query_problem
+from .text import normalise
 
 
 def _evidence(raw: Any, relevant: dict[str, int], path: str | Path, line: int | None, field: str) -> dict:
@@ -93,7 +94,7 @@ def read_qrels_jsonl(path: str | Path) -> list[LabeledQuery]:
             source["reference_answer"] = str(record["reference_answer"])
         if record.get("evidence"):
             source["evidence"] = _evidence(record["evidence"], relevant, path, number, "evidence")
-        out.append(LabeledQuery(qid, " ".join(text.split()), relevant, source))
+        out.append(LabeledQuery(qid, text, relevant, source))
     return out
 
 
@@ -151,7 +152,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
     _refuse_duplicate_columns(header, path)
     conv_cols = {role: next((h for h in header if h and h.strip().lower() in names), None)
                  for role, names in CONVERSATION_COLUMNS.items()}
-    ccol, ncol, acol, pcol, ucol = (conv_cols[r] for r in CONVERSATION_COLUMNS)
+    ccol, ncol, acol, pcol, ucol, rcol, bcol = (conv_cols[r] for r in CONVERSATION_COLUMNS)
     if ccol and ncol is None:
         raise RetrievalEvalError(f"a '{ccol}' column needs a 'turn' column: each turn's 1-based position", path=path,
                                  line=1, field=ccol)
@@ -167,7 +168,8 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
         if row.get(None):  # cells beyond the header: a delimiter inside an unquoted cell, usually
             raise RetrievalEvalError(f"{len(header) + len(row[None])} cells, but the header has {len(header)}: quote a "
                                      f"cell that holds {delimiter!r}", path=path, line=number)
-        question = " ".join((row.get(qcol) or "").split())
+        question = row.get(qcol) or ""  # as written; rows of one question match by ``normalise``
+        question = question if question.strip() else ""
         cell = (row.get(dcol) or "").strip()
         conv = (row.get(ccol) or "").strip() if ccol else ""
         if not question and not cell and not conv:
@@ -183,19 +185,20 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
             key = _turn_row(row, conv, given, path, number, conv_cols, icol)
             entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number, "notes": [],
                                              "given": True, "tags": set(), "evidence": {}, "conversation": conv,
-                                             "turn": int(row[ncol]), "assistant": None, "depends": None})
-            if entry["question"] != question:
+                                             "turn": int(row[ncol]), "assistant": None, "depends": None,
+                                             "rewrite": None, "answerable": None})
+            if normalise(entry["question"]) != normalise(question):
                 raise RetrievalEvalError(f"turn {entry['turn']} of conversation '{conv}' appears twice with two texts "
                                          f"({entry['question']!r} on line {entry['line']}): number each turn once",
                                          path=path, line=number, field=ncol)
-            _turn_cells(entry, row, path, number, acol, pcol)
+            _turn_cells(entry, row, path, number, acol, pcol, rcol, bcol)
         else:
             key = given or question_id(path, question)
             entry = grouped.setdefault(key, {"question": question, "relevant": {}, "line": number, "notes": [],
                                              "given": bool(given), "tags": set(), "evidence": {}})
         if tcol:
             entry["tags"].update(_tags(row.get(tcol), path, number, tcol))
-        if entry["question"] != question:
+        if normalise(entry["question"]) != normalise(question):
             raise RetrievalEvalError(f"query id '{key}' has two questions ({entry['question']!r} on line "
                                      f"{entry['line']})", path=path, line=number, field=icol or qcol)
         docs = [d for d in (d.strip() for d in cell.replace("|", ";").split(";")) if d]
@@ -221,7 +224,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
         if "conversation" in entry:
             if entry["conversation"] not in done:  # a conversation's turns, where its first row is
                 done.add(entry["conversation"])
-                out += _table_turns(entry["conversation"], grouped, path, carries, col, ncol, ccol, ecol)
+                out += _table_turns(entry["conversation"], grouped, path, carries, col, ncol, ccol, ecol, bcol)
             continue
         if not any(g >= 1 for g in entry["relevant"].values()):
             raise RetrievalEvalError(f"every grade of {entry['question']!r} is below 1, so no answer could ever count: "
@@ -239,7 +242,8 @@ def read_table(path: str | Path, *, delimiter: str | None = None, columns: Colum
 
 #: role -> header names (any case) of the columns of a conversation's turns in a labels table
 CONVERSATION_COLUMNS = {"conversation": ("conversation", "conversation_id"), "turn": ("turn",),
-                        "assistant": ("assistant",), "depends": ("depends",), "user": ("user",)}
+                        "assistant": ("assistant",), "depends": ("depends",), "user": ("user",),
+                        "rewrite": ("rewrite",), "answerable": ("answerable",)}
 
 
 def _table_source(entry: dict[str, Any], path: str | Path, carries: tuple[str, ...], ecol: str | None,
@@ -276,9 +280,10 @@ def _turn_row(row: dict, conv: str, given: str, path: str | Path, number: int, c
 
 
 def _turn_cells(entry: dict[str, Any], row: dict, path: str | Path, number: int, acol: str | None,
-                pcol: str | None) -> None:
-    """A turn row's assistant reply and depends flag, merged with its other rows' (two values
-    refused, each quoted, the earlier with its line)."""
+                pcol: str | None, rcol: str | None = None, bcol: str | None = None) -> None:
+    """A turn row's assistant reply, depends flag and rewrite, merged with its other rows' (two
+    values refused, each quoted, the earlier with its line; texts kept as the first row writes
+    them, matched by ``normalise``)."""
     from .conversations import depends_cell
 
     def twice(what: str, here: str, before: tuple[str, int], fld: str | None) -> RetrievalEvalError:
@@ -286,25 +291,29 @@ def _turn_cells(entry: dict[str, Any], row: dict, path: str | Path, number: int,
                                   f"{before[0]!r} on line {before[1]}: give one (the other rows may leave it empty)",
                                   path=path, line=number, field=fld)
 
-    reply = " ".join((row.get(acol) or "").split()) if acol else ""
-    if reply:
-        if entry["assistant"] not in (None, reply):
-            raise twice("assistant replies", reply, (entry["assistant"], entry["assistant_line"]), acol)
-        entry["assistant"], entry["assistant_line"] = reply, entry.get("assistant_line") or number
-    if pcol:
-        cell = (row.get(pcol) or "").strip()
+    for key, col, what in (("assistant", acol, "assistant replies"), ("rewrite", rcol, "rewrites")):
+        text = (row.get(col) or "") if col else ""  # as written; matched by ``normalise``
+        if text.strip():
+            if entry[key] is not None and normalise(entry[key]) != normalise(text):
+                raise twice(what, text, (entry[key], entry[f"{key}_line"]), col)
+            if entry[key] is None:  # the first row's spelling
+                entry[key], entry[f"{key}_line"] = text, number
+    for key, col in (("depends", pcol), ("answerable", bcol)):
+        if not col:
+            continue
+        cell = (row.get(col) or "").strip()
         try:
-            flag = depends_cell(row.get(pcol))
+            flag = depends_cell(row.get(col))
         except ValueError as exc:
-            raise RetrievalEvalError(str(exc), path=path, line=number, field=pcol) from None
+            raise RetrievalEvalError(str(exc), path=path, line=number, field=col) from None
         if flag is not None:
-            if entry["depends"] not in (None, flag):
-                raise twice("depends values", cell, entry["depends_cell"], pcol)
-            entry["depends"], entry["depends_cell"] = flag, entry.get("depends_cell") or (cell, number)
+            if entry[key] not in (None, flag):
+                raise twice(f"{key} values", cell, entry[f"{key}_cell"], col)
+            entry[key], entry[f"{key}_cell"] = flag, entry.get(f"{key}_cell") or (cell, number)
 
 
 def _table_turns(conv: str, grouped: dict[str, dict[str, Any]], path: str | Path, carries: tuple[str, ...],
-                 col: dict[str, str | None], ncol: str | None, ccol: str | None, ecol: str | None) -> list[LabeledQuery]:
+                 col: dict[str, str | None], ncol: str | None, ccol: str | None, ecol: str | None, bcol: str | None = None) -> list[LabeledQuery]:
     """A conversation's searching turns from its rows (``grouped``): numbered 1..N without gaps."""
     from .conversations import TurnLabel, turns_of
 
@@ -319,7 +328,12 @@ def _table_turns(conv: str, grouped: dict[str, dict[str, Any]], path: str | Path
     labels = []
     for e in entries:
         relevant = e["relevant"] or None
-        if relevant is not None:
+        unanswerable = e.get("answerable") is False  # no relevant document exists
+        if unanswerable and relevant and (found := next((d for d, g in relevant.items() if g >= 1), None)):
+            raise RetrievalEvalError(f"turn {e['turn']} of '{conv}' is unanswerable (no relevant document exists) but "
+                                     f"judges '{found}' relevant (grade {relevant[found]}): give it grade 0 or leave "
+                                     "the answerable cell empty", path=path, line=e["line"], field=bcol)
+        if relevant is not None and not unanswerable:
             if not any(g >= 1 for g in relevant.values()):
                 raise RetrievalEvalError(f"every grade of turn {e['turn']} of '{conv}' is below 1, so no answer could "
                                          "ever count: give at least one judged document grade >= 1 (or none: the "
@@ -331,7 +345,7 @@ def _table_turns(conv: str, grouped: dict[str, dict[str, Any]], path: str | Path
                 raise RetrievalEvalError(problem[0], path=path, line=e["line"], field=field)
         labels.append(TurnLabel(e["question"], e["assistant"], relevant,
                                 _table_source(e, path, carries, ecol, col["doc"]),
-                                e["depends"], tuple(e["tags"])))
+                                e["depends"], tuple(e["tags"]), e["rewrite"], not unanswerable))
     return turns_of(conv, labels)
 
 
@@ -408,8 +422,8 @@ def read_jsonl(path: str | Path) -> list[LabeledQuery]:
                 seen[q.query_id] = number
                 out.append(q)
             continue
-        question = " ".join(str(record.get("question") or "").split())
-        if not question:
+        question = str(record.get("question") or "")  # as written
+        if not question.strip():
             raise RetrievalEvalError("empty question", path=path, line=number, field="question")
         doc = record.get("doc_id")
         if doc is not None and (isinstance(doc, bool) or not isinstance(doc, (str, int))):
@@ -458,9 +472,11 @@ def _conversation_line(record: dict, path: str | Path, number: int) -> list[Labe
     out = []
     for q in turns_of(cid, turns, _tags(record.get("tags"), path, number, "tags")):
         fld = f"turns[{q.turn - 1}]"
-        if not any(g >= 1 for g in q.relevant.values()):
-            raise bad(f"turn '{q.query_id}': needs at least one document with grade >= 1", f"{fld}.relevant")
-        problem = query_problem(q.query_id, q.question, q.relevant)
+        stated = record["turns"][q.turn - 1].get("answerable") is False  # no relevant document exists
+        if not stated and not any(g >= 1 for g in q.relevant.values()):
+            raise bad(f"turn '{q.query_id}': needs at least one document with grade >= 1 (answerable: false says "
+                      "no relevant document exists)", f"{fld}.relevant")
+        problem = query_problem(q.query_id, q.question, q.relevant, unanswerable=stated)
         if problem:
             raise bad(problem[0], f"{fld}.{'user' if problem[1] == 'question' else problem[1]}")
         raw = record["turns"][q.turn - 1]
@@ -522,26 +538,81 @@ def _first_line(path: Path, start: str) -> int | None:
                 None)
 
 
-FORMATS = ("csv", "tsv", "jsonl", "qrels-jsonl", "beir")
+FORMATS = ("csv", "tsv", "jsonl", "qrels-jsonl", "beir", "mtrag", "mtrag-conversations", "topics")
 
 
-def read_labels(path: str | Path, *, fmt: str = "auto", columns: Columns = Columns(),
-                split: str = "test") -> list[LabeledQuery]:
-    """The labeled questions of a file in one of ``FORMATS``; a file that holds none is an error."""
+def detect_format(path: Path) -> str:
+    """The format ``auto`` reads ``path`` as: a folder of MTRAG retrieval tasks or a BEIR folder; an
+    MTRAG conversation file or a CAsT / iKAT topic file; else by its suffix."""
+    from .benchmarks import is_mtrag_conversations, is_mtrag_tasks, is_topics
+
+    if path.is_dir():
+        return "mtrag" if is_mtrag_tasks(path) else "beir"
+    if is_mtrag_conversations(path):
+        return "mtrag-conversations"
+    if is_topics(path):
+        return "topics"
+    if path.suffix == ".json":
+        raise RetrievalEvalError("a .json file is read as an MTRAG conversation file (tasks with 'input') or a CAsT / "
+                                 "iKAT topic file (topics with 'number' and 'turn'), and this is neither; name its "
+                                 f"format with --format ({', '.join(FORMATS)})", path=path)
+    return ("tsv" if path.suffix in (".tsv", ".tab") else "jsonl" if path.suffix in (".jsonl", ".ndjson") else "csv")
+
+
+def read_labels(path: str | Path, *, fmt: str = "auto", columns: Columns = Columns(), split: str = "test",
+                qrels: str | Path | None = None, rewrites: str | Path | None = None) -> list[LabeledQuery]:
+    """The labeled questions of a file in one of ``FORMATS`` (``qrels``: a topic file's TREC qrels;
+    ``rewrites``: MTRAG's ``*_rewrite.jsonl`` for a conversation file's turns), as an ``Entries``
+    list that also says which conversations had no labeled turn; a file that holds none is an error."""
+    from .benchmarks import Entries, read_mtrag_conversations, read_mtrag_tasks, read_rewrites, read_topics
+
     path = Path(path)
     if fmt == "auto":
-        fmt = ("beir" if path.is_dir() else "tsv" if path.suffix in (".tsv", ".tab") else
-               "jsonl" if path.suffix in (".jsonl", ".ndjson") else "csv")
+        fmt = detect_format(path)
     readers = {"beir": lambda: read_beir(path, split), "qrels-jsonl": lambda: read_qrels_jsonl(path),
                "jsonl": lambda: read_jsonl(path),
                "csv": lambda: read_table(path, delimiter=",", columns=columns),
-               "tsv": lambda: read_table(path, delimiter="\t", columns=columns)}
+               "tsv": lambda: read_table(path, delimiter="\t", columns=columns),
+               "mtrag": lambda: read_mtrag_tasks(path),
+               "mtrag-conversations": lambda: read_mtrag_conversations(
+                   path, read_rewrites(rewrites) if rewrites is not None else None),
+               "topics": lambda: read_topics(path, qrels)}
     if fmt not in readers:
         raise RetrievalEvalError(f"unknown label format {fmt!r}; choose one of auto, {', '.join(FORMATS)}")
+    if rewrites is not None and fmt != "mtrag-conversations":
+        raise RetrievalEvalError(f"--rewrites adds MTRAG's rewrites to an MTRAG conversation file, not to {fmt}", path=path)
     entries = readers[fmt]()
+    if not isinstance(entries, Entries):
+        entries = Entries(entries, _left_out(path, fmt, entries))
     if not entries:
-        raise RetrievalEvalError(f"no labeled questions in the file (read as {fmt})", path=path)
+        left = f": {_no_labeled_turn(entries.left_out)}" if entries.left_out else ""
+        raise RetrievalEvalError(f"no labeled questions in the file (read as {fmt}){left}", path=path)
     return entries
+
+
+def _no_labeled_turn(conversations: Sequence[str]) -> str:
+    n = len(conversations)
+    return f"{n} conversation{'s' * (n != 1)} had no labeled turn (left out)"
+
+
+def _left_out(path: Path, fmt: str, entries: Sequence[LabeledQuery]) -> list[str]:
+    """The conversations of a JSONL or CSV/TSV labels file with no labeled turn, in file order:
+    each feeds no question, so the import leaves it out, and says how many."""
+    labeled = {q.conversation for q in entries if q.conversation is not None}
+    named: dict[str, None] = {}
+    if fmt == "jsonl":
+        from .._textfiles import json_lines
+
+        for _, record in json_lines(path):
+            if isinstance(record, dict) and isinstance(record.get("conversation"), (str, int)):
+                named[str(record["conversation"])] = None
+    elif fmt in ("csv", "tsv"):
+        reader = csv.DictReader(io.StringIO(read_text(path)), delimiter="," if fmt == "csv" else "\t")
+        col = next((h for h in reader.fieldnames or [] if h and h.strip().lower() in CONVERSATION_COLUMNS["conversation"]),
+                   None)
+        if col is not None:
+            named.update((c, None) for row in reader if (c := (row.get(col) or "").strip()))
+    return [c for c in named if c not in labeled]
 
 
 def load_labels(path: str | Path) -> LabeledSet:

@@ -28,6 +28,9 @@ class ImportReport:
     updated: list[str] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)  # what the updates did (evidence added, ...), in order
     kept_tags: list[str] = field(default_factory=list)  # updated or replaced, the file carrying no tags: kept
+    #: replaced by the file's text, which differs from the cache's only where matching folds
+    #: (whitespace, case: an older import folded whitespace): said once, in ``notes``
+    respaced: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         removed = f", removed {len(self.removed)}" if self.removed else ""
@@ -45,6 +48,13 @@ def _key(question: str) -> str:
     from .text import normalise
 
     return normalise(question)
+
+
+def _same_text(a: LabeledQuery, b: LabeledQuery) -> bool:
+    """The two read alike where matching looks (``normalise``): text and the conversation before."""
+    from .labeled import said
+
+    return _key(a.question) == _key(b.question) and said(a.history) == said(b.history)
 
 
 def source_file(path: str | Path, cache: str | Path) -> str:
@@ -98,8 +108,9 @@ def _merge(old: LabeledQuery, new: LabeledQuery, carries: Sequence[str], file: s
 
     tags = new.tags if "tags" in carries else old.tags
     changes: list[str] = []
-    # a turn whose earlier turns changed is another question, as one whose own text did
-    if (new.question, new.history) != (old.question, old.history) or _owned(old, file, str(new.source.get("by"))):
+    # a turn whose earlier turns changed is another question, as one whose own text did (respaced or
+    # recased, ``normalise``: the same question)
+    if not _same_text(old, new) or _owned(old, file, str(new.source.get("by"))) or old.answerable != new.answerable:
         evidence = dict(new.source.get("evidence") or {}) if "evidence" in carries else {
             d: v for d, v in (old.source.get("evidence") or {}).items() if d in new.relevant and new.relevant[d] >= 1}
         source = {k: v for k, v in new.source.items() if k != "evidence"}
@@ -131,7 +142,11 @@ def _merge(old: LabeledQuery, new: LabeledQuery, carries: Sequence[str], file: s
     if new.depends is not None and new.depends != old.depends:
         changes.append("depends changed")
     depends = old.depends if new.depends is None else new.depends
-    return replace(old, relevant=relevant, source=source, tags=tags, depends=depends), "updated", changes
+    if new.rewrite is not None and _key(new.rewrite) != _key(old.rewrite or ""):
+        changes.append("rewrite changed" if old.rewrite is not None else "rewrite added")
+    rewrite = old.rewrite if new.rewrite is None else new.rewrite
+    return (replace(old, relevant=relevant, source=source, tags=tags, depends=depends, rewrite=rewrite), "updated",
+            changes)
 
 
 def _in_conversation(q: LabeledQuery, old: LabeledQuery | None, cached: Iterable[LabeledQuery],
@@ -158,10 +173,10 @@ def _in_conversation(q: LabeledQuery, old: LabeledQuery | None, cached: Iterable
         labeled = ", ".join(sorted(c.query_id for c in cached if c.conversation == conversation))
         raise refuse(f"'{q.query_id}' names turn {number} of conversation '{conversation}', which {cache.name} holds "
                      f"without a labeled turn {number} (its labeled turns: {labeled})", "id")
-    if " ".join(q.question.split()) != " ".join(old.question.split()):
+    if _key(q.question) != _key(old.question):
         raise refuse(f"turn '{q.query_id}' reads {old.question!r} in {cache.name}, not {q.question!r}", "question")
     return replace(q, question=old.question, conversation=old.conversation, turn=old.turn, history=old.history,
-                   depends=old.depends)
+                   depends=old.depends, rewrite=old.rewrite)
 
 
 def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Path, *, origin: str | None = None,
@@ -186,10 +201,11 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
     where = {q.query_id: {"path": q.source.get("_file") or origin, "line": q.source.get("_line"),
                           **(q.source.get("_fields") or {})} for q in entries}  # before the stamp drops them
     check_evidence(entries, corpus, origin)
-    stamped = stamp(LabeledSet(tuple(entries), name=cache.name), corpus, origin=origin).labeled
+    done = {q.query_id: q for q in stamp(LabeledSet(tuple(entries), name=cache.name), corpus, origin=origin).labeled.everything}
+    stamped = [done[q.query_id] for q in entries]  # in the file's order, unanswerable turns in their place
     with locked(cache):
         existing = load_questions_cache(cache) if cache.exists() else None
-        merged = {q.query_id: q for q in (existing or ())}
+        merged = {q.query_id: q for q in (existing.everything if existing is not None else ())}
         by_text = {_key(q.question): q.query_id for q in merged.values() if q.conversation is None}
         stamped = [replace(q, query_id=by_text.get(_key(q.question), q.query_id))
                    if q.query_id in text_ids else q for q in stamped]
@@ -204,11 +220,14 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
             # kept as it was, source too (a namesake may have brought it), and so are quotes whose words
             # are the same (``as_read``): no measure could tell them apart, so no baseline is refused
             if (old.question, dict(old.relevant), old.tags, as_read(old.source.get("evidence") or {}), old.history,
-                    old.depends) == (new.question, dict(new.relevant), new.tags, as_read(new.source.get("evidence") or {}),
-                                     new.history, new.depends):
+                    old.depends, old.rewrite, old.answerable) == (new.question, dict(new.relevant), new.tags,
+                                                                  as_read(new.source.get("evidence") or {}),
+                                                                  new.history, new.depends, new.rewrite, new.answerable):
                 report.skipped.append(q.query_id)
                 continue
             getattr(report, kind).append(q.query_id)
+            if kind == "replaced" and _same_text(old, new) and (old.question, old.history) != (new.question, new.history):
+                report.respaced.append(q.query_id)
             report.changes += [c for c in changes if c not in report.changes]
             if "tags" not in carried and old.tags:
                 report.kept_tags.append(q.query_id)
@@ -236,4 +255,9 @@ def import_labels(entries: Sequence[LabeledQuery], corpus: Any, cache: str | Pat
             generator["notes"] = generator_notes
         write_questions_cache(cache, LabeledSet(tuple(merged.values()), name=cache.name), generator=generator,
                               corpus_fingerprint=corpus.fingerprint, splitter=provenance.get("splitter"))
+    if report.respaced:
+        n = len(report.respaced)
+        report.notes.append(f"{n} question{'s' * (n != 1)} differ{'s' * (n == 1)} from the cache's only in whitespace or "
+                            "case (an older import folded them): now kept as the file writes them; a baseline compares "
+                            "them as the same questions")
     return report

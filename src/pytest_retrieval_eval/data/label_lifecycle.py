@@ -106,10 +106,11 @@ def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: st
     ``source["_line"]``), the entry and the nearest id; a deleted one stops it too unless dropped,
     listing who lost it, who would go, and ``command``."""
     lost: dict[str, list[str]] = {}
-    for q in labeled:  # deleted: fingerprinted once, so it existed; unknown: a typo, usually
+    everything = labeled.everything if isinstance(labeled, LabeledSet) else tuple(labeled)  # unanswerable turns too
+    for q in everything:  # deleted: fingerprinted once, so it existed; unknown: a typo, usually
         for d in sorted(d for d in q.relevant if d not in corpus and d in fingerprinted(q)):
             lost.setdefault(d, []).append(q.query_id)
-    going = [q.query_id for q in labeled if not any(g >= 1 for g in _left(q, lost).values())]
+    going = [q.query_id for q in everything if q.answerable and not any(g >= 1 for g in _left(q, lost).values())]
     if lost and not drop_deleted:
         listed = "; ".join(f"{d} ({', '.join(qs)})" for d, qs in sorted(lost.items()))
         who = f" ({', '.join(going)} would have none left)" if going else ""
@@ -119,7 +120,7 @@ def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: st
                                  if command else f"judged documents deleted from the corpus: {listed}",
                                  path=origin or labeled.provenance.get("path"))
     out, removed, restamped = [], {}, []
-    for q in labeled:
+    for q in everything:
         source = {k: v for k, v in q.source.items() if not k.startswith("_")}
         line = q.source.get("_line")
         relevant = _left(q, lost)
@@ -129,8 +130,9 @@ def stamp(labeled: LabeledSet, corpus: Any, *, by: str | None = None, origin: st
         missing = [d for d in relevant if d not in corpus]
         if missing:
             where = f"query '{q.query_id}'"
-            raise RetrievalEvalError(unknown_ids_message(missing, corpus.doc_ids, where),
-                                     path=origin or labeled.provenance.get("path"), line=line,
+            raise RetrievalEvalError(unknown_ids_message(missing, corpus.doc_ids, where),  # the file of its line
+                                     path=(q.source.get("_file") if line else None) or origin
+                                     or labeled.provenance.get("path"), line=line,
                                      field=(q.source.get("_fields") or {}).get("docs") if line else None)
         source["judged_sha256"] = {d: corpus.get(d).fingerprint for d in sorted(relevant)}
         if any(fingerprints_of(q).get(d, sha) != sha for d, sha in source["judged_sha256"].items()):
@@ -191,12 +193,12 @@ def remove_labels(cache: str | Path, ids: Sequence[str]) -> list[str]:
 
     with locked(Path(cache)):
         labeled = load_questions_cache(cache)
-        known = [q.query_id for q in labeled]
+        known = [q.query_id for q in labeled.everything]
         missing = [i for i in ids if i not in known]
         if missing:
             raise RetrievalEvalError("; ".join(f"no question '{i}' in the cache{did_you_mean(i, known)}" for i in missing)
                                      + ": see the ids with 'label list'", path=cache)
-        kept = tuple(q for q in labeled if q.query_id not in set(ids))
+        kept = tuple(q for q in labeled.everything if q.query_id not in set(ids))
         provenance = labeled.provenance
         write_questions_cache(cache, LabeledSet(kept, name=labeled.name), generator=provenance.get("generator") or {},
                               corpus_fingerprint=provenance.get("corpus_fingerprint"),

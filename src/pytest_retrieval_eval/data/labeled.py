@@ -40,7 +40,8 @@ from .._atomic import write_text_atomic
 from .._textfiles import read_text
 from ..errors import RetrievalEvalError
 from ..ir.qrels import Qrels, parse_grade
-from ..types import LabeledQuery, canonical_json, id_problem, sha256_text, text_problem
+from ..types import LabeledQuery, Turn, canonical_json, id_problem, sha256_text, text_problem
+from .text import normalise
 
 FORMAT = "pytest-retrieval-eval/questions"
 VERSION = 1
@@ -53,10 +54,19 @@ class LabeledSet:
     queries: tuple[LabeledQuery, ...]
     name: str = "labeled"
     provenance: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: turns labeled unanswerable (no relevant document exists: ``LabeledQuery.answerable`` false),
+    #: held beside the scored questions: engines are asked them and the run says what came back
+    #: (``analysis/unanswerable.py``), but no measure, count or fingerprint reads them. A query
+    #: given in ``queries`` labeled unanswerable is moved here.
+    unanswerable: tuple[LabeledQuery, ...] = field(default=(), compare=False, hash=False)
 
     def __post_init__(self) -> None:
+        if any(not q.answerable for q in self.queries):
+            object.__setattr__(self, "unanswerable", (*self.unanswerable, *(q for q in self.queries
+                                                                            if not q.answerable)))
+            object.__setattr__(self, "queries", tuple(q for q in self.queries if q.answerable))
         seen: set[str] = set()
-        for q in self.queries:
+        for q in (*self.queries, *self.unanswerable):
             if q.query_id in seen:
                 raise RetrievalEvalError(f"labeled set '{self.name}': duplicate query id '{q.query_id}'")
             seen.add(q.query_id)
@@ -67,6 +77,11 @@ class LabeledSet:
 
     def __len__(self) -> int:
         return len(self.queries)
+
+    @property
+    def everything(self) -> tuple[LabeledQuery, ...]:
+        """The scored questions and the unanswerable turns: what a questions cache holds."""
+        return (*self.queries, *self.unanswerable)
 
     def __iter__(self) -> Iterator[LabeledQuery]:
         return iter(self.queries)
@@ -88,13 +103,14 @@ class LabeledSet:
     @cached_property
     def fingerprint(self) -> str:
         """sha256 over ids, questions and judgements: what the scores depend on (computed once:
-        the set is frozen)."""
+        the set is frozen). A turn's human rewrite is part of its label (what the oracle searches)."""
         from .evidence import evidence_of
 
-        return sha256_text(  # evidence and history only where there is some: a set without keeps its fingerprint
+        return sha256_text(  # evidence, history and rewrite only where there is some: a set without keeps its fingerprint
             canonical_json([[q.query_id, q.question, dict(q.relevant), *([ev] if (ev := {
                 d: list(x) for d, x in evidence_of(q).items()}) else []),
-                *([[t.to_dict() for t in q.history]] if q.history else [])] for q in self.queries])
+                *([[t.to_dict() for t in q.history]] if q.history else []),
+                *([q.rewrite] if q.rewrite is not None else [])] for q in self.queries])
         )
 
     @cached_property
@@ -136,7 +152,8 @@ class LabeledSet:
         slices go), recorded in its provenance (which slice, of which whole set, and where each
         question sits in it), so the slices' results are put back together (``archive/combine.py``)."""
         positions = list(range(i - 1, len(self.queries), n))
-        return LabeledSet(tuple(self.queries[p] for p in positions), name=self.name, provenance={
+        return LabeledSet(tuple(self.queries[p] for p in positions), name=self.name,
+                          unanswerable=self.unanswerable if i == 1 else (), provenance={  # listed by one slice
             **self.provenance, "slice": {"index": i, "count": n, "of": self.fingerprint, "of_n": len(self),
                                          "positions": positions, "multi_judged": self.multi_judged,
                                          **({"has_evidence": True} if self.has_evidence else {}),
@@ -146,7 +163,10 @@ class LabeledSet:
         """Share ``k`` of ``n``: the queries whose id hashes (crc32, stable across processes) to
         ``k``; the shares of ``0..n-1`` are disjoint and together the whole set, order kept. A
         share answers ``has_conversations`` for the whole set, as a slice does."""
-        return LabeledSet(tuple(q for q in self.queries if zlib.crc32(q.query_id.encode("utf-8")) % n == k),
+        def mine(q: LabeledQuery) -> bool:
+            return zlib.crc32(q.query_id.encode("utf-8")) % n == k
+
+        return LabeledSet(tuple(q for q in self.queries if mine(q)), unanswerable=tuple(filter(mine, self.unanswerable)),
                           name=self.name, provenance={**self.provenance, **(
                               {"conversations": True} if self.has_conversations else {})})
 
@@ -154,20 +174,34 @@ class LabeledSet:
 def question_changes(before: LabeledQuery, after: LabeledQuery) -> list[str]:
     """What differs between two versions of one question, of all the set's fingerprint reads of
     it: ``reworded`` (its text), ``history changed`` (the conversation before a turn: "it" may
-    mean another thing), ``labels`` (its judged documents), ``evidence changed`` (its quotes as the
+    mean another thing), ``labels`` (its judged documents), ``rewrite changed`` (a turn's human
+    rewrite: what the oracle searches), ``evidence changed`` (its quotes as the
     ``+evidence`` measures read them, ``evidence.as_read``: a quote recased or given a full stop
-    is the same quote); empty when the question is unchanged. The one test of "the same question"
-    a comparison of two runs makes."""
+    is the same quote); empty when the question is unchanged. Texts are compared as matching
+    compares them (``text.normalise``): a text respaced or recased is the same question, so a
+    baseline whose texts an older import folded compares with one of the texts as written. The
+    one test of "the same question" a comparison of two runs makes."""
     from .evidence import as_read, evidence_of
 
-    return [part for part, moved in (("reworded", before.question != after.question),
-                                     ("history changed", tuple(before.history) != tuple(after.history)),
+    return [part for part, moved in (("reworded", normalise(before.question) != normalise(after.question)),
+                                     ("history changed", said(before.history) != said(after.history)),
                                      ("labels", dict(before.relevant) != dict(after.relevant)),
+                                     ("rewrite changed", _folded(before.rewrite) != _folded(after.rewrite)),
                                      ("evidence changed", as_read(evidence_of(before)) != as_read(evidence_of(after))))
             if moved]
 
 
-def query_problem(qid: str, question: str, relevant: Mapping[str, int]) -> tuple[str, str] | None:
+def _folded(text: str | None) -> str | None:
+    return None if text is None else normalise(text)
+
+
+def said(history: Iterable[Turn]) -> tuple[tuple[str, str], ...]:
+    """A conversation so far as matching reads it: each message's role and ``normalise``d text."""
+    return tuple((t.role, normalise(t.text)) for t in history)
+
+
+def query_problem(qid: str, question: str, relevant: Mapping[str, int], *,
+                  unanswerable: bool = False) -> tuple[str, str] | None:
     """(what is wrong, which field) of a labeled query that the questions cache cannot hold, or
     None. The importers and the loader both ask it, so whatever an import writes, the loader reads."""
     if not qid:
@@ -182,7 +216,7 @@ def query_problem(qid: str, question: str, relevant: Mapping[str, int]) -> tuple
         problem = id_problem(str(doc))
         if problem:
             return f"query '{qid}': judged document {problem}", "relevant"
-    if relevant and not any(g >= 1 for g in relevant.values()):  # (no judgments at all: not asked here)
+    if relevant and not unanswerable and not any(g >= 1 for g in relevant.values()):  # (none at all: not asked here)
         return f"query '{qid}': no document has grade >= 1, so no answer could ever count", "relevant"
     return None
 
@@ -273,7 +307,7 @@ def load_questions_cache(path: str | Path, *, known_doc_ids: Iterable[str] | Non
             tags = parse_tags(entry.get("tags"), "tags")
         except RetrievalEvalError as exc:
             raise bad(f"query '{qid}': {exc.detail.split(': ', 1)[-1]}", "tags") from None
-        queries.append(LabeledQuery(qid, question.strip(), dict(relevant), source, tags))
+        queries.append(LabeledQuery(qid, question, dict(relevant), source, tags))  # as written
     queries += _conversations(raw.get("conversations"), text, path, known, seen)
     provenance = {k: raw.get(k) for k in ("generator", "splitter", "corpus_fingerprint")}
     provenance["path"] = str(path)
@@ -330,7 +364,8 @@ def _conversations(entries: Any, text: str, path: Path, known: set[str] | None,
             if q.query_id in question_ids:
                 raise at_turn(f"turn '{q.query_id}' has the id of queries[{question_ids[q.query_id]}]: rename one",
                               f"turns[{q.turn - 1}]")
-            problem = query_problem(q.query_id, q.question, q.relevant)
+            stated = entry["turns"][q.turn - 1].get("answerable") is False
+            problem = query_problem(q.query_id, q.question, q.relevant, unanswerable=stated)
             if problem:
                 raise at_turn(problem[0], f"turns[{q.turn - 1}].{'user' if problem[1] == 'question' else problem[1]}")
             if known is not None and (missing := sorted(d for d in q.relevant if d not in known)):
@@ -359,10 +394,10 @@ def dump_questions_cache(labeled: LabeledSet, *, generator: Mapping[str, Any], c
             for q in labeled.queries if q.conversation is None
         ],
     }
-    if labeled.has_conversations:
+    if labeled.has_conversations or labeled.unanswerable:
         from .conversations import grouped
 
-        doc["conversations"] = grouped(labeled.queries)
+        doc["conversations"] = grouped(labeled.everything)
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -12,7 +12,8 @@ cache's ``tags``: product, language, kind); the plugin adds, from the corpus:
 - ``length:short`` (up to 10 words), ``length:medium``, ``length:long`` (over 20 words);
 - for a turn of a conversation only: ``turn:1`` ... ``turn:4``, ``turn:5+`` (its position),
   ``first-turn`` or ``follow-up``, and ``depends`` or ``standalone``: the label's flag where it
-  states one, else ``depends_guess`` of the turn's text.
+  states one, else ``standalone`` for a first turn, else what the turn's human rewrite says, else
+  ``depends_guess`` of the turn's text (``depends_of``).
 
 A tag with a ``:`` is one value of a family (``length:``, ``product:``): its values split the
 set between them, so reports show no complement for it. ``first-turn``/``follow-up`` and
@@ -104,14 +105,21 @@ _GENERIC = STOPWORDS | frozenset("much many does work works need make take tell 
                                  "that same such former latter".split())
 
 
+#: openings of a correction, a reply to the assistant's answer: "No, I meant ...", "That was not my question"
+_CORRECTION = ("no ", "no,", "not ", "i mean ", "i mean,", "i meant ", "that was not ", "that's not ", "that is not ",
+               "what i mean")
+
+
 @lru_cache(maxsize=4096)  # asked per turn by the segments and by every measure of the analysis by turn
 def depends_guess(text: str) -> bool:
-    """Whether a turn likely needs the earlier turns: it holds a pointer (a pronoun or
-    demonstrative, not the "there" of "is there") or is elliptical (starts "and", "what about",
-    "how about", "what if", ...; or has fewer than 3 words that are not stopwords), and it has
-    fewer than 2 content words of 4+ letters (not stopwords, not generic verbs like "work" or
-    "cost"), i.e. nothing of its own a pronoun could refer to. A guess, used only where the label
-    states no ``depends``."""
+    """Whether a follow-up likely needs the earlier turns, from its text alone: it holds a pointer
+    (a pronoun or demonstrative, not the "there" of "is there") or is elliptical (starts "and",
+    "what about", "how about", "what if", ...; or has fewer than 3 words that are not stopwords),
+    and it has fewer than 3 content words of 4+ letters (not stopwords, not generic verbs like
+    "work" or "cost"): too little of its own for the pointer to refer to; or it opens with a
+    correction of the assistant ("No, I meant ..."); or it has fewer than 2 content words. Measured
+    against MTRAG's human rewrites (docs/conversations.md). A guess, used only where the label
+    states no ``depends`` and the turn has no human rewrite (``depends_of``)."""
     lowered = " ".join(text.lower().replace("’", "'").split())
     words = re.findall(r"[a-z][a-z']*", lowered)
     existential = {i + 1 for i, w in enumerate(words[:-1]) if w in ("is", "are", "was", "were", "isn't", "aren't")
@@ -119,16 +127,44 @@ def depends_guess(text: str) -> bool:
     pointer = any(w in _POINTERS for i, w in enumerate(words) if i not in existential)
     elliptical = lowered.startswith(_ELLIPSIS) or len([w for w in words if w not in STOPWORDS]) < 3
     content = {w for w in words if len(w) >= 4 and w not in _GENERIC}
-    return (pointer or elliptical) and len(content) < 2
+    correction = lowered.lstrip(" \"'").startswith(_CORRECTION)
+    return ((pointer or elliptical) and len(content) < 3) or correction or len(content) < 2
+
+
+def _content(text: str) -> set[str]:
+    from .text import words
+
+    return {w for w in words(text) if len(w) >= 3 and w not in STOPWORDS}
+
+
+def rewrite_needs_history(q: LabeledQuery) -> bool | None:
+    """Whether a turn's human rewrite says it needs the conversation: the rewrite holds a content
+    word (3+ letters, not a stopword, ``data.text.words``) that the turn lacks and the conversation
+    before it holds. None without a rewrite or a conversation before it."""
+    if q.rewrite is None or not q.history:
+        return None
+    added = _content(q.rewrite) - _content(q.question)
+    return bool(added & set().union(*(_content(t.text) for t in q.history)))
+
+
+def depends_of(q: LabeledQuery) -> bool:
+    """Whether a turn needs the earlier turns: the label's ``depends`` where it states one; a
+    first turn does not (nothing came before); else what its human rewrite says
+    (``rewrite_needs_history``); else ``depends_guess`` of its text."""
+    if q.depends is not None:
+        return q.depends
+    if q.turn <= 1 and not q.history:
+        return False
+    said = rewrite_needs_history(q)
+    return said if said is not None else depends_guess(q.question)
 
 
 def turn_tags(q: LabeledQuery) -> set[str]:
     """The derived tags of a conversation's turn (none for a single question)."""
     if getattr(q, "conversation", None) is None:
         return set()
-    depends = q.depends if q.depends is not None else depends_guess(q.question)
     return {f"turn:{q.turn}" if q.turn < TURN_FOLD else f"turn:{TURN_FOLD}+",
-            "first-turn" if q.turn == 1 else "follow-up", "depends" if depends else "standalone"}
+            "first-turn" if q.turn == 1 else "follow-up", "depends" if depends_of(q) else "standalone"}
 
 
 def derive(labeled: LabeledSet, docs: Iterable[Any]) -> LabeledSet:
@@ -156,7 +192,8 @@ def derive(labeled: LabeledSet, docs: Iterable[Any]) -> LabeledSet:
         if any(is_versioned(d.meta) for d in gold):
             tags.add("versioned")
         queries.append(replace(q, tags=tuple(sorted(tags))))
-    return LabeledSet(tuple(queries), name=labeled.name, provenance=labeled.provenance)
+    return LabeledSet(tuple(queries), name=labeled.name, provenance=labeled.provenance,
+                      unanswerable=labeled.unanswerable)  # asked, never scored: no segment
 
 
 def members(labeled: LabeledSet, tag: str) -> list[str]:

@@ -176,9 +176,23 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
         info["unknown_ids"] = (f"{len(unknown)} returned ids are not in the corpus, e.g. "
                                f"{', '.join(list(unknown)[:3])}{looks}")
     measured = {"concurrency": width, "machine": machine(), "prepare_seconds": prepare_seconds}
-    return Evaluation(name or engine.name, labeled, tuple(results), info, depth, dict(context or {}),
+    done = Evaluation(name or engine.name, labeled, tuple(results), info, depth, dict(context or {}),
                             run_lint={k: tuple(v) for k, v in lint.items() if v}, measured=measured,
                             prepare_usage={m: tuple(v) for m, v in prepare_meter.to_dict().items()})
+    return _with_unanswerable(done, engine, depth=depth, timeout=timeout, known_ids=known_ids, concurrency=concurrency)
+
+
+def _with_unanswerable(done: Evaluation, engine: Engine, **asked: Any) -> Evaluation:
+    """``done`` with what ``engine`` returned for its set's unanswerable turns (no relevant
+    document exists: ``LabeledSet.unanswerable``), asked as every turn is, after the others, and
+    kept apart (``Evaluation.unanswerable``): listed, never scored, no run lint of theirs."""
+    lost = getattr(done.labeled, "unanswerable", ())
+    if not lost:
+        return done
+    from dataclasses import replace
+
+    alone = LabeledSet(tuple(replace(q, answerable=True) for q in lost), name=done.labeled.name)
+    return replace(done, unanswerable=evaluate_engine(engine, alone, name=done.engine, **asked).results)
 
 
 def _within(passages: list[tuple[str, str]], doc_ids: tuple[str, ...]) -> list[tuple[str, str]]:

@@ -111,6 +111,13 @@ def evaluation_to_dict(self: Evaluation, *, timing: bool = False,
         d["prepare_usage"] = {m: list(v) for m, v in sorted(self.prepare_usage.items())}
     if self.trial_usage:
         d["trial_usage"] = {m: list(v) for m, v in sorted(self.trial_usage.items())}
+    if self.unanswerable:  # the unanswerable turns and what came back for them: listed, never scored
+        lost = {q.query_id: q for q in self.labeled.unanswerable}
+        d["unanswerable"] = [{"id": r.query_id, "question": lost[r.query_id].question,
+                              "relevant": dict(lost[r.query_id].relevant), "ranked": list(r.doc_ids), "error": r.error,
+                              **({"conversation": {"id": lost[r.query_id].conversation, "turn": lost[r.query_id].turn,
+                                                   "history": [t.to_dict() for t in lost[r.query_id].history]}}
+                                 if lost[r.query_id].conversation is not None else {})} for r in self.unanswerable]
     if derived is not None:
         d.update({k: v for k, v in derived.items() if k != "per_query"})
         for entry in queries:
@@ -159,10 +166,13 @@ def evaluation_from_dict(d: Mapping[str, Any], cls: type[Evaluation] = Evaluatio
         _conversation(q)
         if not isinstance(q.get("rewrite", ""), str):
             raise ValueError(f"'queries' entry {q['id']!r}: rewrite must be the text the engine searched")
+    lost = d.get("unanswerable") or []
     labeled = RecordedLabeledSet(tuple(LabeledQuery(q["id"], q["question"], q["relevant"], tags=tuple(q.get("tags", ())),
                                                     source={"evidence": q["evidence"]} if q.get("evidence") else {},
                                                     **_conversation(q))
                                        for q in queries),
+                                 unanswerable=tuple(LabeledQuery(q["id"], q["question"], dict(q.get("relevant") or {}),
+                                                                 answerable=False, **_conversation(q)) for q in lost),
                                  name=lab["name"], recorded_fingerprint=lab["fingerprint"],
                                  provenance={**({"slice": dict(lab["slice"])} if lab.get("slice") else {}),
                                              **({"subset": dict(lab["subset"])} if lab.get("subset") else {}),
@@ -191,7 +201,8 @@ def evaluation_from_dict(d: Mapping[str, Any], cls: type[Evaluation] = Evaluatio
                             _usage(d.get("prepare_usage") or {}, None), _usage(d.get("trial_usage") or {}, None),
                             human={q["id"]: dict(q.get("human", {})) for q in queries if "human_depth" in q},
                             human_depth={q["id"]: q["human_depth"] for q in queries if "human_depth" in q},
-                            recorded_values=_recorded_values(queries) if recorded else {})
+                            recorded_values=_recorded_values(queries) if recorded else {},
+                            unanswerable=tuple(QueryResult(q["id"], tuple(q["ranked"]), q.get("error")) for q in lost))
 
 
 def _recorded_values(queries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:

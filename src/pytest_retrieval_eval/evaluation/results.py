@@ -82,6 +82,9 @@ class Evaluation:
     #: as this version defines them (``METRICS_FINGERPRINT``); a run made now has none: its
     #: ``Scores`` (``analysis/scores.py``) score the rankings, a saved one's read these first
     recorded_values: Mapping[str, Mapping[str, float]] = field(default_factory=dict, repr=False)
+    #: what the engine returned for the labeled set's unanswerable turns (``LabeledSet.unanswerable``:
+    #: no relevant document exists), in their order: listed by the analysis, never scored
+    unanswerable: tuple[QueryResult, ...] = ()
     # --- identity and counts -----------------------------------------------------------------
     @property
     def key(self) -> tuple[str, str]:

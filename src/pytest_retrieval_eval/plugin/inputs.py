@@ -149,7 +149,7 @@ def _without(labeled: LabeledSet, out: set[str], why: dict) -> LabeledSet:
     their text."""
     names = {q.query_id: q.name for q in labeled if q.query_id in why and q.name != q.query_id}
     return LabeledSet(tuple(q for q in labeled if q.query_id not in out), name=labeled.name,
-                      provenance={**labeled.provenance, "stale_left_out": why,
+                      unanswerable=labeled.unanswerable, provenance={**labeled.provenance, "stale_left_out": why,
                                   **({"stale_names": names} if names else {})})
 
 

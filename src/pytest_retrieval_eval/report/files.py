@@ -19,7 +19,7 @@ from .._atomic import write_text_atomic
 from .._plain import strict_json
 from ..archive.saved import results_json as results_text
 from ..types import sha256_text
-from . import ceiling, cost, plot, shadow, sweep, table, turns, turns_given
+from . import ceiling, cost, plot, shadow, sweep, table, turns, turns_given, unanswerable
 from .errors import error_lines
 from .judged import candidate_lines, judged_lines, stale_lines
 from . import labeled_set
@@ -76,6 +76,7 @@ def markdown(verdict: Verdict, metadata: Mapping[str, Any]) -> str:
     out += ["", *why] if why else []
     out += ceiling.markdown(verdict)
     out += turns.markdown(verdict)
+    out += unanswerable.markdown(verdict)
     chosen = labeled_set.subset_lines(verdict, markdown=True) + labeled_set.lines(verdict, markdown=True)
     out += ["", "## Labeled set", "", *chosen] if chosen else []
     segments = segment_lines(verdict, markdown=True)

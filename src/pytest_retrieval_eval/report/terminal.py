@@ -15,7 +15,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
-from . import ceiling, cost, shadow, sweep, table, turns, turns_given
+from . import ceiling, cost, shadow, sweep, table, turns, turns_given, unanswerable
 from .errors import error_lines
 from .judged import asked_judged_lines, candidate_lines, judged_lines, stale_lines
 from . import labeled_set
@@ -125,6 +125,8 @@ def write_summary(tr: Any, outcome: Any, *, report: bool, thresholds: int, unava
             for line in miss_lines(verdict):
                 tr.write_line(line)
             for line in turns.terminal_lines(verdict):  # conversations: quality by turn, the drop
+                tr.write_line(line)
+            for line in unanswerable.terminal_lines(verdict):  # what came back where nothing is relevant
                 tr.write_line(line)
             for line in (detail("recall by stage", ceiling.lines(verdict))
                          + detail("segments", segment_lines(verdict), asked=bool(s.by))

@@ -125,7 +125,9 @@ def markdown(verdict: Verdict) -> list[str]:
     out = ["", "## By turn", "",
            "Turns of conversations only. Drop: the mean over first turns minus the mean over follow-ups; its 95% "
            "interval and every interval of a conversation run resample conversations, not turns. Dependence: the "
-           "label's flag, else a guess from the turn's text (a pronoun or ellipsis with nothing of its own to refer to)."]
+           "label's flag; else a first turn stands alone; else what the turn's human rewrite says (it brings in "
+           "words of the conversation); else a guess from the turn's text (a pronoun or ellipsis with little of its "
+           "own, a correction, fewer than 2 content words)."]
     keys = list(dict.fromkeys((x.engine, x.labeled) for x in turns))
     for key in keys:
         rows = [x for x in turns if (x.engine, x.labeled) == key]
