@@ -4,7 +4,6 @@ them and the reports say it: a line per engine under the table, each turn's top 
 
 from __future__ import annotations
 
-import pytest
 
 from pytest_retrieval_eval.analysis.analyse import Analysis, analyse
 from pytest_retrieval_eval.analysis.result import EvaluationResult
