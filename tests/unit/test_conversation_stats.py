@@ -311,3 +311,51 @@ def test_a_paired_test_over_too_few_units_cannot_reach_alpha():
     assert paired_randomization(np.ones(15), np.zeros(15), clusters=clusters) >= 0.05
     six = [f"c{i}" for i in range(6) for _ in range(3)]
     assert paired_randomization(np.ones(18), np.zeros(18), clusters=six) < 0.05
+
+
+def test_the_drop_of_a_binary_measure_reads_the_design_effect_and_the_pairing_within_conversations():
+    from pytest_retrieval_eval.ir.stats import split_difference_ci
+
+    rng = np.random.default_rng(2027)
+    covered, ratios, runs = 0, [], 400
+    for _ in range(runs):  # 40 conversations of 2-8 turns; each conversation's own rate shifts both sides together
+        lengths = rng.integers(2, 9, 40)
+        conv = np.repeat(np.arange(40), lengths)
+        first = np.r_[True, np.diff(conv) != 0]
+        shift = rng.normal(0.0, 0.8, 40)[conv]
+        rate = 1 / (1 + np.exp(-(np.where(first, 1.6, 0.6) + shift)))
+        hits = (rng.random(len(conv)) < rate).astype(float)
+        clusters = [f"c{c}" for c in conv]
+        lo, hi = split_difference_ci(hits, first, clusters, binary=True)
+        covered += lo <= DROP_TRUTH <= hi
+        if len(ratios) < 10:
+            x = hits
+            b = _brute_force_drops(x, first, conv, 1000, len(ratios))
+            b_lo, b_hi = np.percentile(b, [2.5, 97.5])
+            ratios.append((hi - lo) / (b_hi - b_lo))
+    assert 0.93 <= covered / runs <= 0.97, covered / runs
+    assert 0.8 <= np.mean(ratios) <= 1.3, ratios
+
+
+def _true_drop() -> float:
+    """The drop the simulation above draws: the first turn's rate minus the follow-ups' (turn-
+    weighted over lengths 2-8), by a large draw of the conversations' shifts."""
+    shift = np.random.default_rng(0).normal(0.0, 0.8, 2_000_000)
+    first = float((1 / (1 + np.exp(-(1.6 + shift)))).mean())
+    follow = float((1 / (1 + np.exp(-(0.6 + shift)))).mean())
+    return first - follow
+
+
+DROP_TRUTH = _true_drop()
+
+
+def _brute_force_drops(x: np.ndarray, first: np.ndarray, conv: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """The drop over ``resamples`` draws of whole conversations, one draw at a time."""
+    rng = np.random.default_rng(seed)
+    c = int(conv.max()) + 1
+    drops = []
+    for _ in range(resamples):
+        drawn = np.concatenate([np.flatnonzero(conv == i) for i in rng.integers(0, c, c)])
+        f = first[drawn]
+        drops.append(x[drawn][f].mean() - x[drawn][~f].mean())
+    return np.array(drops)

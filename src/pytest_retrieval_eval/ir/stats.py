@@ -81,24 +81,51 @@ def split_difference_ci(values: Sequence[float], first: Sequence[bool], clusters
                         level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED,
                         binary: bool = False) -> tuple[float, float]:
     """The interval of mean(values where ``first``) - mean(values elsewhere) over conversations
-    (``clusters``). A ``binary`` measure (hit@k, the rates) takes Newcombe's hybrid score interval
-    from each side's Wilson interval over its effective number of conversations (as ``mean_ci``
-    does for one mean): a bootstrap of 0/1 values collapses at the bounds (every first turn and
-    every follow-up found gives [0, 0] from three conversations). A graded measure takes the
-    bootstrap below, and Newcombe's interval where it collapses to a point inside [0, 1].
-    Newcombe's ignores the pairing within a conversation, which only widens it."""
+    (``clusters``). A ``binary`` measure (hit@k, the rates) takes Zou and Donner's MOVER (2008)
+    from each side's interval as ``mean_ci`` makes it (Wilson over the side's effective number:
+    its own design effect), with the correlation of the two means over conversations
+    (``_side_correlation``): Newcombe's hybrid score interval for the difference, corrected for
+    the pairing within a conversation, which narrows it where a conversation that goes well
+    goes well on both sides. A bootstrap of 0/1 values collapses at the bounds (every first turn
+    and every follow-up found gives [0, 0] from three conversations). A graded measure takes
+    the bootstrap below, and that interval where it collapses to a point inside [0, 1]."""
     x, side = np.asarray(values, dtype=np.float64), np.asarray(first, dtype=bool)
     found = _split_bootstrap(x, side, clusters, level=level, resamples=resamples, seed=seed)
     if math.isnan(found[0]) or not (binary or (found[0] == found[1] and 0.0 <= x.min() and x.max() <= 1.0)):
         return found
     index: dict[str, int] = {}
     codes = np.fromiter((index.setdefault(c, len(index)) for c in clusters), dtype=np.int64, count=len(x))
-    sizes = [np.bincount(codes[mask]) for mask in (side, ~side)]  # each conversation's turns on that side
-    (p1, n1), (p2, n2) = [(float(x[mask].mean()), effective_clusters(m[m > 0])) for mask, m in zip((side, ~side), sizes)]
-    (l1, u1), (l2, u2) = wilson_ci(p1, n1, level=level), wilson_ci(p2, n2, level=level)
+    (p1, (l1, u1)), (p2, (l2, u2)) = [(float(x[mask].mean()), _side_ci(x[mask], codes[mask], level))
+                                      for mask in (side, ~side)]
+    r = _side_correlation(x, side, codes)
     d = p1 - p2
-    return (max(-1.0, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)),
-            min(1.0, d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)))
+    return (max(-1.0, d - math.sqrt(max(0.0, (p1 - l1) ** 2 + (u2 - p2) ** 2 - 2 * r * (p1 - l1) * (u2 - p2)))),
+            min(1.0, d + math.sqrt(max(0.0, (u1 - p1) ** 2 + (p2 - l2) ** 2 - 2 * r * (u1 - p1) * (p2 - l2)))))
+
+
+def _side_ci(x: np.ndarray, codes: np.ndarray, level: float) -> tuple[float, float]:
+    """One side's Wilson interval over its effective number (``mean_ci`` on its values)."""
+    _, codes = np.unique(codes, return_inverse=True)
+    n = float(len(x)) if codes.max() + 1 == len(x) else _effective_size(x, codes, level)
+    return wilson_ci(float(x.mean()), n, level=level)
+
+
+def _side_correlation(x: np.ndarray, side: np.ndarray, codes: np.ndarray) -> float:
+    """The correlation of the two sides' means over resamples of whole conversations, by
+    linearization: each conversation's residuals ``y - mean * m`` on one side and on the other,
+    over the sides' sizes. 0 with fewer than ``MIN_CLUSTERS`` conversations (the guard: the
+    sides' intervals are then each conversation once, and no pairing is read) or where a side
+    does not vary."""
+    c = int(codes.max()) + 1
+    if c < MIN_CLUSTERS:
+        return 0.0
+    e = []
+    for mask in (side, ~side):
+        sums = np.bincount(codes, weights=np.where(mask, x, 0.0), minlength=c)
+        sizes = np.bincount(codes, weights=mask.astype(np.float64), minlength=c)
+        e.append((sums - float(x[mask].mean()) * sizes) / mask.sum())
+    scale = math.sqrt(float((e[0] ** 2).sum() * (e[1] ** 2).sum()))
+    return 0.0 if scale == 0.0 else max(-1.0, min(1.0, float((e[0] * e[1]).sum()) / scale))
 
 
 def _split_bootstrap(values: Sequence[float], first: Sequence[bool], clusters: Sequence[str], *,
