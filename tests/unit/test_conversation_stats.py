@@ -304,7 +304,7 @@ def test_the_detectable_drop_over_conversations_counts_what_their_turns_are_wort
 def test_a_paired_test_over_too_few_units_cannot_reach_alpha():
     from pytest_retrieval_eval.ir.stats import can_be_significant, smallest_p
 
-    assert smallest_p(5) == 2 / 32 and not can_be_significant(5, 0.05)
+    assert smallest_p(5) == 2 / 32 and not can_be_significant(5, 0.05) and can_be_significant(2000, 0.05)
     assert can_be_significant(6, 0.05) and not can_be_significant(6, 0.03) and can_be_significant(7, 0.03)
     # the randomization test agrees: five conversations that all move one way give no p below .05
     clusters = [f"c{i}" for i in range(5) for _ in range(3)]

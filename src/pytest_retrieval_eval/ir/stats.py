@@ -448,7 +448,7 @@ def detectable_drop(values: Sequence[float], *, alpha: float = 0.05, power: floa
 def smallest_p(units: int) -> float:
     """The smallest two-sided p-value a sign-flip test over ``units`` can give: every unit moved
     the same way, matched only by its mirror image, 2 of the 2^units sign patterns."""
-    return 2.0 / 2.0 ** units if units > 0 else 1.0
+    return math.ldexp(1.0, 1 - units) if units > 0 else 1.0  # 2 / 2^units, 0.0 past what a float holds
 
 
 def can_be_significant(units: int, alpha: float) -> bool:
