@@ -198,7 +198,7 @@ def test_the_hit_interval_over_conversations_covers_at_its_nominal_rate_whatever
         w_lo, w_hi = wilson_ci(values.mean(), len(values))
         ratios.append((hi - lo) / (w_hi - w_lo))
     # 400 datasets estimate a coverage to +-0.011 (one standard error); with 8,000 per case it is
-    # 0.948-0.956 (docs/statistics.md)
+    # 0.948-0.956 (docs/gates.md, "Conversations, turn by turn")
     assert 0.93 <= covered / 400 <= 0.97, covered / 400
     if icc == 0:  # independent turns: hardly wider than Wilson over the turns
         assert np.mean(ratios) <= 1.15 and np.median(ratios) <= 1.15, (np.mean(ratios), np.median(ratios))

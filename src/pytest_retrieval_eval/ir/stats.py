@@ -5,8 +5,11 @@ Turns of one conversation are not independent (a conversation that goes wrong go
 every follow-up), so where ``clusters`` names each value's conversation the resampling unit is
 the conversation: the bootstrap draws whole conversations (the mean over every turn drawn, a
 ratio estimator) and the randomization test flips the sign of a whole conversation's
-differences together. With every cluster a singleton (single questions) each function takes
-exactly today's path, so the numbers are bit for bit the same.
+differences together. A 0/1 measure's interval is Wilson's over what the turns are worth
+(``effective_size``: the design effect of the data's own within-conversation correlation), and
+the detectable drop and query counts read the same effective number. With every cluster a
+singleton (single questions) each function takes exactly today's path, so the numbers are bit
+for bit the same.
 
 The resampling ones are seeded, so the same per-query values always give the same interval and p-value, and
 both resample in chunks so memory stays flat with tens of thousands of queries.
@@ -196,8 +199,8 @@ def mean_ci(values: Sequence[float], *, binary: bool, level: float = 0.95,
     design effect the data's own within-conversation correlation gives, with a guard for few
     conversations). It covers at 93-97% for a nominal 95% whether turns are independent or
     strongly correlated, and is hardly wider than Wilson over the turns when they are
-    independent (``tests/unit/test_conversation_stats.py``; figures in docs/statistics.md). A
-    graded measure takes the cluster bootstrap; where every conversation's mean is equal and
+    independent (``tests/unit/test_conversation_stats.py``; the figures in docs/gates.md,
+    "Conversations, turn by turn"). A graded measure takes the cluster bootstrap; where every conversation's mean is equal and
     in [0, 1], resampling has nothing to vary, and Wilson over the effective number stands in."""
     x = np.asarray(values, dtype=np.float64)
     if len(x) == 0:
@@ -276,8 +279,8 @@ def effective_size(values: Sequence[float], clusters: Sequence[str] | None, *, l
 
     Near 0 and 1 with strongly correlated turns it under-covers, as every method does there
     (``survey::svyciprop``'s documentation): 40 conversations whose turns correlate at 0.8 and
-    whose true rate is 0.97 are every turn found one time in five, which says nothing of the
-    correlation (docs/statistics.md)."""
+    whose true rate is 0.97 have every turn found one time in five, which says nothing of the
+    correlation; it covers 76% there (docs/gates.md, "Conversations, turn by turn")."""
     x = np.asarray(values, dtype=np.float64)
     codes = grouped(clusters, len(x))
     if codes is None:
