@@ -204,7 +204,8 @@ def test_the_recorded_run_computes_nothing():
 #: paired randomization, PPI, the detectable drop): the analysis's alone, and the IR core's
 STATISTICS = {
     "ir.stats": {"bootstrap_ci", "split_difference_ci", "wilson_ci", "mean_ci", "paired_randomization",
-                 "paired_difference_ci", "adjust", "detectable_drop", "queries_needed"},
+                 "paired_difference_ci", "adjust", "detectable_drop", "queries_needed", "design_effect",
+                 "effective_size", "can_be_significant", "smallest_p"},
     "ir.paired": {"paired", "corrected"},
     "ir.ppi": {"ppi_mean", "ppi_arrays"},
 }

@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 from .._plain import from_plain, to_plain
 from ..ir.measures import Measure
 from ..ir.ppi import PPIEstimate
-from ..ir.stats import POWER, detectable_drop, queries_needed
+from ..ir.stats import POWER, can_be_significant, detectable_drop, queries_needed
 from ..data.set_checks import SetFinding
 from .causes import Cause, Misses
 from .ceiling import StageCurve
@@ -51,7 +51,7 @@ from ..rules.settings import GateSettings
 from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 15
+ANALYSIS_VERSION = 16
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,26 @@ class Detectable:
 
     def __str__(self) -> str:
         return f"{self.engine} {self.measure} {self.drop:.3f}"
+
+
+@dataclass(frozen=True)
+class Powerless:
+    """A labeled set too small for a paired test over it to reach ``alpha``: a sign-flip test over
+    ``units`` (its conversations, whose turns flip together, else its questions) gives no p
+    below 2/2^units (``ir.stats.smallest_p``), so no difference can be significant, and no drop
+    is detectable at any size. The reports say this once in place of significance columns and
+    detectable drops that cannot move. Single questions fall under the same rule: 5 questions
+    cannot reach 0.05 any more than 5 conversations can."""
+
+    labeled: str
+    units: int
+    #: what the test flips: "conversations" or "questions"
+    unit: str
+    alpha: float
+
+    def __str__(self) -> str:
+        unit = self.unit if self.units != 1 else self.unit[:-1]
+        return f"{self.units} {unit}: no difference can be significant at alpha {self.alpha:g}"
 
 
 @dataclass(frozen=True)
@@ -206,6 +226,10 @@ class Analysis:
     #: per evaluation whose labeled set has unanswerable turns: what came back for them at
     #: ``miss_k`` (``analysis/unanswerable.py``), in run order
     unanswered: tuple[Unanswered, ...] = ()
+    #: the labeled sets too small for any paired test to reach alpha (``Powerless``), in run order,
+    #: where the run compares engines, gates or has a baseline: their comparisons are never
+    #: significant and their detectable drops are left out
+    powerless: tuple[Powerless, ...] = ()
     version: int = ANALYSIS_VERSION
 
     def by_turn(self, key: tuple[str, str], measure: str) -> ByTurn | None:
@@ -316,14 +340,17 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
                            force=s.baseline_force, correction=s.correction)
         warnings += compared.warnings
     stability = tuple(x for e in run.evaluations if (x := stability_of(e, miss_k, spread_of)) is not None)
+    gated_per_question = per_question(gated_measures(thresholds, max_drops))
+    powerless = tuple(powerless_sets(run, alpha, bool(gated_per_question) or baseline is not None))
+    cannot = {x.labeled for x in powerless}
     analysis = Analysis(
         basis=basis(run, s, baseline), measures=tuple(measures), miss_k=miss_k, rows=rows, intervals=intervals,
-        comparisons=tuple(replace(c, significant=significant(c, alpha))
+        comparisons=tuple(replace(c, significant=c.labeled not in cannot and significant(c, alpha))
                           for c in comparisons(run, per_question(measures), s.correction)),
         misses=tuple(Scores.of(e).misses(miss_k) for e in run.evaluations),
         rule_misses=tuple(Scores.of(e).misses(k) for k in _rule_cutoffs(thresholds, miss_k) for e in run.evaluations
                           if e.n and any(t.engine in (None, e.engine) for t in thresholds)),
-        detectable=tuple(detectable_drops(run, per_question(gated_measures(thresholds, max_drops)), alpha)),
+        detectable=tuple(d for d in detectable_drops(run, gated_per_question, alpha) if d.labeled not in cannot),
         warnings=tuple(warnings),
         segments=tuple(segment_rows(run, s.by, f"hit@{miss_k}", alpha=alpha, correction=s.correction)),
         stability=stability,
@@ -349,7 +376,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         segment_rules=tuple(segment_rules(run, thresholds, alpha)),
         judgment_lines=tuple(judgments.lines()) if judgments is not None else (),
         judge=judgments.judge.describe() if judgments is not None else "",
-        unanswered=tuple(unanswered_of(run, miss_k)))
+        unanswered=tuple(unanswered_of(run, miss_k)), powerless=powerless)
     return replace(analysis, unsettled=tuple(_unsettled(run, s, analysis)))
 
 
@@ -364,6 +391,25 @@ def _unsettled(run: RunResults, s: GateSettings, a: Analysis) -> list[Unsettled]
         out += unsettled_thresholds(run, a.rows, s.thresholds, a.estimates) + unsettled_turns(a.turns, s.thresholds)
     if s.noise_aware and a.baseline is not None and not a.baseline.refused:
         out += unsettled_drops(run, s.max_drops, a.baseline.diffs, a.baseline.segments)
+    return out
+
+
+def powerless_sets(run: RunResults, alpha: float, asked: bool) -> list[Powerless]:
+    """Each labeled set of ``run`` (first seen) whose paired tests cannot reach ``alpha``
+    (``ir.stats.can_be_significant`` over its conversations, or its questions), where anything
+    reads significance: two engines on it compared, or (``asked``) rules or a baseline."""
+    engines: dict[str, list] = {}
+    for e in run.evaluations:
+        engines.setdefault(e.labeled.name, []).append(e)
+    out = []
+    for name, evaluations in engines.items():
+        e = evaluations[0]
+        if not e.n or not (asked or len(evaluations) > 1):
+            continue
+        clusters = e.clusters()
+        units, unit = (len(set(clusters)), "conversations") if clusters is not None else (e.n, "questions")
+        if not can_be_significant(units, alpha):
+            out.append(Powerless(name, units, unit, alpha))
     return out
 
 
@@ -442,7 +488,8 @@ def gated_measures(thresholds: Sequence[Threshold], max_drops: Sequence[MaxDrop]
 
 
 def detectable_drops(run: RunResults, measures: Sequence[str], alpha: float) -> list[Detectable]:
-    return [Detectable(e.engine, e.labeled.name, m, detectable_drop(Scores.of(e).values(m), alpha=alpha), e.n)
+    return [Detectable(e.engine, e.labeled.name, m, detectable_drop(Scores.of(e).values(m), alpha=alpha,
+                                                                         clusters=e.clusters()), e.n)
             for e in run.evaluations for m in measures if e.n > 1 and Scores.of(e).has_value(m)]
 
 
@@ -460,9 +507,10 @@ def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) ->
             values = subset(e, rule.measure, ids)  # a segment rule: its segment's questions
             if len(values) < 2:
                 continue
-            mdd = detectable_drop(values, alpha=alpha)
+            mdd = detectable_drop(values, alpha=alpha, clusters=e.clusters(ids))
             if rule.delta < mdd:
-                need = (f"a drop of {rule.delta:g} needs about {queries_needed(values, rule.delta, alpha=alpha)} "
+                need = (f"a drop of {rule.delta:g} needs about "
+                        f"{queries_needed(values, rule.delta, alpha=alpha, clusters=e.clusters(ids))} "
                         "queries") if rule.delta > 0 else "no number of queries tells any drop at all from noise"
                 on = f"{e.labeled.name}[{rule.segment}]" if rule.segment else e.labeled.name
                 out.append(f"max-drop rule {rule} is below what it can detect: {e.engine} on {on} can only "

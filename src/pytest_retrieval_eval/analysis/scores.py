@@ -149,7 +149,8 @@ class Scores:
     def ci(self, measure: "str | Measure") -> tuple[float, float]:
         """95% interval of the mean over queries: Wilson for a measure that is 0 or 1 per query
         (hit@k, the freshness rates), so 1.000 still has a lower end below 1; else the bootstrap
-        (``ir.stats.mean_ci``). Over turns of conversations, the bootstrap over conversations."""
+        (``ir.stats.mean_ci``). Over turns of conversations, Wilson over what the turns are worth
+        (their design effect) for a 0/1 measure, the bootstrap over conversations for a graded one."""
         m = Measure.parse(measure)
         if m.ppi:  # the estimate's own: PPI's, or the human-only one where the judge does not help
             found = self.ppi(m)

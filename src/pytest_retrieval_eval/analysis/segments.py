@@ -128,7 +128,8 @@ def segment_rows(run: Any, wanted: Sequence[str], measure: str, *, alpha: float 
                 v = arrays[e.engine] = subset(e, measure, ids)
                 lo, hi = mean_ci(v, binary=binary, clusters=e.clusters(ids))
                 low, high = Measure.parse(measure).bounds  # the normal approximation can say more than can fall
-                values[e.engine] = (float(v.mean()), lo, hi, min(detectable_drop(v, alpha=alpha), high - low))
+                values[e.engine] = (float(v.mean()), lo, hi,
+                                    min(detectable_drop(v, alpha=alpha, clusters=e.clusters(ids)), high - low))
             rows.append(SegmentRow(tag, name, measure, tuple(ids), values))
             for i, a in enumerate(evaluations):
                 for b in evaluations[i + 1:]:
@@ -191,6 +192,6 @@ def segment_rules(run: Any, thresholds: Sequence[Any], alpha: float = 0.05) -> l
             values = subset(e, t.measure, ids)
             names = {q.query_id: q.name for q in e.labeled.queries}
             low = [ids[i] for i in sorted(range(len(ids)), key=lambda i: (values[i], i)) if values[i] < 1]
-            out.append(replace(at, value=float(values.mean()), drop=detectable_drop(values, alpha=alpha),
+            out.append(replace(at, value=float(values.mean()), drop=detectable_drop(values, alpha=alpha, clusters=e.clusters(ids)),
                                lowest=tuple(names[q] for q in low[:LOWEST]), more=max(len(low) - LOWEST, 0)))
     return out

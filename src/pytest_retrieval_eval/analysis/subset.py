@@ -117,8 +117,10 @@ def drops(runs: Sequence[Any], measure: str, chosen: Sequence[str], alpha: float
     out = {}
     for e in runs[0].evaluations:
         values = Scores.of(e).values(measure)
+        ids = [q.query_id for q in e.labeled.queries if q.query_id in keep]
         mine = [v for q, v in zip((q.query_id for q in e.labeled.queries), values) if q in keep]
-        out[e.engine] = {"full": detectable_drop(values, alpha=alpha), "subset": detectable_drop(mine, alpha=alpha)}
+        out[e.engine] = {"full": detectable_drop(values, alpha=alpha, clusters=e.clusters()),
+                         "subset": detectable_drop(mine, alpha=alpha, clusters=e.clusters(ids))}
     return out
 
 
@@ -186,5 +188,6 @@ def subset_drops(run: RunResults, alpha: float) -> list[SubsetDrop]:
             continue
         m = record["measure"]
         out.append(SubsetDrop(record["name"], e.engine, e.labeled.name, m, e.n, int(record["of_n"]),
-                              detectable_drop(Scores.of(e).values(m), alpha=alpha), record["full"].get(e.engine)))
+                              detectable_drop(Scores.of(e).values(m), alpha=alpha, clusters=e.clusters()),
+                              record["full"].get(e.engine)))
     return out

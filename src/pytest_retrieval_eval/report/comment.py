@@ -206,13 +206,16 @@ def _differences(verdict: Verdict) -> Section | None:
     if not comparisons:
         return None
     differ = [c for c in comparisons if c.paired.wins or c.paired.losses]
-    lines = [f"Paired mean over {table.paired_over(verdict)}; p corrected by "
-             f"{verdict.correction_text()}."]
+    with_p = table.p_columns(verdict)  # none where no difference can be significant (the legend says why)
+    lines = [f"Paired mean over {table.paired_over(verdict)}"
+             + (f"; p corrected by {verdict.correction_text()}." if with_p else ".")]
     if differ:
-        lines += ["", "| a − b | labeled set | measure | difference | 95% CI | p | corrected p |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += ["", "| a − b | labeled set | measure | difference | 95% CI | p | corrected p |" if with_p
+                  else "| a − b | labeled set | measure | difference | 95% CI |",
+                  "|---|---|---|---|---|---|---|" if with_p else "|---|---|---|---|---|"]
         lines += [f"| {c.a} − {c.b} | {c.labeled} | {c.measure} | {table.signed(c.delta)} | [{table.signed(c.ci[0])}, "
-                  f"{table.signed(c.ci[1])}] | {c.p:.3g} | {table.shown_p(c):.3g} |" for c in differ]
+                  f"{table.signed(c.ci[1])}] |" + (f" {c.p:.3g} | {table.shown_p(c):.3g} |" if with_p else "")
+                  for c in differ]
     same = len(comparisons) - len(differ)
     if same:
         lines += ["", f"{same} comparison{'s' * (same != 1)} equal on every question (not shown)."]

@@ -212,7 +212,7 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
         engine_errors=[g.describe() for g in errors.groups(verdict.run.evaluations)],
         against=against_baseline(verdict), has_baseline=baseline is not None, **_verdict_box(verdict),
         no_moves="no baseline given" if verdict.baseline is None else "the baseline was refused: nothing was compared",
-        correction=verdict.correction_text(),
+        correction=verdict.correction_text(), p_columns=table.p_columns(verdict),
         effects=[{"a": c.a, "b": c.b, "labeled": c.labeled, "measure": c.measure, "delta": table.signed(c.delta),
                   "ci": f"[{table.signed(c.ci[0])}, {table.signed(c.ci[1])}]", "p": f"{c.p:.3g}",
                   "p_adjusted": f"{table.shown_p(c):.3g}"} for c in verdict.comparisons],

@@ -75,11 +75,14 @@ def _why_none(measures: Sequence[str]) -> str:
 
 
 def letters(verdict: Verdict) -> dict[tuple[str, str], str]:
-    """A letter per engine within each labeled set (a, b, ...), when there is something to compare."""
+    """A letter per engine within each labeled set (a, b, ...), when there is something to compare
+    (not on a set no difference can be significant on: ``Analysis.powerless``)."""
     out: dict[tuple[str, str], str] = {}
     by_set: dict[str, list] = {}
+    cannot = {x.labeled for x in verdict.analysis.powerless}
     for e in verdict.run.evaluations:
-        by_set.setdefault(e.labeled.name, []).append(e.key)
+        if e.labeled.name not in cannot:
+            by_set.setdefault(e.labeled.name, []).append(e.key)
     for keys in by_set.values():
         if len(keys) > 1:
             out.update((k, "abcdefghijklmnoprstuvwxyz"[i % 25]) for i, k in enumerate(keys))
@@ -110,23 +113,35 @@ def signed(x: float | None) -> str:
     return NO_VALUE if x is None or math.isnan(x) else f"{x:+.3f}"
 
 
+def p_columns(verdict: Verdict) -> bool:
+    """Whether the differences show p and the significance mark: not where every comparison is
+    on a labeled set no difference can be significant on (``Analysis.powerless``)."""
+    cannot = {x.labeled for x in verdict.analysis.powerless}
+    return any(c.labeled not in cannot for c in verdict.comparisons)
+
+
 def effect_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
     """Per engine pair, each measure's paired mean difference with its 95% bootstrap interval and
     corrected p: how big a difference is, not only whether it is one. Compact in the terminal
-    (one wrapped paragraph per pair), a table in Markdown."""
+    (one wrapped paragraph per pair), a table in Markdown. No p (nor mark) where no comparison
+    can be significant (``p_columns``)."""
     if not verdict.comparisons:
         return []
+    with_p = p_columns(verdict)
     if markdown:
-        out = ["| a − b | labeled set | measure | difference | 95% CI | p | corrected p |", "|---|---|---|---|---|---|---|"]
+        out = (["| a − b | labeled set | measure | difference | 95% CI | p | corrected p |", "|---|---|---|---|---|---|---|"]
+               if with_p else ["| a − b | labeled set | measure | difference | 95% CI |", "|---|---|---|---|---|"])
         out += [f"| {c.a} − {c.b} | {c.labeled} | {c.measure} | {signed(c.delta)} | [{signed(c.ci[0])}, "
-                f"{signed(c.ci[1])}] | {c.p:.3g} | {shown_p(c):.3g} |" for c in verdict.comparisons]
+                f"{signed(c.ci[1])}] |" + (f" {c.p:.3g} | {shown_p(c):.3g} |" if with_p else "")
+                for c in verdict.comparisons]
         return out
     pairs: dict[tuple[str, str, str], list[str]] = {}
     for c in verdict.comparisons:
         mark = "*" if c.significant else ""
         pairs.setdefault((c.a, c.b, c.labeled), []).append(
             f"{c.measure} {signed(c.delta)}{mark} [{signed(c.ci[0])}, {signed(c.ci[1])}]")
-    lines = ["differences (paired mean, 95% CI; * significant after correction):"]
+    lines = ["differences (paired mean, 95% CI; * significant after correction):" if with_p
+             else "differences (paired mean, 95% CI):"]
     for (a, b, _), cells in pairs.items():
         lines += textwrap.wrap(f"{a} − {b}: " + ", ".join(cells), width=80, initial_indent="  ",
                                subsequent_indent="    ", break_on_hyphens=False)
@@ -150,13 +165,19 @@ def superscript(text: str) -> str:
 
 
 def legend(verdict: Verdict, *, markdown: bool = False) -> list[str]:
+    """What the superscripts mean, then, once per labeled set too small for a paired test to reach
+    alpha, that no difference can be significant on it (``Analysis.powerless``): every renderer
+    prints it here, in place of marks, p columns and detectable drops that cannot move."""
     names = letters(verdict)
-    if not names:
-        return []
-    engines = ", ".join(f"{superscript(l)} {e}" for (e, _), l in sorted(names.items(), key=lambda kv: kv[1]))
-    text = (f"{engines}: a superscript marks a significant win over that engine "
-            f"(paired randomization test over {resampled(verdict)}, p < {verdict.alpha:g}, {verdict.correction_text()})")
-    return [text] if markdown else textwrap.wrap(text, width=80, break_on_hyphens=False)
+    sets = {e.labeled.name for e in verdict.run.evaluations}
+    texts = [str(x) + (f" (labeled set {x.labeled})" if len(sets) > 1 else "") for x in verdict.analysis.powerless]
+    if names:
+        engines = ", ".join(f"{superscript(l)} {e}" for (e, _), l in sorted(names.items(), key=lambda kv: kv[1]))
+        texts.insert(0, f"{engines}: a superscript marks a significant win over that engine (paired randomization "
+                        f"test over {resampled(verdict)}, p < {verdict.alpha:g}, {verdict.correction_text()})")
+    if markdown:
+        return texts
+    return [line for text in texts for line in textwrap.wrap(text, width=80, break_on_hyphens=False)]
 
 
 def short(measure: str) -> str:
@@ -323,8 +344,8 @@ def markdown(verdict: Verdict) -> list[str]:
         out += [""] + fresh
     effects = effect_lines(verdict, markdown=True)
     if effects:
-        out += ["", f"Differences between engines (paired mean over {paired_over(verdict)}; p corrected by "
-                f"{verdict.correction_text()}):", ""] + effects
+        corrected = f"; p corrected by {verdict.correction_text()}" if p_columns(verdict) else ""
+        out += ["", f"Differences between engines (paired mean over {paired_over(verdict)}{corrected}):", ""] + effects
     if verdict.detectable:
         out += ["", "Detectable drop (80% power, alpha " + f"{verdict.alpha:g}" + ", normal approximation from the "
                 "per-query spread):", ""]
