@@ -3,7 +3,7 @@ import math
 import pytest
 
 from pytest_retrieval_eval import RetrievalEvalError
-from pytest_retrieval_eval.analysis.analyse import Row
+from pytest_retrieval_eval.analysis.rows import Row
 from pytest_retrieval_eval.gate.checks import check
 from pytest_retrieval_eval.rules.thresholds import Threshold, parse_thresholds
 

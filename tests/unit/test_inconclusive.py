@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from pytest_retrieval_eval import RetrievalEvalError
-from pytest_retrieval_eval.analysis.analyse import Estimate, Row, analyse
+from pytest_retrieval_eval.analysis.analyse import Estimate, analyse
+from pytest_retrieval_eval.analysis.rows import Row
 from pytest_retrieval_eval.analysis.baseline import MeasureDiff
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.analysis.unsettled import settle_count, unsettled_drops, unsettled_thresholds

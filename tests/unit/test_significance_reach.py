@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 
-from pytest_retrieval_eval.analysis.analyse import Analysis, Powerless, analyse
+from pytest_retrieval_eval.analysis.analyse import Analysis, analyse
+from pytest_retrieval_eval.analysis.power import Powerless
 from pytest_retrieval_eval.analysis.result import EvaluationResult
 from pytest_retrieval_eval.data.labeled import LabeledSet
 from pytest_retrieval_eval.evaluation.results import RunResults

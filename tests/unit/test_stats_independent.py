@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.analysis.analyse import Row
+from pytest_retrieval_eval.analysis.rows import Row
 from pytest_retrieval_eval.gate.checks import check
 from pytest_retrieval_eval.rules.drops import MaxDrop
 from pytest_retrieval_eval.rules.thresholds import Threshold

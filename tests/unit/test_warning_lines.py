@@ -13,7 +13,7 @@ from conftest import evaluate_engine
 from pytest_retrieval_eval.evaluation.judging import JudgmentsUsed
 from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.analysis.set_signal import metadata_baseline, warnings as set_warnings
-from pytest_retrieval_eval.analysis.analyse import underpowered
+from pytest_retrieval_eval.analysis.power import underpowered
 from pytest_retrieval_eval.gate.checks import check_drops
 from pytest_retrieval_eval.rules.drops import MaxDrop
 from pytest_retrieval_eval.report.terminal import WIDTH, _fitted

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from .._plain import from_plain, to_plain
 from ..ir.measures import Measure
 from ..ir.ppi import PPIEstimate
-from ..ir.stats import POWER, can_be_significant, detectable_drop, queries_needed
 from ..data.set_checks import SetFinding
 from .causes import Cause, Misses
 from .ceiling import StageCurve
@@ -30,7 +29,6 @@ from .curves import Curve
 from .freshness import FreshnessFinding
 from .judged import Judged
 from .recorded import Recorded
-from ..evaluation.lint import KINDS as RUN_LINT_KINDS
 from ..evaluation.results import RunResults
 from .comparisons import Comparison, comparisons
 from .segments import SegmentRow, SegmentRule
@@ -44,67 +42,15 @@ from .unsettled import Unsettled
 from .unanswerable import Unanswered
 from ..types import sha256_text
 from .baseline import BaselineComparison
-from ..rules.drops import MaxDrop
-from ..rules.quantities import LatencyQuantity, MeasureQuantity, TurnsQuantity, UsageQuantity
+from ..rules.quantities import MeasureQuantity, TurnsQuantity
 from ..rules.thresholds import Threshold, judges_shadows, measures_needed, shadow_measures, turn_measures
 from ..rules.settings import GateSettings
+from .power import Detectable, Powerless, detectable_drops, gated_measures, powerless_sets, underpowered
+from .rows import Row, row_of, with_costs
 from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
 ANALYSIS_VERSION = 16
-
-
-@dataclass(frozen=True)
-class Row:
-    """What the gate reads of one evaluation: the engine, its values, and the query counts."""
-
-    engine: str
-    labeled: str
-    #: measure -> its value; None where it has none (``Scores.mean``: an ids-only engine's
-    #: ``+evidence`` twin, an unpriced cost, an untimed latency): a rule on it checks nothing
-    values: Mapping[str, float | None]
-    n: int
-    errors: int
-    #: measure -> 95% interval (Wilson for hit@k and the rates, else bootstrap), for rules judged
-    #: with ``confidence="lower"``
-    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
-    #: measure -> why it is below its best (freshness: the stale queries), said with a breach
-    details: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Detectable:
-    """The smallest drop of ``measure`` the gate can tell from noise for one engine, at the run's
-    alpha with 80% power (``ir.stats.detectable_drop``)."""
-
-    engine: str
-    labeled: str
-    measure: str
-    drop: float
-    n: int
-
-    def __str__(self) -> str:
-        return f"{self.engine} {self.measure} {self.drop:.3f}"
-
-
-@dataclass(frozen=True)
-class Powerless:
-    """A labeled set too small for a paired test over it to reach ``alpha``: a sign-flip test over
-    ``units`` (its conversations, whose turns flip together, else its questions) gives no p
-    below 2/2^units (``ir.stats.smallest_p``), so no difference can be significant, and no drop
-    is detectable at any size. The reports say this once in place of significance columns and
-    detectable drops that cannot move. Single questions fall under the same rule: 5 questions
-    cannot reach 0.05 any more than 5 conversations can."""
-
-    labeled: str
-    units: int
-    #: what the test flips: "conversations" or "questions"
-    unit: str
-    alpha: float
-
-    def __str__(self) -> str:
-        unit = self.unit if self.units != 1 else self.unit[:-1]
-        return f"{self.units} {unit}: no difference can be significant at alpha {self.alpha:g}"
 
 
 @dataclass(frozen=True)
@@ -309,7 +255,7 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         Scores.of(e).prefetch([*needed, *(d.measure for d in max_drops), f"hit@{miss_k}"])
     latency = {e.key: latency_of(e) for e in run.evaluations} if s.latency else {}
     usage = {e.key: usage_of(e, s.prices) for e in run.evaluations}
-    rows = tuple(_with_costs(_row(e, needed, gated, thresholds), thresholds, latency.get(e.key), usage.get(e.key),
+    rows = tuple(with_costs(row_of(e, needed, gated, thresholds), thresholds, latency.get(e.key), usage.get(e.key),
                              s.latency) for e in run.evaluations)
     shown = [*measures, *_recorded(s), f"hit@{miss_k}", *gated]
     intervals = tuple(Intervals(e.engine, e.labeled.name, {m: Scores.of(e).ci(m) for m in dict.fromkeys(
@@ -394,25 +340,6 @@ def _unsettled(run: RunResults, s: GateSettings, a: Analysis) -> list[Unsettled]
     return out
 
 
-def powerless_sets(run: RunResults, alpha: float, asked: bool) -> list[Powerless]:
-    """Each labeled set of ``run`` (first seen) whose paired tests cannot reach ``alpha``
-    (``ir.stats.can_be_significant`` over its conversations, or its questions), where anything
-    reads significance: two engines on it compared, or (``asked``) rules or a baseline."""
-    engines: dict[str, list] = {}
-    for e in run.evaluations:
-        engines.setdefault(e.labeled.name, []).append(e)
-    out = []
-    for name, evaluations in engines.items():
-        e = evaluations[0]
-        if not e.n or not (asked or len(evaluations) > 1):
-            continue
-        clusters = e.clusters()
-        units, unit = (len(set(clusters)), "conversations") if clusters is not None else (e.n, "questions")
-        if not can_be_significant(units, alpha):
-            out.append(Powerless(name, units, unit, alpha))
-    return out
-
-
 def significant(c: Comparison, alpha: float) -> bool:
     """Whether a comparison of two engines is significant at ``alpha``: its p corrected over the
     run's grid of comparisons (the raw p where none was corrected) below it."""
@@ -480,99 +407,3 @@ def _rule_cutoffs(thresholds: Sequence[Threshold], miss_k: int) -> list[int]:
             if k != miss_k:
                 out.append(k)
     return list(dict.fromkeys(out))
-
-
-def gated_measures(thresholds: Sequence[Threshold], max_drops: Sequence[MaxDrop]) -> list[str]:
-    """The measures rules judge, max-drop rules first (none without rules: the table stays short)."""
-    return list(dict.fromkeys([d.measure for d in max_drops] + measures_needed(thresholds)))
-
-
-def detectable_drops(run: RunResults, measures: Sequence[str], alpha: float) -> list[Detectable]:
-    return [Detectable(e.engine, e.labeled.name, m, detectable_drop(Scores.of(e).values(m), alpha=alpha,
-                                                                         clusters=e.clusters()), e.n)
-            for e in run.evaluations for m in measures if e.n > 1 and Scores.of(e).has_value(m)]
-
-
-def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) -> list[str]:
-    """A warning per max-drop rule whose delta is below what the labeled set can detect: the gate
-    then either misses real drops of that size or (without --retrieval-noise-aware) fails on noise."""
-    from .segments import subset
-
-    out = []
-    for rule in max_drops:
-        for e in run.evaluations:
-            if (rule.engine and e.engine != rule.engine) or not Scores.of(e).has_value(rule.measure):
-                continue  # a measure without a value: the rule fails saying so (``checks.check_drops``)
-            ids = [q.query_id for q in e.labeled.queries if rule.segment is None or rule.segment in q.tags]
-            values = subset(e, rule.measure, ids)  # a segment rule: its segment's questions
-            if len(values) < 2:
-                continue
-            mdd = detectable_drop(values, alpha=alpha, clusters=e.clusters(ids))
-            if rule.delta < mdd:
-                need = (f"a drop of {rule.delta:g} needs about "
-                        f"{queries_needed(values, rule.delta, alpha=alpha, clusters=e.clusters(ids))} "
-                        "queries") if rule.delta > 0 else "no number of queries tells any drop at all from noise"
-                on = f"{e.labeled.name}[{rule.segment}]" if rule.segment else e.labeled.name
-                out.append(f"max-drop rule {rule} is below what it can detect: {e.engine} on {on} can only "
-                           f"detect a drop of {mdd:.3f} in {rule.measure} with {len(values)} queries ({POWER:.0%} "
-                           f"power, alpha {alpha:g}; from {rule.source}); {need}")
-    return out
-
-
-def _why(e: Any, measure: str) -> str:
-    lines = [line.strip() for line in Scores.of(e).freshness_lines(Measure.parse(measure), limit=10)]
-    return lines[0] + (f" ({'; '.join(lines[1:])})" if len(lines) > 1 else "") if lines else ""
-
-
-def _row(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequence[Threshold]) -> Row:
-    """What the gate reads of one evaluation: its means, counts, and why a freshness measure or
-    the stale count is what it is."""
-    stale = dict(e.labeled.provenance.get("stale_left_out") or {})  # id -> what changed
-    names = dict(e.labeled.provenance.get("stale_names") or {})  # how messages name text-made ids
-    values = {**{m: Scores.of(e).mean(m) for m in needed},
-              **{f"run.{k}": float(len(e.run_lint.get(k, ()))) for k in RUN_LINT_KINDS}, "stale": float(len(stale))}
-    details = {m: _why(e, m) for m in measures_needed(thresholds) if Measure.parse(m).freshness}
-    for m in measures_needed(thresholds):  # a ~ppi rule: the questions people judged, not all n
-        if m not in details and (why := Scores.of(e).no_value_why(m)):  # no value: why, as a segment's rule says it
-            details[m] = why
-        if not Measure.parse(m).ppi:
-            continue
-        found = Scores.of(e).ppi(m)
-        if found is None:
-            details[m] = ("no estimate: no question people judged completely to its cutoff" if e.judge is not None
-                          else "no estimate: the run reads no judgments (--retrieval-judgments=FILE)")
-        else:
-            details[m] = (f"from {found.n} of {found.N} questions judged by people"
-                          + (f", human-only: {found.note.split(':')[0]}" if found.fell_back else ""))
-    if stale:
-        details["stale"] = "left out: " + "; ".join(f"{names.get(q, q)} ({', '.join(w)})" for q, w in stale.items())
-    return Row(e.engine, e.labeled.name, values, e.n, e.n_errored, {m: Scores.of(e).ci(m) for m in gated if Scores.of(e).has_value(m)},
-               details)
-
-
-def _with_costs(row: Row, thresholds: Sequence[Threshold], latency: Latency | None, usage: Usage | None,
-                timed: bool) -> Row:
-    """``row`` with the latency (ms) and usage figures its rules judge, None (with why) where the
-    run has none: such a rule fails rather than passing unchecked."""
-    values, details = dict(row.values), dict(row.details)
-    for t in thresholds:
-        q = t.quantity
-        if isinstance(q, LatencyQuantity):
-            if latency is None:
-                values[t.measure] = None
-                details[t.measure] = ("the run did not time its calls" if timed else
-                                      "the run did not time its calls: run with --retrieval-latency")
-            else:
-                values[t.measure] = latency.ms(q.statistic)
-                details[t.measure] = f"measured at {latency.measured_at}"
-        elif isinstance(q, UsageQuantity):
-            if usage is None:
-                values[t.measure] = 0.0  # no HTTP call was counted for the engine: none was made
-                details[t.measure] = "the plugin counted no HTTP call for this engine"
-                continue
-            figure = usage.per_query(q.figure) if q.per == "per_query" else usage.total(q.figure)
-            values[t.measure] = None if math.isnan(figure) else figure  # a cost without a price: unknown
-            details[t.measure] = (f"{usage.calls} calls, {usage.tokens} tokens over {usage.n} queries"
-                                  + (f"; no price for {', '.join(usage.unpriced)} (--retrieval-prices)"
-                                     if q.figure == "cost" and usage.unpriced else ""))
-    return replace(row, values=values, details=details)

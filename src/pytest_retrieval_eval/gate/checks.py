@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ..analysis.analyse import Row
+from ..analysis.rows import Row
 from ..analysis.unsettled import Unsettled, straddles
 from ..rules.drops import MaxDrop
 from ..rules.quantities import (COUNT_TYPES, CoverageQuantity, ErrorCount, LatencyQuantity, LintCount, MeasureQuantity,

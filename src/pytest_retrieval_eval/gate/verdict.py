@@ -8,7 +8,7 @@ import textwrap
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from ..analysis.analyse import Analysis, Detectable, analyse, detectable_drops, gated_measures, underpowered  # noqa: F401  (re-exported)
+from ..analysis.analyse import Analysis, analyse
 from .checks import (STATES, Failure, check, check_coverage, check_drops, check_lint, check_segments,  # noqa: F401
                      check_shadows, check_turns)
 from ..rules.quantities import MeasureQuantity, ShadowQuantity
