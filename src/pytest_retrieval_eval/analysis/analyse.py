@@ -48,7 +48,7 @@ from ..rules.settings import GateSettings
 from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 12
+ANALYSIS_VERSION = 13
 
 
 @dataclass(frozen=True)
@@ -266,8 +266,11 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         Scores.of(e).prefetch([*needed, *(d.measure for d in max_drops), f"hit@{miss_k}"])
     latency = {e.key: latency_of(e) for e in run.evaluations} if s.latency else {}
     usage = {e.key: usage_of(e, s.prices) for e in run.evaluations}
-    rows = tuple(_with_costs(_row(e, needed, gated, thresholds), thresholds, latency.get(e.key), usage.get(e.key),
-                             s.latency) for e in run.evaluations)
+    spread_of = per_question(dict.fromkeys([*measures, *measures_needed(thresholds), *(d.measure for d in max_drops)]))
+    stability = tuple(x for e in run.evaluations if (x := stability_of(e, miss_k, spread_of)) is not None)
+    moved = {(x.engine, x.labeled): x for x in stability}
+    rows = tuple(_with_costs(_row(e, needed, gated, thresholds, moved.get(e.key)), thresholds, latency.get(e.key),
+                             usage.get(e.key), s.latency) for e in run.evaluations)
     shown = [*measures, *_recorded(s), f"hit@{miss_k}", *gated]
     intervals = tuple(Intervals(e.engine, e.labeled.name, {m: Scores.of(e).ci(m) for m in dict.fromkeys(
         Measure.parse(x).name for x in shown) if Scores.of(e).has_value(m)}) for e in run.evaluations)
@@ -280,7 +283,6 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         from .sweep import sweep_tables
 
         sweeps = tuple(sweep_tables(run, s.sweeps, latency, s.correction))
-    spread_of = per_question(dict.fromkeys([*measures, *measures_needed(thresholds), *(d.measure for d in max_drops)]))
     shadows, shadow_problems = [], []
     if s.shadows or judges_shadows(thresholds):
         from .shadow import shadows as compare_shadows
@@ -296,7 +298,6 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         compared = compare(run, baseline, per_question(dict.fromkeys([*measures, *(d.measure for d in max_drops)])),
                            force=s.baseline_force, correction=s.correction)
         warnings += compared.warnings
-    stability = tuple(x for e in run.evaluations if (x := stability_of(e, miss_k, spread_of)) is not None)
     return Analysis(
         basis=basis(run, s, baseline), measures=tuple(measures), miss_k=miss_k, rows=rows, intervals=intervals,
         comparisons=tuple(replace(c, significant=significant(c, alpha))
@@ -440,9 +441,11 @@ def _why(e: Any, measure: str) -> str:
     return lines[0] + (f" ({'; '.join(lines[1:])})" if len(lines) > 1 else "") if lines else ""
 
 
-def _row(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequence[Threshold]) -> Row:
+def _row(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequence[Threshold],
+         moved: Stability | None = None) -> Row:
     """What the gate reads of one evaluation: its means, counts, and why a freshness measure or
-    the stale count is what it is."""
+    the stale count is what it is. With repeated trials (``moved``), the intervals rules are
+    judged on (``gated``) take the engine's run-to-run spread in too (``stability.widened``)."""
     stale = dict(e.labeled.provenance.get("stale_left_out") or {})  # id -> what changed
     names = dict(e.labeled.provenance.get("stale_names") or {})  # how messages name text-made ids
     values = {**{m: Scores.of(e).mean(m) for m in needed},
@@ -462,8 +465,16 @@ def _row(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequen
                           + (f", human-only: {found.note.split(':')[0]}" if found.fell_back else ""))
     if stale:
         details["stale"] = "left out: " + "; ".join(f"{names.get(q, q)} ({', '.join(w)})" for q, w in stale.items())
-    return Row(e.engine, e.labeled.name, values, e.n, e.n_errored, {m: Scores.of(e).ci(m) for m in gated if Scores.of(e).has_value(m)},
-               details)
+    intervals = {m: Scores.of(e).ci(m) for m in gated if Scores.of(e).has_value(m)}
+    for m, interval in intervals.items():
+        sd = moved.spread[m][2] if moved is not None and m in moved.spread else 0.0
+        if sd > 0 and values[m] is not None:
+            from .stability import widened
+
+            intervals[m] = widened(interval, values[m], sd, Measure.parse(m).bounds)
+            details[m] = "; ".join(filter(None, [details.get(m), f"the interval widened by the spread across "
+                                                 f"{moved.trials} trials (sd {sd:.4f}, in quadrature)"]))
+    return Row(e.engine, e.labeled.name, values, e.n, e.n_errored, intervals, details)
 
 
 def _with_costs(row: Row, thresholds: Sequence[Threshold], latency: Latency | None, usage: Usage | None,
