@@ -14,6 +14,7 @@ both resample in chunks so memory stays flat with tens of thousands of queries.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
@@ -213,12 +214,39 @@ def _flips(units: np.ndarray, observed: float, divisor: float, resamples: int, s
     is at least ``observed`` in size, the observed pattern counted among them (so a p-value is
     never 0). One matrix-vector product per chunk of patterns: an elementwise product and a
     mean took 1.8 times as long at 2,000 queries (the analysis of a large run does 84)."""
-    rng = np.random.default_rng(seed)
     extreme = 0
-    for size in _chunks(resamples, len(units)):
-        signs = rng.integers(0, 2, size=(size, len(units)), dtype=np.int8) * 2 - 1
-        extreme += int(np.count_nonzero(np.abs((signs.astype(np.float64) @ units) / divisor) >= observed))
+    for signs in _sign_patterns(len(units), resamples, seed):
+        extreme += int(np.count_nonzero(np.abs((signs @ units) / divisor) >= observed))
     return (extreme + 1) / (resamples + 1)
+
+
+#: the most sign patterns (resamples x units) kept between tests: 12 MB of them
+_KEPT_CELLS = 1_500_000
+
+
+def _sign_patterns(n: int, resamples: int, seed: int):
+    """The random sign patterns of ``_flips``, chunk by chunk: the same every time for the same
+    ``(n, resamples, seed)``, so where there are few enough (``_KEPT_CELLS``) they are drawn once
+    and kept (``_kept_patterns``). Drawing them was 90% of a test's time over 300 questions, and
+    the analysis of a run tests every measure of every engine over the same questions (a
+    calibration, ``analysis/calibration.py``, hundreds of reruns of it)."""
+    if n * resamples <= _KEPT_CELLS:
+        return _kept_patterns(n, resamples, seed)
+    return _drawn_patterns(n, resamples, seed)
+
+
+def _drawn_patterns(n: int, resamples: int, seed: int):
+    rng = np.random.default_rng(seed)
+    for size in _chunks(resamples, n):
+        yield (rng.integers(0, 2, size=(size, n), dtype=np.int8) * 2 - 1).astype(np.float64)
+
+
+@functools.lru_cache(maxsize=2)
+def _kept_patterns(n: int, resamples: int, seed: int) -> tuple[np.ndarray, ...]:
+    kept = tuple(_drawn_patterns(n, resamples, seed))
+    for signs in kept:
+        signs.flags.writeable = False
+    return kept
 
 
 # --- many comparisons, effect sizes, power ----------------------------------------------------
