@@ -295,8 +295,8 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
     if baseline is not None:
         from .baseline import compare
 
-        compared = compare(run, baseline, per_question(dict.fromkeys([*measures, *(d.measure for d in max_drops)])),
-                           force=s.baseline_force, correction=s.correction)
+        compared = compare(run, baseline, baseline_measures(measures, max_drops), force=s.baseline_force,
+                           correction=s.correction)
         warnings += compared.warnings
     return Analysis(
         basis=basis(run, s, baseline), measures=tuple(measures), miss_k=miss_k, rows=rows, intervals=intervals,
@@ -354,6 +354,12 @@ def set_findings(run: RunResults, measure: str) -> list[SetFinding]:
 
     recorded = [SetFinding(kind, tuple(ids), detail) for kind, ids, detail in (run.coverage or {}).get("checks", ())]
     return [*recorded, *set_signal(run, measure)]
+
+
+def baseline_measures(measures: Sequence[str], max_drops: Sequence[MaxDrop]) -> list[str]:
+    """What a run is compared with its baseline on: the table's columns and the max-drop rules'
+    measures, each with a value per question; the noise-aware gate corrects over all of them."""
+    return per_question(dict.fromkeys([*measures, *(d.measure for d in max_drops)]))
 
 
 def per_question(measures: Any) -> list[str]:

@@ -56,8 +56,7 @@ def bootstrap_ci(values: Sequence[float], *, level: float = 0.95, resamples: int
     codes = grouped(clusters, n)
     if codes is not None:
         return _cluster_bootstrap(x, codes, level=level, resamples=resamples, seed=seed)
-    rng = np.random.default_rng(seed)
-    means = np.concatenate([x[rng.integers(0, n, size=(b, n))].mean(axis=1) for b in _chunks(resamples, n)])
+    means = np.concatenate([x[idx].mean(axis=1) for idx in _draws(n, resamples, seed)])
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(means, [tail, 100.0 - tail])
     return (float(lo), float(hi))
@@ -220,8 +219,30 @@ def _flips(units: np.ndarray, observed: float, divisor: float, resamples: int, s
     return (extreme + 1) / (resamples + 1)
 
 
-#: the most sign patterns (resamples x units) kept between tests: 12 MB of them
+#: the most sign patterns (resamples x units) or bootstrap draws kept between calls: 12 MB of each
 _KEPT_CELLS = 1_500_000
+
+
+def _draws(n: int, resamples: int, seed: int):
+    """The bootstrap's resamples of ``n`` values, chunk by chunk (``bootstrap_ci``): kept like the
+    sign patterns where there are few enough, drawn anew otherwise."""
+    if n * resamples <= _KEPT_CELLS:
+        return _kept_draws(n, resamples, seed)
+    return _drawn(n, resamples, seed)
+
+
+def _drawn(n: int, resamples: int, seed: int):
+    rng = np.random.default_rng(seed)
+    for b in _chunks(resamples, n):
+        yield rng.integers(0, n, size=(b, n))
+
+
+@functools.lru_cache(maxsize=2)
+def _kept_draws(n: int, resamples: int, seed: int) -> tuple[np.ndarray, ...]:
+    kept = tuple(_drawn(n, resamples, seed))
+    for idx in kept:
+        idx.flags.writeable = False
+    return kept
 
 
 def _sign_patterns(n: int, resamples: int, seed: int):
