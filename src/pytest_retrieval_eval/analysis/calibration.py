@@ -129,6 +129,10 @@ class Calibration:
     #: the drop sizes asked for besides the stated ones
     sizes: tuple[float, ...] = ()
     seconds: float = 0.0
+    #: how the rules were judged (``GateSettings``)
+    noise_aware: bool = False
+    correction: str = "holm"
+    confidence: str = "point"
     version: int = CALIBRATION_VERSION
 
     def over_alpha(self) -> list[RuleCalibration]:
@@ -153,6 +157,8 @@ class _Target:
 
     rule: Threshold | MaxDrop
     key: tuple[str, str]
+    #: the rule as given (``rule`` is pinned to the evaluation's engine)
+    shown: str = ""
 
     @property
     def threshold(self) -> bool:
@@ -174,12 +180,14 @@ def targets(run: RunResults, settings: GateSettings) -> tuple[list[_Target], lis
         if why:
             left.append(f"{t} (from {t.source}): {why}")
             continue
-        found += [_Target(replace(t, engine=e.engine), e.key) for e in run.evaluations if t.engine in (None, e.engine)]
+        found += [_Target(replace(t, engine=e.engine), e.key, str(t)) for e in run.evaluations
+                  if t.engine in (None, e.engine)]
     for d in settings.max_drops:
         if d.segment:
             left.append(f"max-drop {d} (from {d.source}): a segment rule")
             continue
-        found += [_Target(replace(d, engine=e.engine), e.key) for e in run.evaluations if d.engine in (None, e.engine)]
+        found += [_Target(replace(d, engine=e.engine), e.key, f"max-drop {d}") for e in run.evaluations
+                  if d.engine in (None, e.engine)]
     return found, left
 
 
@@ -389,12 +397,12 @@ def calibrate(run: RunResults, settings: GateSettings, judge: Judge, *, reruns: 
                             float(np.mean(shares[(a.key, a.measure, x)])) if shares.get((a.key, a.measure, x)) else 0.0)
                       for i, x in enumerate(drops[(a.key, a.measure)]))
         rules.append(RuleCalibration(
-            str(a.rule) if a.threshold else f"max-drop {a.rule}", a.rule.source,
+            a.shown, a.rule.source,
             "threshold" if a.threshold else "max-drop", a.key[0], a.key[1], a.measure, how, recorded[a][0], reruns,
             dict(unchanged[a]), stated.get((*a.key, a.measure), math.nan), power,
             _wider(a.rule, values[a], s.alpha)))
     return Calibration(base.basis, reruns, seed, s.alpha, tuple(rules), tuple(left), tuple(sizes),
-                       round(time.perf_counter() - start, 3))
+                       round(time.perf_counter() - start, 3), s.noise_aware, s.correction, s.confidence)
 
 
 def _draw(run: RunResults, sources: Mapping[tuple[str, str], _Source], by_trials: bool,
