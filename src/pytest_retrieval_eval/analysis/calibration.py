@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import time
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
@@ -378,7 +379,8 @@ def calibrate(run: RunResults, settings: GateSettings, judge: Judge, *, reruns: 
             values[a].append(value)
         for (key, measure), wanted in drops.items():
             for size in wanted:
-                chosen = _drop(sources[key], plan[key], measure, size, rng)
+                chosen = _drop(sources[key], plan[key], measure, size, np.random.default_rng(
+                    [seed, j, zlib.crc32(f"{key}|{measure}|{size!r}".encode())]))  # each drop its own draws
                 if chosen is None:
                     continue
                 shares.setdefault((key, measure, size), []).append(len(chosen[0]) / len(plan[key].ids))

@@ -24,27 +24,31 @@ def _share(counts: dict, n: int) -> str:
 def calibration_lines(c: Calibration, results: str) -> list[str]:
     """The table and what exceeds alpha; ``results``: the file calibrated, as a command names it."""
     how = sorted({r.rerun for r in c.rules})
-    lines = [f"calibration of {results}: {c.reruns} reruns of the run against itself ({', '.join(how)}), "
-             f"alpha {c.alpha:g}, seed {c.seed}; {c.seconds:.1f} s",
-             "false-fail: the reruns of the unchanged engine the rule failed; power: the reruns with a drop injected "
-             "(relevant documents moved down on the share of questions said) the rule failed"]
+    lines = [f"calibration of {results}: {c.reruns} reruns of the run against itself ({', '.join(how)}), and "
+             f"as many per drop injected; alpha {c.alpha:g}, seed {c.seed}; {c.seconds:.1f} s",
+             "false-fail: the unchanged reruns the rule failed; power: the reruns it failed with a drop of the run's "
+             "detectable size injected (relevant documents moved down on the share of questions said)"]
     asked = list(c.sizes)
-    head = ["rule", "engine", "rerun", "as recorded", "false-fail", "detectable", "power (moved)",
+    head = ["rule", "engine", "rerun", "as recorded", "false-fail", "detectable", "power", "moved",
             *(f"power at {x:g}" for x in asked)]
     rows = [head]
+    several = len({x.labeled for x in c.rules}) > 1
     for r in c.rules:
         at = r.at_detectable
-        power = f"{_share(at.outcomes, at.reruns)} ({at.share:.1%})" if at is not None and at.reruns else "-"
         more = []
         for x in asked:
-            p = next((p for p in r.power if not p.stated and p.size == x), None) or next(
-                (p for p in r.power if p.size == x), None)
-            more.append(f"{_share(p.outcomes, p.reruns)}" if p is not None and p.reruns else "-")
-        engine = r.engine if len({x.labeled for x in c.rules}) == 1 else f"{r.engine} on {r.labeled}"
-        rows.append([r.rule, engine, r.rerun, r.recorded, _share(r.outcomes, r.reruns),
-                     "-" if math.isnan(r.detectable) else f"{r.detectable:.3f}", power, *more])
+            p = next((p for p in r.power if p.size == x), None)
+            more.append(_share(p.outcomes, p.reruns) if p is not None and p.reruns else "-")
+        rows.append([r.rule, f"{r.engine} on {r.labeled}" if several else r.engine, r.rerun, r.recorded,
+                     _share(r.outcomes, r.reruns), "-" if math.isnan(r.detectable) else f"{r.detectable:.3f}",
+                     _share(at.outcomes, at.reruns) if at is not None and at.reruns else "-",
+                     f"{at.share:.1%}" if at is not None and at.reruns else "-", *more])
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    if any(r.kind == "max-drop" and r.rerun.endswith("resampled") for r in c.rules):
+        lines.append("note: an engine that answers the same every time is rerun on resampled questions, against the "
+                     "same resample: no max-drop rule can fail it unchanged; record trials (--retrieval-trials=N) "
+                     "of an engine that varies")
     for r in c.rules:
         if r.recorded != "pass":
             lines.append(f"note: {r.rule} fails {r.engine} as recorded: its reruns' failures are no false alarm")
