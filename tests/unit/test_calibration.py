@@ -279,3 +279,25 @@ def test_a_run_without_a_rule_is_refused_with_a_command_that_calibrates_one(tmp_
     assert "max-drop hit@5=0" in capsys.readouterr().out
     assert cli(["calibrate", str(path), "--threshold=nobody:hit@5>=0.5"]) == 2
     assert "names engine 'nobody', which the run has not; its engines: fixed" in capsys.readouterr().err
+
+
+def test_a_history_record_is_calibrated_but_never_rewritten(tmp_path, capsys, monkeypatch):
+    import json
+    import shlex
+
+    from pytest_retrieval_eval.archive.results_json import HISTORY_FORMAT
+    from pytest_retrieval_eval.cli import main as cli
+
+    run = fixed_run()
+    results = json.loads(saved_run(tmp_path, run, for_run(run, GateSettings(max_drops=(RULE,)))).read_text())
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"format": HISTORY_FORMAT, "results": results}), encoding="utf-8")
+    kept = record.read_bytes()
+    assert cli(["calibrate", str(record), "--reruns", "20"]) == 2
+    err = capsys.readouterr().err
+    assert "is a history record, which is kept as it was run" in err and record.read_bytes() == kept
+    monkeypatch.chdir(tmp_path)
+    command = err.split("beside it: ", 1)[1].strip()
+    assert cli([*shlex.split(command)[3:], "--reruns", "20"]) == 0
+    assert json.loads((tmp_path / "calibration.json").read_text())["calibration"]["rules"][0]["rule"] == \
+        "max-drop hit@5=0"

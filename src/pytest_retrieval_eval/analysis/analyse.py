@@ -447,6 +447,13 @@ def _why(e: Any, measure: str) -> str:
     return lines[0] + (f" ({'; '.join(lines[1:])})" if len(lines) > 1 else "") if lines else ""
 
 
+def row_of(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequence[Threshold],
+           moved: Stability | None = None) -> Row:
+    """What the gate reads of one evaluation for ``thresholds`` (``_row``): a calibration's reruns
+    (``analysis/calibration.py``) are judged on rows made as the run's are."""
+    return _row(e, needed, gated, thresholds, moved)
+
+
 def _row(e: Any, needed: Sequence[str], gated: Sequence[str], thresholds: Sequence[Threshold],
          moved: Stability | None = None) -> Row:
     """What the gate reads of one evaluation: its means, counts, and why a freshness measure or

@@ -355,7 +355,8 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
             alone = [m for m, w in missing.items() if w == where]  # one side only: a change worth saying
             if alone:
                 out.notes.append(f"{e.engine}: {', '.join(alone)} not compared: no value {where} ({has})")
-        out.diffs += [diff_engine(e, b, m, interval=not gated) for m in measures if m not in judged_alone and m not in missing]
+        out.diffs += [diff_engine(e, b, m, interval=not gated) for m in measures
+                      if m not in judged_alone and m not in missing]
         shared, (only_base, only_now) = shared_questions(e, b)
         if only_base or only_now:
             stale = f" ({labeled_changes(b.labeled, e.labeled)})" if stale_only(b.labeled, e.labeled) else ""

@@ -31,7 +31,7 @@ import math
 import time
 import zlib
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -45,7 +45,7 @@ from ..rules.quantities import MeasureQuantity
 from ..rules.settings import GateSettings
 from ..rules.thresholds import Threshold
 from ..types import QueryResult, turn_id
-from .analyse import Analysis, analyse, baseline_measures, _row
+from .analyse import Analysis, analyse, baseline_measures, row_of
 from .scores import Scores
 
 #: reruns of each kind unless asked otherwise
@@ -299,7 +299,8 @@ def _evaluation(src: _Source, rerun: _Rerun, moved: tuple[np.ndarray, int] | Non
     return replace(src.e, labeled=rerun.labeled, results=tuple(results), trial_results=(), recorded_values=recorded)
 
 
-def _drop(src: _Source, rerun: _Rerun, measure: str, size: float, rng: np.random.Generator) -> tuple[np.ndarray, int] | None:
+def _drop(src: _Source, rerun: _Rerun, measure: str, size: float,
+          rng: np.random.Generator) -> tuple[np.ndarray, int] | None:
     """The positions whose relevant documents move down so ``measure`` falls by at least ``size``
     on this rerun (questions in a seeded order until it has), and the cutoff; None when moving
     them all cannot."""
@@ -351,7 +352,7 @@ def calibrate(run: RunResults, settings: GateSettings, judge: Judge, *, reruns: 
         for a in only:
             e = rerun.get(*a.key)
             if a.threshold:
-                row = _row(e, [a.measure], [a.measure] if lower else [], [a.rule], moved.get(a.key))
+                row = row_of(e, [a.measure], [a.measure] if lower else [], [a.rule], moved.get(a.key))
                 analysis = replace(base, rows=(row,), baseline=None)
                 value = _judged_value(a.rule, row, s.confidence)
             else:
@@ -366,7 +367,8 @@ def calibrate(run: RunResults, settings: GateSettings, judge: Judge, *, reruns: 
     recorded = judged(run, run, aims)
     unchanged: dict[_Target, Counter[str]] = {a: Counter() for a in aims}
     values: dict[_Target, list[float]] = {a: [] for a in aims}
-    caught: dict[tuple[_Target, float], Counter[str]] = {(a, x): Counter() for a in aims for x in drops[(a.key, a.measure)]}
+    caught: dict[tuple[_Target, float], Counter[str]] = {(a, x): Counter() for a in aims
+                                                         for x in drops[(a.key, a.measure)]}
     shares: dict[tuple[tuple[str, str], str, float], list[float]] = {}
     for j in range(reruns):
         rng = np.random.default_rng([seed, j])

@@ -41,6 +41,9 @@ def main(args) -> int:
         if rule.engine is not None and rule.engine not in engines:
             raise RetrievalEvalError(f"{args.results}: rule {rule} (from {rule.source}) names engine '{rule.engine}', "
                                      f"which the run has not; its engines: {', '.join(engines) or 'none'}")
+    if not args.out and read_document_format(path) == HISTORY_FORMAT:
+        raise RetrievalEvalError(f"{args.results} is a history record, which is kept as it was run; write the "
+                                 f"calibration beside it: {COMMAND} {shown} --out=calibration.json")
     found = calibrate(saved.run, settings, reruns=args.reruns, sizes=args.drop_sizes,
                       **({"seed": args.seed} if args.seed is not None else {}))
     if not found.rules:
@@ -53,9 +56,6 @@ def main(args) -> int:
         write_text_atomic(args.out, document_text({"format": FORMAT, "results": args.results, KEY: record}))
         print(f"written to {args.out}")
     else:
-        if read_document_format(path) == HISTORY_FORMAT:
-            raise RetrievalEvalError(f"{args.results} is a history record, which is kept as it was run; write the "
-                                     f"calibration beside it: {COMMAND} {shown} --out=calibration.json")
         if path.read_bytes() != original:  # written by another process while the reruns ran: not clobbered
             raise RetrievalEvalError(f"{args.results} changed while it was calibrated; calibrate it again")
         write_text_atomic(path, document_text({**read_document(path), KEY: record}))
