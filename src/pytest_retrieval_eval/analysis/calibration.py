@@ -229,14 +229,15 @@ class _Source:
 
 def _moved_down(r: QueryResult, relevant: Mapping[str, int], amount: int) -> QueryResult:
     """``r`` with each relevant document ``amount`` places further down (their order kept); one
-    moved past the end of the ranking is no longer in it."""
+    moved past the end of the ranking is no longer in it. The passages stay as they were, so a
+    measure at the evidence level (``+evidence``) takes no drop: the command says none could be
+    injected."""
     ranked = list(r.doc_ids)
     if r.error is not None or not any(relevant.get(d, 0) >= 1 for d in ranked):
         return r
     keyed = [(i + amount + 0.5 if relevant.get(d, 0) >= 1 else i, d) for i, d in enumerate(ranked)]
     kept = [d for key, d in sorted(keyed) if key < len(ranked)]
-    return replace(r, doc_ids=tuple(kept), stages=(), passages=0, passage_ranks={}, first_passages={},
-                   passage_tokens=())
+    return replace(r, doc_ids=tuple(kept), stages=())  # its passages as they were: a drop of documents
 
 
 @dataclass

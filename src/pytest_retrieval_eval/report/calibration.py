@@ -45,6 +45,11 @@ def calibration_lines(c: Calibration, results: str) -> list[str]:
                      f"{at.share:.1%}" if at is not None and at.reruns else "-", *more])
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    drawn = sorted({int(r.rerun.split()[0]) for r in c.rules if r.rerun.endswith(" trials")})
+    if drawn:
+        lines.append(f"note: each question's rerun is drawn from its {' or '.join(str(n - 1) for n in drawn)} trials "
+                     "after the first: near a rule's edge (its power at the detectable drop) a figure moves by several "
+                     "points with those trials' luck; more trials (--retrieval-trials=N) make it surer")
     if any(r.kind == "max-drop" and r.rerun.endswith("resampled") for r in c.rules):
         lines.append("note: an engine that answers the same every time is rerun on resampled questions, against the "
                      "same resample: no max-drop rule can fail it unchanged; record trials (--retrieval-trials=N) "
