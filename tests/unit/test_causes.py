@@ -153,3 +153,22 @@ def test_the_summary_line_counts_by_cause_and_folds_ranks_into_a_range():
 def test_a_hand_edited_stage_is_refused(raw):
     with pytest.raises(ValueError, match="expected \\[name, 'leg' or 'step', size"):
         Stage.from_list(raw)
+
+
+def test_a_miss_another_trial_found_is_flaky_not_a_miss_of_the_engine():
+    """With repeated trials, a question missed in the first but found within k in another flips:
+    its cause says so (how many trials found it, and the first's reason); one no trial found keeps
+    its own cause."""
+    from pytest_retrieval_eval.analysis.scores import Scores
+
+    labeled = LabeledSet((Q, LabeledQuery("q2", "where is the printer", {"p": 1})), name="set")
+    first = (QueryResult("q1", ("a", "b", "c", "d", "e", "f", "gold")), QueryResult("q2", ("a",)))
+    found = (QueryResult("q1", ("gold",)), QueryResult("q2", ("a",)))
+    e = EvaluationResult("e", labeled, first, trial_results=(found, first, found, first))
+    misses = Scores.of(e).misses(5)
+    assert {c.query_id: (c.kind, c.text) for c in misses.causes} == {
+        "q1": ("flaky", "flaky: found in 2 of 5 trials (the first: ranked 7)"),
+        "q2": ("absent", "not retrieved (not among the 1 returned)")}
+    assert misses.line() == "e missed 2 of 2 at hit@5: 1 flaky (found in other trials), 1 not retrieved"
+    once = EvaluationResult("e", labeled, first)
+    assert [c.kind for c in Scores.of(once).misses(5).causes] == ["ranked", "absent"]

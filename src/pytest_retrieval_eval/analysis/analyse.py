@@ -44,13 +44,14 @@ from ..types import sha256_text
 from .baseline import BaselineComparison
 from ..rules.quantities import MeasureQuantity, TurnsQuantity
 from ..rules.thresholds import Threshold, judges_shadows, measures_needed, shadow_measures, turn_measures
+from ..rules.drops import MaxDrop
 from ..rules.settings import GateSettings
 from .power import Detectable, Powerless, detectable_drops, gated_measures, powerless_sets, underpowered
 from .rows import Row, row_of, with_costs
 from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 16
+ANALYSIS_VERSION = 17
 
 
 @dataclass(frozen=True)
@@ -255,8 +256,11 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         Scores.of(e).prefetch([*needed, *(d.measure for d in max_drops), f"hit@{miss_k}"])
     latency = {e.key: latency_of(e) for e in run.evaluations} if s.latency else {}
     usage = {e.key: usage_of(e, s.prices) for e in run.evaluations}
-    rows = tuple(with_costs(row_of(e, needed, gated, thresholds), thresholds, latency.get(e.key), usage.get(e.key),
-                             s.latency) for e in run.evaluations)
+    spread_of = per_question(dict.fromkeys([*measures, *measures_needed(thresholds), *(d.measure for d in max_drops)]))
+    stability = tuple(x for e in run.evaluations if (x := stability_of(e, miss_k, spread_of)) is not None)
+    moved = {(x.engine, x.labeled): x for x in stability}
+    rows = tuple(with_costs(row_of(e, needed, gated, thresholds, moved.get(e.key)), thresholds, latency.get(e.key),
+                            usage.get(e.key), s.latency) for e in run.evaluations)
     shown = [*measures, *_recorded(s), f"hit@{miss_k}", *gated]
     intervals = tuple(Intervals(e.engine, e.labeled.name, {m: Scores.of(e).ci(m) for m in dict.fromkeys(
         Measure.parse(x).name for x in shown) if Scores.of(e).has_value(m)}) for e in run.evaluations)
@@ -269,7 +273,6 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         from .sweep import sweep_tables
 
         sweeps = tuple(sweep_tables(run, s.sweeps, latency, s.correction))
-    spread_of = per_question(dict.fromkeys([*measures, *measures_needed(thresholds), *(d.measure for d in max_drops)]))
     shadows, shadow_problems = [], []
     if s.shadows or judges_shadows(thresholds):
         from .shadow import shadows as compare_shadows
@@ -282,10 +285,9 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
     if baseline is not None:
         from .baseline import compare
 
-        compared = compare(run, baseline, per_question(dict.fromkeys([*measures, *(d.measure for d in max_drops)])),
-                           force=s.baseline_force, correction=s.correction)
+        compared = compare(run, baseline, baseline_measures(measures, max_drops), force=s.baseline_force,
+                           correction=s.correction)
         warnings += compared.warnings
-    stability = tuple(x for e in run.evaluations if (x := stability_of(e, miss_k, spread_of)) is not None)
     gated_per_question = per_question(gated_measures(thresholds, max_drops))
     powerless = tuple(powerless_sets(run, alpha, bool(gated_per_question) or baseline is not None))
     cannot = {x.labeled for x in powerless}
@@ -362,6 +364,12 @@ def set_findings(run: RunResults, measure: str) -> list[SetFinding]:
 
     recorded = [SetFinding(kind, tuple(ids), detail) for kind, ids, detail in (run.coverage or {}).get("checks", ())]
     return [*recorded, *set_signal(run, measure)]
+
+
+def baseline_measures(measures: Sequence[str], max_drops: Sequence[MaxDrop]) -> list[str]:
+    """What a run is compared with its baseline on: the table's columns and the max-drop rules'
+    measures, each with a value per question; the noise-aware gate corrects over all of them."""
+    return per_question(dict.fromkeys([*measures, *(d.measure for d in max_drops)]))
 
 
 def per_question(measures: Any) -> list[str]:

@@ -283,13 +283,13 @@ def _mean_over(e: Evaluation, measure: str, ids: Sequence[str]) -> float:
     return float(np.mean([values[q] for q in ids])) if ids else math.nan
 
 
-def diff_engine(now: Evaluation, base: Evaluation, measure: str) -> MeasureDiff:
+def diff_engine(now: Evaluation, base: Evaluation, measure: str, *, interval: bool = True) -> MeasureDiff:
     questions = {q.query_id: q.question for q in now.labeled.queries}
     shared, left_out = shared_questions(now, base)
     before, after = Scores.of(base).per_query(measure), Scores.of(now).per_query(measure)
     a = [after.get(q, 0.0) for q in shared]
     b = [before.get(q, 0.0) for q in shared]
-    pair = paired(a, b, shared, clusters=now.clusters(shared))  # turns: conversations resampled
+    pair = paired(a, b, shared, clusters=now.clusters(shared), interval=interval)  # turns: conversations resampled
     return MeasureDiff(
         engine=now.engine, labeled=now.labeled.name, measure=measure,
         before=_mean_over(base, measure, shared), after=_mean_over(now, measure, shared), paired=pair,
@@ -321,9 +321,11 @@ def canary_note(now: Evaluation, base: Evaluation) -> str | None:
 
 
 def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force: bool = False,
-            correction: str = "holm") -> BaselineComparison:
+            correction: str = "holm", gated: bool = False) -> BaselineComparison:
     """Every engine of ``now`` against its baseline on ``measures``; the p-values are corrected
-    over all of those diffs (every engine and measure is one more chance of a false alarm)."""
+    over all of those diffs (every engine and measure is one more chance of a false alarm).
+    ``gated``: only what the gate's rules on whole sets read (no effect-size interval, no
+    segment), as a calibration's reruns need (``analysis/calibration.py``)."""
     out = BaselineComparison()
     paired_over: list[str] = []  # said once the comparison is made (not when refused)
     judged_on: set[str] = set()
@@ -353,7 +355,8 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
             alone = [m for m, w in missing.items() if w == where]  # one side only: a change worth saying
             if alone:
                 out.notes.append(f"{e.engine}: {', '.join(alone)} not compared: no value {where} ({has})")
-        out.diffs += [diff_engine(e, b, m) for m in measures if m not in judged_alone and m not in missing]
+        out.diffs += [diff_engine(e, b, m, interval=not gated) for m in measures
+                      if m not in judged_alone and m not in missing]
         shared, (only_base, only_now) = shared_questions(e, b)
         if only_base or only_now:
             stale = f" ({labeled_changes(b.labeled, e.labeled)})" if stale_only(b.labeled, e.labeled) else ""
@@ -376,7 +379,7 @@ def compare(now: RunResults, base: RunResults, measures: Sequence[str], *, force
     out.correction = correction
     out.warnings = days_warnings(out.diffs)
     found = []
-    for d in out.diffs:  # each tag's share of every diff (freshness across days aside)
+    for d in out.diffs if not gated else ():  # each tag's share of every diff (freshness across days aside)
         if d.days is not None or Measure.parse(d.measure).freshness:
             continue
         e, b = now.get(d.engine, d.labeled), base.get(d.engine, d.labeled)

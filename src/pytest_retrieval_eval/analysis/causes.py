@@ -14,6 +14,10 @@ A miss (no relevant document in the top k) is attributed, first match wins, to:
 - ``window``: not retrieved, and its text runs past the embedder's window;
 - ``absent``: not retrieved, for no reason the run can see.
 
+With repeated trials (``--retrieval-trials``), a question another trial found within k is
+``flaky`` ("flaky: found in 3 of 5 trials"), whatever the first trial's reason: it flips, so
+it is named as flaky, not as a miss of the engine.
+
 At the evidence level (``hit@5+evidence``: no passage of the top k carries the evidence), a
 relevant document whose passage is in the top k, or which came back at all, without its
 evidence is ``wrong-passage`` ("right document, wrong passage"); evidence deeper than k is
@@ -35,7 +39,7 @@ from ..data.freshness import Freshness
 from ..evaluation.results import Evaluation
 
 #: every cause, in the order the summary line lists them
-KINDS = ("error", "not-in-corpus", "not-ingested", "judged", "stale-version", "near-duplicate", "wrong-passage",
+KINDS = ("flaky", "error", "not-in-corpus", "not-ingested", "judged", "stale-version", "near-duplicate", "wrong-passage",
          "ranked", "cut", "never-candidate", "window", "absent")
 #: the cause of an evidence-level miss where the document came back without its evidence
 WRONG_PASSAGE = "right document, wrong passage"
@@ -183,7 +187,24 @@ def causes(e: Evaluation, k: int, *, evidence_level: bool = False) -> dict[str, 
         c = of(by_id[r.query_id], r, k, evidence=e.evidence, freshness=e.freshness, judged=e.judged.get(r.query_id))
         if c is not None:
             out[r.query_id] = c
+    if e.trial_results and not evidence_level:
+        out.update(flaky(e, k, out))
     return out
+
+
+def flaky(e: Evaluation, k: int, missed: Mapping[str, Cause]) -> dict[str, Cause]:
+    """The ``missed`` questions another trial found within ``k``: each one's cause is that it flips
+    ("flaky: found in 3 of 5 trials"), the first trial's reason kept in its text."""
+    by_id = e.labeled.by_id()
+    trials = (e.results, *e.trial_results)
+    found: Counter[str] = Counter()
+    for results in trials:
+        for r in results:
+            if r.query_id in missed and r.error is None:
+                rank = Evaluation.gold_rank(by_id[r.query_id], r)
+                found[r.query_id] += rank is not None and rank <= k
+    return {q: Cause(q, "flaky", f"flaky: found in {found[q]} of {len(trials)} trials (the first: {c.text})",
+                     "flaky (found in other trials)") for q, c in missed.items() if found[q]}
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from ..rules.quantities import LatencyQuantity, UsageQuantity
 from ..rules.thresholds import Threshold, measures_needed
 from .cost import Latency, Usage
 from .scores import Scores
+from .stability import Stability, widened
 
 
 @dataclass(frozen=True)
@@ -39,9 +40,12 @@ def _why(e: Evaluation, measure: str) -> str:
     return lines[0] + (f" ({'; '.join(lines[1:])})" if len(lines) > 1 else "") if lines else ""
 
 
-def row_of(e: Evaluation, needed: Sequence[str], gated: Sequence[str], thresholds: Sequence[Threshold]) -> Row:
+def row_of(e: Evaluation, needed: Sequence[str], gated: Sequence[str], thresholds: Sequence[Threshold],
+           moved: Stability | None = None) -> Row:
     """What the gate reads of one evaluation: its means, counts, and why a freshness measure or
-    the stale count is what it is."""
+    the stale count is what it is. With repeated trials (``moved``), the intervals rules are
+    judged on (``gated``) take the engine's run-to-run spread in too (``stability.widened``); a
+    calibration's reruns (``analysis/calibration.py``) are judged on rows made as the run's are."""
     stale = dict(e.labeled.provenance.get("stale_left_out") or {})  # id -> what changed
     names = dict(e.labeled.provenance.get("stale_names") or {})  # how messages name text-made ids
     values = {**{m: Scores.of(e).mean(m) for m in needed},
@@ -61,8 +65,14 @@ def row_of(e: Evaluation, needed: Sequence[str], gated: Sequence[str], threshold
                           + (f", human-only: {found.note.split(':')[0]}" if found.fell_back else ""))
     if stale:
         details["stale"] = "left out: " + "; ".join(f"{names.get(q, q)} ({', '.join(w)})" for q, w in stale.items())
-    return Row(e.engine, e.labeled.name, values, e.n, e.n_errored, {m: Scores.of(e).ci(m) for m in gated if Scores.of(e).has_value(m)},
-               details)
+    intervals = {m: Scores.of(e).ci(m) for m in gated if Scores.of(e).has_value(m)}
+    for m, interval in intervals.items():
+        sd = moved.spread[m][2] if moved is not None and m in moved.spread else 0.0
+        if sd > 0 and values[m] is not None:
+            intervals[m] = widened(interval, values[m], sd, Measure.parse(m).bounds)
+            details[m] = "; ".join(filter(None, [details.get(m), f"the interval widened by the spread across "
+                                                 f"{moved.trials} trials (sd {sd:.4f}, in quadrature)"]))
+    return Row(e.engine, e.labeled.name, values, e.n, e.n_errored, intervals, details)
 
 
 def with_costs(row: Row, thresholds: Sequence[Threshold], latency: Latency | None, usage: Usage | None,

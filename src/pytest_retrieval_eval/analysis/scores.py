@@ -43,6 +43,7 @@ class Scores:
         self._causes: dict[int, dict[str, Cause]] = {}
         self._cis: dict[str, tuple[float, float]] = {}
         self._filled: Qrels | None = None
+        self._trials: list[Scores] | None = None
 
     @classmethod
     def of(cls, e: Evaluation) -> "Scores":
@@ -185,18 +186,23 @@ class Scores:
         return ppi_mean(judge_filled, [human.get(q, 0.0) for q in ids], judge_filled[[where[q] for q in ids]],
                         binary=m.family in BINARY_FAMILIES, bounds=m.bounds)
 
+    def trials(self) -> list["Scores"]:
+        """One ``Scores`` per trial (``--retrieval-trials``), the first's own rankings first; made
+        once and kept (the trials' means, their flips and a calibration's reruns read them)."""
+        if self._trials is None:
+            e = self.e
+            self._trials = [Scores(Evaluation(e.engine, e.labeled, tuple(results), freshness=e.freshness,
+                                              judged=e.judged, judge=e.judge))
+                            for results in (e.results, *e.trial_results)] if e.trial_results else []
+        return self._trials
+
     def trial_means(self, measures: Sequence[str]) -> dict[str, list[float]]:
         """Per measure with a value in every trial, the mean of each (the first included); empty
         with one trial."""
-        e = self.e
-        if not e.trial_results:
+        trials = self.trials()
+        if not trials:
             return {}
-        out: dict[str, list[float | None]] = {m: [] for m in measures}
-        for results in (e.results, *e.trial_results):
-            trial = Scores(Evaluation(e.engine, e.labeled, tuple(results), freshness=e.freshness,
-                                      judged=e.judged, judge=e.judge))
-            for m in measures:
-                out[m].append(trial.mean(m))
+        out: dict[str, list[float | None]] = {m: [trial.mean(m) for trial in trials] for m in measures}
         return {m: [float(x) for x in v if x is not None] for m, v in out.items() if None not in v}
 
     def hit_curve(self, depth: int = CURVE_DEPTH) -> list[float]:

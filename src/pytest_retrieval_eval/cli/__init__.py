@@ -12,13 +12,15 @@
   the benchmark's corpus);
 - ``report``: judge a saved ``results.json`` again (against a baseline, with thresholds and
   max-drop rules; by default those it was judged with), with the pytest gate's exit codes: 1
-  when it fails; ``--out DIR`` (and ``--html PATH``) rebuild the run's artefacts.
+  when it fails; ``--out DIR`` (and ``--html PATH``) rebuild the run's artefacts;
+- ``calibrate``: rerun a saved run against itself, how often each rule fails the unchanged
+  engines and catches a drop injected into their rankings, written into the results file.
 
 Options shared with the pytest plugin are declared once (``plugin/options.py``) and appear here
 without their ``retrieval-`` prefix.
 
 The parser is ``parser.py``; each verb is a module of its own (``generate``, ``check``, ``subset``,
-``label``, ``report``, ``history``, ``judge``; ``judge``'s worksheets in ``worksheet``; ``corpus``
+``label``, ``report``, ``calibrate``, ``history``, ``judge``; ``judge``'s worksheets in ``worksheet``; ``corpus``
 in ``passages``), run by its
 ``main(args)``; where a command finds its corpus is ``corpus.py``. Heavy imports stay inside the
 functions, so ``--help`` loads none of them.
@@ -30,7 +32,7 @@ import os
 import sys
 
 from ..errors import RetrievalEvalError
-from . import check, generate, history, judge, label, passages, report, subset
+from . import calibrate, check, generate, history, judge, label, passages, report, subset
 from .parser import make_parser
 
 
@@ -64,12 +66,12 @@ def _main(argv: list[str] | None) -> int:
     try:
         return {"generate": generate.main, "check": check.main, "subset": subset.main, "report": report.main,
                 "label": label.main, "judge": judge.main, "history": history.main,
-                "corpus": passages.main}[args.command](args)
+                "corpus": passages.main, "calibrate": calibrate.main}[args.command](args)
     except RetrievalEvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        if args.command not in ("report", "judge", "subset"):
+        if args.command not in ("report", "judge", "subset", "calibrate"):
             raise
         # exit 1 means "the gate failed" and nothing else: a file that cannot be judged is 2
         print(f"error: {args.results}: malformed results file ({type(exc).__name__}: {exc})", file=sys.stderr)

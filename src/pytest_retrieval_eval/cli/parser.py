@@ -114,6 +114,20 @@ def make_parser() -> argparse.ArgumentParser:
     rep.add_argument("--markdown", action="store_true", help="print the Markdown report instead of the table")
     rep.add_argument("-v", "--verbose", action="count", default=0,
                      help="the run's detail too (differences, configurations, judged@k ...), as pytest -v shows it")
+    cal = sub.add_parser("calibrate", help="rerun a saved run against itself: how often each rule fails the "
+                                          "unchanged engines (false-fail rate) and catches an injected drop (power)")
+    cal.add_argument("results", metavar="RESULTS",
+                     help="a results.json (or a baseline file) with its settings; engines with repeated trials "
+                          "(--retrieval-trials) are rerun from them, the others on resampled questions")
+    add_to_argparse(cal, "calibrate", alpha=None, noise_aware=None, correction=None, confidence=None)
+    cal.add_argument("--reruns", type=_whole, default=200, metavar="N",
+                     help="reruns unchanged, and as many per drop injected (default 200)")
+    cal.add_argument("--drop-sizes", type=_drop_sizes, default=(), metavar="D,D,...",
+                     help="drops injected besides the one the run states it can detect, in each rule's measure "
+                          "(e.g. 0.02,0.05)")
+    cal.add_argument("--seed", type=int, default=None, metavar="N", help="the reruns' seed (default: a fixed one)")
+    cal.add_argument("--out", default=None, metavar="PATH",
+                     help="write the calibration here instead of into RESULTS (its 'calibration' key)")
     hist = sub.add_parser("history", help="the runs --retrieval-history kept: list them, or chart a measure "
                                           "across commits (history trend --measure hit@5)")
     hist.add_argument("action", nargs="?", default="list", choices=["list", "trend"])
@@ -157,3 +171,8 @@ def _whole(text: str) -> int:
         raise argparse.ArgumentTypeError(f"a whole number >= 1, got {text!r}")
     return int(text)
 
+
+def _drop_sizes(text: str) -> tuple[float, ...]:
+    from .calibrate import drop_sizes
+
+    return drop_sizes(text)

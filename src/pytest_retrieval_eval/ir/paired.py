@@ -35,14 +35,17 @@ class Paired:
 
 
 def paired(a: Sequence[float], b: Sequence[float], ids: Sequence[str] = (), *, movers: int = MOVERS,
-           clusters: Sequence[str] | None = None) -> Paired:
+           clusters: Sequence[str] | None = None, interval: bool = True) -> Paired:
     """``a`` and ``b`` are per-query values in one query order; ``ids`` names the queries (the
     tie-break among movers); ``clusters`` each query's conversation, where turns of one are
-    compared: the test and the interval then resample conversations, not turns."""
+    compared: the test and the interval then resample conversations, not turns. Without
+    ``interval`` the effect size's interval is not made ((nan, nan)): a calibration's reruns,
+    judged and never shown, need only the test."""
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     diff = x - y
     p = paired_randomization(x, y, clusters=clusters)
-    return Paired(float(x.mean() - y.mean()) if len(x) else math.nan, p, paired_difference_ci(x, y, clusters=clusters),
+    ci = paired_difference_ci(x, y, clusters=clusters) if interval else (math.nan, math.nan)
+    return Paired(float(x.mean() - y.mean()) if len(x) else math.nan, p, ci,
                   int((diff > 0).sum()), int((diff < 0).sum()), int((diff == 0).sum()),
                   moved(diff, ids, movers), p)
 

@@ -59,8 +59,7 @@ def bootstrap_ci(values: Sequence[float], *, level: float = 0.95, resamples: int
     codes = grouped(clusters, n)
     if codes is not None:
         return _cluster_bootstrap(x, codes, level=level, resamples=resamples, seed=seed)
-    rng = np.random.default_rng(seed)
-    means = np.concatenate([x[rng.integers(0, n, size=(b, n))].mean(axis=1) for b in _chunks(resamples, n)])
+    means = np.concatenate([x[idx].mean(axis=1) for idx in _draws(n, resamples, seed)])
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(means, [tail, 100.0 - tail])
     return (float(lo), float(hi))
@@ -373,12 +372,61 @@ def _flips(units: np.ndarray, observed: float, divisor: float, resamples: int, s
     is at least ``observed`` in size, the observed pattern counted among them (so a p-value is
     never 0). One matrix-vector product per chunk of patterns: an elementwise product and a
     mean took 1.8 times as long at 2,000 queries (the analysis of a large run does 84)."""
-    rng = np.random.default_rng(seed)
     extreme = 0
-    for size in _chunks(resamples, len(units)):
-        signs = rng.integers(0, 2, size=(size, len(units)), dtype=np.int8) * 2 - 1
-        extreme += int(np.count_nonzero(np.abs((signs.astype(np.float64) @ units) / divisor) >= observed))
+    for signs in _sign_patterns(len(units), resamples, seed):
+        extreme += int(np.count_nonzero(np.abs((signs @ units) / divisor) >= observed))
     return (extreme + 1) / (resamples + 1)
+
+
+#: the most sign patterns (resamples x units) or bootstrap draws kept between calls: 12 MB of each
+_KEPT_CELLS = 1_500_000
+
+
+def _draws(n: int, resamples: int, seed: int):
+    """The bootstrap's resamples of ``n`` values, chunk by chunk (``bootstrap_ci``): kept like the
+    sign patterns where there are few enough, drawn anew otherwise."""
+    if n * resamples <= _KEPT_CELLS:
+        return _kept_draws(n, resamples, seed)
+    return _drawn(n, resamples, seed)
+
+
+def _drawn(n: int, resamples: int, seed: int):
+    rng = np.random.default_rng(seed)
+    for b in _chunks(resamples, n):
+        yield rng.integers(0, n, size=(b, n))
+
+
+@functools.lru_cache(maxsize=2)
+def _kept_draws(n: int, resamples: int, seed: int) -> tuple[np.ndarray, ...]:
+    kept = tuple(_drawn(n, resamples, seed))
+    for idx in kept:
+        idx.flags.writeable = False
+    return kept
+
+
+def _sign_patterns(n: int, resamples: int, seed: int):
+    """The random sign patterns of ``_flips``, chunk by chunk: the same every time for the same
+    ``(n, resamples, seed)``, so where there are few enough (``_KEPT_CELLS``) they are drawn once
+    and kept (``_kept_patterns``). Drawing them was 90% of a test's time over 300 questions, and
+    the analysis of a run tests every measure of every engine over the same questions (a
+    calibration, ``analysis/calibration.py``, hundreds of reruns of it)."""
+    if n * resamples <= _KEPT_CELLS:
+        return _kept_patterns(n, resamples, seed)
+    return _drawn_patterns(n, resamples, seed)
+
+
+def _drawn_patterns(n: int, resamples: int, seed: int):
+    rng = np.random.default_rng(seed)
+    for size in _chunks(resamples, n):
+        yield (rng.integers(0, 2, size=(size, n), dtype=np.int8) * 2 - 1).astype(np.float64)
+
+
+@functools.lru_cache(maxsize=2)
+def _kept_patterns(n: int, resamples: int, seed: int) -> tuple[np.ndarray, ...]:
+    kept = tuple(_drawn_patterns(n, resamples, seed))
+    for signs in kept:
+        signs.flags.writeable = False
+    return kept
 
 
 # --- many comparisons, effect sizes, power ----------------------------------------------------

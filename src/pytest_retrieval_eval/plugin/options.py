@@ -232,22 +232,22 @@ OPTIONS: tuple[Option, ...] = (
     # the gate
     Option("threshold", "fail the run when a rule is breached, e.g. 'hit@5>=0.8', 'keyword:mrr>=0.5', "
            "'errors<=0', 'lint.truncated<=0'; repeatable; given here, they replace the ini's rules", kind="lines",
-           ini="retrieval_thresholds", merge=False, metavar="[ENGINE:]MEASURE>=VALUE", cli=("report",)),
+           ini="retrieval_thresholds", merge=False, metavar="[ENGINE:]MEASURE>=VALUE", cli=("report", "calibrate")),
     Option("baseline", "compare with a saved baseline: deltas, per-query movers, paired tests", path="file",
            metavar="PATH", cli=("report",)),
     Option("max_drop", "fail when a measure drops more than DELTA below the baseline; repeatable; given here, "
            "they replace the ini's rules", kind="lines", ini="retrieval_max_drops", merge=False,
-           metavar="[ENGINE:]MEASURE=DELTA", cli=("report",)),
+           metavar="[ENGINE:]MEASURE=DELTA", cli=("report", "calibrate")),
     Option("noise_aware", "fail max-drop rules only when the drop is significant (paired test, p < alpha)", False,
-           kind="switch", cli=("report",)),
+           kind="switch", cli=("report", "calibrate")),
     Option("alpha", "significance level of the engine comparisons and the noise-aware gate", 0.05,
-           fraction(closed_top=False), metavar="ALPHA", cli=("report",)),
+           fraction(closed_top=False), metavar="ALPHA", cli=("report", "calibrate")),
     Option("correction", "multiple-comparison correction of the significance marks and the noise-aware gate: holm "
            "(Holm-Bonferroni), bh (Benjamini-Hochberg) or none", "holm", choice("holm", "bh", "none"),
-           metavar="METHOD", cli=("report",)),
+           metavar="METHOD", cli=("report", "calibrate")),
     Option("confidence", "judge threshold rules on the point estimate, or on the lower bound of its 95 percent interval "
            "(Wilson for hit@k and the rates, else bootstrap; lower: pass only when 95 percent sure)", "point", choice("point", "lower"), metavar="MODE",
-           cli=("report",)),
+           cli=("report", "calibrate")),
     Option("inconclusive", "what a rule whose 95 percent interval straddles its line does to the run (with "
            "--retrieval-confidence=lower, --retrieval-noise-aware): fail it, warn, or pass with a note", "fail",
            choice("fail", "warn", "pass"), metavar="MODE", cli=("report",)),

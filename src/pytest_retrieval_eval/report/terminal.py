@@ -281,6 +281,12 @@ def trial_lines(verdict: Verdict, thresholds: list) -> list[str]:
                                f"({st.share:.1%})" + (f": {shown}" if shown else ": the engine answers the same "
                                                                                   "every time"),
                                width=80, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+        if st.flaky:  # found in some trials, missed in others: flaky, not misses of the engine
+            named = ", ".join(f"{q} (found in {n} of {st.trials})" for q, n in list(st.flaky.items())[:5])
+            more = f" and {len(st.flaky) - 5} more" if len(st.flaky) > 5 else ""
+            lines += textwrap.wrap(f"flaky at hit@{st.k}: {len(st.flaky)} of {st.n} questions flip between trials: "
+                                   f"{named}{more}", width=80, initial_indent="  ", subsequent_indent="    ",
+                                   break_on_hyphens=False)
         if not thresholds:
             lines.append("  (pass@k / pass^k need a rule: --retrieval-threshold [ENGINE:]MEASURE>=VALUE)")
         for p in (p for p in verdict.analysis.trial_passes if (p.engine, p.labeled) == (st.engine, st.labeled)):
