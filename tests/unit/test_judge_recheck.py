@@ -24,7 +24,7 @@ from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.archive.saved import load_run
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES
-from pytest_retrieval_eval.ir.stats import cohen_kappa
+from pytest_retrieval_eval.ir.agreement import cohen_kappa
 from pytest_retrieval_eval.types import LabeledQuery
 
 DOCS = open_corpus(CORPUS).load().docs

@@ -21,7 +21,7 @@ from pytest_retrieval_eval.evaluation.results import RunResults
 from pytest_retrieval_eval.rules.settings import GateSettings
 from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES
 from pytest_retrieval_eval.ir.metrics import evaluate
-from pytest_retrieval_eval.ir.stats import cohen_kappa, kendall_tau
+from pytest_retrieval_eval.ir.agreement import cohen_kappa, kendall_tau
 from pytest_retrieval_eval.types import LabeledQuery
 
 DOCS = open_corpus(CORPUS).load().docs
@@ -180,7 +180,7 @@ def test_a_panel_is_validated_like_one_judge_with_its_members_agreement_stored_a
     """``good`` and ``twin`` grade alike and ``bad`` the other way round: the panel's majority is
     ``good``'s, so its kappa is too; stored under the panel's own fingerprint, nothing asked twice."""
     from pytest_retrieval_eval.data.judges import Panel
-    from pytest_retrieval_eval.ir.stats import fleiss_kappa
+    from pytest_retrieval_eval.ir.agreement import fleiss_kappa
 
     fake_api.script("/chat/completions", Reply(200, grades_by_model))
     results, judgments = saved(tmp_path)

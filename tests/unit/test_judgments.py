@@ -27,7 +27,7 @@ from pytest_retrieval_eval.rules.settings import GateSettings, table_measures
 from pytest_retrieval_eval.gate.verdict import verdict_of
 from pytest_retrieval_eval.ir.measures import DEFAULT_TABLE_MEASURES, Measure
 from pytest_retrieval_eval.ir.metrics import evaluate
-from pytest_retrieval_eval.ir.stats import cohen_kappa, kendall_tau
+from pytest_retrieval_eval.ir.agreement import cohen_kappa, kendall_tau
 from pytest_retrieval_eval.report.judged import judged_lines, moved_most
 from pytest_retrieval_eval.evaluation.judging import calibration_pairs, engine_order, pool, with_judgments
 from pytest_retrieval_eval.analysis.result import EvaluationResult

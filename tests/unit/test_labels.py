@@ -18,7 +18,8 @@ from pytest_retrieval_eval import RetrievalEvalError
 from pytest_retrieval_eval.cli import main as cli
 from pytest_retrieval_eval.data.corpus import JsonFolder
 from pytest_retrieval_eval.data.labeled import load_questions_cache
-from pytest_retrieval_eval.data.label_files import Columns, read_labels
+from pytest_retrieval_eval.data.label_files import read_labels
+from pytest_retrieval_eval.data.label_tables import Columns
 from pytest_retrieval_eval.data.question_filters import QuestionFilter
 
 
@@ -61,7 +62,7 @@ def test_a_tsv_with_chosen_columns_grades_and_ids(tmp_path):
     path = tmp_path / "judged.tsv"
     path.write_text("qid\tasked\tdocs\tgrade\nt1\tguest wifi\tguest-wifi\t2\nt1\tguest wifi\tvpn-setup\t1\n"
                     "t2\tprinting\tprinter-queue|shared-drives\t1\n")
-    from pytest_retrieval_eval.data.label_files import Columns
+    from pytest_retrieval_eval.data.label_tables import Columns
 
     entries = read_labels(path, columns=Columns(question="asked", doc="docs", grade="grade", id="qid"))
     assert [(q.query_id, q.question, dict(q.relevant)) for q in entries] == [

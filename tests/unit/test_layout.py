@@ -254,3 +254,13 @@ def test_the_statistics_check_catches_each_form():
               "    return p.corrected(a), measures.Measure\n")
     found = statistics_called(PACKAGE / "gate" / "probe.py", source)
     assert found == ["1: wilson_ci", "4: ppi_mean", "5: p.corrected"]
+
+
+#: the most lines a module holds: past it, a module holds several jobs (split it by job)
+MODULE_LINES = 600
+
+
+def test_no_module_holds_several_jobs_by_its_length():
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MODULE_LINES}
+    assert not long, f"modules over {MODULE_LINES} lines: {long}"

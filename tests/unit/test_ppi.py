@@ -14,7 +14,8 @@ import pytest
 
 from pytest_retrieval_eval.ir.metrics import evaluate
 from pytest_retrieval_eval.ir.ppi import MIN_BINARY, PPIEstimate, ppi_arrays, ppi_mean
-from pytest_retrieval_eval.ir.stats import cohen_kappa, wilson_ci
+from pytest_retrieval_eval.ir.agreement import cohen_kappa
+from pytest_retrieval_eval.ir.stats import wilson_ci
 
 N, POOL, DRAWS, SIZES = 400, 20, 1000, (20, 50, 100, 200)
 #: binary judges: (name, rate relevant -> not, rate not -> relevant)

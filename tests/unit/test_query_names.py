@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from pytest_retrieval_eval import QueryResult
 from pytest_retrieval_eval.data.labeled import LabeledSet
-from pytest_retrieval_eval.data.label_files import question_id
+from pytest_retrieval_eval.data.label_fields import question_id
 from pytest_retrieval_eval.analysis.baseline import Mover
 from pytest_retrieval_eval.report.errors import groups
 from pytest_retrieval_eval.analysis.result import EvaluationResult

@@ -6,7 +6,8 @@ import pytest
 from conftest import results_text
 
 from pytest_retrieval_eval.data.labeled import LabeledSet, dump_questions_cache, load_questions_cache
-from pytest_retrieval_eval.data.label_files import read_jsonl, read_table
+from pytest_retrieval_eval.data.label_files import read_jsonl
+from pytest_retrieval_eval.data.label_tables import read_table
 from pytest_retrieval_eval.data.segments import derive, parse_tags
 from pytest_retrieval_eval.errors import RetrievalEvalError
 from pytest_retrieval_eval.analysis.baseline import compare

@@ -61,7 +61,7 @@ def test_randomization_counts_the_same_patterns_as_flipping_each_value_on_tied_h
 def test_fleiss_kappa_is_0210_on_fleiss_1971s_table_of_14_raters_and_10_subjects():
     """The worked example of Fleiss (1971) as Wikipedia gives it: subject per row, raters per
     category; P-bar 0.378, P-bar-e 0.213, kappa 0.210."""
-    from pytest_retrieval_eval.ir.stats import fleiss_kappa
+    from pytest_retrieval_eval.ir.agreement import fleiss_kappa
 
     table = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
              [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
@@ -73,7 +73,7 @@ def test_fleiss_kappa_is_0210_on_fleiss_1971s_table_of_14_raters_and_10_subjects
 
 
 def test_fleiss_kappa_is_1_in_full_agreement_nan_with_one_category_and_refuses_unequal_raters():
-    from pytest_retrieval_eval.ir.stats import cohen_kappa, fleiss_kappa
+    from pytest_retrieval_eval.ir.agreement import cohen_kappa, fleiss_kappa
 
     assert fleiss_kappa([[3, 0], [0, 3], [3, 0]]) == 1.0
     assert np.isnan(fleiss_kappa([[3, 0], [3, 0]]))  # chance agreement is 1: kappa says nothing

@@ -10,7 +10,8 @@ from ..errors import RetrievalEvalError
 
 def main(args) -> int:
     from ..data.corpus import open_corpus
-    from ..data.label_files import Columns, is_team_file, read_labels
+    from ..data.label_files import is_team_file, read_labels
+    from ..data.label_tables import Columns
     from ..data.label_import import import_labels
     from ..data.label_lifecycle import remove_labels, stamp_cache
     from ..data.staleness import remove_command, stamp_command

@@ -33,7 +33,7 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 from .._atomic import locked
 from .._http import (DEFAULT_CHAT_MODEL, FAILURE_KINDS, ChatEndpoint, DeadServer, api_key_for, base_url, failure_kind,

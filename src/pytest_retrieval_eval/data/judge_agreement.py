@@ -34,7 +34,7 @@ class Agreement:
     @classmethod
     def of(cls, members: Sequence[Judge], grades: Sequence[Sequence[int]]) -> "Agreement":
         """From each pair's grades, one per member in ``members``' order."""
-        from ..ir.stats import cohen_kappa, fleiss_kappa
+        from ..ir.agreement import cohen_kappa, fleiss_kappa
 
         rel = [[int(is_judged_relevant(g)) for g in row] for row in grades]
         fleiss = fleiss_kappa([[r.count(0), r.count(1)] for r in rel])
@@ -98,7 +98,7 @@ class Calibration:
     def kappa(self) -> float:
         """Cohen's kappa on relevance: human grade >= 1 (a worksheet's >= ``RELEVANT_FROM``) against
         judged grade >= ``RELEVANT_FROM`` (NaN with no pair, or one label used by both throughout)."""
-        from ..ir.stats import cohen_kappa
+        from ..ir.agreement import cohen_kappa
 
         rel = self.relevance()
         return cohen_kappa([h for h, _ in rel], [g for _, g in rel])

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import RetrievalEvalError
 from ..types import LabeledQuery
-from .label_files import CARRIED
+from .label_fields import CARRIED
 from .label_lifecycle import IMPORTED, check_evidence, stamp
 from .labeled import LabeledSet
 
@@ -39,7 +39,7 @@ class ImportReport:
             out += f", updated {len(self.updated)} ({', '.join(self.changes)}; their author and source kept)"
         if self.kept_tags:
             n = len(self.kept_tags)
-            out += (f", kept their tags" if set(self.kept_tags) == set(self.updated + self.replaced) else
+            out += (", kept their tags" if set(self.kept_tags) == set(self.updated + self.replaced) else
                     f", kept the tags of {n}") + " (the file has no tags)"
         return out
 

@@ -35,7 +35,7 @@ _ABOUT_THE_PASSAGE = re.compile("|".join((
     rf"talk|tell|suggest|claim|note|refer|highlight|address|imply|indicate|focus|present|outline|argue|convey)\b",
     rf"\b(?:topic|subject|theme|purpose|gist|summary|idea|point|message|focus|takeaway)s?\s+of\s+the\s+{_WEAK}"
     rf"\s*(?:[?.!,;:]|$)",
-    rf"\b(?:in|from|within|throughout)\s+the\s+(?:text|article|paragraph|extract|context)\s*[?.!]*\s*$",
+    r"\b(?:in|from|within|throughout)\s+the\s+(?:text|article|paragraph|extract|context)\s*[?.!]*\s*$",
     r"^\s*(?:summari[sz]e|paraphrase|describe)\s+(?:the|this)\b",
 )), re.I)
 _INTERROGATIVE = frozenset("how what why when where who whom whose which can could do does did is are was were "

@@ -90,7 +90,7 @@ class Recheck:
     @property
     def kappa(self) -> float:
         """Cohen's kappa of the relevance stored against the relevance now (NaN: one label throughout)."""
-        from ..ir.stats import cohen_kappa
+        from ..ir.agreement import cohen_kappa
 
         rel = self.relevance()
         return cohen_kappa([a for a, _ in rel], [b for _, b in rel])

@@ -20,7 +20,7 @@ from ..data.recheck import drift_of
 from ..errors import RetrievalEvalError
 from ..ir.metrics import evaluate
 from ..ir.qrels import Qrels
-from ..ir.stats import kendall_tau
+from ..ir.agreement import kendall_tau
 from ..types import TURN_SEPARATOR
 from .results import RunResults
 from .results import Evaluation
