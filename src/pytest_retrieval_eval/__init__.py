@@ -32,6 +32,7 @@ _PUBLIC = {
     "EngineRegistry": "engines.base",
     "Stages": "engines.base",
     "Converses": "engines.base",
+    "ExactSearches": "engines.base",
     "last_turn": "engines.turns",  # the built-in baselines a conversation rewrite is measured against
     "concatenated": "engines.turns",
     "EvaluationResult": "analysis.result",
@@ -56,7 +57,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from .data.judges import Judge
     from .data.judgments import Judgment, Judgments
     from .data.labeled import LabeledSet
-    from .engines.base import AsyncEngine, Converses, Engine, EngineRegistry, Stages
+    from .engines.base import AsyncEngine, Converses, Engine, EngineRegistry, ExactSearches, Stages
     from .engines.turns import concatenated, last_turn
     from .errors import RetrievalEvalError
     from .ir.measures import Measure

@@ -280,6 +280,9 @@ class QueryResult:
     first_passages: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
     #: the word tokens of each passage returned, in order: what the engine hands a generator
     passage_tokens: tuple[int, ...] = field(default=(), compare=False, hash=False)
+    #: with ``--retrieval-exact-check``: the documents the engine's exact search (``exact_search``, no
+    #: approximate index) ranks for the question, as ``doc_ids`` holds the answer's; None: not measured
+    exact: tuple[str, ...] | None = field(default=None, compare=False, hash=False)
 
     @property
     def errored(self) -> bool:

@@ -23,6 +23,7 @@ from ..ir.measures import Measure
 from ..ir.ppi import PPIEstimate
 from ..ir.stats import POWER, detectable_drop, queries_needed
 from ..data.set_checks import SetFinding
+from .approximate import IndexGap, UnderReturn
 from .causes import Cause, Misses
 from .ceiling import StageCurve
 from .cost import Latency, Usage
@@ -48,7 +49,7 @@ from ..rules.settings import GateSettings
 from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 12
+ANALYSIS_VERSION = 13
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,12 @@ class Analysis:
     #: judge described; empty without judgments
     judgment_lines: tuple[str, ...] = ()
     judge: str = ""
+    #: with ``--retrieval-exact-check``: each evaluation's approximate-versus-exact recall at ``miss_k``
+    #: and the misses its index caused (``analysis/approximate.py``), in run order
+    index_gaps: tuple[IndexGap, ...] = ()
+    #: the evaluations with questions answered with fewer than ``miss_k`` documents while the corpus
+    #: holds more, in run order
+    under_returns: tuple[UnderReturn, ...] = ()
     version: int = ANALYSIS_VERSION
 
     def by_turn(self, key: tuple[str, str], measure: str) -> ByTurn | None:
@@ -244,6 +251,7 @@ def basis(run: RunResults, settings: GateSettings, baseline: RunResults | None) 
 def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None = None) -> Analysis:
     """Every derived quantity of ``run`` under ``settings`` (columns as recorded, else the default
     ones for the run), against ``baseline`` where there is one."""
+    from .approximate import corpus_size, index_gap, under_return
     from .ceiling import ceiling_of
     from .cost import latency_of, usage_of
     from .curves import curves_of
@@ -328,7 +336,10 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         freshness=tuple(freshness_findings(run, measures)), trial_passes=tuple(trial_passes(stability, thresholds)),
         segment_rules=tuple(segment_rules(run, thresholds, alpha)),
         judgment_lines=tuple(judgments.lines()) if judgments is not None else (),
-        judge=judgments.judge.describe() if judgments is not None else "")
+        judge=judgments.judge.describe() if judgments is not None else "",
+        index_gaps=tuple(g for e in run.evaluations
+                         if (g := index_gap(e, miss_k, Scores.of(e).misses(miss_k).causes, timed=s.latency))),
+        under_returns=tuple(u for e in run.evaluations if (u := under_return(e, miss_k, corpus_size(run)))))
 
 
 def significant(c: Comparison, alpha: float) -> bool:
