@@ -118,7 +118,7 @@ def test_a_tiny_ef_search_shows_its_gap_and_under_returns_and_a_large_one_has_no
     [gap], [short] = a.index_gaps, a.under_returns
     assert gap.n == len(labeled) and gap.recall < 0.5 and gap.interval[1] < 1.0
     assert short.short == tuple((q.query_id, 1) for q in labeled.queries)  # one row a query: one document
-    assert "set iterative_scan=relaxed_order" in short.line()
+    assert "--retrieval-hybrid=iterative_scan=relaxed_order" in short.line()
     assert gap.misses and all(c.kind == "approximate" and c.rank <= K for c in gap.misses)
 
     large = evaluate_engine(engine(index, ef_search=400, use_keyword=False), labeled, known_ids=corpus, exact=True)

@@ -104,8 +104,8 @@ def test_an_engine_returning_fewer_than_k_while_the_corpus_has_more_is_flagged_w
     assert found.short == (("q0", 3), ("q2", 0)) and found.n == 3
     line = found.line()
     assert line.startswith("hybrid under-returned on 2 of 3 questions at k=10 (fewest: 0 of 10; q0 3, q2 0)")
-    assert "set iterative_scan=relaxed_order (pgvector's hnsw.iterative_scan" in line
-    assert "--retrieval-hybrid=iterative_scan=relaxed_order" in line
+    assert line.endswith("; its HNSW search returns at most ef_search=10 rows a query, fewer after a filter: scan on "
+                         "with --retrieval-hybrid=iterative_scan=relaxed_order (pgvector's hnsw.iterative_scan)")
 
 
 def test_no_fix_is_named_where_the_engine_does_not_say_how_it_searches():

@@ -27,7 +27,7 @@ from .causes import Cause
 
 #: the questions a line names, at most
 NAMED = 5
-#: how the built-in engine's fix is set (its hybrid setting; a variant's line takes it too)
+#: the built-in engine's fix, as its hybrid setting (the variants are made over the session's settings: it is theirs too)
 ITERATIVE_FIX = "iterative_scan=relaxed_order"
 
 
@@ -165,6 +165,5 @@ def fix_of(info: Mapping[str, Any]) -> str:
     with its HNSW scan stopping at ``ef_search`` rows (its filter keeps fewer still)."""
     if info.get("engine") != "hybrid" or info.get("index") != "hnsw" or info.get("iterative_scan") != "off":
         return ""
-    return (f"its HNSW search returns at most ef_search={info.get('ef_search')} rows a query, fewer after its "
-            f"filter: set {ITERATIVE_FIX} (pgvector's hnsw.iterative_scan; --retrieval-hybrid={ITERATIVE_FIX} "
-            "for the hybrid engine, or in the variant's settings)")
+    return (f"its HNSW search returns at most ef_search={info.get('ef_search')} rows a query, fewer after a filter: "
+            f"scan on with --retrieval-hybrid={ITERATIVE_FIX} (pgvector's hnsw.iterative_scan)")
