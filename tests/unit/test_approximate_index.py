@@ -196,3 +196,12 @@ def test_a_saved_exact_ranking_must_be_doc_ids():
 def test_the_hybrid_engines_index_settings_are_checked(settings, said):
     with pytest.raises(RetrievalEvalError, match=said):
         HybridConfig(**settings)
+
+
+def test_a_function_adapter_carries_its_exact_search():
+    from pytest_retrieval_eval import adapters
+
+    engine = adapters.function(lambda query, k: DOCS[1:k + 1], name="fn", exact_search=lambda query, k: DOCS[:k])
+    e = evaluate_engine(engine, labeled(2), depth=3, exact=True)
+    assert [r.exact for r in e.results] == [tuple(DOCS[:3])] * 2 and "exact_check" not in e.engine_info
+    assert not hasattr(adapters.function(lambda query, k: DOCS[:k]), "exact_search")
