@@ -173,7 +173,7 @@ def evaluation_from_dict(d: Mapping[str, Any], cls: type[Evaluation] = Evaluatio
                                 _seconds(q.get("stage_seconds", []), q["id"]), _usage(q.get("usage", {}), q["id"]),
                                 q.get("passages", 0), dict(q.get("passage_ranks", {})), dict(q.get("first_passages", {})),
                                 tuple(q.get("passage_tokens", ())),
-                                tuple(q["exact"]) if "exact" in q else None)
+                                exact=tuple(q["exact"]) if "exact" in q else None)
                     for q in queries)
     trials = tuple(tuple(QueryResult(q["id"], tuple(ranked), error) for q, (ranked, error) in zip(queries, t))
                    for t in d.get("trial_rankings", []))
