@@ -130,13 +130,12 @@ class UnderReturn:
     #: the fix, where the run knows it (the built-in hybrid engine's HNSW scan); '' else
     fix: str = ""
 
-    def line(self, names: Mapping[str, str] | None = None) -> str:
-        """``hybrid under-returned on 42 of 300 questions at k=10 (fewest: 3 of 10; q1 3, ...)``"""
+    def line(self) -> str:
+        """``hybrid under-returned on 42 of 300 questions at k=10 (fewest: 3 of 10)``, and the fix
+        where it is known (the questions are in results.json)."""
         fewest = min(n for _, n in self.short)
-        shown = ", ".join(f"{(names or {}).get(q, q)} {n}" for q, n in self.short[:NAMED])
-        more = " ..." if len(self.short) > NAMED else ""
         text = (f"{self.engine} under-returned on {len(self.short)} of {self.n} questions at k={self.k} (fewest: "
-                f"{fewest} of {self.k}; {shown}{more})")
+                f"{fewest} of {self.k})")
         return text + (f"; {self.fix}" if self.fix else "")
 
 

@@ -33,11 +33,11 @@ def miss_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
 def index_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
     """The approximate index's gap against the exact search (``--retrieval-exact-check``) and the
     engines that under-returned (``analysis/approximate.py``), a line each."""
-    found = (*verdict.analysis.index_gaps, *verdict.analysis.under_returns)
-    if not found:
+    if not (verdict.analysis.index_gaps or verdict.analysis.under_returns):
         return []
     names = {q.query_id: q.name for e in verdict.run.evaluations for q in e.labeled.queries}
-    return [line for x in found for line in _wrap(x.line(names), markdown, width=88)]
+    said = [x.line(names) for x in verdict.analysis.index_gaps] + [x.line() for x in verdict.analysis.under_returns]
+    return [line for text in said for line in _wrap(text, markdown, width=88)]
 
 
 def segment_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
