@@ -45,9 +45,10 @@ def set_ef_search(document_store: Any, candidates: int) -> None:
 
 #: what each connection's HNSW settings are (weakly: a store that reconnects starts afresh)
 _APPLIED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-#: pgvector's own defaults: a setting never changed on a connection is at its default, and is not set
-#: to it (a server with pgvector before 0.8 knows no ``hnsw.iterative_scan``, not even ``off``)
-HNSW_DEFAULTS = {"hnsw.ef_search": 40, "hnsw.iterative_scan": "off"}
+#: a setting never changed on a connection taken as at this value, and not set to it: a server with
+#: pgvector before 0.8 knows no ``hnsw.iterative_scan``, not even ``off`` (``ef_search`` is always set
+#: once: a server's configuration may have changed its default)
+HNSW_DEFAULTS = {"hnsw.iterative_scan": "off"}
 
 
 def configure(document_store: Any, *, ef_search: int | None = None, iterative_scan: str | None = None) -> None:
@@ -60,7 +61,7 @@ def configure(document_store: Any, *, ef_search: int | None = None, iterative_sc
     applied = _APPLIED.setdefault(conn, {})
     for name, value in (("hnsw.ef_search", None if ef_search is None else int(ef_search)),
                         ("hnsw.iterative_scan", iterative_scan)):
-        if value is not None and applied.get(name, HNSW_DEFAULTS[name]) != value:
+        if value is not None and applied.get(name, HNSW_DEFAULTS.get(name)) != value:
             conn.execute(f"SET {name} = {value}")  # a whole number, or one of ITERATIVE_SCANS: no quoting needed
             applied[name] = value
 
