@@ -205,3 +205,16 @@ def test_a_function_adapter_carries_its_exact_search():
     e = evaluate_engine(engine, labeled(2), depth=3, exact=True)
     assert [r.exact for r in e.results] == [tuple(DOCS[:3])] * 2 and "exact_check" not in e.engine_info
     assert not hasattr(adapters.function(lambda query, k: DOCS[:k]), "exact_search")
+
+
+def test_ef_search_and_iterative_scan_are_hybrid_settings_a_variant_or_sweep_can_set():
+    from pytest_retrieval_eval.hybrid.ingest import IngestConfig
+    from pytest_retrieval_eval.plugin.config import hybrid_config, parse_sweep
+
+    config = hybrid_config(["ef_search=10", "iterative_scan=relaxed_order"])
+    assert (config.ef_search, config.iterative_scan) == (10, "relaxed_order")
+    with pytest.raises(RetrievalEvalError, match="hybrid setting ef_search must be a whole number, got 'many'"):
+        hybrid_config(["ef_search=many"])
+    sweep = parse_sweep("hybrid: ef_search=10,400", "t", HybridConfig(), IngestConfig(), (), 32)
+    assert [(name, h.ef_search) for name, h, _ in sweep.variants] == [("hybrid-ef_search10", 10),
+                                                                       ("hybrid-ef_search400", 400)]
