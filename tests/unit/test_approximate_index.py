@@ -92,7 +92,8 @@ def test_the_gap_names_the_misses_the_index_caused():
     e = Evaluation("hybrid", labeled(3), results, HNSW)
     gap = index_gap(e, 2, Scores.of(e).misses(2).causes)
     assert [(c.query_id, c.rank) for c in gap.misses] == [("q0", 1)]
-    assert "1 misses at hit@2 caused by the index: q0 (exact rank 1)" in gap.line()
+    assert "2 questions' top 2 differ from the exact search's; 1 miss at hit@2 caused by the index: q0 (exact rank 1)" \
+        in gap.line()
     assert Scores.of(e).misses(2).line() == "hybrid missed 2 of 3 at hit@2: 1 missed by the approximate index, 1 not retrieved"
 
 

@@ -71,15 +71,16 @@ class IndexGap:
             return f"{self.engine}: approximate vs exact: {self.note or 'no question measured'}"
         lo, hi = self.interval
         at = f" at {self.settings}" if self.settings else ""
-        gap = ("no gap" if self.differ == 0 else
-               f"{self.differ} questions' top {self.k} differ from the exact search's")
+        gap = ("no gap" if self.differ == 0 else f"{self.differ} question{'s' * (self.differ != 1)}' top {self.k} "
+               f"differ{'s' * (self.differ == 1)} from the exact search's")
         said = [f"{self.engine}: approximate vs exact recall@{self.k} {self.recall:.3f} [{lo:.3f}, {hi:.3f}] over "
                 f"{self.n} questions{at}: {gap}"]
         if self.misses:
             shown = ", ".join(f"{(names or {}).get(c.query_id, c.query_id)} (exact rank {c.rank})"
                               for c in self.misses[:NAMED])
             more = f" and {len(self.misses) - NAMED} more" if len(self.misses) > NAMED else ""
-            said.append(f"{len(self.misses)} misses at hit@{self.k} caused by the index: {shown}{more}")
+            said.append(f"{len(self.misses)} miss{'es' * (len(self.misses) != 1)} at hit@{self.k} caused by the "
+                        f"index: {shown}{more}")
         if self.exact_seconds is not None:
             said.append(f"exact search {self.exact_seconds:.1f} s" + (
                 f", approximate {self.answer_seconds:.1f} s" if self.answer_seconds is not None else ""))
