@@ -162,6 +162,8 @@ def test_the_exact_pass_records_each_questions_exact_ranking_and_says_what_faile
     assert [r.exact for r in again.results] == [r.exact for r in e.results]
     gap = index_gap(again, 5, Scores.of(again).misses(5).causes)
     assert gap.n == 2 and gap.recall == pytest.approx(0.8) and "failed on 1/3 questions" in gap.line()
+    one = Evaluation("hybrid", labeled(1), (QueryResult("q0", ("d0", "x"), exact=("d0", "d1")),), HNSW)
+    assert "1 question's top 2 differs from the exact search's" in index_gap(one, 2, ()).line()
 
 
 def test_without_the_check_no_exact_search_is_asked():

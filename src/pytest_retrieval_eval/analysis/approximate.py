@@ -71,8 +71,8 @@ class IndexGap:
             return f"{self.engine}: approximate vs exact: {self.note or 'no question measured'}"
         lo, hi = self.interval
         at = f" at {self.settings}" if self.settings else ""
-        gap = ("no gap" if self.differ == 0 else f"{self.differ} question{'s' * (self.differ != 1)}' top {self.k} "
-               f"differ{'s' * (self.differ == 1)} from the exact search's")
+        whose = "1 question's top {} differs" if self.differ == 1 else f"{self.differ} questions' top {{}} differ"
+        gap = "no gap" if self.differ == 0 else whose.format(self.k) + " from the exact search's"
         said = [f"{self.engine}: approximate vs exact recall@{self.k} {self.recall:.3f} [{lo:.3f}, {hi:.3f}] over "
                 f"{self.n} questions{at}: {gap}"]
         if self.misses:
