@@ -33,6 +33,7 @@ _PUBLIC = {
     "Stages": "engines.base",
     "Converses": "engines.base",
     "TurnContext": "engines.base",  # which turn a conversation engine answers: id, conversation, position
+    "ExactSearches": "engines.base",
     "last_turn": "engines.turns",  # the built-in baselines a conversation rewrite is measured against
     "concatenated": "engines.turns",
     "oracle_rewrite": "engines.turns",  # the person's rewrite: the oracle
@@ -59,7 +60,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from .data.judges import Judge
     from .data.judgments import Judgment, Judgments
     from .data.labeled import LabeledSet
-    from .engines.base import AsyncEngine, Converses, Engine, EngineRegistry, Stages, TurnContext
+    from .engines.base import AsyncEngine, Converses, Engine, EngineRegistry, ExactSearches, Stages, TurnContext
     from .engines.turns import concatenated, last_turn, oracle_rewrite, rewritten
     from .errors import RetrievalEvalError
     from .ir.measures import Measure

@@ -287,6 +287,9 @@ class QueryResult:
     #: what the engine searched in place of a turn, where it said (``TurnContext.record_rewrite``:
     #: a ``rewritten`` engine's rewrite); None: not said
     rewrite: str | None = field(default=None, compare=False, hash=False)
+    #: with ``--retrieval-exact-check``: the documents the engine's exact search (``exact_search``, no
+    #: approximate index) ranks for the question, as ``doc_ids`` holds the answer's; None: not measured
+    exact: tuple[str, ...] | None = field(default=None, compare=False, hash=False)
 
     @property
     def errored(self) -> bool:

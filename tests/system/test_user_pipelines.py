@@ -175,6 +175,21 @@ def test_wrong_wiring_is_said_plainly(project, tmp_path):
         no_ingest.stdout.str()
 
 
+def test_a_teams_query_yaml_is_measured_against_its_exact_search(project, tmp_path):
+    """With --retrieval-exact-check the pipeline is asked again with its stores' index scans off."""
+    from pytest_retrieval_eval.hybrid.components import PluginDocumentEmbedder, PluginTextEmbedder
+
+    ingest, query = pipelines(tmp_path / "pipes", document_embedder=PluginDocumentEmbedder("hashing:384"),
+                              text_embedder=PluginTextEmbedder("hashing:384"))
+    query.write_text(query.read_text().replace("search_strategy: exact_nearest_neighbor", "search_strategy: hnsw"))
+    project.ini(f"retrieval_ingest_pipeline = {ingest}\nretrieval_query_pipelines = theirs={query}\n"
+                "retrieval_engines = theirs\n")
+    result = project.runpytest_subprocess("-m", "retrieval", "--retrieval-report", "--retrieval-exact-check")
+    said = " ".join(result.stdout.str().split())
+    assert result.ret == 0 and "theirs: approximate vs exact recall@5 1.000 [" in said, said
+    assert "over 3 questions: no gap" in said
+
+
 def test_the_plugins_own_embedder_components_round_trip_through_yaml():
     from haystack import Pipeline
 

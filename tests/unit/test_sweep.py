@@ -75,7 +75,8 @@ def test_a_sweep_table_is_sorted_best_first_with_the_base_marked_and_corrected_t
 
 @pytest.mark.parametrize("text, said", [
     ("hybrid: fusion_topk=5,20", "unknown setting 'fusion_topk'; a sweep varies one of keyword_top_k, vector_top_k, "
-                                 "fusion_top_k, use_keyword, use_vector, rerank, rerank_top_k, split_length, split_overlap"),
+                                 "fusion_top_k, use_keyword, use_vector, rerank, rerank_top_k, ef_search, iterative_scan, "
+                                 "split_length, split_overlap"),
     ("hybrid: rerank_top_k=5,10", "rerank_top_k changes nothing while rerank is off"),
 ])
 def test_a_sweep_that_would_say_nothing_is_refused(text, said):

@@ -22,6 +22,7 @@ from .._plain import from_plain, to_plain
 from ..ir.measures import Measure
 from ..ir.ppi import PPIEstimate
 from ..data.set_checks import SetFinding
+from .approximate import IndexGap, UnderReturn
 from .causes import Cause, Misses
 from .ceiling import StageCurve
 from .cost import Latency, Usage
@@ -51,7 +52,7 @@ from .rows import Row, row_of, with_costs
 from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 17
+ANALYSIS_VERSION = 18
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,12 @@ class Analysis:
     #: where the run compares engines, gates or has a baseline: their comparisons are never
     #: significant and their detectable drops are left out
     powerless: tuple[Powerless, ...] = ()
+    #: with ``--retrieval-exact-check``: each evaluation's approximate-versus-exact recall at ``miss_k``
+    #: and the misses its index caused (``analysis/approximate.py``), in run order
+    index_gaps: tuple[IndexGap, ...] = ()
+    #: the evaluations with questions answered with fewer than ``miss_k`` documents while the corpus
+    #: holds more, in run order
+    under_returns: tuple[UnderReturn, ...] = ()
     version: int = ANALYSIS_VERSION
 
     def by_turn(self, key: tuple[str, str], measure: str) -> ByTurn | None:
@@ -232,6 +239,7 @@ def basis(run: RunResults, settings: GateSettings, baseline: RunResults | None) 
 def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None = None) -> Analysis:
     """Every derived quantity of ``run`` under ``settings`` (columns as recorded, else the default
     ones for the run), against ``baseline`` where there is one."""
+    from .approximate import corpus_size, index_gap, under_return
     from .ceiling import ceiling_of
     from .cost import latency_of, usage_of
     from .curves import curves_of
@@ -324,7 +332,10 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         segment_rules=tuple(segment_rules(run, thresholds, alpha)),
         judgment_lines=tuple(judgments.lines()) if judgments is not None else (),
         judge=judgments.judge.describe() if judgments is not None else "",
-        unanswered=tuple(unanswered_of(run, miss_k)), powerless=powerless)
+        unanswered=tuple(unanswered_of(run, miss_k)), powerless=powerless,
+        index_gaps=tuple(g for e in run.evaluations
+                         if (g := index_gap(e, miss_k, Scores.of(e).misses(miss_k).causes, timed=s.latency))),
+        under_returns=tuple(u for e in run.evaluations if (u := under_return(e, miss_k, corpus_size(run)))))
     return replace(analysis, unsettled=tuple(_unsettled(run, s, analysis)))
 
 

@@ -6,6 +6,8 @@ A miss (no relevant document in the top k) is attributed, first match wins, to:
 - ``not-in-corpus``: no relevant document is in the corpus; ``not-ingested``: none has a chunk in
   the engine's store;
 - ``judged``: the top k holds documents the judge graded relevant (a hole, not a miss);
+- ``approximate``: the engine's exact search (``--retrieval-exact-check``) ranks a relevant
+  document within k: "missed by the approximate index (exact rank 3)";
 - ``stale-version``: a stale version of a relevant document is in the top k;
   ``near-duplicate``: a document whose chunks duplicate a relevant one's (corpus lint) is;
 - ``ranked``: a relevant document is retrieved, deeper than k ("ranked 7");
@@ -39,8 +41,10 @@ from ..data.freshness import Freshness
 from ..evaluation.results import Evaluation
 
 #: every cause, in the order the summary line lists them
-KINDS = ("flaky", "error", "not-in-corpus", "not-ingested", "judged", "stale-version", "near-duplicate", "wrong-passage",
-         "ranked", "cut", "never-candidate", "window", "absent")
+KINDS = ("flaky", "error", "not-in-corpus", "not-ingested", "judged", "approximate", "stale-version",
+         "near-duplicate", "wrong-passage", "ranked", "cut", "never-candidate", "window", "absent")
+#: the group of a miss the approximate index caused
+INDEX_MISS = "missed by the approximate index"
 #: the cause of an evidence-level miss where the document came back without its evidence
 WRONG_PASSAGE = "right document, wrong passage"
 
@@ -92,6 +96,11 @@ def cause_of(query: LabeledQuery, result: QueryResult, k: int, *, evidence: Evid
         r, d, g = holes[0]
         return cause("judged", f"a hole, not a miss: {d} (rank {r}) judged relevant (grade {g})",
                      "judged relevant by the judge (holes)")
+    exact = next(((r, d) for r, d in enumerate((result.exact or ())[:k], start=1) if d in stored), None)
+    if exact is not None:  # the exact search had it in the top k: the index lost it
+        r, d = exact
+        return cause("approximate", f"{INDEX_MISS} (exact rank {r}: {d}"
+                     + (f"; the index ranked it {ranked.index(d) + 1})" if d in ranked else ")"), INDEX_MISS, r)
     if freshness is not None:
         for r, d in enumerate(top, start=1):
             if d in freshness.stale and any(_versions_of(freshness, d, g) for g in stored):

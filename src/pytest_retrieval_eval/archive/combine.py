@@ -24,7 +24,7 @@ _FRACTION = re.compile(r"^(\d+)/(\d+)$")
 #: what an engine's description says its run met on its own questions, not how it was set up:
 #: each part's own (counts like ``keyword_empty`` 3/17 are added up, the rest shown per part)
 OBSERVED = frozenset({"keyword_empty", "prepare_error", "chunk_ids_folded", "unknown_ids",
-                      "embedder_canary"})  # each job's own cache: stamped where it ran
+                      "embedder_canary", "exact_error"})  # each job's own cache: stamped where it ran
 #: what to do about a part that does not fit, by what the parts are
 _ADVICE = {"slice": "every CI job must evaluate the same corpus with the same engines and options",
            "share": "every xdist worker must evaluate the same corpus with the same engines and options",
@@ -273,7 +273,9 @@ def _joined(group: Sequence[_Piece]) -> Evaluation:
     measured = [p["measured"] for p in parts if p.get("measured")]
     if measured:  # one figure per question, timed in each part: how each part timed them, said once
         whole["measured"] = {**_info(measured, label), "concurrency": measured[0]["concurrency"],
-                             "prepare_seconds": sum(m.get("prepare_seconds", 0.0) for m in measured)}
+                             "prepare_seconds": sum(m.get("prepare_seconds", 0.0) for m in measured),
+                             **({"exact_seconds": sum(m.get("exact_seconds", 0.0) for m in measured)}
+                                if any("exact_seconds" in m for m in measured) else {})}
     for key in ("prepare_usage", "trial_usage"):  # each part's engine prepared (and repeated) its own questions
         found = summed(*(p.get(key) or {} for p in parts))
         if found:

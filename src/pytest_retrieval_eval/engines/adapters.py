@@ -115,7 +115,8 @@ class Adapted:
     then asked as a one-turn conversation (``turn`` None)."""
 
     def __init__(self, name: str, call: Callable[[str, int], Any], info: Mapping[str, Any], *,
-                 concurrency: int | None = None, converse: Callable[[Sequence[Turn], int], Any] | None = None) -> None:
+                 concurrency: int | None = None, converse: Callable[[Sequence[Turn], int], Any] | None = None,
+                 exact: Callable[[str, int], Any] | None = None) -> None:
         self.name = name
         told = converse is not None and takes_turn(converse)
         self._told = told
@@ -126,6 +127,8 @@ class Adapted:
         if converse is not None:  # an attribute only where it answers: engines.base.converses(self)
             self._converse = converse
             self.retrieve_conversation = self._conversation
+        if exact is not None:  # engines.base.ExactSearches: asked with --retrieval-exact-check
+            self.exact_search = exact
 
     def _conversation(self, turns: Sequence[Turn], k: int, turn: Any = None) -> Any:
         """The answer as it came, passages kept (a ``Passage`` answer is read at the evidence level)."""
@@ -156,17 +159,18 @@ class AsyncAdapted(Adapted):
 
 
 def function(fn: Callable[..., Any], *, name: str | None = None, concurrency: int | None = None,
-             conversation: bool = False) -> Adapted:
+             conversation: bool = False, exact_search: Callable[[str, int], Any] | None = None) -> Adapted:
     """A plain callable ``fn(query, k)`` (sync or ``async def``) returning doc ids, ``(id, score)``
     pairs or ``{id: score}``. With ``conversation=True`` it is ``fn(turns, k)``: ``turns`` the
     conversation so far (``types.Turn``: ``role`` and ``text``, the user's current turn last), and
     a single question comes as one user turn; ``fn(turns, k, turn)`` is also told which turn it
-    answers (``TurnContext``; None for a single question)."""
+    answers (``TurnContext``; None for a single question). ``exact_search(query, k)``: the same
+    search without its approximate index, what ``--retrieval-exact-check`` measures ``fn`` against."""
     label = getattr(fn, "__qualname__", type(fn).__name__)
     kind = AsyncAdapted if inspect.iscoroutinefunction(fn) else Adapted
     return kind(name or getattr(fn, "__name__", "function"), fn,
                 {"adapter": "function", "callable": label, **({"takes": "the conversation"} if conversation else {})},
-                concurrency=concurrency, converse=fn if conversation else None)
+                concurrency=concurrency, converse=fn if conversation else None, exact=exact_search)
 
 
 def _meta_id(meta: Mapping[str, Any] | None, field: str, fallback: Any) -> str:

@@ -19,7 +19,7 @@ class Engine(Protocol):
     ``retrieve`` returns document ids, best first; the plugin keeps the first ``k`` and drops
     repeats. It may return passages instead (``types.Passage``: doc id and text, best first): they
     count as their documents, and are scored at the evidence level too. The optional parts an engine may add are declared below (``Prepares``,
-    ``Describes``, ``Concurrent``); ``AsyncEngine`` is the same contract with ``async def retrieve``.
+    ``Describes``, ``Concurrent``, ``Staged``, ``ExactSearches``); ``AsyncEngine`` is the same contract with ``async def retrieve``.
     """
 
     name: str
@@ -130,6 +130,22 @@ class Concurrent(Protocol):
     session's setting); it wins over ``--retrieval-concurrency``."""
 
     concurrency: int | None
+
+
+@runtime_checkable
+class ExactSearches(Protocol):
+    """Optional: ``exact_search(query, k)`` answers as ``retrieve`` does with every approximate
+    index left unused (an exact scan over the same vectors and filters). With
+    ``--retrieval-exact-check`` every question is asked again through it, and the report gives the
+    approximate answer's recall@k against it and names the misses the index caused."""
+
+    def exact_search(self, query: str, k: int) -> Sequence[str]: ...
+
+
+def exact_search_of(engine: Any) -> Callable[[str, int], Any] | None:
+    """The engine's ``exact_search`` (``ExactSearches``), None where it has none or is async."""
+    found = getattr(engine, "exact_search", None)
+    return found if callable(found) and not is_async(engine) else None
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ class HybridEngine:
                  warm: bool = False) -> None:
         import_haystack()
         from ..data.pipeline_files import builtin
-        from ..hybrid.haystack_internals import EF_SEARCH, set_ef_search
+        from ..hybrid.haystack_internals import EF_SEARCH, vector_index
         from ..hybrid.rerankers import make_reranker
         from ..hybrid.user_pipelines import load, point_at
 
@@ -56,8 +56,10 @@ class HybridEngine:
         point_at(pipeline, file, index.store, index.table, document_store=index.document_store)
         self.keyword, self.vector = pipeline.get_component("keyword"), pipeline.get_component("vector")
         self.joiner = pipeline.get_component("joiner")
-        if config.vector_top_k > EF_SEARCH:  # HNSW visits ef_search candidates (see ingest)
-            set_ef_search(index.document_store, config.vector_top_k)
+        # HNSW returns at most ef_search rows a query (unless it scans on): by default never fewer than the
+        # vector leg asks for; set each query (``_vector_leg``), as the engines on an index share its connection
+        self.ef_search = config.ef_search or max(EF_SEARCH, config.vector_top_k)
+        self.vector_index = vector_index(index.document_store) if config.use_vector else None
         self.reranker = make_reranker(config.rerank)
         self._query_vectors: dict[str, list[float]] = {}
         self.keyword_empty = 0
@@ -77,7 +79,40 @@ class HybridEngine:
             "split": f"{self.index.config.split_length} words, {self.index.config.split_overlap} overlap",
             "chunks": len(self.index.chunks),  # the index's size: what a sweep's front weighs quality against
             "keyword_empty": f"{self.keyword_empty}/{self.queries}" if self.config.use_keyword else "n/a",
+            **self._index_settings(),
         }
+
+    def _index_settings(self) -> dict:
+        """The vector leg's index and its settings, as the catalog and the session have them: what
+        an approximate-versus-exact gap (``--retrieval-exact-check``) is measured at."""
+        if not self.config.use_vector:
+            return {"ef_search": "n/a", "iterative_scan": "n/a"}
+        found = self.vector_index
+        if found is None:
+            return {"index": "none (every vector query is an exact scan)", "ef_search": "n/a", "iterative_scan": "n/a"}
+        if found["type"] != "hnsw":
+            return {"index": found["type"], **{f"index_{k}": v for k, v in found.items() if k != "type"}}
+        return {"index": "hnsw", "hnsw_m": found["m"], "hnsw_ef_construction": found["ef_construction"],
+                "ef_search": self.ef_search, "iterative_scan": self.config.iterative_scan}
+
+    def _vector_leg(self, query: str, filters: dict, *, exact: bool = False) -> list:
+        """The vector leg's chunks, at this engine's HNSW settings; ``exact``: by an exact scan of
+        the same rows (the index left unused)."""
+        from contextlib import nullcontext
+
+        from ..hybrid.haystack_internals import configure, exact_scan
+
+        store = self.index.document_store
+        configure(store, ef_search=self.ef_search, iterative_scan=self.config.iterative_scan)
+        with exact_scan(store) if exact else nullcontext():
+            return self.vector.run(query_embedding=self._vector_of(query), filters=filters)["documents"]
+
+    def exact_search(self, query: str, k: int) -> list[Passage]:
+        """The answer ``retrieve`` gives with the vector leg searched exactly (every row the filter
+        keeps, by distance, the HNSW index unused), the keyword leg, fusion and rerank as they are:
+        what ``--retrieval-exact-check`` compares the approximate answer with. Uncounted in
+        ``keyword_empty``."""
+        return list(self._stages(query, k, exact=True).ranked)
 
     def prepare(self, queries: Sequence[str]) -> None:
         """Embed every question in batches before the per-query loop (cached on disk too), and,
@@ -96,7 +131,7 @@ class HybridEngine:
                 if leg == "keyword":
                     self.keyword.run(query=question, filters=self.index.filters)
                 else:
-                    self.vector.run(query_embedding=self._vector_of(question), filters=self.index.filters)
+                    self._vector_leg(question, self.index.filters)
             self.index.warmed.update((leg, q) for q in cold)
 
     def _vector_of(self, query: str) -> list[float]:
@@ -110,22 +145,25 @@ class HybridEngine:
     def retrieve_stages(self, query: str, k: int):
         """The answer and what each stage held (``engines.base.Stages``): the keyword and vector
         legs, the fusion, and with a reranker its window and its order, as documents."""
+        return self._stages(query, k)
+
+    def _stages(self, query: str, k: int, *, exact: bool = False):
         from .base import Stages
 
         filters = self.index.filters
         legs: dict[str, list] = {}
         seconds: dict[str, float] = {}
         clock = time.perf_counter
-        self.queries += 1
+        self.queries += not exact
         if self.config.use_keyword:
             start = clock()
             found = self.keyword.run(query=query, filters=filters)["documents"]
             seconds["keyword"] = clock() - start
-            self.keyword_empty += not found
+            self.keyword_empty += not found and not exact
             legs["keyword"] = found
         if self.config.use_vector:
             start = clock()  # the question's vector was made in prepare(), or is made here and timed with the leg
-            legs["vector"] = self.vector.run(query_embedding=self._vector_of(query), filters=filters)["documents"]
+            legs["vector"] = self._vector_leg(query, filters, exact=exact)
             seconds["vector"] = clock() - start
         start = clock()
         fused = self.joiner.run(documents=list(legs.values()))["documents"]

@@ -77,8 +77,9 @@ class PipelineEngine:
         self.index = index  # what the team's ingestion wrote (its chunks and their lint), when known
         self.pipeline = load(file)
         point_at(self.pipeline, file, store, table)
-        for ds in {id(c.document_store): c.document_store for _, c in self.pipeline.walk()
-                   if hasattr(c, "document_store")}.values():
+        self._stores = list({id(c.document_store): c.document_store for _, c in self.pipeline.walk()
+                             if hasattr(c, "document_store")}.values())
+        for ds in self._stores:
             ds.count_documents()  # connects
             fetch_binary(ds)  # binary rows, and as many HNSW candidates as the built-in engine asks for
         self.cached, self.not_cached = cache_embedders(self.pipeline, cache, model_cache=model_cache)
@@ -108,6 +109,18 @@ class PipelineEngine:
 
     def retrieve(self, query: str, k: int) -> list[str]:
         return self._adapted.retrieve(query, k)[:k]  # chunks folded to their documents, in order
+
+    def exact_search(self, query: str, k: int) -> list:
+        """The answer with every document store's vector queries an exact scan (index scans off
+        on each store's connection): what ``--retrieval-exact-check`` measures the pipeline against."""
+        from contextlib import ExitStack
+
+        from ..hybrid.haystack_internals import exact_scan
+
+        with ExitStack() as scans:
+            for ds in self._stores:
+                scans.enter_context(exact_scan(ds))
+            return list(self.retrieve_stages(query, k).ranked)
 
     def retrieve_stages(self, query: str, k: int):
         """The answer, and what each retriever (a leg) and each later documents step held, read

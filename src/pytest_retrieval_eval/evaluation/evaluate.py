@@ -21,7 +21,7 @@ import re
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Container, Iterable, Mapping, Sequence
 
 from .._secrets import redact
@@ -32,7 +32,7 @@ from ..data.evidence import evidence_of, first_passages, passage_ranks
 from ..engines.adapters import passages_of
 from ..engines.base import (DEFAULT_DEPTH, GIVEN_HUMAN_REWRITE, GIVEN_LAST_TURN, GIVEN_LAST_TURN_BASELINE, GIVEN_TURNS,
                             Engine, Prepares, Stages, TurnContext, answer_of, concurrency_of, converses, describe,
-                            is_async, is_staged, takes_turn)
+                            exact_search_of, is_async, is_staged, takes_turn)
 from ..ir.runs import dedupe
 from ..types import LabeledQuery, QueryResult, Stage, id_problem
 from .._usage import Meter, metering
@@ -76,12 +76,13 @@ def _told(method: Callable[..., Any], turn: TurnContext) -> Callable[[Any, int],
 
 def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT_DEPTH, name: str | None = None,
                     context: Mapping[str, Any] | None = None, timeout: float | None = None,
-                    known_ids: Container[str] | None = None, concurrency: int = 1) -> Evaluation:
+                    known_ids: Container[str] | None = None, concurrency: int = 1, exact: bool = False) -> Evaluation:
     """Ask ``engine`` every question of ``labeled``, ``concurrency`` at a time (an engine's own
     ``concurrency`` attribute wins). ``context`` (the corpus's name and fingerprint) travels with
     the result into reports. With ``known_ids`` (the corpus), chunk ids of the plugin's
     ``doc_id:index`` form are folded into their documents, and other ids that are not in the
-    corpus are counted and shown with the engine."""
+    corpus are counted and shown with the engine. With ``exact`` (``--retrieval-exact-check``), every
+    question is then asked again of the engine's ``exact_search`` (``_exact_pass``)."""
     prepare_error, prepare_meter, prepare_seconds = None, Meter(), 0.0
     said: list[str | None] = [None] * len(labeled.queries)  # what the engine searched for each turn, where it said
     contexts = [turn_context(q, functools.partial(said.__setitem__, i)) for i, q in enumerate(labeled.queries)]
@@ -175,7 +176,10 @@ def evaluate_engine(engine: Engine, labeled: LabeledSet, *, depth: int = DEFAULT
         looks = f"; corpus ids look like {', '.join(sample)}" if sample else ""
         info["unknown_ids"] = (f"{len(unknown)} returned ids are not in the corpus, e.g. "
                                f"{', '.join(list(unknown)[:3])}{looks}")
-    measured = {"concurrency": width, "machine": machine(), "prepare_seconds": prepare_seconds}
+    measured: dict[str, Any] = {"concurrency": width, "machine": machine(), "prepare_seconds": prepare_seconds}
+    if exact:
+        results, said, measured["exact_seconds"] = _exact_pass(engine, labeled, results, depth, known_ids)
+        info.update(said)
     done = Evaluation(name or engine.name, labeled, tuple(results), info, depth, dict(context or {}),
                             run_lint={k: tuple(v) for k, v in lint.items() if v}, measured=measured,
                             prepare_usage={m: tuple(v) for m, v in prepare_meter.to_dict().items()})
@@ -193,6 +197,40 @@ def _with_unanswerable(done: Evaluation, engine: Engine, **asked: Any) -> Evalua
 
     alone = LabeledSet(tuple(replace(q, answerable=True) for q in lost), name=done.labeled.name)
     return replace(done, unanswerable=evaluate_engine(engine, alone, name=done.engine, **asked).results)
+
+
+def _exact_pass(engine: Engine, labeled: LabeledSet, results: list[QueryResult], depth: int,
+                known: Container[str] | None) -> tuple[list[QueryResult], dict[str, str], float]:
+    """Each question the engine answered asked again of its ``exact_search``, one at a time, after
+    every approximate answer (so the two never share a moment of the index's load), its answer
+    read as an answer is (chunk ids folded, repeats dropped, ``depth`` kept) into
+    ``QueryResult.exact``. A turn the engine was given as a conversation has no exact twin (the
+    method takes a question); an exact search that fails leaves that question unmeasured, said in
+    ``engine_info`` (``exact_failed``, ``exact_error``). Returns the results, what to add to the
+    engine's info, and the pass's seconds."""
+    search = exact_search_of(engine)
+    if search is None:
+        why = "it is async" if callable(getattr(engine, "exact_search", None)) else "it has no exact_search(query, k)"
+        return results, {"exact_check": f"not measured: {why}"}, 0.0
+    talks = converses(engine)
+    known_set = getattr(known, "id_set", known)
+    out, failed = [], []
+    start = time.perf_counter()
+    for q, r in zip(labeled.queries, results):
+        if r.errored or (talks and q.conversation is not None):
+            out.append(r)
+            continue
+        try:
+            ids = ranked_ids(_materialised(search(q.question, depth)))
+            if known_set is not None:
+                ids = _fold_chunks(ids, known_set)[0]
+            out.append(replace(r, exact=tuple(dedupe(ids)[:depth])))
+        except Exception as exc:  # the question goes unmeasured, said with the engine
+            failed.append(redact(f"{type(exc).__name__}: {exc}"))
+            out.append(r)
+    seconds = time.perf_counter() - start
+    said = {"exact_failed": f"{len(failed)}/{len(results)}", "exact_error": failed[0][:200]} if failed else {}
+    return out, said, seconds
 
 
 def _within(passages: list[tuple[str, str]], doc_ids: tuple[str, ...]) -> list[tuple[str, str]]:

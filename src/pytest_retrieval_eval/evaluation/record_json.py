@@ -63,6 +63,8 @@ def evaluation_to_dict(self: Evaluation, *, timing: bool = False,
                                      **({"rewrite": q.rewrite} if q.rewrite is not None else {})}
         if r.rewrite is not None:  # what the engine searched in place of the turn (a team's rewriter)
             entry["rewrite"] = r.rewrite
+        if r.exact is not None:  # --retrieval-exact-check: the exact search's ranking, what the index is measured against
+            entry["exact"] = list(r.exact)
         if r.stages:  # where each stage put the relevant documents: what a miss's cause reads
             entry["stages"] = [st.to_list() for st in r.stages]
         if q.source.get("evidence"):  # the label's quotes: the twins' columns show where some exist
@@ -138,6 +140,8 @@ def evaluation_from_dict(d: Mapping[str, Any], cls: type[Evaluation] = Evaluatio
             raise ValueError(f"'queries' entry {q['id']!r}: relevance grades must be whole numbers")
         if not isinstance(q["ranked"], list) or not all(isinstance(r, str) for r in q["ranked"]):
             raise ValueError(f"'queries' entry {q['id']!r}: ranked must be a list of doc ids")
+        if "exact" in q and not (isinstance(q["exact"], list) and all(isinstance(r, str) for r in q["exact"])):
+            raise ValueError(f"'queries' entry {q['id']!r}: exact must be a list of doc ids")
         tags = q.get("tags", [])
         if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
             raise ValueError(f"'queries' entry {q['id']!r}: tags must be a list of names")
@@ -183,7 +187,8 @@ def evaluation_from_dict(d: Mapping[str, Any], cls: type[Evaluation] = Evaluatio
                                 tuple(Stage.from_list(st) for st in q.get("stages", ())),
                                 _seconds(q.get("stage_seconds", []), q["id"]), _usage(q.get("usage", {}), q["id"]),
                                 q.get("passages", 0), dict(q.get("passage_ranks", {})), dict(q.get("first_passages", {})),
-                                tuple(q.get("passage_tokens", ())), q.get("rewrite"))
+                                tuple(q.get("passage_tokens", ())), q.get("rewrite"),
+                                exact=tuple(q["exact"]) if "exact" in q else None)
                     for q in queries)
     trials = tuple(tuple(QueryResult(q["id"], tuple(ranked), error) for q, (ranked, error) in zip(queries, t))
                    for t in d.get("trial_rankings", []))

@@ -5,7 +5,9 @@ instead of silently losing a speed-up."""
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import weakref
+from typing import Any, Iterator
 
 #: HNSW candidates per vector query: above every top k the engine asks for (50 by default)
 EF_SEARCH = 200
@@ -38,9 +40,71 @@ def fetch_binary(document_store: Any, ef_search: int = EF_SEARCH) -> bool:
 
 def set_ef_search(document_store: Any, candidates: int) -> None:
     """How many HNSW candidates the store's connection visits per vector query."""
+    configure(document_store, ef_search=candidates)
+
+
+#: what each connection's HNSW settings are (weakly: a store that reconnects starts afresh)
+_APPLIED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: a setting never changed on a connection taken as at this value, and not set to it: a server with
+#: pgvector before 0.8 knows no ``hnsw.iterative_scan``, not even ``off`` (``ef_search`` is always set
+#: once: a server's configuration may have changed its default)
+HNSW_DEFAULTS = {"hnsw.iterative_scan": "off"}
+
+
+def configure(document_store: Any, *, ef_search: int | None = None, iterative_scan: str | None = None) -> None:
+    """The store connection's HNSW settings for the next vector queries, each set only where it
+    differs from what the connection has: one connection serves every engine on an index (a sweep
+    over ``ef_search`` asks them in turn), so each engine says its own before each query."""
     conn = connection(document_store)
-    if conn is not None:
-        conn.execute(f"SET hnsw.ef_search = {int(candidates)}")
+    if conn is None:
+        return
+    applied = _APPLIED.setdefault(conn, {})
+    for name, value in (("hnsw.ef_search", None if ef_search is None else int(ef_search)),
+                        ("hnsw.iterative_scan", iterative_scan)):
+        if value is not None and applied.get(name, HNSW_DEFAULTS.get(name)) != value:
+            conn.execute(f"SET {name} = {value}")  # a whole number, or one of ITERATIVE_SCANS: no quoting needed
+            applied[name] = value
+
+
+@contextlib.contextmanager
+def exact_scan(document_store: Any) -> Iterator[None]:
+    """The store's vector queries inside run as an exact scan over the same rows: with index scans
+    off the planner cannot use the HNSW index (which has no bitmap scan either), so it reads every
+    row the filter keeps and sorts them by distance."""
+    conn = connection(document_store)
+    if conn is None:
+        raise RuntimeError("the document store is not connected: no exact scan")
+    conn.execute("SET enable_indexscan = off")
+    try:
+        yield
+    finally:
+        conn.execute("RESET enable_indexscan")
+
+
+#: pgvector's HNSW build defaults, where an index was made without its own
+HNSW_BUILD_DEFAULTS = {"m": 16, "ef_construction": 64}
+
+
+def vector_index(document_store: Any) -> dict[str, Any] | None:
+    """The table's vector index as the catalog has it: its access method (``hnsw``, ``ivfflat``)
+    and build settings (an HNSW index's ``m`` and ``ef_construction``, pgvector's defaults where it
+    was built without them); None where the table has no index on its embedding column (every
+    vector query is then an exact scan) or the store is not connected."""
+    conn = connection(document_store)
+    if conn is None:
+        return None
+    row = conn.execute(
+        "SELECT a.amname, c.reloptions FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "JOIN pg_am a ON a.oid = c.relam JOIN pg_class t ON t.oid = i.indrelid "
+        "JOIN pg_namespace n ON n.oid = t.relnamespace JOIN pg_attribute col ON col.attrelid = t.oid "
+        "AND col.attnum = ANY(i.indkey) WHERE n.nspname = %s AND t.relname = %s AND col.attname = 'embedding' "
+        "ORDER BY c.relname LIMIT 1", (document_store.schema_name, document_store.table_name)).fetchone()
+    if row is None:
+        return None
+    method, options = row[0], dict(o.split("=", 1) for o in (row[1] or ()))
+    if method != "hnsw":
+        return {"type": method, **options}
+    return {"type": "hnsw", **{k: int(options.get(k, v)) for k, v in HNSW_BUILD_DEFAULTS.items()}}
 
 
 def output_sockets(component: Any) -> set[str]:

@@ -54,6 +54,7 @@ class RunConfig:
     timeout: float | None = None  # seconds per engine call
     concurrency: int = 1  # queries in flight per engine
     slice: tuple[int, int] | None = None  # (I, N): slice I of N of the labeled set (--retrieval-slice)
+    exact_check: bool = False  # ask each question again of the engine's exact search (--retrieval-exact-check)
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,8 @@ def _build(get: Callable[[str], Any], *, questions_explicit: bool,
                         generator_model=get("generator_model"), max_doc_mb=get("max_doc_mb"),
                         as_of=get("as_of"), subset=_subset_file(get("subset"))),
         run=RunConfig(engines=tuple(t for t, _ in get("engine")), depth=get("depth"), trials=get("trials"),
-                      timeout=get("timeout"), concurrency=get("concurrency"), slice=get("slice")),
+                      timeout=get("timeout"), concurrency=get("concurrency"), slice=get("slice"),
+                      exact_check=get("exact_check")),
         hybrid=HybridSetup(store=get("store"), dsn=SecretText(get("dsn")) if get("dsn") else None,
                            schema_prefix=check_identifier(get("schema"), names["schema"]), dsn_keep=get("dsn_keep"),
                            embedder=get("embedder"), embed_concurrency=get("embed_concurrency"),

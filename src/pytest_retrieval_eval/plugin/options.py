@@ -174,6 +174,9 @@ OPTIONS: tuple[Option, ...] = (
            None, slice_of, metavar="I/N", env=f"{ENV_PREFIX}SLICE"),
     Option("timeout", "record an engine call slower than this as an error (a miss) and go on (default: no limit)",
            None, positive, metavar="SECONDS"),
+    Option("exact_check", "ask every question again of each engine's exact search (the built-in hybrid engine: a "
+           "scan without its HNSW index; an engine of your own: its exact_search(query, k)) and report the approximate "
+           "answer's recall@k against it with its interval, naming the misses the index caused", False, kind="switch"),
     # the hybrid stack
     Option("store", "where pgvector runs: embedded (a throwaway local server), dsn (an existing server) or "
            "testcontainers", "embedded", choice(*BACKENDS), metavar="NAME", env=f"{ENV_PREFIX}STORE"),

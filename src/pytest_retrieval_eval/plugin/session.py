@@ -251,11 +251,12 @@ class RetrievalSession:
             run = self.config.run
             context = {"corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint} if corpus is not None else {}
 
-            def once():
+            def once(exact: bool = False):
                 return evaluate_engine(engine, labeled, depth=run.depth, name=name, context=context,
-                                       timeout=run.timeout, known_ids=corpus, concurrency=run.concurrency)
+                                       timeout=run.timeout, known_ids=corpus, concurrency=run.concurrency,
+                                       exact=exact)
 
-            made = once()
+            made = once(run.exact_check)  # the exact search once: it does not vary between trials
             trials = [once() for _ in range(run.trials - 1)]
             extra: dict[str, Any] = {"trial_results": tuple(t.results for t in trials)}
             if trials:  # what the trials after the first cost: the run's HTTP total counts them too

@@ -27,7 +27,17 @@ def miss_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
     for m in (*verdict.misses, *verdict.analysis.evidence_misses):  # the evidence level's under the documents'
         line = m.line() + (f" (on {m.labeled})" if several else "")
         out += _wrap(line, markdown, width=88)  # the default summary's width: one line per engine, mostly
-    return out
+    return out + index_lines(verdict, markdown=markdown)
+
+
+def index_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
+    """The approximate index's gap against the exact search (``--retrieval-exact-check``) and the
+    engines that under-returned (``analysis/approximate.py``), a line each."""
+    if not (verdict.analysis.index_gaps or verdict.analysis.under_returns):
+        return []
+    names = {q.query_id: q.name for e in verdict.run.evaluations for q in e.labeled.queries}
+    said = [x.line(names) for x in verdict.analysis.index_gaps] + [x.line() for x in verdict.analysis.under_returns]
+    return [line for text in said for line in _wrap(text, markdown, width=88)]
 
 
 def segment_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
