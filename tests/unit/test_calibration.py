@@ -301,3 +301,21 @@ def test_a_history_record_is_calibrated_but_never_rewritten(tmp_path, capsys, mo
     assert cli([*shlex.split(command)[3:], "--reruns", "20"]) == 0
     assert json.loads((tmp_path / "calibration.json").read_text())["calibration"]["rules"][0]["rule"] == \
         "max-drop hit@5=0"
+
+
+def test_a_rerun_whose_interval_straddles_the_rule_is_counted_inconclusive_not_failed():
+    """With ``--retrieval-confidence=lower``, a resample whose hit@5 passes the line while its
+    interval reaches below it is inconclusive (the gate's third verdict), counted apart from the
+    failures: the false-fail rate counts only the reruns the gate fails."""
+    from pytest_retrieval_eval.report.calibration import calibration_lines
+    from pytest_retrieval_eval.rules.thresholds import parse_thresholds
+
+    run = fixed_run()
+    s = for_run(run, GateSettings(thresholds=tuple(parse_thresholds([("hit@5>=0.8", "--retrieval-threshold")])),
+                                  confidence="lower"))
+    [rule] = calibrate(run, s, reruns=100).rules
+    # hit@5 = 0.82 of 100: most resamples' intervals reach below 0.8 (no longer failures, as before)
+    assert rule.outcomes.get("inconclusive", 0) > 50 and sum(rule.outcomes.values()) == 100
+    assert rule.false_fail == rule.outcomes.get("fail", 0) / 100 < 0.05
+    lines = calibration_lines(calibrate(run, s, reruns=100), "results.json")
+    assert "inconclusive" in lines[2]

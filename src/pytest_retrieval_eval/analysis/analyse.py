@@ -336,10 +336,10 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         index_gaps=tuple(g for e in run.evaluations
                          if (g := index_gap(e, miss_k, Scores.of(e).misses(miss_k).causes, timed=s.latency))),
         under_returns=tuple(u for e in run.evaluations if (u := under_return(e, miss_k, corpus_size(run)))))
-    return replace(analysis, unsettled=tuple(_unsettled(run, s, analysis)))
+    return replace(analysis, unsettled=tuple(unsettled_of(run, s, analysis)))
 
 
-def _unsettled(run: RunResults, s: GateSettings, a: Analysis) -> list[Unsettled]:
+def unsettled_of(run: RunResults, s: GateSettings, a: Analysis) -> list[Unsettled]:
     """The rules judged with their interval whose interval straddles their line (``Analysis.unsettled``):
     thresholds and ``turns.drop`` rules with ``--retrieval-confidence=lower``, max-drop rules with
     ``--retrieval-noise-aware``."""

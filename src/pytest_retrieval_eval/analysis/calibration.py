@@ -45,7 +45,7 @@ from ..rules.quantities import MeasureQuantity
 from ..rules.settings import GateSettings
 from ..rules.thresholds import Threshold
 from ..types import QueryResult, turn_id
-from .analyse import Analysis, analyse, baseline_measures
+from .analyse import Analysis, analyse, baseline_measures, unsettled_of
 from .rows import row_of
 from .scores import Scores
 
@@ -53,7 +53,7 @@ from .scores import Scores
 DEFAULT_RERUNS = 200
 SEED = 20260060
 #: the verdicts a rerun's rule can end in, in the order a table shows them
-OUTCOMES = ("fail", "pass")
+OUTCOMES = ("fail", "inconclusive", "pass")
 #: bump when the calibration's form changes: a recorded one of another form is not read
 CALIBRATION_VERSION = 1
 #: how far a relevant document moves for a measure without a cutoff (mrr, map)
@@ -362,8 +362,9 @@ def calibrate(run: RunResults, settings: GateSettings, judge: Judge, *, reruns: 
                 diffs = [d for d in comparison.diffs if (d.engine, d.labeled) == a.key]
                 analysis = replace(base, rows=(), baseline=replace(comparison, diffs=diffs))
                 value = next((d.before - d.after for d in diffs if d.measure == a.measure), math.nan)
-            out[a] = (judge(rerun, replace(s, thresholds=(a.rule,) if a.threshold else (),
-                                           max_drops=() if a.threshold else (a.rule,)), analysis), value)
+            ruled = replace(s, thresholds=(a.rule,) if a.threshold else (), max_drops=() if a.threshold else (a.rule,))
+            analysis = replace(analysis, unsettled=tuple(unsettled_of(rerun, ruled, analysis)))  # this rerun's
+            out[a] = (judge(rerun, ruled, analysis), value)
         return out
 
     recorded = judged(run, run, aims)

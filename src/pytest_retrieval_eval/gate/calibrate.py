@@ -17,10 +17,11 @@ RULE_FAILURES = ("rule", "drop")
 
 
 def outcome(run: RunResults, settings: GateSettings, analysis: Analysis) -> str:
-    """The gate's verdict on ``run`` under the one rule of ``settings``: "fail" or "pass" (a
-    third verdict, where the gate has one, is named here and counted by the calibration as is)."""
+    """The gate's verdict on ``run`` under the one rule of ``settings``: "fail", "inconclusive"
+    (its interval straddles its line: ``Failure.state``) or "pass"; the calibration counts each."""
     verdict = decide(run, settings, analysis)
-    return "fail" if any(f.kind in RULE_FAILURES for f in verdict.failures) else "pass"
+    states = {f.state for f in verdict.failures if f.kind in RULE_FAILURES}
+    return "fail" if "fail" in states else "inconclusive" if states else "pass"
 
 
 def calibrate(run: RunResults, settings: GateSettings, *, reruns: int = DEFAULT_RERUNS,

@@ -17,8 +17,8 @@ def _percent(x: float | None) -> str:
     return "-" if x is None or math.isnan(x) else f"{x:.1%}"
 
 
-def _share(counts: dict, n: int) -> str:
-    return f"{_percent(counts.get('fail', 0) / n if n else None)} ({counts.get('fail', 0)}/{n})"
+def _share(counts: dict, n: int, state: str = "fail") -> str:
+    return f"{_percent(counts.get(state, 0) / n if n else None)} ({counts.get(state, 0)}/{n})"
 
 
 def calibration_lines(c: Calibration, results: str) -> list[str]:
@@ -29,8 +29,9 @@ def calibration_lines(c: Calibration, results: str) -> list[str]:
              "false-fail: the unchanged reruns the rule failed; power: the reruns it failed with a drop of the run's "
              "detectable size injected (relevant documents moved down on the share of questions said)"]
     asked = list(c.sizes)
-    head = ["rule", "engine", "rerun", "as recorded", "false-fail", "detectable", "power", "moved",
-            *(f"power at {x:g}" for x in asked)]
+    unsure = any(r.outcomes.get("inconclusive") for r in c.rules)  # a third verdict: its own column
+    head = ["rule", "engine", "rerun", "as recorded", "false-fail", *(["inconclusive"] if unsure else []),
+            "detectable", "power", "moved", *(f"power at {x:g}" for x in asked)]
     rows = [head]
     several = len({x.labeled for x in c.rules}) > 1
     for r in c.rules:
@@ -40,7 +41,9 @@ def calibration_lines(c: Calibration, results: str) -> list[str]:
             p = next((p for p in r.power if p.size == x), None)
             more.append(_share(p.outcomes, p.reruns) if p is not None and p.reruns else "-")
         rows.append([r.rule, f"{r.engine} on {r.labeled}" if several else r.engine, r.rerun, r.recorded,
-                     _share(r.outcomes, r.reruns), "-" if math.isnan(r.detectable) else f"{r.detectable:.3f}",
+                     _share(r.outcomes, r.reruns),
+                     *([_share(r.outcomes, r.reruns, "inconclusive")] if unsure else []),
+                     "-" if math.isnan(r.detectable) else f"{r.detectable:.3f}",
                      _share(at.outcomes, at.reruns) if at is not None and at.reruns else "-",
                      f"{at.share:.1%}" if at is not None and at.reruns else "-", *more])
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
