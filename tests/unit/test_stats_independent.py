@@ -173,8 +173,10 @@ def test_a_max_drop_below_the_detectable_drop_warns_with_a_query_count():
     run = _run()
     verdict = judge(run, measures=MEASURES, max_drops=[MaxDrop("hit@1", 0.01, source="cli")])
     [warning_b] = [w for w in verdict.warnings if " b on " in w]
-    mdd = detectable_drop(run.get("b", "set").values("hit@1"))
-    assert f"can only detect a drop of {mdd:.3f} in hit@1 with 60 queries" in warning_b
+    # the noise-aware gate corrects a drop's p over 2 engines x 6 measures: each gets alpha / 12
+    mdd = detectable_drop(run.get("b", "set").values("hit@1"), alpha=0.05 / 12)
+    assert f"can only detect a drop of {mdd:.3f} in hit@1 with 60 queries (80% power, alpha 0.05 over 12 " \
+           "comparisons" in warning_b
     assert "a drop of 0.01 needs about" in warning_b
     assert {d.measure for d in verdict.detectable} == {"hit@1"}  # a gated measure only
     assert not judge(run, measures=MEASURES, max_drops=[MaxDrop("hit@1", 0.5, source="cli")]).warnings

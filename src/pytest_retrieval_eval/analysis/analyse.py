@@ -272,7 +272,11 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
     shown = [*measures, *_recorded(s), f"hit@{miss_k}", *gated]
     intervals = tuple(Intervals(e.engine, e.labeled.name, {m: Scores.of(e).ci(m) for m in dict.fromkeys(
         Measure.parse(x).name for x in shown) if Scores.of(e).has_value(m)}) for e in run.evaluations)
-    warnings = [*underpowered(run, max_drops, alpha), *unknown_tags(run, s.by)]
+    # the comparisons with the baseline the noise-aware gate corrects a drop's p over
+    compared_family = len(run.evaluations) * len(baseline_measures(measures, max_drops)) \
+        if max_drops or baseline is not None else 1
+    warnings = [*underpowered(run, max_drops, alpha, comparisons=compared_family, correction=s.correction),
+                *unknown_tags(run, s.by)]
     judgments = used(run)
     if judgments is not None:  # a judge that agrees too little with the humans, stale judgments
         warnings += judgments.warnings()
@@ -306,7 +310,8 @@ def analyse(run: RunResults, settings: GateSettings, baseline: RunResults | None
         misses=tuple(Scores.of(e).misses(miss_k) for e in run.evaluations),
         rule_misses=tuple(Scores.of(e).misses(k) for k in _rule_cutoffs(thresholds, miss_k) for e in run.evaluations
                           if e.n and any(t.engine in (None, e.engine) for t in thresholds)),
-        detectable=tuple(d for d in detectable_drops(run, gated_per_question, alpha) if d.labeled not in cannot),
+        detectable=tuple(d for d in detectable_drops(run, gated_per_question, alpha, comparisons=compared_family,
+                                                     correction=s.correction) if d.labeled not in cannot),
         warnings=tuple(warnings),
         segments=tuple(segment_rows(run, s.by, f"hit@{miss_k}", alpha=alpha, correction=s.correction)),
         stability=stability,

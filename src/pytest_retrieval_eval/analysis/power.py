@@ -17,13 +17,17 @@ from .scores import Scores
 @dataclass(frozen=True)
 class Detectable:
     """The smallest drop of ``measure`` the gate can tell from noise for one engine, at the run's
-    alpha with 80% power (``ir.stats.detectable_drop``)."""
+    alpha with 80% power (``ir.stats.detectable_drop``): with a baseline or max-drop rules, at the
+    share of alpha one of the ``comparisons`` it corrects over gets (``family_alpha``), as the
+    noise-aware gate judges a drop."""
 
     engine: str
     labeled: str
     measure: str
     drop: float
     n: int
+    #: how many comparisons with the baseline the gate corrects this one's p over (1: none)
+    comparisons: int = 1
 
     def __str__(self) -> str:
         return f"{self.engine} {self.measure} {self.drop:.3f}"
@@ -54,17 +58,31 @@ def gated_measures(thresholds: Sequence[Threshold], max_drops: Sequence[MaxDrop]
     return list(dict.fromkeys([d.measure for d in max_drops] + measures_needed(thresholds)))
 
 
-def detectable_drops(run: RunResults, measures: Sequence[str], alpha: float) -> list[Detectable]:
-    return [Detectable(e.engine, e.labeled.name, m, detectable_drop(Scores.of(e).values(m), alpha=alpha,
-                                                                         clusters=e.clusters()), e.n)
+def family_alpha(alpha: float, comparisons: int, correction: str) -> float:
+    """The share of ``alpha`` one of ``comparisons`` corrected p-values gets: Bonferroni's, which
+    bounds Holm's first step and Benjamini-Hochberg's from below, so a drop stated detectable at
+    it is one the corrected gate catches with the stated power (a calibration checks it:
+    ``analysis/calibration.py``); ``alpha`` itself without a correction or with one comparison."""
+    return alpha / comparisons if correction != "none" and comparisons > 1 else alpha
+
+
+def detectable_drops(run: RunResults, measures: Sequence[str], alpha: float, *, comparisons: int = 1,
+                     correction: str = "holm") -> list[Detectable]:
+    each = family_alpha(alpha, comparisons, correction)
+    return [Detectable(e.engine, e.labeled.name, m, detectable_drop(Scores.of(e).values(m), alpha=each,
+                                                                         clusters=e.clusters()), e.n,
+                       comparisons if each != alpha else 1)
             for e in run.evaluations for m in measures if e.n > 1 and Scores.of(e).has_value(m)]
 
 
-def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) -> list[str]:
+def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float, *, comparisons: int = 1,
+                 correction: str = "holm") -> list[str]:
     """A warning per max-drop rule whose delta is below what the labeled set can detect: the gate
     then either misses real drops of that size or (without --retrieval-noise-aware) fails on noise."""
     from .segments import subset
 
+    each = family_alpha(alpha, comparisons, correction)
+    shared = f"alpha {alpha:g}" + (f" over {comparisons} comparisons" if each != alpha else "")
     out = []
     for rule in max_drops:
         for e in run.evaluations:
@@ -74,15 +92,15 @@ def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float) ->
             values = subset(e, rule.measure, ids)  # a segment rule: its segment's questions
             if len(values) < 2:
                 continue
-            mdd = detectable_drop(values, alpha=alpha, clusters=e.clusters(ids))
+            mdd = detectable_drop(values, alpha=each, clusters=e.clusters(ids))
             if rule.delta < mdd:
                 need = (f"a drop of {rule.delta:g} needs about "
-                        f"{queries_needed(values, rule.delta, alpha=alpha, clusters=e.clusters(ids))} "
+                        f"{queries_needed(values, rule.delta, alpha=each, clusters=e.clusters(ids))} "
                         "queries") if rule.delta > 0 else "no number of queries tells any drop at all from noise"
                 on = f"{e.labeled.name}[{rule.segment}]" if rule.segment else e.labeled.name
                 out.append(f"max-drop rule {rule} is below what it can detect: {e.engine} on {on} can only "
                            f"detect a drop of {mdd:.3f} in {rule.measure} with {len(values)} queries ({POWER:.0%} "
-                           f"power, alpha {alpha:g}; from {rule.source}); {need}")
+                           f"power, {shared}; from {rule.source}); {need}")
     return out
 
 
