@@ -324,3 +324,25 @@ def test_the_split_and_the_fidelity_are_shown_under_the_by_turn_lines_and_in_res
     assert "### Against the human rewrite" in md
     assert "| staged | search-rewrite | 10 | 0.700 | [" in md
     assert "| mine | search-rewrite | 10 | 0.943 | 0.200 |" in md
+
+
+def test_rows_too_wide_for_the_terminal_keep_every_part_s_interval_on_a_second_line():
+    """On MTRAG the hybrid engine's row (negative parts, a longer name) ran past 88 columns and
+    lost its parts' intervals while hybrid-concat's row kept them: every row now reads alike."""
+    from dataclasses import replace
+
+    from pytest_retrieval_eval.gate.verdict import decide, for_run
+    from pytest_retrieval_eval.report import turns as shown
+
+    built = built_run()
+    named = {"staged": "staged-over-the-team-s-own-index", "plain": "plain-over-the-team-s-own-index"}
+    run = RunResults([replace(e, engine=named.get(e.engine, e.engine)) for e in built.evaluations])
+    s = for_run(run, GateSettings())
+    lines = shown.oracle_lines(decide(run, s, analyse(run, s)))
+    assert lines[0] == "hit@5 on follow-ups: gap to the human rewrite (search-rewrite) = pool + ranking:"
+    rows = lines[1:]
+    assert len(rows) == 6 and all(len(line) <= 88 for line in lines)
+    assert all(re.search(r"= pool -?\d\.\d\d \[", r) for r in rows[0::2])
+    assert all(re.fullmatch(r" +\+ ranking -?\d\.\d\d \[.*\]", r) for r in rows[1::2])
+    assert len({r.index("=") for r in rows[0::2]} | {r.index("+") for r in rows[1::2]}) == 1  # one column
+    assert rows[4].startswith("  staged-over-the-team-s-own-index  0.70 [")
