@@ -108,6 +108,32 @@ def test_a_team_s_rewriter_keeps_the_engine_s_miss_causes_and_recall_by_stage(ki
     assert "a team's rewrite: " in result.engine_info["rewrite"]
 
 
+@pytest.mark.parametrize("wrap", [pre.last_turn, pre.concatenated, oracle_rewrite,
+                                  lambda engine: rewritten(engine, rewrite_garbling_battery)])
+def test_a_wrapped_engine_reads_its_engine_s_store_so_a_miss_past_the_embedder_window_keeps_its_cause(wrap):
+    """The session reads what the engine's store knows of the relevant documents (not ingested,
+    past the embedder window, duplicated) from ``engine.index``: a wrapper without it told the
+    hybrid engine's "answer past the embedder window" as "never a candidate" on MTRAG."""
+    from types import SimpleNamespace
+
+    from pytest_retrieval_eval.analysis.causes import cause_of
+    from pytest_retrieval_eval.data.lint import Finding, LintReport
+    from pytest_retrieval_eval.evaluation.known import gather
+
+    inner = Staged()
+    inner.index = SimpleNamespace(chunks=[SimpleNamespace(doc_id=d) for d in CORPUS], lint=LintReport(
+        "kb", len(CORPUS), 256, [Finding("truncated", "battery-phones:0", "383 tokens > 256: the rest unread")]))
+    engine = wrap(inner)
+    assert engine.index is inner.index
+    assert not hasattr(wrap(Staged()), "index")  # an engine without a store of the plugin's: none
+    labeled = chats()
+    store = getattr(engine, "index", None)  # as the session reads it (plugin/session.py)
+    known = gather(labeled.queries, CORPUS, store.chunks, store.lint)
+    missed = QueryResult("battery#2", ("refund-laptops",), stages=(Stage("bm25", "leg", 1, {"refund-laptops": 1}),))
+    cause = cause_of(labeled.by_id()["battery#2"], missed, 1, evidence=known)
+    assert (cause.kind, cause.group) == ("window", "answer past the embedder window")
+
+
 def test_a_rewriter_is_called_as_it_is_written_and_a_bad_rewrite_is_an_error_of_its_turn():
     told = []
 
@@ -298,3 +324,25 @@ def test_the_split_and_the_fidelity_are_shown_under_the_by_turn_lines_and_in_res
     assert "### Against the human rewrite" in md
     assert "| staged | search-rewrite | 10 | 0.700 | [" in md
     assert "| mine | search-rewrite | 10 | 0.943 | 0.200 |" in md
+
+
+def test_rows_too_wide_for_the_terminal_keep_every_part_s_interval_on_a_second_line():
+    """On MTRAG the hybrid engine's row (negative parts, a longer name) ran past 88 columns and
+    lost its parts' intervals while hybrid-concat's row kept them: every row now reads alike."""
+    from dataclasses import replace
+
+    from pytest_retrieval_eval.gate.verdict import decide, for_run
+    from pytest_retrieval_eval.report import turns as shown
+
+    built = built_run()
+    named = {"staged": "staged-over-the-team-s-own-index", "plain": "plain-over-the-team-s-own-index"}
+    run = RunResults([replace(e, engine=named.get(e.engine, e.engine)) for e in built.evaluations])
+    s = for_run(run, GateSettings())
+    lines = shown.oracle_lines(decide(run, s, analyse(run, s)))
+    assert lines[0] == "hit@5 on follow-ups: gap to the human rewrite (search-rewrite) = pool + ranking:"
+    rows = lines[1:]
+    assert len(rows) == 6 and all(len(line) <= 88 for line in lines)
+    assert all(re.search(r"= pool -?\d\.\d\d \[", r) for r in rows[0::2])
+    assert all(re.fullmatch(r" +\+ ranking -?\d\.\d\d \[.*\]", r) for r in rows[1::2])
+    assert len({r.index("=") for r in rows[0::2]} | {r.index("+") for r in rows[1::2]}) == 1  # one column
+    assert rows[4].startswith("  staged-over-the-team-s-own-index  0.70 [")

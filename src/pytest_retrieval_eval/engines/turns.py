@@ -30,8 +30,9 @@ def user_text(turns: Sequence[Any], separator: str = " ") -> str:
 class OverTurns:
     """An engine that takes a question, made to take a conversation: ``rewrite(turns, turn)`` is
     the question it is asked (``turn``: the ``TurnContext``, None when called without one). A
-    single question is asked as it is; ``retrieve_stages``, ``retrieve_passages``, ``prepare`` and
-    ``concurrency`` are the engine's own where it has them. ``last_turn_only``: the rewrite sends
+    single question is asked as it is; ``retrieve_stages``, ``retrieve_passages``, ``prepare``,
+    ``concurrency`` and ``index`` (the plugin's store it reads, which the causes of its misses
+    rest on) are the engine's own where it has them. ``last_turn_only``: the rewrite sends
     the last turn alone, as the report says; ``oracle``: it sends the person's rewrite, the
     oracle the others' gap is measured to; ``team``: a team's rewriter, whose every rewrite is
     recorded with the turn's result and is not made ahead of the turn (``prepare_turns``)."""
@@ -48,6 +49,8 @@ class OverTurns:
         if callable(getattr(engine, "prepare", None)):
             self.prepare = engine.prepare  # type: ignore[attr-defined]
             self.prepare_turns = self._prepare_turns
+        if hasattr(engine, "index"):  # the plugin's store it reads: what a miss's cause rests on (past the window...)
+            self.index = engine.index
 
     def _prepare_turns(self, asks: Sequence[tuple[Sequence[Any], TurnContext | None]]) -> None:
         """The engine prepared (``engines.base.PreparesTurns``) with what it will search: each single

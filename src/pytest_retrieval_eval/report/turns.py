@@ -48,8 +48,9 @@ def oracle_lines(verdict: Verdict) -> list[str]:
     """Under the by-turn lines, each engine's gap to the oracle on follow-ups split into pool and
     ranking (``analysis/rewrites.py``): ``hit@5 on follow-ups: gap to the human rewrite
     (hybrid-rewrite) = pool + ranking:`` then ``  hybrid  0.12 [0.05, 0.20] = pool 0.08 [...] +
-    ranking 0.04 [...]``; a line too wide for ``WIDTH`` drops the parts' intervals (results.md
-    has them)."""
+    ranking 0.04 [...]``. Where a row would be wider than ``WIDTH``, every row puts ``+ ranking``
+    on a line of its own under its ``=``: each part keeps its interval, and the rows read alike
+    (dropping the wide rows' intervals left some parts with one and others without)."""
     gaps = verdict.analysis.oracle_gaps
     if not gaps:
         return []
@@ -60,10 +61,13 @@ def oracle_lines(verdict: Verdict) -> list[str]:
     width = max(len(n) for n in names.values())
     out = [f"{gaps[0].measure} on follow-ups: gap to the human rewrite"
            + (f" ({oracles[0]})" if len(oracles) == 1 else "") + " = pool + ranking:"]
-    for x in gaps:
-        head = f"  {names[id(x)]:<{width}}  {_num(x.gap)} {_ci(x.gap_ci)} = pool {_num(x.pool)}"
-        full = f"{head} {_ci(x.pool_ci)} + ranking {_num(x.ranking)} {_ci(x.ranking_ci)}"
-        out.append(full if len(full) <= WIDTH else f"{head} + ranking {_num(x.ranking)}")
+    rows = [(f"  {names[id(x)]:<{width}}  {_num(x.gap)} {_ci(x.gap_ci)} ", f"= pool {_num(x.pool)} {_ci(x.pool_ci)}",
+             f"+ ranking {_num(x.ranking)} {_ci(x.ranking_ci)}") for x in gaps]
+    if all(len(f"{head}{pool} {ranking}") <= WIDTH for head, pool, ranking in rows):
+        return out + [f"{head}{pool} {ranking}" for head, pool, ranking in rows]
+    at = max(len(head) for head, _, _ in rows)  # the column of every row's "="
+    for head, pool, ranking in rows:
+        out += [f"{head:<{at}}{pool}", f"{'':<{at}}{ranking}"]
     return out
 
 
