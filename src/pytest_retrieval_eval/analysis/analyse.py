@@ -52,7 +52,7 @@ from .rows import Row, row_of, with_costs
 from .scores import Scores
 
 #: bump when the analysis's form changes: a recorded one of another form is made again, not read
-ANALYSIS_VERSION = 18
+ANALYSIS_VERSION = 19
 
 
 @dataclass(frozen=True)

@@ -244,7 +244,7 @@ def _cost(verdict: Verdict) -> Section | None:
 
 def _detectable(verdict: Verdict) -> Section | None:
     lines = [f"- {d.engine} on {d.labeled}: {d.measure} {d.drop:.3f} ({d.n} queries)" for d in verdict.detectable]
-    lines = ([f"Detectable drop (80% power, alpha {verdict.alpha:g}, normal approximation from the per-query "
+    lines = ([f"Detectable drop (80% power, {table.alpha_shared(verdict)}, normal approximation from the per-query "
               "spread):", "", *lines] if lines else [])
     lines += [f"- warning: {w}" for w in verdict.warnings]
     lines += labeled_set.subset_lines(verdict, markdown=True)  # a pull request's subset: what it costs

@@ -223,7 +223,7 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
                   "movers": shadow.movers(sh),
                   "documents": [*shadow.documents(sh), *filter(None, [shadow.skipped_text(sh)])]}
                  for sh in verdict.shadows],
-        detectable=[f"{d.engine} on {d.labeled}: {d.measure} {d.drop:.3f} at 80% power, alpha {verdict.alpha:g} "
+        detectable=[f"{d.engine} on {d.labeled}: {d.measure} {d.drop:.3f} at 80% power, {table.alpha_shared(verdict)} "
                     f"({d.n} queries)" for d in verdict.detectable] + [f"warning: {w}" for w in verdict.warnings],
     )
 

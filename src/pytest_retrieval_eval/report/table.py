@@ -148,12 +148,19 @@ def effect_lines(verdict: Verdict, *, markdown: bool = False) -> list[str]:
     return lines
 
 
+def alpha_shared(verdict: Verdict) -> str:
+    """The alpha a detectable drop is stated at: the run's, shared by the comparisons with the
+    baseline the gate corrects a drop over where it does (``analysis.power.family_alpha``)."""
+    most = max((d.comparisons for d in verdict.detectable), default=1)
+    return f"alpha {verdict.alpha:g}" + (f" shared by {most} comparisons" if most > 1 else "")
+
+
 def detectable_lines(verdict: Verdict) -> list[str]:
     """Per gated measure, the drop each engine's labeled set can detect (80% power, the run's
     alpha), then any max-drop rule that asks for less."""
     if not verdict.detectable:
         return []
-    text = (f"detectable drop (80% power, alpha {verdict.alpha:g}, normal approximation): "
+    text = (f"detectable drop (80% power, {alpha_shared(verdict)}, normal approximation): "
             + ", ".join(str(d) for d in verdict.detectable))
     lines = textwrap.wrap(text, width=80, subsequent_indent="  ", break_on_hyphens=False)
     return lines + [f"warning: {w}" for w in verdict.warnings]
@@ -347,7 +354,7 @@ def markdown(verdict: Verdict) -> list[str]:
         corrected = f"; p corrected by {verdict.correction_text()}" if p_columns(verdict) else ""
         out += ["", f"Differences between engines (paired mean over {paired_over(verdict)}{corrected}):", ""] + effects
     if verdict.detectable:
-        out += ["", "Detectable drop (80% power, alpha " + f"{verdict.alpha:g}" + ", normal approximation from the "
+        out += ["", f"Detectable drop (80% power, {alpha_shared(verdict)}, normal approximation from the "
                 "per-query spread):", ""]
         out += [f"- {d.engine} on {d.labeled}: {d.measure} {d.drop:.3f} ({d.n} queries)" for d in verdict.detectable]
         out += [f"- warning: {w}" for w in verdict.warnings]
