@@ -112,7 +112,7 @@ def test_the_bundled_eval_output_in_the_docs_is_what_it_prints(bundled_project, 
     lines = out.splitlines()
     shown = [(docs / "gates.md", shown_block(docs / "gates.md", "hybrid: 3 trials:")),
              (docs / "gates.md", shown_block(docs / "gates.md", "warning: max-drop rule hit@5=0.01")),
-             (docs / "gates.md", shown_block(docs / "gates.md", "FAIL retrieval gate: hybrid: hit@1")),
+             (docs / "gates.md", shown_block(docs / "gates.md", "INCONCLUSIVE retrieval gate: hybrid: hit@1")),
              (docs / "freshness.md", shown_block(docs / "freshness.md", "shadow hybrid vs keyword")),
              (docs / "freshness.md", [shown_inline(docs / "freshness.md", "FAIL retrieval gate: shadow")])]
     for page, block in shown:

@@ -16,6 +16,9 @@ from .cost import Latency, Usage
 from .scores import Scores
 from .stability import Stability, widened
 
+#: a spread across trials below this is the rounding of equal means, not a spread
+SPREAD_FLOOR = 1e-12
+
 
 @dataclass(frozen=True)
 class Row:
@@ -68,7 +71,7 @@ def row_of(e: Evaluation, needed: Sequence[str], gated: Sequence[str], threshold
     intervals = {m: Scores.of(e).ci(m) for m in gated if Scores.of(e).has_value(m)}
     for m, interval in intervals.items():
         sd = moved.spread[m][2] if moved is not None and m in moved.spread else 0.0
-        if sd > 0 and values[m] is not None:
+        if sd > SPREAD_FLOOR and values[m] is not None:  # trials that agree (a float's rounding aside) widen nothing
             intervals[m] = widened(interval, values[m], sd, Measure.parse(m).bounds)
             details[m] = "; ".join(filter(None, [details.get(m), f"the interval widened by the spread across "
                                                  f"{moved.trials} trials (sd {sd:.4f}, in quadrature)"]))

@@ -59,7 +59,10 @@ class HybridEngine:
         # HNSW returns at most ef_search rows a query (unless it scans on): by default never fewer than the
         # vector leg asks for; set each query (``_vector_leg``), as the engines on an index share its connection
         self.ef_search = config.ef_search or max(EF_SEARCH, config.vector_top_k)
-        self.vector_index = vector_index(index.document_store) if config.use_vector else None
+        try:
+            self.vector_index = vector_index(index.document_store) if config.use_vector else None
+        except Exception as exc:  # noqa: BLE001  the store is down: each query records its own error
+            self.vector_index = {"type": f"unknown (the store did not answer: {type(exc).__name__})"}
         self.reranker = make_reranker(config.rerank)
         self._query_vectors: dict[str, list[float]] = {}
         self.keyword_empty = 0
