@@ -293,7 +293,8 @@ def test_the_analysis_holds_the_split_and_the_fidelity_and_reads_them_back():
     assert len(fidelity.turns) == N  # the first turns carry no person's rewrite
     assert fidelity.turns[0].query_id == "c0#2" and fidelity.turns[0].rouge == pytest.approx(3 / 7)
     assert fidelity.rouge == pytest.approx((3 / 7 + 9) / 10)
-    assert fidelity.overlap == pytest.approx(0.2) and fidelity.turns[0].overlap == pytest.approx(0.2)
+    # the oracle returns one document, in the engine's top 5: all of what it returned is shared
+    assert fidelity.overlap == pytest.approx(1.0) and fidelity.turns[0].overlap == pytest.approx(1.0)
     back = Analysis.from_dict(json.loads(json.dumps(a.to_dict())))
     assert back.oracle_gaps == a.oracle_gaps and back.rewrites == a.rewrites
     plain = RunResults([e for e in run.evaluations if e.engine != "search-rewrite"])
@@ -318,12 +319,12 @@ def test_the_split_and_the_fidelity_are_shown_under_the_by_turn_lines_and_in_res
     assert lines[at + 3].startswith("  staged  0.70 [") and "= pool 0.40 [" in lines[at + 3]
     assert "+ ranking 0.30 [" in lines[at + 3]
     assert lines[at + 4] == "rewrites against the person's (ROUGE-1 recall; top-5 overlap with the oracle's):"
-    assert lines[at + 5] == "  mine  0.94 over 10 turns; overlap 0.20"
+    assert lines[at + 5] == "  mine  0.94 over 10 turns; overlap 1.00"
     assert all(len(line) <= 88 for line in lines)
     md = markdown(v, {})
     assert "### Against the human rewrite" in md
     assert "| staged | search-rewrite | 10 | 0.700 | [" in md
-    assert "| mine | search-rewrite | 10 | 0.943 | 0.200 |" in md
+    assert "| mine | search-rewrite | 10 | 0.943 | 1.000 |" in md
 
 
 def test_rows_too_wide_for_the_terminal_keep_every_part_s_interval_on_a_second_line():

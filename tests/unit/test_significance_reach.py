@@ -96,3 +96,26 @@ def test_the_recorded_analysis_keeps_what_it_said():
 def test_a_lone_engine_without_rules_or_baseline_is_told_nothing():
     run = RunResults([engine("converses", chats(5), lambda q: True)])
     assert analyse(run, for_run(run, GateSettings())).powerless == ()
+
+
+def test_the_exact_drop_asks_for_a_p_below_alpha_as_the_gate_does():
+    """Every question found: a drop is a number of them lost one way, flagged at p = 2/2^k only
+    when that is below alpha (the gate's ``p < alpha``); at alpha 0.0625 five questions never are."""
+    from pytest_retrieval_eval.ir.stats import detectable_drop, paired_randomization
+
+    assert paired_randomization([1.0] * 5, [0.0] * 5) >= 0.0625
+    assert detectable_drop([1.0] * 5, alpha=0.0625) == 1.0
+    assert detectable_drop([1.0] * 6, alpha=0.0625) < 1.0
+
+
+def test_no_drop_is_stated_detectable_where_the_shared_alpha_cannot_be_reached():
+    """Six questions reach 0.05 (2/64), not 0.025: with two comparisons sharing alpha, no drop of
+    any size is detectable, so none is stated."""
+    from pytest_retrieval_eval import EvaluationResult, LabeledQuery, LabeledSet, QueryResult, RunResults
+    from pytest_retrieval_eval.analysis.power import detectable_drops
+
+    labeled = LabeledSet(tuple(LabeledQuery(f"q{i}", f"question {i}", {f"d{i}": 1}) for i in range(6)), name="six")
+    run = RunResults([EvaluationResult("e", labeled, tuple(
+        QueryResult(f"q{i}", (f"d{i}",) if i % 2 else ("x",)) for i in range(6)))])
+    assert [d.measure for d in detectable_drops(run, ["hit@1"], 0.05)] == ["hit@1"]
+    assert detectable_drops(run, ["hit@1"], 0.05, comparisons=2) == []

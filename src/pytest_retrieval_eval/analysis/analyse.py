@@ -354,7 +354,8 @@ def unsettled_of(run: RunResults, s: GateSettings, a: Analysis) -> list[Unsettle
     if s.confidence == "lower":
         out += unsettled_thresholds(run, a.rows, s.thresholds, a.estimates) + unsettled_turns(a.turns, s.thresholds)
     if s.noise_aware and a.baseline is not None and not a.baseline.refused:
-        out += unsettled_drops(run, s.max_drops, a.baseline.diffs, a.baseline.segments)
+        spreads = {(x.engine, m): x.width(m) for x in a.stability for m in x.spread}  # as the gate reads them
+        out += unsettled_drops(run, s.max_drops, a.baseline.diffs, a.baseline.segments, alpha=s.alpha, spreads=spreads)
     return out
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from ..data.labeled import question_changes
 from ..data.segments import all_tags, distinct
 from ..ir.measures import Measure
-from ..ir.paired import MOVERS, Paired, corrected, paired  # noqa: F401  (MOVERS: re-exported)
+from ..ir.paired import Paired, corrected, paired
 from ..evaluation.fingerprints import CHANGES_NAMED, corpus_changes, judgments_changes
 from ..evaluation.judging import judge_problem
 from ..evaluation.results import Evaluation, RunResults

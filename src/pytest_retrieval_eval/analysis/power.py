@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..evaluation.results import RunResults
+from ..evaluation.results import Evaluation, RunResults
 from ..ir.stats import POWER, can_be_significant, detectable_drop, queries_needed
 from ..rules.drops import MaxDrop
 from ..rules.thresholds import Threshold, measures_needed
@@ -72,7 +72,14 @@ def detectable_drops(run: RunResults, measures: Sequence[str], alpha: float, *, 
     return [Detectable(e.engine, e.labeled.name, m, detectable_drop(Scores.of(e).values(m), alpha=each,
                                                                          clusters=e.clusters()), e.n,
                        comparisons if each != alpha else 1)
-            for e in run.evaluations for m in measures if e.n > 1 and Scores.of(e).has_value(m)]
+            for e in run.evaluations for m in measures if e.n > 1 and Scores.of(e).has_value(m)
+            and can_be_significant(_units(e), each)]  # no drop at all can be told at that share of alpha
+
+
+def _units(e: Evaluation) -> int:
+    """What a paired test over ``e``'s questions flips: its conversations, else its questions."""
+    clusters = e.clusters()
+    return len(set(clusters)) if clusters is not None else e.n
 
 
 def underpowered(run: RunResults, max_drops: Sequence[MaxDrop], alpha: float, *, comparisons: int = 1,

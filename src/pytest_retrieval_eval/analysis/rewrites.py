@@ -97,9 +97,11 @@ def rouge1_recall(reference: str, candidate: str) -> float | None:
     return sum(min(n, found[w]) for w, n in wanted.items()) / sum(wanted.values())
 
 
-def top_overlap(a: Sequence[str], b: Sequence[str], k: int) -> float:
-    """The share of ``k`` places the two top ``k`` have in common."""
-    return len(set(a[:k]) & set(b[:k])) / k
+def top_overlap(a: Sequence[str], b: Sequence[str], k: int) -> float | None:
+    """The share of the oracle's top ``k`` (``b``) that the engine's top ``k`` (``a``) holds: of
+    what the oracle returned, where it returned fewer than ``k``; None where it returned nothing."""
+    theirs = set(b[:k])
+    return len(set(a[:k]) & theirs) / len(theirs) if theirs else None
 
 
 def is_oracle(e: Evaluation) -> bool:

@@ -68,7 +68,7 @@ def stability_of(e: Any, k: int, measures: Sequence[str]) -> Stability | None:
     spread = {}
     for m, values in means.items():
         mean = sum(values) / len(values)
-        sd = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+        sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0  # sample sd
         spread[m] = (min(values), max(values), sd)
     hits = np.array([t.values(f"hit@{k}") for t in Scores.of(e).trials()])  # trials x questions
     found = (hits > 0).sum(axis=0)

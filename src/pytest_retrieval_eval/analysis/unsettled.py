@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..ir.measures import Measure
 from ..ir.stats import POWER, wilson_ci
@@ -192,11 +192,13 @@ def unsettled_turns(turns: Sequence[Any], thresholds: Sequence[Threshold]) -> li
     return out
 
 
-def unsettled_drops(run: Any, rules: Sequence[MaxDrop], diffs: Sequence[Any], segments: Sequence[Any] = ()
-                    ) -> list[Unsettled]:
-    """Each max-drop rule (noise-aware: judged with the drop's interval) over each diff whose drop
-    is beyond the rule's delta while the 95% interval of the drop reaches back within it: the only
-    straddle the gate can call inconclusive, since a drop within its delta passes."""
+def unsettled_drops(run: Any, rules: Sequence[MaxDrop], diffs: Sequence[Any], segments: Sequence[Any] = (), *,
+                    alpha: float = 0.05, spreads: Mapping[tuple[str, str], float] | None = None) -> list[Unsettled]:
+    """Each max-drop rule (noise-aware: judged with the drop's interval) over each diff the gate
+    would fail (beyond the rule's delta, significant at ``alpha`` after correction, beyond the
+    engine's ``spreads`` across trials: ``gate/checks.check_drops``) while the 95% interval of
+    the drop reaches back within the delta: the only straddle the gate can call inconclusive,
+    since a drop within its delta, or within noise, passes.""" 
     evaluations = {e.key: e for e in run.evaluations}
     out = []
     for rule in rules:
@@ -211,6 +213,9 @@ def unsettled_drops(run: Any, rules: Sequence[MaxDrop], diffs: Sequence[Any], se
             drop = d.before - d.after
             lo, hi = d.paired.ci
             interval = (-hi, -lo)  # the interval of the drop: the difference's, turned round
-            if not rule.holds(drop) and straddles(rule.holds, interval):
+            p = d.paired.p if math.isnan(d.paired.p_adjusted) else d.paired.p_adjusted
+            spread = (spreads or {}).get((d.engine.split("[")[0], d.measure))
+            within = spread is not None and drop <= spread + 1e-12
+            if not rule.holds(drop) and p < alpha and not within and straddles(rule.holds, interval):
                 out.append(_record(str(rule), engine, labeled, drop, interval, rule.delta, n, unit))
     return out

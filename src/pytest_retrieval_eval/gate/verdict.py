@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from ..analysis.analyse import Analysis, analyse
-from .checks import (STATES, Failure, check, check_coverage, check_drops, check_lint, check_segments,  # noqa: F401
-                     check_shadows, check_turns)
+from .checks import (Failure, check, check_coverage, check_drops, check_lint, check_segments, check_shadows,
+                     check_turns)
 from ..rules.quantities import MeasureQuantity, ShadowQuantity
 from ..rules.settings import GateSettings
 from ..ir.measures import DEFAULT_TABLE_MEASURES, Measure, judge_dependent

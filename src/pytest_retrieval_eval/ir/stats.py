@@ -511,10 +511,10 @@ def can_be_significant(units: int, alpha: float) -> bool:
 def _exact_drop(n: int, *, alpha: float, power: float) -> float:
     """With every value equal, a drop moves some queries one way: the sign-flip test flags ``k``
     such changes (and nothing else) at ``p = 2 / 2^k``, so it needs ``k >= k*`` (the fewest with
-    ``2 / 2^k* <= alpha``). The drop is the smallest rate ``r`` of queries lost for which at least
+    ``2 / 2^k* < alpha``, as the gate rejects on ``p < alpha``). The drop is the smallest rate ``r`` of queries lost for which at least
     ``k*`` of ``n`` are lost with ``power`` (binomial), i.e. a rate of r per query moved across the
     full range; 1.0 when even losing every query is not enough."""
-    k_star = max(1, math.ceil(1 - math.log2(alpha)))
+    k_star = max(1, math.floor(1 - math.log2(alpha)) + 1)  # 2 / 2^k < alpha: the gate rejects on p < alpha
     if k_star > n:
         return 1.0
 
