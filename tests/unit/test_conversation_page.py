@@ -152,3 +152,19 @@ def test_the_rewrite_a_team_s_rewriter_made_of_a_turn_shows_under_it():
     section = engine_section(render(verdict_of(run)), "team")
     assert "searched as: What about the refund window for laptops? and for phones?" in text(section)
     assert "searched as" not in engine_section(render(verdict_of(run)), "keyword")  # no rewrite, no line
+
+
+def test_a_turn_s_human_rewrite_shows_under_it_beside_what_each_engine_searched():
+    """The label's rewrite (what the oracle searches) is printed with its turn, as the question is."""
+    from dataclasses import replace
+
+    from pytest_retrieval_eval.engines.turns import oracle_rewrite
+
+    labeled = conversations()
+    told = LabeledSet(tuple(replace(q, rewrite="What about the refund window for phones?")
+                            if q.query_id == "refund#2" else q for q in labeled.queries), name=labeled.name)
+    run = RunResults([evaluate_engine(oracle_rewrite(Keyword(), name="oracle"), told),
+                      evaluate_engine(Keyword(), told)])
+    page = text(render(verdict_of(run)))
+    assert page.count("a person's rewrite: What about the refund window for phones?") == 2  # one row per engine
+    assert "a person's rewrite" not in text(render(verdict_of(run_of(labeled))))  # no rewrite, no line

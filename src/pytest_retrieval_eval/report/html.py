@@ -159,7 +159,7 @@ def render(verdict: Verdict, *, baseline: Any = None, subtitle: str = "", trend:
                        "snippet": text.get(d, "") if i < SNIPPETS_PER_QUERY else "",
                        "judged": judged.get(d), "judged_relevant": is_judged_relevant(judged.get(d, 0))}
                       for i, d in enumerate(res.doc_ids[:shown])]
-            row = {"id": q.query_id, "question": q.question, "rewrite": res.rewrite or "",
+            row = {"id": q.query_id, "question": q.question, "rewrite": res.rewrite or "", "told": q.rewrite or "",
                    "gold": sorted(q.relevant.items(), key=lambda kv: -kv[1]),
                    "ranked": ranked, "rank": rank, "error": res.error, "miss": q.query_id in causes,
                    "stale": any(x["stale"] for x in ranked),
